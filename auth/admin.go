@@ -1,0 +1,394 @@
+package auth
+
+import (
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"latchkey/store"
+)
+
+// CheckAdmin validates an Authorization header as the admin token; any
+// failure is 401 UNAUTHORIZED.
+func (s *Service) CheckAdmin(header string) error {
+	tok, ok := ParseBearer(header)
+	if !ok || !strings.HasPrefix(tok, adminPrefix) || len(tok) > 256 {
+		return ErrUnauthorized
+	}
+	if s.adminToken != "" {
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.adminToken)) == 1 {
+			return nil
+		}
+		return ErrUnauthorized
+	}
+	h := s.keys.HashString(hashDomainAdm, tok)
+	if len(s.adminHash) == store.HashSize && subtle.ConstantTimeCompare(h[:], s.adminHash) == 1 {
+		return nil
+	}
+	return ErrUnauthorized
+}
+
+// Bootstrap is what a first start creates and prints once.
+type Bootstrap struct {
+	Project    *store.Project
+	APIKey     string
+	AdminToken string // empty when the admin token is configured
+}
+
+// Init runs on a new data file: it creates the project "default" (allowed
+// origin http://localhost:3000), a test-mode key for it and, unless one is
+// configured, the admin token.
+func (s *Service) Init() (*Bootstrap, error) {
+	name, origins := "default", []string{"http://localhost:3000"}
+	p, err := s.CreateProject(ProjectInput{Name: &name, AllowedOrigins: &origins})
+	if err != nil {
+		return nil, err
+	}
+	key, _, err := s.CreateKey(KeyInput{ProjectID: &p.ID, Mode: modeTest})
+	if err != nil {
+		return nil, err
+	}
+	b := &Bootstrap{Project: p, APIKey: key}
+	if s.adminToken == "" {
+		b.AdminToken = adminPrefix + randomString(base62, 40)
+		h := s.keys.HashString(hashDomainAdm, b.AdminToken)
+		if err := s.db.Update(func(tx *store.Tx) error { return tx.SetAdminTokenHash(h[:]) }); err != nil {
+			return nil, internal(err)
+		}
+		s.adminHash = h[:]
+	}
+	return b, nil
+}
+
+// KeyInput is the body of key creation.
+type KeyInput struct {
+	ProjectID *string `json:"projectId"`
+	Mode      string  `json:"mode"`
+	ExpiresAt *string `json:"expiresAt"`
+}
+
+// KeyView is a key as the admin API shows it (never the key itself).
+type KeyView struct {
+	Prefix    string  `json:"prefix"`
+	ProjectID *string `json:"projectId"`
+	Mode      string  `json:"mode"`
+	ExpiresAt *string `json:"expiresAt"`
+	Revoked   bool    `json:"revoked"`
+	CreatedAt string  `json:"createdAt"`
+}
+
+// ViewKey returns the admin view of k.
+func ViewKey(k *store.APIKey) KeyView {
+	v := KeyView{Prefix: k.Prefix, Mode: k.Mode, Revoked: k.Revoked, CreatedAt: formatTime(k.CreatedAt)}
+	if k.ProjectID != "" {
+		id := k.ProjectID
+		v.ProjectID = &id
+	}
+	if k.ExpiresAt != nil {
+		e := formatTime(*k.ExpiresAt)
+		v.ExpiresAt = &e
+	}
+	return v
+}
+
+// CreateKey creates an API key and returns it; the key string is shown
+// only here. A nil or empty projectId makes a key without a project
+// (it authenticates but cannot call project endpoints). An expiresAt in
+// the past is allowed.
+func (s *Service) CreateKey(in KeyInput) (string, *store.APIKey, error) {
+	if in.Mode != modeLive && in.Mode != modeTest {
+		return "", nil, Invalid(`mode must be "live" or "test".`)
+	}
+	k := &store.APIKey{Mode: in.Mode, CreatedAt: s.now().UTC()}
+	if in.ExpiresAt != nil {
+		t, err := time.Parse(time.RFC3339, *in.ExpiresAt)
+		if err != nil {
+			return "", nil, Invalid("expiresAt must be an RFC 3339 timestamp.")
+		}
+		t = t.UTC()
+		k.ExpiresAt = &t
+	}
+	var key string
+	err := s.db.Update(func(tx *store.Tx) error {
+		if in.ProjectID != nil && *in.ProjectID != "" {
+			if _, err := tx.Project(*in.ProjectID); errors.Is(err, store.ErrNotFound) {
+				return ErrProjectNotFound
+			} else if err != nil {
+				return err
+			}
+			k.ProjectID = *in.ProjectID
+		}
+		for {
+			key = newAPIKey(in.Mode)
+			k.Prefix = key[:KeyPrefixLen]
+			if _, err := tx.APIKey(k.Prefix); errors.Is(err, store.ErrNotFound) {
+				break
+			}
+		}
+		h := s.keys.HashString(hashDomainKey, key)
+		k.Hash = h[:]
+		return tx.PutAPIKey(k)
+	})
+	if err != nil {
+		return "", nil, internal(err)
+	}
+	return key, k, nil
+}
+
+// Keys lists keys, all or one project's.
+func (s *Service) Keys(projectID string) ([]*store.APIKey, error) {
+	var out []*store.APIKey
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		out, err = tx.APIKeys(projectID)
+		return err
+	})
+	return out, internal(err)
+}
+
+// RevokeKey revokes the key with prefix (404 API_KEY_NOT_FOUND).
+func (s *Service) RevokeKey(prefix string) error {
+	err := s.db.Update(func(tx *store.Tx) error {
+		k, err := tx.APIKey(prefix)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrKeyNotFound
+		} else if err != nil {
+			return err
+		}
+		k.Revoked = true
+		return tx.PutAPIKey(k)
+	})
+	if err != nil {
+		return internal(err)
+	}
+	s.apiKeys.Delete(prefix)
+	return nil
+}
+
+var methodName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// MethodView is an external-method registration as the admin API shows
+// it; Secret is set only at creation.
+type MethodView struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"projectId"`
+	Method    string `json:"method"`
+	Pattern   string `json:"pattern"`
+	Status    string `json:"status"`
+	Secret    string `json:"secret,omitempty"`
+	CreatedAt string `json:"createdAt"`
+}
+
+func viewMethod(m *store.ExternalMethod) MethodView {
+	return MethodView{ID: m.ID, ProjectID: m.ProjectID, Method: m.Method, Pattern: m.Pattern, Status: m.Status, CreatedAt: formatTime(m.CreatedAt)}
+}
+
+// CreateMethod registers an external method for a project and returns it
+// with its secret (64 hex characters), shown only here.
+func (s *Service) CreateMethod(projectID, method, pattern string) (MethodView, error) {
+	if !methodName.MatchString(method) {
+		return MethodView{}, Invalid("method must match [a-z0-9_-]{1,64}.")
+	}
+	if pattern != "direct" && pattern != "webhook" {
+		return MethodView{}, Invalid(`pattern must be "direct" or "webhook".`)
+	}
+	secret := hex.EncodeToString(randomBytes(32))
+	m := &store.ExternalMethod{ID: uuid.NewString(), ProjectID: projectID, Method: method, Pattern: pattern, Status: "active", CreatedAt: s.now().UTC()}
+	sealed, err := s.keys.Seal([]byte(secret), []byte("method:"+m.ID))
+	if err != nil {
+		return MethodView{}, internal(err)
+	}
+	m.Secret = sealed
+	err = s.db.Update(func(tx *store.Tx) error {
+		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
+			return ErrProjectNotFound
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.ExternalMethodByName(projectID, method); err == nil {
+			return ErrMethodExists
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.PutExternalMethod(m)
+	})
+	if err != nil {
+		return MethodView{}, internal(err)
+	}
+	v := viewMethod(m)
+	v.Secret = secret
+	return v, nil
+}
+
+// SetMethodStatus activates or deactivates a registration.
+func (s *Service) SetMethodStatus(id, status string) (MethodView, error) {
+	if status != "active" && status != "inactive" {
+		return MethodView{}, Invalid(`status must be "active" or "inactive".`)
+	}
+	var m *store.ExternalMethod
+	err := s.db.Update(func(tx *store.Tx) error {
+		var err error
+		m, err = tx.ExternalMethod(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrMethodNotFound
+		} else if err != nil {
+			return err
+		}
+		m.Status = status
+		return tx.PutExternalMethod(m)
+	})
+	if err != nil {
+		return MethodView{}, internal(err)
+	}
+	return viewMethod(m), nil
+}
+
+// AdminUser is a user as the admin API shows it.
+type AdminUser struct {
+	ID             string  `json:"id"`
+	ProjectID      string  `json:"projectId"`
+	Email          string  `json:"email"`
+	ExternalUserID *string `json:"externalUserId"`
+	CompanyID      *string `json:"companyId"`
+	FirstName      *string `json:"firstName"`
+	Disabled       bool    `json:"disabled"`
+	CreatedAt      string  `json:"createdAt"`
+}
+
+func viewAdminUser(u *store.User) AdminUser {
+	return AdminUser{ID: u.ID, ProjectID: u.ProjectID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
+		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt)}
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// AdminUsers lists a project's users; email filters: an address matches
+// exactly, anything else is an address prefix (a search).
+func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, error) {
+	if projectID == "" {
+		return nil, Invalid("projectId is required.")
+	}
+	email = strings.ToLower(strings.TrimSpace(email))
+	out := []AdminUser{}
+	err := s.db.View(func(tx *store.Tx) error {
+		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
+			return ErrProjectNotFound
+		} else if err != nil {
+			return err
+		}
+		if strings.Contains(email, "@") {
+			u, err := tx.UserByEmail(projectID, email)
+			if err == nil {
+				out = append(out, viewAdminUser(u))
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+		users, err := tx.Users(projectID, email, limit)
+		for _, u := range users {
+			out = append(out, viewAdminUser(u))
+		}
+		return err
+	})
+	return out, internal(err)
+}
+
+// SetUserCompany sets (or with nil clears) a user's companyId.
+func (s *Service) SetUserCompany(id string, companyID *string) (AdminUser, error) {
+	var u *store.User
+	err := s.db.Update(func(tx *store.Tx) error {
+		var err error
+		u, err = tx.User(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrUserNotFound
+		} else if err != nil {
+			return err
+		}
+		u.CompanyID = ""
+		if companyID != nil {
+			c := strings.TrimSpace(*companyID)
+			if c == "" || len(c) > 128 {
+				return Invalid("companyId must be 1 to 128 characters or null.")
+			}
+			u.CompanyID = c
+		}
+		u.UpdatedAt = s.now().UTC()
+		return tx.PutUser(u)
+	})
+	if err != nil {
+		return AdminUser{}, internal(err)
+	}
+	return viewAdminUser(u), nil
+}
+
+// SetUserDisabled disables or enables a user. Disabling revokes every
+// session of the user in the same transaction.
+func (s *Service) SetUserDisabled(id string, disabled bool) error {
+	err := s.db.Update(func(tx *store.Tx) error {
+		u, err := tx.User(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrUserNotFound
+		} else if err != nil {
+			return err
+		}
+		u.Disabled = disabled
+		u.UpdatedAt = s.now().UTC()
+		if disabled {
+			if err := s.revokeAll(tx, u); err != nil {
+				return err
+			}
+		}
+		return tx.PutUser(u)
+	})
+	return internal(err)
+}
+
+// EventView is an authentication event as the admin API shows it.
+type EventView struct {
+	ID          string  `json:"id"`
+	ProjectID   string  `json:"projectId"`
+	UserID      *string `json:"userId"`
+	Email       *string `json:"email"`
+	Method      string  `json:"method"`
+	Action      string  `json:"action"`
+	Success     bool    `json:"success"`
+	FailureCode *string `json:"failureCode"`
+	IP          string  `json:"ip"`
+	UserAgent   string  `json:"userAgent"`
+	CreatedAt   string  `json:"createdAt"`
+}
+
+// Events lists authentication events newest first (limit default 100,
+// at most 1000).
+func (s *Service) Events(f store.AuthEventFilter) ([]EventView, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	var evs []*store.AuthEvent
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		evs, err = tx.AuthEvents(f)
+		return err
+	})
+	out := make([]EventView, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, EventView{ID: e.ID, ProjectID: e.ProjectID, UserID: nullable(e.UserID), Email: nullable(e.Email),
+			Method: e.Method, Action: e.Action, Success: e.Success, FailureCode: nullable(e.FailureCode),
+			IP: e.IP, UserAgent: e.UserAgent, CreatedAt: formatTime(e.CreatedAt)})
+	}
+	return out, internal(err)
+}

@@ -1,0 +1,127 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error is a failure the caller may see: the contract's wire code, its HTTP
+// status, the failure category recorded on authentication events, and a
+// message safe to show. Err, the cause, is logged and never sent.
+type Error struct {
+	Code     string
+	Status   int
+	Category string
+	Message  string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// With returns a copy of e with another message.
+func (e *Error) With(msg string) *Error {
+	c := *e
+	c.Message = msg
+	return &c
+}
+
+// Because returns a copy of e carrying cause, for the log.
+func (e *Error) Because(cause error) *Error {
+	c := *e
+	c.Err = cause
+	return &c
+}
+
+// Failure categories (the contract's "Failure categories" table).
+const (
+	CatInvalidCode    = "invalid_code"
+	CatExpired        = "expired"
+	CatAlreadyUsed    = "already_used"
+	CatRateLimited    = "rate_limited"
+	CatUserNotFound   = "user_not_found"
+	CatUserDisabled   = "user_disabled"
+	CatUserExists     = "user_exists"
+	CatValidation     = "validation_error"
+	CatRiskBlocked    = "risk_blocked"
+	CatExternalMethod = "external_method_error"
+	CatInternal       = "internal_error"
+)
+
+func newErr(status int, code, category, msg string) *Error {
+	return &Error{Code: code, Status: status, Category: category, Message: msg}
+}
+
+// Request and routing errors (decisions.md §13).
+var (
+	ErrValidation       = newErr(http.StatusBadRequest, "VALIDATION_ERROR", CatValidation, "Invalid request.")
+	ErrNotFound         = newErr(http.StatusNotFound, "NOT_FOUND", "", "Not found")
+	ErrMethodNotAllowed = newErr(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "", "Method not allowed.")
+	ErrPayloadTooLarge  = newErr(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", CatValidation, "Request body is larger than 64 KiB.")
+	ErrInternal         = newErr(http.StatusInternalServerError, "INTERNAL_ERROR", CatInternal, "Internal error.")
+	ErrUnauthorized     = newErr(http.StatusUnauthorized, "UNAUTHORIZED", "", "Missing or invalid admin token.")
+)
+
+// API key errors, in the decided validation order (decisions.md §4).
+var (
+	ErrMissingAPIKey     = newErr(http.StatusUnauthorized, "MISSING_API_KEY", "", "Missing API key: send Authorization: Bearer <key>.")
+	ErrInvalidFormat     = newErr(http.StatusUnauthorized, "INVALID_FORMAT", "", "API key has an invalid format.")
+	ErrAPIKeyNotFound    = newErr(http.StatusUnauthorized, "API_KEY_NOT_FOUND", "", "API key not found.")
+	ErrHashMismatch      = newErr(http.StatusUnauthorized, "HASH_MISMATCH", "", "API key is invalid.")
+	ErrAPIKeyRevoked     = newErr(http.StatusUnauthorized, "API_KEY_REVOKED", "", "API key has been revoked.")
+	ErrAPIKeyExpired     = newErr(http.StatusUnauthorized, "API_KEY_EXPIRED", "", "API key has expired.")
+	ErrInvalidAPIKey     = newErr(http.StatusUnauthorized, "INVALID_API_KEY", "", "API key is not attached to a project.")
+	ErrRateLimitExceeded = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this API key; retry later.")
+	ErrKeyInternal       = newErr(http.StatusUnauthorized, "INTERNAL_ERROR", CatInternal, "Could not validate the API key; retry.")
+)
+
+// Session errors.
+var (
+	ErrInvalidSession = newErr(http.StatusUnauthorized, "INVALID_SESSION", "", "Invalid or expired session.")
+)
+
+// Login and account errors.
+var (
+	ErrInvalidCode        = newErr(http.StatusUnauthorized, "INVALID_CODE", CatInvalidCode, "Invalid code.")
+	ErrCodeExpired        = newErr(http.StatusUnauthorized, "INVALID_CODE", CatExpired, "This code has expired. Request a new code.")
+	ErrCodeLocked         = newErr(http.StatusUnauthorized, "INVALID_CODE", CatRateLimited, "Too many attempts. Request a new code.")
+	ErrTooManyRequests    = newErr(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", CatRateLimited, "Too many codes sent to this address; wait before asking again.")
+	ErrInvalidToken       = newErr(http.StatusUnauthorized, "INVALID_TOKEN", CatInvalidCode, "Invalid or expired link.")
+	ErrInvalidRedirect    = newErr(http.StatusBadRequest, "INVALID_REDIRECT_URL", CatValidation, "Redirect URL is not an allowed origin of this project.")
+	ErrUserDisabled       = newErr(http.StatusForbidden, "USER_DISABLED", CatUserDisabled, "This account is disabled.")
+	ErrEmailInUse         = newErr(http.StatusConflict, "EMAIL_IN_USE", CatValidation, "Another user of this project has that email address.")
+	ErrExternalIDConflict = newErr(http.StatusConflict, "EXTERNAL_ID_CONFLICT", CatValidation, "That externalUserId belongs to another user.")
+	ErrRiskBlocked        = newErr(http.StatusForbidden, "RISK_BLOCKED", CatRiskBlocked, "Request blocked.")
+)
+
+// Admin errors.
+var (
+	ErrProjectNotFound = newErr(http.StatusNotFound, "PROJECT_NOT_FOUND", "", "Project not found.")
+	ErrKeyNotFound     = newErr(http.StatusNotFound, "API_KEY_NOT_FOUND", "", "API key not found.")
+	ErrUserNotFound    = newErr(http.StatusNotFound, "USER_NOT_FOUND", CatUserNotFound, "User not found.")
+	ErrMethodNotFound  = newErr(http.StatusNotFound, "EXTERNAL_METHOD_NOT_FOUND", "", "External method not found.")
+	ErrMethodExists    = newErr(http.StatusConflict, "EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
+)
+
+// Invalid returns a 400 VALIDATION_ERROR with msg.
+func Invalid(format string, args ...any) *Error {
+	return ErrValidation.With(fmt.Sprintf(format, args...))
+}
+
+// AsError returns err as an *Error; anything else becomes INTERNAL_ERROR
+// carrying err as its cause.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return ErrInternal.Because(err)
+}

@@ -1,0 +1,53 @@
+package auth
+
+import (
+	"encoding/json"
+
+	"github.com/google/uuid"
+
+	"latchkey/store"
+)
+
+// Meta describes the request behind a use case, for events and risk.
+type Meta struct {
+	IP          string
+	UserAgent   string
+	DeviceToken string
+}
+
+// emit writes a webhook event into the outbox inside tx and wakes the
+// delivery worker after commit.
+func (s *Service) emit(tx *store.Tx, projectID, typ string, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	e := &store.Event{ID: "evt_" + uuid.NewString(), ProjectID: projectID, Type: typ, CreatedAt: s.now().UTC(), Data: raw}
+	if err := tx.AppendEvent(e); err != nil {
+		return err
+	}
+	tx.OnCommit(s.wake)
+	return nil
+}
+
+// record writes an authentication event inside tx. A nil fail is a
+// success; otherwise its category is the event's failureCode.
+func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action string, fail error, m Meta) error {
+	e := &store.AuthEvent{ID: uuid.NewString(), ProjectID: projectID, UserID: userID, Email: email,
+		Method: method, Action: action, Success: fail == nil, IP: m.IP, UserAgent: clipUA(m.UserAgent),
+		CreatedAt: s.now().UTC()}
+	if fail != nil {
+		e.FailureCode = AsError(fail).Category
+		if e.FailureCode == "" {
+			e.FailureCode = CatInternal
+		}
+	}
+	return tx.AddAuthEvent(e)
+}
+
+func clipUA(ua string) string {
+	if len(ua) > 256 {
+		return ua[:256]
+	}
+	return ua
+}

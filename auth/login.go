@@ -1,0 +1,129 @@
+package auth
+
+import (
+	"encoding/base64"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"latchkey/store"
+)
+
+// UserView is the user object of login results (decisions.md §14).
+type UserView struct {
+	ID             string  `json:"id"`
+	Email          string  `json:"email"`
+	ExternalUserID *string `json:"externalUserId"`
+	CompanyID      *string `json:"company_id"`
+	FirstName      *string `json:"first_name"`
+}
+
+// ViewUser returns the login-result view of u.
+func ViewUser(u *store.User) UserView {
+	return UserView{ID: u.ID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
+		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName)}
+}
+
+// Login is the outcome of a successful sign-in; handlers pick the fields
+// each endpoint's contract lists.
+type Login struct {
+	Token       string
+	User        *store.User
+	Session     *store.Session
+	DeviceToken string
+	IsNewUser   bool
+	RedirectURL string // magic links: the send-time redirectUrl
+	project     *store.Project
+}
+
+// startLogin creates the session row, binds a device token and emits
+// session.created inside tx. The JWT is signed after commit (finish).
+func (s *Service) startLogin(tx *store.Tx, p *store.Project, u *store.User, method string, m Meta) (*Login, error) {
+	sess := s.newSession(p, u, method)
+	if err := tx.PutSession(sess); err != nil {
+		return nil, err
+	}
+	if err := s.emit(tx, p.ID, "session.created", map[string]string{"user_id": u.ID, "session_id": sess.ID, "method": method}); err != nil {
+		return nil, err
+	}
+	dt, err := s.bindDevice(tx, u, m.DeviceToken)
+	if err != nil {
+		return nil, err
+	}
+	return &Login{User: u, Session: sess, DeviceToken: dt, project: p}, nil
+}
+
+// finish signs the login's JWT; call after the transaction committed.
+func (s *Service) finish(l *Login) (*Login, error) {
+	tok, err := s.signSession(l.project, l.Session)
+	if err != nil {
+		return nil, internal(err)
+	}
+	l.Token = tok
+	return l, nil
+}
+
+// bindDevice returns presented when it is a device token already bound
+// to u, or a new token bound to u.
+func (s *Service) bindDevice(tx *store.Tx, u *store.User, presented string) (string, error) {
+	if presented != "" && len(presented) <= 128 {
+		h := s.keys.HashString("device", presented)
+		if d, err := tx.Device(h[:]); err == nil && d.UserID == u.ID {
+			return presented, nil
+		}
+	}
+	tok := base64.RawURLEncoding.EncodeToString(randomBytes(32))
+	h := s.keys.HashString("device", tok)
+	return tok, tx.PutDevice(&store.Device{Hash: h[:], UserID: u.ID, ProjectID: u.ProjectID, CreatedAt: s.now().UTC()})
+}
+
+// findOrCreateUser returns p's user with email, creating it (and its
+// user.registered event) when absent.
+func (s *Service) findOrCreateUser(tx *store.Tx, p *store.Project, email string) (*store.User, bool, error) {
+	u, err := tx.UserByEmail(p.ID, email)
+	if err == nil {
+		return u, false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, false, err
+	}
+	now := s.now().UTC()
+	u = &store.User{ID: uuid.NewString(), ProjectID: p.ID, Email: email, CreatedAt: now, UpdatedAt: now}
+	if err := tx.PutUser(u); err != nil {
+		return nil, false, err
+	}
+	if err := s.emit(tx, p.ID, "user.registered", map[string]string{"email": email, "user_id": u.ID}); err != nil {
+		return nil, false, err
+	}
+	return u, true, nil
+}
+
+// attachExternalID gives u the external id ext when it has none; 409
+// EXTERNAL_ID_CONFLICT when u has another one or another user holds ext.
+func (s *Service) attachExternalID(tx *store.Tx, u *store.User, ext string) error {
+	if ext == "" || u.ExternalUserID == ext {
+		return nil
+	}
+	if u.ExternalUserID != "" {
+		return ErrExternalIDConflict
+	}
+	if other, err := tx.UserByExternalID(u.ProjectID, ext); err == nil && other.ID != u.ID {
+		return ErrExternalIDConflict
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	u.ExternalUserID = ext
+	u.UpdatedAt = s.now().UTC()
+	return tx.PutUser(u)
+}
+
+// checkExternalID validates an optional externalUserId field.
+func checkExternalID(ext *string) (string, error) {
+	if ext == nil {
+		return "", nil
+	}
+	if len(*ext) == 0 || len(*ext) > 255 {
+		return "", Invalid("externalUserId must be 1 to 255 characters.")
+	}
+	return *ext, nil
+}

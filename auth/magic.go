@@ -1,0 +1,142 @@
+package auth
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/url"
+	"time"
+
+	"latchkey/store"
+)
+
+// Magic link parameters (decisions.md §6).
+const (
+	MagicLifetime   = 15 * time.Minute
+	codeKindMagic   = "magic"
+	hashDomainMagic = "magic"
+	// MagicPath is the verify path links point at.
+	MagicPath = "/api/v1/magic/verify"
+)
+
+// SendMagicLink emails a single-use sign-in link. redirectURL, when not
+// empty, must have one of the project's allowed origins (400
+// INVALID_REDIRECT_URL); other errors as SendOTP.
+func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, m Meta) error {
+	email, err := NormalizeEmail(rawEmail)
+	if err != nil {
+		return s.recordOnly(p.ID, "", "", "magic_link", "send", err, m)
+	}
+	if redirectURL != "" && !CheckRedirect(redirectURL, p.AllowedOrigins) {
+		return s.recordOnly(p.ID, "", email, "magic_link", "send", ErrInvalidRedirect, m)
+	}
+	raw := randomBytes(32)
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	h := s.keys.HashString(hashDomainMagic, token)
+	link := s.baseURL + MagicPath + "?token=" + url.QueryEscape(token)
+	return s.queueSend(p, email, codeKindMagic, "magic_link", m, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
+		ml := &store.MagicLink{Hash: h[:], ProjectID: p.ID, Email: email, RedirectURL: redirectURL, CreatedAt: now, ExpiresAt: now.Add(MagicLifetime)}
+		return store.MailContent{Project: p.Name, Link: link, TTLSeconds: int(MagicLifetime / time.Second)}, tx.PutMagicLink(ml)
+	})
+}
+
+// MagicLinkProject returns the project of a pending link without using
+// it (for the confirm page); 401 INVALID_TOKEN when unknown, used or
+// expired.
+func (s *Service) MagicLinkProject(token string) (*store.Project, error) {
+	if token == "" {
+		return nil, Invalid("token is required.")
+	}
+	h := s.keys.HashString(hashDomainMagic, token)
+	var ml *store.MagicLink
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		ml, err = tx.MagicLink(h[:])
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (ml.UsedAt != nil || !s.now().Before(ml.ExpiresAt))) {
+		return nil, ErrInvalidToken
+	} else if err != nil {
+		return nil, internal(err)
+	}
+	return s.Project(ml.ProjectID)
+}
+
+// VerifyMagicLink consumes a link token and signs its user in. A
+// redirectURI outside the project's allowed origins is 400
+// INVALID_REDIRECT_URL and leaves the link unused. Unknown, used or
+// expired tokens are 401 INVALID_TOKEN.
+func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, error) {
+	if token == "" {
+		return nil, s.recordOnly("", "", "", "magic_link", "verify", Invalid("token is required."), m)
+	}
+	if len(token) > 512 {
+		return nil, s.recordOnly("", "", "", "magic_link", "verify", ErrInvalidToken, m)
+	}
+	h := s.keys.HashString(hashDomainMagic, token)
+	var login *Login
+	var fail error
+	err := s.db.Batch(func(tx *store.Tx) error {
+		login, fail = nil, nil
+		now := s.now()
+		ml, err := tx.MagicLink(h[:])
+		if errors.Is(err, store.ErrNotFound) {
+			fail = ErrInvalidToken
+			return s.record(tx, "", "", "", "magic_link", "verify", fail, m)
+		} else if err != nil {
+			return err
+		}
+		p, err := tx.Project(ml.ProjectID)
+		if errors.Is(err, store.ErrNotFound) {
+			fail = ErrInvalidToken
+			return nil
+		} else if err != nil {
+			return err
+		}
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, p.ID, "", ml.Email, "magic_link", "verify", e, m)
+		}
+		if redirectURI != "" && !CheckRedirect(redirectURI, p.AllowedOrigins) {
+			return failWith(ErrInvalidRedirect)
+		}
+		if ml.UsedAt != nil {
+			return failWith(ErrInvalidToken.Because(errors.New("already used")).withCategory(CatAlreadyUsed))
+		}
+		if !now.Before(ml.ExpiresAt) {
+			return failWith(ErrInvalidToken.withCategory(CatExpired))
+		}
+		u, isNew, err := s.findOrCreateUser(tx, p, ml.Email)
+		if err != nil {
+			return err
+		}
+		if u.Disabled {
+			return failWith(ErrUserDisabled)
+		}
+		used := now.UTC()
+		ml.UsedAt = &used
+		if err := tx.PutMagicLink(ml); err != nil {
+			return err
+		}
+		login, err = s.startLogin(tx, p, u, "magic_link", m)
+		if err != nil {
+			return err
+		}
+		login.IsNewUser = isNew
+		login.RedirectURL = ml.RedirectURL
+		return s.record(tx, p.ID, u.ID, ml.Email, "magic_link", "verify", nil, m)
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	return s.finish(login)
+}
+
+// withCategory returns a copy of e recorded under another category.
+func (e *Error) withCategory(c string) *Error {
+	x := *e
+	x.Category = c
+	return &x
+}

@@ -1,0 +1,246 @@
+package auth
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"latchkey/store"
+)
+
+// Email OTP parameters (decisions.md §6).
+const (
+	OTPLifetime    = 10 * time.Minute
+	OTPMaxAttempts = 5
+	SendInterval   = 30 * time.Second
+	SendsPerHour   = 10
+	codeKindOTP    = "otp"
+	hashDomainOTP  = "otp"
+)
+
+// SendOTP emails a new 6-digit code to email, replacing any pending one.
+// It returns once the message is queued: 400 VALIDATION_ERROR for a bad
+// address, 403 USER_DISABLED, 429 TOO_MANY_REQUESTS past the throttle.
+func (s *Service) SendOTP(p *store.Project, rawEmail string, m Meta) error {
+	email, err := NormalizeEmail(rawEmail)
+	if err != nil {
+		return s.recordOnly(p.ID, "", "", "email_otp", "send", err, m)
+	}
+	code := randomDigits(6)
+	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+code)
+	return s.queueSend(p, email, codeKindOTP, "email_otp", m, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
+		c := &store.Code{Kind: codeKindOTP, ProjectID: p.ID, Subject: email, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)}
+		return store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, tx.PutCode(c)
+	})
+}
+
+// queueSend is the shared body of OTP and magic-link sends: the disabled
+// check, the per-address throttle, the code or link row (made by put),
+// the queued message and the event, in one transaction.
+func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta, put func(*store.Tx, time.Time) (store.MailContent, error)) error {
+	var fail error
+	var userID string
+	err := s.db.Batch(func(tx *store.Tx) error {
+		fail, userID = nil, ""
+		now := s.now().UTC()
+		if u, err := tx.UserByEmail(p.ID, email); err == nil {
+			userID = u.ID
+			if u.Disabled {
+				fail = ErrUserDisabled
+				return s.record(tx, p.ID, userID, email, method, "send", fail, m)
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		th, err := tx.Throttle(kind, p.ID, email)
+		if err != nil {
+			return err
+		}
+		if !allowSend(th, now) {
+			fail = ErrTooManyRequests
+			return s.record(tx, p.ID, userID, email, method, "send", fail, m)
+		}
+		th.Sends = append(th.Sends, now)
+		if err := tx.PutThrottle(kind, p.ID, email, th); err != nil {
+			return err
+		}
+		content, err := put(tx, now)
+		if err != nil {
+			return err
+		}
+		body, err := json.Marshal(content)
+		if err != nil {
+			return err
+		}
+		sealed, err := s.keys.Seal(body, store.MailAAD)
+		if err != nil {
+			return err
+		}
+		if err := tx.EnqueueMail(&store.Mail{ProjectID: p.ID, To: email, Kind: kind, Body: sealed, CreatedAt: now, NextAttemptAt: now}); err != nil {
+			return err
+		}
+		tx.OnCommit(s.wake)
+		return s.record(tx, p.ID, userID, email, method, "send", nil, m)
+	})
+	if err != nil {
+		return internal(err)
+	}
+	return fail
+}
+
+// allowSend applies the send throttle (one per 30 s, ten per hour) and
+// drops history older than an hour. A refused send is not recorded.
+func allowSend(th *store.Throttle, now time.Time) bool {
+	kept := th.Sends[:0]
+	for _, t := range th.Sends {
+		if now.Sub(t) < time.Hour {
+			kept = append(kept, t)
+		}
+	}
+	th.Sends = kept
+	if len(kept) >= SendsPerHour {
+		return false
+	}
+	if len(kept) > 0 && now.Sub(kept[len(kept)-1]) < SendInterval {
+		return false
+	}
+	return true
+}
+
+// OTPInput is the body of otp/verify.
+type OTPInput struct {
+	Email          string  `json:"email"`
+	Code           string  `json:"code"`
+	ExternalUserID *string `json:"externalUserId"`
+	DeviceToken    string  `json:"deviceToken"`
+}
+
+// VerifyOTP checks an emailed code and signs the user in, creating the
+// user on first sign-in. Wrong, expired, missing and locked codes are 401
+// INVALID_CODE with their own texts; a wrong code counts an attempt.
+func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, error) {
+	email, err := NormalizeEmail(in.Email)
+	if err != nil {
+		return nil, s.recordOnly(p.ID, "", "", "email_otp", "verify", err, m)
+	}
+	if err := checkCodeShape(in.Code); err != nil {
+		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
+	}
+	ext, err := checkExternalID(in.ExternalUserID)
+	if err != nil {
+		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
+	}
+	if in.DeviceToken != "" {
+		m.DeviceToken = in.DeviceToken
+	}
+	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+in.Code)
+	var login *Login
+	var fail error
+	err = s.db.Batch(func(tx *store.Tx) error {
+		login, fail = nil, nil
+		now := s.now()
+		var userID string
+		if u, err := tx.UserByEmail(p.ID, email); err == nil {
+			userID = u.ID
+		}
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, p.ID, userID, email, "email_otp", "verify", e, m)
+		}
+		c, err := tx.Code(codeKindOTP, p.ID, email)
+		if errors.Is(err, store.ErrNotFound) {
+			return failWith(ErrInvalidCode.With("No code is pending for this address. Request a new code."))
+		} else if err != nil {
+			return err
+		}
+		if !now.Before(c.ExpiresAt) {
+			if err := tx.DeleteCode(c); err != nil {
+				return err
+			}
+			return failWith(ErrCodeExpired)
+		}
+		if c.Attempts >= OTPMaxAttempts {
+			return failWith(ErrCodeLocked)
+		}
+		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
+			c.Attempts++
+			if err := tx.PutCode(c); err != nil {
+				return err
+			}
+			if c.Attempts >= OTPMaxAttempts {
+				return failWith(ErrInvalidCode.With(ErrCodeLocked.Message))
+			}
+			return failWith(ErrInvalidCode)
+		}
+		u, isNew, err := s.findOrCreateUser(tx, p, email)
+		if err != nil {
+			return err
+		}
+		userID = u.ID
+		if u.Disabled {
+			return failWith(ErrUserDisabled)
+		}
+		if err := s.attachExternalID(tx, u, ext); errors.Is(err, ErrExternalIDConflict) {
+			if isNew {
+				return err // roll back: the user must not be created
+			}
+			return failWith(err)
+		} else if err != nil {
+			return err
+		}
+		if err := tx.DeleteCode(c); err != nil {
+			return err
+		}
+		login, err = s.startLogin(tx, p, u, "email_otp", m)
+		if err != nil {
+			return err
+		}
+		login.IsNewUser = isNew
+		return s.record(tx, p.ID, u.ID, email, "email_otp", "verify", nil, m)
+	})
+	if errors.Is(err, ErrExternalIDConflict) {
+		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
+	}
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	return s.finish(login)
+}
+
+// checkCodeShape rejects an empty or non-digit code (400); the length is
+// not checked here, a wrong length is simply a wrong code.
+func checkCodeShape(code string) error {
+	if code == "" {
+		return Invalid("code is required.")
+	}
+	if len(code) > 16 {
+		return Invalid("code must be a string of digits.")
+	}
+	for i := 0; i < len(code); i++ {
+		if code[i] < '0' || code[i] > '9' {
+			return Invalid("code must be a string of digits.")
+		}
+	}
+	return nil
+}
+
+// recordOnly records a failed attempt in its own transaction and returns
+// fail; used where the attempt changes nothing else.
+func (s *Service) recordOnly(projectID, userID, email, method, action string, fail error, m Meta) error {
+	err := s.db.Batch(func(tx *store.Tx) error {
+		return s.record(tx, projectID, userID, email, method, action, fail, m)
+	})
+	if err != nil {
+		s.log.Error("record event", "err", err)
+	}
+	return fail
+}
+
+// randomDigits returns n decimal digits from crypto/rand.
+func randomDigits(n int) string {
+	return randomString("0123456789", n)
+}

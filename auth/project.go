@@ -1,0 +1,261 @@
+package auth
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"latchkey/store"
+)
+
+// Project limits (decisions.md §3, §5).
+const (
+	DefaultSessionTTL = 86400
+	MinSessionTTL     = 300
+	MaxSessionTTL     = 7776000
+	DefaultRateLimit  = 100
+	MaxRateLimit      = 1_000_000_000
+	maxOrigins        = 50
+	maxDenyCIDRs      = 1000
+)
+
+// ProjectInput is the body of create and update; nil fields are unset.
+type ProjectInput struct {
+	Name               *string   `json:"name"`
+	AllowedOrigins     *[]string `json:"allowedOrigins"`
+	CompanyID          *string   `json:"companyId"`
+	RPID               *string   `json:"rpId"`
+	SessionTTLSeconds  *int      `json:"sessionTtlSeconds"`
+	RateLimitPerMinute *int      `json:"rateLimitPerMinute"`
+	DenyCIDRs          *[]string `json:"denyCidrs"`
+}
+
+// apply validates in and copies it onto p.
+func (in *ProjectInput) apply(p *store.Project) error {
+	if in.Name != nil {
+		n := strings.TrimSpace(*in.Name)
+		if n == "" || utf8.RuneCountInString(n) > 100 || strings.ContainsAny(n, "\r\n") {
+			return Invalid("name must be 1 to 100 characters.")
+		}
+		p.Name = n
+	}
+	if in.AllowedOrigins != nil {
+		if len(*in.AllowedOrigins) > maxOrigins {
+			return Invalid("allowedOrigins holds at most %d origins.", maxOrigins)
+		}
+		origins := make([]string, 0, len(*in.AllowedOrigins))
+		for _, o := range *in.AllowedOrigins {
+			c, err := NormalizeOrigin(o)
+			if err != nil {
+				return err
+			}
+			origins = append(origins, c)
+		}
+		p.AllowedOrigins = origins
+	}
+	if in.CompanyID != nil {
+		c := strings.TrimSpace(*in.CompanyID)
+		if c == "" || len(c) > 128 {
+			return Invalid("companyId must be 1 to 128 characters.")
+		}
+		p.CompanyID = c
+	}
+	if in.RPID != nil {
+		r := strings.ToLower(strings.TrimSpace(*in.RPID))
+		if r != "" {
+			if _, ok := canonicalOrigin(mustURL("https://" + r)); !ok || strings.ContainsAny(r, "/:@") {
+				return Invalid("rpId must be a host name.")
+			}
+		}
+		p.RPID = r
+	}
+	if in.SessionTTLSeconds != nil {
+		t := *in.SessionTTLSeconds
+		if t < MinSessionTTL || t > MaxSessionTTL {
+			return Invalid("sessionTtlSeconds must be between %d and %d.", MinSessionTTL, MaxSessionTTL)
+		}
+		p.SessionTTLSeconds = t
+	}
+	if in.RateLimitPerMinute != nil {
+		r := *in.RateLimitPerMinute
+		if r < 1 || r > MaxRateLimit {
+			return Invalid("rateLimitPerMinute must be between 1 and %d.", MaxRateLimit)
+		}
+		p.RateLimitPerMinute = r
+	}
+	if in.DenyCIDRs != nil {
+		if len(*in.DenyCIDRs) > maxDenyCIDRs {
+			return Invalid("denyCidrs holds at most %d entries.", maxDenyCIDRs)
+		}
+		c, err := parseCIDRs(*in.DenyCIDRs)
+		if err != nil {
+			return err
+		}
+		p.DenyCIDRs = c
+	}
+	return nil
+}
+
+// ProjectView is a project as the admin API shows it.
+type ProjectView struct {
+	ID                 string   `json:"id"`
+	Name               string   `json:"name"`
+	CompanyID          string   `json:"companyId"`
+	AllowedOrigins     []string `json:"allowedOrigins"`
+	RPID               string   `json:"rpId"`
+	SessionTTLSeconds  int      `json:"sessionTtlSeconds"`
+	RateLimitPerMinute int      `json:"rateLimitPerMinute"`
+	DenyCIDRs          []string `json:"denyCidrs"`
+	CreatedAt          string   `json:"createdAt"`
+}
+
+// ViewProject returns the admin view of p.
+func (s *Service) ViewProject(p *store.Project) ProjectView {
+	v := ProjectView{
+		ID: p.ID, Name: p.Name, CompanyID: p.CompanyID,
+		AllowedOrigins: p.AllowedOrigins, RPID: s.RPID(p),
+		SessionTTLSeconds: p.SessionTTLSeconds, RateLimitPerMinute: p.RateLimitPerMinute,
+		DenyCIDRs: p.DenyCIDRs, CreatedAt: formatTime(p.CreatedAt),
+	}
+	if v.AllowedOrigins == nil {
+		v.AllowedOrigins = []string{}
+	}
+	if v.DenyCIDRs == nil {
+		v.DenyCIDRs = []string{}
+	}
+	return v
+}
+
+// RPID returns the project's WebAuthn relying party id: its rpId, else
+// the host of its first allowed origin, else the base URL's host.
+func (s *Service) RPID(p *store.Project) string {
+	if p.RPID != "" {
+		return p.RPID
+	}
+	if len(p.AllowedOrigins) > 0 {
+		return hostOfOrigin(p.AllowedOrigins[0])
+	}
+	return hostOfOrigin(s.baseURL)
+}
+
+// CreateProject validates in and creates a project with its own ES256
+// signing key. name is required.
+func (s *Service) CreateProject(in ProjectInput) (*store.Project, error) {
+	if in.Name == nil {
+		return nil, Invalid("name is required.")
+	}
+	p := &store.Project{
+		ID:                 uuid.NewString(),
+		SessionTTLSeconds:  DefaultSessionTTL,
+		RateLimitPerMinute: DefaultRateLimit,
+		AllowedOrigins:     []string{},
+		DenyCIDRs:          []string{},
+		CreatedAt:          s.now().UTC(),
+	}
+	if err := in.apply(p); err != nil {
+		return nil, err
+	}
+	if p.CompanyID == "" {
+		p.CompanyID = uuid.NewString()
+	}
+	if err := s.newSigningKey(p); err != nil {
+		return nil, internal(err)
+	}
+	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutProject(p) }); err != nil {
+		return nil, internal(err)
+	}
+	return p, nil
+}
+
+// newSigningKey gives p a fresh P-256 key, the private half sealed.
+func (s *Service) newSigningKey(p *store.Project) error {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	if err != nil {
+		return err
+	}
+	sealed, err := s.keys.Seal(der, []byte("jwt:"+p.ID))
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(pub)
+	p.SigningKeyID = base64.RawURLEncoding.EncodeToString(sum[:12])
+	p.SigningKey = sealed
+	p.PublicKey = pub
+	return nil
+}
+
+// Project returns the project with id (404 PROJECT_NOT_FOUND).
+func (s *Service) Project(id string) (*store.Project, error) {
+	p, err := s.project(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrProjectNotFound
+	}
+	return p, internal(err)
+}
+
+// Projects lists every project.
+func (s *Service) Projects() ([]*store.Project, error) {
+	var out []*store.Project
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		out, err = tx.Projects()
+		return err
+	})
+	return out, internal(err)
+}
+
+// UpdateProject applies in to project id.
+func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, error) {
+	var p *store.Project
+	err := s.db.Update(func(tx *store.Tx) error {
+		var err error
+		p, err = tx.Project(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrProjectNotFound
+		} else if err != nil {
+			return err
+		}
+		if err := in.apply(p); err != nil {
+			return err
+		}
+		return tx.PutProject(p)
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	s.projects.Delete(id)
+	return p, nil
+}
+
+// DeleteProject removes a project; its keys stop working at once.
+func (s *Service) DeleteProject(id string) error {
+	err := s.db.Update(func(tx *store.Tx) error {
+		if _, err := tx.Project(id); errors.Is(err, store.ErrNotFound) {
+			return ErrProjectNotFound
+		} else if err != nil {
+			return err
+		}
+		return tx.DeleteProject(id)
+	})
+	if err != nil {
+		return internal(err)
+	}
+	s.projects.Delete(id)
+	return nil
+}

@@ -1,0 +1,116 @@
+package auth
+
+import (
+	"sync"
+	"time"
+)
+
+// Limiter counts requests per key over a rolling minute in one-second
+// buckets. Each key has its own small lock; there is no global lock on
+// the request path.
+type Limiter struct {
+	now     func() time.Time
+	windows sync.Map // key → *window
+}
+
+// NewLimiter returns a limiter reading time from now.
+func NewLimiter(now func() time.Time) *Limiter {
+	return &Limiter{now: now}
+}
+
+type window struct {
+	mu    sync.Mutex
+	secs  [60]int64  // the second each bucket counts, unix
+	count [60]uint32 // requests in that second
+	total uint32
+}
+
+// RateResult is the outcome of one Allow call, for the X-RateLimit headers.
+type RateResult struct {
+	Allowed   bool
+	Limit     int
+	Remaining int
+	// Reset is when the next request slot frees (unix seconds).
+	Reset int64
+	// RetryAfter is the wait in whole seconds when not allowed.
+	RetryAfter int
+}
+
+// Allow counts one request for key against limit per rolling minute. A
+// refused request is not counted.
+func (l *Limiter) Allow(key string, limit int) RateResult {
+	now := l.now()
+	sec := now.Unix()
+	w, ok := l.windows.Load(key)
+	if !ok {
+		w, _ = l.windows.LoadOrStore(key, new(window))
+	}
+	win := w.(*window)
+	win.mu.Lock()
+	defer win.mu.Unlock()
+	// Evict buckets older than 60 seconds.
+	var oldest int64
+	for i := range win.secs {
+		if win.count[i] == 0 {
+			continue
+		}
+		if win.secs[i] <= sec-60 {
+			win.total -= win.count[i]
+			win.count[i] = 0
+			continue
+		}
+		if oldest == 0 || win.secs[i] < oldest {
+			oldest = win.secs[i]
+		}
+	}
+	res := RateResult{Limit: limit}
+	if int64(win.total) >= int64(limit) {
+		res.Reset = oldest + 60
+		res.RetryAfter = int(res.Reset - sec)
+		if res.RetryAfter < 1 {
+			res.RetryAfter = 1
+		}
+		return res
+	}
+	i := sec % 60
+	if win.secs[i] != sec {
+		win.total -= win.count[i]
+		win.count[i] = 0
+		win.secs[i] = sec
+	}
+	win.count[i]++
+	win.total++
+	if oldest == 0 {
+		oldest = sec
+	}
+	res.Allowed = true
+	res.Remaining = limit - int(win.total)
+	if res.Remaining > 0 {
+		res.Reset = sec
+	} else {
+		res.Reset = oldest + 60
+	}
+	return res
+}
+
+// Forget drops idle windows whose newest request is over a minute old, so
+// keys that stop calling cost no memory. The scheduler calls it.
+func (l *Limiter) Forget() {
+	sec := l.now().Unix()
+	l.windows.Range(func(k, v any) bool {
+		w := v.(*window)
+		w.mu.Lock()
+		idle := true
+		for i := range w.secs {
+			if w.count[i] > 0 && w.secs[i] > sec-60 {
+				idle = false
+				break
+			}
+		}
+		w.mu.Unlock()
+		if idle {
+			l.windows.Delete(k)
+		}
+		return true
+	})
+}

@@ -1,0 +1,133 @@
+// Package auth holds latchkey's use cases: API-key checks, projects and
+// keys for the operator, sign-in by code, link, factor or external method,
+// sessions and JWTs, and the events each writes. It knows nothing of HTTP;
+// errors it returns are *Error values carrying the contract's wire code.
+package auth
+
+import (
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"latchkey/store"
+)
+
+// Config configures a Service.
+type Config struct {
+	// BaseURL is the public origin: magic links, JWT "iss", WebAuthn.
+	BaseURL string
+	// AdminToken, when set, is the only admin token (not stored).
+	AdminToken string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives operational logs; never secrets.
+	Logger *slog.Logger
+	// Wake is called after a commit that queued mail or events.
+	Wake func()
+}
+
+// Service runs the use cases against one store. It is safe for concurrent use.
+type Service struct {
+	db      *store.DB
+	keys    *store.Keyring
+	baseURL string
+	now     func() time.Time
+	log     *slog.Logger
+	wake    func()
+
+	adminToken string // configured admin token, or empty
+	adminHash  []byte // stored hash of a generated admin token
+
+	apiKeys  sync.Map // prefix → *cachedKey
+	projects sync.Map // project id → *projectEntry
+	limiter  *Limiter
+	tokens   *tokenCache
+
+	signers    sync.Map // project id + "/" + kid → *signer
+	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
+
+}
+
+// New returns a Service over db. It loads the admin token hash.
+func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Wake == nil {
+		cfg.Wake = func() {}
+	}
+	s := &Service{
+		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
+		wake: cfg.Wake, adminToken: cfg.AdminToken,
+		limiter: NewLimiter(cfg.Now),
+		tokens:  newTokenCache(1 << 16),
+	}
+	err := db.View(func(tx *store.Tx) error {
+		s.adminHash = tx.AdminTokenHash()
+		return nil
+	})
+	return s, err
+}
+
+// DB returns the store (for the scheduler and backups).
+func (s *Service) DB() *store.DB { return s.db }
+
+// Keyring returns the keyring.
+func (s *Service) Keyring() *store.Keyring { return s.keys }
+
+// Now returns the service clock's time.
+func (s *Service) Now() time.Time { return s.now() }
+
+// BaseURL returns the public origin.
+func (s *Service) BaseURL() string { return s.baseURL }
+
+// internal wraps an unexpected error as INTERNAL_ERROR.
+func internal(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return ErrInternal.Because(err)
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// randomString returns n characters drawn uniformly from alphabet.
+func randomString(alphabet string, n int) string {
+	out := make([]byte, n)
+	buf := make([]byte, n+n/2+8)
+	limit := 256 - 256%len(alphabet)
+	for i := 0; i < n; {
+		if _, err := rand.Read(buf); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+		for _, b := range buf {
+			if int(b) >= limit {
+				continue
+			}
+			out[i] = alphabet[int(b)%len(alphabet)]
+			i++
+			if i == n {
+				break
+			}
+		}
+	}
+	return string(out)
+}
+
+// randomBytes returns n random bytes.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return b
+}

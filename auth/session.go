@@ -1,0 +1,267 @@
+package auth
+
+import (
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"math/big"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"latchkey/store"
+)
+
+// claims are latchkey's JWT claims (decisions.md §5); aud is one string.
+type claims struct {
+	Iss string `json:"iss"`
+	Aud string `json:"aud"`
+	Sub string `json:"sub"`
+	Sid string `json:"sid"`
+	Iat int64  `json:"iat"`
+	Exp int64  `json:"exp"`
+}
+
+func (c *claims) GetExpirationTime() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(c.Exp, 0)), nil
+}
+func (c *claims) GetIssuedAt() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(c.Iat, 0)), nil
+}
+func (c *claims) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+func (c *claims) GetIssuer() (string, error)              { return c.Iss, nil }
+func (c *claims) GetSubject() (string, error)             { return c.Sub, nil }
+func (c *claims) GetAudience() (jwt.ClaimStrings, error)  { return jwt.ClaimStrings{c.Aud}, nil }
+
+// Principal is a verified session token.
+type Principal struct {
+	SessionID string
+	UserID    string
+	ProjectID string
+	IssuedAt  int64
+	ExpiresAt int64
+}
+
+// signer is a project's decrypted signing key, kept in memory.
+type signer struct {
+	kid  string
+	priv *ecdsa.PrivateKey
+}
+
+func (s *Service) signerFor(p *store.Project) (*signer, error) {
+	if v, ok := s.signers.Load(p.ID + "/" + p.SigningKeyID); ok {
+		return v.(*signer), nil
+	}
+	der, err := s.keys.Open(p.SigningKey, []byte("jwt:"+p.ID))
+	if err != nil {
+		return nil, err
+	}
+	k, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, err
+	}
+	priv, ok := k.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("project signing key is not ECDSA")
+	}
+	sg := &signer{kid: p.SigningKeyID, priv: priv}
+	s.signers.Store(p.ID+"/"+p.SigningKeyID, sg)
+	return sg, nil
+}
+
+// newSession builds a session row for u in p starting now.
+func (s *Service) newSession(p *store.Project, u *store.User, method string) *store.Session {
+	now := s.now().UTC().Truncate(time.Second)
+	ttl := p.SessionTTLSeconds
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	return &store.Session{ID: uuid.NewString(), UserID: u.ID, ProjectID: p.ID, Method: method,
+		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second)}
+}
+
+// signSession returns the ES256 JWT for a session.
+func (s *Service) signSession(p *store.Project, sess *store.Session) (string, error) {
+	sg, err := s.signerFor(p)
+	if err != nil {
+		return "", err
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, &claims{
+		Iss: s.baseURL, Aud: p.ID, Sub: sess.UserID, Sid: sess.ID,
+		Iat: sess.IssuedAt.Unix(), Exp: sess.ExpiresAt.Unix(),
+	})
+	t.Header["kid"] = sg.kid
+	return t.SignedString(sg.priv)
+}
+
+// AuthenticateSession checks a bearer header as a user JWT: ES256
+// signature by the project's key, iss, aud, exp, and a live session row.
+// Any failure is 401 INVALID_SESSION.
+func (s *Service) AuthenticateSession(header string) (*Principal, error) {
+	tok, ok := ParseBearer(header)
+	if !ok || len(tok) > 4096 {
+		return nil, ErrInvalidSession
+	}
+	now := s.now().Unix()
+	pr, ok := s.tokens.get(tok)
+	if !ok {
+		var err error
+		pr, err = s.verifyToken(tok)
+		if err != nil {
+			return nil, ErrInvalidSession.Because(err)
+		}
+		s.tokens.put(tok, pr)
+	}
+	if now >= pr.ExpiresAt {
+		return nil, ErrInvalidSession
+	}
+	var live bool
+	err := s.db.View(func(tx *store.Tx) error {
+		live = tx.SessionExists(pr.SessionID)
+		return nil
+	})
+	if err != nil || !live {
+		return nil, ErrInvalidSession.Because(err)
+	}
+	return &pr, nil
+}
+
+// verifyToken does the full cryptographic check of a token.
+func (s *Service) verifyToken(tok string) (Principal, error) {
+	var c claims
+	var p *store.Project
+	_, err := jwt.ParseWithClaims(tok, &c, func(t *jwt.Token) (any, error) {
+		if c.Aud == "" {
+			return nil, errors.New("no audience")
+		}
+		var err error
+		p, err = s.project(c.Aud)
+		if err != nil {
+			return nil, err
+		}
+		if kid, _ := t.Header["kid"].(string); kid != p.SigningKeyID {
+			return nil, errors.New("unknown kid")
+		}
+		return s.publicKey(p)
+	}, jwt.WithValidMethods([]string{"ES256"}), jwt.WithIssuer(s.baseURL),
+		jwt.WithExpirationRequired(), jwt.WithTimeFunc(s.now))
+	if err != nil {
+		return Principal{}, err
+	}
+	if c.Sid == "" || c.Sub == "" {
+		return Principal{}, errors.New("missing sid or sub")
+	}
+	return Principal{SessionID: c.Sid, UserID: c.Sub, ProjectID: c.Aud, IssuedAt: c.Iat, ExpiresAt: c.Exp}, nil
+}
+
+func (s *Service) publicKey(p *store.Project) (*ecdsa.PublicKey, error) {
+	id := p.ID + "/" + p.SigningKeyID
+	if v, ok := s.publicKeys.Load(id); ok {
+		return v.(*ecdsa.PublicKey), nil
+	}
+	k, err := x509.ParsePKIXPublicKey(p.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	pub, ok := k.(*ecdsa.PublicKey)
+	if !ok {
+		return nil, errors.New("project public key is not ECDSA")
+	}
+	s.publicKeys.Store(id, pub)
+	return pub, nil
+}
+
+// JWK is one public key of a JWKS document.
+type JWK struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	Y   string `json:"y"`
+	Kid string `json:"kid"`
+	Use string `json:"use"`
+	Alg string `json:"alg"`
+}
+
+// JWKS returns the public keys that verify projectID's session tokens.
+func (s *Service) JWKS(projectID string) ([]JWK, error) {
+	p, err := s.Project(projectID)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := s.publicKey(p)
+	if err != nil {
+		return nil, internal(err)
+	}
+	return []JWK{{Kty: "EC", Crv: "P-256", X: b64coord(pub.X), Y: b64coord(pub.Y), Kid: p.SigningKeyID, Use: "sig", Alg: "ES256"}}, nil
+}
+
+func b64coord(n *big.Int) string {
+	b := make([]byte, 32)
+	n.FillBytes(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// revokeAll deletes every session of u inside tx and emits a
+// session.revoked event for each.
+func (s *Service) revokeAll(tx *store.Tx, u *store.User) error {
+	for _, id := range tx.UserSessions(u.ID) {
+		if err := s.emit(tx, u.ProjectID, "session.revoked", map[string]string{"user_id": u.ID, "session_id": id}); err != nil {
+			return err
+		}
+	}
+	return tx.DeleteUserSessions(u.ID)
+}
+
+// tokenCache remembers verified tokens so the ES256 check runs once per
+// token; the session row is still checked on every call, so logout,
+// deletion and disabling take effect at once. Bounded; sharded locks.
+type tokenCache struct {
+	shards [32]tokenShard
+	max    int
+}
+
+type tokenShard struct {
+	mu sync.RWMutex
+	m  map[string]Principal
+}
+
+func newTokenCache(max int) *tokenCache {
+	c := &tokenCache{max: max / 32}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]Principal)
+	}
+	return c
+}
+
+func (c *tokenCache) shard(tok string) *tokenShard {
+	// FNV-1a over the last bytes: the signature, which is random.
+	h := uint32(2166136261)
+	for i := max(0, len(tok)-16); i < len(tok); i++ {
+		h = (h ^ uint32(tok[i])) * 16777619
+	}
+	return &c.shards[h%32]
+}
+
+func (c *tokenCache) get(tok string) (Principal, bool) {
+	sh := c.shard(tok)
+	sh.mu.RLock()
+	p, ok := sh.m[tok]
+	sh.mu.RUnlock()
+	return p, ok
+}
+
+func (c *tokenCache) put(tok string, p Principal) {
+	sh := c.shard(tok)
+	sh.mu.Lock()
+	if len(sh.m) >= c.max {
+		for k := range sh.m { // evict an arbitrary entry
+			delete(sh.m, k)
+			break
+		}
+	}
+	sh.m[tok] = p
+	sh.mu.Unlock()
+}

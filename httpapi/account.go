@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+	"latchkey/store"
+)
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if !s.ready() {
+		writeJSON(w, http.StatusServiceUnavailable, envelope{Error: "Starting.", Code: "UNAVAILABLE"})
+		return nil
+	}
+	return ok(w, struct {
+		Success bool   `json:"success"`
+		Status  string `json:"status"`
+	}{true, "ok"})
+}
+
+// accountUser is the user object of the account calls.
+type accountUser struct {
+	ID             string  `json:"id"`
+	Email          string  `json:"email"`
+	ExternalUserID *string `json:"externalUserId"`
+	FirstName      *string `json:"firstName"`
+	CompanyID      *string `json:"companyId"`
+}
+
+func viewAccount(u *store.User) accountUser {
+	v := accountUser{ID: u.ID, Email: u.Email}
+	if u.ExternalUserID != "" {
+		v.ExternalUserID = &u.ExternalUserID
+	}
+	if u.FirstName != "" {
+		v.FirstName = &u.FirstName
+	}
+	if u.CompanyID != "" {
+		v.CompanyID = &u.CompanyID
+	}
+	return v
+}
+
+type userResponse struct {
+	Success bool        `json:"success"`
+	User    accountUser `json:"user"`
+}
+
+// me answers with the project's companyId for an API key, or the user for
+// a session token; the token's prefix decides (sk_ = key).
+func (s *Server) me(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	tok, _ := auth.ParseBearer(r.Header.Get("Authorization"))
+	if tok == "" || strings.HasPrefix(tok, "sk_") {
+		c, err := s.authKey(w, r, http.StatusTooManyRequests)
+		if err != nil {
+			return err
+		}
+		return ok(w, struct {
+			Success   bool   `json:"success"`
+			CompanyID string `json:"companyId"`
+		}{true, c.Project.CompanyID})
+	}
+	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	if err != nil {
+		return err
+	}
+	return s.getUser(w, r, p, pr)
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	u, err := s.auth.SessionUser(pr)
+	if err != nil {
+		return err
+	}
+	return ok(w, userResponse{true, viewAccount(u)})
+}
+
+func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	var in auth.UserPatch
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	u, err := s.auth.UpdateUser(pr, in)
+	if err != nil {
+		return err
+	}
+	return ok(w, userResponse{true, viewAccount(u)})
+}
+
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	if err := s.auth.DeleteUser(pr); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	type session struct {
+		ID        string `json:"id"`
+		UserID    string `json:"userId"`
+		IssuedAt  int64  `json:"issuedAt"`
+		ExpiresAt int64  `json:"expiresAt"`
+	}
+	return ok(w, struct {
+		Success bool    `json:"success"`
+		Session session `json:"session"`
+	}{true, session{pr.SessionID, pr.UserID, pr.IssuedAt, pr.ExpiresAt}})
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	if err := s.auth.Logout(pr); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+func (s *Server) jwks(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	keys, err := s.auth.JWKS(p.ByName("projectId"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	data := struct {
+		Success bool       `json:"success"`
+		Keys    []auth.JWK `json:"keys"`
+	}{true, keys}
+	writeJSON(w, http.StatusOK, data)
+	return nil
+}

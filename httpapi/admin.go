@@ -1,0 +1,251 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+	"latchkey/store"
+)
+
+func (s *Server) adminRoutes() {
+	r := s.router
+	r.POST("/api/v1/admin/projects", s.admin(s.createProject))
+	r.GET("/api/v1/admin/projects", s.admin(s.listProjects))
+	r.GET("/api/v1/admin/projects/:id", s.admin(s.getProject))
+	r.PATCH("/api/v1/admin/projects/:id", s.admin(s.updateProject))
+	r.DELETE("/api/v1/admin/projects/:id", s.admin(s.deleteProject))
+	r.POST("/api/v1/admin/projects/:id/external-methods", s.admin(s.createMethod))
+	r.PATCH("/api/v1/admin/external-methods/:id", s.admin(s.updateMethod))
+	r.POST("/api/v1/admin/keys", s.admin(s.createKey))
+	r.GET("/api/v1/admin/keys", s.admin(s.listKeys))
+	r.POST("/api/v1/admin/keys/:prefix/revoke", s.admin(s.revokeKey))
+	r.GET("/api/v1/admin/users", s.admin(s.listUsers))
+	r.PATCH("/api/v1/admin/users/:id", s.admin(s.patchAdminUser))
+	r.POST("/api/v1/admin/users/:id/disable", s.admin(s.disableUser))
+	r.POST("/api/v1/admin/users/:id/enable", s.admin(s.enableUser))
+	r.GET("/api/v1/admin/events", s.admin(s.listEvents))
+	r.GET("/api/v1/admin/backup", s.admin(s.backup))
+}
+
+type projectResponse struct {
+	Success bool             `json:"success"`
+	Project auth.ProjectView `json:"project"`
+}
+
+func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var in auth.ProjectInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	p, err := s.auth.CreateProject(in)
+	if err != nil {
+		return err
+	}
+	return ok(w, projectResponse{true, s.auth.ViewProject(p)})
+}
+
+func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	ps, err := s.auth.Projects()
+	if err != nil {
+		return err
+	}
+	views := make([]auth.ProjectView, 0, len(ps))
+	for _, p := range ps {
+		views = append(views, s.auth.ViewProject(p))
+	}
+	return ok(w, struct {
+		Success  bool               `json:"success"`
+		Projects []auth.ProjectView `json:"projects"`
+	}{true, views})
+}
+
+func (s *Server) getProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	proj, err := s.auth.Project(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, projectResponse{true, s.auth.ViewProject(proj)})
+}
+
+func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in auth.ProjectInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	proj, err := s.auth.UpdateProject(p.ByName("id"), in)
+	if err != nil {
+		return err
+	}
+	return ok(w, projectResponse{true, s.auth.ViewProject(proj)})
+}
+
+func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.auth.DeleteProject(p.ByName("id")); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+type methodResponse struct {
+	Success      bool            `json:"success"`
+	Registration auth.MethodView `json:"registration"`
+}
+
+func (s *Server) createMethod(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in struct {
+		Method  string `json:"method"`
+		Pattern string `json:"pattern"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	m, err := s.auth.CreateMethod(p.ByName("id"), in.Method, in.Pattern)
+	if err != nil {
+		return err
+	}
+	return ok(w, methodResponse{true, m})
+}
+
+func (s *Server) updateMethod(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in struct {
+		Status string `json:"status"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	m, err := s.auth.SetMethodStatus(p.ByName("id"), in.Status)
+	if err != nil {
+		return err
+	}
+	return ok(w, methodResponse{true, m})
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var in auth.KeyInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	key, k, err := s.auth.CreateKey(in)
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success bool         `json:"success"`
+		Key     string       `json:"key"`
+		APIKey  auth.KeyView `json:"apiKey"`
+	}{true, key, auth.ViewKey(k)})
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	ks, err := s.auth.Keys(r.URL.Query().Get("projectId"))
+	if err != nil {
+		return err
+	}
+	views := make([]auth.KeyView, 0, len(ks))
+	for _, k := range ks {
+		views = append(views, auth.ViewKey(k))
+	}
+	return ok(w, struct {
+		Success bool           `json:"success"`
+		APIKeys []auth.KeyView `json:"apiKeys"`
+	}{true, views})
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.auth.RevokeKey(p.ByName("prefix")); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	limit, err := queryInt(q.Get("limit"), 1000)
+	if err != nil {
+		return err
+	}
+	users, err := s.auth.AdminUsers(q.Get("projectId"), q.Get("email"), limit)
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success bool             `json:"success"`
+		Users   []auth.AdminUser `json:"users"`
+	}{true, users})
+}
+
+func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in struct {
+		CompanyID *string `json:"companyId"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	u, err := s.auth.SetUserCompany(p.ByName("id"), in.CompanyID)
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success bool           `json:"success"`
+		User    auth.AdminUser `json:"user"`
+	}{true, u})
+}
+
+func (s *Server) disableUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.auth.SetUserDisabled(p.ByName("id"), true); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+func (s *Server) enableUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.auth.SetUserDisabled(p.ByName("id"), false); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	limit, err := queryInt(q.Get("limit"), 100)
+	if err != nil {
+		return err
+	}
+	evs, err := s.auth.Events(store.AuthEventFilter{ProjectID: q.Get("projectId"), FailureCode: q.Get("failureCode"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success bool             `json:"success"`
+		Events  []auth.EventView `json:"events"`
+	}{true, evs})
+}
+
+// backup streams a consistent copy of the data file.
+func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	_, err := s.auth.DB().Backup(w, func(size int64) {
+		h := w.Header()
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", `attachment; filename="latchkey-backup.db"`)
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
+	})
+	if err != nil {
+		s.log.Error("backup", "err", err)
+	}
+	return nil
+}
+
+// queryInt parses an optional positive integer query value.
+func queryInt(v string, def int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, auth.Invalid("limit must be a positive integer.")
+	}
+	return n, nil
+}

@@ -1,0 +1,243 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"latchkey/store"
+)
+
+func TestAdminUnauthorized(t *testing.T) {
+	ts := newTestServer(t)
+	for _, tok := range []string{"", "adm_wrongwrongwrongwrongwrong", ts.Key, "garbage"} {
+		wantError(t, ts.do("GET", "/api/v1/admin/projects", tok, nil), 401, "UNAUTHORIZED")
+	}
+	wantError(t, ts.do("POST", "/api/v1/admin/projects", "", map[string]any{"name": "x"}), 401, "UNAUTHORIZED")
+	// Nothing was created.
+	r := ts.admin("GET", "/api/v1/admin/projects", nil)
+	if n := len(r.Body["projects"].([]any)); n != 1 {
+		t.Fatalf("projects=%d, want 1", n)
+	}
+}
+
+func TestAdminProjects(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.admin("POST", "/api/v1/admin/projects", map[string]any{
+		"name": "Shop", "allowedOrigins": []string{"https://Shop.Example.com:443", "http://localhost:5173"},
+		"sessionTtlSeconds": 3600, "denyCidrs": []string{"203.0.113.0/24", "198.51.100.7"},
+	})
+	wantOK(t, r)
+	p := obj(t, r.Body, "project")
+	id := str(t, p, "id")
+	for _, f := range []string{"id", "name", "companyId", "allowedOrigins", "rpId", "sessionTtlSeconds", "rateLimitPerMinute", "denyCidrs", "createdAt"} {
+		if _, ok := p[f]; !ok {
+			t.Fatalf("project lacks %q: %s", f, r.Raw)
+		}
+	}
+	if got := p["allowedOrigins"].([]any)[0]; got != "https://shop.example.com" {
+		t.Fatalf("origin=%v, want canonical https://shop.example.com", got)
+	}
+	if got := p["rpId"]; got != "shop.example.com" {
+		t.Fatalf("rpId=%v, want shop.example.com", got)
+	}
+	if got := p["rateLimitPerMinute"]; got != float64(100) {
+		t.Fatalf("rateLimitPerMinute=%v, want 100", got)
+	}
+	if got := p["denyCidrs"].([]any)[1]; got != "198.51.100.7/32" {
+		t.Fatalf("denyCidrs[1]=%v", got)
+	}
+
+	r = ts.admin("PATCH", "/api/v1/admin/projects/"+id, map[string]any{"name": "Shop 2", "companyId": "acme"})
+	wantOK(t, r)
+	if p := obj(t, r.Body, "project"); p["name"] != "Shop 2" || p["companyId"] != "acme" || p["sessionTtlSeconds"] != float64(3600) {
+		t.Fatalf("after patch: %s", r.Raw)
+	}
+	wantOK(t, ts.admin("GET", "/api/v1/admin/projects/"+id, nil))
+	r = ts.admin("GET", "/api/v1/admin/projects", nil)
+	if n := len(r.Body["projects"].([]any)); n != 2 {
+		t.Fatalf("projects=%d, want 2", n)
+	}
+	wantOK(t, ts.admin("DELETE", "/api/v1/admin/projects/"+id, nil))
+	wantError(t, ts.admin("GET", "/api/v1/admin/projects/"+id, nil), 404, "PROJECT_NOT_FOUND")
+	wantError(t, ts.admin("DELETE", "/api/v1/admin/projects/"+id, nil), 404, "PROJECT_NOT_FOUND")
+	wantError(t, ts.admin("PATCH", "/api/v1/admin/projects/nope", map[string]any{"name": "x"}), 404, "PROJECT_NOT_FOUND")
+}
+
+func TestAdminProjectBadInput(t *testing.T) {
+	ts := newTestServer(t)
+	cases := []struct {
+		name string
+		body any
+	}{
+		{"no body", nil},
+		{"garbage", "{not json"},
+		{"array", "[1,2]"},
+		{"two objects", `{"name":"a"}{"name":"b"}`},
+		{"name wrong type", map[string]any{"name": 5}},
+		{"empty name", map[string]any{"name": " "}},
+		{"origin with path", map[string]any{"name": "a", "allowedOrigins": []string{"https://a.example/path"}}},
+		{"origin with userinfo", map[string]any{"name": "a", "allowedOrigins": []string{"https://u@a.example"}}},
+		{"origin scheme", map[string]any{"name": "a", "allowedOrigins": []string{"ftp://a.example"}}},
+		{"origins wrong type", map[string]any{"name": "a", "allowedOrigins": "https://a.example"}},
+		{"ttl too small", map[string]any{"name": "a", "sessionTtlSeconds": 10}},
+		{"ttl too large", map[string]any{"name": "a", "sessionTtlSeconds": 7776001}},
+		{"rate zero", map[string]any{"name": "a", "rateLimitPerMinute": 0}},
+		{"bad cidr", map[string]any{"name": "a", "denyCidrs": []string{"10.0.0.0/33"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wantError(t, ts.admin("POST", "/api/v1/admin/projects", c.body), 400, "VALIDATION_ERROR")
+		})
+	}
+	r := ts.admin("GET", "/api/v1/admin/projects", nil)
+	if n := len(r.Body["projects"].([]any)); n != 1 {
+		t.Fatalf("projects=%d after bad input, want 1", n)
+	}
+}
+
+func TestAdminKeys(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.admin("POST", "/api/v1/admin/keys", map[string]any{"projectId": ts.Project.ID, "mode": "live", "expiresAt": "2030-01-01T00:00:00Z"})
+	wantOK(t, r)
+	key := str(t, r.Body, "key")
+	if len(key) != 49 || !strings.HasPrefix(key, "sk_live_") || key[16] != '_' {
+		t.Fatalf("key %q is not sk_live_ + 8 + _ + 32", key)
+	}
+	ak := obj(t, r.Body, "apiKey")
+	if ak["prefix"] != key[:16] || ak["projectId"] != ts.Project.ID || ak["mode"] != "live" || ak["revoked"] != false || ak["expiresAt"] != "2030-01-01T00:00:00.000Z" {
+		t.Fatalf("apiKey=%v", ak)
+	}
+	wantOK(t, ts.do("GET", "/api/v1/me", key, nil))
+
+	r = ts.admin("GET", "/api/v1/admin/keys?projectId="+ts.Project.ID, nil)
+	wantOK(t, r)
+	if n := len(r.Body["apiKeys"].([]any)); n != 2 {
+		t.Fatalf("keys=%d, want 2", n)
+	}
+	if bytes.Contains(r.Raw, []byte(key)) || bytes.Contains(r.Raw, []byte(key[17:])) {
+		t.Fatal("key list shows the key")
+	}
+	wantError(t, ts.admin("POST", "/api/v1/admin/keys/sk_test_NOPENOPE/revoke", nil), 404, "API_KEY_NOT_FOUND")
+	for name, body := range map[string]any{
+		"bad mode":        map[string]any{"projectId": ts.Project.ID, "mode": "prod"},
+		"no mode":         map[string]any{"projectId": ts.Project.ID},
+		"bad expiry":      map[string]any{"projectId": ts.Project.ID, "mode": "test", "expiresAt": "tomorrow"},
+		"project type":    map[string]any{"projectId": 7, "mode": "test"},
+		"malformed json":  `{"mode":`,
+		"non-object body": `"test"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			wantError(t, ts.admin("POST", "/api/v1/admin/keys", body), 400, "VALIDATION_ERROR")
+		})
+	}
+	wantError(t, ts.admin("POST", "/api/v1/admin/keys", map[string]any{"projectId": "unknown", "mode": "test"}), 404, "PROJECT_NOT_FOUND")
+	r = ts.admin("GET", "/api/v1/admin/keys", nil)
+	if n := len(r.Body["apiKeys"].([]any)); n != 2 {
+		t.Fatalf("keys=%d after bad input, want 2", n)
+	}
+}
+
+func TestDeletedProjectKeyIsProjectless(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("DELETE", "/api/v1/admin/projects/"+ts.Project.ID, nil))
+	wantError(t, ts.do("GET", "/api/v1/me", ts.Key, nil), 401, "INVALID_API_KEY")
+}
+
+func TestAdminExternalMethods(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.admin("POST", "/api/v1/admin/projects/"+ts.Project.ID+"/external-methods", map[string]any{"method": "bank_id", "pattern": "direct"})
+	wantOK(t, r)
+	reg := obj(t, r.Body, "registration")
+	if reg["status"] != "active" || reg["pattern"] != "direct" || reg["method"] != "bank_id" || len(str(t, reg, "secret")) != 64 {
+		t.Fatalf("registration=%v", reg)
+	}
+	id := str(t, reg, "id")
+	wantError(t, ts.admin("POST", "/api/v1/admin/projects/"+ts.Project.ID+"/external-methods", map[string]any{"method": "bank_id", "pattern": "direct"}), 409, "EXTERNAL_METHOD_EXISTS")
+	r = ts.admin("PATCH", "/api/v1/admin/external-methods/"+id, map[string]any{"status": "inactive"})
+	wantOK(t, r)
+	reg = obj(t, r.Body, "registration")
+	if reg["status"] != "inactive" {
+		t.Fatalf("status=%v", reg["status"])
+	}
+	if _, has := reg["secret"]; has {
+		t.Fatal("PATCH shows the secret")
+	}
+	wantError(t, ts.admin("PATCH", "/api/v1/admin/external-methods/"+id, map[string]any{"status": "paused"}), 400, "VALIDATION_ERROR")
+	wantError(t, ts.admin("PATCH", "/api/v1/admin/external-methods/nope", map[string]any{"status": "active"}), 404, "EXTERNAL_METHOD_NOT_FOUND")
+	wantError(t, ts.admin("POST", "/api/v1/admin/projects/nope/external-methods", map[string]any{"method": "x", "pattern": "direct"}), 404, "PROJECT_NOT_FOUND")
+	for _, body := range []map[string]any{{"method": "Bad Name", "pattern": "direct"}, {"method": "ok", "pattern": "carrier-pigeon"}, {"pattern": "direct"}} {
+		wantError(t, ts.admin("POST", "/api/v1/admin/projects/"+ts.Project.ID+"/external-methods", body), 400, "VALIDATION_ERROR")
+	}
+}
+
+func TestAdminUsersAndEvents(t *testing.T) {
+	ts := newTestServer(t)
+	wantError(t, ts.admin("GET", "/api/v1/admin/users", nil), 400, "VALIDATION_ERROR")
+	wantError(t, ts.admin("GET", "/api/v1/admin/users?projectId=nope", nil), 404, "PROJECT_NOT_FOUND")
+	r := ts.admin("GET", "/api/v1/admin/users?projectId="+ts.Project.ID, nil)
+	wantOK(t, r)
+	if n := len(r.Body["users"].([]any)); n != 0 {
+		t.Fatalf("users=%d, want 0", n)
+	}
+	wantError(t, ts.admin("POST", "/api/v1/admin/users/nope/disable", nil), 404, "USER_NOT_FOUND")
+	wantError(t, ts.admin("POST", "/api/v1/admin/users/nope/enable", nil), 404, "USER_NOT_FOUND")
+	wantError(t, ts.admin("PATCH", "/api/v1/admin/users/nope", map[string]any{"companyId": "x"}), 404, "USER_NOT_FOUND")
+	r = ts.admin("GET", "/api/v1/admin/events", nil)
+	wantOK(t, r)
+	if n := len(r.Body["events"].([]any)); n != 0 {
+		t.Fatalf("events=%d, want 0", n)
+	}
+	wantError(t, ts.admin("GET", "/api/v1/admin/events?limit=-3", nil), 400, "VALIDATION_ERROR")
+}
+
+func TestAdminBackup(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.admin("GET", "/api/v1/admin/backup", nil)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("status=%d type=%q", r.Status, r.Header.Get("Content-Type"))
+	}
+	path := filepath.Join(t.TempDir(), "copy.db")
+	if err := os.WriteFile(path, r.Raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	db.View(func(tx *store.Tx) error {
+		ps, _ := tx.Projects()
+		n = len(ps)
+		return nil
+	})
+	if n != 1 {
+		t.Fatalf("backup has %d projects, want 1", n)
+	}
+}
+
+func TestRoutingErrors(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.do("GET", "/api/v1/nope", "", nil)
+	wantError(t, r, 404, "NOT_FOUND")
+	if r.Body["error"] != "Not found" {
+		t.Fatalf("error=%v, want exactly \"Not found\"", r.Body["error"])
+	}
+	wantError(t, ts.do("PUT", "/api/v1/user", "", nil), 405, "METHOD_NOT_ALLOWED")
+	wantError(t, ts.do("DELETE", "/api/v1/health", "", nil), 405, "METHOD_NOT_ALLOWED")
+	big := `{"name":"` + strings.Repeat("a", 70<<10) + `"}`
+	wantError(t, ts.admin("POST", "/api/v1/admin/projects", big), 413, "PAYLOAD_TOO_LARGE")
+	r = ts.do("GET", "/api/v1/health", "", nil)
+	wantOK(t, r)
+	if r.Body["status"] != "ok" {
+		t.Fatalf("health=%s", r.Raw)
+	}
+	_ = http.MethodGet
+}

@@ -1,0 +1,194 @@
+package httpapi
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+)
+
+type sendInput struct {
+	Email       string `json:"email"`
+	RedirectURL string `json:"redirectUrl"`
+	DeviceToken string `json:"deviceToken"`
+}
+
+func (s *Server) otpSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
+	var in sendInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	m := s.meta(r, true)
+	m.DeviceToken = in.DeviceToken
+	if err := s.auth.SendOTP(c.Project, in.Email, m); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+// otpLogin is the otp/verify login result.
+type otpLogin struct {
+	Success        bool          `json:"success"`
+	Token          string        `json:"token"`
+	UserID         string        `json:"userId"`
+	ExternalUserID *string       `json:"externalUserId"`
+	User           auth.UserView `json:"user"`
+	CompanyID      *string       `json:"companyId"`
+	DeviceToken    string        `json:"deviceToken"`
+	IsNewUser      bool          `json:"isNewUser"`
+}
+
+func (s *Server) otpVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
+	var in auth.OTPInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	l, err := s.auth.VerifyOTP(c.Project, in, s.meta(r, true))
+	if err != nil {
+		return err
+	}
+	uv := auth.ViewUser(l.User)
+	return ok(w, otpLogin{true, l.Token, l.User.ID, uv.ExternalUserID, uv, uv.CompanyID, l.DeviceToken, l.IsNewUser})
+}
+
+func (s *Server) magicSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
+	var in sendInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	m := s.meta(r, true)
+	m.DeviceToken = in.DeviceToken
+	if err := s.auth.SendMagicLink(c.Project, in.Email, in.RedirectURL, m); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+// magicLogin is the magic/verify login result.
+type magicLogin struct {
+	Success      bool          `json:"success"`
+	Token        string        `json:"token"`
+	UserID       string        `json:"userId"`
+	User         auth.UserView `json:"user"`
+	CompanyID    *string       `json:"companyId"`
+	DeviceToken  string        `json:"deviceToken"`
+	NeedsProfile bool          `json:"needsProfile"`
+	RedirectURL  *string       `json:"redirectUrl"`
+	IsNewUser    bool          `json:"isNewUser"`
+}
+
+// wantsHTML reports a browser navigation: Accept lists text/html and not
+// application/json. Link scanners and API clients get the contract's
+// behaviour; people get a confirm page (decisions.md §6).
+func wantsHTML(r *http.Request) bool {
+	a := strings.ToLower(r.Header.Get("Accept"))
+	return strings.Contains(a, "text/html") && !strings.Contains(a, "application/json")
+}
+
+// magicVerify is GET /magic/verify: JSON or 302 for API clients, a
+// confirm page (which consumes nothing) for browsers.
+func (s *Server) magicVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	token, redirect := q.Get("token"), q.Get("redirect_uri")
+	if wantsHTML(r) {
+		return s.magicConfirmPage(w, token, redirect)
+	}
+	return s.magicLogin(w, r, token, redirect, false)
+}
+
+// magicConfirm is the confirm page's POST: it consumes the token and
+// redirects the browser, or shows a signed-in page.
+func (s *Server) magicConfirm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		return auth.Invalid("Could not read the form.")
+	}
+	return s.magicLogin(w, r, r.PostForm.Get("token"), r.PostForm.Get("redirect_uri"), true)
+}
+
+func (s *Server) magicLogin(w http.ResponseWriter, r *http.Request, token, redirect string, browser bool) error {
+	l, err := s.auth.VerifyMagicLink(token, redirect, s.meta(r, false))
+	if err != nil {
+		if browser {
+			e := auth.AsError(err)
+			return page(w, e.Status, "Sign-in failed", e.Message, nil)
+		}
+		return err
+	}
+	target := redirect
+	if target == "" && browser {
+		target = l.RedirectURL
+	}
+	if target != "" {
+		http.Redirect(w, r, withToken(target, l.Token), http.StatusFound)
+		return nil
+	}
+	if browser {
+		return page(w, http.StatusOK, "Signed in", "You are signed in. You can close this window.", nil)
+	}
+	uv := auth.ViewUser(l.User)
+	var ru *string
+	if l.RedirectURL != "" {
+		ru = &l.RedirectURL
+	}
+	return ok(w, magicLogin{true, l.Token, l.User.ID, uv, uv.CompanyID, l.DeviceToken, l.User.FirstName == "", ru, l.IsNewUser})
+}
+
+// withToken appends token=<jwt> to a URL's query.
+func withToken(target, jwt string) string {
+	sep := "?"
+	if strings.Contains(target, "?") {
+		sep = "&"
+	}
+	if i := strings.IndexByte(target, '#'); i >= 0 {
+		return target[:i] + sep + "token=" + url.QueryEscape(jwt) + target[i:]
+	}
+	return target + sep + "token=" + url.QueryEscape(jwt)
+}
+
+func (s *Server) magicConfirmPage(w http.ResponseWriter, token, redirect string) error {
+	p, err := s.auth.MagicLinkProject(token)
+	if err != nil {
+		e := auth.AsError(err)
+		return page(w, e.Status, "Link not valid", e.Message, nil)
+	}
+	if redirect != "" && !auth.CheckRedirect(redirect, p.AllowedOrigins) {
+		return page(w, http.StatusBadRequest, "Link not valid", auth.ErrInvalidRedirect.Message, nil)
+	}
+	return page(w, http.StatusOK, "Sign in to "+p.Name, "Press the button to finish signing in to "+p.Name+".",
+		&confirmForm{Action: auth.MagicPath, Token: token, Redirect: redirect})
+}
+
+type confirmForm struct {
+	Action, Token, Redirect string
+}
+
+var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#222}
+button{font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-radius:.4rem;background:#2456d6;color:#fff;cursor:pointer}</style>
+</head><body><h1>{{.Title}}</h1><p>{{.Text}}</p>
+{{with .Form}}<form method="post" action="{{.Action}}"><input type="hidden" name="token" value="{{.Token}}">
+{{if .Redirect}}<input type="hidden" name="redirect_uri" value="{{.Redirect}}">{{end}}
+<button type="submit">Sign in</button></form>{{end}}
+</body></html>`))
+
+// page writes a small HTML page.
+func page(w http.ResponseWriter, status int, title, text string, form *confirmForm) error {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	return pageTmpl.Execute(w, struct {
+		Title, Text string
+		Form        *confirmForm
+	}{title, text, form})
+}

@@ -1,0 +1,245 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/auth"
+	"latchkey/httpapi"
+	"latchkey/store"
+)
+
+const testAdminToken = "adm_testtesttesttesttesttest"
+
+// clock is an injectable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// testServer is the real API on a real bbolt file over loopback HTTP.
+type testServer struct {
+	t       testing.TB
+	URL     string
+	DB      *store.DB
+	Keys    *store.Keyring
+	Svc     *auth.Service
+	Clock   *clock
+	Key     string // a test-mode key of Project
+	Project *store.Project
+	path    string
+	http    *httptest.Server
+	broken  bool
+}
+
+// breakStore closes the data file under the running server, so every
+// store call fails.
+func (ts *testServer) breakStore() {
+	ts.broken = true
+	ts.DB.Close()
+}
+
+// newTestServer starts a server with a fresh data file, the "default"
+// project and a test key; the admin token is testAdminToken.
+func newTestServer(t testing.TB) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db")}
+	ts.start()
+	b, err := ts.Svc.Init()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Key, ts.Project = b.APIKey, b.Project
+	return ts
+}
+
+var testMaster = bytes.Repeat([]byte{7}, 32)
+
+// start opens the data file and serves it.
+func (ts *testServer) start() {
+	t := ts.t
+	t.Helper()
+	db, _, err := store.Open(ts.path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := store.NewKeyring(testMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.DB, ts.Keys = db, keys
+	ts.http = httptest.NewUnstartedServer(nil)
+	ts.URL = "http://" + ts.http.Listener.Addr().String()
+	svc, err := auth.New(db, keys, auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Svc = svc
+	ts.http.Config.Handler = httpapi.New(svc, httpapi.Config{})
+	ts.http.Start()
+	t.Cleanup(ts.stop)
+}
+
+// stop closes the server and the file, checking the file is consistent.
+func (ts *testServer) stop() {
+	if ts.http == nil {
+		return
+	}
+	ts.http.Close()
+	ts.http = nil
+	if ts.broken {
+		return
+	}
+	if err := ts.DB.Check(); err != nil {
+		ts.t.Errorf("data file check: %v", err)
+	}
+	ts.DB.Close()
+}
+
+// restart stops the server and starts a new one on the same data file.
+func (ts *testServer) restart() {
+	ts.stop()
+	ts.start()
+}
+
+// response is a decoded HTTP response.
+type response struct {
+	Status int
+	Header http.Header
+	Raw    []byte
+	Body   map[string]any
+}
+
+// do sends a request with an optional bearer token and JSON body (a
+// string body is sent as is).
+func (ts *testServer) do(method, path, token string, body any) *response {
+	ts.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			ts.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return ts.send(req)
+}
+
+// send performs req without following redirects.
+func (ts *testServer) send(req *http.Request) *response {
+	ts.t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(req)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	r := &response{Status: res.StatusCode, Header: res.Header, Raw: raw}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
+			ts.t.Fatalf("%s %s: body is not a JSON object: %s", req.Method, req.URL.Path, raw)
+		}
+	}
+	return r
+}
+
+// admin sends an admin API request.
+func (ts *testServer) admin(method, path string, body any) *response {
+	ts.t.Helper()
+	return ts.do(method, path, testAdminToken, body)
+}
+
+// wantOK fails unless r is 200 with success:true.
+func wantOK(t testing.TB, r *response) {
+	t.Helper()
+	if r.Status != http.StatusOK || r.Body["success"] != true {
+		t.Fatalf("status=%d body=%s, want 200 success", r.Status, r.Raw)
+	}
+}
+
+// wantError fails unless r is the error envelope with status and code.
+func wantError(t testing.TB, r *response, status int, code string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status=%d, want %d (body %s)", r.Status, status, r.Raw)
+	}
+	if r.Body["success"] != false {
+		t.Fatalf("success=%v, want false (body %s)", r.Body["success"], r.Raw)
+	}
+	if msg, _ := r.Body["error"].(string); msg == "" {
+		t.Fatalf("error text missing (body %s)", r.Raw)
+	}
+	if got, _ := r.Body["code"].(string); got != code {
+		t.Fatalf("code=%q, want %q (body %s)", got, code, r.Raw)
+	}
+}
+
+// str returns a string field of a decoded object, failing when absent.
+func str(t testing.TB, m map[string]any, key string) string {
+	t.Helper()
+	v, ok := m[key].(string)
+	if !ok {
+		t.Fatalf("field %q is %T (%v), want string", key, m[key], m[key])
+	}
+	return v
+}
+
+// obj returns an object field.
+func obj(t testing.TB, m map[string]any, key string) map[string]any {
+	t.Helper()
+	v, ok := m[key].(map[string]any)
+	if !ok {
+		t.Fatalf("field %q is %T, want object", key, m[key])
+	}
+	return v
+}
+
+// createKey makes a key through the admin API and returns it.
+func (ts *testServer) createKey(body map[string]any) string {
+	ts.t.Helper()
+	r := ts.admin("POST", "/api/v1/admin/keys", body)
+	wantOK(ts.t, r)
+	return str(ts.t, r.Body, "key")
+}

@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+)
+
+// keyHandler is a route that needs an API key.
+type keyHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Params, c *auth.Caller) error
+
+// sessionHandler is a route that needs a user session token.
+type sessionHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Params, pr *auth.Principal) error
+
+// key wraps h with API-key validation and the rate limit; over the rate
+// it answers 429 RATE_LIMIT_EXCEEDED.
+func (s *Server) key(h keyHandler) httprouter.Handle {
+	return s.keyWith(h, http.StatusTooManyRequests)
+}
+
+// keyRate401 is key for the two by-external passkey routes, which answer
+// RATE_LIMIT_EXCEEDED with 401 (the contract).
+func (s *Server) keyRate401(h keyHandler) httprouter.Handle {
+	return s.keyWith(h, http.StatusUnauthorized)
+}
+
+func (s *Server) keyWith(h keyHandler, rateStatus int) httprouter.Handle {
+	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		c, err := s.authKey(w, r, rateStatus)
+		if err != nil {
+			return err
+		}
+		return h(w, r, p, c)
+	})
+}
+
+// authKey validates the request's API key and counts it against the
+// rate, setting the X-RateLimit headers.
+func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int) (*auth.Caller, error) {
+	c, err := s.auth.AuthenticateKey(r.Header.Get("Authorization"))
+	if err != nil {
+		return nil, err
+	}
+	res := s.auth.Allow(c)
+	h := w.Header()
+	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(res.Limit)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(res.Remaining)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(res.Reset, 10)}
+	if !res.Allowed {
+		h["Retry-After"] = []string{strconv.Itoa(res.RetryAfter)}
+		e := *auth.ErrRateLimitExceeded
+		e.Status = rateStatus
+		return nil, &e
+	}
+	return c, nil
+}
+
+// session wraps h with user-token validation (401 INVALID_SESSION).
+func (s *Server) session(h sessionHandler) httprouter.Handle {
+	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+		if err != nil {
+			return err
+		}
+		return h(w, r, p, pr)
+	})
+}
+
+// admin wraps h with the admin-token check (401 UNAUTHORIZED).
+func (s *Server) admin(h handler) httprouter.Handle {
+	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		if err := s.auth.CheckAdmin(r.Header.Get("Authorization")); err != nil {
+			return err
+		}
+		return h(w, r, p)
+	})
+}
+
+// meta describes the request for events and risk: the end user's IP
+// (X-End-User-IP on API-key calls, else the peer or, from a trusted
+// proxy, X-Forwarded-For) and user agent.
+func (s *Server) meta(r *http.Request, keyCall bool) auth.Meta {
+	return auth.Meta{IP: s.clientIP(r, keyCall), UserAgent: r.UserAgent()}
+}
+
+func (s *Server) clientIP(r *http.Request, keyCall bool) string {
+	if keyCall {
+		if v := strings.TrimSpace(r.Header.Get("X-End-User-IP")); v != "" {
+			if a, err := netip.ParseAddr(v); err == nil {
+				return a.Unmap().String()
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	peer = peer.Unmap()
+	if !s.trusted(peer) {
+		return peer.String()
+	}
+	// Walk X-Forwarded-For from the right, skipping trusted proxies.
+	xff := r.Header.Values("X-Forwarded-For")
+	parts := strings.Split(strings.Join(xff, ","), ",")
+	for i := len(parts) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(parts[i]))
+		if err != nil {
+			break
+		}
+		a = a.Unmap()
+		if !s.trusted(a) {
+			return a.String()
+		}
+		peer = a
+	}
+	return peer.String()
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+)
+
+// handler is the shape of every route: it returns an error instead of
+// writing one.
+type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
+
+// handle adapts h to httprouter, writing any returned error as the envelope.
+func (s *Server) handle(h handler) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		if err := h(w, r, p); err != nil {
+			s.writeError(w, err)
+		}
+	}
+}
+
+type envelope struct {
+	Success bool   `json:"success"`
+	Error   string `json:"error"`
+	Code    string `json:"code,omitempty"`
+}
+
+// writeError writes err as {success:false, error, code} with its status.
+// Anything that is not an *auth.Error is logged and answered as 500
+// INTERNAL_ERROR without internals.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	e := auth.AsError(err)
+	if e.Status >= 500 || e.Code == "INTERNAL_ERROR" {
+		s.log.Error("request failed", "code", e.Code, "err", err)
+	}
+	writeJSON(w, e.Status, envelope{Error: e.Message, Code: e.Code})
+}
+
+// writeJSON writes v as the JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"success":false,"error":"Internal error.","code":"INTERNAL_ERROR"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// ok writes a 200 response: v's fields with success:true added by the
+// caller's struct, or a plain {success:true} when v is nil.
+func ok(w http.ResponseWriter, v any) error {
+	if v == nil {
+		v = struct {
+			Success bool `json:"success"`
+		}{true}
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// decode reads a JSON object body (at most 64 KiB) into v. An empty body
+// is an empty object. Errors: 413 PAYLOAD_TOO_LARGE, 400 VALIDATION_ERROR.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return auth.ErrPayloadTooLarge
+	} else if err != nil {
+		return auth.Invalid("Could not read the request body.")
+	}
+	return decodeBytes(body, v)
+}
+
+// decodeBytes is decode for a body already read.
+func decodeBytes(body []byte, v any) error {
+	trimmed := strings.TrimSpace(string(body))
+	if trimmed == "" {
+		trimmed = "{}"
+	}
+	if trimmed[0] != '{' {
+		return auth.Invalid("Request body must be a JSON object.")
+	}
+	dec := json.NewDecoder(strings.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return auth.Invalid("%s has the wrong type: expected %s.", typeErr.Field, typeErr.Type.String())
+		}
+		return auth.Invalid("Request body is not valid JSON.")
+	}
+	if dec.More() {
+		return auth.Invalid("Request body must hold a single JSON object.")
+	}
+	return nil
+}

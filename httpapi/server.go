@@ -1,0 +1,92 @@
+// Package httpapi serves latchkey's HTTP API: routing, authentication of
+// API keys, session tokens and the admin token, request decoding and the
+// one writer of the error envelope. Handlers decode, call auth, encode.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"net/netip"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+)
+
+// Config configures a Server.
+type Config struct {
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
+	// Ready reports whether the scheduler runs (for /health).
+	Ready func() bool
+}
+
+// Server is the HTTP API over an auth.Service. It is an http.Handler.
+type Server struct {
+	auth    *auth.Service
+	router  *httprouter.Router
+	log     *slog.Logger
+	proxies []netip.Prefix
+	ready   func() bool
+}
+
+// MaxBodyBytes is the largest accepted request body (decisions.md §13).
+const MaxBodyBytes = 64 << 10
+
+// New returns a Server with every route registered.
+func New(svc *auth.Service, cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() bool { return true }
+	}
+	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready}
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.HandleOPTIONS = false
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s.writeError(w, auth.ErrNotFound)
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s.writeError(w, auth.ErrMethodNotAllowed)
+	})
+	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+		s.writeError(w, auth.ErrInternal)
+	}
+	s.router = r
+	s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() {
+	r := s.router
+	r.GET("/api/v1/health", s.handle(s.health))
+	r.GET("/api/v1/me", s.handle(s.me))
+	r.GET("/api/v1/projects/:projectId/jwks.json", s.handle(s.jwks))
+
+	// Account and session.
+	r.GET("/api/v1/user", s.session(s.getUser))
+	r.PATCH("/api/v1/user", s.session(s.patchUser))
+	r.DELETE("/api/v1/user", s.session(s.deleteUser))
+	r.GET("/api/v1/session", s.session(s.getSession))
+	r.POST("/api/v1/logout", s.session(s.logout))
+
+	// Email OTP and magic link.
+	r.POST("/api/v1/otp/send", s.key(s.otpSend))
+	r.POST("/api/v1/otp/verify", s.key(s.otpVerify))
+	r.POST("/api/v1/magic/send", s.key(s.magicSend))
+	r.GET("/api/v1/magic/verify", s.handle(s.magicVerify))
+	r.POST("/api/v1/magic/verify", s.handle(s.magicConfirm))
+
+	s.adminRoutes()
+}

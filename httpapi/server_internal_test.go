@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+func TestPanicIsInternalError(t *testing.T) {
+	var logs bytes.Buffer
+	s := New(nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s.router.GET("/boom", func(http.ResponseWriter, *http.Request, httprouter.Params) {
+		panic("secret internals")
+	})
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/boom", nil))
+	var body map[string]any
+	json.Unmarshal(rec.Body.Bytes(), &body)
+	if rec.Code != 500 || body["code"] != "INTERNAL_ERROR" || body["success"] != false {
+		t.Fatalf("status=%d body=%s", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), "secret internals") {
+		t.Fatal("panic value leaked into the body")
+	}
+	if !strings.Contains(logs.String(), "secret internals") {
+		t.Fatal("panic value missing from the log")
+	}
+}
+
+func TestClientIP(t *testing.T) {
+	s := &Server{proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	cases := []struct {
+		name, peer, xff, endUser string
+		keyCall                  bool
+		want                     string
+	}{
+		{"peer", "192.0.2.1:1234", "", "", false, "192.0.2.1"},
+		{"untrusted xff ignored", "192.0.2.1:1234", "198.51.100.9", "", false, "192.0.2.1"},
+		{"trusted xff", "10.0.0.2:1234", "198.51.100.9", "", false, "198.51.100.9"},
+		{"trusted chain", "10.0.0.2:1234", "198.51.100.9, 10.1.1.1", "", false, "198.51.100.9"},
+		{"spoofed left entry", "10.0.0.2:1234", "1.1.1.1, 198.51.100.9", "", false, "198.51.100.9"},
+		{"end-user header on key call", "192.0.2.1:1234", "", "203.0.113.5", true, "203.0.113.5"},
+		{"end-user header ignored elsewhere", "192.0.2.1:1234", "", "203.0.113.5", false, "192.0.2.1"},
+		{"bad end-user header", "192.0.2.1:1234", "", "nope", true, "192.0.2.1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = c.peer
+			if c.xff != "" {
+				r.Header.Set("X-Forwarded-For", c.xff)
+			}
+			if c.endUser != "" {
+				r.Header.Set("X-End-User-IP", c.endUser)
+			}
+			if got := s.clientIP(r, c.keyCall); got != c.want {
+				t.Fatalf("clientIP=%q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,402 @@
+// Command latchkey is a self-hosted authentication service in one binary:
+// `latchkey serve` runs it; the other subcommands administer a running
+// server through its admin API.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"latchkey/auth"
+	"latchkey/httpapi"
+	"latchkey/httpapi/cli"
+	"latchkey/mail"
+	"latchkey/store"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(os.Stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	if args[0] != "serve" {
+		env := cli.Env{Getenv: os.Getenv}
+		return cli.Run(context.Background(), args, env, os.Stdout, os.Stderr)
+	}
+	m := NewMain()
+	if err := m.ParseFlags(args[1:], os.Getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "latchkey:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "latchkey:", err)
+		m.Close()
+		return 1
+	}
+	<-ctx.Done()
+	m.Logger.Info("shutting down")
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "latchkey:", err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, `latchkey: self-hosted authentication in one binary
+
+Usage:
+  latchkey serve [flags]      run the server (latchkey serve --help lists flags)`)
+	cli.Usage(w)
+}
+
+// Config is the server's configuration (decisions.md §1).
+type Config struct {
+	Addr                string
+	Data                string
+	BaseURL             string
+	SMTPURL             string
+	MailFrom            string
+	SMSProvider         string
+	AdminToken          string
+	MasterKey           string
+	TrustedProxies      string
+	WebhookAllowPrivate bool
+	LogFormat           string
+}
+
+// Main is the running server: store, service, scheduler and HTTP listener.
+// Tests build one with a config and run it on 127.0.0.1:0.
+type Main struct {
+	Config Config
+	// Stdout receives the first-start secrets (printed once).
+	Stdout io.Writer
+	// Logger is built from the config by ParseFlags, or set by tests.
+	Logger *slog.Logger
+	// Now is the clock (tests inject one).
+	Now func() time.Time
+
+	DB      *store.DB
+	Service *auth.Service
+	Server  *httpapi.Server
+
+	http     *http.Server
+	listener net.Listener
+	sched    *scheduler
+	ready    atomic.Bool
+}
+
+// NewMain returns a Main with defaults.
+func NewMain() *Main {
+	return &Main{Stdout: os.Stdout, Now: time.Now, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+}
+
+// ParseFlags reads flags, falling back to LATCHKEY_* environment
+// variables, then to defaults. Flags beat environment.
+func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
+	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
+	c := &m.Config
+	str := func(p *string, name, env, def, help string) {
+		if v := getenv(env); v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, help+" (env "+env+")")
+	}
+	str(&c.Addr, "addr", "LATCHKEY_ADDR", "127.0.0.1:8080", "listen address")
+	str(&c.Data, "data", "LATCHKEY_DATA", "./latchkey.db", "bbolt data file; created on first start")
+	str(&c.BaseURL, "base-url", "LATCHKEY_BASE_URL", "", "public origin for magic links, JWT iss and WebAuthn (default http://<addr>)")
+	str(&c.SMTPURL, "smtp-url", "LATCHKEY_SMTP_URL", "", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://...; empty writes .eml files to <data>.outbox/")
+	str(&c.MailFrom, "mail-from", "LATCHKEY_MAIL_FROM", "latchkey@localhost", "sender address")
+	str(&c.SMSProvider, "sms-provider", "LATCHKEY_SMS_PROVIDER", "none", "none, log or twilio")
+	str(&c.AdminToken, "admin-token", "LATCHKEY_ADMIN_TOKEN", "", "admin bearer token (default: generated at first start)")
+	str(&c.MasterKey, "master-key", "LATCHKEY_MASTER_KEY", "", "32-byte base64 key encrypting secrets at rest (default: the <data>.key file)")
+	str(&c.TrustedProxies, "trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed")
+	allow := false
+	if v := getenv("LATCHKEY_WEBHOOK_ALLOW_PRIVATE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("LATCHKEY_WEBHOOK_ALLOW_PRIVATE: %q is not a boolean", v)
+		}
+		allow = b
+	}
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", allow, "let live-mode webhooks target private/loopback addresses (env LATCHKEY_WEBHOOK_ALLOW_PRIVATE)")
+	str(&c.LogFormat, "log-format", "LATCHKEY_LOG_FORMAT", "text", "text or json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch c.LogFormat {
+	case "text":
+		m.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	case "json":
+		m.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	default:
+		return fmt.Errorf("--log-format must be text or json")
+	}
+	switch c.SMSProvider {
+	case "none", "log", "twilio":
+	default:
+		return fmt.Errorf("--sms-provider must be none, log or twilio")
+	}
+	if c.AdminToken != "" && (!strings.HasPrefix(c.AdminToken, "adm_") || len(c.AdminToken) < 24) {
+		return fmt.Errorf("--admin-token must start with adm_ and be at least 24 characters")
+	}
+	return nil
+}
+
+// Run opens the store, creates first-start state, starts the scheduler
+// and the HTTP server, and returns once the server is listening.
+func (m *Main) Run(ctx context.Context) error {
+	c := m.Config
+	proxies, err := parsePrefixes(c.TrustedProxies)
+	if err != nil {
+		return err
+	}
+	masterKey, _, err := store.LoadMasterKey(c.MasterKey, c.Data+".key")
+	if err != nil {
+		return err
+	}
+	keys, err := store.NewKeyring(masterKey)
+	if err != nil {
+		return err
+	}
+	db, created, err := store.Open(c.Data, store.Options{MaxBatchDelay: 2 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	m.DB = db
+
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return err
+	}
+	m.listener = ln
+	baseURL := strings.TrimSuffix(c.BaseURL, "/")
+	if baseURL == "" {
+		baseURL = "http://" + ln.Addr().String()
+	}
+
+	m.sched = newScheduler(m.Logger)
+	svc, err := auth.New(db, keys, auth.Config{
+		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake,
+	})
+	if err != nil {
+		return err
+	}
+	m.Service = svc
+	if created {
+		if err := m.firstStart(); err != nil {
+			return err
+		}
+	}
+
+	transport, err := m.mailTransport()
+	if err != nil {
+		return err
+	}
+	mq := &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger}
+	m.sched.every("sweep", time.Minute, func(context.Context) error { return svc.Sweep() })
+	m.sched.onWake("mail", time.Minute, mq.RunOnce)
+	m.sched.start()
+	m.ready.Store(true)
+
+	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load})
+	m.http = &http.Server{
+		Handler:           m.Server,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := m.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("http server", "err", err)
+		}
+	}()
+	m.Logger.Info("latchkey listening", "addr", ln.Addr().String(), "base_url", baseURL, "data", c.Data)
+	return nil
+}
+
+// firstStart creates the default project, a test key and the admin
+// token, printing them once.
+func (m *Main) firstStart() error {
+	b, err := m.Service.Init()
+	if err != nil {
+		return err
+	}
+	w := m.Stdout
+	fmt.Fprintf(w, "latchkey: first start: created project %q (%s)\n", b.Project.Name, b.Project.ID)
+	fmt.Fprintf(w, "  test API key (shown once): %s\n", b.APIKey)
+	if b.AdminToken != "" {
+		file := m.Config.Data + ".admin-token"
+		if err := store.WriteSecretFile(file, b.AdminToken+"\n"); err != nil {
+			return fmt.Errorf("write admin token file: %w", err)
+		}
+		fmt.Fprintf(w, "  admin token (shown once):  %s\n", b.AdminToken)
+		fmt.Fprintf(w, "  admin token saved to %s (mode 0600) for the CLI\n", file)
+	}
+	return nil
+}
+
+func (m *Main) mailTransport() (mail.Transport, error) {
+	if m.Config.SMTPURL == "" {
+		return &mail.Outbox{Dir: m.Config.Data + ".outbox"}, nil
+	}
+	return mail.NewSMTP(m.Config.SMTPURL)
+}
+
+// Addr returns the address the server listens on.
+func (m *Main) Addr() string { return m.listener.Addr().String() }
+
+// Close stops accepting requests, lets in-flight ones finish (10 s at
+// most), stops the scheduler and closes the store.
+func (m *Main) Close() error {
+	var errs []error
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, m.http.Shutdown(ctx))
+		cancel()
+	} else if m.listener != nil {
+		m.listener.Close()
+	}
+	if m.sched != nil {
+		m.sched.stop()
+	}
+	if m.DB != nil {
+		errs = append(errs, m.DB.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !strings.Contains(part, "/") {
+			a, err := netip.ParseAddr(part)
+			if err != nil {
+				return nil, fmt.Errorf("--trusted-proxies: %q is not a CIDR", part)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %q is not a CIDR", part)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// scheduler runs background tasks: periodic ones, and ones woken after a
+// commit (mail, webhooks). Each task is one goroutine owned here.
+type scheduler struct {
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	tasks  []task
+}
+
+type task struct {
+	name     string
+	interval time.Duration
+	wakeCh   chan struct{}
+	fn       func(context.Context) error
+}
+
+func newScheduler(log *slog.Logger) *scheduler {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &scheduler{log: log, ctx: ctx, cancel: cancel}
+}
+
+// every runs fn each interval.
+func (s *scheduler) every(name string, interval time.Duration, fn func(context.Context) error) {
+	s.tasks = append(s.tasks, task{name: name, interval: interval, fn: fn})
+}
+
+// onWake runs fn at start, when woken, and at least each interval.
+func (s *scheduler) onWake(name string, interval time.Duration, fn func(context.Context) error) {
+	s.tasks = append(s.tasks, task{name: name, interval: interval, fn: fn, wakeCh: make(chan struct{}, 1)})
+}
+
+// wake nudges every wakeable task; it never blocks.
+func (s *scheduler) wake() {
+	for _, t := range s.tasks {
+		if t.wakeCh != nil {
+			select {
+			case t.wakeCh <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (s *scheduler) start() {
+	for _, t := range s.tasks {
+		s.wg.Add(1)
+		go func(t task) {
+			defer s.wg.Done()
+			tick := time.NewTicker(t.interval)
+			defer tick.Stop()
+			if t.wakeCh != nil {
+				s.runTask(t)
+			}
+			for {
+				select {
+				case <-s.ctx.Done():
+					return
+				case <-tick.C:
+				case <-t.wakeCh:
+				}
+				s.runTask(t)
+			}
+		}(t)
+	}
+}
+
+func (s *scheduler) runTask(t task) {
+	if err := t.fn(s.ctx); err != nil && s.ctx.Err() == nil {
+		s.log.Error("background task failed", "task", t.name, "err", err)
+	}
+}
+
+func (s *scheduler) stop() {
+	s.cancel()
+	s.wg.Wait()
+}

@@ -1,0 +1,103 @@
+package store
+
+import "time"
+
+// Code is a pending one-time code (email OTP or SMS). Only its keyed hash
+// is stored. One code per (kind, project, subject): a new send replaces it.
+type Code struct {
+	Kind      string    `json:"kind"`
+	ProjectID string    `json:"projectId"`
+	Subject   string    `json:"subject"` // email address or user id
+	Phone     string    `json:"phone,omitempty"`
+	Hash      []byte    `json:"hash"`
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+func codeKey(kind, projectID, subject string) []byte { return compound(kind, projectID, subject) }
+
+// Code returns the pending code, expired or not; callers check ExpiresAt.
+func (tx *Tx) Code(kind, projectID, subject string) (*Code, error) {
+	var c Code
+	if err := tx.get(bucketCodes, codeKey(kind, projectID, subject), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutCode stores c, replacing any pending code for the same subject.
+func (tx *Tx) PutCode(c *Code) error {
+	return tx.put(bucketCodes, codeKey(c.Kind, c.ProjectID, c.Subject), c)
+}
+
+// DeleteCode removes a pending code.
+func (tx *Tx) DeleteCode(c *Code) error {
+	return tx.del(bucketCodes, codeKey(c.Kind, c.ProjectID, c.Subject))
+}
+
+// SweepCodes removes codes that expired before now.
+func (tx *Tx) SweepCodes(now time.Time) (int, error) {
+	return tx.sweep(bucketCodes, func(v []byte) (bool, error) {
+		var c Code
+		err := jsonDecode(v, &c)
+		return err == nil && !now.Before(c.ExpiresAt), err
+	})
+}
+
+// Throttle is the recent send history of one (kind, project, address),
+// for per-address send limits.
+type Throttle struct {
+	Sends []time.Time `json:"sends"`
+}
+
+// Throttle returns the history; an unknown key gives an empty one.
+func (tx *Tx) Throttle(kind, projectID, subject string) (*Throttle, error) {
+	var t Throttle
+	err := tx.get(bucketThrottles, codeKey(kind, projectID, subject), &t)
+	if err == ErrNotFound {
+		return &t, nil
+	}
+	return &t, err
+}
+
+// PutThrottle stores the history (deleting it when empty).
+func (tx *Tx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
+	if len(t.Sends) == 0 {
+		return tx.del(bucketThrottles, codeKey(kind, projectID, subject))
+	}
+	return tx.put(bucketThrottles, codeKey(kind, projectID, subject), t)
+}
+
+// SweepThrottles removes histories whose newest entry is older than cutoff.
+func (tx *Tx) SweepThrottles(cutoff time.Time) (int, error) {
+	return tx.sweep(bucketThrottles, func(v []byte) (bool, error) {
+		var t Throttle
+		if err := jsonDecode(v, &t); err != nil {
+			return false, err
+		}
+		return len(t.Sends) == 0 || t.Sends[len(t.Sends)-1].Before(cutoff), nil
+	})
+}
+
+// sweep deletes every row of bucket for which expired says so.
+func (tx *Tx) sweep(bucket []byte, expired func(v []byte) (bool, error)) (int, error) {
+	var keys [][]byte
+	err := tx.bucket(bucket).ForEach(func(k, v []byte) error {
+		ok, err := expired(v)
+		if ok {
+			keys = append(keys, clone(k))
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	b := tx.bucket(bucket)
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}

@@ -1,0 +1,57 @@
+package store
+
+import "time"
+
+// MagicLink is a pending sign-in link, keyed by the keyed hash of its token.
+type MagicLink struct {
+	Hash        []byte     `json:"hash"`
+	ProjectID   string     `json:"projectId"`
+	Email       string     `json:"email"`
+	RedirectURL string     `json:"redirectUrl,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ExpiresAt   time.Time  `json:"expiresAt"`
+	UsedAt      *time.Time `json:"usedAt,omitempty"`
+}
+
+// MagicLink returns the link whose token hashes to hash.
+func (tx *Tx) MagicLink(hash []byte) (*MagicLink, error) {
+	var m MagicLink
+	if err := tx.get(bucketMagic, hash, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// PutMagicLink stores m.
+func (tx *Tx) PutMagicLink(m *MagicLink) error { return tx.put(bucketMagic, m.Hash, m) }
+
+// SweepMagicLinks removes links that expired before now (used links are
+// kept until then so reuse answers "already used").
+func (tx *Tx) SweepMagicLinks(now time.Time) (int, error) {
+	return tx.sweep(bucketMagic, func(v []byte) (bool, error) {
+		var m MagicLink
+		err := jsonDecode(v, &m)
+		return err == nil && !now.Before(m.ExpiresAt), err
+	})
+}
+
+// Device is a remembered device: the keyed hash of a deviceToken bound to
+// a user.
+type Device struct {
+	Hash      []byte    `json:"hash"`
+	UserID    string    `json:"userId"`
+	ProjectID string    `json:"projectId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Device returns the device whose token hashes to hash.
+func (tx *Tx) Device(hash []byte) (*Device, error) {
+	var d Device
+	if err := tx.get(bucketDevices, hash, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// PutDevice stores d.
+func (tx *Tx) PutDevice(d *Device) error { return tx.put(bucketDevices, d.Hash, d) }

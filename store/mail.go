@@ -1,0 +1,72 @@
+package store
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// Mail is a queued message. Body is sealed with the keyring because it
+// carries a code or link; it is deleted once sent.
+type Mail struct {
+	ID            uint64    `json:"id"`
+	ProjectID     string    `json:"projectId"`
+	To            string    `json:"to"`
+	Kind          string    `json:"kind"`
+	Body          []byte    `json:"body"`
+	Attempts      int       `json:"attempts"`
+	LastError     string    `json:"lastError,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	NextAttemptAt time.Time `json:"nextAttemptAt"`
+}
+
+// EnqueueMail assigns m an id and queues it.
+func (tx *Tx) EnqueueMail(m *Mail) error {
+	key, n, err := tx.nextSeq(bucketMail)
+	if err != nil {
+		return err
+	}
+	m.ID = n
+	return tx.put(bucketMail, key, m)
+}
+
+// DueMail returns up to limit queued messages whose next attempt is at or
+// before now, oldest first.
+func (tx *Tx) DueMail(now time.Time, limit int) ([]*Mail, error) {
+	var out []*Mail
+	c := tx.bucket(bucketMail).Cursor()
+	for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+		var m Mail
+		if err := jsonDecode(v, &m); err != nil {
+			return nil, err
+		}
+		if !m.NextAttemptAt.After(now) {
+			out = append(out, &m)
+		}
+	}
+	return out, nil
+}
+
+// PutMail updates a queued message (after a failed attempt).
+func (tx *Tx) PutMail(m *Mail) error { return tx.put(bucketMail, u64(m.ID), m) }
+
+// DeleteMail removes a message from the queue.
+func (tx *Tx) DeleteMail(id uint64) error {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], id)
+	return tx.del(bucketMail, k[:])
+}
+
+// MailCount returns how many messages are queued.
+func (tx *Tx) MailCount() int { return tx.bucket(bucketMail).Stats().KeyN }
+
+// MailContent is what a queued message says, sealed into Mail.Body (the
+// keyring's aad is MailAAD). Kind "otp" carries Code, kind "magic" Link.
+type MailContent struct {
+	Project    string `json:"project"`
+	Code       string `json:"code,omitempty"`
+	Link       string `json:"link,omitempty"`
+	TTLSeconds int    `json:"ttlSeconds"`
+}
+
+// MailAAD binds sealed mail bodies to their purpose.
+var MailAAD = []byte("mail")

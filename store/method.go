@@ -1,0 +1,54 @@
+package store
+
+import "time"
+
+// ExternalMethod is a project's registration of an externally verified
+// sign-in method (BYOAM). Secret is sealed with the keyring.
+type ExternalMethod struct {
+	ID        string    `json:"id"`
+	ProjectID string    `json:"projectId"`
+	Method    string    `json:"method"`
+	Pattern   string    `json:"pattern"`
+	Status    string    `json:"status"`
+	Secret    []byte    `json:"secret"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ExternalMethod returns the registration with id.
+func (tx *Tx) ExternalMethod(id string) (*ExternalMethod, error) {
+	var m ExternalMethod
+	if err := tx.get(bucketMethods, []byte(id), &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// ExternalMethodByName returns projectID's registration named method.
+func (tx *Tx) ExternalMethodByName(projectID, method string) (*ExternalMethod, error) {
+	var found *ExternalMethod
+	err := tx.bucket(bucketMethods).ForEach(func(_, v []byte) error {
+		if found != nil {
+			return nil
+		}
+		var m ExternalMethod
+		if err := jsonDecode(v, &m); err != nil {
+			return err
+		}
+		if m.ProjectID == projectID && m.Method == method {
+			found = &m
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, ErrNotFound
+	}
+	return found, nil
+}
+
+// PutExternalMethod creates or replaces a registration.
+func (tx *Tx) PutExternalMethod(m *ExternalMethod) error {
+	return tx.put(bucketMethods, []byte(m.ID), m)
+}

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event is a webhook event in the transactional outbox, written in the
+// same transaction as the change it reports.
+type Event struct {
+	Seq       uint64          `json:"seq"`
+	ID        string          `json:"id"`
+	ProjectID string          `json:"projectId"`
+	Type      string          `json:"type"`
+	CreatedAt time.Time       `json:"createdAt"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// AppendEvent adds e to the outbox and assigns its sequence number.
+func (tx *Tx) AppendEvent(e *Event) error {
+	key, n, err := tx.nextSeq(bucketOutbox)
+	if err != nil {
+		return err
+	}
+	e.Seq = n
+	return tx.put(bucketOutbox, key, e)
+}
+
+// EventsAfter returns up to limit outbox events with a sequence number
+// greater than seq, in order.
+func (tx *Tx) EventsAfter(seq uint64, limit int) ([]*Event, error) {
+	var out []*Event
+	c := tx.bucket(bucketOutbox).Cursor()
+	for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+		var e Event
+		if err := jsonDecode(v, &e); err != nil {
+			return nil, err
+		}
+		out = append(out, &e)
+	}
+	return out, nil
+}
+
+// DeleteEvent removes an event from the outbox once it has been fanned out.
+func (tx *Tx) DeleteEvent(seq uint64) error { return tx.del(bucketOutbox, u64(seq)) }

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"bytes"
+	"time"
+)
+
+// Session is a signed-in user's session; the JWT names it in "sid".
+type Session struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"userId"`
+	ProjectID string    `json:"projectId"`
+	Method    string    `json:"method"`
+	IssuedAt  time.Time `json:"issuedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Session returns the session with id.
+func (tx *Tx) Session(id string) (*Session, error) {
+	var s Session
+	if err := tx.get(bucketSessions, []byte(id), &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// SessionExists reports whether a session row with id exists, without
+// decoding it (the hot path of every user call).
+func (tx *Tx) SessionExists(id string) bool {
+	return tx.bucket(bucketSessions).Get([]byte(id)) != nil
+}
+
+// PutSession stores a session and indexes it under its user.
+func (tx *Tx) PutSession(s *Session) error {
+	if err := tx.bucket(bucketUserSessions).Put(compound(s.UserID, s.ID), nil); err != nil {
+		return err
+	}
+	return tx.put(bucketSessions, []byte(s.ID), s)
+}
+
+// DeleteSession removes one session.
+func (tx *Tx) DeleteSession(s *Session) error {
+	if err := tx.del(bucketUserSessions, compound(s.UserID, s.ID)); err != nil {
+		return err
+	}
+	return tx.del(bucketSessions, []byte(s.ID))
+}
+
+// UserSessions returns the ids of userID's sessions.
+func (tx *Tx) UserSessions(userID string) []string {
+	var ids []string
+	prefix := compound(userID, "")
+	c := tx.bucket(bucketUserSessions).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		ids = append(ids, string(k[len(prefix):]))
+	}
+	return ids
+}
+
+// DeleteUserSessions removes every session of userID.
+func (tx *Tx) DeleteUserSessions(userID string) error {
+	for _, id := range tx.UserSessions(userID) {
+		if err := tx.del(bucketSessions, []byte(id)); err != nil {
+			return err
+		}
+		if err := tx.del(bucketUserSessions, compound(userID, id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SweepSessions deletes sessions that expired before now and returns
+// how many it removed.
+func (tx *Tx) SweepSessions(now time.Time) (int, error) {
+	var expired []*Session
+	err := tx.bucket(bucketSessions).ForEach(func(_, v []byte) error {
+		var s Session
+		if err := jsonDecode(v, &s); err != nil {
+			return err
+		}
+		if !now.Before(s.ExpiresAt) {
+			expired = append(expired, &s)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range expired {
+		if err := tx.DeleteSession(s); err != nil {
+			return 0, err
+		}
+	}
+	return len(expired), nil
+}

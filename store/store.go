@@ -1,0 +1,273 @@
+// Package store holds latchkey's state: projects, API keys, users, codes,
+// sessions, factors, passkeys, webhooks, the event outbox and the mail queue.
+//
+// It is the only package that knows bbolt. Callers work through DB.View,
+// DB.Update and DB.Batch, each handing a *Tx with typed methods; one use
+// case is one transaction. Values are JSON; keys are UUIDs, big-endian
+// sequence numbers or keyed hashes, never raw secrets. A second backend
+// would provide the same exported types and methods.
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the version of the data layout this binary writes.
+// Opening a file with a newer version fails.
+const SchemaVersion = 1
+
+// ErrNotFound is returned by lookups that find nothing.
+var ErrNotFound = errors.New("not found")
+
+// ErrInUse is returned by Open when another process holds the data file.
+var ErrInUse = errors.New("data file is in use by another process")
+
+// ErrConflict is returned when a unique index already holds another owner.
+var ErrConflict = errors.New("conflict")
+
+// Bucket names. Open creates them all in one transaction.
+var (
+	bucketMeta         = []byte("meta")
+	bucketProjects     = []byte("projects")
+	bucketKeys         = []byte("keys")
+	bucketUsers        = []byte("users")
+	bucketUsersByEmail = []byte("users_by_email")
+	bucketUsersByExt   = []byte("users_by_external_id")
+	bucketSessions     = []byte("sessions")
+	bucketUserSessions = []byte("sessions_by_user")
+	bucketCodes        = []byte("codes")
+	bucketThrottles    = []byte("throttles")
+	bucketMagic        = []byte("magic_links")
+	bucketDevices      = []byte("devices")
+	bucketFactors      = []byte("factors")
+	bucketBackupCodes  = []byte("backup_codes")
+	bucketPasskeys     = []byte("passkeys")
+	bucketChallenges   = []byte("challenges")
+	bucketWebhooks     = []byte("webhooks")
+	bucketDeliveries   = []byte("deliveries")
+	bucketOutbox       = []byte("outbox")
+	bucketEvents       = []byte("events")
+	bucketMethods      = []byte("external_methods")
+	bucketGrants       = []byte("grants")
+	bucketMail         = []byte("mail")
+
+	allBuckets = [][]byte{
+		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
+		bucketUsersByExt, bucketSessions, bucketUserSessions, bucketCodes,
+		bucketThrottles, bucketMagic, bucketDevices, bucketFactors,
+		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
+		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
+		bucketMail,
+	}
+
+	keySchema     = []byte("schema_version")
+	keyAdminToken = []byte("admin_token_hash")
+)
+
+// DB is an open latchkey data file. It is safe for concurrent use.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// Options tune Open. The zero value is fine.
+type Options struct {
+	// LockTimeout bounds the wait for another process's file lock (default 2 s).
+	LockTimeout time.Duration
+	// MaxBatchDelay and MaxBatchSize tune group commit for DB.Batch.
+	MaxBatchDelay time.Duration
+	MaxBatchSize  int
+}
+
+// Open opens or creates the data file at path, creates every bucket and
+// checks the schema version. created reports whether the file was new.
+func Open(path string, opt Options) (db *DB, created bool, err error) {
+	if opt.LockTimeout == 0 {
+		opt.LockTimeout = 2 * time.Second
+	}
+	_, statErr := os.Stat(path)
+	created = errors.Is(statErr, os.ErrNotExist)
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.LockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, false, ErrInUse
+	} else if err != nil {
+		return nil, false, fmt.Errorf("open data file: %w", err)
+	}
+	if opt.MaxBatchDelay > 0 {
+		b.MaxBatchDelay = opt.MaxBatchDelay
+	}
+	if opt.MaxBatchSize > 0 {
+		b.MaxBatchSize = opt.MaxBatchSize
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := meta.Get(keySchema)
+		if v == nil {
+			return meta.Put(keySchema, u64(SchemaVersion))
+		}
+		if got := binary.BigEndian.Uint64(v); got > SchemaVersion {
+			return fmt.Errorf("data file has schema version %d but this latchkey only knows version %d: upgrade latchkey", got, SchemaVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Close()
+		return nil, false, err
+	}
+	return &DB{bolt: b, path: path}, created, nil
+}
+
+// Path returns the data file's path.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the data file.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// View runs fn in a read-only transaction.
+func (db *DB) View(fn func(tx *Tx) error) error {
+	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Update runs fn in a read-write transaction and commits it (with fsync)
+// when fn returns nil. Functions registered with Tx.OnCommit run after.
+func (db *DB) Update(fn func(tx *Tx) error) error {
+	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Batch is Update with group commit: concurrent callers share one fsync.
+// fn may run more than once, so every effect it has must be inside tx.
+func (db *DB) Batch(fn func(tx *Tx) error) error {
+	return db.bolt.Batch(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// WriteTo writes a consistent copy of the whole data file to w without
+// blocking writers (a hot backup).
+func (db *DB) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// Backup is WriteTo that first tells before the copy's size (for a
+// Content-Length), from the same transaction.
+func (db *DB) Backup(w io.Writer, before func(size int64)) (int64, error) {
+	var n int64
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		before(tx.Size())
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// Check verifies the file's page structure; tests call it after each run.
+func (db *DB) Check() error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		var first error
+		for err := range tx.Check() {
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+}
+
+// Tx is one transaction. Byte slices read inside it are copied or decoded
+// before it ends; a Tx is not safe for concurrent use.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+// OnCommit registers fn to run after the transaction commits.
+func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }
+
+func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
+
+// get decodes the JSON value at key into v; ErrNotFound when absent.
+func (tx *Tx) get(bucket, key []byte, v any) error {
+	data := tx.bucket(bucket).Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	return json.Unmarshal(data, v)
+}
+
+// put encodes v as JSON at key.
+func (tx *Tx) put(bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.bucket(bucket).Put(key, data)
+}
+
+func (tx *Tx) del(bucket, key []byte) error { return tx.bucket(bucket).Delete(key) }
+
+// nextSeq returns the bucket's next sequence number as an 8-byte key.
+func (tx *Tx) nextSeq(bucket []byte) ([]byte, uint64, error) {
+	n, err := tx.bucket(bucket).NextSequence()
+	if err != nil {
+		return nil, 0, err
+	}
+	return u64(n), n, nil
+}
+
+// AdminTokenHash returns the stored keyed hash of the admin token, or nil.
+func (tx *Tx) AdminTokenHash() []byte {
+	return clone(tx.bucket(bucketMeta).Get(keyAdminToken))
+}
+
+// SetAdminTokenHash stores the keyed hash of the admin token.
+func (tx *Tx) SetAdminTokenHash(h []byte) error {
+	return tx.bucket(bucketMeta).Put(keyAdminToken, h)
+}
+
+func u64(n uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, n)
+	return b
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// compound joins parts with a NUL byte into one index key.
+func compound(parts ...string) []byte {
+	n := len(parts) - 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+func jsonDecode(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"bytes"
+	"strings"
+	"time"
+)
+
+// User is an end user of one project. Email is unique per project (stored
+// lowercased); ExternalUserID, when set, is unique per project too.
+type User struct {
+	ID             string    `json:"id"`
+	ProjectID      string    `json:"projectId"`
+	Email          string    `json:"email"`
+	ExternalUserID string    `json:"externalUserId,omitempty"`
+	FirstName      string    `json:"firstName,omitempty"`
+	CompanyID      string    `json:"companyId,omitempty"`
+	Disabled       bool      `json:"disabled"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+}
+
+// User returns the user with id.
+func (tx *Tx) User(id string) (*User, error) {
+	var u User
+	if err := tx.get(bucketUsers, []byte(id), &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// UserByEmail returns projectID's user with the (normalized) email.
+func (tx *Tx) UserByEmail(projectID, email string) (*User, error) {
+	id := tx.bucket(bucketUsersByEmail).Get(compound(projectID, email))
+	if id == nil {
+		return nil, ErrNotFound
+	}
+	return tx.User(string(id))
+}
+
+// UserByExternalID returns projectID's user with the external id.
+func (tx *Tx) UserByExternalID(projectID, ext string) (*User, error) {
+	id := tx.bucket(bucketUsersByExt).Get(compound(projectID, ext))
+	if id == nil {
+		return nil, ErrNotFound
+	}
+	return tx.User(string(id))
+}
+
+// PutUser creates or updates u and keeps the email and external-id indexes
+// in step. It returns ErrConflict, changing nothing, when another user of
+// the project holds u's email or external id.
+func (tx *Tx) PutUser(u *User) error {
+	old, err := tx.User(u.ID)
+	if err != nil && err != ErrNotFound {
+		return err
+	}
+	byEmail, byExt := tx.bucket(bucketUsersByEmail), tx.bucket(bucketUsersByExt)
+	emailKey := compound(u.ProjectID, u.Email)
+	if id := byEmail.Get(emailKey); id != nil && string(id) != u.ID {
+		return ErrConflict
+	}
+	var extKey []byte
+	if u.ExternalUserID != "" {
+		extKey = compound(u.ProjectID, u.ExternalUserID)
+		if id := byExt.Get(extKey); id != nil && string(id) != u.ID {
+			return ErrConflict
+		}
+	}
+	if old != nil {
+		if old.Email != u.Email {
+			if err := byEmail.Delete(compound(old.ProjectID, old.Email)); err != nil {
+				return err
+			}
+		}
+		if old.ExternalUserID != "" && old.ExternalUserID != u.ExternalUserID {
+			if err := byExt.Delete(compound(old.ProjectID, old.ExternalUserID)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := byEmail.Put(emailKey, []byte(u.ID)); err != nil {
+		return err
+	}
+	if extKey != nil {
+		if err := byExt.Put(extKey, []byte(u.ID)); err != nil {
+			return err
+		}
+	}
+	return tx.put(bucketUsers, []byte(u.ID), u)
+}
+
+// DeleteUser removes the user, its indexes and its sessions.
+func (tx *Tx) DeleteUser(u *User) error {
+	if err := tx.DeleteUserSessions(u.ID); err != nil {
+		return err
+	}
+	if err := tx.del(bucketUsersByEmail, compound(u.ProjectID, u.Email)); err != nil {
+		return err
+	}
+	if u.ExternalUserID != "" {
+		if err := tx.del(bucketUsersByExt, compound(u.ProjectID, u.ExternalUserID)); err != nil {
+			return err
+		}
+	}
+	return tx.del(bucketUsers, []byte(u.ID))
+}
+
+// Users returns projectID's users in email order; with emailPrefix set,
+// only those whose email starts with it.
+func (tx *Tx) Users(projectID, emailPrefix string, limit int) ([]*User, error) {
+	var out []*User
+	c := tx.bucket(bucketUsersByEmail).Cursor()
+	prefix := compound(projectID, emailPrefix)
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if !strings.HasPrefix(string(k), projectID+"\x00") {
+			break
+		}
+		u, err := tx.User(string(v))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
