@@ -17,10 +17,18 @@ const MaxEmailLength = 254
 // ASCII addr-spec (local@domain, the domain with a dot), as sign-in codes
 // must reach a mailbox. Errors are 400 VALIDATION_ERROR.
 func NormalizeEmail(raw string) (string, error) {
-	e := strings.ToLower(strings.TrimSpace(raw))
+	e := strings.TrimSpace(raw)
 	if e == "" {
 		return "", Invalid("email is required.")
 	}
+	// Check for ASCII before lowercasing: strings.ToLower folds some
+	// non-ASCII letters (U+0130 İ) to ASCII ones.
+	for i := 0; i < len(e); i++ {
+		if e[i] >= 0x80 {
+			return "", Invalid("email must be an ASCII address.")
+		}
+	}
+	e = strings.ToLower(e)
 	if len(e) > MaxEmailLength {
 		return "", Invalid("email is too long.")
 	}

@@ -243,3 +243,65 @@ func (ts *testServer) createKey(body map[string]any) string {
 	wantOK(ts.t, r)
 	return str(ts.t, r.Body, "key")
 }
+
+// lastMail returns the newest queued message to addr, opened with the
+// keyring as the mail worker would.
+func (ts *testServer) lastMail(addr string) store.MailContent {
+	ts.t.Helper()
+	var found *store.Mail
+	ts.DB.View(func(tx *store.Tx) error {
+		ms, err := tx.DueMail(time.Now().Add(1000*time.Hour), 1<<20)
+		if err != nil {
+			ts.t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.To == addr {
+				found = m
+			}
+		}
+		return nil
+	})
+	if found == nil {
+		ts.t.Fatalf("no mail queued for %s", addr)
+	}
+	body, err := ts.Keys.Open(found.Body, store.MailAAD)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	var c store.MailContent
+	if err := json.Unmarshal(body, &c); err != nil {
+		ts.t.Fatal(err)
+	}
+	return c
+}
+
+// mailCount returns how many messages are queued.
+func (ts *testServer) mailCount() int {
+	var n int
+	ts.DB.View(func(tx *store.Tx) error { n = tx.MailCount(); return nil })
+	return n
+}
+
+// login signs addr in by email OTP and returns the verify response.
+func (ts *testServer) login(addr string) *response {
+	ts.t.Helper()
+	wantOK(ts.t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))
+	code := ts.lastMail(strings.ToLower(strings.TrimSpace(addr))).Code
+	r := ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code})
+	wantOK(ts.t, r)
+	ts.Clock.Advance(31 * time.Second) // past the send throttle
+	return r
+}
+
+// outbox returns the types of the outbox's events in order.
+func (ts *testServer) outbox() []string {
+	var types []string
+	ts.DB.View(func(tx *store.Tx) error {
+		evs, _ := tx.EventsAfter(0, 1<<20)
+		for _, e := range evs {
+			types = append(types, e.Type)
+		}
+		return nil
+	})
+	return types
+}
