@@ -1,0 +1,107 @@
+package auth
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+)
+
+// seeds adds each line of testdata/auth/name as a fuzz seed.
+func seeds(f *testing.F, name string) {
+	file, err := os.Open("../testdata/auth/" + name)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	for sc.Scan() {
+		f.Add(sc.Text())
+	}
+}
+
+func FuzzParseAPIKey(f *testing.F) {
+	seeds(f, "apikeys.txt")
+	f.Fuzz(func(t *testing.T, key string) {
+		prefix, err := ParseAPIKey(key)
+		if err != nil {
+			if err != ErrInvalidFormat {
+				t.Fatalf("error %v, want INVALID_FORMAT", err)
+			}
+			return
+		}
+		if len(prefix) != KeyPrefixLen || !strings.HasPrefix(key, prefix) {
+			t.Fatalf("prefix %q of %q", prefix, key)
+		}
+		if !strings.HasPrefix(prefix, LivePrefix) && !strings.HasPrefix(prefix, TestPrefix) {
+			t.Fatalf("accepted %q without a live/test prefix", key)
+		}
+		if _, ok := ParseBearer("Bearer " + key); !ok && strings.TrimSpace(key) != "" {
+			t.Fatalf("ParseBearer refused %q", key)
+		}
+	})
+}
+
+func FuzzNormalizeOrigin(f *testing.F) {
+	seeds(f, "origins.txt")
+	f.Fuzz(func(t *testing.T, raw string) {
+		o, err := NormalizeOrigin(raw)
+		if err != nil {
+			return
+		}
+		// Canonical forms are fixed points and pass their own redirect check.
+		again, err := NormalizeOrigin(o)
+		if err != nil || again != o {
+			t.Fatalf("NormalizeOrigin(%q)=%q, again %q %v", raw, o, again, err)
+		}
+		if !CheckRedirect(o+"/x", []string{o}) {
+			t.Fatalf("origin %q refuses its own path", o)
+		}
+		if strings.ContainsAny(o, "@\\ ?#") {
+			t.Fatalf("origin %q holds a forbidden character", o)
+		}
+	})
+}
+
+func FuzzCheckRedirect(f *testing.F) {
+	seeds(f, "redirects.txt")
+	allowed := []string{"http://localhost:3000"}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !CheckRedirect(raw, allowed) {
+			return
+		}
+		// Anything accepted must, as a browser parses it, go to the origin.
+		lower := strings.ToLower(raw)
+		if !strings.HasPrefix(lower, "http://localhost:3000") {
+			t.Fatalf("accepted %q", raw)
+		}
+		rest := lower[len("http://localhost:3000"):]
+		if rest != "" && !strings.ContainsAny(rest[:1], "/?#") {
+			t.Fatalf("accepted %q (authority continues)", raw)
+		}
+	})
+}
+
+func FuzzNormalizeEmail(f *testing.F) {
+	seeds(f, "emails.txt")
+	f.Fuzz(func(t *testing.T, raw string) {
+		e, err := NormalizeEmail(raw)
+		if err != nil {
+			return
+		}
+		if e != strings.ToLower(strings.TrimSpace(raw)) {
+			t.Fatalf("NormalizeEmail(%q)=%q changed more than case and space", raw, e)
+		}
+		if len(e) > MaxEmailLength || strings.Count(e, "@") != 1 {
+			t.Fatalf("accepted %q", e)
+		}
+		for i := 0; i < len(e); i++ {
+			if e[i] < 0x21 || e[i] > 0x7e {
+				t.Fatalf("accepted non-printable or non-ASCII %q", e)
+			}
+		}
+		if again, err := NormalizeEmail(e); err != nil || again != e {
+			t.Fatalf("not a fixed point: %q", e)
+		}
+	})
+}
