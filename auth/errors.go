@@ -102,6 +102,25 @@ var (
 	ErrRiskBlocked        = newErr(http.StatusForbidden, "RISK_BLOCKED", CatRiskBlocked, "Request blocked.")
 )
 
+// Step-up and recovery errors.
+var (
+	ErrVerificationFailed = newErr(http.StatusUnauthorized, "VERIFICATION_FAILED", CatInvalidCode, "Verification failed.")
+	ErrTOTPNotEnrolled    = newErr(http.StatusNotFound, "TOTP_NOT_ENROLLED", CatUserNotFound, "TOTP is not enrolled for this user.")
+	ErrAlreadyEnrolled    = newErr(http.StatusConflict, "ALREADY_ENROLLED", CatValidation, "TOTP is already enrolled.")
+	ErrTooManyAttempts    = newErr(http.StatusTooManyRequests, "TOO_MANY_ATTEMPTS", CatRateLimited, "Too many failed attempts; try again later.")
+	ErrSendFailed         = newErr(http.StatusBadGateway, "SEND_FAILED", CatInternal, "The SMS could not be sent.")
+)
+
+// External-method (BYOAM) errors.
+var (
+	ErrInvalidSignature     = newErr(http.StatusUnauthorized, "INVALID_SIGNATURE", CatExternalMethod, "INVALID_SIGNATURE")
+	ErrStaleTimestamp       = newErr(http.StatusUnauthorized, "STALE_TIMESTAMP", CatExternalMethod, "verifiedAt is more than 60 seconds from now.")
+	ErrWrongPattern         = newErr(http.StatusBadRequest, "WRONG_PATTERN", CatExternalMethod, "This method is registered for another pattern.")
+	ErrInvalidPayload       = newErr(http.StatusBadRequest, "INVALID_PAYLOAD", CatExternalMethod, "Invalid payload.")
+	ErrInactiveRegistration = newErr(http.StatusForbidden, "INACTIVE_REGISTRATION", CatExternalMethod, "This method's registration is inactive.")
+	ErrReplayed             = newErr(http.StatusUnauthorized, "REPLAYED", CatExternalMethod, "This confirmation was already used.")
+)
+
 // Admin errors.
 var (
 	ErrProjectNotFound = newErr(http.StatusNotFound, "PROJECT_NOT_FOUND", "", "Project not found.")

@@ -105,3 +105,23 @@ func FuzzNormalizeEmail(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseConfirm(f *testing.F) {
+	f.Add([]byte(`{"externalUserId":"e","method":"m","verifiedAt":"2026-11-22T10:00:00Z","email":"a@b.co"}`))
+	f.Add([]byte(`{"externalUserId":5}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"externalUserId":"e","method":"m","verifiedAt":"2026-11-22T10:00:00.123456789+02:00"} {}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		b, err := parseConfirm(raw, "method")
+		if err != nil {
+			if AsError(err).Code != "INVALID_PAYLOAD" {
+				t.Fatalf("error %v, want INVALID_PAYLOAD", err)
+			}
+			return
+		}
+		if b.ExternalUserID == "" || b.Method == "" || b.VerifiedAt.IsZero() {
+			t.Fatalf("accepted %q with empty required fields", raw)
+		}
+	})
+}

@@ -5,6 +5,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"log/slog"
@@ -26,6 +27,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Wake is called after a commit that queued mail or events.
 	Wake func()
+	// SMS sends text messages; nil fails every send (provider "none").
+	SMS SMSSender
+}
+
+// SMSSender sends a text message to an E.164 number. Errors must not
+// carry credentials.
+type SMSSender interface {
+	SendSMS(ctx context.Context, to, body string) error
 }
 
 // Service runs the use cases against one store. It is safe for concurrent use.
@@ -36,6 +45,7 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 	wake    func()
+	sms     SMSSender
 
 	adminToken string // configured admin token, or empty
 	adminHash  []byte // stored hash of a generated admin token
@@ -63,7 +73,7 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
-		wake: cfg.Wake, adminToken: cfg.AdminToken,
+		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS,
 		limiter: NewLimiter(cfg.Now),
 		tokens:  newTokenCache(1 << 16),
 	}

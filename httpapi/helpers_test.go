@@ -52,6 +52,7 @@ type testServer struct {
 	path    string
 	http    *httptest.Server
 	broken  bool
+	opts    []func(*auth.Config)
 }
 
 // breakStore closes the data file under the running server, so every
@@ -63,9 +64,9 @@ func (ts *testServer) breakStore() {
 
 // newTestServer starts a server with a fresh data file, the "default"
 // project and a test key; the admin token is testAdminToken.
-func newTestServer(t testing.TB) *testServer {
+func newTestServer(t testing.TB, opts ...func(*auth.Config)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db")}
+	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts}
 	ts.start()
 	b, err := ts.Svc.Init()
 	if err != nil {
@@ -92,7 +93,11 @@ func (ts *testServer) start() {
 	ts.DB, ts.Keys = db, keys
 	ts.http = httptest.NewUnstartedServer(nil)
 	ts.URL = "http://" + ts.http.Listener.Addr().String()
-	svc, err := auth.New(db, keys, auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now})
+	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now}
+	for _, o := range ts.opts {
+		o(&cfg)
+	}
+	svc, err := auth.New(db, keys, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

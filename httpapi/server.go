@@ -88,5 +88,16 @@ func (s *Server) routes() {
 	r.GET("/api/v1/magic/verify", s.handle(s.magicVerify))
 	r.POST("/api/v1/magic/verify", s.handle(s.magicConfirm))
 
+	// Step-up and recovery.
+	r.POST("/api/v1/backup-codes/generate", s.session(s.backupGenerate))
+	r.POST("/api/v1/backup-codes/verify", s.key(s.backupVerify))
+	r.POST("/api/v1/sms/send", s.session(s.smsSend))
+	r.POST("/api/v1/sms/verify", s.session(s.smsVerify))
+
+	// External methods.
+	r.POST("/api/v1/external-auth/confirm", s.key(s.externalConfirm))
+	r.POST("/api/v1/external-auth/callback/:registrationId", s.handle(s.externalCallback))
+	r.POST("/api/v1/external-auth/redeem", s.key(s.externalRedeem))
+
 	s.adminRoutes()
 }

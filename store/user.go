@@ -95,6 +95,9 @@ func (tx *Tx) DeleteUser(u *User) error {
 	if err := tx.DeleteUserSessions(u.ID); err != nil {
 		return err
 	}
+	if err := tx.DeleteFactors(u.ID); err != nil {
+		return err
+	}
 	if err := tx.del(bucketUsersByEmail, compound(u.ProjectID, u.Email)); err != nil {
 		return err
 	}

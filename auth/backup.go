@@ -1,0 +1,196 @@
+package auth
+
+import (
+	"crypto/subtle"
+	"errors"
+	"strings"
+	"time"
+
+	"latchkey/store"
+)
+
+// Backup code parameters (decisions.md §8).
+const (
+	BackupBatchSize    = 10
+	BackupMaxFailures  = 5
+	BackupFailWindow   = 15 * time.Minute
+	backupAlphabet     = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	hashDomainBackup   = "backup"
+	throttleBackupFail = "backup_fail"
+)
+
+// GenerateBackupCodes makes a new batch of 10 codes for the session user,
+// replacing (invalidating) the whole previous batch in the same
+// transaction. The codes are returned once; only keyed hashes are kept.
+func (s *Service) GenerateBackupCodes(pr *Principal, m Meta) ([]string, error) {
+	codes := make([]string, BackupBatchSize)
+	hashes := make([][]byte, BackupBatchSize)
+	for i := range codes {
+		c := randomString(backupAlphabet, 10)
+		codes[i] = c[:5] + "-" + c[5:]
+		h := s.keys.HashString(hashDomainBackup, pr.UserID+"\x00"+c)
+		hashes[i] = h[:]
+	}
+	err := s.db.Update(func(tx *store.Tx) error {
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		b := &store.BackupCodes{UserID: u.ID, ProjectID: u.ProjectID, Hashes: hashes, Used: make([]bool, BackupBatchSize), CreatedAt: s.now().UTC()}
+		if err := tx.PutBackupCodes(b); err != nil {
+			return err
+		}
+		if err := s.emit(tx, u.ProjectID, "backup_codes.generated", map[string]string{"user_id": u.ID}); err != nil {
+			return err
+		}
+		return s.record(tx, u.ProjectID, u.ID, u.Email, "backup_code", "generate", nil, m)
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	return codes, nil
+}
+
+// sessionUserTx returns the principal's user inside tx, checking the
+// session row again (401 INVALID_SESSION).
+func (s *Service) sessionUserTx(tx *store.Tx, pr *Principal) (*store.User, error) {
+	if !tx.SessionExists(pr.SessionID) {
+		return nil, ErrInvalidSession
+	}
+	u, err := tx.User(pr.UserID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && u.Disabled) {
+		return nil, ErrInvalidSession
+	}
+	return u, err
+}
+
+// BackupInput is the body of backup-codes/verify: email or
+// externalUserId, not both.
+type BackupInput struct {
+	Email          *string `json:"email"`
+	ExternalUserID *string `json:"externalUserId"`
+	Code           string  `json:"code"`
+}
+
+// normalizeBackupCode uppercases a code and drops one hyphen; false when
+// the result is not 10 characters of A–Z and 0–9.
+func normalizeBackupCode(code string) (string, bool) {
+	c := strings.ToUpper(strings.TrimSpace(code))
+	if len(c) == 11 && c[5] == '-' {
+		c = c[:5] + c[6:]
+	}
+	if len(c) != 10 {
+		return "", false
+	}
+	for i := 0; i < len(c); i++ {
+		if !(c[i] >= 'A' && c[i] <= 'Z' || c[i] >= '0' && c[i] <= '9') {
+			return "", false
+		}
+	}
+	return c, true
+}
+
+// VerifyBackupCode signs a user in with one of their backup codes,
+// consuming it. Wrong, used, invalidated codes and unknown users are 401
+// INVALID_CODE; from the 6th failure for a user within 15 minutes, 429
+// TOO_MANY_ATTEMPTS.
+func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*Login, error) {
+	if (in.Email == nil) == (in.ExternalUserID == nil) {
+		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("Send either email or externalUserId."), m)
+	}
+	if strings.TrimSpace(in.Code) == "" {
+		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("code is required."), m)
+	}
+	var email, ext string
+	if in.Email != nil {
+		var err error
+		if email, err = NormalizeEmail(*in.Email); err != nil {
+			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", err, m)
+		}
+	} else {
+		ext = *in.ExternalUserID
+		if ext == "" || len(ext) > 255 {
+			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("externalUserId must be 1 to 255 characters."), m)
+		}
+	}
+	code, wellFormed := normalizeBackupCode(in.Code)
+	var login *Login
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		login, fail = nil, nil
+		now := s.now().UTC()
+		var u *store.User
+		var err error
+		if email != "" {
+			u, err = tx.UserByEmail(p.ID, email)
+		} else {
+			u, err = tx.UserByExternalID(p.ID, ext)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			fail = ErrInvalidCode.withCategory(CatUserNotFound)
+			return s.record(tx, p.ID, "", email, "backup_code", "verify", fail, m)
+		} else if err != nil {
+			return err
+		}
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, p.ID, u.ID, u.Email, "backup_code", "verify", e, m)
+		}
+		th, err := tx.Throttle(throttleBackupFail, p.ID, u.ID)
+		if err != nil {
+			return err
+		}
+		recent := th.Sends[:0]
+		for _, t := range th.Sends {
+			if now.Sub(t) < BackupFailWindow {
+				recent = append(recent, t)
+			}
+		}
+		th.Sends = recent
+		if len(recent) >= BackupMaxFailures {
+			return failWith(ErrTooManyAttempts)
+		}
+		if u.Disabled {
+			return failWith(ErrUserDisabled)
+		}
+		idx := -1
+		b, err := tx.BackupCodes(u.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if b != nil && wellFormed {
+			h := s.keys.HashString(hashDomainBackup, u.ID+"\x00"+code)
+			for i, hh := range b.Hashes {
+				if subtle.ConstantTimeCompare(h[:], hh) == 1 {
+					idx = i
+				}
+			}
+		}
+		if idx < 0 || b.Used[idx] {
+			th.Sends = append(th.Sends, now)
+			if err := tx.PutThrottle(throttleBackupFail, p.ID, u.ID, th); err != nil {
+				return err
+			}
+			if idx >= 0 {
+				return failWith(ErrInvalidCode.withCategory(CatAlreadyUsed))
+			}
+			return failWith(ErrInvalidCode)
+		}
+		b.Used[idx] = true
+		if err := tx.PutBackupCodes(b); err != nil {
+			return err
+		}
+		login, err = s.startLogin(tx, p, u, "backup_code", m)
+		if err != nil {
+			return err
+		}
+		return s.record(tx, p.ID, u.ID, u.Email, "backup_code", "verify", nil, m)
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	return s.finish(login)
+}

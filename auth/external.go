@@ -1,0 +1,318 @@
+package auth
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"latchkey/store"
+)
+
+// External-method parameters (decisions.md §10).
+const (
+	ExternalWindow   = 60 * time.Second
+	GrantLifetime    = 5 * time.Minute
+	codeKindReplay   = "replay"
+	hashDomainGrant  = "grant"
+	maxExternalField = 255
+)
+
+// confirmBody is the decoded confirm (or callback) body. Fields are
+// json.RawMessage-free strings; presence and type are checked by parse.
+type confirmBody struct {
+	ExternalUserID string
+	Method         string
+	VerifiedAt     time.Time
+	Email          string
+	Reference      string
+}
+
+// parseConfirm reads a signed body: a JSON object whose required fields
+// are non-empty strings. need lists the required fields besides
+// externalUserId and verifiedAt. Anything else is 400 INVALID_PAYLOAD.
+func parseConfirm(raw []byte, need ...string) (*confirmBody, error) {
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&m); err != nil || m == nil || dec.More() {
+		return nil, ErrInvalidPayload.With("Body must be a JSON object.")
+	}
+	str := func(name string, required bool) (string, error) {
+		v, ok := m[name]
+		if !ok || string(v) == "null" {
+			if required {
+				return "", ErrInvalidPayload.With(name + " is required.")
+			}
+			return "", nil
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", ErrInvalidPayload.With(name + " must be a string.")
+		}
+		if required && s == "" || len(s) > maxExternalField {
+			return "", ErrInvalidPayload.With(name + " must be 1 to 255 characters.")
+		}
+		return s, nil
+	}
+	var b confirmBody
+	var err error
+	if b.ExternalUserID, err = str("externalUserId", true); err != nil {
+		return nil, err
+	}
+	var at string
+	if at, err = str("verifiedAt", true); err != nil {
+		return nil, err
+	}
+	if b.VerifiedAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
+		return nil, ErrInvalidPayload.With("verifiedAt must be an ISO-8601 UTC timestamp.")
+	}
+	if b.Email, err = str("email", false); err != nil {
+		return nil, err
+	}
+	for _, f := range need {
+		v, err := str(f, true)
+		if err != nil {
+			return nil, err
+		}
+		switch f {
+		case "method":
+			b.Method = v
+		case "reference":
+			b.Reference = v
+		}
+	}
+	return &b, nil
+}
+
+// checkSigned applies the shared checks after the registration is known:
+// status, pattern, signature over the raw body, freshness and replay.
+// It runs inside tx so the replay mark commits with the login.
+func (s *Service) checkSigned(tx *store.Tx, reg *store.ExternalMethod, pattern string, raw []byte, sig string, at time.Time) error {
+	if reg.Status != "active" {
+		return ErrInactiveRegistration
+	}
+	if reg.Pattern != pattern {
+		return ErrWrongPattern
+	}
+	secret, err := s.keys.Open(reg.Secret, []byte("method:"+reg.ID))
+	if err != nil {
+		return err
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(raw)
+	want := mac.Sum(nil)
+	got, err := hex.DecodeString(strings.TrimSpace(sig))
+	if err != nil || !hmac.Equal(got, want) {
+		return ErrInvalidSignature
+	}
+	now := s.now()
+	if d := now.Sub(at); d > ExternalWindow || d < -ExternalWindow {
+		return ErrStaleTimestamp
+	}
+	key := hex.EncodeToString(want)
+	if c, err := tx.Code(codeKindReplay, reg.ID, key); err == nil && now.Before(c.ExpiresAt) {
+		return ErrReplayed
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return tx.PutCode(&store.Code{Kind: codeKindReplay, ProjectID: reg.ID, Subject: key, CreatedAt: now.UTC(), ExpiresAt: now.Add(2 * ExternalWindow).UTC()})
+}
+
+// ExternalLogin is the confirm/redeem login result.
+type ExternalLogin struct {
+	*Login
+	ExternalUserID string
+}
+
+// ConfirmExternal signs a user in on a signed confirmation from an
+// external verifier (Pattern A). Checks run in the decided order:
+// payload, registration status, pattern, signature, freshness, replay.
+func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Meta) (*ExternalLogin, error) {
+	b, err := parseConfirm(raw, "method")
+	if err != nil {
+		return nil, s.recordOnly(p.ID, "", "", "external", "confirm", err, m)
+	}
+	var login *Login
+	var fail error
+	err = s.db.Update(func(tx *store.Tx) error {
+		login, fail = nil, nil
+		reg, err := tx.ExternalMethodByName(p.ID, b.Method)
+		if errors.Is(err, store.ErrNotFound) {
+			fail = ErrInvalidPayload.With("Unknown method.")
+			return s.record(tx, p.ID, "", b.Email, "external", "confirm", fail, m)
+		} else if err != nil {
+			return err
+		}
+		if err := s.checkSigned(tx, reg, "direct", raw, sig, b.VerifiedAt); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				fail = e
+				return nil // nothing to keep: the replay mark is not written
+			}
+			return err
+		}
+		login, err = s.externalLogin(tx, p, b.ExternalUserID, b.Email, reg.Method, m)
+		if errors.As(err, new(*Error)) {
+			fail = err
+			return errRollback
+		}
+		return err
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, s.recordOnly(p.ID, "", b.Email, "external", "confirm", fail, m)
+	}
+	l, err := s.finish(login)
+	if err != nil {
+		return nil, err
+	}
+	return &ExternalLogin{Login: l, ExternalUserID: b.ExternalUserID}, nil
+}
+
+// errRollback aborts a transaction whose failure is already in fail.
+var errRollback = errors.New("rollback")
+
+// externalLogin resolves the external user (known id; else attach by
+// email to a user without an external id; else create) and starts a
+// session, inside tx.
+func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, method string, m Meta) (*Login, error) {
+	u, err := tx.UserByExternalID(p.ID, ext)
+	isNew := false
+	if errors.Is(err, store.ErrNotFound) {
+		if rawEmail == "" {
+			return nil, ErrInvalidPayload.With("email is required for a new externalUserId.")
+		}
+		email, err := NormalizeEmail(rawEmail)
+		if err != nil {
+			return nil, ErrInvalidPayload.With("email is not a valid address.")
+		}
+		u, isNew, err = s.findOrCreateUser(tx, p, email)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.attachExternalID(tx, u, ext); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if u.Disabled {
+		return nil, ErrUserDisabled
+	}
+	l, err := s.startLogin(tx, p, u, "external:"+method, m)
+	if err != nil {
+		return nil, err
+	}
+	l.IsNewUser = isNew
+	return l, s.record(tx, p.ID, u.ID, u.Email, "external", "confirm", nil, m)
+}
+
+// ExternalCallback accepts a Pattern B verifier's signed result for the
+// registration id and stores a grant the app redeems within 5 minutes.
+func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string) error {
+	b, err := parseConfirm(raw, "reference")
+	if err != nil {
+		return err
+	}
+	var fail error
+	err = s.db.Update(func(tx *store.Tx) error {
+		fail = nil
+		reg, err := tx.ExternalMethod(registrationID)
+		if errors.Is(err, store.ErrNotFound) {
+			fail = ErrInvalidPayload.With("Unknown registration.")
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if err := s.checkSigned(tx, reg, "webhook", raw, sig, b.VerifiedAt); err != nil {
+			if errors.As(err, new(*Error)) {
+				fail = err
+				return nil
+			}
+			return err
+		}
+		h := s.keys.HashString(hashDomainGrant, reg.ID+"\x00"+b.Reference)
+		if _, err := tx.Grant(h[:]); err == nil {
+			fail = ErrReplayed
+			return errRollback
+		}
+		now := s.now().UTC()
+		return tx.PutGrant(&store.Grant{Hash: h[:], MethodID: reg.ID, ProjectID: reg.ProjectID, ExternalUserID: b.ExternalUserID,
+			Email: b.Email, CreatedAt: now, ExpiresAt: now.Add(GrantLifetime)})
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	if err != nil {
+		return internal(err)
+	}
+	return fail
+}
+
+// RedeemExternal exchanges a Pattern B grant for a login, once. Unknown,
+// used or expired references are 401 INVALID_TOKEN.
+func (s *Service) RedeemExternal(p *store.Project, method, reference string, m Meta) (*ExternalLogin, error) {
+	if method == "" || reference == "" {
+		return nil, Invalid("method and reference are required.")
+	}
+	var login *Login
+	var ext string
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		login, fail = nil, nil
+		reg, err := tx.ExternalMethodByName(p.ID, method)
+		if errors.Is(err, store.ErrNotFound) {
+			fail = ErrInvalidToken
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if reg.Status != "active" {
+			fail = ErrInactiveRegistration
+			return nil
+		}
+		h := s.keys.HashString(hashDomainGrant, reg.ID+"\x00"+reference)
+		g, err := tx.Grant(h[:])
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (g.UsedAt != nil || !s.now().Before(g.ExpiresAt))) {
+			fail = ErrInvalidToken
+			return nil
+		} else if err != nil {
+			return err
+		}
+		used := s.now().UTC()
+		g.UsedAt = &used
+		if err := tx.PutGrant(g); err != nil {
+			return err
+		}
+		ext = g.ExternalUserID
+		login, err = s.externalLogin(tx, p, g.ExternalUserID, g.Email, reg.Method, m)
+		if errors.As(err, new(*Error)) {
+			fail = err
+			return errRollback
+		}
+		return err
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", fail, m)
+	}
+	l, err := s.finish(login)
+	if err != nil {
+		return nil, err
+	}
+	return &ExternalLogin{Login: l, ExternalUserID: ext}, nil
+}

@@ -1,0 +1,128 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
+
+	"latchkey/store"
+)
+
+// SMS parameters (decisions.md §8).
+const (
+	SMSLifetime    = 10 * time.Minute
+	SMSMaxAttempts = 5
+	codeKindSMS    = "sms"
+	hashDomainSMS  = "sms"
+)
+
+// ValidPhone reports whether phone is E.164: "+" then 8 to 15 digits,
+// the first not 0.
+func ValidPhone(phone string) bool {
+	if len(phone) < 9 || len(phone) > 16 || phone[0] != '+' || phone[1] == '0' {
+		return false
+	}
+	for i := 1; i < len(phone); i++ {
+		if phone[i] < '0' || phone[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// SendSMSCode texts a 6-digit code to phone for the session user. The
+// provider is called outside any transaction; a failed send stores
+// nothing and is 502 SEND_FAILED.
+func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, m Meta) error {
+	u, err := s.SessionUser(pr)
+	if err != nil {
+		return err
+	}
+	if !ValidPhone(phone) {
+		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", Invalid("phone must be in E.164 format: + then 8 to 15 digits."), m)
+	}
+	p, err := s.project(u.ProjectID)
+	if err != nil {
+		return internal(err)
+	}
+	code := randomDigits(6)
+	if s.sms == nil {
+		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", ErrSendFailed.Because(errors.New("no SMS provider configured")), m)
+	}
+	body := fmt.Sprintf("Your %s code is %s. It expires in %d minutes.", p.Name, code, int(SMSLifetime/time.Minute))
+	if err := s.sms.SendSMS(ctx, phone, body); err != nil {
+		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", ErrSendFailed.Because(err), m)
+	}
+	h := s.keys.HashString(hashDomainSMS, u.ID+"\x00"+phone+"\x00"+code)
+	err = s.db.Update(func(tx *store.Tx) error {
+		now := s.now().UTC()
+		c := &store.Code{Kind: codeKindSMS, ProjectID: u.ProjectID, Subject: u.ID, Phone: phone, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(SMSLifetime)}
+		if err := tx.PutCode(c); err != nil {
+			return err
+		}
+		return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", nil, m)
+	})
+	return internal(err)
+}
+
+// VerifySMSCode checks the texted code and records the phone as the
+// user's SMS factor. Wrong, reused, expired or missing codes are 401
+// VERIFICATION_FAILED.
+func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
+	if code == "" {
+		return Invalid("code is required.")
+	}
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		fail = nil
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "verify", e, m)
+		}
+		c, err := tx.Code(codeKindSMS, u.ProjectID, u.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return failWith(ErrVerificationFailed)
+		} else if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if !now.Before(c.ExpiresAt) {
+			if err := tx.DeleteCode(c); err != nil {
+				return err
+			}
+			return failWith(ErrVerificationFailed.withCategory(CatExpired))
+		}
+		if c.Attempts >= SMSMaxAttempts {
+			return failWith(ErrVerificationFailed.withCategory(CatRateLimited))
+		}
+		h := s.keys.HashString(hashDomainSMS, u.ID+"\x00"+c.Phone+"\x00"+code)
+		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
+			c.Attempts++
+			if err := tx.PutCode(c); err != nil {
+				return err
+			}
+			return failWith(ErrVerificationFailed)
+		}
+		if err := tx.DeleteCode(c); err != nil {
+			return err
+		}
+		f := &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: "sms", Status: "enrolled", Phone: c.Phone, CreatedAt: now, EnrolledAt: &now}
+		if err := tx.PutFactor(f); err != nil {
+			return err
+		}
+		if err := s.emit(tx, u.ProjectID, "sms.enrolled", map[string]string{"user_id": u.ID}); err != nil {
+			return err
+		}
+		return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "verify", nil, m)
+	})
+	if err != nil {
+		return internal(err)
+	}
+	return fail
+}

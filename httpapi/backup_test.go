@@ -1,0 +1,132 @@
+package httpapi_test
+
+import (
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var backupShape = regexp.MustCompile(`^[A-Z0-9]{5}-[A-Z0-9]{5}$`)
+
+func (ts *testServer) backupCodes(tok string) []string {
+	ts.t.Helper()
+	r := ts.do("POST", "/api/v1/backup-codes/generate", tok, map[string]any{})
+	wantOK(ts.t, r)
+	var codes []string
+	for _, c := range r.Body["codes"].([]any) {
+		codes = append(codes, c.(string))
+	}
+	return codes
+}
+
+func TestBackupCodes(t *testing.T) {
+	ts := newTestServer(t)
+	login := ts.login("k@example.com")
+	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
+	codes := ts.backupCodes(tok)
+	if len(codes) != 10 {
+		t.Fatalf("%d codes, want 10", len(codes))
+	}
+	for _, c := range codes {
+		if !backupShape.MatchString(c) {
+			t.Fatalf("code %q is not XXXXX-XXXXX", c)
+		}
+	}
+	r := ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "k@example.com", "code": strings.ToLower(strings.Replace(codes[0], "-", "", 1))})
+	wantOK(t, r)
+	if r.Body["userId"] != uid {
+		t.Fatalf("userId=%v", r.Body["userId"])
+	}
+	wantOK(t, ts.do("GET", "/api/v1/session", str(t, r.Body, "token"), nil))
+	// Used code fails.
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "k@example.com", "code": codes[0]}), 401, "INVALID_CODE")
+	// A new batch invalidates the old one at once.
+	fresh := ts.backupCodes(tok)
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "k@example.com", "code": codes[1]}), 401, "INVALID_CODE")
+	wantOK(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "k@example.com", "code": fresh[1]}))
+	types := ts.outbox()
+	n := 0
+	for _, ty := range types {
+		if ty == "backup_codes.generated" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("backup_codes.generated events=%d, want 2", n)
+	}
+}
+
+func TestBackupCodeByExternalID(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": "x@example.com"}))
+	r := ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "x@example.com", "code": ts.lastMail("x@example.com").Code, "externalUserId": "u-42"})
+	wantOK(t, r)
+	codes := ts.backupCodes(str(t, r.Body, "token"))
+	wantOK(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"externalUserId": "u-42", "code": codes[3]}))
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"externalUserId": "u-43", "code": codes[4]}), 401, "INVALID_CODE")
+}
+
+func TestBackupCodeBadInput(t *testing.T) {
+	ts := newTestServer(t)
+	codes := ts.backupCodes(str(t, ts.login("b@example.com").Body, "token"))
+	for name, body := range map[string]any{
+		"both":          map[string]any{"email": "b@example.com", "externalUserId": "x", "code": codes[0]},
+		"neither":       map[string]any{"code": codes[0]},
+		"empty code":    map[string]any{"email": "b@example.com", "code": ""},
+		"code type":     map[string]any{"email": "b@example.com", "code": 12345},
+		"bad email":     map[string]any{"email": "nope", "code": codes[0]},
+		"malformed":     "{",
+		"external type": map[string]any{"externalUserId": 5, "code": codes[0]},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, body), 400, "VALIDATION_ERROR")
+		})
+	}
+	// Nothing was consumed.
+	wantOK(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "b@example.com", "code": codes[0]}))
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "nobody@example.com", "code": codes[1]}), 401, "INVALID_CODE")
+}
+
+func TestBackupCodeLockout(t *testing.T) {
+	ts := newTestServer(t)
+	codes := ts.backupCodes(str(t, ts.login("l@example.com").Body, "token"))
+	for i := 0; i < 5; i++ {
+		wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "l@example.com", "code": "AAAAA-AAAAA"}), 401, "INVALID_CODE")
+	}
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "l@example.com", "code": codes[0]}), 429, "TOO_MANY_ATTEMPTS")
+	ts.Clock.Advance(15 * time.Minute)
+	wantOK(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "l@example.com", "code": codes[0]}))
+	if eventCategories(ts)["rate_limited"] != 1 {
+		t.Fatal("lockout not recorded as rate_limited")
+	}
+}
+
+func TestBackupCodeDoubleSpend(t *testing.T) {
+	ts := newTestServer(t)
+	codes := ts.backupCodes(str(t, ts.login("d@example.com").Body, "token"))
+	const n = 6 // the losers stay within the 5-failure budget
+	var wg sync.WaitGroup
+	statuses := make(chan int, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "d@example.com", "code": codes[0]}).Status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	wins := 0
+	for s := range statuses {
+		if s == 200 {
+			wins++
+		} else if s != 401 {
+			t.Fatalf("status %d", s)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d concurrent uses of one code succeeded, want exactly 1", wins)
+	}
+}

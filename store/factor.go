@@ -1,0 +1,102 @@
+package store
+
+import "time"
+
+// Factor is a user's step-up factor: kind "totp" (Secret sealed) or
+// "sms" (Phone). Status is "pending" until the first correct code, then
+// "enrolled".
+type Factor struct {
+	UserID      string     `json:"userId"`
+	ProjectID   string     `json:"projectId"`
+	Kind        string     `json:"kind"`
+	Status      string     `json:"status"`
+	Secret      []byte     `json:"secret,omitempty"`
+	Phone       string     `json:"phone,omitempty"`
+	LastStep    int64      `json:"lastStep,omitempty"`
+	Failures    int        `json:"failures,omitempty"`
+	LockedUntil time.Time  `json:"lockedUntil,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	EnrolledAt  *time.Time `json:"enrolledAt,omitempty"`
+}
+
+// Factor returns userID's factor of kind.
+func (tx *Tx) Factor(userID, kind string) (*Factor, error) {
+	var f Factor
+	if err := tx.get(bucketFactors, compound(userID, kind), &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// PutFactor creates or replaces a factor.
+func (tx *Tx) PutFactor(f *Factor) error {
+	return tx.put(bucketFactors, compound(f.UserID, f.Kind), f)
+}
+
+// DeleteFactors removes every factor and backup batch of userID.
+func (tx *Tx) DeleteFactors(userID string) error {
+	for _, k := range []string{"totp", "sms"} {
+		if err := tx.del(bucketFactors, compound(userID, k)); err != nil {
+			return err
+		}
+	}
+	return tx.del(bucketBackupCodes, []byte(userID))
+}
+
+// BackupCodes is a user's current batch of recovery codes, as keyed
+// hashes; a new batch replaces the whole row.
+type BackupCodes struct {
+	UserID    string    `json:"userId"`
+	ProjectID string    `json:"projectId"`
+	Hashes    [][]byte  `json:"hashes"`
+	Used      []bool    `json:"used"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// BackupCodes returns userID's batch.
+func (tx *Tx) BackupCodes(userID string) (*BackupCodes, error) {
+	var b BackupCodes
+	if err := tx.get(bucketBackupCodes, []byte(userID), &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// PutBackupCodes stores b, replacing the previous batch.
+func (tx *Tx) PutBackupCodes(b *BackupCodes) error {
+	return tx.put(bucketBackupCodes, []byte(b.UserID), b)
+}
+
+// Grant is a Pattern B external-method result waiting to be redeemed,
+// keyed by the keyed hash of (registration, reference).
+type Grant struct {
+	Hash           []byte     `json:"hash"`
+	MethodID       string     `json:"methodId"`
+	ProjectID      string     `json:"projectId"`
+	ExternalUserID string     `json:"externalUserId"`
+	Email          string     `json:"email,omitempty"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	ExpiresAt      time.Time  `json:"expiresAt"`
+	UsedAt         *time.Time `json:"usedAt,omitempty"`
+}
+
+// Grant returns the grant with hash.
+func (tx *Tx) Grant(hash []byte) (*Grant, error) {
+	var g Grant
+	if err := tx.get(bucketGrants, hash, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// PutGrant stores g.
+func (tx *Tx) PutGrant(g *Grant) error { return tx.put(bucketGrants, g.Hash, g) }
+
+// SweepGrants removes grants that expired before now.
+func (tx *Tx) SweepGrants(now time.Time) (int, error) {
+	return tx.sweep(bucketGrants, func(v []byte) (bool, error) {
+		var g Grant
+		err := jsonDecode(v, &g)
+		return err == nil && !now.Before(g.ExpiresAt), err
+	})
+}
