@@ -113,6 +113,9 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("externalUserId must be 1 to 255 characters."), m)
 		}
 	}
+	if err := s.checkRisk(p, m, true); err != nil {
+		return nil, s.recordOnly(p.ID, "", email, "backup_code", "verify", err, m)
+	}
 	code, wellFormed := normalizeBackupCode(in.Code)
 	var login *Login
 	var fail error

@@ -41,6 +41,9 @@ func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action 
 		if e.FailureCode == "" {
 			e.FailureCode = CatInternal
 		}
+		if action != "send" && action != "generate" && isVerifyFailure(e.FailureCode) {
+			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
+		}
 	}
 	return tx.AddAuthEvent(e)
 }

@@ -136,6 +136,9 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 	if err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "external", "confirm", err, m)
 	}
+	if err := s.checkRisk(p, m, true); err != nil {
+		return nil, s.recordOnly(p.ID, "", "", "external", "confirm", err, m)
+	}
 	var login *Login
 	var fail error
 	err = s.db.Update(func(tx *store.Tx) error {
@@ -263,6 +266,9 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 func (s *Service) RedeemExternal(p *store.Project, method, reference string, m Meta) (*ExternalLogin, error) {
 	if method == "" || reference == "" {
 		return nil, Invalid("method and reference are required.")
+	}
+	if err := s.checkRisk(p, m, true); err != nil {
+		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", err, m)
 	}
 	var login *Login
 	var ext string

@@ -29,6 +29,9 @@ func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, 
 	if redirectURL != "" && !CheckRedirect(redirectURL, p.AllowedOrigins) {
 		return s.recordOnly(p.ID, "", email, "magic_link", "send", ErrInvalidRedirect, m)
 	}
+	if err := s.checkRisk(p, m, false); err != nil {
+		return s.recordOnly(p.ID, "", email, "magic_link", "send", err, m)
+	}
 	raw := randomBytes(32)
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	h := s.keys.HashString(hashDomainMagic, token)
@@ -95,6 +98,9 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		failWith := func(e error) error {
 			fail = e
 			return s.record(tx, p.ID, "", ml.Email, "magic_link", "verify", e, m)
+		}
+		if err := s.checkRisk(p, m, true); err != nil {
+			return failWith(err)
 		}
 		if redirectURI != "" && !CheckRedirect(redirectURI, p.AllowedOrigins) {
 			return failWith(ErrInvalidRedirect)

@@ -27,6 +27,9 @@ func (s *Service) SendOTP(p *store.Project, rawEmail string, m Meta) error {
 	if err != nil {
 		return s.recordOnly(p.ID, "", "", "email_otp", "send", err, m)
 	}
+	if err := s.checkRisk(p, m, false); err != nil {
+		return s.recordOnly(p.ID, "", email, "email_otp", "send", err, m)
+	}
 	code := randomDigits(6)
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+code)
 	return s.queueSend(p, email, codeKindOTP, "email_otp", m, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
@@ -133,6 +136,9 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 	}
 	if in.DeviceToken != "" {
 		m.DeviceToken = in.DeviceToken
+	}
+	if err := s.checkRisk(p, m, true); err != nil {
+		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
 	}
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+in.Code)
 	var login *Login

@@ -53,6 +53,7 @@ type Service struct {
 	apiKeys  sync.Map // prefix → *cachedKey
 	projects sync.Map // project id → *projectEntry
 	limiter  *Limiter
+	risk     *Risk
 	tokens   *tokenCache
 
 	signers    sync.Map // project id + "/" + kid → *signer
@@ -75,6 +76,7 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
 		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS,
 		limiter: NewLimiter(cfg.Now),
+		risk:    NewRisk(cfg.Now),
 		tokens:  newTokenCache(1 << 16),
 	}
 	err := db.View(func(tx *store.Tx) error {

@@ -34,5 +34,6 @@ func (s *Service) Sweep() error {
 		return err
 	})
 	s.limiter.Forget()
+	s.risk.Sweep()
 	return err
 }

@@ -58,6 +58,7 @@ var (
 	bucketMethods      = []byte("external_methods")
 	bucketGrants       = []byte("grants")
 	bucketMail         = []byte("mail")
+	bucketJobs         = []byte("delivery_queue")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -65,7 +66,7 @@ var (
 		bucketThrottles, bucketMagic, bucketDevices, bucketFactors,
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
-		bucketMail,
+		bucketMail, bucketJobs,
 	}
 
 	keySchema     = []byte("schema_version")

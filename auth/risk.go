@@ -1,0 +1,209 @@
+package auth
+
+import (
+	"hash/maphash"
+	"net/netip"
+	"sync"
+	"time"
+
+	"latchkey/store"
+)
+
+// Risk parameters (decisions.md §12).
+const (
+	RiskMaxFailures = 30
+	RiskWindow      = 10 * time.Minute
+	RiskBlockFor    = 15 * time.Minute
+	riskShards      = 32
+	// RiskMaxTracked bounds the tracked (project, IP) pairs; past it the
+	// least recently failing unblocked pairs are dropped, so an attack
+	// from many addresses costs bounded memory.
+	RiskMaxTracked = 64 * 1024
+)
+
+// Risk counts failed verifications per (project, end-user IP) in
+// one-minute buckets and blocks an IP that fails too often. Memory is
+// bounded by RiskMaxTracked; each shard has its own lock.
+type Risk struct {
+	now    func() time.Time
+	seed   maphash.Seed
+	shards [riskShards]riskShard
+}
+
+type riskShard struct {
+	mu sync.Mutex
+	m  map[riskKey]*ipState
+}
+
+type riskKey struct {
+	project string
+	ip      netip.Addr
+}
+
+type ipState struct {
+	minutes      [10]int64 // the unix minute each bucket counts
+	counts       [10]uint16
+	blockedUntil time.Time
+	last         time.Time
+}
+
+// NewRisk returns an empty risk engine on clock now.
+func NewRisk(now func() time.Time) *Risk {
+	r := &Risk{now: now, seed: maphash.MakeSeed()}
+	for i := range r.shards {
+		r.shards[i].m = make(map[riskKey]*ipState)
+	}
+	return r
+}
+
+func (r *Risk) shard(k riskKey) *riskShard {
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	h.WriteString(k.project)
+	b := k.ip.As16()
+	h.Write(b[:])
+	return &r.shards[h.Sum64()%riskShards]
+}
+
+// Blocked reports whether ip is velocity-blocked in project.
+func (r *Risk) Blocked(project string, ip netip.Addr) bool {
+	k := riskKey{project, ip}
+	sh := r.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st := sh.m[k]
+	return st != nil && r.now().Before(st.blockedUntil)
+}
+
+// Fail counts one failed verification from ip in project and blocks the
+// IP when it passes RiskMaxFailures within RiskWindow.
+func (r *Risk) Fail(project string, ip netip.Addr) {
+	now := r.now()
+	k := riskKey{project, ip}
+	sh := r.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st := sh.m[k]
+	if st == nil {
+		if len(sh.m) >= RiskMaxTracked/riskShards {
+			sh.evict(now)
+		}
+		st = &ipState{}
+		sh.m[k] = st
+	}
+	st.last = now
+	min := now.Unix() / 60
+	i := min % 10
+	if st.minutes[i] != min {
+		st.minutes[i], st.counts[i] = min, 0
+	}
+	if st.counts[i] < ^uint16(0) {
+		st.counts[i]++
+	}
+	total := 0
+	for j := range st.counts {
+		if st.minutes[j] > min-10 {
+			total += int(st.counts[j])
+		}
+	}
+	if total > RiskMaxFailures {
+		st.blockedUntil = now.Add(RiskBlockFor)
+	}
+}
+
+// evict frees an eighth of the shard: stale entries first, then
+// unblocked ones in the map's random order. Blocked IPs are kept.
+// Amortised over the inserts that fill the space again, this is O(1).
+func (sh *riskShard) evict(now time.Time) {
+	want := len(sh.m) / 8
+	for k, st := range sh.m {
+		if want <= 0 {
+			return
+		}
+		if now.Before(st.blockedUntil) {
+			continue
+		}
+		delete(sh.m, k)
+		want--
+	}
+}
+
+// Tracked returns how many (project, IP) pairs are held (for tests).
+func (r *Risk) Tracked() int {
+	n := 0
+	for i := range r.shards {
+		r.shards[i].mu.Lock()
+		n += len(r.shards[i].m)
+		r.shards[i].mu.Unlock()
+	}
+	return n
+}
+
+// Sweep drops entries idle for longer than the window and not blocked.
+func (r *Risk) Sweep() {
+	now := r.now()
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		for k, st := range sh.m {
+			if now.Sub(st.last) > RiskWindow && !now.Before(st.blockedUntil) {
+				delete(sh.m, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// checkRisk refuses a login attempt from an IP on the project's deny list
+// or, for verifications, velocity-blocked (403 RISK_BLOCKED). A device
+// token bound to a user of the project exempts it from the velocity block.
+func (s *Service) checkRisk(p *store.Project, m Meta, verify bool) error {
+	ip, err := netip.ParseAddr(m.IP)
+	if err != nil {
+		return nil
+	}
+	ip = ip.Unmap()
+	for _, c := range p.DenyCIDRs {
+		if pfx, err := netip.ParsePrefix(c); err == nil && pfx.Contains(ip) {
+			return ErrRiskBlocked
+		}
+	}
+	if verify && s.risk.Blocked(p.ID, ip) && !s.knownDevice(p.ID, m.DeviceToken) {
+		return ErrRiskBlocked
+	}
+	return nil
+}
+
+// knownDevice reports whether token is a device token of project.
+func (s *Service) knownDevice(projectID, token string) bool {
+	if token == "" || len(token) > 128 {
+		return false
+	}
+	h := s.keys.HashString("device", token)
+	known := false
+	s.db.View(func(tx *store.Tx) error {
+		d, err := tx.Device(h[:])
+		known = err == nil && d.ProjectID == projectID
+		return nil
+	})
+	return known
+}
+
+// countFailure feeds a failed verification to the risk engine.
+func (s *Service) countFailure(projectID, ip string) {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || projectID == "" {
+		return
+	}
+	s.risk.Fail(projectID, a.Unmap())
+}
+
+// isVerifyFailure reports whether a failure category is a wrong guess
+// that counts towards the velocity block.
+func isVerifyFailure(category string) bool {
+	switch category {
+	case CatInvalidCode, CatExpired, CatAlreadyUsed, CatRateLimited, CatUserNotFound, CatExternalMethod:
+		return true
+	}
+	return false
+}

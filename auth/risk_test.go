@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestRiskVelocity(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	ip := netip.MustParseAddr("203.0.113.9")
+	for i := 0; i < RiskMaxFailures; i++ {
+		r.Fail("p", ip)
+		now = now.Add(10 * time.Second)
+	}
+	if r.Blocked("p", ip) {
+		t.Fatal("blocked at 30 failures, want only above 30")
+	}
+	r.Fail("p", ip)
+	if !r.Blocked("p", ip) {
+		t.Fatal("not blocked after 31 failures in 10 minutes")
+	}
+	if r.Blocked("other", ip) {
+		t.Fatal("block leaked to another project")
+	}
+	now = now.Add(RiskBlockFor)
+	if r.Blocked("p", ip) {
+		t.Fatal("still blocked after 15 minutes")
+	}
+}
+
+func TestRiskWindowSlides(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	ip := netip.MustParseAddr("2001:db8::1")
+	for i := 0; i < 60; i++ { // 60 failures, one every 30 s: at most 20 per window
+		r.Fail("p", ip)
+		now = now.Add(30 * time.Second)
+	}
+	if r.Blocked("p", ip) {
+		t.Fatal("blocked by failures spread over 30 minutes")
+	}
+}
+
+func TestRiskMemoryBounded(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	base := netip.MustParseAddr("10.0.0.0").As4()
+	for i := 0; i < 1_000_000; i++ {
+		b := base
+		b[1], b[2], b[3] = byte(i>>16), byte(i>>8), byte(i)
+		r.Fail("p", netip.AddrFrom4(b))
+	}
+	if n := r.Tracked(); n > RiskMaxTracked {
+		t.Fatalf("tracking %d pairs, bound is %d", n, RiskMaxTracked)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<20 {
+		t.Fatalf("heap grew %d MiB for one million IPs", grown>>20)
+	}
+	// A real attacker among them is still caught.
+	bad := netip.MustParseAddr("198.51.100.1")
+	for i := 0; i <= RiskMaxFailures; i++ {
+		r.Fail("p", bad)
+	}
+	if !r.Blocked("p", bad) {
+		t.Fatal("attacker not blocked under load")
+	}
+}
