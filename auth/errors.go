@@ -111,6 +111,15 @@ var (
 	ErrSendFailed         = newErr(http.StatusBadGateway, "SEND_FAILED", CatInternal, "The SMS could not be sent.")
 )
 
+// Passkey errors (decisions.md §9).
+var (
+	ErrInvalidCredential = newErr(http.StatusBadRequest, "INVALID_CREDENTIAL", CatInvalidCode, "The passkey response is not valid.")
+	ErrChallengeExpired  = newErr(http.StatusBadRequest, "CHALLENGE_EXPIRED", CatExpired, "The challenge is unknown, used or expired; start again.")
+	ErrUnknownCredential = newErr(http.StatusUnauthorized, "INVALID_CREDENTIAL", CatUserNotFound, "Passkey sign-in failed.")
+	ErrUserExists        = newErr(http.StatusConflict, "USER_EXISTS", CatUserExists, "An account with this email already exists; sign in and add a passkey.")
+	ErrPasskeyNotFound   = newErr(http.StatusNotFound, "PASSKEY_NOT_FOUND", "", "Passkey not found.")
+)
+
 // External-method (BYOAM) errors.
 var (
 	ErrInvalidSignature     = newErr(http.StatusUnauthorized, "INVALID_SIGNATURE", CatExternalMethod, "INVALID_SIGNATURE")

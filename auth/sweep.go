@@ -24,6 +24,9 @@ func (s *Service) Sweep() error {
 		if _, err := tx.SweepSessions(now); err != nil {
 			return err
 		}
+		if _, err := tx.SweepChallenges(now); err != nil {
+			return err
+		}
 		if _, err := tx.SweepGrants(now); err != nil {
 			return err
 		}

@@ -94,6 +94,15 @@ func (s *Server) routes() {
 	r.POST("/api/v1/sms/send", s.session(s.smsSend))
 	r.POST("/api/v1/sms/verify", s.session(s.smsVerify))
 
+	// Passkeys.
+	r.POST("/api/v1/passkey/register/start", s.handle(s.passkeyRegisterStart))
+	r.POST("/api/v1/passkey/register/verify", s.handle(s.passkeyRegisterVerify))
+	r.POST("/api/v1/passkey/login/start", s.key(s.passkeyLoginStart))
+	r.POST("/api/v1/passkey/login/verify", s.key(s.passkeyLoginVerify))
+	r.GET("/api/v1/passkeys", s.session(s.listPasskeys))
+	r.GET("/api/v1/passkeys/by-external", s.keyRate401(s.listPasskeysByExternal))
+	r.DELETE("/api/v1/passkeys/*rest", s.handle(s.deletePasskey))
+
 	// External methods.
 	r.POST("/api/v1/external-auth/confirm", s.key(s.externalConfirm))
 	r.POST("/api/v1/external-auth/callback/:registrationId", s.handle(s.externalCallback))

@@ -33,14 +33,23 @@ func (tx *Tx) PutFactor(f *Factor) error {
 	return tx.put(bucketFactors, compound(f.UserID, f.Kind), f)
 }
 
-// DeleteFactors removes every factor and backup batch of userID.
-func (tx *Tx) DeleteFactors(userID string) error {
+// DeleteFactors removes every factor, backup batch and passkey of u.
+func (tx *Tx) DeleteFactors(u *User) error {
 	for _, k := range []string{"totp", "sms"} {
-		if err := tx.del(bucketFactors, compound(userID, k)); err != nil {
+		if err := tx.del(bucketFactors, compound(u.ID, k)); err != nil {
 			return err
 		}
 	}
-	return tx.del(bucketBackupCodes, []byte(userID))
+	pks, err := tx.UserPasskeys(u.ProjectID, u.ID)
+	if err != nil {
+		return err
+	}
+	for _, pk := range pks {
+		if err := tx.DeletePasskey(pk); err != nil {
+			return err
+		}
+	}
+	return tx.del(bucketBackupCodes, []byte(u.ID))
 }
 
 // BackupCodes is a user's current batch of recovery codes, as keyed

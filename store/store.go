@@ -59,6 +59,7 @@ var (
 	bucketGrants       = []byte("grants")
 	bucketMail         = []byte("mail")
 	bucketJobs         = []byte("delivery_queue")
+	bucketUserPasskeys = []byte("passkeys_by_user")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -66,7 +67,7 @@ var (
 		bucketThrottles, bucketMagic, bucketDevices, bucketFactors,
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
-		bucketMail, bucketJobs,
+		bucketMail, bucketJobs, bucketUserPasskeys,
 	}
 
 	keySchema     = []byte("schema_version")

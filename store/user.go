@@ -95,7 +95,7 @@ func (tx *Tx) DeleteUser(u *User) error {
 	if err := tx.DeleteUserSessions(u.ID); err != nil {
 		return err
 	}
-	if err := tx.DeleteFactors(u.ID); err != nil {
+	if err := tx.DeleteFactors(u); err != nil {
 		return err
 	}
 	if err := tx.del(bucketUsersByEmail, compound(u.ProjectID, u.Email)); err != nil {

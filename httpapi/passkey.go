@@ -1,0 +1,189 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+)
+
+type ceremonyResponse struct {
+	Success     bool   `json:"success"`
+	ChallengeID string `json:"challengeId"`
+	Options     any    `json:"options"`
+}
+
+type passkeyFinish struct {
+	ChallengeID string          `json:"challengeId"`
+	Credential  json.RawMessage `json:"credential"`
+}
+
+// keyOrSession authenticates a route that takes a user JWT or, for
+// sign-up, an API key: the token's prefix decides (sk_ = key).
+func (s *Server) keyOrSession(w http.ResponseWriter, r *http.Request) (*auth.Caller, *auth.Principal, error) {
+	tok, _ := auth.ParseBearer(r.Header.Get("Authorization"))
+	if tok == "" || strings.HasPrefix(tok, "sk_") {
+		c, err := s.authKey(w, r, http.StatusTooManyRequests)
+		return c, nil, err
+	}
+	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.auth.Project(pr.ProjectID)
+	if err != nil {
+		return nil, nil, auth.ErrInvalidSession
+	}
+	return &auth.Caller{Project: p}, pr, nil
+}
+
+func (s *Server) passkeyRegisterStart(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	c, pr, err := s.keyOrSession(w, r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Email string `json:"email"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	cer, err := s.auth.BeginPasskeyRegistration(c.Project, pr, in.Email, s.meta(r, pr == nil))
+	if err != nil {
+		return err
+	}
+	return ok(w, ceremonyResponse{true, cer.ChallengeID, cer.Options})
+}
+
+func (s *Server) passkeyRegisterVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	c, pr, err := s.keyOrSession(w, r)
+	if err != nil {
+		return err
+	}
+	var in passkeyFinish
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	reg, err := s.auth.FinishPasskeyRegistration(c.Project, pr, in.ChallengeID, in.Credential, s.meta(r, pr == nil))
+	if err != nil {
+		return err
+	}
+	if reg.Login == nil {
+		return ok(w, struct {
+			Success      bool   `json:"success"`
+			CredentialID string `json:"credentialId"`
+		}{true, reg.CredentialID})
+	}
+	l := reg.Login
+	uv := auth.ViewUser(l.User)
+	return ok(w, struct {
+		Success      bool          `json:"success"`
+		CredentialID string        `json:"credentialId"`
+		Token        string        `json:"token"`
+		UserID       string        `json:"userId"`
+		User         auth.UserView `json:"user"`
+		CompanyID    *string       `json:"companyId"`
+		DeviceToken  string        `json:"deviceToken"`
+		IsNewUser    bool          `json:"isNewUser"`
+	}{true, reg.CredentialID, l.Token, l.User.ID, uv, uv.CompanyID, l.DeviceToken, true})
+}
+
+func (s *Server) passkeyLoginStart(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
+	var in struct {
+		Email string `json:"email"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	cer, err := s.auth.BeginPasskeyLogin(c.Project, in.Email, s.meta(r, true))
+	if err != nil {
+		return err
+	}
+	return ok(w, ceremonyResponse{true, cer.ChallengeID, cer.Options})
+}
+
+func (s *Server) passkeyLoginVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
+	var in passkeyFinish
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	l, err := s.auth.FinishPasskeyLogin(c.Project, in.ChallengeID, in.Credential, s.meta(r, true))
+	if err != nil {
+		return err
+	}
+	uv := auth.ViewUser(l.User)
+	return ok(w, struct {
+		Success     bool          `json:"success"`
+		Token       string        `json:"token"`
+		UserID      string        `json:"userId"`
+		User        auth.UserView `json:"user"`
+		CompanyID   *string       `json:"companyId"`
+		DeviceToken string        `json:"deviceToken"`
+	}{true, l.Token, l.User.ID, uv, uv.CompanyID, l.DeviceToken})
+}
+
+type passkeyList struct {
+	Success  bool               `json:"success"`
+	Passkeys []auth.PasskeyView `json:"passkeys"`
+}
+
+func (s *Server) listPasskeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	if _, err := s.auth.SessionUser(pr); err != nil {
+		return err
+	}
+	list, err := s.auth.Passkeys(pr.ProjectID, pr.UserID)
+	if err != nil {
+		return err
+	}
+	return ok(w, passkeyList{true, list})
+}
+
+func (s *Server) listPasskeysByExternal(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
+	uid, err := s.auth.UserIDByExternal(c.Project.ID, r.URL.Query().Get("externalUserId"))
+	if err != nil {
+		return err
+	}
+	list, err := s.auth.Passkeys(c.Project.ID, uid)
+	if err != nil {
+		return err
+	}
+	return ok(w, passkeyList{true, list})
+}
+
+// deletePasskey serves DELETE /passkeys/:credentialId (user JWT) and
+// DELETE /passkeys/by-external/:credentialId (API key) from one
+// catch-all, as httprouter cannot mix both in one path segment.
+func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	rest := strings.TrimPrefix(p.ByName("rest"), "/")
+	if id, found := strings.CutPrefix(rest, "by-external/"); found && id != "" && !strings.Contains(id, "/") {
+		c, err := s.authKey(w, r, http.StatusUnauthorized)
+		if err != nil {
+			return err
+		}
+		uid, err := s.auth.UserIDByExternal(c.Project.ID, r.URL.Query().Get("externalUserId"))
+		if err != nil {
+			if auth.AsError(err).Code == "USER_NOT_FOUND" {
+				return auth.ErrPasskeyNotFound
+			}
+			return err
+		}
+		if err := s.auth.DeletePasskey(c.Project.ID, uid, id, s.meta(r, true)); err != nil {
+			return err
+		}
+		return ok(w, nil)
+	}
+	if rest == "" || strings.Contains(rest, "/") {
+		return auth.ErrNotFound
+	}
+	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	if err != nil {
+		return err
+	}
+	if err := s.auth.DeletePasskey(pr.ProjectID, pr.UserID, rest, s.meta(r, false)); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// Passkey is a WebAuthn credential. Credential is go-webauthn's credential
+// record as JSON (public key, sign count, transports, AAGUID, flags).
+type Passkey struct {
+	ID         string          `json:"id"` // base64url credential id
+	UserID     string          `json:"userId"`
+	ProjectID  string          `json:"projectId"`
+	Credential json.RawMessage `json:"credential"`
+	CreatedAt  time.Time       `json:"createdAt"`
+	LastUsedAt *time.Time      `json:"lastUsedAt,omitempty"`
+}
+
+// Passkey returns projectID's credential id.
+func (tx *Tx) Passkey(projectID, id string) (*Passkey, error) {
+	var pk Passkey
+	if err := tx.get(bucketPasskeys, compound(projectID, id), &pk); err != nil {
+		return nil, err
+	}
+	return &pk, nil
+}
+
+// PutPasskey creates or updates a credential and its user index.
+func (tx *Tx) PutPasskey(pk *Passkey) error {
+	if err := tx.bucket(bucketUserPasskeys).Put(compound(pk.UserID, pk.ID), nil); err != nil {
+		return err
+	}
+	return tx.put(bucketPasskeys, compound(pk.ProjectID, pk.ID), pk)
+}
+
+// DeletePasskey removes a credential.
+func (tx *Tx) DeletePasskey(pk *Passkey) error {
+	if err := tx.del(bucketUserPasskeys, compound(pk.UserID, pk.ID)); err != nil {
+		return err
+	}
+	return tx.del(bucketPasskeys, compound(pk.ProjectID, pk.ID))
+}
+
+// UserPasskeys returns a user's credentials, oldest first.
+func (tx *Tx) UserPasskeys(projectID, userID string) ([]*Passkey, error) {
+	out := []*Passkey{}
+	prefix := compound(userID, "")
+	c := tx.bucket(bucketUserPasskeys).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		pk, err := tx.Passkey(projectID, string(k[len(prefix):]))
+		if err == ErrNotFound {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, pk)
+	}
+	sortPasskeys(out)
+	return out, nil
+}
+
+func sortPasskeys(p []*Passkey) {
+	for i := 1; i < len(p); i++ {
+		for j := i; j > 0 && p[j].CreatedAt.Before(p[j-1].CreatedAt); j-- {
+			p[j], p[j-1] = p[j-1], p[j]
+		}
+	}
+}
+
+// Challenge is a pending WebAuthn ceremony: single use, short-lived.
+type Challenge struct {
+	ID        string          `json:"id"`
+	ProjectID string          `json:"projectId"`
+	Kind      string          `json:"kind"` // "register" or "login"
+	UserID    string          `json:"userId,omitempty"`
+	Email     string          `json:"email,omitempty"` // sign-up
+	Session   json.RawMessage `json:"session"`         // go-webauthn SessionData
+	ExpiresAt time.Time       `json:"expiresAt"`
+}
+
+// Challenge returns the challenge with id.
+func (tx *Tx) Challenge(id string) (*Challenge, error) {
+	var c Challenge
+	if err := tx.get(bucketChallenges, []byte(id), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutChallenge stores c.
+func (tx *Tx) PutChallenge(c *Challenge) error { return tx.put(bucketChallenges, []byte(c.ID), c) }
+
+// DeleteChallenge removes a challenge.
+func (tx *Tx) DeleteChallenge(id string) error { return tx.del(bucketChallenges, []byte(id)) }
+
+// SweepChallenges removes challenges that expired before now.
+func (tx *Tx) SweepChallenges(now time.Time) (int, error) {
+	return tx.sweep(bucketChallenges, func(v []byte) (bool, error) {
+		var c Challenge
+		err := jsonDecode(v, &c)
+		return err == nil && !now.Before(c.ExpiresAt), err
+	})
+}
