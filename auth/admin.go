@@ -392,3 +392,15 @@ func (s *Service) Events(f store.AuthEventFilter) ([]EventView, error) {
 	}
 	return out, internal(err)
 }
+
+// EventsSince returns every event since t (for the dashboard chart),
+// newest first; projectID empty means all projects.
+func (s *Service) EventsSince(projectID string, t time.Time) ([]*store.AuthEvent, error) {
+	var evs []*store.AuthEvent
+	err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		evs, err = tx.AuthEvents(store.AuthEventFilter{ProjectID: projectID, Since: t})
+		return err
+	})
+	return evs, internal(err)
+}

@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -29,6 +30,8 @@ type Server struct {
 	log     *slog.Logger
 	proxies []netip.Prefix
 	ready   func() bool
+
+	dashSess dashSessions
 }
 
 // MaxBodyBytes is the largest accepted request body (decisions.md §13).
@@ -109,4 +112,7 @@ func (s *Server) routes() {
 	r.POST("/api/v1/external-auth/redeem", s.key(s.externalRedeem))
 
 	s.adminRoutes()
+	s.dashboardRoutes()
 }
+
+var cryptoRand = rand.Read

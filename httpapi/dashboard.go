@@ -1,0 +1,424 @@
+package httpapi
+
+import (
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+	"latchkey/store"
+)
+
+//go:embed ui/*.html
+var uiFS embed.FS
+
+var uiTmpl = template.Must(template.ParseFS(uiFS, "ui/*.html"))
+
+// dashCookie names the dashboard's session cookie.
+const (
+	dashCookie = "latchkey_admin"
+	dashTTL    = 12 * time.Hour
+)
+
+// dashSessions holds signed-in dashboard sessions in memory (a restart
+// signs operators out). Each has its own CSRF token for forms.
+type dashSessions struct {
+	mu sync.Mutex
+	m  map[string]dashSession
+}
+
+type dashSession struct {
+	csrf    string
+	expires time.Time
+}
+
+func (d *dashSessions) create(now time.Time) (id, csrf string) {
+	id, csrf = randToken(), randToken()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = make(map[string]dashSession)
+	}
+	for k, s := range d.m {
+		if now.After(s.expires) {
+			delete(d.m, k)
+		}
+	}
+	d.m[id] = dashSession{csrf: csrf, expires: now.Add(dashTTL)}
+	return id, csrf
+}
+
+func (d *dashSessions) get(id string, now time.Time) (dashSession, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.m[id]
+	if !ok || now.After(s.expires) {
+		return dashSession{}, false
+	}
+	return s, true
+}
+
+func (d *dashSessions) remove(id string) {
+	d.mu.Lock()
+	delete(d.m, id)
+	d.mu.Unlock()
+}
+
+func randToken() string {
+	b := make([]byte, 32)
+	if _, err := cryptoRand(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (s *Server) dashboardRoutes() {
+	r := s.router
+	r.GET("/admin", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		http.Redirect(w, r, "/admin/", http.StatusFound)
+	})
+	r.GET("/admin/", s.dash(s.dashProjects))
+	r.POST("/admin/login", s.dashLogin)
+	r.POST("/admin/logout", s.dash(s.dashLogout))
+	r.POST("/admin/projects", s.dash(s.dashCreateProject))
+	r.GET("/admin/projects/:id", s.dash(s.dashProject))
+	r.POST("/admin/projects/:id", s.dash(s.dashUpdateProject))
+	r.POST("/admin/projects/:id/keys", s.dash(s.dashCreateKey))
+	r.POST("/admin/keys/:prefix/revoke", s.dash(s.dashRevokeKey))
+	r.POST("/admin/users/:id/:action", s.dash(s.dashUserAction))
+	r.GET("/admin/events", s.dash(s.dashEvents))
+}
+
+// page data common to every dashboard page.
+type dashPage struct {
+	Title    string
+	LoggedIn bool
+	CSRF     string
+	Error    string
+}
+
+type dashHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error
+
+// dash checks the dashboard cookie (else shows the login page) and, on
+// POST, the form's CSRF token.
+func (s *Server) dash(h dashHandler) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		dashHeaders(w)
+		c, err := r.Cookie(dashCookie)
+		var sess dashSession
+		ok := err == nil
+		if ok {
+			sess, ok = s.dashSess.get(c.Value, s.auth.Now())
+		}
+		if !ok {
+			if r.Method != http.MethodGet {
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+			s.render(w, "login.html", dashPage{Title: "Sign in"})
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+			if r.ParseForm() != nil || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(sess.csrf)) != 1 {
+				w.WriteHeader(http.StatusForbidden)
+				s.render(w, "login.html", dashPage{Title: "Sign in", Error: "The form expired; sign in again."})
+				return
+			}
+		}
+		page := dashPage{LoggedIn: true, CSRF: sess.csrf}
+		if err := h(w, r, p, page); err != nil {
+			e := auth.AsError(err)
+			if e.Status >= 500 {
+				s.log.Error("dashboard", "err", err)
+			}
+			w.WriteHeader(e.Status)
+			page.Title, page.Error = "Error", e.Message
+			s.render(w, "events.html", struct {
+				dashPage
+				Projects   []*store.Project
+				Categories []string
+				Filter     store.AuthEventFilter
+				Events     []auth.EventView
+				Chart      template.HTML
+			}{dashPage: page})
+		}
+	}
+}
+
+func dashHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "same-origin")
+}
+
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	if err := uiTmpl.ExecuteTemplate(w, name, data); err != nil {
+		s.log.Error("render", "template", name, "err", err)
+	}
+}
+
+func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	dashHeaders(w)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if r.ParseForm() != nil || s.auth.CheckAdmin("Bearer "+r.PostForm.Get("token")) != nil {
+		w.WriteHeader(http.StatusUnauthorized)
+		s.render(w, "login.html", dashPage{Title: "Sign in", Error: "Wrong admin token."})
+		return
+	}
+	id, _ := s.dashSess.create(s.auth.Now())
+	http.SetCookie(w, &http.Cookie{Name: dashCookie, Value: id, Path: "/admin", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.auth.BaseURL(), "https://"), MaxAge: int(dashTTL / time.Second)})
+	http.Redirect(w, r, "/admin/", http.StatusSeeOther)
+}
+
+func (s *Server) dashLogout(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ dashPage) error {
+	if c, err := r.Cookie(dashCookie); err == nil {
+		s.dashSess.remove(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: dashCookie, Value: "", Path: "/admin", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/admin/", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) dashProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params, page dashPage) error {
+	ps, err := s.auth.Projects()
+	if err != nil {
+		return err
+	}
+	views := make([]auth.ProjectView, 0, len(ps))
+	for _, p := range ps {
+		views = append(views, s.auth.ViewProject(p))
+	}
+	chart, err := s.failureChart("")
+	if err != nil {
+		return err
+	}
+	page.Title = "Projects"
+	s.render(w, "projects.html", struct {
+		dashPage
+		Projects []auth.ProjectView
+		Chart    template.HTML
+	}{page, views, chart})
+	return nil
+}
+
+func originsField(v string) *[]string {
+	out := []string{}
+	for _, line := range strings.Split(v, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return &out
+}
+
+func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ dashPage) error {
+	name := r.PostForm.Get("name")
+	p, err := s.auth.CreateProject(auth.ProjectInput{Name: &name, AllowedOrigins: originsField(r.PostForm.Get("origins"))})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin/projects/"+p.ID, http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) dashUpdateProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
+	if _, err := s.auth.UpdateProject(p.ByName("id"), auth.ProjectInput{AllowedOrigins: originsField(r.PostForm.Get("origins"))}); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin/projects/"+p.ByName("id"), http.StatusSeeOther)
+	return nil
+}
+
+// dashProject shows a project; newKey is set right after creating a key,
+// the only time it is shown.
+func (s *Server) dashProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
+	return s.showProject(w, r, p.ByName("id"), "", page)
+}
+
+func (s *Server) showProject(w http.ResponseWriter, r *http.Request, id, newKey string, page dashPage) error {
+	proj, err := s.auth.Project(id)
+	if err != nil {
+		return err
+	}
+	keys, err := s.auth.Keys(id)
+	if err != nil {
+		return err
+	}
+	kv := make([]auth.KeyView, 0, len(keys))
+	for _, k := range keys {
+		kv = append(kv, auth.ViewKey(k))
+	}
+	q := r.URL.Query().Get("q")
+	users, err := s.auth.AdminUsers(id, q, 200)
+	if err != nil {
+		return err
+	}
+	page.Title = proj.Name
+	s.render(w, "project.html", struct {
+		dashPage
+		Project auth.ProjectView
+		Keys    []auth.KeyView
+		Users   []auth.AdminUser
+		Query   string
+		NewKey  string
+	}{page, s.auth.ViewProject(proj), kv, users, q, newKey})
+	return nil
+}
+
+func (s *Server) dashCreateKey(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
+	id := p.ByName("id")
+	key, _, err := s.auth.CreateKey(auth.KeyInput{ProjectID: &id, Mode: r.PostForm.Get("mode")})
+	if err != nil {
+		return err
+	}
+	return s.showProject(w, r, id, key, page)
+}
+
+func (s *Server) dashRevokeKey(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
+	if err := s.auth.RevokeKey(p.ByName("prefix")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin/projects/"+r.PostForm.Get("project"), http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) dashUserAction(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
+	var disable bool
+	switch p.ByName("action") {
+	case "disable":
+		disable = true
+	case "enable":
+	default:
+		return auth.ErrNotFound
+	}
+	if err := s.auth.SetUserDisabled(p.ByName("id"), disable); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/admin/projects/"+r.PostForm.Get("project"), http.StatusSeeOther)
+	return nil
+}
+
+var categories = []string{auth.CatInvalidCode, auth.CatExpired, auth.CatAlreadyUsed, auth.CatRateLimited,
+	auth.CatUserNotFound, auth.CatUserDisabled, auth.CatUserExists, auth.CatValidation, auth.CatRiskBlocked,
+	auth.CatExternalMethod, auth.CatInternal}
+
+func (s *Server) dashEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params, page dashPage) error {
+	q := r.URL.Query()
+	f := store.AuthEventFilter{ProjectID: q.Get("project"), FailureCode: q.Get("failure"), Limit: 200}
+	evs, err := s.auth.Events(f)
+	if err != nil {
+		return err
+	}
+	ps, err := s.auth.Projects()
+	if err != nil {
+		return err
+	}
+	chart, err := s.failureChart(f.ProjectID)
+	if err != nil {
+		return err
+	}
+	page.Title = "Events"
+	s.render(w, "events.html", struct {
+		dashPage
+		Projects   []*store.Project
+		Categories []string
+		Filter     store.AuthEventFilter
+		Events     []auth.EventView
+		Chart      template.HTML
+	}{page, ps, categories, f, evs, chart})
+	return nil
+}
+
+var chartColors = map[string]string{
+	auth.CatInvalidCode: "#d9480f", auth.CatExpired: "#f08c00", auth.CatAlreadyUsed: "#ae3ec9",
+	auth.CatRateLimited: "#1971c2", auth.CatUserNotFound: "#2f9e44", auth.CatUserDisabled: "#495057",
+	auth.CatUserExists: "#0c8599", auth.CatValidation: "#868e96", auth.CatRiskBlocked: "#c92a2a",
+	auth.CatExternalMethod: "#5f3dc4", auth.CatInternal: "#000000",
+}
+
+// failureChart renders failed events per hour over the last 24 hours,
+// stacked by category, as inline SVG.
+func (s *Server) failureChart(projectID string) (template.HTML, error) {
+	now := s.auth.Now().UTC()
+	start := now.Truncate(time.Hour).Add(-23 * time.Hour)
+	evs, err := s.auth.EventsSince(projectID, start)
+	if err != nil {
+		return "", err
+	}
+	var counts [24]map[string]int
+	maxTotal := 1
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.Success || e.FailureCode == "" {
+			continue
+		}
+		h := int(e.CreatedAt.Sub(start) / time.Hour)
+		if h < 0 || h > 23 {
+			continue
+		}
+		if counts[h] == nil {
+			counts[h] = map[string]int{}
+		}
+		counts[h][e.FailureCode]++
+		seen[e.FailureCode] = true
+	}
+	for _, c := range counts {
+		t := 0
+		for _, n := range c {
+			t += n
+		}
+		maxTotal = max(maxTotal, t)
+	}
+	const W, H, bar, left = 720, 180, 26, 40
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg id="failure-chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="Failures by category per hour">`, W, H+60)
+	fmt.Fprintf(&b, `<text x="0" y="12" font-size="11">%d</text><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`, maxTotal, left, H, W, H)
+	for h := 0; h < 24; h++ {
+		x := left + h*((W-left)/24)
+		y := H
+		keys := make([]string, 0, len(counts[h]))
+		for k := range counts[h] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			hgt := counts[h][k] * (H - 20) / maxTotal
+			y -= hgt
+			color := chartColors[k]
+			if color == "" {
+				color = "#999"
+			}
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s: %d</title></rect>`,
+				x, y, bar, hgt, color, template.HTMLEscapeString(k), counts[h][k])
+		}
+		if h%3 == 0 {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="10">%s</text>`, x, H+14, start.Add(time.Duration(h)*time.Hour).Format("15:04"))
+		}
+	}
+	lx := left
+	for _, c := range categories {
+		if !seen[c] {
+			continue
+		}
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" font-size="11">%s</text>`, lx, H+30, chartColors[c], lx+14, H+39, c)
+		lx += 20 + 7*len(c)
+	}
+	if len(seen) == 0 {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" fill="#667">No failures in the last 24 hours.</text>`, left+10, H/2)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()), nil
+}

@@ -1,0 +1,96 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// dashClient is a browser-like client with a cookie jar.
+type dashClient struct {
+	t    *testing.T
+	ts   *testServer
+	http *http.Client
+}
+
+func newDashClient(t *testing.T, ts *testServer) *dashClient {
+	jar, _ := cookiejar.New(nil)
+	return &dashClient{t: t, ts: ts, http: &http.Client{Jar: jar}}
+}
+
+func (c *dashClient) get(path string) (int, string) {
+	c.t.Helper()
+	res, err := c.http.Get(c.ts.URL + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func (c *dashClient) post(path string, form url.Values) (int, string) {
+	c.t.Helper()
+	res, err := c.http.PostForm(c.ts.URL+path, form)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func TestDashboard(t *testing.T) {
+	ts := newTestServer(t)
+	c := newDashClient(t, ts)
+	if _, body := c.get("/admin/"); !strings.Contains(body, `name="token"`) {
+		t.Fatal("no login form")
+	}
+	if code, _ := c.post("/admin/login", url.Values{"token": {"adm_wrongwrongwrongwrong"}}); code != 401 {
+		t.Fatalf("wrong token: status %d", code)
+	}
+	code, body := c.post("/admin/login", url.Values{"token": {testAdminToken}})
+	if code != 200 || !strings.Contains(body, "Projects") {
+		t.Fatalf("login: %d", code)
+	}
+	csrf := csrfField.FindStringSubmatch(body)[1]
+
+	// A POST without the CSRF token is refused and changes nothing.
+	if code, _ := c.post("/admin/projects", url.Values{"name": {"Forged"}}); code != 403 {
+		t.Fatalf("no csrf: status %d", code)
+	}
+	code, body = c.post("/admin/projects", url.Values{"name": {"Shop"}, "origins": {"https://shop.example\nhttp://localhost:5173"}, "csrf": {csrf}})
+	if code != 200 || !strings.Contains(body, "<h1>Shop</h1>") || !strings.Contains(body, "https://shop.example") {
+		t.Fatalf("create project: %d", code)
+	}
+	projPath := regexp.MustCompile(`action="(/admin/projects/[0-9a-f-]+)/keys"`).FindStringSubmatch(body)[1]
+	code, body = c.post(projPath+"/keys", url.Values{"mode": {"test"}, "csrf": {csrf}})
+	key := regexp.MustCompile(`sk_test_[A-Za-z0-9]{8}_[A-Za-z0-9]{32}`).FindString(body)
+	if code != 200 || key == "" || !strings.Contains(body, "shown once") {
+		t.Fatalf("create key: %d", code)
+	}
+	// Shown once: reloading the page does not show it again.
+	if _, body = c.get(projPath); strings.Contains(body, key) {
+		t.Fatal("key shown twice")
+	}
+	wantOK(t, ts.do("GET", "/api/v1/me", key, nil))
+
+	// A failed OTP verify shows up in the events page and chart.
+	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "z@example.com", "code": "123456"}), 401, "INVALID_CODE")
+	_, body = c.get("/admin/events?failure=invalid_code")
+	if !strings.Contains(body, "z@example.com") || !strings.Contains(body, "<title>invalid_code: 1</title>") {
+		t.Fatal("event or chart bar missing")
+	}
+	if code, _ := c.post("/admin/logout", url.Values{"csrf": {csrf}}); code != 200 {
+		t.Fatalf("logout: %d", code)
+	}
+	if _, body = c.get("/admin/"); !strings.Contains(body, `name="token"`) {
+		t.Fatal("still signed in after logout")
+	}
+}
