@@ -1,9 +1,9 @@
 package auth
 
 import (
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-
 	"github.com/google/uuid"
 
 	"latchkey/store"
@@ -64,17 +64,36 @@ func (s *Service) finish(l *Login) (*Login, error) {
 }
 
 // bindDevice returns presented when it is a device token already bound
-// to u, or a new token bound to u.
+// to u, or a new token bound to u. A token is 32 bytes, base64url: a
+// time-ordered 16-byte row id and 16 random bytes. The row holds only the
+// keyed hash of the whole token and sorts by time, so new devices land on
+// the same B+tree page.
 func (s *Service) bindDevice(tx *store.Tx, u *store.User, presented string) (string, error) {
-	if presented != "" && len(presented) <= 128 {
-		h := s.keys.HashString("device", presented)
-		if d, err := tx.Device(h[:]); err == nil && d.UserID == u.ID {
-			return presented, nil
-		}
+	if d, ok := s.device(tx, presented); ok && d.UserID == u.ID {
+		return presented, nil
 	}
-	tok := base64.RawURLEncoding.EncodeToString(randomBytes(32))
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	raw := append(id[:], randomBytes(16)...)
+	tok := base64.RawURLEncoding.EncodeToString(raw)
 	h := s.keys.HashString("device", tok)
-	return tok, tx.PutDevice(&store.Device{Hash: h[:], UserID: u.ID, ProjectID: u.ProjectID, CreatedAt: s.now().UTC()})
+	return tok, tx.PutDevice(&store.Device{Key: id[:], Hash: h[:], UserID: u.ID, ProjectID: u.ProjectID, CreatedAt: s.now().UTC()})
+}
+
+// device returns the device row of a presented token, checking its hash.
+func (s *Service) device(tx *store.Tx, tok string) (*store.Device, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(raw) != 32 {
+		return nil, false
+	}
+	d, err := tx.Device(raw[:16])
+	if err != nil {
+		return nil, false
+	}
+	h := s.keys.HashString("device", tok)
+	return d, subtle.ConstantTimeCompare(h[:], d.Hash) == 1
 }
 
 // findOrCreateUser returns p's user with email, creating it (and its
@@ -88,7 +107,7 @@ func (s *Service) findOrCreateUser(tx *store.Tx, p *store.Project, email string)
 		return nil, false, err
 	}
 	now := s.now().UTC()
-	u = &store.User{ID: uuid.NewString(), ProjectID: p.ID, Email: email, CreatedAt: now, UpdatedAt: now}
+	u = &store.User{ID: newID(), ProjectID: p.ID, Email: email, CreatedAt: now, UpdatedAt: now}
 	if err := tx.PutUser(u); err != nil {
 		return nil, false, err
 	}

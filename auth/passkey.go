@@ -109,7 +109,7 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		ch.UserID, ch.Email = uuid.NewString(), email
+		ch.UserID, ch.Email = newID(), email
 		wu = &waUser{id: ch.UserID, name: email}
 		return nil
 	})

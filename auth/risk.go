@@ -176,14 +176,10 @@ func (s *Service) checkRisk(p *store.Project, m Meta, verify bool) error {
 
 // knownDevice reports whether token is a device token of project.
 func (s *Service) knownDevice(projectID, token string) bool {
-	if token == "" || len(token) > 128 {
-		return false
-	}
-	h := s.keys.HashString("device", token)
 	known := false
 	s.db.View(func(tx *store.Tx) error {
-		d, err := tx.Device(h[:])
-		known = err == nil && d.ProjectID == projectID
+		d, ok := s.device(tx, token)
+		known = ok && d.ProjectID == projectID
 		return nil
 	})
 	return known

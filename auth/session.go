@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/google/uuid"
 
 	"latchkey/store"
 )
@@ -79,7 +78,7 @@ func (s *Service) newSession(p *store.Project, u *store.User, method string) *st
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	return &store.Session{ID: uuid.NewString(), UserID: u.ID, ProjectID: p.ID, Method: method,
+	return &store.Session{ID: newID(), UserID: u.ID, ProjectID: p.ID, Method: method,
 		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second)}
 }
 

@@ -36,13 +36,21 @@ func (tx *Tx) DeleteCode(c *Code) error {
 	return tx.del(bucketCodes, codeKey(c.Kind, c.ProjectID, c.Subject))
 }
 
-// SweepCodes removes codes that expired before now.
+// SweepCodes removes codes that expired before now (send histories
+// share the bucket and are left to SweepThrottles).
 func (tx *Tx) SweepCodes(now time.Time) (int, error) {
-	return tx.sweep(bucketCodes, func(v []byte) (bool, error) {
+	return tx.sweepKeys(bucketCodes, func(k, v []byte) (bool, error) {
+		if isThrottleKey(k) {
+			return false, nil
+		}
 		var c Code
 		err := jsonDecode(v, &c)
 		return err == nil && !now.Before(c.ExpiresAt), err
 	})
+}
+
+func isThrottleKey(k []byte) bool {
+	return len(k) >= 2 && k[len(k)-2] == 0 && k[len(k)-1] == 't'
 }
 
 // Throttle is the recent send history of one (kind, project, address),
@@ -51,10 +59,16 @@ type Throttle struct {
 	Sends []time.Time `json:"sends"`
 }
 
+// throttleKey sorts right after the code key of the same subject, so a
+// send that writes both dirties one page.
+func throttleKey(kind, projectID, subject string) []byte {
+	return append(codeKey(kind, projectID, subject), 0, 't')
+}
+
 // Throttle returns the history; an unknown key gives an empty one.
 func (tx *Tx) Throttle(kind, projectID, subject string) (*Throttle, error) {
 	var t Throttle
-	err := tx.get(bucketThrottles, codeKey(kind, projectID, subject), &t)
+	err := tx.get(bucketThrottles, throttleKey(kind, projectID, subject), &t)
 	if err == ErrNotFound {
 		return &t, nil
 	}
@@ -64,14 +78,17 @@ func (tx *Tx) Throttle(kind, projectID, subject string) (*Throttle, error) {
 // PutThrottle stores the history (deleting it when empty).
 func (tx *Tx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
 	if len(t.Sends) == 0 {
-		return tx.del(bucketThrottles, codeKey(kind, projectID, subject))
+		return tx.del(bucketThrottles, throttleKey(kind, projectID, subject))
 	}
-	return tx.put(bucketThrottles, codeKey(kind, projectID, subject), t)
+	return tx.put(bucketThrottles, throttleKey(kind, projectID, subject), t)
 }
 
 // SweepThrottles removes histories whose newest entry is older than cutoff.
 func (tx *Tx) SweepThrottles(cutoff time.Time) (int, error) {
-	return tx.sweep(bucketThrottles, func(v []byte) (bool, error) {
+	return tx.sweepKeys(bucketThrottles, func(k, v []byte) (bool, error) {
+		if !isThrottleKey(k) {
+			return false, nil
+		}
 		var t Throttle
 		if err := jsonDecode(v, &t); err != nil {
 			return false, err
@@ -82,9 +99,14 @@ func (tx *Tx) SweepThrottles(cutoff time.Time) (int, error) {
 
 // sweep deletes every row of bucket for which expired says so.
 func (tx *Tx) sweep(bucket []byte, expired func(v []byte) (bool, error)) (int, error) {
+	return tx.sweepKeys(bucket, func(_, v []byte) (bool, error) { return expired(v) })
+}
+
+// sweepKeys is sweep with the key given too.
+func (tx *Tx) sweepKeys(bucket []byte, expired func(k, v []byte) (bool, error)) (int, error) {
 	var keys [][]byte
 	err := tx.bucket(bucket).ForEach(func(k, v []byte) error {
-		ok, err := expired(v)
+		ok, err := expired(k, v)
 		if ok {
 			keys = append(keys, clone(k))
 		}

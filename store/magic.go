@@ -35,23 +35,24 @@ func (tx *Tx) SweepMagicLinks(now time.Time) (int, error) {
 	})
 }
 
-// Device is a remembered device: the keyed hash of a deviceToken bound to
-// a user.
+// Device is a remembered device: a deviceToken's row id and the keyed
+// hash of the whole token, bound to a user.
 type Device struct {
+	Key       []byte    `json:"key"`
 	Hash      []byte    `json:"hash"`
 	UserID    string    `json:"userId"`
 	ProjectID string    `json:"projectId"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// Device returns the device whose token hashes to hash.
-func (tx *Tx) Device(hash []byte) (*Device, error) {
+// Device returns the device row with key.
+func (tx *Tx) Device(key []byte) (*Device, error) {
 	var d Device
-	if err := tx.get(bucketDevices, hash, &d); err != nil {
+	if err := tx.get(bucketDevices, key, &d); err != nil {
 		return nil, err
 	}
 	return &d, nil
 }
 
 // PutDevice stores d.
-func (tx *Tx) PutDevice(d *Device) error { return tx.put(bucketDevices, d.Hash, d) }
+func (tx *Tx) PutDevice(d *Device) error { return tx.put(bucketDevices, d.Key, d) }

@@ -70,3 +70,19 @@ type MailContent struct {
 
 // MailAAD binds sealed mail bodies to their purpose.
 var MailAAD = []byte("mail")
+
+// RecentMail calls fn for queued messages newest first until it returns
+// false.
+func (tx *Tx) RecentMail(fn func(m *Mail) bool) error {
+	c := tx.bucket(bucketMail).Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		var m Mail
+		if err := jsonDecode(v, &m); err != nil {
+			return err
+		}
+		if !fn(&m) {
+			return nil
+		}
+	}
+	return nil
+}
