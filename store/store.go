@@ -152,7 +152,6 @@ func (db *DB) Update(fn func(tx *Tx) error) error {
 	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
 }
 
-
 // WriteTo writes a consistent copy of the whole data file to w without
 // blocking writers (a hot backup).
 func (db *DB) WriteTo(w io.Writer) (int64, error) {
