@@ -130,6 +130,9 @@ var (
 	ErrReplayed             = newErr(http.StatusUnauthorized, "REPLAYED", CatExternalMethod, "This confirmation was already used.")
 )
 
+// ErrWebhookNotFound is the contract's 404 without a code.
+var ErrWebhookNotFound = newErr(http.StatusNotFound, "", "", "Webhook not found")
+
 // Admin errors.
 var (
 	ErrProjectNotFound = newErr(http.StatusNotFound, "PROJECT_NOT_FOUND", "", "Project not found.")

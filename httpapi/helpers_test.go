@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"latchkey/auth"
 	"latchkey/httpapi"
 	"latchkey/store"
+	"latchkey/webhook"
 )
 
 const testAdminToken = "adm_testtesttesttesttesttest"
@@ -47,6 +49,8 @@ type testServer struct {
 	Keys    *store.Keyring
 	Svc     *auth.Service
 	Clock   *clock
+	Hooks   *webhook.Service
+	Worker  *webhook.Worker
 	Key     string // a test-mode key of Project
 	Project *store.Project
 	path    string
@@ -102,7 +106,9 @@ func (ts *testServer) start() {
 		t.Fatal(err)
 	}
 	ts.Svc = svc
-	ts.http.Config.Handler = httpapi.New(svc, httpapi.Config{})
+	ts.Hooks = &webhook.Service{DB: db, Keys: keys, Now: ts.Clock.Now}
+	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler)}
+	ts.http.Config.Handler = httpapi.New(svc, httpapi.Config{Webhooks: ts.Hooks})
 	ts.http.Start()
 	t.Cleanup(ts.stop)
 }
@@ -112,6 +118,7 @@ func (ts *testServer) stop() {
 	if ts.http == nil {
 		return
 	}
+	ts.Worker.Close()
 	ts.http.Close()
 	ts.http = nil
 	if ts.broken {

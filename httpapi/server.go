@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"latchkey/auth"
+	"latchkey/webhook"
 )
 
 // Config configures a Server.
@@ -21,6 +22,8 @@ type Config struct {
 	Logger         *slog.Logger
 	// Ready reports whether the scheduler runs (for /health).
 	Ready func() bool
+	// Webhooks serves the webhook registration calls.
+	Webhooks *webhook.Service
 }
 
 // Server is the HTTP API over an auth.Service. It is an http.Handler.
@@ -30,6 +33,7 @@ type Server struct {
 	log     *slog.Logger
 	proxies []netip.Prefix
 	ready   func() bool
+	hooks   *webhook.Service
 
 	dashSess dashSessions
 }
@@ -45,7 +49,7 @@ func New(svc *auth.Service, cfg Config) *Server {
 	if cfg.Ready == nil {
 		cfg.Ready = func() bool { return true }
 	}
-	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready}
+	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -105,6 +109,12 @@ func (s *Server) routes() {
 	r.GET("/api/v1/passkeys", s.session(s.listPasskeys))
 	r.GET("/api/v1/passkeys/by-external", s.keyRate401(s.listPasskeysByExternal))
 	r.DELETE("/api/v1/passkeys/*rest", s.handle(s.deletePasskey))
+
+	// Webhooks.
+	r.POST("/api/v1/webhooks", s.key(s.createWebhook))
+	r.GET("/api/v1/webhooks", s.key(s.listWebhooks))
+	r.DELETE("/api/v1/webhooks/:id", s.key(s.deleteWebhook))
+	r.GET("/api/v1/webhooks/:id/deliveries", s.key(s.listDeliveries))
 
 	// External methods.
 	r.POST("/api/v1/external-auth/confirm", s.key(s.externalConfirm))

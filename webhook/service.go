@@ -1,0 +1,204 @@
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"latchkey/store"
+)
+
+// EventTypes are the event types a webhook can subscribe to
+// (decisions.md §11).
+var EventTypes = []string{
+	"user.registered", "user.updated", "user.deleted",
+	"session.created", "session.revoked",
+	"totp.enrolled", "sms.enrolled", "backup_codes.generated",
+	"passkey.registered", "passkey.removed",
+}
+
+// MaxPerProject is how many webhooks a project may have.
+const MaxPerProject = 20
+
+// ErrNotFound is returned for an unknown webhook id or another project's.
+var ErrNotFound = errors.New("Webhook not found")
+
+// InputError is a request the caller must fix; Error is safe to show.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// Service registers, lists and deletes webhooks and lists deliveries.
+// It is safe for concurrent use.
+type Service struct {
+	DB   *store.DB
+	Keys *store.Keyring
+	Now  func() time.Time
+	// AllowPrivate lets live-mode webhooks target private addresses.
+	AllowPrivate bool
+	// Resolver resolves host names at registration (nil: the default).
+	Resolver *net.Resolver
+}
+
+// Created is a new webhook; Secret is shown only here.
+type Created struct {
+	ID     string `json:"id"`
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+}
+
+// View is a webhook as the list shows it.
+type View struct {
+	ID         string   `json:"id"`
+	ProjectID  string   `json:"project_id"`
+	URL        string   `json:"url"`
+	Secret     string   `json:"secret"`
+	CreatedAt  string   `json:"created_at"`
+	EventTypes []string `json:"event_types"`
+}
+
+// Create registers a webhook for projectID. mode is the calling key's
+// mode: private and loopback targets are allowed for test-mode keys, or
+// for any key when AllowPrivate is set.
+func (s *Service) Create(ctx context.Context, projectID, mode, rawURL string, eventTypes []string) (*Created, error) {
+	u, err := ValidateURL(rawURL)
+	if err != nil {
+		return nil, &InputError{err.Error()}
+	}
+	if eventTypes != nil {
+		if len(eventTypes) == 0 {
+			return nil, &InputError{"eventTypes must name at least one event type, or be omitted for all."}
+		}
+		for _, t := range eventTypes {
+			if !slices.Contains(EventTypes, t) {
+				return nil, &InputError{"eventTypes: unknown event type " + quote(t) + "."}
+			}
+		}
+		eventTypes = slices.Compact(slices.Sorted(slices.Values(eventTypes)))
+	}
+	if err := CheckTarget(ctx, u, s.AllowPrivate || mode == "test", s.Resolver); err != nil {
+		return nil, &InputError{err.Error()}
+	}
+	secretBytes := make([]byte, 32)
+	if _, err := rand.Read(secretBytes); err != nil {
+		return nil, err
+	}
+	secret := hex.EncodeToString(secretBytes)
+	w := &store.Webhook{ID: uuid.NewString(), ProjectID: projectID, URL: u.String(), EventTypes: eventTypes, Mode: mode, CreatedAt: s.Now().UTC()}
+	if w.Secret, err = s.Keys.Seal([]byte(secret), []byte("webhook:"+w.ID)); err != nil {
+		return nil, err
+	}
+	err = s.DB.Update(func(tx *store.Tx) error {
+		existing, err := tx.Webhooks(projectID)
+		if err != nil {
+			return err
+		}
+		if len(existing) >= MaxPerProject {
+			return &InputError{"A project can have at most 20 webhooks."}
+		}
+		return tx.PutWebhook(w)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Created{ID: w.ID, URL: w.URL, Secret: secret}, nil
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return `"` + strings.ToValidUTF8(s, "?") + `"`
+}
+
+// List returns projectID's webhooks with their secrets.
+func (s *Service) List(projectID string) ([]View, error) {
+	out := []View{}
+	err := s.DB.View(func(tx *store.Tx) error {
+		ws, err := tx.Webhooks(projectID)
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			secret, err := s.Keys.Open(w.Secret, []byte("webhook:"+w.ID))
+			if err != nil {
+				return err
+			}
+			out = append(out, View{ID: w.ID, ProjectID: w.ProjectID, URL: w.URL, Secret: string(secret),
+				CreatedAt: w.CreatedAt.UTC().Format(timeFormat), EventTypes: w.EventTypes})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// timeFormat is RFC 3339 UTC with milliseconds.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Delete removes projectID's webhook id, cancelling its pending
+// deliveries and removing its history (decisions.md §11, a deviation
+// from the contract's 500).
+func (s *Service) Delete(projectID, id string) error {
+	return s.DB.Update(func(tx *store.Tx) error {
+		w, err := tx.Webhook(projectID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		return tx.DeleteWebhook(w)
+	})
+}
+
+// DeliveryView is one delivery attempt as the API shows it.
+type DeliveryView struct {
+	ID             uint64  `json:"id"`
+	EventID        string  `json:"event_id"`
+	EventType      string  `json:"event_type"`
+	Attempt        int     `json:"attempt"`
+	Status         string  `json:"status"`
+	ResponseStatus *int    `json:"response_status"`
+	Error          *string `json:"error"`
+	DurationMS     int64   `json:"duration_ms"`
+	CreatedAt      string  `json:"created_at"`
+	NextAttemptAt  *string `json:"next_attempt_at"`
+}
+
+// Deliveries lists the newest delivery attempts of projectID's webhook.
+func (s *Service) Deliveries(projectID, id string, limit int) ([]DeliveryView, error) {
+	out := []DeliveryView{}
+	err := s.DB.View(func(tx *store.Tx) error {
+		if _, err := tx.Webhook(projectID, id); errors.Is(err, store.ErrNotFound) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		ds, err := tx.Deliveries(id, limit)
+		for _, d := range ds {
+			v := DeliveryView{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Attempt: d.Attempt, Status: d.Status,
+				DurationMS: d.DurationMS, CreatedAt: d.CreatedAt.UTC().Format(timeFormat)}
+			if d.ResponseStatus != 0 {
+				rs := d.ResponseStatus
+				v.ResponseStatus = &rs
+			}
+			if d.Error != "" {
+				e := d.Error
+				v.Error = &e
+			}
+			if d.NextAttemptAt != nil {
+				n := d.NextAttemptAt.UTC().Format(timeFormat)
+				v.NextAttemptAt = &n
+			}
+			out = append(out, v)
+		}
+		return err
+	})
+	return out, err
+}
