@@ -180,8 +180,9 @@ func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
 		t.Fatalf("all-events receiver got %d deliveries, want 2 (user.registered, session.created)", len(got))
 	}
 	var env struct {
-		ID, Type, CreatedAt string `json:"created_at"`
-		Data                map[string]any
+		ID, Type  string
+		CreatedAt string `json:"created_at"`
+		Data      map[string]any
 	}
 	first := got[0]
 	if err := json.Unmarshal(first.body, &env); err != nil {

@@ -26,6 +26,12 @@ func (tx *Tx) AppendEvent(e *Event) error {
 	return tx.put(bucketOutbox, key, e)
 }
 
+// HasEvents reports whether the outbox holds any event.
+func (tx *Tx) HasEvents() bool {
+	k, _ := tx.bucket(bucketOutbox).Cursor().First()
+	return k != nil
+}
+
 // EventsAfter returns up to limit outbox events with a sequence number
 // greater than seq, in order.
 func (tx *Tx) EventsAfter(seq uint64, limit int) ([]*Event, error) {

@@ -52,22 +52,10 @@ func (tx *Tx) PutWebhook(w *Webhook) error {
 
 // DeleteWebhook removes a webhook, its queued deliveries and its history.
 func (tx *Tx) DeleteWebhook(w *Webhook) error {
-	var jobKeys [][]byte
-	err := tx.bucket(bucketJobs).ForEach(func(k, v []byte) error {
-		var j Job
-		if err := jsonDecode(v, &j); err != nil {
-			return err
-		}
-		if j.WebhookID == w.ID {
-			jobKeys = append(jobKeys, clone(k))
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range jobKeys {
-		if err := tx.del(bucketJobs, k); err != nil {
+	jp := jobPrefix(w.ID)
+	jc := tx.bucket(bucketJobs).Cursor()
+	for k, _ := jc.Seek(jp); k != nil && bytes.HasPrefix(k, jp); k, _ = jc.Seek(jp) {
+		if err := jc.Delete(); err != nil {
 			return err
 		}
 	}
@@ -95,11 +83,27 @@ type Job struct {
 	NextAttemptAt time.Time `json:"nextAttemptAt"`
 }
 
-func jobKey(at time.Time, seq uint64) []byte {
-	k := make([]byte, 16)
-	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
-	binary.BigEndian.PutUint64(k[8:], seq)
-	return k
+// Queued jobs are keyed by webhook id, a zero byte, the due time and the
+// sequence number: each webhook's jobs sit together in due order, so the
+// dispatcher can skip a busy webhook with one seek instead of walking its
+// backlog.
+func jobPrefix(webhookID string) []byte { return append([]byte(webhookID), 0) }
+
+func jobKey(webhookID string, at time.Time, seq uint64) []byte {
+	k := make([]byte, 0, len(webhookID)+17)
+	k = append(k, webhookID...)
+	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, uint64(at.UnixNano()))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// splitJobKey returns a job key's webhook id, due time and sequence.
+func splitJobKey(k []byte) (webhookID []byte, at int64, seq uint64) {
+	n := len(k) - 17
+	if n < 0 {
+		return nil, 0, 0
+	}
+	return k[:n], int64(binary.BigEndian.Uint64(k[n+1:])), binary.BigEndian.Uint64(k[n+9:])
 }
 
 // EnqueueJob queues j at j.NextAttemptAt, assigning its sequence number
@@ -112,42 +116,64 @@ func (tx *Tx) EnqueueJob(j *Job) error {
 		}
 		j.Seq = n
 	}
-	return tx.put(bucketJobs, jobKey(j.NextAttemptAt, j.Seq), j)
+	return tx.put(bucketJobs, jobKey(j.WebhookID, j.NextAttemptAt, j.Seq), j)
 }
 
-// DueJobs returns up to limit jobs due at now, earliest first; skip
-// filters out jobs already in flight.
-func (tx *Tx) DueJobs(now time.Time, limit int, skip func(seq uint64) bool) ([]*Job, error) {
+// DueJobs returns up to limit jobs due at now. room(webhookID) says how
+// many more jobs of that webhook the caller can start; skip filters out
+// jobs already in flight. Each webhook's jobs come earliest first; a
+// webhook without room costs one seek, whatever its backlog.
+func (tx *Tx) DueJobs(now time.Time, limit int, room func(webhookID string) int, skip func(seq uint64) bool) ([]*Job, error) {
 	var out []*Job
-	end := jobKey(now, ^uint64(0))
+	due := now.UnixNano()
 	c := tx.bucket(bucketJobs).Cursor()
-	for k, v := c.First(); k != nil && bytes.Compare(k, end) <= 0 && len(out) < limit; k, v = c.Next() {
-		seq := binary.BigEndian.Uint64(k[8:])
-		if skip != nil && skip(seq) {
-			continue
+	k, v := c.First()
+	for k != nil && len(out) < limit {
+		id, _, _ := splitJobKey(k)
+		hook := string(id)
+		next := append(clone(id), 1) // first key after this webhook's jobs
+		for n := room(hook); n > 0 && k != nil && len(out) < limit; k, v = c.Next() {
+			kid, at, seq := splitJobKey(k)
+			if !bytes.Equal(kid, id) || at > due {
+				break
+			}
+			if skip(seq) {
+				continue
+			}
+			var j Job
+			if err := jsonDecode(v, &j); err != nil {
+				return nil, err
+			}
+			out = append(out, &j)
+			n--
 		}
-		var j Job
-		if err := jsonDecode(v, &j); err != nil {
-			return nil, err
-		}
-		out = append(out, &j)
+		k, v = c.Seek(next)
 	}
 	return out, nil
 }
 
 // NextJobAt returns when the earliest queued job is due, or false.
 func (tx *Tx) NextJobAt() (time.Time, bool) {
-	k, _ := tx.bucket(bucketJobs).Cursor().First()
-	if k == nil {
+	var first int64
+	found := false
+	c := tx.bucket(bucketJobs).Cursor()
+	for k, _ := c.First(); k != nil; {
+		id, at, _ := splitJobKey(k)
+		if !found || at < first {
+			first, found = at, true
+		}
+		k, _ = c.Seek(append(clone(id), 1))
+	}
+	if !found {
 		return time.Time{}, false
 	}
-	return time.Unix(0, int64(binary.BigEndian.Uint64(k))), true
+	return time.Unix(0, first), true
 }
 
 // DeleteJob removes j (queued at j.NextAttemptAt). It reports false when
 // the job is gone (its webhook was deleted meanwhile).
 func (tx *Tx) DeleteJob(j *Job) (bool, error) {
-	k := jobKey(j.NextAttemptAt, j.Seq)
+	k := jobKey(j.WebhookID, j.NextAttemptAt, j.Seq)
 	if tx.bucket(bucketJobs).Get(k) == nil {
 		return false, nil
 	}

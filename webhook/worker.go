@@ -122,6 +122,15 @@ type envelope struct {
 // fanOut turns up to fanOutChunk outbox events into jobs, in one
 // transaction, and returns how many events it took.
 func (w *Worker) fanOut() (int, error) {
+	// Most wake-ups find the outbox empty: check with a read transaction
+	// rather than paying for a write commit (and its fsync) each time.
+	var pending bool
+	if err := w.DB.View(func(tx *store.Tx) error {
+		pending = tx.HasEvents()
+		return nil
+	}); err != nil || !pending {
+		return 0, err
+	}
 	n := 0
 	err := w.DB.Update(func(tx *store.Tx) error {
 		n = 0
@@ -180,7 +189,9 @@ func (w *Worker) dispatch(ctx context.Context) error {
 			var err error
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			jobs, err = tx.DueJobs(w.Now(), room+len(w.inflight), func(seq uint64) bool { return w.inflight[seq] })
+			jobs, err = tx.DueJobs(w.Now(), room,
+				func(hook string) int { return w.PerWebhook - w.perHook[hook] },
+				func(seq uint64) bool { return w.inflight[seq] })
 			return err
 		})
 		if err != nil {

@@ -1,0 +1,214 @@
+package mail
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"latchkey/store"
+)
+
+// MaxRetryAge is how long the queue keeps retrying a message that fails
+// transiently; after it the message is dropped (decisions.md §7).
+const MaxRetryAge = time.Hour
+
+// retryDelays is the wait after the nth failed attempt; the last entry
+// repeats.
+var retryDelays = []time.Duration{5 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute}
+
+// RetryDelay returns the wait after attempt n (1-based) failed.
+func RetryDelay(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > len(retryDelays) {
+		return retryDelays[len(retryDelays)-1]
+	}
+	return retryDelays[n-1]
+}
+
+// Queue sends the store's queued mail. The scheduler calls RunOnce when
+// a send call has queued something and on a timer; a message leaves the
+// queue only once it was handed over (or failed for good), so a restart
+// loses none and may at worst send one twice.
+type Queue struct {
+	DB        *store.DB
+	Keys      *store.Keyring
+	Transport Transport
+	From      string
+	Now       func() time.Time
+	Logger    *slog.Logger
+	// Concurrency bounds sends in flight (default 8).
+	Concurrency int
+	// Wake, when set, is called at the next retry time so the owner runs
+	// RunOnce again.
+	Wake func()
+
+	mu    sync.Mutex
+	timer *time.Timer
+}
+
+// batchSize is how many due messages one pass reads.
+const batchSize = 64
+
+// RunOnce sends every message that is due, then arms the retry timer.
+func (q *Queue) RunOnce(ctx context.Context) error {
+	for ctx.Err() == nil {
+		now := q.Now()
+		var due []*store.Mail
+		if err := q.DB.View(func(tx *store.Tx) (err error) {
+			due, err = tx.DueMail(now, batchSize)
+			return err
+		}); err != nil {
+			return err
+		}
+		if len(due) == 0 {
+			break
+		}
+		if err := q.sendAll(ctx, due); err != nil {
+			return err
+		}
+		if len(due) < batchSize {
+			break
+		}
+	}
+	return q.armTimer()
+}
+
+type outcome struct {
+	m    *store.Mail
+	err  error
+	drop bool // sent, or failed for good
+}
+
+func (q *Queue) sendAll(ctx context.Context, due []*store.Mail) error {
+	n := q.Concurrency
+	if n <= 0 {
+		n = 8
+	}
+	out := make([]outcome, len(due))
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, m := range due {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = q.send(ctx, m)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil // shutting down: unsent messages stay queued
+	}
+	now := q.Now()
+	return q.DB.Update(func(tx *store.Tx) error {
+		for _, o := range out {
+			if o.drop {
+				if err := tx.DeleteMail(o.m.ID); err != nil {
+					return err
+				}
+				continue
+			}
+			o.m.Attempts++
+			o.m.LastError = o.err.Error()
+			o.m.NextAttemptAt = now.Add(RetryDelay(o.m.Attempts))
+			if err := tx.PutMail(o.m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// send renders and hands over one message. Log lines name the recipient
+// and subject, never the code or link.
+func (q *Queue) send(ctx context.Context, sm *store.Mail) outcome {
+	log := q.Logger.With("mail_id", sm.ID, "to", sm.To, "kind", sm.Kind)
+	msg, err := q.render(sm)
+	if err != nil {
+		log.Error("mail dropped: cannot render", "err", err)
+		return outcome{m: sm, err: err, drop: true}
+	}
+	err = q.Transport.Send(ctx, msg)
+	switch {
+	case err == nil:
+		log.Info("mail sent", "subject", msg.Subject)
+		return outcome{m: sm, drop: true}
+	case ctx.Err() != nil:
+		return outcome{m: sm, err: err}
+	case IsPermanent(err):
+		log.Error("mail dropped: permanent failure", "subject", msg.Subject, "err", err)
+		return outcome{m: sm, err: err, drop: true}
+	case q.Now().Sub(sm.CreatedAt) >= MaxRetryAge:
+		log.Error("mail dropped: retried for an hour", "subject", msg.Subject, "attempts", sm.Attempts+1, "err", err)
+		return outcome{m: sm, err: err, drop: true}
+	default:
+		log.Warn("mail send failed; will retry", "subject", msg.Subject, "attempt", sm.Attempts+1, "err", err)
+		return outcome{m: sm, err: err}
+	}
+}
+
+func (q *Queue) render(sm *store.Mail) (*Message, error) {
+	body, err := q.Keys.Open(sm.Body, store.MailAAD)
+	if err != nil {
+		return nil, err
+	}
+	var c store.MailContent
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, err
+	}
+	m, err := Render(sm.Kind, sm.To, q.From, c)
+	if err != nil {
+		return nil, err
+	}
+	m.ID = "mail-" + strconv.FormatUint(sm.ID, 10)
+	m.Date = sm.CreatedAt
+	return m, nil
+}
+
+// armTimer schedules a wake-up at the earliest pending retry.
+func (q *Queue) armTimer() error {
+	if q.Wake == nil {
+		return nil
+	}
+	var next time.Time
+	if err := q.DB.View(func(tx *store.Tx) error {
+		return tx.RecentMail(func(m *store.Mail) bool {
+			if next.IsZero() || m.NextAttemptAt.Before(next) {
+				next = m.NextAttemptAt
+			}
+			return true
+		})
+	}); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+	}
+	if next.IsZero() {
+		return nil
+	}
+	d := next.Sub(q.Now())
+	if d < 0 {
+		d = 0
+	}
+	q.timer = time.AfterFunc(d, q.Wake)
+	return nil
+}
+
+// Close stops the retry timer.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+	}
+}

@@ -1,0 +1,93 @@
+package mail
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"strings"
+
+	"latchkey/store"
+)
+
+// Kinds of queued mail (store.Mail.Kind).
+const (
+	KindOTP   = "otp"
+	KindMagic = "magic"
+)
+
+// Render turns a queued message's content into the message the user
+// receives. The subject names the project; the body says when the code or
+// link expires.
+func Render(kind, to, from string, c store.MailContent) (*Message, error) {
+	project := strings.TrimSpace(c.Project)
+	if project == "" {
+		project = "latchkey"
+	}
+	expiry := "This " + noun(kind) + " expires in " + duration(c.TTLSeconds) + "."
+	m := &Message{From: from, To: to}
+	var d htmlData
+	d.Project, d.Expiry = project, expiry
+	switch kind {
+	case KindOTP:
+		m.Subject = "Your " + project + " sign-in code"
+		m.Text = fmt.Sprintf("Your sign-in code for %s is:\n\n    %s\n\n%s\nIf you did not ask for it, ignore this email.\n", project, c.Code, expiry)
+		d.Code = c.Code
+	case KindMagic:
+		m.Subject = "Sign in to " + project
+		m.Text = fmt.Sprintf("Open this link to sign in to %s:\n\n%s\n\n%s\nIf you did not ask for it, ignore this email.\n", project, c.Link, expiry)
+		d.Link = template.URL(c.Link)
+	default:
+		return nil, fmt.Errorf("mail: unknown kind %q", kind)
+	}
+	var b bytes.Buffer
+	if err := htmlTmpl.Execute(&b, d); err != nil {
+		return nil, err
+	}
+	m.HTML = b.String()
+	return m, nil
+}
+
+type htmlData struct {
+	Project, Code, Expiry string
+	Link                  template.URL
+}
+
+var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
+<html><body style="font-family:sans-serif;max-width:32em">
+{{if .Code}}<p>Your sign-in code for <b>{{.Project}}</b> is:</p>
+<p style="font-size:2em;letter-spacing:0.2em;font-family:monospace">{{.Code}}</p>
+{{else}}<p>Open this link to sign in to <b>{{.Project}}</b>:</p>
+<p><a href="{{.Link}}">Sign in to {{.Project}}</a></p>
+<p style="font-size:small;word-break:break-all">{{.Link}}</p>
+{{end}}<p>{{.Expiry}}</p>
+<p style="color:#666">If you did not ask for it, ignore this email.</p>
+</body></html>
+`))
+
+func noun(kind string) string {
+	if kind == KindMagic {
+		return "link"
+	}
+	return "code"
+}
+
+// duration says ttl seconds in words: "10 minutes", "1 hour", "45 seconds".
+func duration(ttl int) string {
+	switch {
+	case ttl <= 0:
+		return "a few minutes"
+	case ttl%3600 == 0:
+		return plural(ttl/3600, "hour")
+	case ttl%60 == 0:
+		return plural(ttl/60, "minute")
+	default:
+		return plural(ttl, "second")
+	}
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}

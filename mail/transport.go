@@ -1,0 +1,25 @@
+package mail
+
+import (
+	"context"
+	"errors"
+)
+
+// Transport delivers one rendered message.
+type Transport interface {
+	Send(ctx context.Context, m *Message) error
+}
+
+// PermanentError marks a failure that retrying cannot fix (an SMTP 5xx
+// reply such as an unknown mailbox). The queue drops such a message
+// instead of retrying it.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err is a PermanentError.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}

@@ -1,0 +1,292 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// newReceiver starts a webhook receiver on loopback, closed at cleanup.
+func newReceiver(tb testing.TB, h http.HandlerFunc) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// private is a context that lets the client reach the loopback receivers.
+var private = WithAllowPrivate(context.Background(), true)
+
+func TestPostSigned(t *testing.T) {
+	type seen struct {
+		verified, standard bool
+		header             http.Header
+		body               string
+	}
+	got := make(chan seen, 1)
+	srv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- seen{
+			verified: Verify(testSecret, body, r.Header.Get("X-Service-Signature")),
+			standard: VerifyStandard(StandardKey(testSecret), r.Header, body, time.Now(), time.Minute) == nil,
+			header:   r.Header,
+			body:     string(body),
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+
+	// Byte for byte: spacing and key order a re-encoding would change.
+	body := []byte(`{"id":"evt_7", "type":"user.registered","created_at":"2025-01-02T03:04:05.000Z","data":{"user_id":"u1","email":"a@b.c"}}`)
+	r := Post(private, NewClient(0), srv.URL+"/hooks?x=1", Headers(testSecret, "evt_7", 1, time.Now(), body), body)
+	if !r.OK() || r.Status != http.StatusNoContent || r.Err != nil {
+		t.Fatalf("Post=%+v, want OK 204", r)
+	}
+	s := <-got
+	if !s.verified || !s.standard {
+		t.Fatalf("receiver: X-Service-Signature verified=%v, webhook-signature verified=%v", s.verified, s.standard)
+	}
+	if s.body != string(body) {
+		t.Fatalf("receiver body=%s, want %s", s.body, body)
+	}
+	for name, want := range map[string]string{
+		"Content-Type":               "application/json",
+		"User-Agent":                 UserAgent,
+		"X-Service-Event-Id":         "evt_7",
+		"X-Service-Delivery-Attempt": "1",
+		"Webhook-Id":                 "evt_7",
+	} {
+		if got := s.header.Get(name); got != want {
+			t.Errorf("receiver %s=%q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestPostRetryThenSucceed(t *testing.T) {
+	var calls atomic.Int32
+	srv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			http.Error(w, strings.Repeat("x", 200<<10), http.StatusInternalServerError) // more than is read
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	c := NewClient(0)
+	body := []byte(`{"id":"evt_8"}`)
+
+	r := Post(private, c, srv.URL, Headers(testSecret, "evt_8", 1, time.Now(), body), body)
+	if r.OK() || r.Status != http.StatusInternalServerError || r.Err == nil {
+		t.Fatalf("first Post=%+v, want failed 500", r)
+	}
+	if d, ok := NextDelay(1, r.RetryAfter); !ok || d != 30*time.Second {
+		t.Fatalf("NextDelay(1)=%v %v, want 30s true", d, ok)
+	}
+	r = Post(private, c, srv.URL, Headers(testSecret, "evt_8", 2, time.Now(), body), body)
+	if !r.OK() || r.Status != http.StatusOK {
+		t.Fatalf("second Post=%+v, want OK 200", r)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("receiver calls=%d, want 2", n)
+	}
+}
+
+func TestPostRedirectNotFollowed(t *testing.T) {
+	var landed atomic.Int32
+	srv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/landed" {
+			landed.Add(1)
+			return
+		}
+		http.Redirect(w, r, "/landed", http.StatusFound)
+	})
+	r := Post(private, NewClient(0), srv.URL+"/hook", nil, []byte(`{}`))
+	if r.OK() || r.Status != http.StatusFound || r.Err == nil {
+		t.Fatalf("Post=%+v, want failed 302", r)
+	}
+	if n := landed.Load(); n != 0 {
+		t.Fatalf("redirect followed %d times", n)
+	}
+}
+
+func TestPostTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(release) }) // before srv.Close, which waits for handlers
+
+	const timeout = 200 * time.Millisecond
+	r := Post(private, NewClient(timeout), srv.URL, nil, []byte(`{}`))
+	var ne net.Error
+	if r.OK() || r.Status != 0 || !errors.As(r.Err, &ne) || !ne.Timeout() {
+		t.Fatalf("Post=%+v, want a timeout", r)
+	}
+	if r.Duration < timeout || r.Duration > 5*time.Second {
+		t.Fatalf("Duration=%v, want about %v", r.Duration, timeout)
+	}
+	if strings.Contains(r.Err.Error(), srv.URL) {
+		t.Fatalf("error %q holds the URL", r.Err)
+	}
+}
+
+func TestPostRetryAfter(t *testing.T) {
+	srv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		if v := r.URL.Query().Get("ra"); v != "" {
+			w.Header().Set("Retry-After", v)
+		}
+		status, _ := strconv.Atoi(r.URL.Query().Get("status"))
+		w.WriteHeader(status)
+	})
+	c := NewClient(0)
+	tests := []struct {
+		name     string
+		status   int
+		ra       string
+		min, max time.Duration
+	}{
+		{"429 seconds", 429, "120", 2 * time.Minute, 2 * time.Minute},
+		{"503 seconds", 503, "7", 7 * time.Second, 7 * time.Second},
+		{"503 date", 503, time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat), 88 * time.Second, 90 * time.Second},
+		{"429 garbage", 429, "soon", 0, 0},
+		{"429 none", 429, "", 0, 0},
+		{"500 ignored", 500, "120", 0, 0},
+		{"200 ignored", 200, "120", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := url.Values{"status": {strconv.Itoa(tt.status)}, "ra": {tt.ra}}
+			r := Post(private, c, srv.URL+"/?"+q.Encode(), nil, []byte(`{}`))
+			if r.Status != tt.status {
+				t.Fatalf("Status=%d, want %d", r.Status, tt.status)
+			}
+			if r.RetryAfter < tt.min || r.RetryAfter > tt.max {
+				t.Fatalf("RetryAfter=%v, want %v..%v", r.RetryAfter, tt.min, tt.max)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	date := func(d time.Duration) string { return now.Add(d).Format(http.TimeFormat) }
+	tests := []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", 0},
+		{"0", 0},
+		{"120", 2 * time.Minute},
+		{" 30 ", 30 * time.Second},
+		{"86400", 24 * time.Hour},
+		{"86401", 24 * time.Hour},
+		{"99999999999999999999999", 24 * time.Hour},
+		{"-5", 0},
+		{"1.5", 0},
+		{"soon", 0},
+		{date(time.Hour), time.Hour},
+		{date(-time.Hour), 0},
+		{date(48 * time.Hour), 24 * time.Hour},
+		{now.Add(time.Minute).Format(time.RFC850), time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.v, func(t *testing.T) {
+			if got := retryAfter(tt.v, now); got != tt.want {
+				t.Fatalf("retryAfter=%v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextDelay(t *testing.T) {
+	tests := []struct {
+		attempt    int
+		retryAfter time.Duration
+		want       time.Duration
+		wantOK     bool
+	}{
+		{0, 0, 30 * time.Second, true},
+		{1, 0, 30 * time.Second, true},
+		{2, 0, 2 * time.Minute, true},
+		{3, 0, 10 * time.Minute, true},
+		{4, 0, 30 * time.Minute, true},
+		{5, 0, time.Hour, true},
+		{6, 0, 3 * time.Hour, true},
+		{7, 0, 6 * time.Hour, true},
+		{8, 0, 12 * time.Hour, true},
+		{9, 0, 0, false},
+		{10, 0, 0, false},
+		{1, 5 * time.Minute, 5 * time.Minute, true},
+		{3, 5 * time.Minute, 10 * time.Minute, true},
+		{8, 24 * time.Hour, 24 * time.Hour, true},
+		{9, time.Minute, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := NextDelay(tt.attempt, tt.retryAfter)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("NextDelay(%d, %v)=%v %v, want %v %v", tt.attempt, tt.retryAfter, got, ok, tt.want, tt.wantOK)
+		}
+	}
+	if MaxAttempts != 9 {
+		t.Errorf("MaxAttempts=%d, want 9", MaxAttempts)
+	}
+}
+
+// TestDialGuard proves the client checks the address it connects to, not
+// only the URL given at registration, and that a connection pooled for a
+// request allowed private addresses never serves one that is not.
+func TestDialGuard(t *testing.T) {
+	var calls atomic.Int32
+	srv := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+	})
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	byName := "http://localhost:" + port + "/"
+	c := NewClient(2 * time.Second)
+	bg := context.Background()
+	refuse := WithAllowPrivate(bg, false)
+
+	tests := []struct {
+		name   string
+		ctx    context.Context
+		url    string
+		wantOK bool
+	}{
+		{"no policy", bg, srv.URL, false},
+		{"refused", refuse, srv.URL, false},
+		{"refused by name", refuse, byName, false},
+		{"allowed", private, srv.URL, true},
+		{"allowed by name", private, byName, true},
+		{"refused after a pooled allowed connection", refuse, srv.URL, false},
+		{"refused by name after a pooled allowed connection", bg, byName, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := calls.Load()
+			r := Post(tt.ctx, c, tt.url, nil, []byte(`{}`))
+			if r.OK() != tt.wantOK {
+				t.Fatalf("Post=%+v, want OK=%v", r, tt.wantOK)
+			}
+			reached := calls.Load() > before
+			if reached != tt.wantOK {
+				t.Fatalf("receiver reached=%v, want %v", reached, tt.wantOK)
+			}
+			if !tt.wantOK && !errors.Is(r.Err, ErrPrivateAddress) {
+				t.Fatalf("Err=%v, want ErrPrivateAddress", r.Err)
+			}
+		})
+	}
+}

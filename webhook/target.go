@@ -1,0 +1,258 @@
+package webhook
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxURLLen is the length of the longest webhook URL accepted.
+const MaxURLLen = 2048
+
+// DefaultTimeout bounds one delivery attempt when NewClient is given no
+// timeout: dial, TLS, request, response headers and the read of the body.
+const DefaultTimeout = 10 * time.Second
+
+// TargetError explains why a webhook URL or its address is refused. Its
+// message is short and safe to show to the caller: it never repeats the URL,
+// which may carry credentials in its path or query.
+type TargetError struct {
+	Reason string
+}
+
+// Error returns the reason.
+func (e *TargetError) Error() string { return e.Reason }
+
+// Errors returned by ValidateURL, CheckTarget and, wrapped, by a NewClient
+// client dialing a private address. Use errors.Is to test for them.
+var (
+	ErrURLRequired    = &TargetError{"url is required."}
+	ErrURLTooLong     = &TargetError{"url must be at most " + strconv.Itoa(MaxURLLen) + " characters."}
+	ErrURLCharacters  = &TargetError{"url must be UTF-8 without spaces or control characters."}
+	ErrURLInvalid     = &TargetError{"url is not a valid URL."}
+	ErrURLScheme      = &TargetError{"url must use http or https."}
+	ErrURLHost        = &TargetError{"url must have a host."}
+	ErrURLPort        = &TargetError{"url has an invalid port."}
+	ErrURLUserinfo    = &TargetError{"url must not contain credentials."}
+	ErrURLFragment    = &TargetError{"url must not contain a fragment."}
+	ErrURLUnresolved  = &TargetError{"url host does not resolve."}
+	ErrPrivateAddress = &TargetError{"url must not point to a private, loopback or link-local address."}
+)
+
+// ValidateURL parses raw as a webhook URL: http or https, at most
+// MaxURLLen characters, with a host and a valid port if any, and without
+// userinfo or fragment. Its errors are the ErrURL values above. It does not
+// look at the address the host names; CheckTarget does.
+func ValidateURL(raw string) (*url.URL, error) {
+	switch {
+	case raw == "":
+		return nil, ErrURLRequired
+	case len(raw) > MaxURLLen:
+		return nil, ErrURLTooLong
+	case !utf8.ValidString(raw) || strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return nil, ErrURLCharacters
+	case strings.Contains(raw, "#"):
+		return nil, ErrURLFragment
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, ErrURLInvalid
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, ErrURLScheme
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return nil, ErrURLHost
+	}
+	if u.User != nil {
+		return nil, ErrURLUserinfo
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, ErrURLPort
+		}
+	}
+	return u, nil
+}
+
+// CheckTarget refuses, with ErrPrivateAddress, a URL whose host is or
+// resolves to an address that IsPrivate, unless allowPrivate. It is the
+// registration-time check; the client from NewClient checks again at every
+// dial, since the name may resolve elsewhere later. A host that does not
+// resolve gives ErrURLUnresolved. A nil resolver means net.DefaultResolver.
+func CheckTarget(ctx context.Context, u *url.URL, allowPrivate bool, resolver *net.Resolver) error {
+	if allowPrivate {
+		return nil
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if IsPrivate(ip) {
+			return ErrPrivateAddress
+		}
+		return nil
+	}
+	name := strings.TrimSuffix(strings.ToLower(host), ".")
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return ErrPrivateAddress // RFC 6761, whatever the resolver says
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	ips, err := resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return ErrURLUnresolved
+	}
+	for _, ip := range ips {
+		if IsPrivate(ip) {
+			return ErrPrivateAddress
+		}
+	}
+	return nil
+}
+
+// Special-purpose ranges that netip.Addr's own predicates do not cover.
+var reserved = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
+	netip.MustParsePrefix("::/96"),           // unspecified, loopback, IPv4-compatible
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
+}
+
+var (
+	nat64  = netip.MustParsePrefix("64:ff9b::/96")
+	sixTo4 = netip.MustParsePrefix("2002::/16")
+)
+
+// IsPrivate reports whether a webhook must not be delivered to ip without
+// leave: an invalid address, or one that is unspecified, loopback, private
+// (RFC 1918, fc00::/7), link-local, multicast, carrier-grade NAT, or
+// otherwise reserved; IPv4-mapped, NAT64 and 6to4 forms of those count too.
+func IsPrivate(ip netip.Addr) bool {
+	if !ip.IsValid() {
+		return true
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsPrivate() ||
+		ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() {
+		return true
+	}
+	for _, p := range reserved {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	b := ip.As16()
+	switch {
+	case nat64.Contains(ip):
+		return IsPrivate(netip.AddrFrom4([4]byte(b[12:16])))
+	case sixTo4.Contains(ip):
+		return IsPrivate(netip.AddrFrom4([4]byte(b[2:6])))
+	}
+	return false
+}
+
+type policyKey struct{}
+
+// WithAllowPrivate returns a copy of ctx that tells a NewClient client
+// whether a request made with it may reach private addresses. Without it,
+// private addresses are refused.
+func WithAllowPrivate(ctx context.Context, allow bool) context.Context {
+	return context.WithValue(ctx, policyKey{}, allow)
+}
+
+func allowPrivate(ctx context.Context) bool {
+	allow, _ := ctx.Value(policyKey{}).(bool)
+	return allow
+}
+
+// NewClient returns the HTTP client that delivers webhooks. It is safe for
+// concurrent use and meant to be shared by every webhook.
+//
+// Each request is bounded by timeout (DefaultTimeout if not positive),
+// ignores proxy settings, and does not follow redirects: a 3xx comes back
+// as the response. Unless the request's context says otherwise through
+// WithAllowPrivate, the client checks the address of every connection it
+// opens and refuses one that IsPrivate, with an error wrapping
+// ErrPrivateAddress; that check at dial time defeats DNS rebinding.
+// Connections allowed to private addresses are pooled apart, so a request
+// refused private addresses never reuses one.
+func NewClient(timeout time.Duration) *http.Client {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &http.Client{
+		Transport: &transport{
+			public:  newTransport(timeout, false),
+			private: newTransport(timeout, true),
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+		Timeout: timeout,
+	}
+}
+
+func newTransport(timeout time.Duration, allowPrivate bool) *http.Transport {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = refusePrivate
+	}
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    16,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    timeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+}
+
+// refusePrivate is a net.Dialer Control function: it sees the address
+// actually being connected to, after name resolution.
+func refusePrivate(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || IsPrivate(ap.Addr()) {
+		return ErrPrivateAddress
+	}
+	return nil
+}
+
+// transport sends each request through one of two pools, chosen by the
+// request context's WithAllowPrivate policy.
+type transport struct {
+	public, private *http.Transport
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if allowPrivate(req.Context()) {
+		return t.private.RoundTrip(req)
+	}
+	return t.public.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of both pools; the
+// http.Client method of the same name calls it.
+func (t *transport) CloseIdleConnections() {
+	t.public.CloseIdleConnections()
+	t.private.CloseIdleConnections()
+}

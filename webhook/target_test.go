@@ -1,0 +1,279 @@
+package webhook
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestValidateURL(t *testing.T) {
+	tests := []struct {
+		raw  string
+		want error
+	}{
+		{"https://example.com/hooks", nil},
+		{"http://example.com:8080/a?b=c", nil},
+		{"HTTPS://Example.COM/", nil},
+		{"http://[2001:db8::1]:443/", nil},
+		{"http://127.0.0.1/", nil}, // private targets are CheckTarget's business
+		{"https://example.com/" + strings.Repeat("a", MaxURLLen-20), nil},
+		{"", ErrURLRequired},
+		{"https://example.com/" + strings.Repeat("a", MaxURLLen-19), ErrURLTooLong},
+		{"https://example.com/a b", ErrURLCharacters},
+		{"https://example.com/\x00", ErrURLCharacters},
+		{" https://example.com/", ErrURLCharacters},
+		{"https://example.com/#top", ErrURLFragment},
+		{"https://example.com/#", ErrURLFragment},
+		{"https://exa%mple.com/", ErrURLInvalid},
+		{"ftp://example.com/", ErrURLScheme},
+		{"javascript:alert(1)", ErrURLScheme},
+		{"//example.com/", ErrURLScheme},
+		{"example.com", ErrURLScheme},
+		{"https://", ErrURLHost},
+		{"https:///path", ErrURLHost},
+		{"http:example.com", ErrURLHost},
+		{"https://:443/", ErrURLHost},
+		{"https://example.com:0/", ErrURLPort},
+		{"https://example.com:65536/", ErrURLPort},
+		{"https://user:secret@example.com/", ErrURLUserinfo},
+		{"https://token@example.com/", ErrURLUserinfo},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			u, err := ValidateURL(tt.raw)
+			if err != tt.want {
+				t.Fatalf("err=%v, want %v", err, tt.want)
+			}
+			if err == nil && u == nil {
+				t.Fatal("nil URL without error")
+			}
+			if err != nil && strings.Contains(err.Error(), "secret") {
+				t.Fatalf("error %q repeats the URL", err)
+			}
+		})
+	}
+}
+
+func TestIsPrivate(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1", true},
+		{"127.255.255.254", true},
+		{"10.1.2.3", true},
+		{"172.16.0.1", true},
+		{"172.31.255.255", true},
+		{"192.168.1.1", true},
+		{"169.254.169.254", true},
+		{"100.64.0.1", true},
+		{"100.127.255.255", true},
+		{"0.0.0.0", true},
+		{"0.1.2.3", true},
+		{"255.255.255.255", true},
+		{"240.0.0.1", true},
+		{"224.0.0.1", true},
+		{"239.255.255.250", true},
+		{"192.0.0.8", true},
+		{"198.18.0.1", true},
+		{"::", true},
+		{"::1", true},
+		{"fc00::1", true},
+		{"fd12:3456::1", true},
+		{"fe80::1", true},
+		{"fe80::1%eth0", true},
+		{"ff02::1", true},
+		{"fec0::1", true},
+		{"::ffff:127.0.0.1", true},
+		{"::ffff:169.254.169.254", true},
+		{"::ffff:10.0.0.1", true},
+		{"::127.0.0.1", true},
+		{"64:ff9b::10.0.0.1", true},
+		{"64:ff9b::a9fe:a9fe", true},
+		{"64:ff9b:1::1", true},
+		{"2002:7f00:1::", true},
+		{"2002:c0a8:101::1", true},
+		{"2001:db8::1", true},
+
+		{"93.184.216.34", false},
+		{"8.8.8.8", false},
+		{"1.1.1.1", false},
+		{"172.32.0.1", false},
+		{"100.128.0.1", false},
+		{"169.255.0.1", false},
+		{"::ffff:8.8.8.8", false},
+		{"64:ff9b::8.8.8.8", false},
+		{"2002:808:808::1", false},
+		{"2606:4700:4700::1111", false},
+		{"2a00:1450:4001:80b::200e", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			if got := IsPrivate(netip.MustParseAddr(tt.addr)); got != tt.want {
+				t.Fatalf("IsPrivate=%v, want %v", got, tt.want)
+			}
+		})
+	}
+	if !IsPrivate(netip.Addr{}) {
+		t.Fatal("IsPrivate(zero Addr)=false, want true")
+	}
+}
+
+func TestCheckTarget(t *testing.T) {
+	dns := newDNS(t, map[string]string{
+		"intranet.test": "10.0.0.7",
+		"loop.test":     "127.0.0.1",
+		"loop6.test":    "::1",
+		"metadata.test": "169.254.169.254",
+		"public.test":   "93.184.216.34",
+		"public6.test":  "2606:4700:4700::1111",
+	})
+	tests := []struct {
+		url          string
+		want         error // with allowPrivate false
+		wantAllowing error // with allowPrivate true
+	}{
+		{"http://127.0.0.1:8080/", ErrPrivateAddress, nil},
+		{"http://[::1]/", ErrPrivateAddress, nil},
+		{"http://169.254.169.254/latest/meta-data/", ErrPrivateAddress, nil},
+		{"http://10.1.2.3/", ErrPrivateAddress, nil},
+		{"http://[::ffff:10.1.2.3]/", ErrPrivateAddress, nil},
+		{"http://localhost:3000/hook", ErrPrivateAddress, nil},
+		{"http://LOCALHOST./hook", ErrPrivateAddress, nil},
+		{"http://app.localhost/", ErrPrivateAddress, nil},
+		{"http://intranet.test/", ErrPrivateAddress, nil},
+		{"http://loop.test/", ErrPrivateAddress, nil},
+		{"http://loop6.test/", ErrPrivateAddress, nil},
+		{"http://metadata.test/", ErrPrivateAddress, nil},
+		{"https://93.184.216.34/", nil, nil},
+		{"https://public.test/", nil, nil},
+		{"https://public6.test/", nil, nil},
+		{"https://nowhere.test/", ErrURLUnresolved, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			u, err := ValidateURL(tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckTarget(context.Background(), u, false, dns); err != tt.want {
+				t.Errorf("CheckTarget(allowPrivate=false)=%v, want %v", err, tt.want)
+			}
+			if err := CheckTarget(context.Background(), u, true, dns); err != tt.wantAllowing {
+				t.Errorf("CheckTarget(allowPrivate=true)=%v, want %v", err, tt.wantAllowing)
+			}
+		})
+	}
+}
+
+// TestCheckTargetLocalhost uses the system resolver: localhost is refused
+// whatever the resolver, and resolving it must give loopback addresses.
+func TestCheckTargetLocalhost(t *testing.T) {
+	u, _ := ValidateURL("http://localhost/")
+	if err := CheckTarget(context.Background(), u, false, nil); err != ErrPrivateAddress {
+		t.Fatalf("CheckTarget(localhost)=%v, want ErrPrivateAddress", err)
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", "localhost")
+	if err != nil {
+		t.Skipf("no localhost here: %v", err)
+	}
+	for _, ip := range ips {
+		if !IsPrivate(ip) {
+			t.Errorf("localhost resolves to %v, which is not private", ip)
+		}
+	}
+}
+
+// newDNS starts a DNS server on loopback UDP that answers A and AAAA
+// queries from names, and NXDOMAIN for other names, and returns a resolver
+// that asks only it.
+func newDNS(tb testing.TB, names map[string]string) *net.Resolver {
+	tb.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if reply := dnsReply(buf[:n], names); reply != nil {
+				pc.WriteTo(reply, from)
+			}
+		}
+	}()
+	return &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+		},
+	}
+}
+
+// dnsReply answers a one-question DNS query, or returns nil if q is not one.
+func dnsReply(q []byte, names map[string]string) []byte {
+	if len(q) < 12 || binary.BigEndian.Uint16(q[4:]) != 1 {
+		return nil
+	}
+	// The question: labels, then type and class.
+	var labels []string
+	i := 12
+	for i < len(q) && q[i] != 0 {
+		n := int(q[i])
+		if i+1+n > len(q) {
+			return nil
+		}
+		labels = append(labels, string(q[i+1:i+1+n]))
+		i += 1 + n
+	}
+	i++ // the root label
+	if i+4 > len(q) {
+		return nil
+	}
+	qtype := binary.BigEndian.Uint16(q[i:])
+	question := q[12 : i+4]
+
+	name := strings.ToLower(strings.Join(labels, "."))
+	addr, known := names[name]
+	var rdata []byte
+	if ip, err := netip.ParseAddr(addr); err == nil {
+		switch {
+		case qtype == 1 && ip.Is4(): // A
+			rdata = ip.AsSlice()
+		case qtype == 28 && ip.Is6(): // AAAA
+			rdata = ip.AsSlice()
+		}
+	}
+
+	flags := uint16(0x8180) // response, recursion desired and available
+	if !known {
+		flags |= 3 // NXDOMAIN
+	}
+	r := binary.BigEndian.AppendUint16(nil, binary.BigEndian.Uint16(q)) // id
+	r = binary.BigEndian.AppendUint16(r, flags)
+	r = binary.BigEndian.AppendUint16(r, 1) // questions
+	if rdata != nil {
+		r = binary.BigEndian.AppendUint16(r, 1) // answers
+	} else {
+		r = binary.BigEndian.AppendUint16(r, 0)
+	}
+	r = append(r, 0, 0, 0, 0) // authority, additional
+	r = append(r, question...)
+	if rdata != nil {
+		r = append(r, 0xc0, 12) // the name, by pointer to the question
+		r = binary.BigEndian.AppendUint16(r, qtype)
+		r = binary.BigEndian.AppendUint16(r, 1)  // class IN
+		r = binary.BigEndian.AppendUint32(r, 60) // TTL
+		r = binary.BigEndian.AppendUint16(r, uint16(len(rdata)))
+		r = append(r, rdata...)
+	}
+	return r
+}
