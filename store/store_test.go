@@ -1,0 +1,249 @@
+package store_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"latchkey/store"
+)
+
+// mustOpen opens a new data file in t.TempDir.
+func mustOpen(t *testing.T) *store.DB {
+	t.Helper()
+	db, created, err := store.Open(filepath.Join(t.TempDir(), "latchkey.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !created {
+		t.Fatal("new file not reported as created")
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	db, _, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// Pretend a newer latchkey wrote the file.
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Update(func(tx *bolt.Tx) error {
+		v := make([]byte, 8)
+		binary.BigEndian.PutUint64(v, store.SchemaVersion+1)
+		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), v)
+	})
+	b.Close()
+	_, _, err = store.Open(path, store.Options{})
+	if err == nil || !strings.Contains(err.Error(), "schema version") || !strings.Contains(err.Error(), "upgrade latchkey") {
+		t.Fatalf("err = %v, want a clear schema refusal", err)
+	}
+}
+
+func TestOpenInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	db, _, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Now()
+	_, _, err = store.Open(path, store.Options{LockTimeout: 100 * time.Millisecond})
+	if !errors.Is(err, store.ErrInUse) {
+		t.Fatalf("err = %v, want ErrInUse", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatal("waited too long for the lock")
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("data file mode %v", fi.Mode().Perm())
+	}
+}
+
+// TestBatch: concurrent Batch calls all commit; a failing call gets its
+// own error and does not undo the others.
+func TestBatch(t *testing.T) {
+	db := mustOpen(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 200)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = db.Batch(func(tx *store.Tx) error {
+				if i%50 == 7 {
+					return fmt.Errorf("call %d refuses", i)
+				}
+				return tx.AddAuthEvent(&store.AuthEvent{ID: fmt.Sprintf("ev%03d", i), ProjectID: "p", CreatedAt: time.Unix(int64(i), 0)})
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%50 == 7 {
+			if err == nil || err.Error() != fmt.Sprintf("call %d refuses", i) {
+				t.Fatalf("call %d: err = %v", i, err)
+			}
+		} else if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	var n int
+	db.View(func(tx *store.Tx) error {
+		evs, err := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 1000})
+		n = len(evs)
+		return err
+	})
+	if n != 196 {
+		t.Fatalf("%d events committed, want 196", n)
+	}
+}
+
+func TestBackupIsAConsistentCopy(t *testing.T) {
+	db := mustOpen(t)
+	db.Update(func(tx *store.Tx) error {
+		return tx.AddAuthEvent(&store.AuthEvent{ID: "ev1", ProjectID: "p", CreatedAt: time.Now()})
+	})
+	var buf bytes.Buffer
+	var size int64
+	n, err := db.Backup(&buf, func(s int64) { size = s })
+	if err != nil || n != size || int64(buf.Len()) != n {
+		t.Fatalf("backup: n=%d size=%d len=%d err=%v", n, size, buf.Len(), err)
+	}
+	path := filepath.Join(t.TempDir(), "copy.db")
+	os.WriteFile(path, buf.Bytes(), 0o600)
+	cp, _, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if err := cp.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var found int
+	cp.View(func(tx *store.Tx) error {
+		evs, _ := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 10})
+		found = len(evs)
+		return nil
+	})
+	if found != 1 {
+		t.Fatalf("copy has %d events", found)
+	}
+}
+
+func TestKeyring(t *testing.T) {
+	k1, _ := store.NewKeyring(bytes.Repeat([]byte{1}, 32))
+	k2, _ := store.NewKeyring(bytes.Repeat([]byte{2}, 32))
+	if _, err := store.NewKeyring([]byte("short")); err == nil {
+		t.Fatal("short master key accepted")
+	}
+	sealed, err := k1.Seal([]byte("totp secret"), []byte("totp:u1"))
+	if err != nil || bytes.Contains(sealed, []byte("totp secret")) {
+		t.Fatalf("seal: %v", err)
+	}
+	if got, err := k1.Open(sealed, []byte("totp:u1")); err != nil || string(got) != "totp secret" {
+		t.Fatalf("open: %q %v", got, err)
+	}
+	for name, open := range map[string]func() ([]byte, error){
+		"other aad":    func() ([]byte, error) { return k1.Open(sealed, []byte("totp:u2")) },
+		"other master": func() ([]byte, error) { return k2.Open(sealed, []byte("totp:u1")) },
+		"truncated":    func() ([]byte, error) { return k1.Open(sealed[:5], []byte("totp:u1")) },
+	} {
+		if _, err := open(); !errors.Is(err, store.ErrDecrypt) {
+			t.Errorf("%s: err = %v, want ErrDecrypt", name, err)
+		}
+	}
+	a, b := k1.HashString("apikey", "sk_test_x"), k1.HashString("otp", "sk_test_x")
+	if a == b || a != k1.HashString("apikey", "sk_test_x") || a == k2.HashString("apikey", "sk_test_x") {
+		t.Fatal("hashes must be keyed and domain-separated")
+	}
+}
+
+func TestLoadMasterKey(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "latchkey.db.key")
+	key, created, err := store.LoadMasterKey("", file)
+	if err != nil || !created || len(key) != store.MasterKeySize {
+		t.Fatalf("create: %v %v", created, err)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v", fi.Mode().Perm())
+	}
+	again, created, err := store.LoadMasterKey("", file)
+	if err != nil || created || !bytes.Equal(again, key) {
+		t.Fatal("second load differs")
+	}
+	if _, _, err := store.LoadMasterKey("bm90IDMyIGJ5dGVz", file); err == nil {
+		t.Fatal("short env key accepted")
+	}
+	os.WriteFile(file, []byte("garbage"), 0o600)
+	if _, _, err := store.LoadMasterKey("", file); err == nil || strings.Contains(err.Error(), "garbage") {
+		t.Fatalf("bad file: %v", err)
+	}
+}
+
+// TestDueJobs: each webhook's due jobs come earliest first, a webhook
+// without room is skipped, jobs in flight are skipped, future jobs wait.
+func TestDueJobs(t *testing.T) {
+	db := mustOpen(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	db.Update(func(tx *store.Tx) error {
+		for i := 0; i < 5; i++ {
+			tx.EnqueueJob(&store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: t0.Add(time.Duration(i) * time.Second)})
+			tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: fmt.Sprint("b", i), NextAttemptAt: t0.Add(time.Duration(i) * time.Second)})
+		}
+		return nil
+	})
+	due := func(now time.Time, limit int, room map[string]int, skip map[string]bool) []string {
+		var ids []string
+		db.View(func(tx *store.Tx) error {
+			seqs := map[uint64]bool{}
+			jobs, err := tx.DueJobs(now, 100, func(string) int { return 100 }, nil2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range jobs {
+				if skip[j.EventID] {
+					seqs[j.Seq] = true
+				}
+			}
+			jobs, err = tx.DueJobs(now, limit, func(h string) int { return room[h] }, func(s uint64) bool { return seqs[s] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range jobs {
+				ids = append(ids, j.EventID)
+			}
+			return nil
+		})
+		return ids
+	}
+	got := fmt.Sprint(due(t0.Add(2*time.Second), 10, map[string]int{"hook-a": 2, "hook-b": 10}, map[string]bool{"b0": true}))
+	if got != "[a0 a1 b1 b2]" {
+		t.Fatalf("due = %s", got)
+	}
+	if got := fmt.Sprint(due(t0.Add(time.Hour), 3, map[string]int{"hook-a": 0, "hook-b": 10}, nil)); got != "[b0 b1 b2]" {
+		t.Fatalf("due = %s", got)
+	}
+	var next time.Time
+	db.View(func(tx *store.Tx) error { next, _ = tx.NextJobAt(); return nil })
+	if !next.Equal(t0) {
+		t.Fatalf("NextJobAt = %v", next)
+	}
+}
+
+func nil2(uint64) bool { return false }
