@@ -23,10 +23,12 @@ import (
 	"time"
 
 	"latchkey/auth"
+	"latchkey/auth/sms"
 	"latchkey/httpapi"
 	"latchkey/httpapi/cli"
 	"latchkey/mail"
 	"latchkey/store"
+	"latchkey/webhook"
 )
 
 func main() {
@@ -106,6 +108,12 @@ type Main struct {
 	DB      *store.DB
 	Service *auth.Service
 	Server  *httpapi.Server
+	Mail    *mail.Queue
+	Hooks   *webhook.Worker
+
+	// Getenv reads the provider settings not covered by flags
+	// (LATCHKEY_TWILIO_*); ParseFlags sets it.
+	Getenv func(string) string
 
 	http     *http.Server
 	listener net.Listener
@@ -115,13 +123,14 @@ type Main struct {
 
 // NewMain returns a Main with defaults.
 func NewMain() *Main {
-	return &Main{Stdout: os.Stdout, Now: time.Now, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	return &Main{Stdout: os.Stdout, Now: time.Now, Getenv: os.Getenv, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 }
 
 // ParseFlags reads flags, falling back to LATCHKEY_* environment
 // variables, then to defaults. Flags beat environment.
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
+	m.Getenv = getenv
 	c := &m.Config
 	str := func(p *string, name, env, def, help string) {
 		if v := getenv(env); v != "" {
@@ -189,7 +198,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	db, created, err := store.Open(c.Data, store.Options{MaxBatchDelay: 2 * time.Millisecond})
+	db, created, err := store.Open(c.Data, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -206,8 +215,12 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	m.sched = newScheduler(m.Logger)
+	smsSender, err := m.smsSender()
+	if err != nil {
+		return err
+	}
 	svc, err := auth.New(db, keys, auth.Config{
-		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake,
+		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: smsSender,
 	})
 	if err != nil {
 		return err
@@ -223,13 +236,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mq := &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger}
+	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
+	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate, Wake: m.sched.wake}
+	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
 	m.sched.every("sweep", time.Minute, func(context.Context) error { return svc.Sweep() })
-	m.sched.onWake("mail", time.Minute, mq.RunOnce)
+	m.sched.onWake("mail", time.Minute, m.Mail.RunOnce)
+	m.sched.onWake("webhooks", time.Minute, m.Hooks.RunOnce)
 	m.sched.start()
 	m.ready.Store(true)
 
-	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load})
+	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks})
 	m.http = &http.Server{
 		Handler:           m.Server,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -269,6 +285,18 @@ func (m *Main) firstStart() error {
 	return nil
 }
 
+// smsSender picks the SMS provider (decisions.md §8); nil is "none".
+func (m *Main) smsSender() (auth.SMSSender, error) {
+	switch m.Config.SMSProvider {
+	case "log":
+		return &sms.Log{Logger: m.Logger, Dir: m.Config.Data + ".outbox"}, nil
+	case "twilio":
+		g := m.Getenv
+		return sms.NewTwilio(g("LATCHKEY_TWILIO_ACCOUNT_SID"), g("LATCHKEY_TWILIO_AUTH_TOKEN"), g("LATCHKEY_TWILIO_FROM"), g("LATCHKEY_TWILIO_BASE_URL"))
+	}
+	return nil, nil
+}
+
 func (m *Main) mailTransport() (mail.Transport, error) {
 	if m.Config.SMTPURL == "" {
 		return &mail.Outbox{Dir: m.Config.Data + ".outbox"}, nil
@@ -292,6 +320,12 @@ func (m *Main) Close() error {
 	}
 	if m.sched != nil {
 		m.sched.stop()
+	}
+	if m.Mail != nil {
+		m.Mail.Close()
+	}
+	if m.Hooks != nil {
+		m.Hooks.Close()
 	}
 	if m.DB != nil {
 		errs = append(errs, m.DB.Close())

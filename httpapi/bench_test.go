@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/store"
+	"latchkey/webhook"
 )
 
 // benchEnv is the real server over loopback on a real bbolt file, plus a
@@ -244,4 +246,118 @@ func BenchmarkStoreBatch(b *testing.B) {
 			return tx.AddAuthEvent(&store.AuthEvent{ID: fmt.Sprint(w, i), CreatedAt: time.Now()})
 		})
 	})
+}
+
+// BenchmarkSessionDuringDrain measures GET /session's p99 idle, then
+// while the webhook worker drains 100,000 queued events to a local
+// receiver, and reports both and their ratio (target ≤ 2). Run it with
+// -benchtime 1x: one op is the whole experiment.
+func BenchmarkSessionDuringDrain(b *testing.B) {
+	// clients=32 saturates both cores (the idle p99 is pure queueing);
+	// clients=4 is a busy but not saturated API.
+	for _, conc := range []int{4, benchConc} {
+		b.Run(fmt.Sprintf("clients=%d", conc), func(b *testing.B) { benchDrain(b, conc) })
+	}
+}
+
+func benchDrain(b *testing.B, conc int) {
+	const events = 100_000
+	e := newBenchEnv(b)
+	tokens := make([]string, benchConc)
+	for i := range tokens {
+		tokens[i] = e.loginDirect(b, fmt.Sprintf("drain%d@example.com", i))
+	}
+	var got atomic.Int64
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	hooks := &webhook.Service{DB: e.db, Keys: e.keys, Now: time.Now}
+	if _, err := hooks.Create(context.Background(), e.project.ID, "test", recv.URL+"/hook", []string{"user.updated"}); err != nil {
+		b.Fatal(err)
+	}
+	// measure runs GET /session from benchConc clients until stop is
+	// closed and returns the p99.
+	measure := func(stop <-chan struct{}) (time.Duration, int) {
+		lat := make([][]time.Duration, conc)
+		var wg sync.WaitGroup
+		for w := range conc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					t := time.Now()
+					if err := e.get("/api/v1/session", tokens[w]); err != nil {
+						b.Error(err)
+						return
+					}
+					lat[w] = append(lat[w], time.Since(t))
+				}
+			}()
+		}
+		wg.Wait()
+		var all []time.Duration
+		for _, l := range lat {
+			all = append(all, l...)
+		}
+		slices.Sort(all)
+		return all[len(all)*99/100], len(all)
+	}
+	for range b.N {
+		idleStop := make(chan struct{})
+		time.AfterFunc(3*time.Second, func() { close(idleStop) })
+		idle, _ := measure(idleStop)
+		data, _ := json.Marshal(map[string]string{"user_id": "u", "email": "drain@example.com"})
+		for done := 0; done < events; {
+			if err := e.db.Update(func(tx *store.Tx) error {
+				for i := 0; i < 5000 && done < events; i++ {
+					if err := tx.AppendEvent(&store.Event{ID: fmt.Sprint("evt_", done), ProjectID: e.project.ID, Type: "user.updated", CreatedAt: time.Now(), Data: data}); err != nil {
+						return err
+					}
+					done++
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		got.Store(0)
+		wake := make(chan struct{}, 1)
+		worker := &webhook.Worker{DB: e.db, Keys: e.keys, Now: time.Now, Logger: slog.New(slog.DiscardHandler),
+			Wake: func() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}}
+		ctx, cancel := context.WithCancel(context.Background())
+		var took time.Duration
+		drained := make(chan struct{})
+		start := time.Now()
+		go func() {
+			defer close(drained)
+			for got.Load() < events && ctx.Err() == nil {
+				worker.RunOnce(ctx)
+				select {
+				case <-wake:
+				case <-time.After(time.Second):
+				}
+			}
+			took = time.Since(start)
+		}()
+		busy, n := measure(drained)
+		cancel()
+		worker.Close()
+		b.ReportMetric(float64(idle.Microseconds()), "idle-p99-µs")
+		b.ReportMetric(float64(busy.Microseconds()), "drain-p99-µs")
+		b.ReportMetric(float64(busy)/float64(idle), "p99-ratio")
+		b.ReportMetric(float64(events)/took.Seconds(), "deliveries/s")
+		b.ReportMetric(float64(n), "session-reqs")
+	}
 }

@@ -100,6 +100,8 @@ func (s *Server) routes() {
 	r.POST("/api/v1/backup-codes/verify", s.key(s.backupVerify))
 	r.POST("/api/v1/sms/send", s.session(s.smsSend))
 	r.POST("/api/v1/sms/verify", s.session(s.smsVerify))
+	r.POST("/api/v1/totp/enroll", s.session(s.totpEnroll))
+	r.POST("/api/v1/totp/verify", s.session(s.totpVerify))
 
 	// Passkeys.
 	r.POST("/api/v1/passkey/register/start", s.handle(s.passkeyRegisterStart))
@@ -123,6 +125,7 @@ func (s *Server) routes() {
 
 	s.adminRoutes()
 	s.dashboardRoutes()
+	s.demoRoutes()
 }
 
 var cryptoRand = rand.Read

@@ -1,0 +1,4 @@
+package httpapi
+
+// demoRoutes registers the passkey demo page (placeholder).
+func (s *Server) demoRoutes() {}

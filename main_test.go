@@ -1,0 +1,350 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets a test run this binary's main as a child process (for
+// kill -9 tests): LATCHKEY_TEST_ARGS holds the arguments.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("LATCHKEY_TEST_ARGS"); args != "" {
+		os.Exit(run(strings.Fields(args)))
+	}
+	os.Exit(m.Run())
+}
+
+// startMain runs the server in-process on a free port with data at path.
+func startMain(t *testing.T, c Config) (*Main, *bytes.Buffer) {
+	t.Helper()
+	m := NewMain()
+	var out bytes.Buffer
+	m.Stdout = &out
+	if err := m.ParseFlags(nil, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:0"
+	}
+	c.LogFormat, c.SMSProvider = "text", "none"
+	if c.MailFrom == "" {
+		c.MailFrom = "latchkey@localhost"
+	}
+	m.Config = c
+	m.Logger = discardLogger()
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, &out
+}
+
+var (
+	keyLine   = regexp.MustCompile(`test API key \(shown once\): (\S+)`)
+	adminLine = regexp.MustCompile(`admin token \(shown once\):\s+(\S+)`)
+)
+
+type client struct {
+	t    *testing.T
+	base string
+}
+
+func (c client) do(method, path, auth string, body any) (int, map[string]any) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, c.base+path, rd)
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// TestFirstStartAndRestart: the first start prints a working key and the
+// admin token once; a restart prints nothing secret and the same key and
+// a key created before it still work; secret files are 0600; the data
+// file holds none of the secrets in plain text.
+func TestFirstStartAndRestart(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "latchkey.db")
+	m, out := startMain(t, Config{Data: data})
+	key := match(t, keyLine, out.String())
+	admin := match(t, adminLine, out.String())
+	c := client{t, "http://" + m.Addr()}
+	if st, body := c.do("GET", "/api/v1/me", key, nil); st != 200 || body["success"] != true {
+		t.Fatalf("/me with the printed key: %d %v", st, body)
+	}
+	_, projects := c.do("GET", "/api/v1/admin/projects", admin, nil)
+	project := projects["projects"].([]any)[0].(map[string]any)["id"]
+	st, body := c.do("POST", "/api/v1/admin/keys", admin, map[string]any{"mode": "live", "projectId": project})
+	if st != 200 {
+		t.Fatalf("create key: %d %v", st, body)
+	}
+	live := body["key"].(string)
+	for _, f := range []string{data + ".key", data + ".admin-token", data} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", filepath.Base(f), fi.Mode().Perm())
+		}
+	}
+	tokenFile, _ := os.ReadFile(data + ".admin-token")
+	if strings.TrimSpace(string(tokenFile)) != admin {
+		t.Fatal("admin-token file does not hold the printed token")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	master, _ := os.ReadFile(data + ".key")
+	rawMaster, _ := base64.StdEncoding.DecodeString(strings.TrimSpace(string(master)))
+	file, _ := os.ReadFile(data)
+	for name, secret := range map[string][]byte{
+		"test key": []byte(key), "live key": []byte(live), "admin token": []byte(admin),
+		"master key (base64)": bytes.TrimSpace(master), "master key (raw)": rawMaster,
+		"key secret part": []byte(key[strings.LastIndex(key, "_")+1:]),
+	} {
+		if len(secret) < 16 {
+			t.Fatalf("%s too short to scan for", name)
+		}
+		if bytes.Contains(file, secret) {
+			t.Errorf("data file contains the %s in plain text", name)
+		}
+	}
+
+	m2, out2 := startMain(t, Config{Data: data})
+	if s := out2.String(); strings.Contains(s, key) || strings.Contains(s, admin) || strings.Contains(s, "shown once") {
+		t.Fatalf("second start printed secrets: %q", s)
+	}
+	c = client{t, "http://" + m2.Addr()}
+	for _, k := range []string{key, live} {
+		if st, body := c.do("GET", "/api/v1/me", k, nil); st != 200 {
+			t.Fatalf("/me after restart: %d %v", st, body)
+		}
+	}
+	if st, _ := c.do("GET", "/api/v1/admin/projects", admin, nil); st != 200 {
+		t.Fatalf("admin token after restart: %d", st)
+	}
+}
+
+// TestRestartMidOTP: a code sent while SMTP is down stays queued across a
+// restart, goes out afterwards (to the outbox here), and still verifies.
+func TestRestartMidOTP(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "latchkey.db")
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadSMTP := "smtp://" + ln.Addr().String()
+	ln.Close()
+	m, out := startMain(t, Config{Data: data, SMTPURL: deadSMTP})
+	key := match(t, keyLine, out.String())
+	c := client{t, "http://" + m.Addr()}
+	if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "restart@example.com"}); st != 200 {
+		t.Fatalf("send: %d %v", st, body)
+	}
+	m.Close()
+
+	m2, _ := startMain(t, Config{Data: data})
+	eml := waitForFile(t, data+".outbox", ".eml")
+	code := regexp.MustCompile(`\b(\d{6})\b`).FindString(string(eml))
+	if code == "" || !strings.Contains(string(eml), "To: restart@example.com") {
+		t.Fatalf("outbox message:\n%s", eml)
+	}
+	c = client{t, "http://" + m2.Addr()}
+	st, body := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "restart@example.com", "code": code})
+	if st != 200 || body["token"] == nil || body["isNewUser"] != true {
+		t.Fatalf("verify after restart: %d %v", st, body)
+	}
+}
+
+// TestWebhookSurvivesKill9: an event committed before the server is
+// killed with SIGKILL is delivered after the restart.
+func TestWebhookSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns server processes")
+	}
+	var mu sync.Mutex
+	var got []map[string]any
+	block := make(chan struct{})
+	blocking := true
+	recv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		b := blocking
+		mu.Unlock()
+		if b {
+			<-block // hang: the first server dies mid-delivery
+			w.WriteHeader(503)
+			return
+		}
+		var ev map[string]any
+		json.NewDecoder(r.Body).Decode(&ev)
+		mu.Lock()
+		got = append(got, ev)
+		mu.Unlock()
+	})}
+	rl, _ := net.Listen("tcp", "127.0.0.1:0")
+	go recv.Serve(rl)
+	defer func() { close(block); recv.Close() }()
+
+	data := filepath.Join(t.TempDir(), "latchkey.db")
+	p := spawn(t, data)
+	key := match(t, keyLine, p.stdout())
+	c := client{t, p.base}
+	st, body := c.do("POST", "/api/v1/webhooks", key, map[string]any{"url": "http://" + rl.Addr().String() + "/hook", "eventTypes": []string{"user.registered"}})
+	if st != 200 {
+		t.Fatalf("create webhook: %d %v", st, body)
+	}
+	// A sign-up writes user.registered into the outbox in its transaction.
+	c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "kill9@example.com"})
+	code := waitForCode(t, data+".outbox")
+	if st, body := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "kill9@example.com", "code": code}); st != 200 {
+		t.Fatalf("verify: %d %v", st, body)
+	}
+	p.kill()
+
+	mu.Lock()
+	blocking = false
+	mu.Unlock()
+	p2 := spawn(t, data)
+	defer p2.kill()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 {
+		t.Fatal("user.registered was not delivered after kill -9 and restart")
+	}
+	ev := got[0]
+	d, _ := ev["data"].(map[string]any)
+	if ev["type"] != "user.registered" || d == nil || d["email"] != "kill9@example.com" {
+		t.Fatalf("delivered %v", ev)
+	}
+}
+
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	base string
+	mu   sync.Mutex
+	out  bytes.Buffer
+}
+
+func (p *proc) stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
+
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}
+}
+
+// spawn runs `latchkey serve` as a child process and waits until it listens.
+func spawn(t *testing.T, data string) *proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LATCHKEY_TEST_ARGS=serve --addr 127.0.0.1:0 --data "+data)
+	p := &proc{t: t, cmd: cmd}
+	cmd.Stdout = writerFunc(func(b []byte) (int, error) { p.mu.Lock(); defer p.mu.Unlock(); return p.out.Write(b) })
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`msg="latchkey listening" addr=(\S+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		p.base = "http://" + a
+	case <-time.After(20 * time.Second):
+		t.Fatal("child server did not start")
+	}
+	return p
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+func match(t *testing.T, re *regexp.Regexp, s string) string {
+	t.Helper()
+	m := re.FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no %v in %q", re, s)
+	}
+	return m[1]
+}
+
+// waitForFile waits for the background mail task to write a file.
+func waitForFile(t *testing.T, dir, suffix string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"+suffix))
+		if len(files) > 0 {
+			b, err := os.ReadFile(files[len(files)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %s file in %s", suffix, dir)
+	return nil
+}
+
+func waitForCode(t *testing.T, dir string) string {
+	eml := waitForFile(t, dir, ".eml")
+	code := regexp.MustCompile(`\b(\d{6})\b`).FindString(string(eml))
+	if code == "" {
+		t.Fatalf("no code in %s", eml)
+	}
+	return code
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
