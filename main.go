@@ -131,6 +131,7 @@ func NewMain() *Main {
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	m.Getenv = getenv
+	var secrets [][2]string
 	c := &m.Config
 	str := func(p *string, name, env, def, help string) {
 		if v := getenv(env); v != "" {
@@ -138,14 +139,20 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		}
 		fs.StringVar(p, name, def, help+" (env "+env+")")
 	}
+	// Secret settings never become a flag default, so --help cannot print
+	// them; the environment is applied after parsing instead.
+	secret := func(p *string, name, env, help string) {
+		fs.StringVar(p, name, "", help+" (env "+env+")")
+		secrets = append(secrets, [2]string{name, env})
+	}
 	str(&c.Addr, "addr", "LATCHKEY_ADDR", "127.0.0.1:8080", "listen address")
 	str(&c.Data, "data", "LATCHKEY_DATA", "./latchkey.db", "bbolt data file; created on first start")
 	str(&c.BaseURL, "base-url", "LATCHKEY_BASE_URL", "", "public origin for magic links, JWT iss and WebAuthn (default http://<addr>)")
-	str(&c.SMTPURL, "smtp-url", "LATCHKEY_SMTP_URL", "", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://...; empty writes .eml files to <data>.outbox/")
+	secret(&c.SMTPURL, "smtp-url", "LATCHKEY_SMTP_URL", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://...; empty writes .eml files to <data>.outbox/")
 	str(&c.MailFrom, "mail-from", "LATCHKEY_MAIL_FROM", "latchkey@localhost", "sender address")
 	str(&c.SMSProvider, "sms-provider", "LATCHKEY_SMS_PROVIDER", "none", "none, log or twilio")
-	str(&c.AdminToken, "admin-token", "LATCHKEY_ADMIN_TOKEN", "", "admin bearer token (default: generated at first start)")
-	str(&c.MasterKey, "master-key", "LATCHKEY_MASTER_KEY", "", "32-byte base64 key encrypting secrets at rest (default: the <data>.key file)")
+	secret(&c.AdminToken, "admin-token", "LATCHKEY_ADMIN_TOKEN", "admin bearer token (default: generated at first start)")
+	secret(&c.MasterKey, "master-key", "LATCHKEY_MASTER_KEY", "32-byte base64 key encrypting secrets at rest (default: the <data>.key file)")
 	str(&c.TrustedProxies, "trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed")
 	allow := false
 	if v := getenv("LATCHKEY_WEBHOOK_ALLOW_PRIVATE"); v != "" {
@@ -162,6 +169,13 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, sc := range secrets {
+		if !set[sc[0]] {
+			fs.Set(sc[0], getenv(sc[1]))
+		}
 	}
 	switch c.LogFormat {
 	case "text":

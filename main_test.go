@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 
 	"io"
 	"log/slog"
@@ -348,3 +349,53 @@ func waitForCode(t *testing.T, dir string) string {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestParseFlags: flags beat environment, environment beats defaults,
+// and --help never prints a secret taken from the environment.
+func TestParseFlags(t *testing.T) {
+	env := map[string]string{
+		"LATCHKEY_ADDR":        "127.0.0.1:9999",
+		"LATCHKEY_ADMIN_TOKEN": "adm_fromtheenvironment_0123456789",
+		"LATCHKEY_SMTP_URL":    "smtp://user:hunter2@mail.example.com",
+		"LATCHKEY_LOG_FORMAT":  "json",
+	}
+	getenv := func(k string) string { return env[k] }
+	m := NewMain()
+	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:7777"}, getenv); err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config
+	if c.Addr != "127.0.0.1:7777" || c.AdminToken != env["LATCHKEY_ADMIN_TOKEN"] || c.SMTPURL != env["LATCHKEY_SMTP_URL"] ||
+		c.LogFormat != "json" || c.Data != "./latchkey.db" || c.SMSProvider != "none" || c.MailFrom != "latchkey@localhost" {
+		t.Fatalf("config %+v", c)
+	}
+	m = NewMain()
+	if err := m.ParseFlags([]string{"--admin-token", "adm_fromtheflag_012345678901234"}, getenv); err != nil || m.Config.AdminToken != "adm_fromtheflag_012345678901234" {
+		t.Fatalf("flag did not beat env: %v %q", err, m.Config.AdminToken)
+	}
+
+	// --help goes to the flag set's output (stderr); capture it.
+	r, w, _ := os.Pipe()
+	stderr := os.Stderr
+	os.Stderr = w
+	err := NewMain().ParseFlags([]string{"--help"}, getenv)
+	os.Stderr = stderr
+	w.Close()
+	help, _ := io.ReadAll(r)
+	if err != flag.ErrHelp {
+		t.Fatalf("err = %v", err)
+	}
+	for _, secret := range []string{"hunter2", "adm_fromtheenvironment"} {
+		if bytes.Contains(help, []byte(secret)) {
+			t.Fatalf("--help printed %q:\n%s", secret, help)
+		}
+	}
+	if !bytes.Contains(help, []byte("127.0.0.1:9999")) || !bytes.Contains(help, []byte("LATCHKEY_WEBHOOK_ALLOW_PRIVATE")) {
+		t.Fatalf("help lacks defaults:\n%s", help)
+	}
+	for _, bad := range [][]string{{"--log-format", "xml"}, {"--sms-provider", "pigeon"}, {"--admin-token", "short"}, {"extra"}} {
+		if err := NewMain().ParseFlags(bad, func(string) string { return "" }); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
