@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -226,6 +227,9 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ httprouter
 
 // backup streams a consistent copy of the data file.
 func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	// A large file takes longer than the server's write timeout: lift it
+	// for this response (the client going away still ends it).
+	http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	_, err := s.auth.DB().Backup(w, func(size int64) {
 		h := w.Header()
 		h.Set("Content-Type", "application/octet-stream")

@@ -1,0 +1,625 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"latchkey/auth"
+	"latchkey/httpapi"
+	"latchkey/httpapi/cli"
+	"latchkey/store"
+	"latchkey/webhook"
+)
+
+const testAdminToken = "adm_clitestclitestclitestclitest"
+
+var testMaster = bytes.Repeat([]byte{7}, 32)
+
+// testServer is the real API on a real bbolt file over loopback HTTP.
+type testServer struct {
+	t          testing.TB
+	URL        string
+	Path       string // the data file
+	AdminToken string
+	Project    *store.Project // "default"
+	Key        string         // a test key of Project
+	db         *store.DB
+}
+
+// newTestServer starts a server on a fresh data file with the "default"
+// project. adminToken configures the token; empty has the server generate
+// one, as a first start without LATCHKEY_ADMIN_TOKEN does.
+func newTestServer(t testing.TB, adminToken string) *testServer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	db, _, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := store.NewKeyring(testMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(nil)
+	url := "http://" + hs.Listener.Addr().String()
+	logger := slog.New(slog.DiscardHandler)
+	svc, err := auth.New(db, keys, auth.Config{BaseURL: url, AdminToken: adminToken, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := svc.Init()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config.Handler = httpapi.New(svc, httpapi.Config{Logger: logger, Webhooks: &webhook.Service{DB: db, Keys: keys}})
+	hs.Start()
+	t.Cleanup(func() {
+		hs.Close()
+		if err := db.Check(); err != nil {
+			t.Errorf("data file check: %v", err)
+		}
+		db.Close()
+	})
+	ts := &testServer{t: t, URL: url, Path: path, AdminToken: adminToken, Project: b.Project, Key: b.APIKey, db: db}
+	if adminToken == "" {
+		ts.AdminToken = b.AdminToken
+	}
+	return ts
+}
+
+// result is one CLI run.
+type result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// run runs the CLI with exactly env as its environment.
+func run(t testing.TB, env map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := cli.Run(context.Background(), args, cli.Env{Getenv: func(k string) string { return env[k] }}, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// cli runs the CLI against ts with the admin token in the environment.
+func (ts *testServer) cli(args ...string) result {
+	ts.t.Helper()
+	return run(ts.t, map[string]string{"LATCHKEY_SERVER": ts.URL, "LATCHKEY_ADMIN_TOKEN": ts.AdminToken}, args...)
+}
+
+// ok runs the CLI and fails unless it exits 0.
+func (ts *testServer) ok(args ...string) string {
+	ts.t.Helper()
+	r := ts.cli(args...)
+	if r.Code != 0 {
+		ts.t.Fatalf("latchkey %s: exit %d, want 0\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+	if r.Stderr != "" {
+		ts.t.Fatalf("latchkey %s: stderr %q, want empty", strings.Join(args, " "), r.Stderr)
+	}
+	return r.Stdout
+}
+
+// okJSON runs the CLI with --json and decodes its output.
+func (ts *testServer) okJSON(args ...string) map[string]any {
+	ts.t.Helper()
+	out := ts.ok(append(args, "--json")...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		ts.t.Fatalf("latchkey %s --json: output is not JSON: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if m["success"] != true {
+		ts.t.Fatalf("latchkey %s --json: success=%v", strings.Join(args, " "), m["success"])
+	}
+	return m
+}
+
+// wantFail fails unless r exited with code and stderr holds each of want.
+func wantFail(t testing.TB, r result, code int, want ...string) {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.Code, code, r.Stdout, r.Stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.Stderr, w) {
+			t.Fatalf("stderr does not contain %q:\n%s", w, r.Stderr)
+		}
+	}
+}
+
+// wantContains fails unless s holds each of want.
+func wantContains(t testing.TB, s string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			t.Fatalf("output does not contain %q:\n%s", w, s)
+		}
+	}
+}
+
+// tableRow returns the first table line (not indented) holding needle,
+// split into cells.
+func tableRow(t testing.TB, out, needle string) []string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, needle) && !strings.HasPrefix(line, " ") {
+			return regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(line), -1)
+		}
+	}
+	t.Fatalf("no line holds %q:\n%s", needle, out)
+	return nil
+}
+
+// get sends GET path with a bearer token and returns status and body.
+func (ts *testServer) get(path, token string) (int, map[string]any) {
+	ts.t.Helper()
+	req, _ := http.NewRequest("GET", ts.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return ts.send(req)
+}
+
+func (ts *testServer) send(req *http.Request) (int, map[string]any) {
+	ts.t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil {
+		ts.t.Fatalf("%s %s: body is not JSON: %v", req.Method, req.URL.Path, err)
+	}
+	return res.StatusCode, m
+}
+
+// confirm signs an external-method login for extID with secret and
+// returns the status and wire code.
+func (ts *testServer) confirm(secret, method, extID, email string) (int, string) {
+	ts.t.Helper()
+	body, _ := json.Marshal(map[string]any{
+		"externalUserId": extID, "method": method, "email": email,
+		"verifiedAt": time.Now().UTC().Format(time.RFC3339Nano),
+	})
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/external-auth/confirm", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+ts.Key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Service-Signature", hex.EncodeToString(mac.Sum(nil)))
+	status, m := ts.send(req)
+	code, _ := m["code"].(string)
+	return status, code
+}
+
+func TestProjectCommands(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+
+	out := ts.ok("project", "create", "--name", "Shop", "--origin", "https://shop.example",
+		"--origin", "http://localhost:5173", "--company-id", "acme", "--rp-id", "shop.example",
+		"--session-ttl", "3600", "--rate-limit", "500", "--deny-cidr", "10.0.0.0/8,192.0.2.0/24")
+	wantContains(t, out, "Shop", "https://shop.example,http://localhost:5173", "acme", "shop.example",
+		"1h (3600 s)", "500/min", "10.0.0.0/8,192.0.2.0/24")
+
+	p := ts.okJSON("project", "create", "--name", "Blog")["project"].(map[string]any)
+	id := p["id"].(string)
+	if p["name"] != "Blog" || p["rateLimitPerMinute"] != float64(100) || p["sessionTtlSeconds"] != float64(86400) {
+		t.Fatalf("project=%v, want Blog with server defaults", p)
+	}
+
+	out = ts.ok("project", "list")
+	if got := tableRow(t, out, "ID"); strings.Join(got, "|") != "ID|NAME|ORIGINS|RP ID|SESSION TTL|RATE/MIN|DENY CIDRS|COMPANY ID|CREATED" {
+		t.Fatalf("header=%q", got)
+	}
+	row := tableRow(t, out, id)
+	if row[1] != "Blog" || row[2] != "-" || row[4] != "1d" || row[5] != "100" || row[6] != "-" {
+		t.Fatalf("row=%q", row)
+	}
+	wantContains(t, out, "default", "http://localhost:3000", "Shop")
+	if n := len(ts.okJSON("project", "list")["projects"].([]any)); n != 3 {
+		t.Fatalf("%d projects, want 3", n)
+	}
+
+	// Only the flags given are sent; flags may follow the positional ID.
+	p = ts.okJSON("project", "update", id, "--name", "Blog 2", "--origin", "https://blog.example")["project"].(map[string]any)
+	if p["name"] != "Blog 2" || p["rateLimitPerMinute"] != float64(100) || p["allowedOrigins"].([]any)[0] != "https://blog.example" {
+		t.Fatalf("project=%v", p)
+	}
+	p = ts.okJSON("project", "update", "--rate-limit", "7", id)["project"].(map[string]any)
+	if p["name"] != "Blog 2" || p["rateLimitPerMinute"] != float64(7) || len(p["allowedOrigins"].([]any)) != 1 {
+		t.Fatalf("project=%v", p)
+	}
+	// A repeatable flag replaces the list; an empty value empties it.
+	p = ts.okJSON("project", "update", id, "--origin", "")["project"].(map[string]any)
+	if len(p["allowedOrigins"].([]any)) != 0 {
+		t.Fatalf("allowedOrigins=%v, want empty", p["allowedOrigins"])
+	}
+	out = ts.ok("project", "update", id, "--session-ttl", "5400")
+	wantContains(t, out, "Blog 2", "1h30m (5400 s)", "7/min")
+
+	wantFail(t, ts.cli("project", "update", "nope", "--name", "x"), 1, "(PROJECT_NOT_FOUND)")
+	wantFail(t, ts.cli("project", "create", "--name", "x", "--origin", "ftp://x.example"), 1, "(VALIDATION_ERROR)")
+}
+
+var keyShape = regexp.MustCompile(`(?m)^    (sk_(live|test)_[0-9A-Za-z]{8}_[0-9A-Za-z]{32})$`)
+
+func TestKeyCommands(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	pid := ts.Project.ID
+
+	out := ts.ok("key", "create", "--project", pid, "--mode", "live")
+	wantContains(t, out, "shown once")
+	m := keyShape.FindStringSubmatch(out)
+	if m == nil || m[2] != "live" {
+		t.Fatalf("no live key on a line of its own:\n%s", out)
+	}
+	key, prefix := m[1], m[1][:16]
+	if row := tableRow(t, out, prefix); strings.Join(row, "|") != prefix+"|live|"+pid+"|active|never|"+row[5] {
+		t.Fatalf("row=%q", row)
+	}
+	if status, body := ts.get("/api/v1/me", key); status != 200 || body["companyId"] != ts.Project.CompanyID {
+		t.Fatalf("GET /me with the printed key: %d %v", status, body)
+	}
+
+	// --json prints the response, key included.
+	created := ts.okJSON("key", "create", "--expires", "2000-01-01T00:00:00Z")
+	if k, _ := created["key"].(string); !strings.HasPrefix(k, "sk_test_") {
+		t.Fatalf("key=%v, want a test key", created["key"])
+	}
+	expired := created["apiKey"].(map[string]any)["prefix"].(string)
+
+	out = ts.ok("key", "list")
+	if got := tableRow(t, out, "PREFIX"); strings.Join(got, "|") != "PREFIX|MODE|PROJECT|STATUS|EXPIRES|CREATED" {
+		t.Fatalf("header=%q", got)
+	}
+	if row := tableRow(t, out, expired); row[1] != "test" || row[2] != "-" || row[3] != "expired" || row[4] != "2000-01-01 00:00:00 UTC" {
+		t.Fatalf("row=%q", row)
+	}
+	if strings.Contains(out, key) {
+		t.Fatal("key list prints a full key")
+	}
+	if n := len(ts.okJSON("key", "list", "--project", pid)["apiKeys"].([]any)); n != 2 {
+		t.Fatalf("%d keys of the default project, want 2", n)
+	}
+
+	// Flags after the positional argument.
+	if got := ts.okJSON("key", "revoke", prefix); len(got) != 1 {
+		t.Fatalf("revoke --json=%v, want {success:true}", got)
+	}
+	if status, body := ts.get("/api/v1/me", key); status != 401 || body["code"] != "API_KEY_REVOKED" {
+		t.Fatalf("GET /me with a revoked key: %d %v", status, body)
+	}
+	if row := tableRow(t, ts.ok("key", "list", "--project", pid), prefix); row[3] != "revoked" {
+		t.Fatalf("row=%q", row)
+	}
+	wantContains(t, ts.ok("key", "revoke", "--", expired), "Revoked API key "+expired)
+	wantFail(t, ts.cli("key", "revoke", "sk_test_ZZZZZZZZ"), 1, "(API_KEY_NOT_FOUND)")
+	wantFail(t, ts.cli("key", "create", "--project", "nope"), 1, "(PROJECT_NOT_FOUND)")
+}
+
+func TestMethodUserAndEventCommands(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	pid := ts.Project.ID
+
+	out := ts.ok("method", "create", "--project", pid, "--method", "bank_id", "--pattern", "direct")
+	wantContains(t, out, "shown once")
+	if secret := regexp.MustCompile(`(?m)^    ([0-9a-f]{64})$`).FindStringSubmatch(out); secret == nil {
+		t.Fatalf("no secret on a line of its own:\n%s", out)
+	}
+	reg := ts.okJSON("method", "create", "--project", pid, "--method", "card", "--pattern", "direct")["registration"].(map[string]any)
+	mid, secret := reg["id"].(string), reg["secret"].(string)
+
+	if status, code := ts.confirm(secret, "card", "ext-1", "Ann@Example.com"); status != 200 {
+		t.Fatalf("confirm: %d %s", status, code)
+	}
+	ts.confirm(secret, "card", "ext-2", "bob@example.com")
+
+	out = ts.ok("user", "list", "--project", pid)
+	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|EXTERNAL ID|COMPANY ID|STATUS|CREATED" {
+		t.Fatalf("header=%q", got)
+	}
+	row := tableRow(t, out, "ann@example.com")
+	uid := row[0]
+	if row[2] != "ext-1" || row[3] != "-" || row[4] != "active" {
+		t.Fatalf("row=%q", row)
+	}
+	users := ts.okJSON("user", "list", "--project", pid, "--email", "bob@example.com")["users"].([]any)
+	if len(users) != 1 || users[0].(map[string]any)["externalUserId"] != "ext-2" {
+		t.Fatalf("users=%v", users)
+	}
+	if out := ts.ok("user", "list", "--project", pid, "--email", "nobody@example.com"); out != "No users.\n" {
+		t.Fatalf("out=%q", out)
+	}
+
+	wantContains(t, ts.ok("user", "disable", uid), "Disabled user "+uid)
+	if status, code := ts.confirm(secret, "card", "ext-1", ""); status != 403 || code != "USER_DISABLED" {
+		t.Fatalf("confirm for a disabled user: %d %s", status, code)
+	}
+	if row := tableRow(t, ts.ok("user", "list", "--project", pid), uid); row[4] != "disabled" {
+		t.Fatalf("row=%q", row)
+	}
+	ts.okJSON("user", "enable", uid)
+	if status, code := ts.confirm(secret, "card", "ext-1", ""); status != 200 {
+		t.Fatalf("confirm after enable: %d %s", status, code)
+	}
+	wantFail(t, ts.cli("user", "disable", "nope"), 1, "(USER_NOT_FOUND)")
+
+	if row := tableRow(t, ts.ok("method", "disable", mid), mid); row[2] != "card" || row[3] != "direct" || row[4] != "inactive" {
+		t.Fatalf("row=%q", row)
+	}
+	if status, _ := ts.confirm(secret, "card", "ext-1", ""); status == 200 {
+		t.Fatal("confirm succeeded on an inactive registration")
+	}
+	got := ts.okJSON("method", "enable", mid)["registration"].(map[string]any)
+	if got["status"] != "active" || got["secret"] != nil {
+		t.Fatalf("registration=%v, want active without its secret", got)
+	}
+
+	// Events: three logins, one disabled user, one inactive method.
+	out = ts.ok("events", "--project", pid)
+	if got := tableRow(t, out, "TIME"); strings.Join(got, "|") != "TIME|PROJECT|METHOD|ACTION|RESULT|EMAIL|IP" {
+		t.Fatalf("header=%q", got)
+	}
+	wantContains(t, out, "user_disabled", "ann@example.com", "ok")
+	evs := ts.okJSON("events", "--project", pid)["events"].([]any)
+	if len(evs) != 5 {
+		t.Fatalf("%d events, want 5", len(evs))
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--failure-code", "user_disabled"}, 1},
+		{[]string{"--limit", "2"}, 2},
+		{[]string{"--project", "nope"}, 0},
+	} {
+		if n := len(ts.okJSON(append([]string{"events"}, tc.args...)...)["events"].([]any)); n != tc.want {
+			t.Errorf("events %v: %d events, want %d", tc.args, n, tc.want)
+		}
+	}
+	out = ts.ok("events", "--failure-code", "user_disabled")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "user_disabled") {
+		t.Fatalf("out=%q", out)
+	}
+	if out := ts.ok("events", "--project", "nope"); out != "No events.\n" {
+		t.Fatalf("out=%q", out)
+	}
+}
+
+func TestBackup(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "backup.db")
+	wantContains(t, ts.ok("backup", "--out", file), "Wrote a backup of", file)
+	checkBackup(t, file, ts.Project.ID)
+	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode=%v, want 0600", st.Mode().Perm())
+	}
+	// Overwrites atomically and leaves no temporary file.
+	got := ts.okJSON("backup", "--out", file)
+	if got["out"] != file || got["bytes"].(float64) <= 0 {
+		t.Fatalf("backup --json=%v", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("%d files in the output directory, want 1", len(ents))
+	}
+
+	// --out - writes the copy to stdout.
+	raw := ts.ok("backup", "--out", "-")
+	stdoutCopy := filepath.Join(dir, "stdout.db")
+	if err := os.WriteFile(stdoutCopy, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkBackup(t, stdoutCopy, ts.Project.ID)
+
+	wantFail(t, ts.cli("backup", "--out", ts.Path, "--data", ts.Path), 1, "refusing")
+	wantFail(t, ts.cli("backup", "--out", filepath.Join(dir, "missing", "b.db")), 1)
+}
+
+// checkBackup opens file as a data file and finds project id in it.
+func checkBackup(t *testing.T, file, projectID string) {
+	t.Helper()
+	db, created, err := store.Open(file, store.Options{})
+	if err != nil {
+		t.Fatalf("open backup: %v", err)
+	}
+	defer db.Close()
+	if created {
+		t.Fatal("backup file was missing")
+	}
+	if err := db.Check(); err != nil {
+		t.Fatalf("backup check: %v", err)
+	}
+	if err := db.View(func(tx *store.Tx) error {
+		_, err := tx.Project(projectID)
+		return err
+	}); err != nil {
+		t.Fatalf("project in backup: %v", err)
+	}
+}
+
+func TestAdminTokenSources(t *testing.T) {
+	ts := newTestServer(t, "") // the server generates the token
+	file := ts.Path + ".admin-token"
+	if err := os.WriteFile(file, []byte("\n  "+ts.AdminToken+"  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrong := "adm_wrongwrongwrongwrongwrong"
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"file from LATCHKEY_DATA", map[string]string{"LATCHKEY_DATA": ts.Path}, nil},
+		{"file from --data", nil, []string{"--data", ts.Path}},
+		{"--data beats LATCHKEY_DATA", map[string]string{"LATCHKEY_DATA": "/nonexistent/x.db"}, []string{"--data", ts.Path}},
+		{"env", map[string]string{"LATCHKEY_ADMIN_TOKEN": ts.AdminToken}, nil},
+		{"env beats file", map[string]string{"LATCHKEY_ADMIN_TOKEN": ts.AdminToken, "LATCHKEY_DATA": "/nonexistent/x.db"}, nil},
+		{"flag beats env", map[string]string{"LATCHKEY_ADMIN_TOKEN": wrong}, []string{"--admin-token", ts.AdminToken}},
+		{"--server flag", map[string]string{"LATCHKEY_SERVER": "http://127.0.0.1:1", "LATCHKEY_ADMIN_TOKEN": ts.AdminToken}, []string{"--server", ts.URL + "/"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"LATCHKEY_SERVER": ts.URL}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			r := run(t, env, append([]string{"project", "list"}, tc.args...)...)
+			if r.Code != 0 || !strings.Contains(r.Stdout, "default") {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+			}
+		})
+	}
+
+	r := run(t, map[string]string{"LATCHKEY_SERVER": ts.URL, "LATCHKEY_DATA": filepath.Join(t.TempDir(), "none.db")}, "project", "list")
+	wantFail(t, r, 1, "no admin token", "none.db.admin-token")
+}
+
+func TestWrongAdminToken(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	wrong := "adm_wrongwrongwrongwrongwrong"
+	for _, args := range [][]string{
+		{"project", "list"},
+		{"key", "create", "--json"},
+		{"user", "disable", "x"},
+		{"backup", "--out", filepath.Join(t.TempDir(), "b.db")},
+		{"backup", "--out", "-"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := run(t, map[string]string{"LATCHKEY_SERVER": ts.URL, "LATCHKEY_ADMIN_TOKEN": wrong}, args...)
+			wantFail(t, r, 1)
+			if !regexp.MustCompile(`^latchkey: \S.* \(UNAUTHORIZED\)\n$`).MatchString(r.Stderr) {
+				t.Fatalf("stderr=%q, want latchkey: <message> (UNAUTHORIZED)", r.Stderr)
+			}
+			if r.Stdout != "" || strings.Contains(r.Stderr, wrong) {
+				t.Fatalf("stdout=%q stderr=%q: want no output and no token", r.Stdout, r.Stderr)
+			}
+		})
+	}
+	// Help and usage never show a token taken from the environment.
+	r := run(t, map[string]string{"LATCHKEY_ADMIN_TOKEN": testAdminToken}, "key", "create", "--help")
+	if r.Code != 0 || strings.Contains(r.Stdout+r.Stderr, testAdminToken) {
+		t.Fatalf("exit %d, help shows the token:\n%s", r.Code, r.Stdout)
+	}
+	// A malformed token is refused without being echoed.
+	bad := "adm_bad\ntoken"
+	r = run(t, map[string]string{"LATCHKEY_SERVER": ts.URL, "LATCHKEY_ADMIN_TOKEN": bad}, "project", "list")
+	wantFail(t, r, 1, "malformed")
+	if strings.Contains(r.Stderr, "adm_bad") {
+		t.Fatalf("stderr echoes the token: %q", r.Stderr)
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	r := run(t, map[string]string{"LATCHKEY_SERVER": "http://127.0.0.1:1", "LATCHKEY_ADMIN_TOKEN": testAdminToken}, "project", "list")
+	wantFail(t, r, 1, "cannot reach http://127.0.0.1:1")
+	if strings.Contains(r.Stderr, testAdminToken) {
+		t.Fatal("stderr holds the token")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	// No server: a usage error must be found before any request.
+	env := map[string]string{"LATCHKEY_SERVER": "http://127.0.0.1:1", "LATCHKEY_ADMIN_TOKEN": testAdminToken}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nothing", nil, "latchkey key create"},
+		{"unknown command", []string{"frob"}, `unknown command "frob"`},
+		{"group alone", []string{"key"}, "missing subcommand"},
+		{"unknown subcommand", []string{"key", "frob"}, `unknown subcommand "frob"`},
+		{"unknown flag", []string{"key", "list", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"flag without value", []string{"key", "list", "--project"}, "flag needs an argument"},
+		{"bad mode", []string{"key", "create", "--mode", "prod"}, "--mode must be live or test"},
+		{"bad expires", []string{"key", "create", "--expires", "tomorrow"}, "--expires must be an RFC 3339 time"},
+		{"missing positional", []string{"key", "revoke"}, "missing PREFIX"},
+		{"extra positional", []string{"key", "revoke", "a", "b"}, `unexpected argument "b"`},
+		{"positional where none", []string{"project", "list", "x"}, `unexpected argument "x"`},
+		{"project name required", []string{"project", "create", "--origin", "https://a.example"}, "--name is required"},
+		{"nothing to update", []string{"project", "update", "x", "--json"}, "nothing to update"},
+		{"bad int", []string{"project", "update", "x", "--session-ttl", "1h"}, "invalid value"},
+		{"method project required", []string{"method", "create", "--method", "m", "--pattern", "direct"}, "--project is required"},
+		{"method pattern", []string{"method", "create", "--project", "p", "--method", "m", "--pattern", "carrier"}, "--pattern must be direct or webhook"},
+		{"user project required", []string{"user", "list"}, "--project is required"},
+		{"events limit", []string{"events", "--limit", "0"}, "--limit must be a positive integer"},
+		{"backup out required", []string{"backup"}, "--out is required"},
+		{"bad server", []string{"project", "list", "--server", "ftp://x.example"}, "--server must be an http:// or https:// URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, env, tc.args...)
+			wantFail(t, r, 2, tc.want)
+			if r.Stdout != "" {
+				t.Fatalf("stdout=%q, want empty", r.Stdout)
+			}
+			if len(tc.args) >= 2 && !strings.Contains(r.Stderr, "Usage: latchkey "+tc.args[0]) {
+				t.Fatalf("stderr has no usage:\n%s", r.Stderr)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"key", "create", "--help"}, []string{"Usage: latchkey key create [flags]", "--mode MODE", "(default test)", "--expires TIME", "--server URL", "--admin-token TOKEN", "--json"}},
+		{[]string{"project", "update", "-h"}, []string{"Usage: latchkey project update ID [flags]", "--origin ORIGIN", "--deny-cidr CIDR", "--session-ttl SECONDS"}},
+		{[]string{"key", "revoke", "x", "--help"}, []string{"latchkey key revoke PREFIX"}},
+		{[]string{"backup", "--help"}, []string{"--out FILE", "0600"}},
+		{[]string{"events", "-help"}, []string{"--failure-code CATEGORY", "--limit N"}},
+		{[]string{"user", "--help"}, []string{"latchkey user list", "latchkey user disable ID", "latchkey user enable ID"}},
+		{[]string{"method", "help"}, []string{"latchkey method create", "latchkey method disable ID"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := run(t, nil, tc.args...)
+			if r.Code != 0 || r.Stderr != "" {
+				t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+			}
+			wantContains(t, r.Stdout, tc.want...)
+		})
+	}
+	var b strings.Builder
+	cli.Usage(&b)
+	wantContains(t, b.String(), "latchkey project create", "latchkey key revoke PREFIX", "latchkey events", "latchkey backup", "--server URL", "LATCHKEY_ADMIN_TOKEN")
+}
+
+// TestCustomHTTPClient checks Env.HTTPClient is used for every call.
+func TestCustomHTTPClient(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	var n int
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		n++
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	var stdout bytes.Buffer
+	env := cli.Env{Getenv: func(k string) string {
+		return map[string]string{"LATCHKEY_SERVER": ts.URL, "LATCHKEY_ADMIN_TOKEN": testAdminToken}[k]
+	}, HTTPClient: hc}
+	for _, args := range [][]string{{"project", "list"}, {"backup", "--out", "-"}} {
+		if code := cli.Run(context.Background(), args, env, &stdout, io.Discard); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d requests through the client, want 2", n)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

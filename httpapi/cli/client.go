@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+)
+
+// maxResponse bounds a JSON response body read into memory.
+const maxResponse = 64 << 20
+
+// commonFlags are the flags every command takes.
+type commonFlags struct {
+	server string
+	token  string
+	data   string
+	json   bool
+	getenv func(string) string
+}
+
+var commonNames = map[string]bool{"server": true, "admin-token": true, "data": true, "json": true}
+
+func isCommonFlag(name string) bool { return commonNames[name] }
+
+// register declares the common flags on fs. The admin token's default is
+// deliberately not taken from the environment, so help never shows it.
+func (cf *commonFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	cf.getenv = getenv
+	fs.StringVar(&cf.server, "server", envOr(getenv, "LATCHKEY_SERVER", defaultServer), "`URL` of the running server's admin API; env LATCHKEY_SERVER")
+	fs.StringVar(&cf.token, "admin-token", "", "admin `TOKEN`; env LATCHKEY_ADMIN_TOKEN, else read from <data>.admin-token")
+	fs.StringVar(&cf.data, "data", envOr(getenv, "LATCHKEY_DATA", defaultData), "data `FILE` whose .admin-token file holds the token; env LATCHKEY_DATA")
+	fs.BoolVar(&cf.json, "json", false, "print the API's JSON response instead of a table")
+}
+
+func envOr(getenv func(string) string, name, def string) string {
+	if v := strings.TrimSpace(getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// client checks --server and returns an admin API client; the token is
+// resolved at the first request, so usage errors come first.
+func (cf *commonFlags) client(env Env) (*client, error) {
+	u, err := url.Parse(strings.TrimSpace(cf.server))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("--server must be an http:// or https:// URL, got %q", cf.server)
+	}
+	u.User = nil
+	hc := env.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: requestTimeout}
+	}
+	return &client{
+		base:      strings.TrimSuffix(u.String(), "/"),
+		http:      hc,
+		ownClient: env.HTTPClient == nil,
+		token:     sync.OnceValues(cf.adminToken),
+	}, nil
+}
+
+// adminToken returns --admin-token, else LATCHKEY_ADMIN_TOKEN, else the
+// content of <data>.admin-token, whitespace trimmed. Its errors never
+// hold the token.
+func (cf *commonFlags) adminToken() (string, error) {
+	tok, from := strings.TrimSpace(cf.token), "--admin-token"
+	if tok == "" {
+		tok, from = strings.TrimSpace(cf.getenv("LATCHKEY_ADMIN_TOKEN")), "LATCHKEY_ADMIN_TOKEN"
+	}
+	if tok == "" {
+		file := cf.data + ".admin-token"
+		b, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("no admin token: pass --admin-token, set LATCHKEY_ADMIN_TOKEN, or point --data (LATCHKEY_DATA) at the server's data file (%s does not exist)", file)
+		} else if err != nil {
+			return "", fmt.Errorf("read admin token: %w", err)
+		}
+		tok, from = strings.TrimSpace(string(b)), file
+		if tok == "" {
+			return "", fmt.Errorf("admin token file %s is empty", file)
+		}
+	}
+	for _, r := range tok {
+		if r <= ' ' || r == 0x7f || r > '~' {
+			return "", fmt.Errorf("the admin token from %s is malformed", from)
+		}
+	}
+	return tok, nil
+}
+
+// client calls the admin API with the admin token.
+type client struct {
+	base      string // scheme://host[:port][/prefix], no trailing slash
+	http      *http.Client
+	ownClient bool // http is ours: backup may replace its timeout
+	token     func() (string, error)
+}
+
+// apiError is an error answer from the server: the envelope's error and
+// code, or the HTTP status when the body is not an envelope.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string {
+	if e.Code == "" {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
+}
+
+// redact replaces the admin token in s, should a message ever hold it.
+func (c *client) redact(s string) string {
+	if tok, err := c.token(); err == nil && tok != "" {
+		s = strings.ReplaceAll(s, tok, "adm_[redacted]")
+	}
+	return s
+}
+
+// request builds an authorized request for path (already escaped) with
+// an optional query and JSON body.
+func (c *client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Request, error) {
+	tok, err := c.token()
+	if err != nil {
+		return nil, err
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "latchkey-cli")
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// do sends an admin API call and returns the raw JSON body of a 2xx
+// answer; any other answer is an *apiError.
+func (c *client) do(ctx context.Context, method, path string, query url.Values, body any) ([]byte, error) {
+	req, err := c.request(ctx, method, path, query, body)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.networkError(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return nil, readAPIError(res)
+	}
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	if err != nil {
+		return nil, fmt.Errorf("read response from %s: %w", c.base, err)
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("unexpected response from %s: %s is not JSON", c.base, res.Header.Get("Content-Type"))
+	}
+	return raw, nil
+}
+
+// networkError words a transport failure; url.Error already strips any
+// password from the URL and the request never carries the token in it.
+func (c *client) networkError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return fmt.Errorf("cannot reach %s: timed out", c.base)
+		}
+		err = ue.Err
+	}
+	return fmt.Errorf("cannot reach %s: %v", c.base, err)
+}
+
+// readAPIError decodes the error envelope of a non-2xx answer.
+func readAPIError(res *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	var env struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	if json.Unmarshal(raw, &env) == nil && env.Error != "" {
+		return &apiError{Status: res.StatusCode, Code: env.Code, Message: env.Error}
+	}
+	return &apiError{Status: res.StatusCode, Message: "server answered " + res.Status}
+}

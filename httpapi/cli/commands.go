@@ -1,0 +1,458 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Wire shapes of the admin API (decisions.md §3).
+
+type project struct {
+	ID                 string   `json:"id"`
+	Name               string   `json:"name"`
+	CompanyID          string   `json:"companyId"`
+	AllowedOrigins     []string `json:"allowedOrigins"`
+	RPID               string   `json:"rpId"`
+	SessionTTLSeconds  int      `json:"sessionTtlSeconds"`
+	RateLimitPerMinute int      `json:"rateLimitPerMinute"`
+	DenyCIDRs          []string `json:"denyCidrs"`
+	CreatedAt          string   `json:"createdAt"`
+}
+
+type apiKey struct {
+	Prefix    string  `json:"prefix"`
+	ProjectID *string `json:"projectId"`
+	Mode      string  `json:"mode"`
+	ExpiresAt *string `json:"expiresAt"`
+	Revoked   bool    `json:"revoked"`
+	CreatedAt string  `json:"createdAt"`
+}
+
+type registration struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"projectId"`
+	Method    string `json:"method"`
+	Pattern   string `json:"pattern"`
+	Status    string `json:"status"`
+	Secret    string `json:"secret"`
+	CreatedAt string `json:"createdAt"`
+}
+
+type user struct {
+	ID             string  `json:"id"`
+	Email          string  `json:"email"`
+	ExternalUserID *string `json:"externalUserId"`
+	CompanyID      *string `json:"companyId"`
+	Disabled       bool    `json:"disabled"`
+	CreatedAt      string  `json:"createdAt"`
+}
+
+type event struct {
+	ProjectID   string  `json:"projectId"`
+	Email       *string `json:"email"`
+	Method      string  `json:"method"`
+	Action      string  `json:"action"`
+	Success     bool    `json:"success"`
+	FailureCode *string `json:"failureCode"`
+	IP          string  `json:"ip"`
+	CreatedAt   string  `json:"createdAt"`
+}
+
+// Projects.
+
+var projectCreate = &command{
+	name:    "project create",
+	summary: "create a project",
+	help:    "Create a project. --name is required; the other flags default as the server decides.",
+	flags: func(fs *flag.FlagSet) action {
+		body := projectFlags(fs)
+		return func(ctx context.Context, c *call) error {
+			if !c.set["name"] {
+				return usagef("--name is required")
+			}
+			var resp struct {
+				Project project `json:"project"`
+			}
+			return c.send(ctx, "POST", "/api/v1/admin/projects", nil, body(c), &resp, func() error {
+				return printProject(c, resp.Project)
+			})
+		}
+	},
+}
+
+var projectList = &command{
+	name:    "project list",
+	summary: "list projects",
+	help:    "List every project.",
+	flags: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, c *call) error {
+			var resp struct {
+				Projects []project `json:"projects"`
+			}
+			return c.send(ctx, "GET", "/api/v1/admin/projects", nil, nil, &resp, func() error {
+				if len(resp.Projects) == 0 {
+					_, err := fmt.Fprintln(c.out, "No projects.")
+					return err
+				}
+				t := newTable(c.out, "ID", "NAME", "ORIGINS", "RP ID", "SESSION TTL", "RATE/MIN", "DENY CIDRS", "COMPANY ID", "CREATED")
+				for _, p := range resp.Projects {
+					t.row(p.ID, p.Name, list(p.AllowedOrigins), p.RPID, humanSeconds(p.SessionTTLSeconds),
+						strconv.Itoa(p.RateLimitPerMinute), list(p.DenyCIDRs), p.CompanyID, humanTime(p.CreatedAt))
+				}
+				return t.flush()
+			})
+		}
+	},
+}
+
+var projectUpdate = &command{
+	name:    "project update",
+	args:    []string{"ID"},
+	summary: "change a project's settings",
+	help: "Change a project: only the flags given are sent. A repeatable flag replaces the\n" +
+		"whole list (--origin \"\" empties it); --rp-id \"\" goes back to the derived rpId.",
+	flags: func(fs *flag.FlagSet) action {
+		body := projectFlags(fs)
+		return func(ctx context.Context, c *call) error {
+			b := body(c)
+			if len(b) == 0 {
+				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --deny-cidr")
+			}
+			var resp struct {
+				Project project `json:"project"`
+			}
+			return c.send(ctx, "PATCH", "/api/v1/admin/projects/"+pathID(c.args[0]), nil, b, &resp, func() error {
+				return printProject(c, resp.Project)
+			})
+		}
+	},
+}
+
+// projectFlags declares the project fields as flags and returns a
+// function that builds the request body from the flags that were set.
+func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
+	name := fs.String("name", "", "project `NAME` (1 to 100 characters)")
+	var origins, deny listFlag
+	fs.Var(&origins, "origin", "allowed `ORIGIN` scheme://host[:port]; repeat or separate with commas")
+	companyID := fs.String("company-id", "", "`ID` of the organisation owning the project (default on create: a new UUID)")
+	rpID := fs.String("rp-id", "", "WebAuthn relying party `HOST` (default: the first origin's host)")
+	ttl := fs.Int("session-ttl", 0, "session lifetime in `SECONDS` (300 to 7776000; server default 86400)")
+	rate := fs.Int("rate-limit", 0, "API key requests per minute, `N` (server default 100)")
+	fs.Var(&deny, "deny-cidr", "refuse logins from `CIDR`; repeat or separate with commas")
+	return func(c *call) map[string]any {
+		b := map[string]any{}
+		for flagName, set := range map[string]func(){
+			"name":        func() { b["name"] = *name },
+			"origin":      func() { b["allowedOrigins"] = []string(origins) },
+			"company-id":  func() { b["companyId"] = *companyID },
+			"rp-id":       func() { b["rpId"] = *rpID },
+			"session-ttl": func() { b["sessionTtlSeconds"] = *ttl },
+			"rate-limit":  func() { b["rateLimitPerMinute"] = *rate },
+			"deny-cidr":   func() { b["denyCidrs"] = []string(deny) },
+		} {
+			if c.set[flagName] {
+				set()
+			}
+		}
+		return b
+	}
+}
+
+func printProject(c *call, p project) error {
+	return details(c.out,
+		"ID", p.ID,
+		"Name", p.Name,
+		"Company ID", p.CompanyID,
+		"Allowed origins", list(p.AllowedOrigins),
+		"RP ID", p.RPID,
+		"Session TTL", fmt.Sprintf("%s (%d s)", humanSeconds(p.SessionTTLSeconds), p.SessionTTLSeconds),
+		"Rate limit", fmt.Sprintf("%d/min per key", p.RateLimitPerMinute),
+		"Deny CIDRs", list(p.DenyCIDRs),
+		"Created", humanTime(p.CreatedAt),
+	)
+}
+
+// API keys.
+
+var keyCreate = &command{
+	name:    "key create",
+	summary: "create an API key (printed once)",
+	help:    "Create an API key. The key is printed once: store it before closing the terminal.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "project `ID` the key belongs to (default: none; such a key only authenticates)")
+		mode := fs.String("mode", "test", "key `MODE`: live or test")
+		expires := fs.String("expires", "", "expiry `TIME`, RFC 3339 such as 2027-01-31T00:00:00Z (default: never)")
+		return func(ctx context.Context, c *call) error {
+			if *mode != "live" && *mode != "test" {
+				return usagef("--mode must be live or test, got %q", *mode)
+			}
+			body := map[string]any{"mode": *mode}
+			if *projectID != "" {
+				body["projectId"] = *projectID
+			}
+			if c.set["expires"] {
+				if _, err := time.Parse(time.RFC3339, *expires); err != nil {
+					return usagef("--expires must be an RFC 3339 time such as 2027-01-31T00:00:00Z, got %q", *expires)
+				}
+				body["expiresAt"] = *expires
+			}
+			var resp struct {
+				Key    string `json:"key"`
+				APIKey apiKey `json:"apiKey"`
+			}
+			return c.send(ctx, "POST", "/api/v1/admin/keys", nil, body, &resp, func() error {
+				fmt.Fprintf(c.out, "API key (shown once; it cannot be retrieved later):\n\n    %s\n\n", resp.Key)
+				return printKeys(c, []apiKey{resp.APIKey})
+			})
+		}
+	},
+}
+
+var keyList = &command{
+	name:    "key list",
+	summary: "list API keys (never the keys themselves)",
+	help:    "List API keys by prefix, all or one project's.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "only the keys of project `ID`")
+		return func(ctx context.Context, c *call) error {
+			q := url.Values{}
+			if *projectID != "" {
+				q.Set("projectId", *projectID)
+			}
+			var resp struct {
+				APIKeys []apiKey `json:"apiKeys"`
+			}
+			return c.send(ctx, "GET", "/api/v1/admin/keys", q, nil, &resp, func() error {
+				if len(resp.APIKeys) == 0 {
+					_, err := fmt.Fprintln(c.out, "No API keys.")
+					return err
+				}
+				return printKeys(c, resp.APIKeys)
+			})
+		}
+	},
+}
+
+var keyRevoke = &command{
+	name:    "key revoke",
+	args:    []string{"PREFIX"},
+	summary: "revoke an API key by its prefix",
+	help:    "Revoke the API key whose prefix (sk_live_… or sk_test_… and 8 characters) is PREFIX.",
+	flags: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, c *call) error {
+			prefix := c.args[0]
+			return c.send(ctx, "POST", "/api/v1/admin/keys/"+pathID(prefix)+"/revoke", nil, nil, nil, func() error {
+				_, err := fmt.Fprintf(c.out, "Revoked API key %s.\n", cell(prefix))
+				return err
+			})
+		}
+	},
+}
+
+func printKeys(c *call, keys []apiKey) error {
+	now := time.Now()
+	t := newTable(c.out, "PREFIX", "MODE", "PROJECT", "STATUS", "EXPIRES", "CREATED")
+	for _, k := range keys {
+		status := "active"
+		if k.Revoked {
+			status = "revoked"
+		} else if k.ExpiresAt != nil {
+			if e, err := time.Parse(time.RFC3339Nano, *k.ExpiresAt); err == nil && !e.After(now) {
+				status = "expired"
+			}
+		}
+		expires := "never"
+		if k.ExpiresAt != nil {
+			expires = humanTime(*k.ExpiresAt)
+		}
+		t.row(k.Prefix, k.Mode, deref(k.ProjectID), status, expires, humanTime(k.CreatedAt))
+	}
+	return t.flush()
+}
+
+// External methods.
+
+var methodCreate = &command{
+	name:    "method create",
+	summary: "register an external method (secret printed once)",
+	help: "Register an external authentication method (BYOAM) for a project. The secret,\n" +
+		"which signs confirm calls, is printed once.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "project `ID` (required)")
+		method := fs.String("method", "", "method `NAME`, [a-z0-9_-]{1,64} (required)")
+		pattern := fs.String("pattern", "", "`PATTERN`: direct or webhook (required)")
+		return func(ctx context.Context, c *call) error {
+			for _, f := range []string{"project", "method", "pattern"} {
+				if !c.set[f] {
+					return usagef("--%s is required", f)
+				}
+			}
+			if *pattern != "direct" && *pattern != "webhook" {
+				return usagef("--pattern must be direct or webhook, got %q", *pattern)
+			}
+			body := map[string]any{"method": *method, "pattern": *pattern}
+			var resp struct {
+				Registration registration `json:"registration"`
+			}
+			return c.send(ctx, "POST", "/api/v1/admin/projects/"+pathID(*projectID)+"/external-methods", nil, body, &resp, func() error {
+				fmt.Fprintf(c.out, "Method secret (shown once; it cannot be retrieved later):\n\n    %s\n\n", resp.Registration.Secret)
+				return printMethod(c, resp.Registration)
+			})
+		}
+	},
+}
+
+var methodDisable = methodStatus("disable", "inactive")
+var methodEnable = methodStatus("enable", "active")
+
+// methodStatus is `method disable|enable ID`: PATCH the registration's status.
+func methodStatus(verb, status string) *command {
+	return &command{
+		name:    "method " + verb,
+		args:    []string{"ID"},
+		summary: verb + " an external method registration",
+		help:    fmt.Sprintf("Set the external method registration ID to %s.", status),
+		flags: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				var resp struct {
+					Registration registration `json:"registration"`
+				}
+				body := map[string]any{"status": status}
+				return c.send(ctx, "PATCH", "/api/v1/admin/external-methods/"+pathID(c.args[0]), nil, body, &resp, func() error {
+					return printMethod(c, resp.Registration)
+				})
+			}
+		},
+	}
+}
+
+func printMethod(c *call, m registration) error {
+	t := newTable(c.out, "ID", "PROJECT", "METHOD", "PATTERN", "STATUS", "CREATED")
+	t.row(m.ID, m.ProjectID, m.Method, m.Pattern, m.Status, humanTime(m.CreatedAt))
+	return t.flush()
+}
+
+// Users.
+
+var userList = &command{
+	name:    "user list",
+	summary: "list a project's users",
+	help:    "List a project's users. --email with an address finds that user; anything else is an address prefix.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "project `ID` (required)")
+		email := fs.String("email", "", "`ADDRESS` or address prefix to search for")
+		limit := fs.Int("limit", 0, "at most `N` users (server default 1000)")
+		return func(ctx context.Context, c *call) error {
+			if !c.set["project"] {
+				return usagef("--project is required")
+			}
+			q := url.Values{"projectId": {*projectID}}
+			if *email != "" {
+				q.Set("email", *email)
+			}
+			if c.set["limit"] {
+				if *limit < 1 {
+					return usagef("--limit must be a positive integer")
+				}
+				q.Set("limit", strconv.Itoa(*limit))
+			}
+			var resp struct {
+				Users []user `json:"users"`
+			}
+			return c.send(ctx, "GET", "/api/v1/admin/users", q, nil, &resp, func() error {
+				if len(resp.Users) == 0 {
+					_, err := fmt.Fprintln(c.out, "No users.")
+					return err
+				}
+				t := newTable(c.out, "ID", "EMAIL", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
+				for _, u := range resp.Users {
+					status := "active"
+					if u.Disabled {
+						status = "disabled"
+					}
+					t.row(u.ID, u.Email, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
+				}
+				return t.flush()
+			})
+		}
+	},
+}
+
+var userDisable = userState("disable", "Disabled user %s; their sessions are revoked.\n")
+var userEnable = userState("enable", "Enabled user %s.\n")
+
+// userState is `user disable|enable ID`.
+func userState(verb, done string) *command {
+	help := "Enable the user ID."
+	if verb == "disable" {
+		help = "Disable the user ID: their sessions are revoked and they cannot log in."
+	}
+	return &command{
+		name:    "user " + verb,
+		args:    []string{"ID"},
+		summary: verb + " a user",
+		help:    help,
+		flags: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				id := c.args[0]
+				return c.send(ctx, "POST", "/api/v1/admin/users/"+pathID(id)+"/"+verb, nil, nil, nil, func() error {
+					_, err := fmt.Fprintf(c.out, done, cell(id))
+					return err
+				})
+			}
+		},
+	}
+}
+
+// Events.
+
+var events = &command{
+	name:    "events",
+	summary: "list recent authentication events, newest first",
+	help:    "List authentication events, newest first.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "only events of project `ID`")
+		failure := fs.String("failure-code", "", "only failures of `CATEGORY` (invalid_code, expired, rate_limited, …)")
+		limit := fs.Int("limit", 0, "at most `N` events, 1 to 1000 (server default 100)")
+		return func(ctx context.Context, c *call) error {
+			q := url.Values{}
+			if *projectID != "" {
+				q.Set("projectId", *projectID)
+			}
+			if *failure != "" {
+				q.Set("failureCode", *failure)
+			}
+			if c.set["limit"] {
+				if *limit < 1 {
+					return usagef("--limit must be a positive integer")
+				}
+				q.Set("limit", strconv.Itoa(*limit))
+			}
+			var resp struct {
+				Events []event `json:"events"`
+			}
+			return c.send(ctx, "GET", "/api/v1/admin/events", q, nil, &resp, func() error {
+				if len(resp.Events) == 0 {
+					_, err := fmt.Fprintln(c.out, "No events.")
+					return err
+				}
+				t := newTable(c.out, "TIME", "PROJECT", "METHOD", "ACTION", "RESULT", "EMAIL", "IP")
+				for _, e := range resp.Events {
+					result := "ok"
+					if !e.Success {
+						result = "failed"
+						if e.FailureCode != nil {
+							result = *e.FailureCode
+						}
+					}
+					t.row(humanTime(e.CreatedAt), e.ProjectID, e.Method, e.Action, result, deref(e.Email), e.IP)
+				}
+				return t.flush()
+			})
+		}
+	},
+}
