@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -115,6 +116,7 @@ type Main struct {
 	// (LATCHKEY_TWILIO_*); ParseFlags sets it.
 	Getenv func(string) string
 
+	mailTLS  *tls.Config // tests trust their SMTP server's certificate
 	http     *http.Server
 	listener net.Listener
 	sched    *scheduler
@@ -315,7 +317,12 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 	if m.Config.SMTPURL == "" {
 		return &mail.Outbox{Dir: m.Config.Data + ".outbox"}, nil
 	}
-	return mail.NewSMTP(m.Config.SMTPURL)
+	t, err := mail.NewSMTP(m.Config.SMTPURL)
+	if err != nil {
+		return nil, err
+	}
+	t.TLSConfig = m.mailTLS
+	return t, nil
 }
 
 // Addr returns the address the server listens on.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -18,9 +19,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"latchkey/mail/mailtest"
 )
 
 // TestMain lets a test run this binary's main as a child process (for
@@ -397,5 +401,72 @@ func TestParseFlags(t *testing.T) {
 		if err := NewMain().ParseFlags(bad, func(string) string { return "" }); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// TestOTPOverSMTP: sign-up and sign-in by email OTP against the real
+// server, with each code read out of a real SMTP exchange (STARTTLS and
+// AUTH) with an in-test mail server.
+func TestOTPOverSMTP(t *testing.T) {
+	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "pw"})
+	data := filepath.Join(t.TempDir(), "latchkey.db")
+	m := NewMain()
+	var out bytes.Buffer
+	m.Stdout = &out
+	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--data", data, "--smtp-url", "smtp://mailer:pw@" + srv.Addr, "--mail-from", "Acme <auth@acme.example>"}, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	m.Logger = discardLogger()
+	m.mailTLS = &tls.Config{RootCAs: srv.CA}
+	var offset atomic.Int64
+	m.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	key := match(t, keyLine, out.String())
+	c := client{t, "http://" + m.Addr()}
+	codeFor := func(addr string, nth int) string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			var mine []mailtest.Message
+			for _, msg := range srv.Messages() {
+				if msg.To == addr {
+					mine = append(mine, msg)
+				}
+			}
+			if len(mine) >= nth {
+				msg := mine[nth-1]
+				if !msg.TLS || msg.Auth != "mailer" || msg.From != "auth@acme.example" {
+					t.Fatalf("exchange: tls=%v auth=%q from=%q", msg.TLS, msg.Auth, msg.From)
+				}
+				code := regexp.MustCompile(`(?m)^\s+(\d{6})\s*$`).FindStringSubmatch(string(msg.Data))
+				if code == nil {
+					t.Fatalf("no code in:\n%s", msg.Data)
+				}
+				return code[1]
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("no message %d to %s", nth, addr)
+		return ""
+	}
+	const addr = "smtp-user@example.com"
+	if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": addr}); st != 200 {
+		t.Fatalf("send: %d %v", st, body)
+	}
+	st, body := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": addr, "code": codeFor(addr, 1)})
+	if st != 200 || body["isNewUser"] != true {
+		t.Fatalf("sign-up: %d %v", st, body)
+	}
+	userID := body["userId"]
+	offset.Store(int64(time.Minute)) // past the 30-second send throttle
+	if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": addr}); st != 200 {
+		t.Fatalf("second send: %d %v", st, body)
+	}
+	st, body = c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": addr, "code": codeFor(addr, 2)})
+	if st != 200 || body["isNewUser"] != false || body["userId"] != userID {
+		t.Fatalf("sign-in: %d %v", st, body)
 	}
 }

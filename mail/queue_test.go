@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"latchkey/mail"
+	"latchkey/mail/mailtest"
 	"latchkey/store"
 )
 
@@ -211,14 +212,14 @@ func TestQueueSurvivesRestart(t *testing.T) {
 // TestQueueThroughSMTP runs the queue against the in-test SMTP server and
 // reads the code back out of the received MIME message.
 func TestQueueThroughSMTP(t *testing.T) {
-	srv := newSMTPServer(t, smtpOpts{user: "u", pass: "p"})
+	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "p"})
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Zürich Bank", Code: "975310", TTLSeconds: 600})
 	s := mustSMTP(t, "smtp://u:p@"+srv.Addr, srv.CA)
 	if err := f.queue(s, io.Discard).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := srv.messages()
+	got := srv.Messages()
 	if len(got) != 1 {
 		t.Fatalf("received %d", len(got))
 	}

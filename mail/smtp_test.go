@@ -3,185 +3,16 @@ package mail_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"errors"
-	"io"
-	"math/big"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/emersion/go-sasl"
-	smtpd "github.com/emersion/go-smtp"
-
 	"latchkey/mail"
+	"latchkey/mail/mailtest"
 )
-
-// smtpServer is a real SMTP server in the test (go-smtp) that records
-// what it receives.
-type smtpServer struct {
-	Addr string
-	CA   *x509.CertPool
-
-	mu       sync.Mutex
-	msgs     []received
-	authUser string
-	// RejectRcpt answers RCPT with this code when set (e.g. 550, 451).
-	RejectRcpt int
-	fails      int // remaining DATA commands to fail with 451
-}
-
-type received struct {
-	From, To string
-	Data     []byte
-	Auth     string
-	TLS      bool
-}
-
-type smtpOpts struct {
-	implicitTLS bool
-	noTLS       bool
-	user, pass  string
-}
-
-func newSMTPServer(t *testing.T, o smtpOpts) *smtpServer {
-	t.Helper()
-	cert, pool := selfSigned(t)
-	s := &smtpServer{CA: pool}
-	srv := smtpd.NewServer(&backend{s: s, o: o})
-	srv.Domain = "localhost"
-	srv.AllowInsecureAuth = false
-	if !o.noTLS {
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
-	}
-	var ln net.Listener
-	var err error
-	if o.implicitTLS {
-		ln, err = tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
-	} else {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Addr = ln.Addr().String()
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return s
-}
-
-func (s *smtpServer) messages() []received {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]received(nil), s.msgs...)
-}
-
-type backend struct {
-	s *smtpServer
-	o smtpOpts
-}
-
-func (b *backend) NewSession(c *smtpd.Conn) (smtpd.Session, error) {
-	return &session{b: b, conn: c}, nil
-}
-
-type session struct {
-	b    *backend
-	conn *smtpd.Conn
-	user string
-	cur  received
-}
-
-func (s *session) AuthMechanisms() []string { return []string{sasl.Plain} }
-
-func (s *session) Auth(mech string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(identity, username, password string) error {
-		if username != s.b.o.user || password != s.b.o.pass {
-			return errors.New("invalid credentials")
-		}
-		s.user = username
-		return nil
-	}), nil
-}
-
-func (s *session) Mail(from string, _ *smtpd.MailOptions) error {
-	if s.b.o.user != "" && s.user == "" {
-		return &smtpd.SMTPError{Code: 530, Message: "authentication required"}
-	}
-	s.cur.From = from
-	return nil
-}
-
-func (s *session) Rcpt(to string, _ *smtpd.RcptOptions) error {
-	s.b.s.mu.Lock()
-	code := s.b.s.RejectRcpt
-	s.b.s.mu.Unlock()
-	if code != 0 {
-		return &smtpd.SMTPError{Code: code, Message: "rejected"}
-	}
-	s.cur.To = to
-	return nil
-}
-
-func (s *session) Data(r io.Reader) error {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	srv := s.b.s
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if srv.fails > 0 {
-		srv.fails--
-		return &smtpd.SMTPError{Code: 451, Message: "try again later"}
-	}
-	_, isTLS := s.conn.TLSConnectionState()
-	s.cur.Data, s.cur.Auth, s.cur.TLS = data, s.user, isTLS
-	srv.msgs = append(srv.msgs, s.cur)
-	return nil
-}
-
-func (s *session) Reset()        { s.cur = received{} }
-func (s *session) Logout() error { return nil }
-
-// selfSigned returns a certificate for 127.0.0.1 and a pool trusting it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "latchkey test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(c)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
-}
 
 func testMessage() *mail.Message {
 	return &mail.Message{ID: "mail-1", From: "Latchkey <auth@example.com>", To: "user@example.com",
@@ -200,12 +31,12 @@ func mustSMTP(t *testing.T, rawURL string, pool *x509.CertPool) *mail.SMTP {
 }
 
 func TestSMTPStartTLSAndAuth(t *testing.T) {
-	srv := newSMTPServer(t, smtpOpts{user: "mailer", pass: "s3cret p@ss"})
+	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "s3cret p@ss"})
 	s := mustSMTP(t, "smtp://mailer:s3cret%20p%40ss@"+srv.Addr, srv.CA)
 	if err := s.Send(context.Background(), testMessage()); err != nil {
 		t.Fatal(err)
 	}
-	got := srv.messages()
+	got := srv.Messages()
 	if len(got) != 1 {
 		t.Fatalf("got %d messages", len(got))
 	}
@@ -219,23 +50,23 @@ func TestSMTPStartTLSAndAuth(t *testing.T) {
 }
 
 func TestSMTPImplicitTLS(t *testing.T) {
-	srv := newSMTPServer(t, smtpOpts{implicitTLS: true, user: "u", pass: "p"})
+	srv := mailtest.NewServer(t, mailtest.Options{ImplicitTLS: true, User: "u", Pass: "p"})
 	s := mustSMTP(t, "smtps://u:p@"+srv.Addr, srv.CA)
 	if err := s.Send(context.Background(), testMessage()); err != nil {
 		t.Fatal(err)
 	}
-	if got := srv.messages(); len(got) != 1 || !got[0].TLS || got[0].Auth != "u" {
+	if got := srv.Messages(); len(got) != 1 || !got[0].TLS || got[0].Auth != "u" {
 		t.Fatalf("received %+v", got)
 	}
 }
 
 func TestSMTPPlainWithoutTLS(t *testing.T) {
-	srv := newSMTPServer(t, smtpOpts{noTLS: true})
+	srv := mailtest.NewServer(t, mailtest.Options{NoTLS: true})
 	s := mustSMTP(t, "smtp://"+srv.Addr, srv.CA)
 	if err := s.Send(context.Background(), testMessage()); err != nil {
 		t.Fatal(err)
 	}
-	if got := srv.messages(); len(got) != 1 || got[0].TLS {
+	if got := srv.Messages(); len(got) != 1 || got[0].TLS {
 		t.Fatalf("received %+v", got)
 	}
 	// tls=required refuses a server without STARTTLS.
@@ -246,27 +77,23 @@ func TestSMTPPlainWithoutTLS(t *testing.T) {
 }
 
 func TestSMTPErrors(t *testing.T) {
-	srv := newSMTPServer(t, smtpOpts{user: "u", pass: "right"})
+	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "right"})
 	// Wrong password: refused, and the password is not in the text.
 	s := mustSMTP(t, "smtp://u:wrongpassword@"+srv.Addr, srv.CA)
 	err := s.Send(context.Background(), testMessage())
 	if err == nil || !strings.Contains(err.Error(), "AUTH") || strings.Contains(err.Error(), "wrongpassword") {
 		t.Fatalf("err = %v, want an AUTH failure without the password", err)
 	}
-	if len(srv.messages()) != 0 {
+	if len(srv.Messages()) != 0 {
 		t.Fatal("message accepted without authentication")
 	}
 	// 451 on RCPT is transient; 550 permanent.
 	s = mustSMTP(t, "smtp://u:right@"+srv.Addr, srv.CA)
-	srv.mu.Lock()
-	srv.RejectRcpt = 451
-	srv.mu.Unlock()
+	srv.RejectRcpt(451)
 	if err := s.Send(context.Background(), testMessage()); err == nil || mail.IsPermanent(err) {
 		t.Fatalf("451: err = %v, want transient", err)
 	}
-	srv.mu.Lock()
-	srv.RejectRcpt = 550
-	srv.mu.Unlock()
+	srv.RejectRcpt(550)
 	if err := s.Send(context.Background(), testMessage()); err == nil || !mail.IsPermanent(err) {
 		t.Fatalf("550: err = %v, want permanent", err)
 	}
