@@ -1,0 +1,167 @@
+package auth
+
+import (
+	"errors"
+	"time"
+
+	"latchkey/auth/totp"
+	"latchkey/store"
+)
+
+// TOTP hardening (decisions.md §8, a deviation from the contract's "no
+// rate limit"): after TOTPMaxFailures consecutive failures every try
+// fails for TOTPLockout.
+const (
+	TOTPMaxFailures = 10
+	TOTPLockout     = 15 * time.Minute
+	factorTOTP      = "totp"
+	factorPending   = "pending"
+	factorEnrolled  = "enrolled"
+)
+
+// TOTP failures: the wire answer is always 401 VERIFICATION_FAILED; the
+// category tells them apart on the event.
+var (
+	errTOTPReused = ErrVerificationFailed.withCategory(CatAlreadyUsed).With("This code was already used. Wait for the next code.")
+	errTOTPLocked = ErrVerificationFailed.withCategory(CatRateLimited).With("Too many failed attempts. Try again later.")
+)
+
+// TOTPEnrollment is a new pending TOTP secret, shown once.
+type TOTPEnrollment struct {
+	OtpauthURL    string // otpauth://totp/<project>:<email>?…
+	QRCodeDataURL string // data:image/png;base64,… of a 256×256 QR code of OtpauthURL
+	Secret        string // base32, for manual entry
+}
+
+// totpAAD binds a sealed TOTP secret to its user's factor row.
+func totpAAD(userID string) []byte { return []byte("totp:" + userID) }
+
+// EnrollTOTP makes a new TOTP secret for the session user (issuer = the
+// project's name, account = the user's email) and stores it sealed as a
+// pending factor, replacing a pending one. 409 ALREADY_ENROLLED once the
+// factor is enrolled.
+func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
+	u, err := s.SessionUser(pr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.project(u.ProjectID)
+	if err != nil {
+		return nil, internal(err)
+	}
+	key, err := totp.Generate(p.Name, u.Email)
+	if err != nil {
+		return nil, internal(err)
+	}
+	qr, err := totp.QRDataURL(key.URL)
+	if err != nil {
+		return nil, internal(err)
+	}
+	sealed, err := s.keys.Seal(key.Secret, totpAAD(u.ID))
+	if err != nil {
+		return nil, internal(err)
+	}
+	var fail error
+	err = s.db.Update(func(tx *store.Tx) error {
+		fail = nil
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		if f, err := tx.Factor(u.ID, factorTOTP); err == nil && f.Status == factorEnrolled {
+			fail = ErrAlreadyEnrolled
+			return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "enroll", fail, m)
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		f := &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorTOTP, Status: factorPending,
+			Secret: sealed, CreatedAt: s.now().UTC()}
+		if err := tx.PutFactor(f); err != nil {
+			return err
+		}
+		return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "enroll", nil, m)
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	return &TOTPEnrollment{OtpauthURL: key.URL, QRCodeDataURL: qr, Secret: key.Base32}, nil
+}
+
+// VerifyTOTP checks a code against the session user's TOTP factor: the
+// current step ±1, and only a step newer than the last accepted one. The
+// first correct code enrolls a pending factor (event totp.enrolled);
+// later ones are step-up checks. Errors: 400 VALIDATION_ERROR for an
+// empty or non-digit code; 404 TOTP_NOT_ENROLLED without a factor; 401
+// VERIFICATION_FAILED for a wrong or reused code (each counts as a
+// failure) and, after TOTPMaxFailures consecutive failures, for every try
+// during TOTPLockout. A correct code resets the failure count.
+func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
+	if err := checkCodeShape(code); err != nil {
+		u, uerr := s.SessionUser(pr)
+		if uerr != nil {
+			return uerr
+		}
+		return s.recordOnly(u.ProjectID, u.ID, u.Email, "totp", "verify", err, m)
+	}
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		fail = nil
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "verify", e, m)
+		}
+		f, err := tx.Factor(u.ID, factorTOTP)
+		if errors.Is(err, store.ErrNotFound) {
+			return failWith(ErrTOTPNotEnrolled)
+		} else if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if now.Before(f.LockedUntil) {
+			return failWith(errTOTPLocked)
+		}
+		if !f.LockedUntil.IsZero() { // the lockout has passed: a fresh count
+			f.Failures, f.LockedUntil = 0, time.Time{}
+		}
+		secret, err := s.keys.Open(f.Secret, totpAAD(u.ID))
+		if err != nil {
+			return failWith(ErrInternal.Because(err))
+		}
+		step, matched := totp.Match(secret, code, now)
+		if !matched || step <= f.LastStep {
+			f.Failures++
+			if f.Failures >= TOTPMaxFailures {
+				f.LockedUntil = now.Add(TOTPLockout)
+			}
+			if err := tx.PutFactor(f); err != nil {
+				return err
+			}
+			if matched {
+				return failWith(errTOTPReused)
+			}
+			return failWith(ErrVerificationFailed)
+		}
+		f.LastStep, f.Failures, f.LockedUntil = step, 0, time.Time{}
+		if f.Status != factorEnrolled {
+			f.Status, f.EnrolledAt = factorEnrolled, &now
+			if err := s.emit(tx, u.ProjectID, "totp.enrolled", map[string]string{"user_id": u.ID}); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutFactor(f); err != nil {
+			return err
+		}
+		return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "verify", nil, m)
+	})
+	if err != nil {
+		return internal(err)
+	}
+	return fail
+}
