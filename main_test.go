@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -115,6 +116,20 @@ func TestFirstStartAndRestart(t *testing.T) {
 		t.Fatalf("create key: %d %v", st, body)
 	}
 	live := body["key"].(string)
+	// A user enrolls TOTP: the secret must not be in the file either.
+	c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "scan@example.com"})
+	st, login := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "scan@example.com", "code": waitForCode(t, data+".outbox")})
+	if st != 200 {
+		t.Fatalf("otp verify: %d %v", st, login)
+	}
+	st, enroll := c.do("POST", "/api/v1/totp/enroll", login["token"].(string), map[string]any{})
+	if st != 200 {
+		t.Fatalf("totp enroll: %d %v", st, enroll)
+	}
+	totpSecret, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(enroll["secret"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{data + ".key", data + ".admin-token", data} {
 		fi, err := os.Stat(f)
 		if err != nil {
@@ -138,7 +153,9 @@ func TestFirstStartAndRestart(t *testing.T) {
 	for name, secret := range map[string][]byte{
 		"test key": []byte(key), "live key": []byte(live), "admin token": []byte(admin),
 		"master key (base64)": bytes.TrimSpace(master), "master key (raw)": rawMaster,
-		"key secret part": []byte(key[strings.LastIndex(key, "_")+1:]),
+		"key secret part":      []byte(key[strings.LastIndex(key, "_")+1:]),
+		"totp secret (base32)": []byte(enroll["secret"].(string)), "totp secret (raw)": totpSecret,
+		"totp secret (base64, as JSON holds bytes)": []byte(strings.TrimRight(base64.StdEncoding.EncodeToString(totpSecret), "=")),
 	} {
 		if len(secret) < 16 {
 			t.Fatalf("%s too short to scan for", name)
