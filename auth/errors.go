@@ -118,6 +118,10 @@ var (
 	ErrUnknownCredential = newErr(http.StatusUnauthorized, "INVALID_CREDENTIAL", CatUserNotFound, "Passkey sign-in failed.")
 	ErrUserExists        = newErr(http.StatusConflict, "USER_EXISTS", CatUserExists, "An account with this email already exists; sign in and add a passkey.")
 	ErrPasskeyNotFound   = newErr(http.StatusNotFound, "PASSKEY_NOT_FOUND", "", "Passkey not found.")
+	ErrNoPasskey         = newErr(http.StatusNotFound, "USER_NOT_FOUND", CatUserNotFound, "No passkey is registered for this email.")
+	// ErrPasskeyLoginInternal is the contract's passkey-login catch-all:
+	// a failure inside the service answered 401, category internal_error.
+	ErrPasskeyLoginInternal = newErr(http.StatusUnauthorized, "INTERNAL_ERROR", CatInternal, "Passkey sign-in failed; retry.")
 )
 
 // External-method (BYOAM) errors.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -14,26 +15,73 @@ import (
 	"latchkey/store"
 )
 
-// ChallengeLifetime is how long a WebAuthn ceremony may take.
+// ChallengeLifetime is how long a WebAuthn ceremony may take: its
+// challenge is refused after that, and go-webauthn enforces the same
+// timeout on its session data.
 const ChallengeLifetime = 5 * time.Minute
 
-// relyingParty returns the project's WebAuthn relying party: rpId, the
-// project's name, and its allowed origins (or the base URL's origin).
+// Challenge kinds.
+const (
+	challengeRegister = "register"
+	challengeLogin    = "login"
+)
+
+// relyingParty returns the project's WebAuthn relying party: RPID(p), the
+// project's name, and its allowed origins (or the base URL's origin when
+// it has none). A relying party id that is an IP address cannot hold
+// passkeys (browsers and go-webauthn refuse it): 400 VALIDATION_ERROR
+// naming the fix.
 func (s *Service) relyingParty(p *store.Project) (*webauthn.WebAuthn, error) {
-	origins := p.AllowedOrigins
-	rpID := s.RPID(p)
-	if len(origins) == 0 {
-		origins = []string{s.baseOrigin()}
+	rpID, origins := s.RPID(p), s.rpOrigins(p)
+	if _, err := netip.ParseAddr(rpID); err == nil || rpID == "" {
+		return nil, Invalid("Passkeys need a domain name as relying party id, not %q: set the project's rpId or allowedOrigins.", rpID)
 	}
 	timeout := webauthn.TimeoutConfig{Enforce: true, Timeout: ChallengeLifetime, TimeoutUVD: ChallengeLifetime}
-	return webauthn.New(&webauthn.Config{
+	rp, err := webauthn.New(&webauthn.Config{
 		RPID: rpID, RPDisplayName: p.Name, RPOrigins: origins,
 		Timeouts: webauthn.TimeoutsConfig{Login: timeout, Registration: timeout},
 		AuthenticatorSelection: protocol.AuthenticatorSelection{
 			ResidentKey:      protocol.ResidentKeyRequirementPreferred,
 			UserVerification: protocol.VerificationPreferred,
 		},
+		// Browsers and password managers add client extension outputs
+		// nobody asked for; WebAuthn §7.1 step 14 lets the relying party
+		// ignore them, and none is trusted for anything here.
+		ExtensionsUnsolicitedOutputPolicy: protocol.UnsolicitedOutputPolicyIgnore,
 	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	return rp, nil
+}
+
+// rpOrigins returns the origins a ceremony's clientData may name: the
+// project's allowed origins, or the base URL's origin. When the rpId is
+// "localhost" standing in for a loopback address (see RPID), each
+// loopback origin's localhost twin is accepted too, as that is the
+// address a browser can use.
+func (s *Service) rpOrigins(p *store.Project) []string {
+	origins := append([]string(nil), p.AllowedOrigins...)
+	if len(origins) == 0 {
+		origins = []string{s.baseOrigin()}
+	}
+	if s.RPID(p) != "localhost" {
+		return origins
+	}
+	for _, o := range origins {
+		u, err := url.Parse(o)
+		if err != nil || !isLoopbackIP(u.Hostname()) {
+			continue
+		}
+		twin := u.Scheme + "://localhost"
+		if port := u.Port(); port != "" {
+			twin += ":" + port
+		}
+		if !contains(origins, twin) {
+			origins = append(origins, twin)
+		}
+	}
+	return origins
 }
 
 func (s *Service) baseOrigin() string {
@@ -45,7 +93,22 @@ func (s *Service) baseOrigin() string {
 	return o
 }
 
-// waUser adapts a user and their credentials to webauthn.User.
+func isLoopbackIP(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// waUser adapts a user and their credentials to webauthn.User. The
+// WebAuthn user handle is the user id's bytes.
 type waUser struct {
 	id, name string
 	creds    []webauthn.Credential
@@ -57,38 +120,124 @@ func (u *waUser) WebAuthnDisplayName() string                { return u.name }
 func (u *waUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
 
 // loadWAUser returns u with its stored credentials.
-func loadWAUser(tx *store.Tx, u *store.User) (*waUser, []*store.Passkey, error) {
+func loadWAUser(tx *store.Tx, u *store.User) (*waUser, error) {
 	pks, err := tx.UserPasskeys(u.ProjectID, u.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	wu := &waUser{id: u.ID, name: u.Email}
 	for _, pk := range pks {
 		var c webauthn.Credential
 		if err := json.Unmarshal(pk.Credential, &c); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		wu.creds = append(wu.creds, c)
 	}
-	return wu, pks, nil
+	return wu, nil
 }
 
-// Ceremony is a started WebAuthn ceremony: the id to send back and the
-// options for navigator.credentials.
+// Ceremony is a started WebAuthn ceremony: the id to send back with the
+// browser's answer, and the options for navigator.credentials.
 type Ceremony struct {
 	ChallengeID string
-	Options     any
+	// Options is go-webauthn's PublicKeyCredentialCreationOptions or
+	// PublicKeyCredentialRequestOptions JSON, holding the same object
+	// again under "publicKey" so either reading of it works.
+	Options json.RawMessage
+}
+
+// ceremonyOptions returns opts as JSON with a copy of itself under
+// "publicKey".
+func ceremonyOptions(opts any) (json.RawMessage, error) {
+	raw, err := json.Marshal(opts)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	m["publicKey"] = raw
+	return json.Marshal(m)
+}
+
+// putChallenge stores ch (project, kind and owner set by the caller) with
+// a fresh random id, a 5-minute expiry and go-webauthn's session data, and
+// returns the ceremony for opts.
+func (s *Service) putChallenge(ch *store.Challenge, sess *webauthn.SessionData, opts any) (*Ceremony, error) {
+	ch.ID = uuid.NewString() // random: the id is the only handle on it
+	ch.ExpiresAt = s.now().Add(ChallengeLifetime).UTC()
+	var err error
+	if ch.Session, err = json.Marshal(sess); err != nil {
+		return nil, internal(err)
+	}
+	cer := &Ceremony{ChallengeID: ch.ID}
+	if cer.Options, err = ceremonyOptions(opts); err != nil {
+		return nil, internal(err)
+	}
+	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutChallenge(ch) }); err != nil {
+		return nil, internal(err)
+	}
+	return cer, nil
+}
+
+// takeChallenge consumes challenge id of kind inside tx and returns its
+// session data. A challenge of another project or kind, or one belongs
+// refuses, is left alone; an expired one is deleted. All of these,
+// and an unknown id, are 400 CHALLENGE_EXPIRED. A challenge is consumed
+// before its ceremony is verified, so a failed verify cannot be retried.
+func (s *Service) takeChallenge(tx *store.Tx, p *store.Project, id, kind string, belongs func(*store.Challenge) bool) (*store.Challenge, *webauthn.SessionData, error) {
+	ch, err := tx.Challenge(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, ErrChallengeExpired
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if ch.ProjectID != p.ID || ch.Kind != kind || (belongs != nil && !belongs(ch)) {
+		return nil, nil, ErrChallengeExpired
+	}
+	if err := tx.DeleteChallenge(id); err != nil {
+		return nil, nil, err
+	}
+	if !s.now().Before(ch.ExpiresAt) {
+		return nil, nil, ErrChallengeExpired
+	}
+	var sess webauthn.SessionData
+	if err := json.Unmarshal(ch.Session, &sess); err != nil {
+		return nil, nil, err
+	}
+	return ch, &sess, nil
+}
+
+// checkFinish validates a verify call's body before anything is
+// consumed: a challengeId and a credential that is a JSON object, else
+// 400 VALIDATION_ERROR.
+func checkFinish(challengeID string, credential json.RawMessage) error {
+	if challengeID == "" {
+		return Invalid("challengeId is required.")
+	}
+	if len(credential) == 0 || credential[0] != '{' {
+		return Invalid("credential must be the browser's PublicKeyCredential JSON object.")
+	}
+	return nil
 }
 
 // BeginPasskeyRegistration starts adding a passkey. With pr (a session)
-// it is for that user; otherwise it is a sign-up for email, which must
-// not have an account (409 USER_EXISTS).
+// it is for that user, excluding the credentials they already have;
+// otherwise it is a sign-up for rawEmail, which must not have an account
+// (409 USER_EXISTS). Bad email: 400 VALIDATION_ERROR; a denied IP: 403
+// RISK_BLOCKED.
 func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawEmail string, m Meta) (*Ceremony, error) {
+	ch := &store.Challenge{ProjectID: p.ID, Kind: challengeRegister}
+	if pr == nil {
+		if err := s.checkRisk(p, m, false); err != nil {
+			return nil, s.recordOnly(p.ID, "", "", "passkey", "register_start", err, m)
+		}
+	}
 	rp, err := s.relyingParty(p)
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
 	}
-	ch := &store.Challenge{ID: uuid.NewString(), ProjectID: p.ID, Kind: "register", ExpiresAt: s.now().Add(ChallengeLifetime).UTC()}
 	var wu *waUser
 	err = s.db.View(func(tx *store.Tx) error {
 		if pr != nil {
@@ -96,70 +245,39 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 			if err != nil {
 				return err
 			}
-			wu, _, err = loadWAUser(tx, u)
 			ch.UserID = u.ID
+			wu, err = loadWAUser(tx, u)
 			return err
 		}
 		email, err := NormalizeEmail(rawEmail)
 		if err != nil {
 			return err
 		}
+		ch.Email = email
 		if _, err := tx.UserByEmail(p.ID, email); err == nil {
 			return ErrUserExists
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		ch.UserID, ch.Email = newID(), email
+		ch.UserID = newID()
 		wu = &waUser{id: ch.UserID, name: email}
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, ErrUserExists) {
 		return nil, s.recordOnly(p.ID, "", ch.Email, "passkey", "register_start", err, m)
+	} else if err != nil {
+		return nil, internal(err)
 	}
-	var exclude []protocol.CredentialDescriptor
+	exclude := make([]protocol.CredentialDescriptor, 0, len(wu.creds))
 	for _, c := range wu.creds {
 		exclude = append(exclude, c.Descriptor())
 	}
 	creation, sess, err := rp.BeginRegistration(wu, webauthn.WithExclusions(exclude),
-		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementPreferred))
+		webauthn.WithExtensions(webauthn.WithExtensionCredProps()))
 	if err != nil {
 		return nil, internal(err)
 	}
-	if ch.Session, err = json.Marshal(sess); err != nil {
-		return nil, internal(err)
-	}
-	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutChallenge(ch) }); err != nil {
-		return nil, internal(err)
-	}
-	return &Ceremony{ChallengeID: ch.ID, Options: creation}, nil
-}
-
-// takeChallenge loads and deletes a challenge of kind for project: every
-// challenge is used once, whatever the outcome. Unknown, used, expired or
-// foreign challenges are 400 CHALLENGE_EXPIRED.
-func (s *Service) takeChallenge(p *store.Project, id, kind string) (*store.Challenge, *webauthn.SessionData, error) {
-	var ch *store.Challenge
-	err := s.db.Update(func(tx *store.Tx) error {
-		var err error
-		ch, err = tx.Challenge(id)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrChallengeExpired
-		} else if err != nil {
-			return err
-		}
-		return tx.DeleteChallenge(id)
-	})
-	if err != nil {
-		return nil, nil, internal(err)
-	}
-	if ch.ProjectID != p.ID || ch.Kind != kind || !s.now().Before(ch.ExpiresAt) {
-		return nil, nil, ErrChallengeExpired
-	}
-	var sess webauthn.SessionData
-	if err := json.Unmarshal(ch.Session, &sess); err != nil {
-		return nil, nil, internal(err)
-	}
-	return ch, &sess, nil
+	return s.putChallenge(ch, sess, creation.Response)
 }
 
 // PasskeyRegistration is the outcome of a registration: the new
@@ -170,61 +288,85 @@ type PasskeyRegistration struct {
 }
 
 // FinishPasskeyRegistration verifies the browser's credential for a
-// challenge and stores the passkey (400 INVALID_CREDENTIAL when it does
-// not verify). A sign-up creates the user and signs them in.
+// challenge and stores the passkey, emitting passkey.registered. A
+// sign-up also creates the user (user.registered) and signs them in
+// (session.created). Errors: 400 VALIDATION_ERROR for a malformed body
+// (nothing consumed); 400 CHALLENGE_EXPIRED for an unknown, used, expired
+// or foreign challenge; 400 INVALID_CREDENTIAL when the credential does
+// not verify or is already registered; 409 USER_EXISTS when the email got
+// an account meanwhile. Consuming the challenge, the failure's event or
+// the new passkey, user, session and events are one transaction.
 func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, challengeID string, credential json.RawMessage, m Meta) (*PasskeyRegistration, error) {
-	if challengeID == "" || len(credential) == 0 {
-		return nil, Invalid("challengeId and credential are required.")
+	if err := checkFinish(challengeID, credential); err != nil {
+		return nil, err
 	}
-	ch, sess, err := s.takeChallenge(p, challengeID, "register")
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "passkey", "register", err, m)
-	}
-	if (pr == nil) != (ch.Email != "") || (pr != nil && pr.UserID != ch.UserID) {
-		return nil, s.recordOnly(p.ID, "", "", "passkey", "register", ErrChallengeExpired, m)
-	}
-	parsed, err := protocol.ParseCredentialCreationResponseBytes(credential)
-	if err != nil {
-		return nil, s.recordOnly(p.ID, ch.UserID, ch.Email, "passkey", "register", ErrInvalidCredential.Because(err), m)
+	signup := pr == nil
+	if signup {
+		if err := s.checkRisk(p, m, true); err != nil {
+			return nil, s.recordOnly(p.ID, "", "", "passkey", "register", err, m)
+		}
 	}
 	rp, err := s.relyingParty(p)
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
+	}
+	parsed, parseErr := protocol.ParseCredentialCreationResponseBytes(credential)
+	belongs := func(ch *store.Challenge) bool {
+		if signup {
+			return ch.Email != ""
+		}
+		return ch.Email == "" && ch.UserID == pr.UserID
 	}
 	var out PasskeyRegistration
 	var fail error
 	err = s.db.Update(func(tx *store.Tx) error {
 		out, fail = PasskeyRegistration{}, nil
+		userID, email := "", ""
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, p.ID, userID, email, "passkey", "register", e, m)
+		}
+		ch, sess, err := s.takeChallenge(tx, p, challengeID, challengeRegister, belongs)
+		if isAuthError(err) {
+			return failWith(err)
+		} else if err != nil {
+			return err
+		}
 		now := s.now().UTC()
 		var u *store.User
 		var wu *waUser
-		var err error
-		if pr != nil {
+		if signup {
+			email = ch.Email
+			if _, err := tx.UserByEmail(p.ID, ch.Email); err == nil {
+				return failWith(ErrUserExists)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now}
+			wu = &waUser{id: u.ID, name: u.Email}
+		} else {
 			if u, err = s.sessionUserTx(tx, pr); err != nil {
 				return err
 			}
-			if wu, _, err = loadWAUser(tx, u); err != nil {
+			userID, email = u.ID, u.Email
+			if wu, err = loadWAUser(tx, u); err != nil {
 				return err
 			}
-		} else {
-			if _, err := tx.UserByEmail(p.ID, ch.Email); err == nil {
-				fail = ErrUserExists
-				return s.record(tx, p.ID, "", ch.Email, "passkey", "register", fail, m)
-			}
-			wu = &waUser{id: ch.UserID, name: ch.Email}
+		}
+		if parseErr != nil {
+			return failWith(ErrInvalidCredential.Because(parseErr))
 		}
 		cred, err := rp.CreateCredential(wu, *sess, parsed)
 		if err != nil {
-			fail = ErrInvalidCredential.Because(err)
-			return s.record(tx, p.ID, ch.UserID, ch.Email, "passkey", "register", fail, m)
+			return failWith(ErrInvalidCredential.Because(err))
 		}
 		credID := base64.RawURLEncoding.EncodeToString(cred.ID)
 		if _, err := tx.Passkey(p.ID, credID); err == nil {
-			fail = ErrInvalidCredential.With("This passkey is already registered.")
-			return s.record(tx, p.ID, ch.UserID, ch.Email, "passkey", "register", fail, m)
+			return failWith(ErrInvalidCredential.With("This passkey is already registered."))
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
-		if pr == nil {
-			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now}
+		if signup {
 			if err := tx.PutUser(u); err != nil {
 				return err
 			}
@@ -243,7 +385,7 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 			return err
 		}
 		out.CredentialID = credID
-		if pr == nil {
+		if signup {
 			if out.Login, err = s.startLogin(tx, p, u, "passkey", m); err != nil {
 				return err
 			}
@@ -265,119 +407,137 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 	return &out, nil
 }
 
-// BeginPasskeyLogin starts a sign-in: for email's credentials, or with
-// none for a discoverable credential. An unknown email gets discoverable
-// options, so the call does not reveal whether an account exists.
+// BeginPasskeyLogin starts a sign-in: for rawEmail's passkeys, or, with
+// no email, for a discoverable credential. Errors: 400 VALIDATION_ERROR
+// for a bad email; 404 USER_NOT_FOUND when the email has no account or no
+// passkey (the contract's enrollment lookup); 403 USER_DISABLED; 403
+// RISK_BLOCKED.
 func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (*Ceremony, error) {
 	if err := s.checkRisk(p, m, true); err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "passkey", "login_start", err, m)
 	}
 	rp, err := s.relyingParty(p)
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
 	}
-	var wu *waUser
-	if rawEmail != "" {
-		email, err := NormalizeEmail(rawEmail)
-		if err != nil {
+	var (
+		assertion *protocol.CredentialAssertion
+		sess      *webauthn.SessionData
+	)
+	if rawEmail == "" {
+		assertion, sess, err = rp.BeginDiscoverableLogin()
+	} else {
+		var wu *waUser
+		if wu, err = s.passkeyUser(p, rawEmail, m); err != nil {
 			return nil, err
 		}
-		err = s.db.View(func(tx *store.Tx) error {
-			u, err := tx.UserByEmail(p.ID, email)
-			if errors.Is(err, store.ErrNotFound) {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			wu, _, err = loadWAUser(tx, u)
-			return err
-		})
-		if err != nil {
-			return nil, internal(err)
-		}
-	}
-	var assertion *protocol.CredentialAssertion
-	var sess *webauthn.SessionData
-	if wu != nil && len(wu.creds) > 0 {
 		assertion, sess, err = rp.BeginLogin(wu)
-	} else {
-		assertion, sess, err = rp.BeginDiscoverableLogin()
 	}
 	if err != nil {
 		return nil, internal(err)
 	}
-	ch := &store.Challenge{ID: uuid.NewString(), ProjectID: p.ID, Kind: "login", ExpiresAt: s.now().Add(ChallengeLifetime).UTC()}
-	if ch.Session, err = json.Marshal(sess); err != nil {
-		return nil, internal(err)
-	}
-	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutChallenge(ch) }); err != nil {
-		return nil, internal(err)
-	}
-	return &Ceremony{ChallengeID: ch.ID, Options: assertion}, nil
+	return s.putChallenge(&store.Challenge{ProjectID: p.ID, Kind: challengeLogin}, sess, assertion.Response)
 }
 
-// FinishPasskeyLogin verifies an assertion and signs its user in. An
-// unknown credential or user is 401 INVALID_CREDENTIAL (generic); a bad
-// assertion or a sign counter that went backwards is 400.
+// passkeyUser returns the user with rawEmail and their passkeys for a
+// sign-in: 404 USER_NOT_FOUND (recorded) when there is no account or no
+// passkey, 403 USER_DISABLED (recorded) for a disabled account.
+func (s *Service) passkeyUser(p *store.Project, rawEmail string, m Meta) (*waUser, error) {
+	email, err := NormalizeEmail(rawEmail)
+	if err != nil {
+		return nil, err
+	}
+	var u *store.User
+	var wu *waUser
+	err = s.db.View(func(tx *store.Tx) error {
+		u, err = tx.UserByEmail(p.ID, email)
+		if errors.Is(err, store.ErrNotFound) {
+			u = nil
+			return nil
+		} else if err != nil {
+			return err
+		}
+		wu, err = loadWAUser(tx, u)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, internal(err)
+	case u == nil || len(wu.creds) == 0:
+		return nil, s.recordOnly(p.ID, "", email, "passkey", "login_start", ErrNoPasskey, m)
+	case u.Disabled:
+		return nil, s.recordOnly(p.ID, u.ID, email, "passkey", "login_start", ErrUserDisabled, m)
+	}
+	return wu, nil
+}
+
+// FinishPasskeyLogin verifies an assertion and signs its user in. Errors:
+// 400 VALIDATION_ERROR for a malformed body (nothing consumed); 400
+// CHALLENGE_EXPIRED; 400 INVALID_CREDENTIAL when the assertion does not
+// verify (signature, origin, rpId, challenge, flags) or its sign counter
+// did not advance; 401 INVALID_CREDENTIAL (generic) when the credential
+// or its user is unknown or is not the started email's; 403 USER_DISABLED
+// for a valid assertion of a disabled user; 403 RISK_BLOCKED; and, for any
+// failure inside the service, the contract's passkey-login catch-all 401
+// INTERNAL_ERROR. Consuming the challenge, the failure's event or the
+// updated counter, session and events are one transaction.
 func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, credential json.RawMessage, m Meta) (*Login, error) {
-	if challengeID == "" || len(credential) == 0 {
-		return nil, Invalid("challengeId and credential are required.")
+	if err := checkFinish(challengeID, credential); err != nil {
+		return nil, err
 	}
 	if err := s.checkRisk(p, m, true); err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", err, m)
 	}
-	_, sess, err := s.takeChallenge(p, challengeID, "login")
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", err, m)
-	}
-	parsed, err := protocol.ParseCredentialRequestResponseBytes(credential)
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", ErrInvalidCredential.Because(err), m)
-	}
 	rp, err := s.relyingParty(p)
 	if err != nil {
-		return nil, internal(err)
+		return nil, err
 	}
-	credID := base64.RawURLEncoding.EncodeToString(parsed.RawID)
+	parsed, parseErr := protocol.ParseCredentialRequestResponseBytes(credential)
 	var login *Login
 	var fail error
 	err = s.db.Update(func(tx *store.Tx) error {
 		login, fail = nil, nil
-		pk, err := tx.Passkey(p.ID, credID)
+		userID, email := "", ""
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, p.ID, userID, email, "passkey", "login", e, m)
+		}
+		_, sess, err := s.takeChallenge(tx, p, challengeID, challengeLogin, nil)
+		if isAuthError(err) {
+			return failWith(err)
+		} else if err != nil {
+			return err
+		}
+		if parseErr != nil {
+			return failWith(ErrInvalidCredential.Because(parseErr))
+		}
+		pk, err := tx.Passkey(p.ID, base64.RawURLEncoding.EncodeToString(parsed.RawID))
 		if errors.Is(err, store.ErrNotFound) {
-			fail = ErrUnknownCredential
-			return s.record(tx, p.ID, "", "", "passkey", "login", fail, m)
+			return failWith(ErrUnknownCredential)
 		} else if err != nil {
 			return err
 		}
 		u, err := tx.User(pk.UserID)
 		if errors.Is(err, store.ErrNotFound) {
-			fail = ErrUnknownCredential
-			return s.record(tx, p.ID, "", "", "passkey", "login", fail, m)
+			return failWith(ErrUnknownCredential)
 		} else if err != nil {
 			return err
 		}
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, p.ID, u.ID, u.Email, "passkey", "login", e, m)
+		userID, email = u.ID, u.Email
+		if len(sess.UserID) > 0 && string(sess.UserID) != u.ID {
+			return failWith(ErrUnknownCredential) // another user's passkey
 		}
-		if u.Disabled {
-			return failWith(ErrUserDisabled)
-		}
-		wu, _, err := loadWAUser(tx, u)
+		wu, err := loadWAUser(tx, u)
 		if err != nil {
 			return err
 		}
 		var cred *webauthn.Credential
 		if len(sess.UserID) > 0 {
-			if string(sess.UserID) != u.ID {
-				return failWith(ErrUnknownCredential)
-			}
 			cred, err = rp.ValidateLogin(wu, *sess, parsed)
 		} else {
-			cred, err = rp.ValidateDiscoverableLogin(func(rawID, userHandle []byte) (webauthn.User, error) {
+			cred, err = rp.ValidateDiscoverableLogin(func(_, userHandle []byte) (webauthn.User, error) {
 				if string(userHandle) != u.ID {
-					return nil, errors.New("user handle does not match the credential")
+					return nil, errors.New("user handle is not the credential's user")
 				}
 				return wu, nil
 			}, *sess, parsed)
@@ -386,7 +546,10 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 			return failWith(ErrInvalidCredential.Because(err))
 		}
 		if cred.Authenticator.CloneWarning {
-			return failWith(ErrInvalidCredential.With("The passkey's sign counter went backwards; it may be cloned."))
+			return failWith(ErrInvalidCredential.With("The passkey's sign counter did not advance; it may be cloned."))
+		}
+		if u.Disabled {
+			return failWith(ErrUserDisabled)
 		}
 		raw, err := json.Marshal(cred)
 		if err != nil {
@@ -402,13 +565,25 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 		}
 		return s.record(tx, p.ID, u.ID, u.Email, "passkey", "login", nil, m)
 	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
+	if err == nil && fail != nil {
 		return nil, fail
 	}
-	return s.finish(login)
+	if err == nil {
+		login, err = s.finish(login)
+	}
+	if err != nil {
+		e := ErrPasskeyLoginInternal.Because(err)
+		s.log.Error("passkey login", "err", err)
+		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", e, m)
+	}
+	return login, nil
+}
+
+// isAuthError reports whether err is one of the taxonomy's errors (as
+// opposed to a store failure).
+func isAuthError(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
 }
 
 // PasskeyView is a passkey as the management calls list it.
@@ -420,8 +595,8 @@ type PasskeyView struct {
 // passkeyTime is the decided createdAt form: UTC, no zone, microseconds.
 const passkeyTime = "2006-01-02T15:04:05.000000"
 
-// Passkeys lists a user's passkeys; the user is the session's, or the
-// project's user with externalUserID (unknown: an empty list).
+// Passkeys lists the passkeys of projectID's user userID, oldest first
+// (an empty list when there are none).
 func (s *Service) Passkeys(projectID, userID string) ([]PasskeyView, error) {
 	out := []PasskeyView{}
 	err := s.db.View(func(tx *store.Tx) error {
@@ -434,8 +609,8 @@ func (s *Service) Passkeys(projectID, userID string) ([]PasskeyView, error) {
 	return out, internal(err)
 }
 
-// UserIDByExternal resolves a project's user by external id; 404
-// USER_NOT_FOUND when none.
+// UserIDByExternal resolves a project's user by external id: 400
+// VALIDATION_ERROR when ext is empty, 404 USER_NOT_FOUND when no user has it.
 func (s *Service) UserIDByExternal(projectID, ext string) (string, error) {
 	if ext == "" {
 		return "", Invalid("externalUserId is required.")
@@ -454,8 +629,10 @@ func (s *Service) UserIDByExternal(projectID, ext string) (string, error) {
 	return id, internal(err)
 }
 
-// DeletePasskey removes one of a user's passkeys (404 PASSKEY_NOT_FOUND
-// when the user has no such credential) and emits passkey.removed.
+// DeletePasskey removes one of a user's passkeys and emits
+// passkey.removed in the same transaction; 404 PASSKEY_NOT_FOUND when the
+// user has no such credential in the project (another user's or project's
+// credential is "not found" too).
 func (s *Service) DeletePasskey(projectID, userID, credentialID string, m Meta) error {
 	err := s.db.Update(func(tx *store.Tx) error {
 		pk, err := tx.Passkey(projectID, credentialID)
@@ -470,7 +647,11 @@ func (s *Service) DeletePasskey(projectID, userID, credentialID string, m Meta) 
 		if err := s.emit(tx, projectID, "passkey.removed", map[string]string{"user_id": userID, "credential_id": credentialID}); err != nil {
 			return err
 		}
-		return s.record(tx, projectID, userID, "", "passkey", "remove", nil, m)
+		email := ""
+		if u, err := tx.User(userID); err == nil {
+			email = u.Email
+		}
+		return s.record(tx, projectID, userID, email, "passkey", "remove", nil, m)
 	})
 	return internal(err)
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"net/netip"
 	"strings"
 	"unicode/utf8"
 
@@ -74,6 +75,9 @@ func (in *ProjectInput) apply(p *store.Project) error {
 			if _, ok := canonicalOrigin(mustURL("https://" + r)); !ok || strings.ContainsAny(r, "/:@") {
 				return Invalid("rpId must be a host name.")
 			}
+			if _, err := netip.ParseAddr(r); err == nil {
+				return Invalid("rpId must be a domain name: WebAuthn does not accept IP addresses.")
+			}
 		}
 		p.RPID = r
 	}
@@ -135,15 +139,21 @@ func (s *Service) ViewProject(p *store.Project) ProjectView {
 }
 
 // RPID returns the project's WebAuthn relying party id: its rpId, else
-// the host of its first allowed origin, else the base URL's host.
+// the host of its first allowed origin, else the base URL's host. A
+// loopback address there (the default base URL is 127.0.0.1) becomes
+// "localhost", since WebAuthn refuses IP addresses as relying party ids.
 func (s *Service) RPID(p *store.Project) string {
 	if p.RPID != "" {
 		return p.RPID
 	}
+	host := hostOfOrigin(s.baseURL)
 	if len(p.AllowedOrigins) > 0 {
-		return hostOfOrigin(p.AllowedOrigins[0])
+		host = hostOfOrigin(p.AllowedOrigins[0])
 	}
-	return hostOfOrigin(s.baseURL)
+	if isLoopbackIP(host) {
+		return "localhost"
+	}
+	return host
 }
 
 // CreateProject validates in and creates a project with its own ES256
