@@ -118,6 +118,8 @@ var (
 	ErrUnknownCredential = newErr(http.StatusUnauthorized, "INVALID_CREDENTIAL", CatUserNotFound, "Passkey sign-in failed.")
 	ErrUserExists        = newErr(http.StatusConflict, "USER_EXISTS", CatUserExists, "An account with this email already exists; sign in and add a passkey.")
 	ErrPasskeyNotFound   = newErr(http.StatusNotFound, "PASSKEY_NOT_FOUND", "", "Passkey not found.")
+	// ErrDemoLiveKey: the passkey demo page's routes take test-mode keys only.
+	ErrDemoLiveKey = newErr(http.StatusForbidden, "LIVE_KEY_REFUSED", "", "The passkey demo accepts test-mode keys (sk_test_) only.")
 )
 
 // External-method (BYOAM) errors.
