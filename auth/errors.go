@@ -122,6 +122,8 @@ var (
 	// ErrPasskeyLoginInternal is the contract's passkey-login catch-all:
 	// a failure inside the service answered 401, category internal_error.
 	ErrPasskeyLoginInternal = newErr(http.StatusUnauthorized, "INTERNAL_ERROR", CatInternal, "Passkey sign-in failed; retry.")
+	// ErrDemoLiveKey: the passkey demo page's routes take test-mode keys only.
+	ErrDemoLiveKey = newErr(http.StatusForbidden, "LIVE_KEY_REFUSED", "", "The passkey demo accepts test-mode keys (sk_test_) only.")
 )
 
 // External-method (BYOAM) errors.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ type dashSessions struct {
 type dashSession struct {
 	csrf    string
 	expires time.Time
+	// newKey is an API key just created for project newKeyProject,
+	// shown by the next view of that project and then forgotten.
+	newKey, newKeyProject string
 }
 
 func (d *dashSessions) create(now time.Time) (id, csrf string) {
@@ -65,6 +69,32 @@ func (d *dashSessions) get(id string, now time.Time) (dashSession, bool) {
 		return dashSession{}, false
 	}
 	return s, true
+}
+
+// setNewKey keeps key, just created for project, for the session's next
+// view of that project.
+func (d *dashSessions) setNewKey(id, project, key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.m[id]; ok {
+		s.newKey, s.newKeyProject = key, project
+		d.m[id] = s
+	}
+}
+
+// takeNewKey returns the key kept for project and forgets it: a new key
+// is shown exactly once.
+func (d *dashSessions) takeNewKey(id, project string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.m[id]
+	if !ok || s.newKey == "" || s.newKeyProject != project {
+		return ""
+	}
+	key := s.newKey
+	s.newKey, s.newKeyProject = "", ""
+	d.m[id] = s
+	return key
 }
 
 func (d *dashSessions) remove(id string) {
@@ -104,6 +134,7 @@ type dashPage struct {
 	LoggedIn bool
 	CSRF     string
 	Error    string
+	sid      string // the dashboard session's id
 }
 
 type dashHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error
@@ -134,7 +165,7 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 				return
 			}
 		}
-		page := dashPage{LoggedIn: true, CSRF: sess.csrf}
+		page := dashPage{LoggedIn: true, CSRF: sess.csrf, sid: c.Value}
 		if err := h(w, r, p, page); err != nil {
 			e := auth.AsError(err)
 			if e.Status >= 500 {
@@ -142,16 +173,27 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 			}
 			w.WriteHeader(e.Status)
 			page.Title, page.Error = "Error", e.Message
-			s.render(w, "events.html", struct {
+			s.render(w, "error.html", struct {
 				dashPage
-				Projects   []*store.Project
-				Categories []string
-				Filter     store.AuthEventFilter
-				Events     []auth.EventView
-				Chart      template.HTML
-			}{dashPage: page})
+				Back string
+			}{page, dashBack(r)})
 		}
 	}
+}
+
+// dashBack is the dashboard page to return to after a failed request:
+// the page the request came from, when it is a dashboard page.
+func dashBack(r *http.Request) string {
+	if r.Method == http.MethodGet {
+		return "/admin/"
+	}
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/admin/projects/"):
+		return "/admin/projects/" + url.PathEscape(strings.SplitN(strings.TrimPrefix(r.URL.Path, "/admin/projects/"), "/", 2)[0])
+	case r.PostForm.Get("project") != "":
+		return "/admin/projects/" + url.PathEscape(r.PostForm.Get("project"))
+	}
+	return "/admin/"
 }
 
 func dashHeaders(w http.ResponseWriter) {
@@ -214,9 +256,15 @@ func (s *Server) dashProjects(w http.ResponseWriter, r *http.Request, _ httprout
 	return nil
 }
 
-func originsField(v string) *[]string {
+// linesField returns the form field name as one entry per non-empty
+// line, or nil when the form has no such field.
+func linesField(form url.Values, name string) *[]string {
+	v, ok := form[name]
+	if !ok {
+		return nil
+	}
 	out := []string{}
-	for _, line := range strings.Split(v, "\n") {
+	for _, line := range strings.Split(strings.Join(v, "\n"), "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			out = append(out, line)
 		}
@@ -226,7 +274,7 @@ func originsField(v string) *[]string {
 
 func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ dashPage) error {
 	name := r.PostForm.Get("name")
-	p, err := s.auth.CreateProject(auth.ProjectInput{Name: &name, AllowedOrigins: originsField(r.PostForm.Get("origins"))})
+	p, err := s.auth.CreateProject(auth.ProjectInput{Name: &name, AllowedOrigins: linesField(r.PostForm, "origins")})
 	if err != nil {
 		return err
 	}
@@ -235,20 +283,18 @@ func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, _ htt
 }
 
 func (s *Server) dashUpdateProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
-	if _, err := s.auth.UpdateProject(p.ByName("id"), auth.ProjectInput{AllowedOrigins: originsField(r.PostForm.Get("origins"))}); err != nil {
+	in := auth.ProjectInput{AllowedOrigins: linesField(r.PostForm, "origins"), DenyCIDRs: linesField(r.PostForm, "denyCidrs")}
+	if _, err := s.auth.UpdateProject(p.ByName("id"), in); err != nil {
 		return err
 	}
 	http.Redirect(w, r, "/admin/projects/"+p.ByName("id"), http.StatusSeeOther)
 	return nil
 }
 
-// dashProject shows a project; newKey is set right after creating a key,
-// the only time it is shown.
+// dashProject shows a project: settings, keys and users. Right after a
+// key is created it shows that key, the only time it is ever shown.
 func (s *Server) dashProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	return s.showProject(w, r, p.ByName("id"), "", page)
-}
-
-func (s *Server) showProject(w http.ResponseWriter, r *http.Request, id, newKey string, page dashPage) error {
+	id := p.ByName("id")
 	proj, err := s.auth.Project(id)
 	if err != nil {
 		return err
@@ -266,6 +312,7 @@ func (s *Server) showProject(w http.ResponseWriter, r *http.Request, id, newKey 
 	if err != nil {
 		return err
 	}
+	newKey := s.dashSess.takeNewKey(page.sid, id)
 	page.Title = proj.Name
 	s.render(w, "project.html", struct {
 		dashPage
@@ -278,20 +325,25 @@ func (s *Server) showProject(w http.ResponseWriter, r *http.Request, id, newKey 
 	return nil
 }
 
+// dashCreateKey creates a key and redirects to the project's page, which
+// shows the key once (post/redirect/get: reloading that page neither
+// shows the key again nor creates another).
 func (s *Server) dashCreateKey(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
 	id := p.ByName("id")
 	key, _, err := s.auth.CreateKey(auth.KeyInput{ProjectID: &id, Mode: r.PostForm.Get("mode")})
 	if err != nil {
 		return err
 	}
-	return s.showProject(w, r, id, key, page)
+	s.dashSess.setNewKey(page.sid, id, key)
+	http.Redirect(w, r, "/admin/projects/"+id, http.StatusSeeOther)
+	return nil
 }
 
 func (s *Server) dashRevokeKey(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
 	if err := s.auth.RevokeKey(p.ByName("prefix")); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/admin/projects/"+r.PostForm.Get("project"), http.StatusSeeOther)
+	http.Redirect(w, r, "/admin/projects/"+url.PathEscape(r.PostForm.Get("project")), http.StatusSeeOther)
 	return nil
 }
 
@@ -307,7 +359,7 @@ func (s *Server) dashUserAction(w http.ResponseWriter, r *http.Request, p httpro
 	if err := s.auth.SetUserDisabled(p.ByName("id"), disable); err != nil {
 		return err
 	}
-	http.Redirect(w, r, "/admin/projects/"+r.PostForm.Get("project"), http.StatusSeeOther)
+	http.Redirect(w, r, "/admin/projects/"+url.PathEscape(r.PostForm.Get("project")), http.StatusSeeOther)
 	return nil
 }
 
@@ -385,7 +437,7 @@ func (s *Server) failureChart(projectID string) (template.HTML, error) {
 	const W, H, bar, left = 720, 180, 26, 40
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg id="failure-chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="Failures by category per hour">`, W, H+60)
-	fmt.Fprintf(&b, `<text x="0" y="12" font-size="11">%d</text><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`, maxTotal, left, H, W, H)
+	fmt.Fprintf(&b, `<text x="0" y="12" font-size="11">%d/h</text><line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>`, maxTotal, left, H, W, H)
 	for h := 0; h < 24; h++ {
 		x := left + h*((W-left)/24)
 		y := H

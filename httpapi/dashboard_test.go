@@ -55,15 +55,45 @@ func TestDashboard(t *testing.T) {
 	if code, _ := c.post("/admin/login", url.Values{"token": {"adm_wrongwrongwrongwrong"}}); code != 401 {
 		t.Fatalf("wrong token: status %d", code)
 	}
+	// The session cookie is HttpOnly and SameSite=Strict.
+	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
+		PostForm(ts.URL+"/admin/login", url.Values{"token": {testAdminToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 {
+		t.Fatalf("login: status %d, cookies %v", res.StatusCode, res.Header["Set-Cookie"])
+	}
+	if ck := res.Cookies()[0]; ck.Name != "latchkey_admin" || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/admin" || ck.Secure {
+		t.Fatalf("cookie %q, want HttpOnly; SameSite=Strict; Path=/admin (not Secure on http)", res.Header.Get("Set-Cookie"))
+	}
 	code, body := c.post("/admin/login", url.Values{"token": {testAdminToken}})
 	if code != 200 || !strings.Contains(body, "Projects") {
 		t.Fatalf("login: %d", code)
 	}
 	csrf := csrfField.FindStringSubmatch(body)[1]
 
-	// A POST without the CSRF token is refused and changes nothing.
-	if code, _ := c.post("/admin/projects", url.Values{"name": {"Forged"}}); code != 403 {
-		t.Fatalf("no csrf: status %d", code)
+	// A POST without the session's CSRF token is refused and changes
+	// nothing: none, a wrong one, or another session's.
+	wrong := "A" + csrf[1:]
+	if csrf[0] == 'A' {
+		wrong = "B" + csrf[1:]
+	}
+	other := newDashClient(t, ts)
+	_, otherBody := other.post("/admin/login", url.Values{"token": {testAdminToken}})
+	otherCSRF := csrfField.FindStringSubmatch(otherBody)[1]
+	for name, form := range map[string]url.Values{
+		"none":          {"name": {"Forged"}},
+		"wrong":         {"name": {"Forged"}, "csrf": {wrong}},
+		"other session": {"name": {"Forged"}, "csrf": {otherCSRF}},
+	} {
+		if code, _ := c.post("/admin/projects", form); code != 403 {
+			t.Fatalf("csrf %s: status %d, want 403", name, code)
+		}
+	}
+	if ps := ts.admin("GET", "/api/v1/admin/projects", nil); len(ps.Body["projects"].([]any)) != 1 {
+		t.Fatalf("forged POSTs created a project: %s", ps.Raw)
 	}
 	code, body = c.post("/admin/projects", url.Values{"name": {"Shop"}, "origins": {"https://shop.example\nhttp://localhost:5173"}, "csrf": {csrf}})
 	if code != 200 || !strings.Contains(body, "<h1>Shop</h1>") || !strings.Contains(body, "https://shop.example") {
