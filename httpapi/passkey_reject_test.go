@@ -48,13 +48,13 @@ func TestPasskeyLoginRejects(t *testing.T) {
 				body["email"] = tc.email
 			}
 			c := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, body)
-			r := ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, get(t, a, c, tc.tweak))
+			r := ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, assertion(t, a, c, tc.tweak))
 			wantError(t, r, tc.status, tc.code)
 			if _, ok := r.Body["token"]; ok {
 				t.Fatalf("a rejected assertion carries a token: %s", r.Raw)
 			}
 			ts.wantAuthEvent("login", tc.category)
-			wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, get(t, a, c)), 400, "CHALLENGE_EXPIRED")
+			wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, assertion(t, a, c)), 400, "CHALLENGE_EXPIRED")
 		})
 	}
 	// None of it signed anyone in or moved a counter the wrong way.
@@ -132,7 +132,7 @@ func TestPasskeyChallenges(t *testing.T) {
 
 	t.Run("replayed", func(t *testing.T) {
 		c := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{"email": addr})
-		cred := get(t, a, c)
+		cred := assertion(t, a, c)
 		wantOK(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, cred))
 		wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, cred), 400, "CHALLENGE_EXPIRED")
 		ts.wantAuthEvent("login", "expired")
@@ -150,17 +150,17 @@ func TestPasskeyChallenges(t *testing.T) {
 		ts.Clock.Advance(4*time.Minute + 59*time.Second)
 		early := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{})
 		ts.Clock.Advance(time.Second) // login and signup are now 5 minutes old
-		wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, get(t, a, login)), 400, "CHALLENGE_EXPIRED")
+		wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, assertion(t, a, login)), 400, "CHALLENGE_EXPIRED")
 		ts.wantAuthEvent("login", "expired")
 		cred, _ := create(t, passkeytest.New(pkOrigin), signup)
 		wantError(t, ts.verify("/api/v1/passkey/register/verify", ts.Key, signup.ID, cred), 400, "CHALLENGE_EXPIRED")
 		ts.wantAuthEvent("register", "expired")
-		wantOK(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, early.ID, get(t, a, early)))
+		wantOK(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, early.ID, assertion(t, a, early)))
 	})
 
 	t.Run("unknown", func(t *testing.T) {
 		c := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{})
-		cred := get(t, a, c)
+		cred := assertion(t, a, c)
 		for _, id := range []string{"no-such-challenge", "00000000-0000-4000-8000-000000000000"} {
 			wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, id, cred), 400, "CHALLENGE_EXPIRED")
 			wantError(t, ts.verify("/api/v1/passkey/register/verify", ts.Key, id, cred), 400, "CHALLENGE_EXPIRED")
@@ -172,7 +172,7 @@ func TestPasskeyChallenges(t *testing.T) {
 		signup := ts.startCeremony("/api/v1/passkey/register/start", ts.Key, map[string]any{"email": "mix@example.com"})
 		add := ts.startCeremony("/api/v1/passkey/register/start", tok, map[string]any{})
 		other := str(t, ts.login("someone@example.com").Body, "token")
-		loginCred := get(t, a, login)
+		loginCred := assertion(t, a, login)
 		key := passkeytest.New(pkOrigin)
 		signupCred, _ := create(t, key, signup)
 		addCred, _ := create(t, key, add)
@@ -236,7 +236,7 @@ func TestPasskeyBadInput(t *testing.T) {
 	if n := len(ts.outboxEvents()); n != events {
 		t.Fatalf("bad input wrote %d events", n-events)
 	}
-	wantOK(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, get(t, a, login)))
+	wantOK(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, assertion(t, a, login)))
 	cred, _ := create(t, passkeytest.New(pkOrigin), signup)
 	wantOK(t, ts.verify("/api/v1/passkey/register/verify", ts.Key, signup.ID, cred))
 }
@@ -249,7 +249,7 @@ func TestPasskeyInternalError(t *testing.T) {
 	ts.passkeySignUp(a, "int@example.com")
 	login := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{})
 	signup := ts.startCeremony("/api/v1/passkey/register/start", ts.Key, map[string]any{"email": "int2@example.com"})
-	loginCred := get(t, a, login)
+	loginCred := assertion(t, a, login)
 	signupCred, _ := create(t, passkeytest.New(pkOrigin), signup)
 	ts.breakStore()
 	wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, loginCred), 401, "INTERNAL_ERROR")

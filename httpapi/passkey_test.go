@@ -68,7 +68,7 @@ func create(t testing.TB, a *passkeytest.Authenticator, c ceremony, tw ...passke
 }
 
 // get runs the authenticator's get on c, failing the test on error.
-func get(t testing.TB, a *passkeytest.Authenticator, c ceremony, tw ...passkeytest.Tweak) json.RawMessage {
+func assertion(t testing.TB, a *passkeytest.Authenticator, c ceremony, tw ...passkeytest.Tweak) json.RawMessage {
 	t.Helper()
 	cred, _, err := a.Get(c.Options, tw...)
 	if err != nil {
@@ -107,7 +107,7 @@ func (ts *testServer) passkeyLogin(a *passkeytest.Authenticator, addr string, tw
 		body["email"] = addr
 	}
 	c := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, body)
-	return ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, get(ts.t, a, c, tw...))
+	return ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, assertion(ts.t, a, c, tw...))
 }
 
 // listPasskeys returns GET /passkeys for token, checking the shape.
@@ -299,7 +299,7 @@ func TestPasskeyEndToEnd(t *testing.T) {
 	if len(allow) != 2 || c.Body["rpId"] != pkRPID || c.Body["timeout"] != 300000.0 {
 		t.Fatalf("request options=%s", c.Options)
 	}
-	r = ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, get(t, phone, c))
+	r = ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, assertion(t, phone, c))
 	wantOK(t, r)
 	if r.Body["userId"] != userID || obj(t, r.Body, "user")["email"] != addr || str(t, r.Body, "token") == "" || str(t, r.Body, "deviceToken") == "" {
 		t.Fatalf("login result=%s", r.Raw)
@@ -313,7 +313,7 @@ func TestPasskeyEndToEnd(t *testing.T) {
 	if _, ok := c.Body["allowCredentials"]; ok {
 		t.Fatalf("discoverable options carry allowCredentials: %s", c.Options)
 	}
-	r = ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, get(t, key, c))
+	r = ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, assertion(t, key, c))
 	wantOK(t, r)
 	if r.Body["userId"] != userID {
 		t.Fatalf("discoverable login userId=%v, want %s", r.Body["userId"], userID)
@@ -538,13 +538,13 @@ func TestPasskeyIsolation(t *testing.T) {
 	otherProject := str(t, obj(t, r.Body, "project"), "id")
 	otherKey := ts.createKey(map[string]any{"projectId": otherProject, "mode": "test"})
 	c := ts.startCeremony("/api/v1/passkey/login/start", otherKey, map[string]any{})
-	wantError(t, ts.verify("/api/v1/passkey/login/verify", otherKey, c.ID, get(t, a, c)), 401, "INVALID_CREDENTIAL")
+	wantError(t, ts.verify("/api/v1/passkey/login/verify", otherKey, c.ID, assertion(t, a, c)), 401, "INVALID_CREDENTIAL")
 	wantError(t, ts.do("DELETE", "/api/v1/passkeys/by-external/"+cred1+"?externalUserId=x", otherKey, nil), 404, "PASSKEY_NOT_FOUND")
 
 	// A challenge of the first project is unknown to the other, and
 	// survives the attempt.
 	c = ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{"email": "one@example.com"})
-	cred := get(t, a, c)
+	cred := assertion(t, a, c)
 	wantError(t, ts.verify("/api/v1/passkey/login/verify", otherKey, c.ID, cred), 400, "CHALLENGE_EXPIRED")
 	wantOK(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, cred))
 
