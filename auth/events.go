@@ -37,11 +37,12 @@ func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action 
 		Method: method, Action: action, Success: fail == nil, IP: m.IP, UserAgent: clipUA(m.UserAgent),
 		CreatedAt: s.now().UTC()}
 	if fail != nil {
-		e.FailureCode = AsError(fail).Category
+		ae := AsError(fail)
+		e.FailureCode = ae.Category
 		if e.FailureCode == "" {
 			e.FailureCode = CatInternal
 		}
-		if action != "send" && action != "generate" && isVerifyFailure(e.FailureCode) {
+		if action != "send" && action != "generate" && action != "callback" && isVerifyFailure(ae) {
 			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
 		}
 	}
