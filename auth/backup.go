@@ -170,6 +170,9 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 			fail = e
 			return s.record(tx, p.ID, u.ID, u.Email, "backup_code", "verify", e, m)
 		}
+		if u.Disabled {
+			return failWith(ErrUserDisabled)
+		}
 		th, err := tx.Throttle(throttleBackupFail, p.ID, u.ID)
 		if err != nil {
 			return err
@@ -183,9 +186,6 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		th.Sends = recent
 		if len(recent) >= BackupMaxFailures {
 			return failWith(ErrTooManyAttempts)
-		}
-		if u.Disabled {
-			return failWith(ErrUserDisabled)
 		}
 		idx := -1
 		b, err := tx.BackupCodes(u.ID)

@@ -55,6 +55,12 @@ func TestDisableAcrossLoginPaths(t *testing.T) {
 		{"otp/verify", func() *response {
 			return ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code})
 		}},
+		{"otp/verify, wrong code", func() *response {
+			return ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": "000000"})
+		}},
+		{"backup-codes/verify, wrong code", func() *response {
+			return ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"externalUserId": "ext-dis", "code": "AAAAA-AAAAA"})
+		}},
 		{"magic/verify", func() *response {
 			return ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(link), "", nil)
 		}},
