@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"latchkey/auth"
+	"latchkey/auth/sms"
 )
 
 func (ts *testServer) fromIP(ip, method, path string, body string) *response {
@@ -114,4 +118,18 @@ func TestRiskDenyListEveryPath(t *testing.T) {
 	req.Header.Set("X-End-User-IP", "192.0.2.77")
 	req.Header.Set("X-Service-Signature", sign(secret, body))
 	wantOK(t, ts.send(req))
+}
+
+// TestRiskIgnoresStepUp: wrong step-up codes on a session (SMS here) have
+// their own lockout and do not count towards the IP's velocity block:
+// their IP is the caller's peer, often the app's own backend.
+func TestRiskIgnoresStepUp(t *testing.T) {
+	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler)} })
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
+	tok := str(t, ts.login("step@example.com").Body, "token")
+	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"}))
+	for i := 0; i < 40; i++ {
+		wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": "1234567"}), 401, "VERIFICATION_FAILED")
+	}
+	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "step@example.com", "code": "123456"}), 401, "INVALID_CODE")
 }
