@@ -206,6 +206,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	smsSender, err := m.smsSender() // before anything is created on disk
+	if err != nil {
+		return err
+	}
 	masterKey, _, err := store.LoadMasterKey(c.MasterKey, c.Data+".key")
 	if err != nil {
 		return err
@@ -231,10 +235,6 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	m.sched = newScheduler(m.Logger)
-	smsSender, err := m.smsSender()
-	if err != nil {
-		return err
-	}
 	svc, err := auth.New(db, keys, auth.Config{
 		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: smsSender,
 	})

@@ -65,17 +65,42 @@ func (s *Service) sessionUserTx(tx *store.Tx, pr *Principal) (*store.User, error
 }
 
 // BackupInput is the body of backup-codes/verify: email or
-// externalUserId, not both.
+// externalUserId, not both (a null field counts as absent), and the code.
+// DeviceToken, optional, exempts a known device from the velocity block.
 type BackupInput struct {
 	Email          *string `json:"email"`
 	ExternalUserID *string `json:"externalUserId"`
 	Code           string  `json:"code"`
+	DeviceToken    string  `json:"deviceToken"`
 }
 
-// normalizeBackupCode uppercases a code and drops one hyphen; false when
-// the result is not 10 characters of A–Z and 0–9.
+// maxBackupCodeInput bounds the code field; longer input is malformed.
+const maxBackupCodeInput = 64
+
+// checkBackupCodeShape rejects a code that is empty, longer than 64
+// characters, or holds anything but ASCII letters, digits and hyphens
+// (whitespace, Unicode): 400 VALIDATION_ERROR, nothing counted.
+func checkBackupCodeShape(code string) error {
+	if code == "" {
+		return Invalid("code is required.")
+	}
+	if len(code) > maxBackupCodeInput {
+		return Invalid("code must be a backup code: XXXXX-XXXXX.")
+	}
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return Invalid("code must be a backup code: XXXXX-XXXXX.")
+		}
+	}
+	return nil
+}
+
+// normalizeBackupCode uppercases a code and drops the hyphen between the
+// two groups; false when the result is not 10 characters of A–Z and 0–9
+// (a wrong code).
 func normalizeBackupCode(code string) (string, bool) {
-	c := strings.ToUpper(strings.TrimSpace(code))
+	c := strings.ToUpper(code)
 	if len(c) == 11 && c[5] == '-' {
 		c = c[:5] + c[6:]
 	}
@@ -91,15 +116,18 @@ func normalizeBackupCode(code string) (string, bool) {
 }
 
 // VerifyBackupCode signs a user in with one of their backup codes,
-// consuming it. Wrong, used, invalidated codes and unknown users are 401
-// INVALID_CODE; from the 6th failure for a user within 15 minutes, 429
-// TOO_MANY_ATTEMPTS.
+// consuming it. Both or neither of email and externalUserId, and a
+// malformed code, are 400 VALIDATION_ERROR. Wrong, used, invalidated
+// codes (including well-formed strings of the wrong length) and unknown
+// users are 401 INVALID_CODE; once a user has 5 failures within 15
+// minutes, every further try is 429 TOO_MANY_ATTEMPTS until the oldest
+// leaves the window. A disabled user is 403 USER_DISABLED.
 func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*Login, error) {
 	if (in.Email == nil) == (in.ExternalUserID == nil) {
 		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("Send either email or externalUserId."), m)
 	}
-	if strings.TrimSpace(in.Code) == "" {
-		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("code is required."), m)
+	if err := checkBackupCodeShape(in.Code); err != nil {
+		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", err, m)
 	}
 	var email, ext string
 	if in.Email != nil {
@@ -112,6 +140,9 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		if ext == "" || len(ext) > 255 {
 			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("externalUserId must be 1 to 255 characters."), m)
 		}
+	}
+	if in.DeviceToken != "" {
+		m.DeviceToken = in.DeviceToken
 	}
 	if err := s.checkRisk(p, m, true); err != nil {
 		return nil, s.recordOnly(p.ID, "", email, "backup_code", "verify", err, m)
@@ -139,6 +170,9 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 			fail = e
 			return s.record(tx, p.ID, u.ID, u.Email, "backup_code", "verify", e, m)
 		}
+		if u.Disabled {
+			return failWith(ErrUserDisabled)
+		}
 		th, err := tx.Throttle(throttleBackupFail, p.ID, u.ID)
 		if err != nil {
 			return err
@@ -152,9 +186,6 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		th.Sends = recent
 		if len(recent) >= BackupMaxFailures {
 			return failWith(ErrTooManyAttempts)
-		}
-		if u.Disabled {
-			return failWith(ErrUserDisabled)
 		}
 		idx := -1
 		b, err := tx.BackupCodes(u.ID)

@@ -37,11 +37,12 @@ func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action 
 		Method: method, Action: action, Success: fail == nil, IP: m.IP, UserAgent: clipUA(m.UserAgent),
 		CreatedAt: s.now().UTC()}
 	if fail != nil {
-		e.FailureCode = AsError(fail).Category
+		ae := AsError(fail)
+		e.FailureCode = ae.Category
 		if e.FailureCode == "" {
 			e.FailureCode = CatInternal
 		}
-		if action != "send" && action != "generate" && isVerifyFailure(e.FailureCode) {
+		if countsForVelocity(method, action) && isVerifyFailure(ae) {
 			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
 		}
 	}
@@ -53,4 +54,17 @@ func clipUA(ua string) string {
 		return ua[:256]
 	}
 	return ua
+}
+
+// countsForVelocity reports whether a failed (method, action) is a login
+// verification for the risk engine. Sends, backup-code generation and
+// Pattern B callbacks (posted by the verifier's server) are not; nor are
+// step-up checks on a session (SMS, TOTP): they have their own lockouts
+// and their IP is the caller's peer, often the app's own backend.
+func countsForVelocity(method, action string) bool {
+	switch action {
+	case "send", "generate", "callback":
+		return false
+	}
+	return method != "sms" && method != "totp"
 }

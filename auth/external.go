@@ -67,7 +67,7 @@ func parseConfirm(raw []byte, need ...string) (*confirmBody, error) {
 	if at, err = str("verifiedAt", true); err != nil {
 		return nil, err
 	}
-	if b.VerifiedAt, err = time.Parse(time.RFC3339Nano, at); err != nil {
+	if b.VerifiedAt, err = parseVerifiedAt(at); err != nil {
 		return nil, ErrInvalidPayload.With("verifiedAt must be an ISO-8601 UTC timestamp.")
 	}
 	if b.Email, err = str("email", false); err != nil {
@@ -86,6 +86,16 @@ func parseConfirm(raw []byte, need ...string) (*confirmBody, error) {
 		}
 	}
 	return &b, nil
+}
+
+// parseVerifiedAt reads an ISO-8601 timestamp: RFC 3339 with "Z" or an
+// offset, or date and time without a zone, which is taken as UTC (the
+// field is defined as UTC). Fractional seconds are optional.
+func parseVerifiedAt(at string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+		return t, nil
+	}
+	return time.ParseInLocation("2006-01-02T15:04:05", at, time.UTC)
 }
 
 // checkSigned applies the shared checks after the registration is known:
@@ -158,7 +168,7 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 			}
 			return err
 		}
-		login, err = s.externalLogin(tx, p, b.ExternalUserID, b.Email, reg.Method, m)
+		login, err = s.externalLogin(tx, p, b.ExternalUserID, b.Email, reg.Method, "confirm", m)
 		if errors.As(err, new(*Error)) {
 			fail = err
 			return errRollback
@@ -181,22 +191,22 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 	return &ExternalLogin{Login: l, ExternalUserID: b.ExternalUserID}, nil
 }
 
+// errInvalidReference is redeem's 401 INVALID_TOKEN.
+var errInvalidReference = ErrInvalidToken.With("Unknown, used or expired reference.")
+
 // errRollback aborts a transaction whose failure is already in fail.
 var errRollback = errors.New("rollback")
 
 // externalLogin resolves the external user (known id; else attach by
 // email to a user without an external id; else create) and starts a
 // session, inside tx.
-func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, method string, m Meta) (*Login, error) {
+func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, method, action string, m Meta) (*Login, error) {
 	u, err := tx.UserByExternalID(p.ID, ext)
 	isNew := false
 	if errors.Is(err, store.ErrNotFound) {
-		if rawEmail == "" {
-			return nil, ErrInvalidPayload.With("email is required for a new externalUserId.")
-		}
-		email, err := NormalizeEmail(rawEmail)
+		email, err := newExternalEmail(rawEmail)
 		if err != nil {
-			return nil, ErrInvalidPayload.With("email is not a valid address.")
+			return nil, err
 		}
 		u, isNew, err = s.findOrCreateUser(tx, p, email)
 		if err != nil {
@@ -216,15 +226,68 @@ func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, m
 		return nil, err
 	}
 	l.IsNewUser = isNew
-	return l, s.record(tx, p.ID, u.ID, u.Email, "external", "confirm", nil, m)
+	return l, s.record(tx, p.ID, u.ID, u.Email, "external", action, nil, m)
+}
+
+// newExternalEmail checks the email that a new externalUserId needs:
+// missing or invalid is 400 INVALID_PAYLOAD.
+func newExternalEmail(raw string) (string, error) {
+	if raw == "" {
+		return "", ErrInvalidPayload.With("email is required for a new externalUserId.")
+	}
+	email, err := NormalizeEmail(raw)
+	if err != nil {
+		return "", ErrInvalidPayload.With("email is not a valid address.")
+	}
+	return email, nil
+}
+
+// checkExternalUser applies, without changing anything, the user checks
+// a later redeem of (ext, rawEmail) in projectID would apply: a new
+// externalUserId needs a valid email (400 INVALID_PAYLOAD), and that
+// email must not belong to a user holding another externalUserId (409
+// EXTERNAL_ID_CONFLICT).
+func checkExternalUser(tx *store.Tx, projectID, ext, rawEmail string) error {
+	if _, err := tx.UserByExternalID(projectID, ext); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	email, err := newExternalEmail(rawEmail)
+	if err != nil {
+		return err
+	}
+	u, err := tx.UserByEmail(projectID, email)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if u.ExternalUserID != "" && u.ExternalUserID != ext {
+		return ErrExternalIDConflict
+	}
+	return nil
 }
 
 // ExternalCallback accepts a Pattern B verifier's signed result for the
 // registration id and stores a grant the app redeems within 5 minutes.
-func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string) error {
+// It runs confirm's checks in the same order (a reference is required;
+// an unknown registration is 400 INVALID_PAYLOAD), and the user checks of
+// the later redeem: a new externalUserId without a valid email is 400
+// INVALID_PAYLOAD, one whose email holds another externalUserId 409
+// EXTERNAL_ID_CONFLICT. A reference already used for this registration
+// is 401 REPLAYED. Every outcome is recorded as an event.
+func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string, m Meta) error {
+	projectID := ""
+	s.db.View(func(tx *store.Tx) error {
+		if reg, err := tx.ExternalMethod(registrationID); err == nil {
+			projectID = reg.ProjectID
+		}
+		return nil
+	})
 	b, err := parseConfirm(raw, "reference")
 	if err != nil {
-		return err
+		return s.recordOnly(projectID, "", "", "external", "callback", err, m)
 	}
 	var fail error
 	err = s.db.Update(func(tx *store.Tx) error {
@@ -247,10 +310,22 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 		if _, err := tx.Grant(h[:]); err == nil {
 			fail = ErrReplayed
 			return errRollback
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := checkExternalUser(tx, reg.ProjectID, b.ExternalUserID, b.Email); err != nil {
+			if errors.As(err, new(*Error)) {
+				fail = err
+				return errRollback
+			}
+			return err
 		}
 		now := s.now().UTC()
-		return tx.PutGrant(&store.Grant{Hash: h[:], MethodID: reg.ID, ProjectID: reg.ProjectID, ExternalUserID: b.ExternalUserID,
-			Email: b.Email, CreatedAt: now, ExpiresAt: now.Add(GrantLifetime)})
+		if err := tx.PutGrant(&store.Grant{Hash: h[:], MethodID: reg.ID, ProjectID: reg.ProjectID, ExternalUserID: b.ExternalUserID,
+			Email: b.Email, CreatedAt: now, ExpiresAt: now.Add(GrantLifetime)}); err != nil {
+			return err
+		}
+		return s.record(tx, reg.ProjectID, "", b.Email, "external", "callback", nil, m)
 	})
 	if errors.Is(err, errRollback) {
 		err = nil
@@ -258,14 +333,19 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 	if err != nil {
 		return internal(err)
 	}
-	return fail
+	if fail != nil {
+		return s.recordOnly(projectID, "", b.Email, "external", "callback", fail, m)
+	}
+	return nil
 }
 
 // RedeemExternal exchanges a Pattern B grant for a login, once. Unknown,
-// used or expired references are 401 INVALID_TOKEN.
+// used or expired references (and an unknown method) are 401
+// INVALID_TOKEN; an inactive registration 403 INACTIVE_REGISTRATION; a
+// disabled user 403 USER_DISABLED (the grant stays unused).
 func (s *Service) RedeemExternal(p *store.Project, method, reference string, m Meta) (*ExternalLogin, error) {
 	if method == "" || reference == "" {
-		return nil, Invalid("method and reference are required.")
+		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", Invalid("method and reference are required."), m)
 	}
 	if err := s.checkRisk(p, m, true); err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", err, m)
@@ -277,7 +357,7 @@ func (s *Service) RedeemExternal(p *store.Project, method, reference string, m M
 		login, fail = nil, nil
 		reg, err := tx.ExternalMethodByName(p.ID, method)
 		if errors.Is(err, store.ErrNotFound) {
-			fail = ErrInvalidToken
+			fail = errInvalidReference
 			return nil
 		} else if err != nil {
 			return err
@@ -288,8 +368,14 @@ func (s *Service) RedeemExternal(p *store.Project, method, reference string, m M
 		}
 		h := s.keys.HashString(hashDomainGrant, reg.ID+"\x00"+reference)
 		g, err := tx.Grant(h[:])
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (g.UsedAt != nil || !s.now().Before(g.ExpiresAt))) {
-			fail = ErrInvalidToken
+		if errors.Is(err, store.ErrNotFound) {
+			fail = errInvalidReference
+			return nil
+		} else if err == nil && g.UsedAt != nil {
+			fail = errInvalidReference.withCategory(CatAlreadyUsed)
+			return nil
+		} else if err == nil && !s.now().Before(g.ExpiresAt) {
+			fail = errInvalidReference.withCategory(CatExpired)
 			return nil
 		} else if err != nil {
 			return err
@@ -300,7 +386,7 @@ func (s *Service) RedeemExternal(p *store.Project, method, reference string, m M
 			return err
 		}
 		ext = g.ExternalUserID
-		login, err = s.externalLogin(tx, p, g.ExternalUserID, g.Email, reg.Method, m)
+		login, err = s.externalLogin(tx, p, g.ExternalUserID, g.Email, reg.Method, "redeem", m)
 		if errors.As(err, new(*Error)) {
 			fail = err
 			return errRollback

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -106,14 +107,14 @@ func FuzzNormalizeEmail(f *testing.F) {
 	})
 }
 
+// FuzzParseConfirm: the confirm/callback body parser answers every input
+// with a body or INVALID_PAYLOAD, never panics, and what it accepts is a
+// single JSON object whose required fields are non-empty strings equal to
+// what encoding/json reads from the same bytes.
 func FuzzParseConfirm(f *testing.F) {
-	f.Add([]byte(`{"externalUserId":"e","method":"m","verifiedAt":"2026-11-22T10:00:00Z","email":"a@b.co"}`))
-	f.Add([]byte(`{"externalUserId":5}`))
-	f.Add([]byte(`[]`))
-	f.Add([]byte(`{"externalUserId":"e","method":"m","verifiedAt":"2026-11-22T10:00:00.123456789+02:00"} {}`))
-	f.Add([]byte(`null`))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		b, err := parseConfirm(raw, "method")
+	seeds(f, "confirm.txt")
+	f.Fuzz(func(t *testing.T, raw string) {
+		b, err := parseConfirm([]byte(raw), "method")
 		if err != nil {
 			if AsError(err).Code != "INVALID_PAYLOAD" {
 				t.Fatalf("error %v, want INVALID_PAYLOAD", err)
@@ -122,6 +123,20 @@ func FuzzParseConfirm(f *testing.F) {
 		}
 		if b.ExternalUserID == "" || b.Method == "" || b.VerifiedAt.IsZero() {
 			t.Fatalf("accepted %q with empty required fields", raw)
+		}
+		var ref map[string]any
+		if err := json.Unmarshal([]byte(raw), &ref); err != nil {
+			t.Fatalf("accepted %q that encoding/json refuses: %v", raw, err)
+		}
+		if ref["externalUserId"] != b.ExternalUserID || ref["method"] != b.Method {
+			t.Fatalf("parsed %+v from %q, encoding/json reads %v", b, raw, ref)
+		}
+		if email, _ := ref["email"].(string); email != b.Email {
+			t.Fatalf("email %q from %q, encoding/json reads %q", b.Email, raw, email)
+		}
+		at, err := parseVerifiedAt(ref["verifiedAt"].(string))
+		if err != nil || !at.Equal(b.VerifiedAt) {
+			t.Fatalf("verifiedAt %v from %q", b.VerifiedAt, raw)
 		}
 	})
 }

@@ -147,12 +147,18 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 		login, fail = nil, nil
 		now := s.now()
 		var userID string
+		disabled := false
 		if u, err := tx.UserByEmail(p.ID, email); err == nil {
-			userID = u.ID
+			userID, disabled = u.ID, u.Disabled
 		}
 		failWith := func(e error) error {
 			fail = e
 			return s.record(tx, p.ID, userID, email, "email_otp", "verify", e, m)
+		}
+		// A disabled account answers 403 whatever the code (otp/send
+		// already says so); a pending code is left as it is.
+		if disabled {
+			return failWith(ErrUserDisabled)
 		}
 		c, err := tx.Code(codeKindOTP, p.ID, email)
 		if errors.Is(err, store.ErrNotFound) {

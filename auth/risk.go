@@ -15,9 +15,9 @@ const (
 	RiskWindow      = 10 * time.Minute
 	RiskBlockFor    = 15 * time.Minute
 	riskShards      = 32
-	// RiskMaxTracked bounds the tracked (project, IP) pairs; past it the
-	// least recently failing unblocked pairs are dropped, so an attack
-	// from many addresses costs bounded memory.
+	// RiskMaxTracked bounds the tracked (project, IP) pairs; past it idle
+	// and single-failure pairs are dropped first and blocked ones last
+	// (see evict), so an attack from many addresses costs bounded memory.
 	RiskMaxTracked = 64 * 1024
 )
 
@@ -100,32 +100,46 @@ func (r *Risk) Fail(project string, ip netip.Addr) {
 	if st.counts[i] < ^uint16(0) {
 		st.counts[i]++
 	}
-	total := 0
-	for j := range st.counts {
-		if st.minutes[j] > min-10 {
-			total += int(st.counts[j])
-		}
-	}
-	if total > RiskMaxFailures {
+	if st.total(min) > RiskMaxFailures {
 		st.blockedUntil = now.Add(RiskBlockFor)
 	}
 }
 
-// evict frees an eighth of the shard: stale entries first, then
-// unblocked ones in the map's random order. Blocked IPs are kept.
-// Amortised over the inserts that fill the space again, this is O(1).
+// evict frees an eighth of the shard, in passes: first unblocked
+// entries that are idle for longer than the window or hold a single
+// failure in it (what a flood of one-shot addresses leaves), then any
+// unblocked entry in the map's random order, and only when that is not
+// enough, blocked ones, so the bound holds even against millions of
+// blocked addresses. An address that keeps failing thus survives a flood
+// of one-shot addresses. Each pass is O(shard); amortised over the
+// inserts that fill the freed space again, eviction is O(1) per insert.
 func (sh *riskShard) evict(now time.Time) {
 	want := len(sh.m) / 8
-	for k, st := range sh.m {
-		if want <= 0 {
-			return
+	min, idle := now.Unix()/60, now.Add(-RiskWindow)
+	for pass := 0; pass < 3 && want > 0; pass++ {
+		for k, st := range sh.m {
+			if want <= 0 {
+				return
+			}
+			blocked := now.Before(st.blockedUntil)
+			if pass == 0 && (blocked || st.last.After(idle) && st.total(min) > 1) || pass == 1 && blocked {
+				continue
+			}
+			delete(sh.m, k)
+			want--
 		}
-		if now.Before(st.blockedUntil) {
-			continue
-		}
-		delete(sh.m, k)
-		want--
 	}
+}
+
+// total returns the failures counted in the window ending in unix minute min.
+func (st *ipState) total(min int64) int {
+	n := 0
+	for j := range st.counts {
+		if st.minutes[j] > min-10 {
+			n += int(st.counts[j])
+		}
+	}
+	return n
 }
 
 // Tracked returns how many (project, IP) pairs are held (for tests).
@@ -194,12 +208,18 @@ func (s *Service) countFailure(projectID, ip string) {
 	s.risk.Fail(projectID, a.Unmap())
 }
 
-// isVerifyFailure reports whether a failure category is a wrong guess
-// that counts towards the velocity block.
-func isVerifyFailure(category string) bool {
-	switch category {
-	case CatInvalidCode, CatExpired, CatAlreadyUsed, CatRateLimited, CatUserNotFound, CatExternalMethod:
+// isVerifyFailure reports whether a failure is a wrong guess that counts
+// towards the velocity block: a wrong, expired, used or locked code,
+// token or credential, an unknown user, or a bad external signature.
+// Malformed requests and configuration errors (INVALID_PAYLOAD,
+// WRONG_PATTERN, INACTIVE_REGISTRATION, STALE_TIMESTAMP, REPLAYED) are
+// not guesses at a credential and do not count.
+func isVerifyFailure(e *Error) bool {
+	switch e.Category {
+	case CatInvalidCode, CatExpired, CatAlreadyUsed, CatRateLimited, CatUserNotFound:
 		return true
+	case CatExternalMethod:
+		return e.Code == ErrInvalidSignature.Code
 	}
 	return false
 }

@@ -74,3 +74,50 @@ func TestRiskMemoryBounded(t *testing.T) {
 		t.Fatal("attacker not blocked under load")
 	}
 }
+
+// TestRiskAttackerSurvivesFlood: an address that keeps failing is still
+// blocked while a flood of one-shot addresses fills the tracker, because
+// eviction drops single-failure entries first.
+func TestRiskAttackerSurvivesFlood(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	bad := netip.MustParseAddr("198.51.100.1")
+	base := netip.MustParseAddr("10.0.0.0").As4()
+	flood := 0
+	for attempt := 0; attempt <= RiskMaxFailures; attempt++ {
+		r.Fail("p", bad)
+		for j := 0; j < 20_000; j++ { // 620,000 one-shot addresses in all
+			b := base
+			b[1], b[2], b[3] = byte(flood>>16), byte(flood>>8), byte(flood)
+			r.Fail("p", netip.AddrFrom4(b))
+			flood++
+		}
+	}
+	if n := r.Tracked(); n > RiskMaxTracked {
+		t.Fatalf("tracking %d pairs, bound is %d", n, RiskMaxTracked)
+	}
+	if !r.Blocked("p", bad) {
+		t.Fatal("a repeat offender was evicted by a flood of one-shot addresses")
+	}
+}
+
+// TestRiskBoundWithBlockedAddresses: even a tracker full of blocked
+// addresses cannot grow past its bound.
+func TestRiskBoundWithBlockedAddresses(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	n := 0
+	for i := range r.shards { // fill every shard with blocked entries
+		for len(r.shards[i].m) < RiskMaxTracked/riskShards {
+			ip := netip.AddrFrom4([4]byte{10, byte(n >> 16), byte(n >> 8), byte(n)})
+			r.shards[i].m[riskKey{"p", ip}] = &ipState{last: now, blockedUntil: now.Add(RiskBlockFor)}
+			n++
+		}
+	}
+	for i := 0; i < 100_000; i++ {
+		r.Fail("p", netip.AddrFrom4([4]byte{172, byte(i >> 16), byte(i >> 8), byte(i)}))
+	}
+	if got := r.Tracked(); got > RiskMaxTracked {
+		t.Fatalf("tracking %d pairs, bound is %d", got, RiskMaxTracked)
+	}
+}

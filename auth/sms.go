@@ -18,10 +18,10 @@ const (
 	hashDomainSMS  = "sms"
 )
 
-// ValidPhone reports whether phone is E.164: "+" then 8 to 15 digits,
-// the first not 0.
+// ValidPhone reports whether phone is E.164 as decisions.md §8 defines
+// it: "+" then 8 to 15 ASCII digits, nothing else (no spaces).
 func ValidPhone(phone string) bool {
-	if len(phone) < 9 || len(phone) > 16 || phone[0] != '+' || phone[1] == '0' {
+	if len(phone) < 9 || len(phone) > 16 || phone[0] != '+' {
 		return false
 	}
 	for i := 1; i < len(phone); i++ {
@@ -68,11 +68,16 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 }
 
 // VerifySMSCode checks the texted code and records the phone as the
-// user's SMS factor. Wrong, reused, expired or missing codes are 401
-// VERIFICATION_FAILED.
+// user's SMS factor. An empty or non-digit code is 400 VALIDATION_ERROR
+// (no try counted); wrong, reused, expired, locked or missing codes are
+// 401 VERIFICATION_FAILED, recorded under their own categories.
 func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
-	if code == "" {
-		return Invalid("code is required.")
+	if err := checkCodeShape(code); err != nil {
+		u, uerr := s.SessionUser(pr)
+		if uerr != nil {
+			return uerr
+		}
+		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "verify", err, m)
 	}
 	var fail error
 	err := s.db.Update(func(tx *store.Tx) error {

@@ -72,21 +72,44 @@ func TestBackupCodeBadInput(t *testing.T) {
 	ts := newTestServer(t)
 	codes := ts.backupCodes(str(t, ts.login("b@example.com").Body, "token"))
 	for name, body := range map[string]any{
-		"both":          map[string]any{"email": "b@example.com", "externalUserId": "x", "code": codes[0]},
-		"neither":       map[string]any{"code": codes[0]},
-		"empty code":    map[string]any{"email": "b@example.com", "code": ""},
-		"code type":     map[string]any{"email": "b@example.com", "code": 12345},
-		"bad email":     map[string]any{"email": "nope", "code": codes[0]},
-		"malformed":     "{",
-		"external type": map[string]any{"externalUserId": 5, "code": codes[0]},
+		"both":             map[string]any{"email": "b@example.com", "externalUserId": "x", "code": codes[0]},
+		"both, one empty":  map[string]any{"email": "b@example.com", "externalUserId": "", "code": codes[0]},
+		"neither":          map[string]any{"code": codes[0]},
+		"both null":        map[string]any{"email": nil, "externalUserId": nil, "code": codes[0]},
+		"empty code":       map[string]any{"email": "b@example.com", "code": ""},
+		"no code":          map[string]any{"email": "b@example.com"},
+		"code type":        map[string]any{"email": "b@example.com", "code": 12345},
+		"spaces around":    map[string]any{"email": "b@example.com", "code": " " + codes[0] + " "},
+		"space inside":     map[string]any{"email": "b@example.com", "code": strings.Replace(codes[0], "-", " ", 1)},
+		"unicode":          map[string]any{"email": "b@example.com", "code": "ÄBCDE-12345"},
+		"fullwidth digits": map[string]any{"email": "b@example.com", "code": "１２３４５-６７８９０"},
+		"huge":             map[string]any{"email": "b@example.com", "code": strings.Repeat("A", 10_000)},
+		"bad email":        map[string]any{"email": "nope", "code": codes[0]},
+		"empty external":   map[string]any{"externalUserId": "", "code": codes[0]},
+		"malformed":        "{",
+		"not an object":    `["b@example.com"]`,
+		"external type":    map[string]any{"externalUserId": 5, "code": codes[0]},
 	} {
 		t.Run(name, func(t *testing.T) {
 			wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, body), 400, "VALIDATION_ERROR")
 		})
 	}
-	// Nothing was consumed.
-	wantOK(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "b@example.com", "code": codes[0]}))
+	// None of that counted as a failure, and nothing was consumed: four
+	// wrong codes (well-formed or not) are 401s, then the code works.
+	for _, wrong := range []string{"AAAAA-AAAAA", "aaaaaaaaaa", "WRONG", "INVALID-CODE"} {
+		wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "b@example.com", "code": wrong}), 401, "INVALID_CODE")
+	}
+	wantOK(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "B@Example.com", "code": codes[0]}))
+	// A null field counts as absent.
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": nil, "externalUserId": "nobody", "code": codes[1]}), 401, "INVALID_CODE")
 	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "nobody@example.com", "code": codes[1]}), 401, "INVALID_CODE")
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "b@example.com", "code": codes[0]}), 401, "INVALID_CODE")
+	cats := eventCategories(ts)
+	if cats["invalid_code"] != 4 || cats["user_not_found"] != 2 || cats["already_used"] != 1 {
+		t.Fatalf("categories=%v", cats)
+	}
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", "", map[string]any{"email": "b@example.com", "code": codes[2]}), 401, "MISSING_API_KEY")
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/generate", ts.Key, map[string]any{}), 401, "INVALID_SESSION")
 }
 
 func TestBackupCodeLockout(t *testing.T) {
@@ -95,10 +118,14 @@ func TestBackupCodeLockout(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "l@example.com", "code": "AAAAA-AAAAA"}), 401, "INVALID_CODE")
 	}
+	// From the 6th try on: 429, even for a right code (not consumed),
+	// until the first failure leaves the 15-minute window.
 	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "l@example.com", "code": codes[0]}), 429, "TOO_MANY_ATTEMPTS")
-	ts.Clock.Advance(15 * time.Minute)
+	ts.Clock.Advance(15*time.Minute - time.Second)
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "l@example.com", "code": codes[0]}), 429, "TOO_MANY_ATTEMPTS")
+	ts.Clock.Advance(time.Second)
 	wantOK(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "l@example.com", "code": codes[0]}))
-	if eventCategories(ts)["rate_limited"] != 1 {
+	if eventCategories(ts)["rate_limited"] != 2 {
 		t.Fatal("lockout not recorded as rate_limited")
 	}
 }

@@ -43,6 +43,9 @@ func TestDisableAcrossLoginPaths(t *testing.T) {
 	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+id+"/disable", nil))
 	wantError(t, ts.do("GET", "/api/v1/session", tok, nil), 401, "INVALID_SESSION")
 	wantError(t, ts.do("GET", "/api/v1/me", tok, nil), 401, "INVALID_SESSION")
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/generate", tok, map[string]any{}), 401, "INVALID_SESSION")
+	wantError(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"}), 401, "INVALID_SESSION")
+	mails := ts.mailCount()
 
 	ts.Clock.Advance(time.Second)
 	paths := []struct {
@@ -51,6 +54,12 @@ func TestDisableAcrossLoginPaths(t *testing.T) {
 	}{
 		{"otp/verify", func() *response {
 			return ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code})
+		}},
+		{"otp/verify, wrong code", func() *response {
+			return ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": "000000"})
+		}},
+		{"backup-codes/verify, wrong code", func() *response {
+			return ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"externalUserId": "ext-dis", "code": "AAAAA-AAAAA"})
 		}},
 		{"magic/verify", func() *response {
 			return ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(link), "", nil)
@@ -73,7 +82,10 @@ func TestDisableAcrossLoginPaths(t *testing.T) {
 		}},
 	}
 	for _, p := range paths {
-		wantError(t, p.do(), 403, "USER_DISABLED")
+		t.Run(p.name, func(t *testing.T) { wantError(t, p.do(), 403, "USER_DISABLED") })
+	}
+	if n := ts.mailCount(); n != mails {
+		t.Fatalf("%d messages queued for a disabled address", n-mails)
 	}
 	if n := eventCategories(ts)["user_disabled"]; n != len(paths) {
 		t.Fatalf("%d user_disabled events, want %d", n, len(paths))

@@ -48,7 +48,7 @@ func (s *Server) externalCallback(w http.ResponseWriter, r *http.Request, p http
 	if err != nil {
 		return err
 	}
-	if err := s.auth.ExternalCallback(p.ByName("registrationId"), raw, r.Header.Get("X-Service-Signature")); err != nil {
+	if err := s.auth.ExternalCallback(p.ByName("registrationId"), raw, r.Header.Get("X-Service-Signature"), s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)

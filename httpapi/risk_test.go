@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"latchkey/auth"
+	"latchkey/auth/sms"
 )
 
 func (ts *testServer) fromIP(ip, method, path string, body string) *response {
@@ -49,4 +53,83 @@ func TestRiskDenyList(t *testing.T) {
 	if n := ts.mailCount(); n != 1 {
 		t.Fatalf("mail=%d, want 1", n)
 	}
+}
+
+// TestRiskBadSignatures: wrong external signatures count as failed
+// verifications; past 30 the IP is blocked on every verification path,
+// but not on sends.
+func TestRiskBadSignatures(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
+	_, secret := ts.method("bank_id", "direct")
+	confirm := func(ip string, body []byte, sig string) *response {
+		req, _ := http.NewRequest("POST", ts.URL+"/api/v1/external-auth/confirm", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+ts.Key)
+		req.Header.Set("X-End-User-IP", ip)
+		req.Header.Set("X-Service-Signature", sig)
+		return ts.send(req)
+	}
+	body := ts.confirmBody(map[string]any{"externalUserId": "r1", "method": "bank_id", "email": "r1@example.com"})
+	for i := 0; i < 31; i++ {
+		wantError(t, confirm("192.0.2.50", body, "00"), 401, "INVALID_SIGNATURE")
+	}
+	wantError(t, confirm("192.0.2.50", body, sign(secret, body)), 403, "RISK_BLOCKED")
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/otp/verify", `{"email":"r1@example.com","code":"123456"}`},
+		{"/api/v1/backup-codes/verify", `{"email":"r1@example.com","code":"AAAAA-AAAAA"}`},
+		{"/api/v1/external-auth/redeem", `{"method":"bank_id","reference":"x"}`},
+	} {
+		wantError(t, ts.fromIP("192.0.2.50", "POST", c.path, c.body), 403, "RISK_BLOCKED")
+	}
+	// Sends are not velocity-blocked; another IP is unaffected.
+	wantOK(t, ts.fromIP("192.0.2.50", "POST", "/api/v1/otp/send", `{"email":"r1@example.com"}`))
+	wantOK(t, confirm("192.0.2.51", body, sign(secret, body)))
+}
+
+// TestRiskDenyListEveryPath: a denied CIDR is refused at once on every
+// API-key login path, and lifting it restores them.
+func TestRiskDenyListEveryPath(t *testing.T) {
+	ts := newTestServer(t)
+	_, secret := ts.method("bank_id", "direct")
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"denyCidrs": []string{"192.0.2.0/24"}}))
+	body := ts.confirmBody(map[string]any{"externalUserId": "d1", "method": "bank_id", "email": "d1@example.com"})
+	paths := []struct{ path, body string }{
+		{"/api/v1/otp/send", `{"email":"d1@example.com"}`},
+		{"/api/v1/magic/send", `{"email":"d1@example.com"}`},
+		{"/api/v1/otp/verify", `{"email":"d1@example.com","code":"123456"}`},
+		{"/api/v1/backup-codes/verify", `{"email":"d1@example.com","code":"AAAAA-AAAAA"}`},
+		{"/api/v1/external-auth/redeem", `{"method":"bank_id","reference":"x"}`},
+	}
+	for _, p := range paths {
+		wantError(t, ts.fromIP("192.0.2.77", "POST", p.path, p.body), 403, "RISK_BLOCKED")
+	}
+	req, _ := http.NewRequest("POST", ts.URL+"/api/v1/external-auth/confirm", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+ts.Key)
+	req.Header.Set("X-End-User-IP", "192.0.2.77")
+	req.Header.Set("X-Service-Signature", sign(secret, body))
+	wantError(t, ts.send(req), 403, "RISK_BLOCKED")
+	if n := ts.mailCount(); n != 0 {
+		t.Fatalf("%d messages sent to a denied IP's request", n)
+	}
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"denyCidrs": []string{}}))
+	wantOK(t, ts.fromIP("192.0.2.77", "POST", "/api/v1/otp/send", `{"email":"d1@example.com"}`))
+	req, _ = http.NewRequest("POST", ts.URL+"/api/v1/external-auth/confirm", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+ts.Key)
+	req.Header.Set("X-End-User-IP", "192.0.2.77")
+	req.Header.Set("X-Service-Signature", sign(secret, body))
+	wantOK(t, ts.send(req))
+}
+
+// TestRiskIgnoresStepUp: wrong step-up codes on a session (SMS here) have
+// their own lockout and do not count towards the IP's velocity block:
+// their IP is the caller's peer, often the app's own backend.
+func TestRiskIgnoresStepUp(t *testing.T) {
+	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler)} })
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
+	tok := str(t, ts.login("step@example.com").Body, "token")
+	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"}))
+	for i := 0; i < 40; i++ {
+		wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": "1234567"}), 401, "VERIFICATION_FAILED")
+	}
+	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "step@example.com", "code": "123456"}), 401, "INVALID_CODE")
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/auth/sms"
+	"latchkey/store"
 )
 
 // fakeTwilio is a local Messages API that records what it receives.
@@ -54,7 +56,8 @@ func TestSMSTwilio(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := newTestServer(t, func(c *auth.Config) { c.SMS = tw })
-	tok := str(t, ts.login("sms@example.com").Body, "token")
+	login := ts.login("sms@example.com")
+	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
 
 	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"}))
 	if len(fake.requests) != 1 {
@@ -72,12 +75,26 @@ func TestSMSTwilio(t *testing.T) {
 	}
 	code := smsCode.FindString(form["Body"])
 
+	// A provider failure is 502 and leaks no credentials; it stores no
+	// code, so the pending one stays good.
+	fake.mu.Lock()
+	fake.fail = true
+	fake.mu.Unlock()
+	r := ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234568"})
+	wantError(t, r, 502, "SEND_FAILED")
+	if strings.Contains(string(r.Raw), "secret-token") || strings.Contains(string(r.Raw), "AC123") {
+		t.Fatalf("credentials in error: %s", r.Raw)
+	}
+	if len(fake.requests) != 2 {
+		t.Fatalf("twilio got %d requests, want 2", len(fake.requests))
+	}
+
 	wrong := "000000"
 	if code == wrong {
 		wrong = "111111"
 	}
 	wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": wrong}), 401, "VERIFICATION_FAILED")
-	r := ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code})
+	r = ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code})
 	wantOK(t, r)
 	if r.Body["enrolled"] != true {
 		t.Fatalf("body=%s", r.Raw)
@@ -87,15 +104,18 @@ func TestSMSTwilio(t *testing.T) {
 	if types := ts.outbox(); types[len(types)-1] != "sms.enrolled" {
 		t.Fatalf("outbox=%v", types)
 	}
-
-	// A provider failure is 502 and leaks no credentials; no code is stored.
-	fake.fail = true
-	r = ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234568"})
-	wantError(t, r, 502, "SEND_FAILED")
-	if strings.Contains(string(r.Raw), "secret-token") || strings.Contains(string(r.Raw), "AC123") {
-		t.Fatalf("credentials in error: %s", r.Raw)
+	var phone string
+	ts.DB.View(func(tx *store.Tx) error {
+		f, err := tx.Factor(uid, "sms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		phone = f.Phone
+		return nil
+	})
+	if phone != "+15551234567" {
+		t.Fatalf("SMS factor phone=%q", phone)
 	}
-	wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code}), 401, "VERIFICATION_FAILED")
 }
 
 func TestSMSDefaultProviderFails(t *testing.T) {
@@ -110,34 +130,71 @@ func TestSMSLogProviderAndLimits(t *testing.T) {
 	dir := t.TempDir()
 	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler), Dir: dir} })
 	tok := str(t, ts.login("log@example.com").Body, "token")
-	for _, bad := range []any{"15551234567", "+1555", "+1234567890123456", "+1555abc4567", "+0123456789", "", 15551234567} {
+	for _, bad := range []any{"15551234567", "+1555", "+1234567", "+1234567890123456", "+1555abc4567", "+1 555 123 4567",
+		" +15551234567", "+15551234567\n", "+4477009001２３", "", nil, 15551234567} {
 		wantError(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": bad}), 400, "VALIDATION_ERROR")
 	}
-	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+447700900123"}))
-	files, _ := filepath.Glob(filepath.Join(dir, "*.sms.txt"))
-	if len(files) != 1 {
-		t.Fatalf("%d sms files, want 1", len(files))
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.sms.txt")); len(files) != 0 {
+		t.Fatalf("%d messages sent for invalid numbers", len(files))
 	}
-	data, _ := os.ReadFile(files[0])
-	code := smsCode.FindString(string(data))
+	// The E.164 edges: 8 and 15 digits.
+	for _, ok := range []string{"+12345678", "+123456789012345"} {
+		wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": ok}))
+	}
+	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+447700900123"}))
+	code := newestSMSCode(t, dir, 3)
 	wrong := "000000"
 	if code == wrong {
 		wrong = "111111"
+	}
+	// Malformed codes are 400 and use none of the 5 tries.
+	for _, bad := range []any{"", "12345a", "١٢٣٤٥٦", " 123456", strings.Repeat("1", 17), 123456, nil} {
+		wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": bad}), 400, "VALIDATION_ERROR")
 	}
 	for i := 0; i < 5; i++ {
 		wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": wrong}), 401, "VERIFICATION_FAILED")
 	}
 	// Locked after 5 tries, even with the right code.
 	wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code}), 401, "VERIFICATION_FAILED")
-	// Expiry.
+	// A new code ends the lock; it lives 10 minutes.
 	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+447700900123"}))
+	code = newestSMSCode(t, dir, 4)
 	ts.Clock.Advance(10*time.Minute + time.Second)
-	files, _ = filepath.Glob(filepath.Join(dir, "*.sms.txt"))
-	if len(files) != 2 {
-		t.Fatalf("%d sms files, want 2", len(files))
+	wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code}), 401, "VERIFICATION_FAILED")
+	// Expired is gone: none pending now.
+	wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code}), 401, "VERIFICATION_FAILED")
+	// A fresh code within its lifetime succeeds.
+	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+447700900123"}))
+	code = newestSMSCode(t, dir, 5)
+	ts.Clock.Advance(9 * time.Minute)
+	r := ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code})
+	wantOK(t, r)
+	if r.Body["enrolled"] != true {
+		t.Fatalf("body=%s", r.Raw)
 	}
+	// Bodies that are not the request's JSON shape (a number for a string)
+	// fail in decoding, before the use case, and are not events.
 	cats := eventCategories(ts)
-	if cats["rate_limited"] != 1 || cats["invalid_code"] < 5 {
+	if cats["rate_limited"] != 1 || cats["invalid_code"] != 6 || cats["expired"] != 1 || cats["validation_error"] != 6+11 {
 		t.Fatalf("categories=%v", cats)
 	}
+}
+
+// newestSMSCode returns the code of the newest of want messages in dir.
+func newestSMSCode(t *testing.T, dir string, want int) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.sms.txt"))
+	if len(files) != want {
+		t.Fatalf("%d sms files, want %d", len(files), want)
+	}
+	sort.Strings(files)
+	data, err := os.ReadFile(files[len(files)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := smsCode.FindString(string(data))
+	if code == "" {
+		t.Fatalf("no code in %s", data)
+	}
+	return code
 }
