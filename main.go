@@ -16,11 +16,11 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"latchkey/auth"
@@ -53,7 +53,7 @@ func run(args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintln(os.Stderr, "latchkey:", err)
+		fmt.Fprintf(os.Stderr, "latchkey serve: %v\n(latchkey serve --help lists the flags)\n", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -128,45 +128,51 @@ func NewMain() *Main {
 	return &Main{Stdout: os.Stdout, Now: time.Now, Getenv: os.Getenv, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 }
 
-// ParseFlags reads flags, falling back to LATCHKEY_* environment
-// variables, then to defaults. Flags beat environment.
+// serveFlag is one flag of `latchkey serve` (decisions.md §1).
+type serveFlag struct {
+	name, env string
+	arg       string // placeholder in --help ("ADDR"); empty for a boolean
+	def       string // the default --help shows
+	help      string
+	str       *string // the string it sets, nil for the boolean
+}
+
+// ParseFlags reads the serve flags, falling back to LATCHKEY_* environment
+// variables, then to the defaults of decisions.md §1: flags beat
+// environment. --help prints every flag with its environment variable and
+// default to m.Stdout and returns flag.ErrHelp; it never shows a value
+// taken from the environment, so no secret reaches the terminal.
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
-	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	m.Getenv = getenv
-	var secrets [][2]string
 	c := &m.Config
-	str := func(p *string, name, env, def, help string) {
-		if v := getenv(env); v != "" {
-			def = v
+	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: "latchkey@localhost", SMSProvider: "none", LogFormat: "text"}
+	flags := []serveFlag{
+		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
+		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
+		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin for magic links, JWT iss and WebAuthn", &c.BaseURL},
+		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS)", &c.SMTPURL},
+		{"mail-from", "LATCHKEY_MAIL_FROM", "ADDRESS", c.MailFrom, "sender address", &c.MailFrom},
+		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "NAME", c.SMSProvider, "none, log or twilio", &c.SMSProvider},
+		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated at first start", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
+		{"master-key", "LATCHKEY_MASTER_KEY", "KEY", "the <data>.key file", "32-byte key, base64; encrypts secrets at rest", &c.MasterKey},
+		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "CIDRS", "empty", "comma-separated CIDRs whose X-Forwarded-For is believed", &c.TrustedProxies},
+		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let live-mode webhooks target private/loopback addresses", nil},
+		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
+	}
+	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for _, f := range flags {
+		if f.str != nil {
+			fs.StringVar(f.str, f.name, *f.str, f.help)
+		} else {
+			fs.BoolVar(&c.WebhookAllowPrivate, f.name, false, f.help)
 		}
-		fs.StringVar(p, name, def, help+" (env "+env+")")
 	}
-	// Secret settings never become a flag default, so --help cannot print
-	// them; the environment is applied after parsing instead.
-	secret := func(p *string, name, env, help string) {
-		fs.StringVar(p, name, "", help+" (env "+env+")")
-		secrets = append(secrets, [2]string{name, env})
-	}
-	str(&c.Addr, "addr", "LATCHKEY_ADDR", "127.0.0.1:8080", "listen address")
-	str(&c.Data, "data", "LATCHKEY_DATA", "./latchkey.db", "bbolt data file; created on first start")
-	str(&c.BaseURL, "base-url", "LATCHKEY_BASE_URL", "", "public origin for magic links, JWT iss and WebAuthn (default http://<addr>)")
-	secret(&c.SMTPURL, "smtp-url", "LATCHKEY_SMTP_URL", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://...; empty writes .eml files to <data>.outbox/")
-	str(&c.MailFrom, "mail-from", "LATCHKEY_MAIL_FROM", "latchkey@localhost", "sender address")
-	str(&c.SMSProvider, "sms-provider", "LATCHKEY_SMS_PROVIDER", "none", "none, log or twilio")
-	secret(&c.AdminToken, "admin-token", "LATCHKEY_ADMIN_TOKEN", "admin bearer token (default: generated at first start)")
-	secret(&c.MasterKey, "master-key", "LATCHKEY_MASTER_KEY", "32-byte base64 key encrypting secrets at rest (default: the <data>.key file)")
-	str(&c.TrustedProxies, "trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "", "comma-separated CIDRs whose X-Forwarded-For is believed")
-	allow := false
-	if v := getenv("LATCHKEY_WEBHOOK_ALLOW_PRIVATE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("LATCHKEY_WEBHOOK_ALLOW_PRIVATE: %q is not a boolean", v)
-		}
-		allow = b
-	}
-	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", allow, "let live-mode webhooks target private/loopback addresses (env LATCHKEY_WEBHOOK_ALLOW_PRIVATE)")
-	str(&c.LogFormat, "log-format", "LATCHKEY_LOG_FORMAT", "text", "text or json")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printServeHelp(m.Stdout, flags)
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -174,9 +180,13 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, sc := range secrets {
-		if !set[sc[0]] {
-			fs.Set(sc[0], getenv(sc[1]))
+	for _, f := range flags {
+		v := getenv(f.env)
+		if set[f.name] || v == "" {
+			continue
+		}
+		if err := fs.Set(f.name, v); err != nil {
+			return fmt.Errorf("%s: %q is not valid for --%s", f.env, v, f.name)
 		}
 	}
 	switch c.LogFormat {
@@ -198,6 +208,21 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	return nil
 }
 
+// printServeHelp lists the serve flags with their environment variables
+// and defaults.
+func printServeHelp(w io.Writer, flags []serveFlag) {
+	fmt.Fprint(w, "Usage: latchkey serve [flags]\n\nRun the server. Each flag may also be set by its environment variable; a flag\nbeats the environment, which beats the default.\n\nFlags:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, f := range flags {
+		name := "--" + f.name
+		if f.arg != "" {
+			name += " " + f.arg
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n  \t(env %s; default %s)\n", name, f.help, f.env, f.def)
+	}
+	tw.Flush()
+}
+
 // Run opens the store, creates first-start state, starts the scheduler
 // and the HTTP server, and returns once the server is listening.
 func (m *Main) Run(ctx context.Context) error {
@@ -210,7 +235,17 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	masterKey, _, err := store.LoadMasterKey(c.MasterKey, c.Data+".key")
+	keyFile := c.Data + ".key"
+	if c.MasterKey == "" {
+		// An existing data file needs the key it was written with: never
+		// generate a fresh one beside it.
+		if fi, err := os.Stat(c.Data); err == nil && fi.Size() > 0 {
+			if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("master key file %s is missing: data file %s was written under it (restore the file or set LATCHKEY_MASTER_KEY)", keyFile, c.Data)
+			}
+		}
+	}
+	masterKey, _, err := store.LoadMasterKey(c.MasterKey, keyFile)
 	if err != nil {
 		return err
 	}
@@ -218,11 +253,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	db, created, err := store.Open(c.Data, store.Options{})
+	// The lock wait is 1 s so that, with start-up, a second serve on the
+	// same file exits well within 2 s (decisions.md §2).
+	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second})
 	if err != nil {
 		return err
 	}
 	m.DB = db
+	if err := db.CheckKeyring(keys); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -242,7 +282,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Service = svc
-	if created {
+	initialized, err := svc.Initialized()
+	if err != nil {
+		return err
+	}
+	if !initialized {
 		if err := m.firstStart(); err != nil {
 			return err
 		}
@@ -268,8 +312,10 @@ func (m *Main) Run(ctx context.Context) error {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+		// Go's default: an over-long Authorization header still reaches
+		// the key check and gets the envelope (INVALID_FORMAT).
+		MaxHeaderBytes: 1 << 20,
+		ErrorLog:       slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		if err := m.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -281,22 +327,27 @@ func (m *Main) Run(ctx context.Context) error {
 }
 
 // firstStart creates the default project, a test key and the admin
-// token, printing them once.
+// token, printing them once; the admin token also goes to
+// <data>.admin-token (0600) unless it is configured.
 func (m *Main) firstStart() error {
 	b, err := m.Service.Init()
 	if err != nil {
 		return err
 	}
 	w := m.Stdout
-	fmt.Fprintf(w, "latchkey: first start: created project %q (%s)\n", b.Project.Name, b.Project.ID)
+	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origin %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))
 	fmt.Fprintf(w, "  test API key (shown once): %s\n", b.APIKey)
 	if b.AdminToken != "" {
-		file := m.Config.Data + ".admin-token"
-		if err := store.WriteSecretFile(file, b.AdminToken+"\n"); err != nil {
-			return fmt.Errorf("write admin token file: %w", err)
-		}
 		fmt.Fprintf(w, "  admin token (shown once):  %s\n", b.AdminToken)
-		fmt.Fprintf(w, "  admin token saved to %s (mode 0600) for the CLI\n", file)
+		file := m.Config.Data + ".admin-token"
+		// Replace a file left over from an earlier data file of the same
+		// name. The token is committed and printed already, so a failure
+		// here is reported, not fatal.
+		if err := store.ReplaceSecretFile(file, b.AdminToken+"\n"); err != nil {
+			m.Logger.Error("could not write the admin token file; pass the printed token to the CLI instead", "file", file, "err", err)
+		} else {
+			fmt.Fprintf(w, "  admin token saved to %s (mode 0600) for the CLI\n", file)
+		}
 	}
 	return nil
 }

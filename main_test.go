@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,9 +30,10 @@ import (
 )
 
 // TestMain lets a test run this binary's main as a child process (for
-// kill -9 tests): LATCHKEY_TEST_ARGS holds the arguments.
+// kill -9 tests): LATCHKEY_TEST_ARGS holds the arguments (it may be
+// empty: `latchkey` alone).
 func TestMain(m *testing.M) {
-	if args := os.Getenv("LATCHKEY_TEST_ARGS"); args != "" {
+	if args, ok := os.LookupEnv("LATCHKEY_TEST_ARGS"); ok {
 		os.Exit(run(strings.Fields(args)))
 	}
 	os.Exit(m.Run())
@@ -371,53 +373,84 @@ func waitForCode(t *testing.T, dir string) string {
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// TestParseFlags: flags beat environment, environment beats defaults,
-// and --help never prints a secret taken from the environment.
+// TestParseFlags: every flag of decisions.md §1 beats its environment
+// variable, which beats the default; --help lists each flag with its
+// variable and default and never prints a value from the environment.
 func TestParseFlags(t *testing.T) {
-	env := map[string]string{
-		"LATCHKEY_ADDR":        "127.0.0.1:9999",
-		"LATCHKEY_ADMIN_TOKEN": "adm_fromtheenvironment_0123456789",
-		"LATCHKEY_SMTP_URL":    "smtp://user:hunter2@mail.example.com",
-		"LATCHKEY_LOG_FORMAT":  "json",
+	type setting struct {
+		flag, env, def, fromEnv, fromFlag string
+		got                               func(Config) string
 	}
-	getenv := func(k string) string { return env[k] }
-	m := NewMain()
-	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:7777"}, getenv); err != nil {
-		t.Fatal(err)
+	settings := []setting{
+		{"addr", "LATCHKEY_ADDR", "127.0.0.1:8080", "127.0.0.1:9999", "127.0.0.1:7777", func(c Config) string { return c.Addr }},
+		{"data", "LATCHKEY_DATA", "./latchkey.db", "/env/l.db", "/flag/l.db", func(c Config) string { return c.Data }},
+		{"base-url", "LATCHKEY_BASE_URL", "", "https://env.example", "https://flag.example", func(c Config) string { return c.BaseURL }},
+		{"smtp-url", "LATCHKEY_SMTP_URL", "", "smtp://user:hunter2@env.example", "smtps://user:swordfish@flag.example", func(c Config) string { return c.SMTPURL }},
+		{"mail-from", "LATCHKEY_MAIL_FROM", "latchkey@localhost", "env@example.com", "flag@example.com", func(c Config) string { return c.MailFrom }},
+		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "none", "log", "twilio", func(c Config) string { return c.SMSProvider }},
+		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "", "adm_fromtheenvironment_0123456789", "adm_fromtheflag_012345678901234", func(c Config) string { return c.AdminToken }},
+		{"master-key", "LATCHKEY_MASTER_KEY", "", "ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW4=", "ZmxhZ2ZsYWdmbGFnZmxhZ2ZsYWdmbGFnZmxhZ2ZsYWc=", func(c Config) string { return c.MasterKey }},
+		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "", "10.9.0.0/16", "10.8.0.0/16", func(c Config) string { return c.TrustedProxies }},
+		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "false", "true", "false", func(c Config) string { return strconv.FormatBool(c.WebhookAllowPrivate) }},
+		{"log-format", "LATCHKEY_LOG_FORMAT", "text", "json", "text", func(c Config) string { return c.LogFormat }},
 	}
-	c := m.Config
-	if c.Addr != "127.0.0.1:7777" || c.AdminToken != env["LATCHKEY_ADMIN_TOKEN"] || c.SMTPURL != env["LATCHKEY_SMTP_URL"] ||
-		c.LogFormat != "json" || c.Data != "./latchkey.db" || c.SMSProvider != "none" || c.MailFrom != "latchkey@localhost" {
-		t.Fatalf("config %+v", c)
+	env := map[string]string{}
+	for _, st := range settings {
+		env[st.env] = st.fromEnv
 	}
-	m = NewMain()
-	if err := m.ParseFlags([]string{"--admin-token", "adm_fromtheflag_012345678901234"}, getenv); err != nil || m.Config.AdminToken != "adm_fromtheflag_012345678901234" {
-		t.Fatalf("flag did not beat env: %v %q", err, m.Config.AdminToken)
+	parse := func(args []string, getenv func(string) string) Config {
+		t.Helper()
+		m := NewMain()
+		if err := m.ParseFlags(args, getenv); err != nil {
+			t.Fatalf("ParseFlags(%v): %v", args, err)
+		}
+		return m.Config
+	}
+	defaults := parse(nil, func(string) string { return "" })
+	fromEnv := parse(nil, func(k string) string { return env[k] })
+	for _, st := range settings {
+		t.Run(st.flag, func(t *testing.T) {
+			if got := st.got(defaults); got != st.def {
+				t.Errorf("default=%q, want %q", got, st.def)
+			}
+			if got := st.got(fromEnv); got != st.fromEnv {
+				t.Errorf("from %s=%q, want %q", st.env, got, st.fromEnv)
+			}
+			c := parse([]string{"--" + st.flag + "=" + st.fromFlag}, func(k string) string { return env[k] })
+			if got := st.got(c); got != st.fromFlag {
+				t.Errorf("--%s with %s set: got %q, want the flag's %q", st.flag, st.env, got, st.fromFlag)
+			}
+		})
 	}
 
-	// --help goes to the flag set's output (stderr); capture it.
-	r, w, _ := os.Pipe()
-	stderr := os.Stderr
-	os.Stderr = w
-	err := NewMain().ParseFlags([]string{"--help"}, getenv)
-	os.Stderr = stderr
-	w.Close()
-	help, _ := io.ReadAll(r)
-	if err != flag.ErrHelp {
-		t.Fatalf("err = %v", err)
+	m := NewMain()
+	var help bytes.Buffer
+	m.Stdout = &help
+	if err := m.ParseFlags([]string{"--help"}, func(k string) string { return env[k] }); err != flag.ErrHelp {
+		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
-	for _, secret := range []string{"hunter2", "adm_fromtheenvironment"} {
-		if bytes.Contains(help, []byte(secret)) {
-			t.Fatalf("--help printed %q:\n%s", secret, help)
+	for _, st := range settings {
+		if !strings.Contains(help.String(), "--"+st.flag) || !strings.Contains(help.String(), st.env) {
+			t.Errorf("help lacks --%s or %s", st.flag, st.env)
+		}
+		if len(st.fromEnv) > 6 && strings.Contains(help.String(), st.fromEnv) {
+			t.Errorf("help shows the value of %s", st.env)
 		}
 	}
-	if !bytes.Contains(help, []byte("127.0.0.1:9999")) || !bytes.Contains(help, []byte("LATCHKEY_WEBHOOK_ALLOW_PRIVATE")) {
-		t.Fatalf("help lacks defaults:\n%s", help)
+	for _, def := range []string{"127.0.0.1:8080", "./latchkey.db", "http://<addr>", "latchkey@localhost", "default none", "generated", "<data>.key", "default false", "default text"} {
+		if !strings.Contains(help.String(), def) {
+			t.Errorf("help lacks the default %q", def)
+		}
 	}
-	for _, bad := range [][]string{{"--log-format", "xml"}, {"--sms-provider", "pigeon"}, {"--admin-token", "short"}, {"extra"}} {
+	for _, bad := range [][]string{{"--log-format", "xml"}, {"--sms-provider", "pigeon"}, {"--admin-token", "short"}, {"extra"}, {"--nope"}} {
 		if err := NewMain().ParseFlags(bad, func(string) string { return "" }); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+	if err := NewMain().ParseFlags(nil, func(k string) string {
+		return map[string]string{"LATCHKEY_WEBHOOK_ALLOW_PRIVATE": "sometimes"}[k]
+	}); err == nil {
+		t.Error("LATCHKEY_WEBHOOK_ALLOW_PRIVATE=sometimes accepted")
 	}
 }
 

@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
@@ -40,27 +41,56 @@ type Bootstrap struct {
 	AdminToken string // empty when the admin token is configured
 }
 
-// Init runs on a new data file: it creates the project "default" (allowed
-// origin http://localhost:3000), a test-mode key for it and, unless one is
-// configured, the admin token.
+// Initialized reports whether first-start state exists (Init has run).
+func (s *Service) Initialized() (bool, error) {
+	var ok bool
+	err := s.db.View(func(tx *store.Tx) error {
+		ok = tx.Initialized()
+		return nil
+	})
+	return ok, err
+}
+
+// Init creates the first-start state in one transaction: the project
+// "default" (allowed origin http://localhost:3000), a test-mode key for
+// it and, unless one is configured, the admin token; it marks the data
+// file initialized, so a crash before the commit leaves nothing behind
+// and the next start tries again.
 func (s *Service) Init() (*Bootstrap, error) {
 	name, origins := "default", []string{"http://localhost:3000"}
-	p, err := s.CreateProject(ProjectInput{Name: &name, AllowedOrigins: &origins})
+	p, err := s.newProject(ProjectInput{Name: &name, AllowedOrigins: &origins})
 	if err != nil {
 		return nil, err
 	}
-	key, _, err := s.CreateKey(KeyInput{ProjectID: &p.ID, Mode: modeTest})
-	if err != nil {
-		return nil, err
-	}
-	b := &Bootstrap{Project: p, APIKey: key}
+	b := &Bootstrap{Project: p}
+	var adminHash []byte
 	if s.adminToken == "" {
 		b.AdminToken = adminPrefix + randomString(base62, 40)
 		h := s.keys.HashString(hashDomainAdm, b.AdminToken)
-		if err := s.db.Update(func(tx *store.Tx) error { return tx.SetAdminTokenHash(h[:]) }); err != nil {
-			return nil, internal(err)
+		adminHash = h[:]
+	}
+	k := &store.APIKey{ProjectID: p.ID, Mode: modeTest, CreatedAt: s.now().UTC()}
+	err = s.db.Update(func(tx *store.Tx) error {
+		if err := tx.PutProject(p); err != nil {
+			return err
 		}
-		s.adminHash = h[:]
+		key, err := s.putNewKey(tx, k)
+		if err != nil {
+			return err
+		}
+		b.APIKey = key
+		if adminHash != nil {
+			if err := tx.SetAdminTokenHash(adminHash); err != nil {
+				return err
+			}
+		}
+		return tx.SetInitialized()
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	if adminHash != nil {
+		s.adminHash = adminHash
 	}
 	return b, nil
 }
@@ -123,21 +153,33 @@ func (s *Service) CreateKey(in KeyInput) (string, *store.APIKey, error) {
 			}
 			k.ProjectID = *in.ProjectID
 		}
-		for {
-			key = newAPIKey(in.Mode)
-			k.Prefix = key[:KeyPrefixLen]
-			if _, err := tx.APIKey(k.Prefix); errors.Is(err, store.ErrNotFound) {
-				break
-			}
-		}
-		h := s.keys.HashString(hashDomainKey, key)
-		k.Hash = h[:]
-		return tx.PutAPIKey(k)
+		var err error
+		key, err = s.putNewKey(tx, k)
+		return err
 	})
 	if err != nil {
 		return "", nil, internal(err)
 	}
 	return key, k, nil
+}
+
+// putNewKey gives k a fresh key of its mode (a lookup id no other key
+// has), stores k with the key's keyed hash and returns the key.
+func (s *Service) putNewKey(tx *store.Tx, k *store.APIKey) (string, error) {
+	for {
+		key := newAPIKey(k.Mode)
+		k.Prefix = key[:KeyPrefixLen]
+		_, err := tx.APIKey(k.Prefix)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return "", err
+		}
+		h := s.keys.HashString(hashDomainKey, key)
+		k.Hash = h[:]
+		return key, tx.PutAPIKey(k)
+	}
 }
 
 // Keys lists keys, all or one project's.
@@ -272,8 +314,9 @@ func nullable(s string) *string {
 	return &s
 }
 
-// AdminUsers lists a project's users; email filters: an address matches
-// exactly, anything else is an address prefix (a search).
+// AdminUsers lists a project's users; email filters: a whole address
+// matches exactly, anything else ("ada@", "ad") is an address prefix (a
+// search).
 func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, error) {
 	if projectID == "" {
 		return nil, Invalid("projectId is required.")
@@ -286,8 +329,8 @@ func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, e
 		} else if err != nil {
 			return err
 		}
-		if strings.Contains(email, "@") {
-			u, err := tx.UserByEmail(projectID, email)
+		if addr, err := NormalizeEmail(email); err == nil {
+			u, err := tx.UserByEmail(projectID, addr)
 			if err == nil {
 				out = append(out, viewAdminUser(u))
 			} else if !errors.Is(err, store.ErrNotFound) {
@@ -304,8 +347,29 @@ func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, e
 	return out, internal(err)
 }
 
-// SetUserCompany sets (or with nil clears) a user's companyId.
-func (s *Service) SetUserCompany(id string, companyID *string) (AdminUser, error) {
+// NullableString is a JSON field that may be absent (Set false), null
+// (Set true, Value nil) or a string.
+type NullableString struct {
+	Set   bool
+	Value *string
+}
+
+// UnmarshalJSON implements json.Unmarshaler; a non-string, non-null value
+// is a *json.UnmarshalTypeError.
+func (n *NullableString) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	n.Value = nil
+	return json.Unmarshal(b, &n.Value)
+}
+
+// SetUserCompany sets a user's companyId, or with null clears it. The
+// field is required: a body without it is 400 VALIDATION_ERROR and
+// changes nothing.
+func (s *Service) SetUserCompany(id string, in NullableString) (AdminUser, error) {
+	if !in.Set {
+		return AdminUser{}, Invalid("companyId is required: a string, or null to clear it.")
+	}
+	companyID := in.Value
 	var u *store.User
 	err := s.db.Update(func(tx *store.Tx) error {
 		var err error

@@ -72,7 +72,7 @@ var (
 
 // API key errors, in the decided validation order (decisions.md §4).
 var (
-	ErrMissingAPIKey     = newErr(http.StatusUnauthorized, "MISSING_API_KEY", "", "Missing API key: send Authorization: Bearer <key>.")
+	ErrMissingAPIKey     = newErr(http.StatusUnauthorized, "MISSING_API_KEY", "", "Missing API key: send the header Authorization: Bearer followed by the key.")
 	ErrInvalidFormat     = newErr(http.StatusUnauthorized, "INVALID_FORMAT", "", "API key has an invalid format.")
 	ErrAPIKeyNotFound    = newErr(http.StatusUnauthorized, "API_KEY_NOT_FOUND", "", "API key not found.")
 	ErrHashMismatch      = newErr(http.StatusUnauthorized, "HASH_MISMATCH", "", "API key is invalid.")

@@ -159,6 +159,18 @@ func (s *Service) RPID(p *store.Project) string {
 // CreateProject validates in and creates a project with its own ES256
 // signing key. name is required.
 func (s *Service) CreateProject(in ProjectInput) (*store.Project, error) {
+	p, err := s.newProject(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutProject(p) }); err != nil {
+		return nil, internal(err)
+	}
+	return p, nil
+}
+
+// newProject validates in and returns a new project, not yet stored.
+func (s *Service) newProject(in ProjectInput) (*store.Project, error) {
 	if in.Name == nil {
 		return nil, Invalid("name is required.")
 	}
@@ -177,9 +189,6 @@ func (s *Service) CreateProject(in ProjectInput) (*store.Project, error) {
 		p.CompanyID = uuid.NewString()
 	}
 	if err := s.newSigningKey(p); err != nil {
-		return nil, internal(err)
-	}
-	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutProject(p) }); err != nil {
 		return nil, internal(err)
 	}
 	return p, nil

@@ -30,7 +30,8 @@ type RateResult struct {
 	Allowed   bool
 	Limit     int
 	Remaining int
-	// Reset is when the next request slot frees (unix seconds).
+	// Reset is when the next request slot frees (unix seconds): when the
+	// oldest request counted in the rolling minute leaves it.
 	Reset int64
 	// RetryAfter is the wait in whole seconds when not allowed.
 	RetryAfter int
@@ -85,11 +86,8 @@ func (l *Limiter) Allow(key string, limit int) RateResult {
 	}
 	res.Allowed = true
 	res.Remaining = limit - int(win.total)
-	if res.Remaining > 0 {
-		res.Reset = sec
-	} else {
-		res.Reset = oldest + 60
-	}
+	// The oldest counted request leaves the window, freeing its slot.
+	res.Reset = oldest + 60
 	return res
 }
 

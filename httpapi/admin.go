@@ -180,7 +180,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.
 
 func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var in struct {
-		CompanyID *string `json:"companyId"`
+		CompanyID auth.NullableString `json:"companyId"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err

@@ -225,13 +225,20 @@ func TestAdminBackup(t *testing.T) {
 
 func TestRoutingErrors(t *testing.T) {
 	ts := newTestServer(t)
-	r := ts.do("GET", "/api/v1/nope", "", nil)
-	wantError(t, r, 404, "NOT_FOUND")
-	if r.Body["error"] != "Not found" {
-		t.Fatalf("error=%v, want exactly \"Not found\"", r.Body["error"])
+	for _, path := range []string{"/api/v1/nope", "/nope", "/", "/api/v1", "/api/v1/health/", "/api/v2/health", "/api/v1/admin/nope"} {
+		r := ts.do("GET", path, "", nil)
+		wantError(t, r, 404, "NOT_FOUND")
+		if r.Body["error"] != "Not found" || len(r.Body) != 3 {
+			t.Fatalf("GET %s: body %s, want exactly {success:false, error:\"Not found\", code:\"NOT_FOUND\"}", path, r.Raw)
+		}
 	}
-	wantError(t, ts.do("PUT", "/api/v1/user", "", nil), 405, "METHOD_NOT_ALLOWED")
+	r := ts.do("PUT", "/api/v1/user", "", nil)
+	wantError(t, r, 405, "METHOD_NOT_ALLOWED")
+	if allow := r.Header.Get("Allow"); !strings.Contains(allow, "PATCH") || strings.Contains(allow, "OPTIONS") {
+		t.Fatalf("Allow=%q, want the served methods only", allow)
+	}
 	wantError(t, ts.do("DELETE", "/api/v1/health", "", nil), 405, "METHOD_NOT_ALLOWED")
+	wantError(t, ts.do("POST", "/api/v1/admin/keys/x/revoke/", testAdminToken, nil), 404, "NOT_FOUND")
 	big := `{"name":"` + strings.Repeat("a", 70<<10) + `"}`
 	wantError(t, ts.admin("POST", "/api/v1/admin/projects", big), 413, "PAYLOAD_TOO_LARGE")
 	r = ts.do("GET", "/api/v1/health", "", nil)
@@ -240,4 +247,180 @@ func TestRoutingErrors(t *testing.T) {
 		t.Fatalf("health=%s", r.Raw)
 	}
 	_ = http.MethodGet
+}
+
+// TestBodies: a request body must be one JSON object of at most 64 KiB;
+// unknown fields are ignored. Checked on an API-key and an admin route.
+func TestBodies(t *testing.T) {
+	ts := newTestServer(t)
+	for _, body := range []string{`{"email":`, `null`, `[]`, `"a@example.com"`, `5`, `true`, `{"email":"a@example.com"} {}`, "\xff"} {
+		wantError(t, ts.do("POST", "/api/v1/otp/send", ts.Key, body), 400, "VALIDATION_ERROR")
+		wantError(t, ts.admin("POST", "/api/v1/admin/projects", body), 400, "VALIDATION_ERROR")
+	}
+	big := `{"email":"a@example.com","pad":"` + strings.Repeat("a", 64<<10) + `"}`
+	wantError(t, ts.do("POST", "/api/v1/otp/send", ts.Key, big), 413, "PAYLOAD_TOO_LARGE")
+	if ts.mailCount() != 0 {
+		t.Fatal("a refused body sent mail")
+	}
+	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, `{"email":"a@example.com","unknown":{"x":[1,2]}}`))
+	r := ts.admin("POST", "/api/v1/admin/projects", `{"name":"extra","colour":"blue"}`)
+	wantOK(t, r)
+	if _, has := obj(t, r.Body, "project")["colour"]; has {
+		t.Fatal("an unknown field was stored")
+	}
+}
+
+// fields fails unless m has every name in want.
+func fields(t *testing.T, what string, m map[string]any, want ...string) {
+	t.Helper()
+	for _, f := range want {
+		if _, ok := m[f]; !ok {
+			t.Fatalf("%s lacks %q: %v", what, f, m)
+		}
+	}
+}
+
+func TestAdminUsersListPatchDisable(t *testing.T) {
+	ts := newTestServer(t)
+	ada := str(t, ts.login("ada@example.com").Body, "userId")
+	ts.login("adam@example.com")
+	ts.login("bob@example.com")
+	list := func(query string) []any {
+		t.Helper()
+		r := ts.admin("GET", "/api/v1/admin/users?projectId="+ts.Project.ID+query, nil)
+		wantOK(t, r)
+		return r.Body["users"].([]any)
+	}
+	users := list("")
+	if len(users) != 3 {
+		t.Fatalf("users=%d, want 3", len(users))
+	}
+	u := users[0].(map[string]any)
+	fields(t, "user", u, "id", "email", "externalUserId", "disabled", "createdAt")
+	if u["externalUserId"] != nil || u["disabled"] != false {
+		t.Fatalf("user=%v", u)
+	}
+	for query, want := range map[string]int{"&email=ADA@example.com": 1, "&email=ad": 2, "&email=ada@": 1, "&email=ada@example": 1, "&email=nobody@example.com": 0, "&limit=1": 1} {
+		if got := len(list(query)); got != want {
+			t.Errorf("users%s=%d, want %d", query, got, want)
+		}
+	}
+	wantError(t, ts.admin("GET", "/api/v1/admin/users?projectId="+ts.Project.ID+"&limit=x", nil), 400, "VALIDATION_ERROR")
+
+	path := "/api/v1/admin/users/" + ada
+	r := ts.admin("PATCH", path, map[string]any{"companyId": "acme"})
+	wantOK(t, r)
+	if got := obj(t, r.Body, "user"); got["companyId"] != "acme" || got["id"] != ada {
+		t.Fatalf("user=%v", got)
+	}
+	for name, body := range map[string]any{
+		"no body": nil, "empty object": map[string]any{}, "number": map[string]any{"companyId": 7},
+		"empty string": map[string]any{"companyId": ""}, "garbage": "{", "array": "[]",
+	} {
+		t.Run(name, func(t *testing.T) {
+			wantError(t, ts.admin("PATCH", path, body), 400, "VALIDATION_ERROR")
+		})
+	}
+	// The refused bodies changed nothing; a login now reports the company.
+	if got := str(t, ts.login("ada@example.com").Body, "companyId"); got != "acme" {
+		t.Fatalf("companyId=%q after bad PATCHes, want acme", got)
+	}
+	r = ts.admin("PATCH", path, map[string]any{"companyId": nil})
+	wantOK(t, r)
+	if got := obj(t, r.Body, "user")["companyId"]; got != nil {
+		t.Fatalf("companyId=%v after null, want null", got)
+	}
+
+	wantOK(t, ts.admin("POST", path+"/disable", nil))
+	if got := list("&email=ada@example.com")[0].(map[string]any)["disabled"]; got != true {
+		t.Fatalf("disabled=%v after disable", got)
+	}
+	wantOK(t, ts.admin("POST", path+"/disable", nil)) // idempotent
+	wantOK(t, ts.admin("POST", path+"/enable", nil))
+	if got := list("&email=ada@example.com")[0].(map[string]any)["disabled"]; got != false {
+		t.Fatalf("disabled=%v after enable", got)
+	}
+	wantError(t, ts.admin("PUT", path, map[string]any{"companyId": "x"}), 405, "METHOD_NOT_ALLOWED")
+	wantError(t, ts.do("POST", path+"/disable", "", nil), 401, "UNAUTHORIZED")
+}
+
+func TestAdminEventsFilters(t *testing.T) {
+	ts := newTestServer(t)
+	ts.login("ada@example.com") // send + verify: two successes
+	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": "ada@example.com"}))
+	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "ada@example.com", "code": "000000"}), 401, "INVALID_CODE")
+	events := func(query string) []any {
+		t.Helper()
+		r := ts.admin("GET", "/api/v1/admin/events"+query, nil)
+		wantOK(t, r)
+		return r.Body["events"].([]any)
+	}
+	all := events("")
+	if len(all) != 4 {
+		t.Fatalf("events=%d, want 4", len(all))
+	}
+	newest := all[0].(map[string]any)
+	fields(t, "event", newest, "id", "projectId", "userId", "email", "method", "action", "success", "failureCode", "ip", "userAgent", "createdAt")
+	if newest["success"] != false || newest["failureCode"] != "invalid_code" {
+		t.Fatalf("newest event=%v, want the failed verify", newest)
+	}
+	for query, want := range map[string]int{
+		"?failureCode=invalid_code": 1, "?failureCode=expired": 0, "?limit=2": 2,
+		"?projectId=" + ts.Project.ID: 4, "?projectId=other": 0,
+	} {
+		if got := len(events(query)); got != want {
+			t.Errorf("events%s=%d, want %d", query, got, want)
+		}
+	}
+	for _, q := range []string{"?limit=0", "?limit=x", "?limit=1.5"} {
+		wantError(t, ts.admin("GET", "/api/v1/admin/events"+q, nil), 400, "VALIDATION_ERROR")
+	}
+}
+
+func TestAdminKeyShapesAndRevoke(t *testing.T) {
+	ts := newTestServer(t)
+	// projectId omitted or null: a projectless key; expiresAt in the past
+	// is allowed (the key is simply expired).
+	for name, body := range map[string]map[string]any{
+		"omitted": {"mode": "test"},
+		"null":    {"mode": "live", "projectId": nil, "expiresAt": "2020-01-01T00:00:00+02:00"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := ts.admin("POST", "/api/v1/admin/keys", body)
+			wantOK(t, r)
+			ak := obj(t, r.Body, "apiKey")
+			fields(t, "apiKey", ak, "prefix", "projectId", "mode", "expiresAt", "revoked", "createdAt")
+			if ak["projectId"] != nil || ak["mode"] != body["mode"] || ak["revoked"] != false {
+				t.Fatalf("apiKey=%v", ak)
+			}
+			if name == "null" && ak["expiresAt"] != "2019-12-31T22:00:00.000Z" {
+				t.Fatalf("expiresAt=%v, want it in UTC", ak["expiresAt"])
+			}
+			if _, has := ak["hash"]; has {
+				t.Fatal("apiKey shows the hash")
+			}
+		})
+	}
+	r := ts.admin("GET", "/api/v1/admin/keys", nil)
+	wantOK(t, r)
+	if n := len(r.Body["apiKeys"].([]any)); n != 3 {
+		t.Fatalf("keys=%d, want 3", n)
+	}
+	if bytes.Contains(r.Raw, []byte(ts.Key)) || bytes.Contains(r.Raw, []byte(`"hash"`)) {
+		t.Fatal("key list shows a key or its hash")
+	}
+	r = ts.admin("GET", "/api/v1/admin/keys?projectId="+ts.Project.ID, nil)
+	if n := len(r.Body["apiKeys"].([]any)); n != 1 {
+		t.Fatalf("project keys=%d, want 1", n)
+	}
+
+	wantOK(t, ts.admin("POST", "/api/v1/admin/keys/"+ts.Key[:16]+"/revoke", nil))
+	wantOK(t, ts.admin("POST", "/api/v1/admin/keys/"+ts.Key[:16]+"/revoke", nil)) // idempotent
+	wantError(t, ts.do("GET", "/api/v1/me", ts.Key, nil), 401, "API_KEY_REVOKED")
+	r = ts.admin("GET", "/api/v1/admin/keys?projectId="+ts.Project.ID, nil)
+	if got := r.Body["apiKeys"].([]any)[0].(map[string]any)["revoked"]; got != true {
+		t.Fatalf("revoked=%v in the list", got)
+	}
+	wantError(t, ts.admin("GET", "/api/v1/admin/keys/"+ts.Key[:16]+"/revoke", nil), 405, "METHOD_NOT_ALLOWED")
+	wantError(t, ts.do("POST", "/api/v1/admin/keys/"+ts.Key[:16]+"/revoke", ts.Key, nil), 401, "UNAUTHORIZED")
 }

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +27,12 @@ func TestAPIKeyErrors(t *testing.T) {
 		{"no header", "", 401, "MISSING_API_KEY"},
 		{"not bearer", "Basic " + ts.Key, 401, "MISSING_API_KEY"},
 		{"bearer without token", "Bearer ", 401, "MISSING_API_KEY"},
+		{"bearer alone", "Bearer", 401, "MISSING_API_KEY"},
+		{"bare key", ts.Key, 401, "MISSING_API_KEY"},
+		{"other scheme", "Token " + ts.Key, 401, "MISSING_API_KEY"},
+		{"unknown mode prefix", "Bearer sk_prod_abcdefgh_" + strings.Repeat("a", 32), 401, "INVALID_FORMAT"},
+		{"19 characters", "Bearer " + ts.Key[:19], 401, "INVALID_FORMAT"},
+		{"20 characters of a real key", "Bearer " + ts.Key[:20], 401, "HASH_MISMATCH"},
 		{"no prefix", "Bearer pk_test_abcdefgh_" + strings.Repeat("a", 32), 401, "INVALID_FORMAT"},
 		{"too short", "Bearer sk_test_abc", 401, "INVALID_FORMAT"},
 		{"jwt where a key belongs", "Bearer eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln", 401, "INVALID_FORMAT"},
@@ -122,4 +129,71 @@ func TestMeWithAPIKey(t *testing.T) {
 	wantError(t, ts.do("GET", "/api/v1/me", "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", nil), 401, "INVALID_SESSION")
 	wantError(t, ts.do("GET", "/api/v1/session", ts.Key, nil), 401, "INVALID_SESSION")
 	wantError(t, ts.do("GET", "/api/v1/me", "", nil), 401, "MISSING_API_KEY")
+}
+
+func TestAPIKeyFormat(t *testing.T) {
+	ts := newTestServer(t)
+	keyShape := regexp.MustCompile(`^sk_(live|test)_[0-9A-Za-z]{8}_[0-9A-Za-z]{32}$`)
+	for _, mode := range []string{"live", "test"} {
+		r := ts.admin("POST", "/api/v1/admin/keys", map[string]any{"projectId": ts.Project.ID, "mode": mode})
+		wantOK(t, r)
+		key := str(t, r.Body, "key")
+		if len(key) != 49 || !keyShape.MatchString(key) || !strings.HasPrefix(key, "sk_"+mode+"_") {
+			t.Fatalf("key %q is not sk_%s_ + 8 + _ + 32 base62", key, mode)
+		}
+		if got := obj(t, r.Body, "apiKey")["prefix"]; got != key[:16] {
+			t.Fatalf("prefix=%v, want the first 16 characters %q", got, key[:16])
+		}
+	}
+	// The lowercase scheme is the same Bearer scheme (RFC 9110: schemes
+	// are case-insensitive).
+	req, _ := http.NewRequest("GET", ts.URL+"/api/v1/me", nil)
+	req.Header.Set("Authorization", "bearer "+ts.Key)
+	wantOK(t, ts.send(req))
+}
+
+// TestRateLimitHeaders: every authenticated API-key response carries the
+// X-RateLimit headers, error answers of the endpoint included;
+// X-RateLimit-Reset is when the oldest counted request leaves the minute.
+func TestRateLimitHeaders(t *testing.T) {
+	ts := newTestServer(t)
+	first := ts.Clock.Now().Unix()
+	for i := 1; i <= 3; i++ {
+		r := ts.do("GET", "/api/v1/me", ts.Key, nil)
+		wantOK(t, r)
+		if got, want := r.Header.Get("X-RateLimit-Remaining"), strconv.Itoa(100-i); got != want {
+			t.Fatalf("request %d: X-RateLimit-Remaining=%q, want %q", i, got, want)
+		}
+		if got, want := r.Header.Get("X-RateLimit-Reset"), strconv.FormatInt(first+60, 10); got != want {
+			t.Fatalf("request %d: X-RateLimit-Reset=%q, want %q", i, got, want)
+		}
+		if r.Header.Get("Retry-After") != "" {
+			t.Fatal("Retry-After on an allowed request")
+		}
+		ts.Clock.Advance(10 * time.Second)
+	}
+	r := ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": "not an address"})
+	wantError(t, r, 400, "VALIDATION_ERROR")
+	if r.Header.Get("X-RateLimit-Limit") != "100" || r.Header.Get("X-RateLimit-Remaining") != "96" {
+		t.Fatalf("endpoint error lacks the rate headers: %v", r.Header)
+	}
+}
+
+// TestRateLimitByExternalIs401: the two by-external passkey routes answer
+// RATE_LIMIT_EXCEEDED with 401 (the contract), with the same headers.
+func TestRateLimitByExternalIs401(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 1}))
+	wantOK(t, ts.do("GET", "/api/v1/me", ts.Key, nil))
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/api/v1/passkeys/by-external?externalUserId=ext-1"},
+		{"DELETE", "/api/v1/passkeys/by-external/Y3JlZA?externalUserId=ext-1"},
+	} {
+		r := ts.do(c.method, c.path, ts.Key, nil)
+		wantError(t, r, 401, "RATE_LIMIT_EXCEEDED")
+		if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Remaining") != "0" {
+			t.Fatalf("%s %s: headers %v", c.method, c.path, r.Header)
+		}
+	}
+	wantError(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": "a@example.com"}), 429, "RATE_LIMIT_EXCEEDED")
 }

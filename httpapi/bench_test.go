@@ -165,6 +165,29 @@ func BenchmarkFloor(b *testing.B) {
 func BenchmarkMeAPIKey(b *testing.B) {
 	e := newBenchEnv(b)
 	e.load(b, benchConc, func(int, int) error { return e.get("/api/v1/me", e.key) })
+	e.limiterCounted(b)
+}
+
+// limiterCounted checks that the limiter ran on every request of the
+// load: one more call must see the raised limit with b.N+1 requests
+// counted (the run is far shorter than the rolling minute).
+func (e *benchEnv) limiterCounted(b *testing.B) {
+	b.Helper()
+	req, _ := http.NewRequest("GET", e.url+"/api/v1/me", nil)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	res, err := e.client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	limit, remaining := res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-RateLimit-Remaining")
+	if want := fmt.Sprint(auth.MaxRateLimit); limit != want {
+		b.Fatalf("X-RateLimit-Limit=%q, want the raised %s", limit, want)
+	}
+	if want := fmt.Sprint(auth.MaxRateLimit - b.N - 1); remaining != want {
+		b.Fatalf("X-RateLimit-Remaining=%q after %d requests, want %s: the limiter did not count every request", remaining, b.N+1, want)
+	}
 }
 
 // BenchmarkSession is (c): GET /session with a valid JWT.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -96,7 +97,7 @@ func decodeBytes(body []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return auth.Invalid("%s has the wrong type: expected %s.", typeErr.Field, typeErr.Type.String())
+			return auth.Invalid("%s has the wrong type: expected %s.", typeErr.Field, typeName(typeErr.Type))
 		}
 		return auth.Invalid("Request body is not valid JSON.")
 	}
@@ -104,4 +105,26 @@ func decodeBytes(body []byte, v any) error {
 		return auth.Invalid("Request body must hold a single JSON object.")
 	}
 	return nil
+}
+
+// typeName words a Go type for a client: "a string", "an integer".
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(typeName(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	}
+	return t.String()
 }

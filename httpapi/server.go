@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -59,6 +61,12 @@ func New(svc *auth.Service, cfg Config) *Server {
 		s.writeError(w, auth.ErrNotFound)
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// httprouter lists OPTIONS in Allow, but OPTIONS is not served.
+		h := w.Header()
+		if allow := h.Get("Allow"); allow != "" {
+			methods := strings.Split(allow, ", ")
+			h.Set("Allow", strings.Join(slices.DeleteFunc(methods, func(m string) bool { return m == http.MethodOptions }), ", "))
+		}
 		s.writeError(w, auth.ErrMethodNotAllowed)
 	})
 	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,14 +20,20 @@ func TestPanicIsInternalError(t *testing.T) {
 	s.router.GET("/boom", func(http.ResponseWriter, *http.Request, httprouter.Params) {
 		panic("secret internals")
 	})
-	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("GET", "/boom", nil))
-	var body map[string]any
-	json.Unmarshal(rec.Body.Bytes(), &body)
-	if rec.Code != 500 || body["code"] != "INTERNAL_ERROR" || body["success"] != false {
-		t.Fatalf("status=%d body=%s", rec.Code, rec.Body)
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	res, err := http.Get(hs.URL + "/boom")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if strings.Contains(rec.Body.String(), "secret internals") {
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var body map[string]any
+	json.Unmarshal(raw, &body)
+	if res.StatusCode != 500 || body["code"] != "INTERNAL_ERROR" || body["success"] != false || body["error"] == "" {
+		t.Fatalf("status=%d body=%s", res.StatusCode, raw)
+	}
+	if strings.Contains(string(raw), "secret internals") {
 		t.Fatal("panic value leaked into the body")
 	}
 	if !strings.Contains(logs.String(), "secret internals") {

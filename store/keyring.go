@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -143,6 +144,38 @@ func LoadMasterKey(b64, file string) (key []byte, created bool, err error) {
 		return nil, false, fmt.Errorf("write master key file: %w", err)
 	}
 	return key, true, nil
+}
+
+// ReplaceSecretFile writes content to file with mode 0600, replacing any
+// file already there atomically (a temporary file beside it, synced, then
+// renamed over it).
+func ReplaceSecretFile(file, content string) error {
+	dir, base := filepath.Split(file)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
 }
 
 // WriteSecretFile creates file with mode 0600 holding content; it fails

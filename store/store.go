@@ -70,8 +70,10 @@ var (
 		bucketMail, bucketJobs, bucketUserPasskeys,
 	}
 
-	keySchema     = []byte("schema_version")
-	keyAdminToken = []byte("admin_token_hash")
+	keySchema      = []byte("schema_version")
+	keyAdminToken  = []byte("admin_token_hash")
+	keyInitialized = []byte("initialized")
+	keyKeyCheck    = []byte("master_key_check")
 )
 
 // DB is an open latchkey data file. It is safe for concurrent use.
@@ -238,6 +240,44 @@ func (tx *Tx) AdminTokenHash() []byte {
 // SetAdminTokenHash stores the keyed hash of the admin token.
 func (tx *Tx) SetAdminTokenHash(h []byte) error {
 	return tx.bucket(bucketMeta).Put(keyAdminToken, h)
+}
+
+// Initialized reports whether the first-start state (default project, test
+// key, admin token) was committed.
+func (tx *Tx) Initialized() bool {
+	return tx.bucket(bucketMeta).Get(keyInitialized) != nil
+}
+
+// SetInitialized records that the first-start state is committed; call it
+// in the transaction that creates that state.
+func (tx *Tx) SetInitialized() error {
+	return tx.bucket(bucketMeta).Put(keyInitialized, []byte{1})
+}
+
+// ErrWrongMasterKey is returned by CheckKeyring when the data file was
+// written under another master key.
+var ErrWrongMasterKey = errors.New("the master key does not match this data file: use the key it was created with (the <data>.key file or LATCHKEY_MASTER_KEY)")
+
+// CheckKeyring makes sure k is the keyring the data file was written
+// with: the first call stores a keyed check value in meta, later calls
+// compare against it. A mismatch is ErrWrongMasterKey, so a lost or
+// swapped key fails at start instead of as HASH_MISMATCH on every call.
+func (db *DB) CheckKeyring(k *Keyring) error {
+	check := k.HashString("master-key-check", "latchkey")
+	var stored []byte
+	if err := db.View(func(tx *Tx) error {
+		stored = clone(tx.bucket(bucketMeta).Get(keyKeyCheck))
+		return nil
+	}); err != nil {
+		return err
+	}
+	if stored != nil {
+		if !Equal(stored, check[:]) {
+			return ErrWrongMasterKey
+		}
+		return nil
+	}
+	return db.Update(func(tx *Tx) error { return tx.bucket(bucketMeta).Put(keyKeyCheck, check[:]) })
 }
 
 func u64(n uint64) []byte {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -503,8 +504,19 @@ func TestWrongAdminToken(t *testing.T) {
 			if !regexp.MustCompile(`^latchkey: \S.* \(UNAUTHORIZED\)\n$`).MatchString(r.Stderr) {
 				t.Fatalf("stderr=%q, want latchkey: <message> (UNAUTHORIZED)", r.Stderr)
 			}
-			if r.Stdout != "" || strings.Contains(r.Stderr, wrong) {
-				t.Fatalf("stdout=%q stderr=%q: want no output and no token", r.Stdout, r.Stderr)
+			if strings.Contains(r.Stdout+r.Stderr, wrong) {
+				t.Fatalf("stdout=%q stderr=%q: the token is shown", r.Stdout, r.Stderr)
+			}
+			if !slices.Contains(args, "--json") {
+				if r.Stdout != "" {
+					t.Fatalf("stdout=%q, want nothing", r.Stdout)
+				}
+				return
+			}
+			// --json prints the error envelope as the API sent it.
+			var env map[string]any
+			if err := json.Unmarshal([]byte(r.Stdout), &env); err != nil || env["success"] != false || env["code"] != "UNAUTHORIZED" || env["error"] == "" {
+				t.Fatalf("stdout=%q, want the UNAUTHORIZED envelope", r.Stdout)
 			}
 		})
 	}

@@ -112,6 +112,9 @@ type apiError struct {
 	Status  int
 	Code    string
 	Message string
+	// Body is the envelope as sent, when the answer was one (--json
+	// prints it).
+	Body []byte
 }
 
 func (e *apiError) Error() string {
@@ -207,7 +210,7 @@ func readAPIError(res *http.Response) error {
 		Code  string `json:"code"`
 	}
 	if json.Unmarshal(raw, &env) == nil && env.Error != "" {
-		return &apiError{Status: res.StatusCode, Code: env.Code, Message: env.Error}
+		return &apiError{Status: res.StatusCode, Code: env.Code, Message: env.Error, Body: raw}
 	}
 	return &apiError{Status: res.StatusCode, Message: "server answered " + res.Status}
 }

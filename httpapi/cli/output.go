@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -24,11 +25,16 @@ type call struct {
 }
 
 // send makes an admin API call. With --json it prints the response body
-// indented; otherwise it decodes the body into resp (when not nil) and
-// calls render.
+// indented, the error envelope too (the error is still returned, for the
+// message on stderr and exit 1); otherwise it decodes the body into resp
+// (when not nil) and calls render.
 func (c *call) send(ctx context.Context, method, path string, query url.Values, body, resp any, render func() error) error {
 	raw, err := c.api.do(ctx, method, path, query, body)
 	if err != nil {
+		var ae *apiError
+		if c.json && errors.As(err, &ae) && len(ae.Body) > 0 {
+			printJSON(c.out, ae.Body)
+		}
 		return err
 	}
 	if c.json {
@@ -45,7 +51,7 @@ func (c *call) send(ctx context.Context, method, path string, query url.Values, 
 // printJSON writes raw indented, keeping the server's field order.
 func printJSON(w io.Writer, raw []byte) error {
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	if err := json.Indent(&buf, bytes.TrimSpace(raw), "", "  "); err != nil {
 		return err
 	}
 	buf.WriteByte('\n')
