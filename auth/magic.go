@@ -106,10 +106,10 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 			return failWith(ErrInvalidRedirect)
 		}
 		if ml.UsedAt != nil {
-			return failWith(ErrInvalidToken.Because(errors.New("already used")).withCategory(CatAlreadyUsed))
+			return failWith(ErrLinkUsed)
 		}
 		if !now.Before(ml.ExpiresAt) {
-			return failWith(ErrInvalidToken.withCategory(CatExpired))
+			return failWith(ErrLinkExpired)
 		}
 		u, isNew, err := s.findOrCreateUser(tx, p, ml.Email)
 		if err != nil {
