@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 
 	"latchkey/store"
@@ -121,6 +122,7 @@ func TestAuthEventsOfEmailLogin(t *testing.T) {
 		{"otp send bad email", req{"POST", "/api/v1/otp/send", true, map[string]any{"email": "nope"}}, 400, "email_otp", "send", "validation_error"},
 		{"otp send bad JSON", req{"POST", "/api/v1/otp/send", true, `{"email":`}, 400, "email_otp", "send", "validation_error"},
 		{"otp send wrong type", req{"POST", "/api/v1/otp/send", true, map[string]any{"email": []string{"a@example.com"}}}, 400, "email_otp", "send", "validation_error"},
+		{"otp send too large", req{"POST", "/api/v1/otp/send", true, `{"email":"` + strings.Repeat("a", 70<<10) + `"}`}, 413, "email_otp", "send", "validation_error"},
 		{"otp send disabled", req{"POST", "/api/v1/otp/send", true, map[string]any{"email": "off@example.com"}}, 403, "email_otp", "send", "user_disabled"},
 		{"otp verify wrong", req{"POST", "/api/v1/otp/verify", true, map[string]any{"email": "new@example.com", "code": "1234567"}}, 401, "email_otp", "verify", "invalid_code"},
 		{"otp verify none pending", req{"POST", "/api/v1/otp/verify", true, map[string]any{"email": "ghost@example.com", "code": "123456"}}, 401, "email_otp", "verify", "invalid_code"},

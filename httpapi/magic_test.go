@@ -231,6 +231,14 @@ func TestMagicConfirmPage(t *testing.T) {
 		t.Fatalf("POST without token: status=%d body=%s", r.Status, r.Raw)
 	}
 
+	// The form's redirect_uri wins over the send-time redirectUrl.
+	ts.Clock.Advance(31 * time.Second)
+	tok = ts.magicToken("cp@example.com", map[string]any{"redirectUrl": "http://localhost:3000/saved"})
+	r = ts.postForm("/api/v1/magic/verify", url.Values{"token": {tok}, "redirect_uri": {"http://localhost:3000/in?a=b"}})
+	if loc := r.Header.Get("Location"); r.Status != http.StatusFound || !strings.HasPrefix(loc, "http://localhost:3000/in?a=b&token=") {
+		t.Fatalf("POST with redirect_uri: status=%d Location=%q", r.Status, loc)
+	}
+
 	ts.Clock.Advance(31 * time.Second)
 	tok = ts.magicToken("cp@example.com", map[string]any{"redirectUrl": "http://localhost:3000/saved"})
 	j := ts.do("POST", "/api/v1/magic/verify", "", map[string]any{"token": tok})
