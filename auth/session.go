@@ -106,7 +106,15 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 	}
 	now := s.now().Unix()
 	pr, ok := s.tokens.get(tok)
-	if !ok {
+	if ok {
+		// The project may have been deleted since the token was cached
+		// (its session rows outlive it); an uncached token would fail
+		// verification, so the cached one must too.
+		if _, err := s.project(pr.ProjectID); err != nil {
+			s.tokens.drop(tok)
+			return nil, ErrInvalidSession.Because(err)
+		}
+	} else {
 		var err error
 		pr, err = s.verifyToken(tok)
 		if err != nil {

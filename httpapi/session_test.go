@@ -308,3 +308,25 @@ func TestCachedTokenDiesWithItsSession(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenOfDeletedProject: deleting a project ends its users' tokens,
+// whether or not they were verified (and cached) before.
+func TestTokenOfDeletedProject(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "doomed"})
+	id := str(t, obj(t, r.Body, "project"), "id")
+	key := ts.createKey(map[string]any{"projectId": id, "mode": "test"})
+	var toks []string
+	for _, addr := range []string{"used@example.com", "fresh@example.com"} {
+		wantOK(t, ts.do("POST", "/api/v1/otp/send", key, map[string]any{"email": addr}))
+		v := ts.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": addr, "code": ts.lastMail(addr).Code})
+		wantOK(t, v)
+		toks = append(toks, str(t, v.Body, "token"))
+	}
+	wantOK(t, ts.do("GET", "/api/v1/session", toks[0], nil)) // cached now
+	wantOK(t, ts.admin("DELETE", "/api/v1/admin/projects/"+id, nil))
+	for _, tok := range toks {
+		wantError(t, ts.do("GET", "/api/v1/session", tok, nil), 401, "INVALID_SESSION")
+	}
+	wantError(t, ts.do("GET", "/api/v1/projects/"+id+"/jwks.json", "", nil), 404, "PROJECT_NOT_FOUND")
+}
