@@ -89,9 +89,9 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 			return err
 		}
 		p, err := tx.Project(ml.ProjectID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) { // the project was deleted
 			fail = ErrInvalidToken
-			return nil
+			return s.record(tx, "", "", ml.Email, "magic_link", "verify", fail, m)
 		} else if err != nil {
 			return err
 		}
