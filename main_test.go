@@ -39,8 +39,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// startMain runs the server in-process on a free port with data at path.
-func startMain(t *testing.T, c Config) (*Main, *bytes.Buffer) {
+// startMain runs the server in-process on a free port with data at path;
+// log, when given, receives the server's log (else it is discarded).
+func startMain(t *testing.T, c Config, log ...io.Writer) (*Main, *bytes.Buffer) {
 	t.Helper()
 	m := NewMain()
 	var out bytes.Buffer
@@ -57,11 +58,32 @@ func startMain(t *testing.T, c Config) (*Main, *bytes.Buffer) {
 	}
 	m.Config = c
 	m.Logger = discardLogger()
+	if len(log) > 0 {
+		m.Logger = slog.New(slog.NewTextHandler(log[0], &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
 	return m, &out
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 var (
@@ -189,24 +211,60 @@ func TestRestartMidOTP(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadSMTP := "smtp://" + ln.Addr().String()
 	ln.Close()
-	m, out := startMain(t, Config{Data: data, SMTPURL: deadSMTP})
+	var logs lockedBuffer
+	m, out := startMain(t, Config{Data: data, SMTPURL: deadSMTP}, &logs)
 	key := match(t, keyLine, out.String())
 	c := client{t, "http://" + m.Addr()}
 	if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "restart@example.com"}); st != 200 {
 		t.Fatalf("send: %d %v", st, body)
 	}
+	if st, body := c.do("POST", "/api/v1/magic/send", key, map[string]any{"email": "restart-link@example.com"}); st != 200 {
+		t.Fatalf("magic send: %d %v", st, body)
+	}
 	m.Close()
 
-	m2, _ := startMain(t, Config{Data: data})
-	eml := waitForFile(t, data+".outbox", ".eml")
-	code := regexp.MustCompile(`\b(\d{6})\b`).FindString(string(eml))
-	if code == "" || !strings.Contains(string(eml), "To: restart@example.com") {
-		t.Fatalf("outbox message:\n%s", eml)
+	m2, _ := startMain(t, Config{Data: data}, &logs)
+	var otpMail, linkMail []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for (otpMail == nil || linkMail == nil) && time.Now().Before(deadline) {
+		files, _ := filepath.Glob(filepath.Join(data+".outbox", "*.eml"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			switch {
+			case bytes.Contains(b, []byte("To: restart@example.com")):
+				otpMail = b
+			case bytes.Contains(b, []byte("To: restart-link@example.com")):
+				linkMail = b
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The raw .eml is greppable: the code is its first run of six digits
+	// and the link stands unbroken.
+	code := regexp.MustCompile(`\d{6}`).FindString(string(otpMail))
+	link := regexp.MustCompile(`http://\S+/api/v1/magic/verify\?token=([A-Za-z0-9_-]{43})\r\n`).FindSubmatch(linkMail)
+	if code == "" || link == nil {
+		t.Fatalf("outbox messages:\n%s\n%s", otpMail, linkMail)
 	}
 	c = client{t, "http://" + m2.Addr()}
 	st, body := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "restart@example.com", "code": code})
 	if st != 200 || body["token"] == nil || body["isNewUser"] != true {
 		t.Fatalf("verify after restart: %d %v", st, body)
+	}
+	st, body = c.do("GET", "/api/v1/magic/verify?token="+string(link[1]), "", nil)
+	if st != 200 || body["token"] == nil {
+		t.Fatalf("magic verify after restart: %d %v", st, body)
+	}
+	// The log names recipients and subjects, and the failed first
+	// attempts, but never a code, link token or session token.
+	l := logs.String()
+	if !strings.Contains(l, "restart@example.com") || !strings.Contains(l, "will retry") {
+		t.Fatalf("log lacks the mail lines:\n%s", l)
+	}
+	for name, secret := range map[string]string{"code": code, "link token": string(link[1]), "jwt": body["token"].(string)} {
+		if strings.Contains(l, secret) {
+			t.Fatalf("log contains the %s:\n%s", name, l)
+		}
 	}
 }
 

@@ -66,19 +66,39 @@ func FuzzNormalizeOrigin(f *testing.F) {
 
 func FuzzCheckRedirect(f *testing.F) {
 	seeds(f, "redirects.txt")
-	allowed := []string{"http://localhost:3000"}
+	allowed := []string{"http://localhost:3000", "https://app.example", "http://[::1]:8080"}
+	// The spellings of each allowed origin a browser treats as that
+	// origin: the canonical one and, for https, the explicit default port.
+	spellings := []string{"http://localhost:3000", "https://app.example:443", "https://app.example", "http://[::1]:8080"}
 	f.Fuzz(func(t *testing.T, raw string) {
 		if !CheckRedirect(raw, allowed) {
 			return
 		}
-		// Anything accepted must, as a browser parses it, go to the origin.
+		// Anything accepted must, as a browser parses it, go to an
+		// allowed origin: it is that origin's spelling followed by the
+		// end, a path, a query or a fragment, and holds no character a
+		// browser would strip or read as part of the authority.
 		lower := strings.ToLower(raw)
-		if !strings.HasPrefix(lower, "http://localhost:3000") {
+		ok := false
+		for _, s := range spellings {
+			if strings.HasPrefix(lower, s) {
+				rest := lower[len(s):]
+				if rest == "" || strings.ContainsAny(rest[:1], "/?#") {
+					ok = true
+					break
+				}
+			}
+		}
+		if !ok {
 			t.Fatalf("accepted %q", raw)
 		}
-		rest := lower[len("http://localhost:3000"):]
-		if rest != "" && !strings.ContainsAny(rest[:1], "/?#") {
-			t.Fatalf("accepted %q (authority continues)", raw)
+		if strings.ContainsAny(raw, "\\\t\r\n ") {
+			t.Fatalf("accepted %q with a character browsers strip or rewrite", raw)
+		}
+		for _, a := range allowed {
+			if a == raw && !CheckRedirect(a+"/", allowed) {
+				t.Fatalf("origin %q accepted but not with a path", a)
+			}
 		}
 	})
 }

@@ -118,13 +118,14 @@ func (s *Service) findOrCreateUser(tx *store.Tx, p *store.Project, email string)
 }
 
 // attachExternalID gives u the external id ext when it has none; 409
-// EXTERNAL_ID_CONFLICT when u has another one or another user holds ext.
+// EXTERNAL_ID_CONFLICT when u has another one (ErrExternalIDMismatch) or
+// another user holds ext (ErrExternalIDConflict).
 func (s *Service) attachExternalID(tx *store.Tx, u *store.User, ext string) error {
 	if ext == "" || u.ExternalUserID == ext {
 		return nil
 	}
 	if u.ExternalUserID != "" {
-		return ErrExternalIDConflict
+		return ErrExternalIDMismatch
 	}
 	if other, err := tx.UserByExternalID(u.ProjectID, ext); err == nil && other.ID != u.ID {
 		return ErrExternalIDConflict

@@ -89,9 +89,9 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 			return err
 		}
 		p, err := tx.Project(ml.ProjectID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) { // the project was deleted
 			fail = ErrInvalidToken
-			return nil
+			return s.record(tx, "", "", ml.Email, "magic_link", "verify", fail, m)
 		} else if err != nil {
 			return err
 		}
@@ -106,10 +106,10 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 			return failWith(ErrInvalidRedirect)
 		}
 		if ml.UsedAt != nil {
-			return failWith(ErrInvalidToken.Because(errors.New("already used")).withCategory(CatAlreadyUsed))
+			return failWith(ErrLinkUsed)
 		}
 		if !now.Before(ml.ExpiresAt) {
-			return failWith(ErrInvalidToken.withCategory(CatExpired))
+			return failWith(ErrLinkExpired)
 		}
 		u, isNew, err := s.findOrCreateUser(tx, p, ml.Email)
 		if err != nil {

@@ -193,7 +193,7 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 		if u.Disabled {
 			return failWith(ErrUserDisabled)
 		}
-		if err := s.attachExternalID(tx, u, ext); errors.Is(err, ErrExternalIDConflict) {
+		if err := s.attachExternalID(tx, u, ext); isExternalIDConflict(err) {
 			if isNew {
 				return err // roll back: the user must not be created
 			}
@@ -211,7 +211,7 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 		login.IsNewUser = isNew
 		return s.record(tx, p.ID, u.ID, email, "email_otp", "verify", nil, m)
 	})
-	if errors.Is(err, ErrExternalIDConflict) {
+	if isExternalIDConflict(err) {
 		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
 	}
 	if err != nil {
@@ -221,6 +221,22 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 		return nil, fail
 	}
 	return s.finish(login)
+}
+
+func isExternalIDConflict(err error) bool {
+	return errors.Is(err, ErrExternalIDConflict) || errors.Is(err, ErrExternalIDMismatch)
+}
+
+// Rejected records a send or verify whose request body could not be read
+// (malformed JSON, wrong field types) as a failed authentication event of
+// project p, and returns err. Handlers call it so that every send and
+// verify leaves an event, as decisions.md §12 asks.
+func (s *Service) Rejected(p *store.Project, method, action string, err error, m Meta) error {
+	projectID := ""
+	if p != nil {
+		projectID = p.ID
+	}
+	return s.recordOnly(projectID, "", "", method, action, err, m)
 }
 
 // checkCodeShape rejects an empty or non-digit code (400); the length is

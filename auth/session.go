@@ -106,7 +106,15 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 	}
 	now := s.now().Unix()
 	pr, ok := s.tokens.get(tok)
-	if !ok {
+	if ok {
+		// The project may have been deleted since the token was cached
+		// (its session rows outlive it); an uncached token would fail
+		// verification, so the cached one must too.
+		if _, err := s.project(pr.ProjectID); err != nil {
+			s.tokens.drop(tok)
+			return nil, ErrInvalidSession.Because(err)
+		}
+	} else {
 		var err error
 		pr, err = s.verifyToken(tok)
 		if err != nil {
@@ -115,6 +123,7 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 		s.tokens.put(tok, pr)
 	}
 	if now >= pr.ExpiresAt {
+		s.tokens.drop(tok)
 		return nil, ErrInvalidSession
 	}
 	var live bool
@@ -122,8 +131,14 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 		live = tx.SessionExists(pr.SessionID)
 		return nil
 	})
-	if err != nil || !live {
+	if err != nil {
 		return nil, ErrInvalidSession.Because(err)
+	}
+	if !live {
+		// Logged out, deleted or disabled: the row is gone, so the
+		// cached verification is dead too.
+		s.tokens.drop(tok)
+		return nil, ErrInvalidSession
 	}
 	return &pr, nil
 }
@@ -216,7 +231,8 @@ func (s *Service) revokeAll(tx *store.Tx, u *store.User) error {
 
 // tokenCache remembers verified tokens so the ES256 check runs once per
 // token; the session row is still checked on every call, so logout,
-// deletion and disabling take effect at once. Bounded; sharded locks.
+// deletion and disabling take effect at once, and a token whose row is
+// gone is dropped from the cache on its next use. Bounded; sharded locks.
 type tokenCache struct {
 	shards [32]tokenShard
 	max    int
@@ -250,6 +266,19 @@ func (c *tokenCache) get(tok string) (Principal, bool) {
 	p, ok := sh.m[tok]
 	sh.mu.RUnlock()
 	return p, ok
+}
+
+func (c *tokenCache) drop(tok string) {
+	sh := c.shard(tok)
+	sh.mu.Lock()
+	delete(sh.m, tok)
+	sh.mu.Unlock()
+}
+
+// cached reports whether tok is in the cache (for tests).
+func (c *tokenCache) cached(tok string) bool {
+	_, ok := c.get(tok)
+	return ok
 }
 
 func (c *tokenCache) put(tok string, p Principal) {

@@ -19,10 +19,10 @@ type sendInput struct {
 
 func (s *Server) otpSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
 	var in sendInput
-	if err := decode(w, r, &in); err != nil {
-		return err
-	}
 	m := s.meta(r, true)
+	if err := decode(w, r, &in); err != nil {
+		return s.auth.Rejected(c.Project, "email_otp", "send", err, m)
+	}
 	m.DeviceToken = in.DeviceToken
 	if err := s.auth.SendOTP(c.Project, in.Email, m); err != nil {
 		return err
@@ -44,10 +44,11 @@ type otpLogin struct {
 
 func (s *Server) otpVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
 	var in auth.OTPInput
+	m := s.meta(r, true)
 	if err := decode(w, r, &in); err != nil {
-		return err
+		return s.auth.Rejected(c.Project, "email_otp", "verify", err, m)
 	}
-	l, err := s.auth.VerifyOTP(c.Project, in, s.meta(r, true))
+	l, err := s.auth.VerifyOTP(c.Project, in, m)
 	if err != nil {
 		return err
 	}
@@ -57,10 +58,10 @@ func (s *Server) otpVerify(w http.ResponseWriter, r *http.Request, _ httprouter.
 
 func (s *Server) magicSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
 	var in sendInput
-	if err := decode(w, r, &in); err != nil {
-		return err
-	}
 	m := s.meta(r, true)
+	if err := decode(w, r, &in); err != nil {
+		return s.auth.Rejected(c.Project, "magic_link", "send", err, m)
+	}
 	m.DeviceToken = in.DeviceToken
 	if err := s.auth.SendMagicLink(c.Project, in.Email, in.RedirectURL, m); err != nil {
 		return err
@@ -101,11 +102,23 @@ func (s *Server) magicVerify(w http.ResponseWriter, r *http.Request, _ httproute
 }
 
 // magicConfirm is the confirm page's POST: it consumes the token and
-// redirects the browser, or shows a signed-in page.
+// redirects the browser, or shows a signed-in page. A JSON body
+// ({token, redirect_uri}) is an API client's: it gets the GET's contract
+// answers (JSON login result or 302) instead of pages.
 func (s *Server) magicConfirm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if ct := strings.ToLower(r.Header.Get("Content-Type")); strings.HasPrefix(ct, "application/json") {
+		var in struct {
+			Token       string `json:"token"`
+			RedirectURI string `json:"redirect_uri"`
+		}
+		if err := decode(w, r, &in); err != nil {
+			return s.auth.Rejected(nil, "magic_link", "verify", err, s.meta(r, false))
+		}
+		return s.magicLogin(w, r, in.Token, in.RedirectURI, false)
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
-		return auth.Invalid("Could not read the form.")
+		return page(w, http.StatusBadRequest, "Sign-in failed", "Could not read the form.", nil)
 	}
 	return s.magicLogin(w, r, r.PostForm.Get("token"), r.PostForm.Get("redirect_uri"), true)
 }
@@ -124,6 +137,9 @@ func (s *Server) magicLogin(w http.ResponseWriter, r *http.Request, token, redir
 		target = l.RedirectURL
 	}
 	if target != "" {
+		// The Location carries a session token: no cache may keep it.
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Referrer-Policy", "no-referrer")
 		http.Redirect(w, r, withToken(target, l.Token), http.StatusFound)
 		return nil
 	}
@@ -138,16 +154,18 @@ func (s *Server) magicLogin(w http.ResponseWriter, r *http.Request, token, redir
 	return ok(w, magicLogin{true, l.Token, l.User.ID, uv, uv.CompanyID, l.DeviceToken, l.User.FirstName == "", ru, l.IsNewUser})
 }
 
-// withToken appends token=<jwt> to a URL's query.
+// withToken appends token=<jwt> to a URL's query: "?token=" or, when
+// the URL already has a query, "&token="; a fragment stays last.
 func withToken(target, jwt string) string {
+	frag := ""
+	if i := strings.IndexByte(target, '#'); i >= 0 {
+		target, frag = target[:i], target[i:]
+	}
 	sep := "?"
 	if strings.Contains(target, "?") {
 		sep = "&"
 	}
-	if i := strings.IndexByte(target, '#'); i >= 0 {
-		return target[:i] + sep + "token=" + url.QueryEscape(jwt) + target[i:]
-	}
-	return target + sep + "token=" + url.QueryEscape(jwt)
+	return target + sep + "token=" + url.QueryEscape(jwt) + frag
 }
 
 func (s *Server) magicConfirmPage(w http.ResponseWriter, token, redirect string) error {

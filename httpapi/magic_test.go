@@ -147,3 +147,151 @@ func TestMagicLinkScannerProtection(t *testing.T) {
 	// Now used: the JSON path says so.
 	wantError(t, ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(tok), "", nil), 401, "INVALID_TOKEN")
 }
+
+// get sends a GET with an optional Accept header.
+func (ts *testServer) getAccept(path, accept string) *response {
+	ts.t.Helper()
+	req, err := http.NewRequest("GET", ts.URL+path, nil)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	return ts.send(req)
+}
+
+// postForm posts the confirm page's form.
+func (ts *testServer) postForm(path string, form url.Values) *response {
+	ts.t.Helper()
+	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return ts.send(req)
+}
+
+// TestMagicVerifyAcceptHeaders: only a browser navigation gets the
+// confirm page; scanners and API clients sending no Accept, */* or JSON
+// get the contract's JSON, which consumes the link.
+func TestMagicVerifyAcceptHeaders(t *testing.T) {
+	ts := newTestServer(t)
+	for _, accept := range []string{"", "*/*", "application/json", "text/html, application/json", "application/json;q=0.9, text/html"} {
+		t.Run("accept="+accept, func(t *testing.T) {
+			ts.Clock.Advance(31 * time.Second)
+			tok := ts.magicToken("acc@example.com", nil)
+			r := ts.getAccept("/api/v1/magic/verify?token="+url.QueryEscape(tok), accept)
+			wantOK(t, r)
+			if r.Body["token"] == nil {
+				t.Fatalf("body=%s", r.Raw)
+			}
+		})
+	}
+	ts.Clock.Advance(31 * time.Second)
+	tok := ts.magicToken("acc@example.com", nil)
+	for _, accept := range []string{"text/html", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"} {
+		r := ts.getAccept("/api/v1/magic/verify?token="+url.QueryEscape(tok), accept)
+		if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(r.Raw), `method="post"`) {
+			t.Fatalf("accept %q: status=%d body=%s", accept, r.Status, r.Raw)
+		}
+	}
+	wantOK(t, ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(tok), "", nil))
+}
+
+// TestMagicConfirmPage: the confirm page carries redirect_uri into its
+// form, refuses one outside the origins without spending the link, and
+// its POST shows a signed-in page when there is nowhere to redirect; a
+// JSON POST is answered like the GET.
+func TestMagicConfirmPage(t *testing.T) {
+	ts := newTestServer(t)
+	const browser = "text/html,application/xhtml+xml"
+	tok := ts.magicToken("cp@example.com", nil)
+	q := "/api/v1/magic/verify?token=" + url.QueryEscape(tok)
+
+	r := ts.getAccept(q+"&redirect_uri="+url.QueryEscape("https://evil.example/"), browser)
+	if r.Status != 400 || !strings.Contains(string(r.Raw), "not an allowed origin") {
+		t.Fatalf("bad redirect page: status=%d body=%s", r.Status, r.Raw)
+	}
+	r = ts.postForm("/api/v1/magic/verify", url.Values{"token": {tok}, "redirect_uri": {"https://evil.example/"}})
+	if r.Status != 400 {
+		t.Fatalf("POST with bad redirect: status=%d body=%s", r.Status, r.Raw)
+	}
+	r = ts.getAccept(q+"&redirect_uri="+url.QueryEscape("http://localhost:3000/in"), browser)
+	if r.Status != 200 || !strings.Contains(string(r.Raw), `name="redirect_uri" value="http://localhost:3000/in"`) {
+		t.Fatalf("confirm page: status=%d body=%s", r.Status, r.Raw)
+	}
+	r = ts.postForm("/api/v1/magic/verify", url.Values{"token": {tok}})
+	if r.Status != 200 || !strings.Contains(string(r.Raw), "signed in") {
+		t.Fatalf("signed-in page: status=%d body=%s", r.Status, r.Raw)
+	}
+	r = ts.postForm("/api/v1/magic/verify", url.Values{"token": {tok}})
+	if r.Status != 401 || !strings.Contains(string(r.Raw), "already used") {
+		t.Fatalf("second POST: status=%d body=%s", r.Status, r.Raw)
+	}
+	r = ts.postForm("/api/v1/magic/verify", url.Values{})
+	if r.Status != 400 {
+		t.Fatalf("POST without token: status=%d body=%s", r.Status, r.Raw)
+	}
+
+	// The form's redirect_uri wins over the send-time redirectUrl.
+	ts.Clock.Advance(31 * time.Second)
+	tok = ts.magicToken("cp@example.com", map[string]any{"redirectUrl": "http://localhost:3000/saved"})
+	r = ts.postForm("/api/v1/magic/verify", url.Values{"token": {tok}, "redirect_uri": {"http://localhost:3000/in?a=b"}})
+	if loc := r.Header.Get("Location"); r.Status != http.StatusFound || !strings.HasPrefix(loc, "http://localhost:3000/in?a=b&token=") {
+		t.Fatalf("POST with redirect_uri: status=%d Location=%q", r.Status, loc)
+	}
+
+	ts.Clock.Advance(31 * time.Second)
+	tok = ts.magicToken("cp@example.com", map[string]any{"redirectUrl": "http://localhost:3000/saved"})
+	j := ts.do("POST", "/api/v1/magic/verify", "", map[string]any{"token": tok})
+	wantOK(t, j)
+	if j.Body["redirectUrl"] != "http://localhost:3000/saved" || j.Body["token"] == nil {
+		t.Fatalf("JSON POST: %s", j.Raw)
+	}
+	wantError(t, ts.do("POST", "/api/v1/magic/verify", "", map[string]any{"token": tok}), 401, "INVALID_TOKEN")
+	wantError(t, ts.do("POST", "/api/v1/magic/verify", "", map[string]any{}), 400, "VALIDATION_ERROR")
+	wantError(t, ts.do("POST", "/api/v1/magic/verify", "", map[string]any{"token": 5}), 400, "VALIDATION_ERROR")
+}
+
+// TestMagicRedirectTokenParam: the JWT joins the redirect URL's query
+// with ? or &, before any fragment.
+func TestMagicRedirectTokenParam(t *testing.T) {
+	ts := newTestServer(t)
+	for _, c := range []struct{ redirect, prefix, suffix string }{
+		{"http://localhost:3000/cb", "http://localhost:3000/cb?token=", ""},
+		{"http://localhost:3000/cb?a=1&b=2", "http://localhost:3000/cb?a=1&b=2&token=", ""},
+		{"http://localhost:3000/cb#/route?x", "http://localhost:3000/cb?token=", "#/route?x"},
+		{"http://localhost:3000", "http://localhost:3000?token=", ""},
+	} {
+		t.Run(c.redirect, func(t *testing.T) {
+			ts.Clock.Advance(31 * time.Second)
+			tok := ts.magicToken("rd@example.com", nil)
+			r := ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(tok)+"&redirect_uri="+url.QueryEscape(c.redirect), "", nil)
+			loc := r.Header.Get("Location")
+			if r.Status != http.StatusFound || !strings.HasPrefix(loc, c.prefix) || !strings.HasSuffix(loc, c.suffix) {
+				t.Fatalf("status=%d Location=%q, want %q…%q", r.Status, loc, c.prefix, c.suffix)
+			}
+			if r.Header.Get("Cache-Control") != "no-store" {
+				t.Fatalf("Cache-Control=%q", r.Header.Get("Cache-Control"))
+			}
+			jwt := strings.TrimSuffix(strings.TrimPrefix(loc, c.prefix), c.suffix)
+			wantOK(t, ts.do("GET", "/api/v1/session", jwt, nil))
+		})
+	}
+}
+
+// TestMagicLinkFailureTexts: unknown, used and expired links share 401
+// INVALID_TOKEN; the texts tell used and expired apart.
+func TestMagicLinkFailureTexts(t *testing.T) {
+	ts := newTestServer(t)
+	used := ts.magicToken("ft@example.com", nil)
+	wantOK(t, ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(used), "", nil))
+	ts.Clock.Advance(31 * time.Second)
+	expired := ts.magicToken("ft@example.com", nil)
+	ts.Clock.Advance(15 * time.Minute)
+	for tok, text := range map[string]string{used: "already used", expired: "expired", "x": "Invalid"} {
+		r := ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(tok), "", nil)
+		wantError(t, r, 401, "INVALID_TOKEN")
+		if !strings.Contains(r.Body["error"].(string), text) {
+			t.Fatalf("text=%q, want it to say %q", r.Body["error"], text)
+		}
+	}
+}

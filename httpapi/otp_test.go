@@ -201,3 +201,54 @@ func atoi(s string) int {
 }
 
 var _ = http.StatusOK
+
+// TestSendThrottleWindow: a refused send does not restart the 30-second
+// window, and OTP and magic-link sends are throttled apart.
+func TestSendThrottleWindow(t *testing.T) {
+	ts := newTestServer(t)
+	for _, path := range []string{"/api/v1/otp/send", "/api/v1/magic/send"} {
+		t.Run(path, func(t *testing.T) {
+			addr := "w" + strings.ReplaceAll(path, "/", "-") + "@example.com"
+			wantOK(t, ts.do("POST", path, ts.Key, map[string]any{"email": addr}))
+			ts.Clock.Advance(20 * time.Second)
+			r := ts.do("POST", path, ts.Key, map[string]any{"email": addr})
+			wantError(t, r, 429, "TOO_MANY_REQUESTS")
+			if len(r.Body) != 3 {
+				t.Fatalf("body=%s, want the bare envelope", r.Raw)
+			}
+			// 31 s after the first send, 11 s after the refusal.
+			ts.Clock.Advance(11 * time.Second)
+			wantOK(t, ts.do("POST", path, ts.Key, map[string]any{"email": addr}))
+		})
+	}
+}
+
+// TestOTPExternalUserIDInput: externalUserId must be a 1..255 character
+// string; a user holding another id gets its own 409 text; the code is
+// not spent by a refused verify.
+func TestOTPExternalUserIDInput(t *testing.T) {
+	ts := newTestServer(t)
+	addr := "k@example.com"
+	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))
+	code := ts.lastMail(addr).Code
+	for name, ext := range map[string]any{"empty": "", "too long": strings.Repeat("e", 256), "number": 7, "object": map[string]any{}} {
+		t.Run(name, func(t *testing.T) {
+			wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code, "externalUserId": ext}), 400, "VALIDATION_ERROR")
+		})
+	}
+	r := ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code, "externalUserId": strings.Repeat("e", 255)})
+	wantOK(t, r)
+	if r.Body["externalUserId"] != strings.Repeat("e", 255) || obj(t, r.Body, "user")["externalUserId"] != r.Body["externalUserId"] {
+		t.Fatalf("result=%s", r.Raw)
+	}
+	ts.Clock.Advance(31 * time.Second)
+	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))
+	code = ts.lastMail(addr).Code
+	r = ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code, "externalUserId": "other"})
+	wantError(t, r, 409, "EXTERNAL_ID_CONFLICT")
+	if !strings.Contains(r.Body["error"].(string), "already has") {
+		t.Fatalf("text=%q", r.Body["error"])
+	}
+	// Same id again, or none: the unspent code signs in.
+	wantOK(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code}))
+}

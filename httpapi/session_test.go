@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"slices"
 	"strings"
@@ -227,4 +228,105 @@ func bigB64(t *testing.T, s string) *big.Int {
 		t.Fatal(err)
 	}
 	return new(big.Int).SetBytes(b)
+}
+
+// TestAccountShapes: the account calls answer the contract's shapes, and
+// GET /session's integers are the JWT's own iat and exp.
+func TestAccountShapes(t *testing.T) {
+	ts := newTestServer(t)
+	tok := str(t, ts.login("shape@example.com").Body, "token")
+	var cl map[string]any
+	decodeSeg(t, strings.Split(tok, ".")[1], &cl)
+
+	s := ts.do("GET", "/api/v1/session", tok, nil)
+	wantOK(t, s)
+	sess := obj(t, s.Body, "session")
+	if sess["userId"] != cl["sub"] || sess["issuedAt"] != cl["iat"] || sess["expiresAt"] != cl["exp"] || sess["id"] != cl["sid"] {
+		t.Fatalf("session=%v claims=%v", sess, cl)
+	}
+	if !strings.Contains(string(s.Raw), fmt.Sprintf(`"issuedAt":%d,`, int64(cl["iat"].(float64)))) {
+		t.Fatalf("issuedAt is not a plain integer: %s", s.Raw)
+	}
+	for _, path := range []string{"/api/v1/me", "/api/v1/user"} {
+		r := ts.do("GET", path, tok, nil)
+		wantOK(t, r)
+		u := obj(t, r.Body, "user")
+		if u["id"] != cl["sub"] || u["email"] != "shape@example.com" {
+			t.Fatalf("%s: %s", path, r.Raw)
+		}
+		if v, ok := u["externalUserId"]; !ok || v != nil {
+			t.Fatalf("%s: externalUserId should be present and null: %s", path, r.Raw)
+		}
+	}
+	first := strings.Repeat("é", 100)
+	p := ts.do("PATCH", "/api/v1/user", tok, map[string]any{"firstName": first})
+	wantOK(t, p)
+	if u := obj(t, p.Body, "user"); u["id"] != cl["sub"] || u["email"] != "shape@example.com" {
+		t.Fatalf("PATCH: %s", p.Raw)
+	}
+	wantError(t, ts.do("PATCH", "/api/v1/user", tok, map[string]any{}), 400, "VALIDATION_ERROR")
+	wantError(t, ts.do("PATCH", "/api/v1/user", tok, map[string]any{"firstName": "   "}), 400, "VALIDATION_ERROR")
+	wantError(t, ts.do("PATCH", "/api/v1/user", tok, "not json"), 400, "VALIDATION_ERROR")
+	// The profile shows in the next login result.
+	r := ts.login("shape@example.com")
+	if obj(t, r.Body, "user")["first_name"] != first {
+		t.Fatalf("login user=%s", r.Raw)
+	}
+	for _, m := range []string{"PUT", "POST"} {
+		wantError(t, ts.do(m, "/api/v1/user", tok, map[string]any{"email": "x@example.com"}), 405, "METHOD_NOT_ALLOWED")
+	}
+	wantError(t, ts.do("GET", "/api/v1/logout", tok, nil), 405, "METHOD_NOT_ALLOWED")
+	wantError(t, ts.do("DELETE", "/api/v1/session", tok, nil), 405, "METHOD_NOT_ALLOWED")
+}
+
+// TestCachedTokenDiesWithItsSession: a token that has been used (and so
+// verified and cached) stops working at once when the session ends by
+// logout, user deletion or disabling, and other sessions are untouched.
+func TestCachedTokenDiesWithItsSession(t *testing.T) {
+	ts := newTestServer(t)
+	for _, end := range []string{"logout", "delete", "disable"} {
+		t.Run(end, func(t *testing.T) {
+			addr := end + "@example.com"
+			r := ts.login(addr)
+			tok, uid := str(t, r.Body, "token"), str(t, r.Body, "userId")
+			other := str(t, ts.login("bystander-"+addr).Body, "token")
+			for i := 0; i < 3; i++ {
+				wantOK(t, ts.do("GET", "/api/v1/session", tok, nil))
+			}
+			switch end {
+			case "logout":
+				wantOK(t, ts.do("POST", "/api/v1/logout", tok, nil))
+			case "delete":
+				wantOK(t, ts.do("DELETE", "/api/v1/user", tok, nil))
+			case "disable":
+				wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+uid+"/disable", nil))
+			}
+			for _, c := range []struct{ method, path string }{{"GET", "/api/v1/session"}, {"GET", "/api/v1/me"}, {"GET", "/api/v1/user"}, {"PATCH", "/api/v1/user"}, {"POST", "/api/v1/logout"}, {"DELETE", "/api/v1/user"}} {
+				wantError(t, ts.do(c.method, c.path, tok, map[string]any{"firstName": "x"}), 401, "INVALID_SESSION")
+			}
+			wantOK(t, ts.do("GET", "/api/v1/session", other, nil))
+		})
+	}
+}
+
+// TestTokenOfDeletedProject: deleting a project ends its users' tokens,
+// whether or not they were verified (and cached) before.
+func TestTokenOfDeletedProject(t *testing.T) {
+	ts := newTestServer(t)
+	r := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "doomed"})
+	id := str(t, obj(t, r.Body, "project"), "id")
+	key := ts.createKey(map[string]any{"projectId": id, "mode": "test"})
+	var toks []string
+	for _, addr := range []string{"used@example.com", "fresh@example.com"} {
+		wantOK(t, ts.do("POST", "/api/v1/otp/send", key, map[string]any{"email": addr}))
+		v := ts.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": addr, "code": ts.lastMail(addr).Code})
+		wantOK(t, v)
+		toks = append(toks, str(t, v.Body, "token"))
+	}
+	wantOK(t, ts.do("GET", "/api/v1/session", toks[0], nil)) // cached now
+	wantOK(t, ts.admin("DELETE", "/api/v1/admin/projects/"+id, nil))
+	for _, tok := range toks {
+		wantError(t, ts.do("GET", "/api/v1/session", tok, nil), 401, "INVALID_SESSION")
+	}
+	wantError(t, ts.do("GET", "/api/v1/projects/"+id+"/jwks.json", "", nil), 404, "PROJECT_NOT_FOUND")
 }
