@@ -1,41 +1,11 @@
 package httpapi_test
 
 import (
-	"encoding/json"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
-
-	"latchkey/store"
 )
-
-// outboxEvent is one outbox row as a webhook would carry it.
-type outboxEvent struct {
-	Type string
-	Data map[string]any
-}
-
-// outboxSince returns the outbox events after the first n.
-func (ts *testServer) outboxSince(n int) []outboxEvent {
-	ts.t.Helper()
-	var out []outboxEvent
-	ts.DB.View(func(tx *store.Tx) error {
-		evs, err := tx.EventsAfter(0, 1<<20)
-		if err != nil {
-			ts.t.Fatal(err)
-		}
-		for _, e := range evs[n:] {
-			var d map[string]any
-			if err := json.Unmarshal(e.Data, &d); err != nil {
-				ts.t.Fatal(err)
-			}
-			out = append(out, outboxEvent{e.Type, d})
-		}
-		return nil
-	})
-	return out
-}
 
 func wantEvents(t *testing.T, got, want []outboxEvent) {
 	t.Helper()

@@ -117,8 +117,8 @@ func TestPasskeyRegisterRejects(t *testing.T) {
 	}
 	r := ts.admin("GET", "/api/v1/admin/users?projectId="+ts.Project.ID, nil)
 	wantOK(t, r)
-	if users := r.Body["users"].([]any); len(users) != 0 || len(ts.outboxEvents()) != 0 {
-		t.Fatalf("rejected sign-ups left users %v and events %v", users, ts.outboxEvents())
+	if users := r.Body["users"].([]any); len(users) != 0 || len(ts.outboxSince(0)) != 0 {
+		t.Fatalf("rejected sign-ups left users %v and events %v", users, ts.outboxSince(0))
 	}
 }
 
@@ -197,7 +197,7 @@ func TestPasskeyBadInput(t *testing.T) {
 	ts.passkeySignUp(a, addr)
 	login := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{})
 	signup := ts.startCeremony("/api/v1/passkey/register/start", ts.Key, map[string]any{"email": "new@example.com"})
-	events := len(ts.outboxEvents())
+	events := len(ts.outboxSince(0))
 
 	for _, c := range []struct {
 		path string
@@ -233,7 +233,7 @@ func TestPasskeyBadInput(t *testing.T) {
 	wantError(t, ts.do("POST", "/api/v1/passkey/register/verify", "not-a-jwt", map[string]any{}), 401, "INVALID_SESSION")
 	wantError(t, ts.do("GET", "/api/v1/passkeys", ts.Key, nil), 401, "INVALID_SESSION")
 
-	if n := len(ts.outboxEvents()); n != events {
+	if n := len(ts.outboxSince(0)); n != events {
 		t.Fatalf("bad input wrote %d events", n-events)
 	}
 	wantOK(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, assertion(t, a, login)))

@@ -150,33 +150,6 @@ func credentialIDs(items []map[string]any) []string {
 	return ids
 }
 
-// outboxEvent is an event from the outbox with its data decoded.
-type outboxEvent struct {
-	Type string
-	Data map[string]any
-}
-
-// outboxEvents returns the outbox's events in order.
-func (ts *testServer) outboxEvents() []outboxEvent {
-	ts.t.Helper()
-	var out []outboxEvent
-	ts.DB.View(func(tx *store.Tx) error {
-		evs, err := tx.EventsAfter(0, 1<<20)
-		if err != nil {
-			ts.t.Fatal(err)
-		}
-		for _, e := range evs {
-			var d map[string]any
-			if err := json.Unmarshal(e.Data, &d); err != nil {
-				ts.t.Fatal(err)
-			}
-			out = append(out, outboxEvent{e.Type, d})
-		}
-		return nil
-	})
-	return out
-}
-
 // lastAuthEvent returns the project's newest authentication event.
 func (ts *testServer) lastAuthEvent() map[string]any {
 	ts.t.Helper()
@@ -333,7 +306,7 @@ func TestPasskeyEndToEnd(t *testing.T) {
 	// Outbox: sign-up is user.registered, passkey.registered and
 	// session.created in one transaction; then the rest in order.
 	var types []string
-	for _, e := range ts.outboxEvents() {
+	for _, e := range ts.outboxSince(0) {
 		types = append(types, e.Type)
 		switch e.Type {
 		case "passkey.registered", "passkey.removed":
@@ -355,7 +328,7 @@ func TestPasskeyEndToEnd(t *testing.T) {
 	if !reflect.DeepEqual(types, wantTypes) {
 		t.Fatalf("outbox=%v, want %v", types, wantTypes)
 	}
-	if ev := ts.outboxEvents(); ev[6].Data["credential_id"] != keyID || ev[1].Data["credential_id"] != credID {
+	if ev := ts.outboxSince(0); ev[6].Data["credential_id"] != keyID || ev[1].Data["credential_id"] != credID {
 		t.Fatalf("passkey events name the wrong credentials: %v", ev)
 	}
 }
@@ -483,7 +456,7 @@ func TestPasskeyByExternal(t *testing.T) {
 	if got := credentialIDs(ts.listPasskeys(tok)); !reflect.DeepEqual(got, []string{second}) {
 		t.Fatalf("after delete passkeys=%v, want [%s]", got, second)
 	}
-	if ev := ts.outboxEvents(); ev[len(ev)-1].Type != "passkey.removed" || ev[len(ev)-1].Data["credential_id"] != first {
+	if ev := ts.outboxSince(0); ev[len(ev)-1].Type != "passkey.removed" || ev[len(ev)-1].Data["credential_id"] != first {
 		t.Fatalf("last outbox event=%v, want passkey.removed of %s", ev[len(ev)-1], first)
 	}
 
@@ -605,7 +578,7 @@ func TestPasskeyUserExists(t *testing.T) {
 	if users := r.Body["users"].([]any); len(users) != 1 {
 		t.Fatalf("users=%v, want only the OTP account", users)
 	}
-	if n := len(ts.outboxEvents()); n != 4 { // two OTP sign-ups: user.registered + session.created each
+	if n := len(ts.outboxSince(0)); n != 4 { // two OTP sign-ups: user.registered + session.created each
 		t.Fatalf("outbox has %d events, want 4 (no passkey events)", n)
 	}
 }
