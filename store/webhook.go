@@ -51,6 +51,7 @@ func (tx *Tx) PutWebhook(w *Webhook) error {
 }
 
 // DeleteWebhook removes a webhook, its queued deliveries and its history.
+// A delivery in flight finds its job gone and records nothing.
 func (tx *Tx) DeleteWebhook(w *Webhook) error {
 	jp := jobPrefix(w.ID)
 	jc := tx.bucket(bucketJobs).Cursor()
@@ -183,9 +184,11 @@ func (tx *Tx) DeleteJob(j *Job) (bool, error) {
 // JobCount returns how many deliveries are queued.
 func (tx *Tx) JobCount() int { return tx.bucket(bucketJobs).Stats().KeyN }
 
-// Delivery records one delivery attempt.
+// Delivery records one delivery attempt. Seq orders a webhook's
+// attempts in the store; ID is the attempt's public id.
 type Delivery struct {
-	ID             uint64     `json:"id"`
+	Seq            uint64     `json:"seq"`
+	ID             string     `json:"id"`
 	WebhookID      string     `json:"webhookId"`
 	EventID        string     `json:"eventId"`
 	EventType      string     `json:"eventType"`
@@ -198,13 +201,13 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"nextAttemptAt"`
 }
 
-// AddDelivery records an attempt under its webhook.
+// AddDelivery records an attempt under its webhook and assigns its Seq.
 func (tx *Tx) AddDelivery(d *Delivery) error {
 	n, err := tx.bucket(bucketDeliveries).NextSequence()
 	if err != nil {
 		return err
 	}
-	d.ID = n
+	d.Seq = n
 	k := append(compound(d.WebhookID, ""), u64(n)...)
 	return tx.put(bucketDeliveries, k, d)
 }

@@ -301,7 +301,7 @@ func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 		return // shutting down: the job stays queued and is retried after restart
 	}
 	now := w.Now().UTC()
-	d := &store.Delivery{WebhookID: j.WebhookID, EventID: j.EventID, EventType: j.EventType, Attempt: j.Attempt,
+	d := &store.Delivery{ID: newID(), WebhookID: j.WebhookID, EventID: j.EventID, EventType: j.EventType, Attempt: j.Attempt,
 		ResponseStatus: res.Status, DurationMS: res.Duration.Milliseconds(), CreatedAt: now}
 	var next *store.Job
 	switch {
