@@ -122,33 +122,55 @@ func (tx *Tx) EnqueueJob(j *Job) error {
 
 // DueJobs returns up to limit jobs due at now. room(webhookID) says how
 // many more jobs of that webhook the caller can start; skip filters out
-// jobs already in flight. Each webhook's jobs come earliest first; a
-// webhook without room costs one seek, whatever its backlog.
-func (tx *Tx) DueJobs(now time.Time, limit int, room func(webhookID string) int, skip func(seq uint64) bool) ([]*Job, error) {
+// jobs already in flight. Webhooks are visited in id order starting after
+// the webhook id after and wrapping around, so a caller that passes the
+// last webhook it served serves them in turn; each webhook's jobs come
+// earliest first; a webhook without room costs one seek, whatever its
+// backlog.
+func (tx *Tx) DueJobs(now time.Time, limit int, after string, room func(webhookID string) int, skip func(seq uint64) bool) ([]*Job, error) {
 	var out []*Job
 	due := now.UnixNano()
 	c := tx.bucket(bucketJobs).Cursor()
-	k, v := c.First()
-	for k != nil && len(out) < limit {
-		id, _, _ := splitJobKey(k)
-		hook := string(id)
-		next := append(clone(id), 1) // first key after this webhook's jobs
-		for n := room(hook); n > 0 && k != nil && len(out) < limit; k, v = c.Next() {
-			kid, at, seq := splitJobKey(k)
-			if !bytes.Equal(kid, id) || at > due {
+	// Two passes: from after's successor to the end, then from the start
+	// up to and including after.
+	start := append([]byte(after), 1)
+	if after == "" {
+		start = nil
+	}
+	for pass := 0; pass < 2 && len(out) < limit; pass++ {
+		var k, v []byte
+		if pass == 0 {
+			k, v = c.Seek(start)
+		} else {
+			if start == nil {
 				break
 			}
-			if skip(seq) {
-				continue
-			}
-			var j Job
-			if err := jsonDecode(v, &j); err != nil {
-				return nil, err
-			}
-			out = append(out, &j)
-			n--
+			k, v = c.First()
 		}
-		k, v = c.Seek(next)
+		for k != nil && len(out) < limit {
+			id, _, _ := splitJobKey(k)
+			if pass == 1 && bytes.Compare(k, start) >= 0 {
+				break
+			}
+			hook := string(id)
+			next := append(clone(id), 1) // first key after this webhook's jobs
+			for n := room(hook); n > 0 && k != nil && len(out) < limit; k, v = c.Next() {
+				kid, at, seq := splitJobKey(k)
+				if !bytes.Equal(kid, id) || at > due {
+					break
+				}
+				if skip(seq) {
+					continue
+				}
+				var j Job
+				if err := jsonDecode(v, &j); err != nil {
+					return nil, err
+				}
+				out = append(out, &j)
+				n--
+			}
+			k, v = c.Seek(next)
+		}
 	}
 	return out, nil
 }
