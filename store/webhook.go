@@ -207,10 +207,11 @@ func (tx *Tx) DeleteJob(j *Job) (bool, error) {
 func (tx *Tx) JobCount() int { return tx.bucket(bucketJobs).Stats().KeyN }
 
 // Delivery records one delivery attempt. Seq orders a webhook's
-// attempts in the store; ID is the attempt's public id.
+// attempts in the store; ID is the attempt's public id (empty in records
+// written before it existed, whose "id" was the sequence number).
 type Delivery struct {
-	Seq            uint64     `json:"seq"`
-	ID             string     `json:"id"`
+	Seq            uint64     `json:"id"`
+	ID             string     `json:"uid"`
 	WebhookID      string     `json:"webhookId"`
 	EventID        string     `json:"eventId"`
 	EventType      string     `json:"eventType"`

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,6 +199,9 @@ func (s *Service) Deliveries(projectID, id string, limit int) ([]DeliveryView, e
 		for _, d := range ds {
 			v := DeliveryView{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Attempt: d.Attempt, Status: d.Status,
 				DurationMS: d.DurationMS, CreatedAt: d.CreatedAt.UTC().Format(timeFormat)}
+			if v.ID == "" {
+				v.ID = strconv.FormatUint(d.Seq, 10) // a record from before ids
+			}
 			if d.ResponseStatus != 0 {
 				rs := d.ResponseStatus
 				v.ResponseStatus = &rs
