@@ -296,16 +296,18 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
-	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate, Wake: m.sched.wake}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
+	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks})
+	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
+	// The webhook worker yields to the API while it is saturated.
+	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
+		Wake: m.sched.wake, Busy: m.Server.Busy}
 	m.sched.every("sweep", time.Minute, func(context.Context) error { return svc.Sweep() })
 	m.sched.onWake("mail", time.Minute, m.Mail.RunOnce)
 	m.sched.onWake("webhooks", time.Minute, m.Hooks.RunOnce)
 	m.sched.start()
 	m.ready.Store(true)
 
-	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks})
 	m.http = &http.Server{
 		Handler:           m.Server,
 		ReadHeaderTimeout: 10 * time.Second,

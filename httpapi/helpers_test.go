@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,8 @@ type testServer struct {
 	http    *httptest.Server
 	broken  bool
 	opts    []func(*auth.Config)
+	// hookWoken is set when the webhook worker asks to run again.
+	hookWoken atomic.Bool
 }
 
 // breakStore closes the data file under the running server, so every
@@ -107,7 +110,8 @@ func (ts *testServer) start() {
 	}
 	ts.Svc = svc
 	ts.Hooks = &webhook.Service{DB: db, Keys: keys, Now: ts.Clock.Now}
-	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler)}
+	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler),
+		Wake: func() { ts.hookWoken.Store(true) }}
 	ts.http.Config.Handler = httpapi.New(svc, httpapi.Config{Webhooks: ts.Hooks})
 	ts.http.Start()
 	t.Cleanup(ts.stop)

@@ -38,6 +38,8 @@ type Server struct {
 	hooks   *webhook.Service
 
 	dashSess dashSessions
+
+	load load // is the API saturated? (Busy)
 }
 
 // MaxBodyBytes is the largest accepted request body (decisions.md §13).
@@ -80,8 +82,15 @@ func New(svc *auth.Service, cfg Config) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.load.request()
 	s.router.ServeHTTP(w, r)
 }
+
+// Busy reports whether the API is saturated: it is serving requests and
+// goroutines are queueing for the CPUs. Background work (the webhook
+// worker) yields while it is. Safe for concurrent use; cheap enough to
+// call before every background task.
+func (s *Server) Busy() bool { return s.load.busy() }
 
 func (s *Server) routes() {
 	r := s.router

@@ -6,10 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"latchkey/webhook"
 )
@@ -26,6 +29,7 @@ type receiver struct {
 }
 
 type delivery struct {
+	path   string
 	header http.Header
 	body   []byte
 }
@@ -35,7 +39,7 @@ func newReceiver(t *testing.T, plan ...int) *receiver {
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		r.got = append(r.got, delivery{req.Header.Clone(), body})
+		r.got = append(r.got, delivery{req.URL.Path, req.Header.Clone(), body})
 		status := 200
 		if len(r.plan) > 0 {
 			status, r.plan = r.plan[0], r.plan[1:]
@@ -62,13 +66,21 @@ func (r *receiver) deliveries() []delivery {
 	return append([]delivery(nil), r.got...)
 }
 
-// deliver runs the webhook worker until nothing it started is in flight.
+// deliver runs the webhook worker, as the scheduler does on its wake-ups,
+// until a round starts no delivery: everything due at the test clock's
+// time has been attempted and recorded.
 func (ts *testServer) deliver() {
 	ts.t.Helper()
-	if err := ts.Worker.RunOnce(context.Background()); err != nil {
-		ts.t.Fatal(err)
+	for {
+		ts.hookWoken.Store(false)
+		if err := ts.Worker.RunOnce(context.Background()); err != nil {
+			ts.t.Fatal(err)
+		}
+		ts.Worker.Wait()
+		if !ts.hookWoken.Load() {
+			return
+		}
 	}
-	ts.Worker.Wait()
 }
 
 func (ts *testServer) createWebhook(url string, types []string) (id, secret string) {
@@ -83,87 +95,226 @@ func (ts *testServer) createWebhook(url string, types []string) (id, secret stri
 	return str(ts.t, wh, "id"), str(ts.t, wh, "secret")
 }
 
+// history returns the delivery records of webhook id, newest first.
+func (ts *testServer) history(key, id string) []map[string]any {
+	ts.t.Helper()
+	r := ts.do("GET", "/api/v1/webhooks/"+id+"/deliveries", key, nil)
+	wantOK(ts.t, r)
+	var out []map[string]any
+	for _, d := range r.Body["deliveries"].([]any) {
+		out = append(out, d.(map[string]any))
+	}
+	return out
+}
+
 func TestWebhookRegistration(t *testing.T) {
 	ts := newTestServer(t)
 	rcv := newReceiver(t)
-	id, secret := ts.createWebhook(rcv.URL+"/hook", nil)
-	if len(secret) != 64 {
+	r := ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": rcv.URL + "/hook"})
+	wantOK(t, r)
+	created := obj(t, r.Body, "webhook")
+	if len(created) != 3 {
+		t.Fatalf("webhook=%v, want exactly id, url, secret", created)
+	}
+	id, secret := str(t, created, "id"), str(t, created, "secret")
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(secret) {
 		t.Fatalf("secret %q is not 64 hex characters", secret)
 	}
+	if _, err := uuid.Parse(id); err != nil || created["url"] != rcv.URL+"/hook" {
+		t.Fatalf("webhook=%v", created)
+	}
+	ts.Clock.Advance(time.Millisecond)
 	id2, _ := ts.createWebhook(rcv.URL+"/only-users", []string{"user.registered", "user.deleted"})
+	ts.Clock.Advance(time.Millisecond)
+	id3, _ := ts.createWebhook(rcv.URL+"/none", []string{})
 
-	r := ts.do("GET", "/api/v1/webhooks", ts.Key, nil)
+	r = ts.do("GET", "/api/v1/webhooks", ts.Key, nil)
 	wantOK(t, r)
 	list := r.Body["webhooks"].([]any)
-	if len(list) != 2 {
+	if len(list) != 3 {
 		t.Fatalf("webhooks=%d", len(list))
 	}
-	for _, x := range list {
-		w := x.(map[string]any)
-		for _, f := range []string{"id", "project_id", "url", "secret", "created_at", "event_types"} {
-			if _, ok := w[f]; !ok {
-				t.Fatalf("webhook lacks %q: %v", f, w)
-			}
+	// Oldest first, each with exactly the contract's fields.
+	for i, want := range []struct {
+		id, url string
+		types   any
+	}{
+		{id, rcv.URL + "/hook", nil},
+		{id2, rcv.URL + "/only-users", []any{"user.deleted", "user.registered"}},
+		{id3, rcv.URL + "/none", []any{}},
+	} {
+		w := list[i].(map[string]any)
+		if len(w) != 6 {
+			t.Fatalf("webhook %d=%v, want id, project_id, url, secret, created_at, event_types", i, w)
 		}
-		if w["id"] == id && w["event_types"] != nil {
-			t.Fatalf("event_types=%v, want null", w["event_types"])
+		if w["id"] != want.id || w["url"] != want.url || w["project_id"] != ts.Project.ID {
+			t.Fatalf("webhook %d=%v, want id %s url %s", i, w, want.id, want.url)
 		}
-		if w["id"] == id2 && len(w["event_types"].([]any)) != 2 {
-			t.Fatalf("event_types=%v", w["event_types"])
+		if got, _ := json.Marshal(w["event_types"]); string(got) != mustJSON(want.types) {
+			t.Fatalf("webhook %d event_types=%s, want %s", i, got, mustJSON(want.types))
 		}
+		if s, _ := w["secret"].(string); len(s) != 64 {
+			t.Fatalf("webhook %d secret=%v", i, w["secret"])
+		}
+	}
+	if w := list[0].(map[string]any); w["secret"] != secret || w["created_at"] != "2026-11-22T10:00:00.000Z" {
+		t.Fatalf("webhook=%v, want the creation secret and created_at", w)
 	}
 
 	// Unknown id: 404 with no code.
-	r = ts.do("DELETE", "/api/v1/webhooks/nope", ts.Key, nil)
-	if r.Status != 404 || r.Body["error"] != "Webhook not found" || r.Body["success"] != false {
-		t.Fatalf("status=%d body=%s", r.Status, r.Raw)
+	for _, path := range []string{"/api/v1/webhooks/nope", "/api/v1/webhooks/" + uuid.NewString()} {
+		r = ts.do("DELETE", path, ts.Key, nil)
+		if r.Status != 404 || r.Body["error"] != "Webhook not found" || r.Body["success"] != false || len(r.Body) != 2 {
+			t.Fatalf("DELETE %s: status=%d body=%s, want 404 {success:false, error:\"Webhook not found\"}", path, r.Status, r.Raw)
+		}
 	}
-	if _, has := r.Body["code"]; has {
-		t.Fatalf("404 carries a code: %s", r.Raw)
-	}
-	// Another project's key cannot see or delete it.
+	// Another project's key cannot see, read or delete it.
 	other := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "other"})
 	otherKey := ts.createKey(map[string]any{"projectId": str(t, obj(t, other.Body, "project"), "id"), "mode": "test"})
-	if r := ts.do("DELETE", "/api/v1/webhooks/"+id, otherKey, nil); r.Status != 404 {
-		t.Fatalf("other project's delete: %d", r.Status)
+	for _, c := range []struct{ method, path string }{{"DELETE", "/api/v1/webhooks/" + id}, {"GET", "/api/v1/webhooks/" + id + "/deliveries"}} {
+		r := ts.do(c.method, c.path, otherKey, nil)
+		if r.Status != 404 || r.Body["error"] != "Webhook not found" || len(r.Body) != 2 {
+			t.Fatalf("other project's %s %s: status=%d body=%s", c.method, c.path, r.Status, r.Raw)
+		}
 	}
 	if r := ts.do("GET", "/api/v1/webhooks", otherKey, nil); len(r.Body["webhooks"].([]any)) != 0 {
 		t.Fatal("other project sees the webhooks")
 	}
-	wantOK(t, ts.do("DELETE", "/api/v1/webhooks/"+id, ts.Key, nil))
-	if r := ts.do("GET", "/api/v1/webhooks", ts.Key, nil); len(r.Body["webhooks"].([]any)) != 1 {
+	r = ts.do("DELETE", "/api/v1/webhooks/"+id, ts.Key, nil)
+	wantOK(t, r)
+	if len(r.Body) != 1 {
+		t.Fatalf("delete body=%s, want {success:true}", r.Raw)
+	}
+	if r := ts.do("GET", "/api/v1/webhooks", ts.Key, nil); len(r.Body["webhooks"].([]any)) != 2 {
 		t.Fatal("delete did not remove")
 	}
+	// A webhook subscribed to no type receives nothing.
+	ts.login("none@example.com")
+	ts.deliver()
+	got := rcv.deliveries()
+	if len(got) != 1 {
+		t.Fatalf("receiver got %d deliveries, want 1 (user.registered for /only-users)", len(got))
+	}
+	if d, _ := byType(t, got, "user.registered"); d.path != "/only-users" {
+		t.Fatalf("user.registered delivered to %s, want /only-users", d.path)
+	}
+	if h := ts.history(ts.Key, id3); len(h) != 0 {
+		t.Fatalf("webhook with eventTypes [] has history %v", h)
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func TestWebhookBadInput(t *testing.T) {
 	ts := newTestServer(t)
 	for name, body := range map[string]any{
-		"no url":        map[string]any{},
-		"ftp":           map[string]any{"url": "ftp://example.com/x"},
-		"not a url":     map[string]any{"url": "::::"},
-		"too long":      map[string]any{"url": "https://example.com/" + strings.Repeat("a", 2100)},
-		"userinfo":      map[string]any{"url": "https://user:pw@example.com/"},
-		"unknown event": map[string]any{"url": "http://127.0.0.1:9/x", "eventTypes": []string{"user.exploded"}},
-		"event type":    map[string]any{"url": "http://127.0.0.1:9/x", "eventTypes": "user.registered"},
-		"url type":      map[string]any{"url": 5},
+		"no url":           map[string]any{},
+		"empty url":        map[string]any{"url": ""},
+		"null url":         map[string]any{"url": nil},
+		"ftp":              map[string]any{"url": "ftp://example.com/x"},
+		"no scheme":        map[string]any{"url": "example.com/x"},
+		"javascript":       map[string]any{"url": "javascript:alert(1)"},
+		"not a url":        map[string]any{"url": "::::"},
+		"no host":          map[string]any{"url": "http:///x"},
+		"too long":         map[string]any{"url": "https://example.com/" + strings.Repeat("a", 2029)},
+		"userinfo":         map[string]any{"url": "https://user:pw@example.com/"},
+		"shorthand ip":     map[string]any{"url": "http://2130706433/x"},
+		"unknown event":    map[string]any{"url": "http://127.0.0.1:9/x", "eventTypes": []string{"user.registered", "user.exploded"}},
+		"empty event":      map[string]any{"url": "http://127.0.0.1:9/x", "eventTypes": []string{""}},
+		"event type":       map[string]any{"url": "http://127.0.0.1:9/x", "eventTypes": "user.registered"},
+		"event object":     map[string]any{"url": "http://127.0.0.1:9/x", "eventTypes": map[string]any{"user.registered": true}},
+		"event number":     map[string]any{"url": "http://127.0.0.1:9/x", "eventTypes": []any{1}},
+		"url type":         map[string]any{"url": 5},
+		"url array":        map[string]any{"url": []string{"http://127.0.0.1:9/x"}},
+		"body not object":  []string{"http://127.0.0.1:9/x"},
+		"body json string": "http://127.0.0.1:9/x",
 	} {
 		t.Run(name, func(t *testing.T) {
 			wantError(t, ts.do("POST", "/api/v1/webhooks", ts.Key, body), 400, "VALIDATION_ERROR")
 		})
 	}
+	// 2,048 characters is the longest URL accepted.
+	long := "https://93.184.216.34/" + strings.Repeat("a", 2048-22)
+	wantOK(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": long}))
+	wantError(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": long + "a"}), 400, "VALIDATION_ERROR")
+
 	// A live-mode key may not target private, loopback or link-local
-	// addresses; a test-mode key may.
+	// addresses, nor a name that resolves to one; a test-mode key may.
 	live := ts.createKey(map[string]any{"projectId": ts.Project.ID, "mode": "live"})
-	for _, u := range []string{"http://127.0.0.1:8080/x", "http://[::1]/x", "http://169.254.169.254/latest", "http://10.1.2.3/x", "http://localhost:9/x"} {
-		wantError(t, ts.do("POST", "/api/v1/webhooks", live, map[string]any{"url": u}), 400, "VALIDATION_ERROR")
+	for _, u := range []string{
+		"http://127.0.0.1:8080/x", "http://127.9.9.9/x", "http://[::1]/x", "http://169.254.169.254/latest/meta-data/",
+		"http://10.1.2.3/x", "http://192.168.1.1/x", "http://172.16.0.1/x", "http://172.31.255.255/x",
+		"http://0.0.0.0:8080/x", "http://[::ffff:127.0.0.1]/x", "http://[::ffff:a9fe:a9fe]/x", "http://[fd00::1]/x",
+		"http://[fe80::1%25eth0]/x", "http://100.64.0.1/x", "http://localhost:9/x", "http://LocalHost./x", "http://app.localhost/x",
+	} {
+		t.Run("live "+u, func(t *testing.T) {
+			r := ts.do("POST", "/api/v1/webhooks", live, map[string]any{"url": u})
+			wantError(t, r, 400, "VALIDATION_ERROR")
+			if !strings.Contains(r.Body["error"].(string), "private") {
+				t.Fatalf("error=%v, want it to say the address is private", r.Body["error"])
+			}
+		})
 	}
+	wantOK(t, ts.do("POST", "/api/v1/webhooks", live, map[string]any{"url": "https://93.184.216.34/x"}))
 	wantOK(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": "http://127.0.0.1:8080/x"}))
-	// At most 20 per project.
-	for i := 1; i < 20; i++ {
+	if n := len(ts.do("GET", "/api/v1/webhooks", ts.Key, nil).Body["webhooks"].([]any)); n != 3 {
+		t.Fatalf("bad input stored webhooks: %d, want 3", n)
+	}
+	// At most 20 per project, whatever the key.
+	for i := 3; i < 20; i++ {
 		wantOK(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": "http://127.0.0.1:8080/x"}))
 	}
-	wantError(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": "http://127.0.0.1:8080/x"}), 400, "VALIDATION_ERROR")
+	r := ts.do("POST", "/api/v1/webhooks", live, map[string]any{"url": "https://93.184.216.34/x"})
+	wantError(t, r, 400, "VALIDATION_ERROR")
+	if !strings.Contains(r.Body["error"].(string), "20") {
+		t.Fatalf("error=%v, want it to name the limit", r.Body["error"])
+	}
+	// Deleting one frees a place.
+	first := ts.do("GET", "/api/v1/webhooks", ts.Key, nil).Body["webhooks"].([]any)[0].(map[string]any)["id"].(string)
+	wantOK(t, ts.do("DELETE", "/api/v1/webhooks/"+first, ts.Key, nil))
+	wantOK(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": "http://127.0.0.1:8080/x"}))
+}
+
+// byType returns the one delivery in got whose envelope has type typ.
+// Deliveries of different events run concurrently, so their order at the
+// receiver is not fixed.
+func byType(t *testing.T, got []delivery, typ string) (delivery, map[string]any) {
+	t.Helper()
+	var found []delivery
+	var env map[string]any
+	for _, d := range got {
+		var e map[string]any
+		if err := json.Unmarshal(d.body, &e); err != nil {
+			t.Fatalf("delivery body is not JSON: %s", d.body)
+		}
+		if e["type"] == typ {
+			found, env = append(found, d), e
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d deliveries of type %s, want 1", len(found), typ)
+	}
+	return found[0], env
+}
+
+// wantData checks an event's data has exactly the fields of want.
+func wantData(t *testing.T, env map[string]any, want map[string]any) {
+	t.Helper()
+	data, ok := env["data"].(map[string]any)
+	if !ok || len(data) != len(want) {
+		t.Fatalf("%v data=%v, want %v", env["type"], env["data"], want)
+	}
+	for k, v := range want {
+		if data[k] != v {
+			t.Fatalf("%v data.%s=%v, want %v", env["type"], k, data[k], v)
+		}
+	}
 }
 
 func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
@@ -171,7 +322,8 @@ func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
 	all := newReceiver(t)
 	users := newReceiver(t)
 	_, secret := ts.createWebhook(all.URL, nil)
-	_, _ = ts.createWebhook(users.URL, []string{"user.registered"})
+	_, usersSecret := ts.createWebhook(users.URL, []string{"user.registered"})
+	ts.Clock.Advance(1234567 * time.Microsecond) // created_at keeps the milliseconds, drops the rest
 	login := ts.login("w@example.com")
 	ts.deliver()
 
@@ -179,39 +331,58 @@ func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("all-events receiver got %d deliveries, want 2 (user.registered, session.created)", len(got))
 	}
-	var env struct {
-		ID, Type  string
-		CreatedAt string `json:"created_at"`
-		Data      map[string]any
+	reg, raw := byType(t, got, "user.registered")
+	if len(raw) != 4 {
+		t.Fatalf("envelope has %d fields, want id, type, created_at, data: %s", len(raw), reg.body)
 	}
-	first := got[0]
-	if err := json.Unmarshal(first.body, &env); err != nil {
-		t.Fatal(err)
-	}
-	var raw map[string]any
-	json.Unmarshal(first.body, &raw)
 	for _, f := range []string{"id", "type", "created_at", "data"} {
 		if _, ok := raw[f]; !ok {
-			t.Fatalf("envelope lacks %q: %s", f, first.body)
+			t.Fatalf("envelope lacks %q: %s", f, reg.body)
 		}
 	}
-	if raw["type"] != "user.registered" || raw["data"].(map[string]any)["user_id"] != login.Body["userId"] || raw["data"].(map[string]any)["email"] != "w@example.com" {
-		t.Fatalf("envelope=%s", first.body)
+	wantData(t, raw, map[string]any{"user_id": login.Body["userId"], "email": "w@example.com"})
+	sess, sessEnv := byType(t, got, "session.created")
+	wantData(t, sessEnv, map[string]any{"user_id": login.Body["userId"], "session_id": sessEnv["data"].(map[string]any)["session_id"], "method": "email_otp"})
+	if id, _ := sessEnv["data"].(map[string]any)["session_id"].(string); id == "" {
+		t.Fatalf("session.created session_id=%v", sessEnv["data"])
 	}
-	if !strings.HasPrefix(raw["id"].(string), "evt_") {
-		t.Fatalf("id=%v", raw["id"])
+	for _, d := range []delivery{reg, sess} {
+		var env map[string]any
+		json.Unmarshal(d.body, &env)
+		id, _ := env["id"].(string)
+		if !regexp.MustCompile(`^evt_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).MatchString(id) {
+			t.Fatalf("id=%q, want evt_<uuid>", id)
+		}
+		if env["created_at"] != "2026-11-22T10:00:01.234Z" {
+			t.Fatalf("created_at=%v, want RFC 3339 UTC with milliseconds", env["created_at"])
+		}
+		if d.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("Content-Type=%q", d.header.Get("Content-Type"))
+		}
+		if d.header.Get("X-Service-Signature") != webhook.Sign(secret, d.body) {
+			t.Fatal("X-Service-Signature does not verify over the raw body")
+		}
+		if d.header.Get("X-Service-Event-Id") != id || d.header.Get("X-Service-Delivery-Attempt") != "1" || d.header.Get("Webhook-Id") != id {
+			t.Fatalf("headers=%v", d.header)
+		}
+		if err := webhook.VerifyStandard(webhook.StandardKey(secret), d.header, d.body, ts.Clock.Now(), time.Minute); err != nil {
+			t.Fatalf("standard webhooks verification: %v", err)
+		}
 	}
-	if first.header.Get("X-Service-Signature") != webhook.Sign(secret, first.body) {
-		t.Fatal("X-Service-Signature does not verify over the raw body")
+	if raw["id"] == sessEnv["id"] {
+		t.Fatal("two events share an id")
 	}
-	if first.header.Get("X-Service-Event-Id") != raw["id"] || first.header.Get("X-Service-Delivery-Attempt") != "1" {
-		t.Fatalf("headers=%v", first.header)
+	// The filtered webhook gets only user.registered, the same event,
+	// signed with its own secret.
+	ug := users.deliveries()
+	if len(ug) != 1 {
+		t.Fatalf("filtered receiver got %d deliveries, want 1", len(ug))
 	}
-	if err := webhook.VerifyStandard(webhook.StandardKey(secret), first.header, first.body, time.Now(), time.Hour*24*365*10); err != nil {
-		t.Fatalf("standard webhooks verification: %v", err)
+	if _, env := byType(t, ug, "user.registered"); env["id"] != raw["id"] {
+		t.Fatalf("filtered receiver got event %v, want %v", env["id"], raw["id"])
 	}
-	if n := len(users.deliveries()); n != 1 {
-		t.Fatalf("filtered receiver got %d deliveries, want 1", n)
+	if !webhook.Verify(usersSecret, ug[0].body, ug[0].header.Get("X-Service-Signature")) || webhook.Verify(secret, ug[0].body, ug[0].header.Get("X-Service-Signature")) {
+		t.Fatal("filtered delivery not signed with its own webhook's secret")
 	}
 }
 
@@ -325,7 +496,10 @@ func TestWebhookDialTimeSSRF(t *testing.T) {
 	}
 	r = ts.do("GET", "/api/v1/webhooks/"+id+"/deliveries", live, nil)
 	d := r.Body["deliveries"].([]any)[0].(map[string]any)
-	if d["status"] != "pending" || d["error"] == nil {
+	if d["status"] != "pending" || d["error"] == nil || d["response_status"] != nil {
 		t.Fatalf("delivery=%v", d)
+	}
+	if e := d["error"].(string); !strings.Contains(e, "private") || strings.Contains(e, "127.0.0.1") {
+		t.Fatalf("error=%q, want it to say the address is private without naming it", e)
 	}
 }

@@ -50,8 +50,18 @@ func (tx *Tx) Projects() ([]*Project, error) {
 	return out, err
 }
 
-// DeleteProject removes a project row. Its users and keys stay and can no
-// longer be used (their project is gone).
+// DeleteProject removes a project row and its webhooks, with their
+// queued deliveries and history: nothing is sent for a project that is
+// gone. Its users and keys stay and can no longer be used.
 func (tx *Tx) DeleteProject(id string) error {
+	hooks, err := tx.Webhooks(id)
+	if err != nil {
+		return err
+	}
+	for _, w := range hooks {
+		if err := tx.DeleteWebhook(w); err != nil {
+			return err
+		}
+	}
 	return tx.del(bucketProjects, []byte(id))
 }

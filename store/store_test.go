@@ -208,11 +208,11 @@ func TestDueJobs(t *testing.T) {
 		}
 		return nil
 	})
-	due := func(now time.Time, limit int, room map[string]int, skip map[string]bool) []string {
+	due := func(now time.Time, limit int, after string, room map[string]int, skip map[string]bool) []string {
 		var ids []string
 		db.View(func(tx *store.Tx) error {
 			seqs := map[uint64]bool{}
-			jobs, err := tx.DueJobs(now, 100, func(string) int { return 100 }, nil2)
+			jobs, err := tx.DueJobs(now, 100, "", func(string) int { return 100 }, nil2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +221,7 @@ func TestDueJobs(t *testing.T) {
 					seqs[j.Seq] = true
 				}
 			}
-			jobs, err = tx.DueJobs(now, limit, func(h string) int { return room[h] }, func(s uint64) bool { return seqs[s] })
+			jobs, err = tx.DueJobs(now, limit, after, func(h string) int { return room[h] }, func(s uint64) bool { return seqs[s] })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,12 +232,25 @@ func TestDueJobs(t *testing.T) {
 		})
 		return ids
 	}
-	got := fmt.Sprint(due(t0.Add(2*time.Second), 10, map[string]int{"hook-a": 2, "hook-b": 10}, map[string]bool{"b0": true}))
+	got := fmt.Sprint(due(t0.Add(2*time.Second), 10, "", map[string]int{"hook-a": 2, "hook-b": 10}, map[string]bool{"b0": true}))
 	if got != "[a0 a1 b1 b2]" {
 		t.Fatalf("due = %s", got)
 	}
-	if got := fmt.Sprint(due(t0.Add(time.Hour), 3, map[string]int{"hook-a": 0, "hook-b": 10}, nil)); got != "[b0 b1 b2]" {
+	if got := fmt.Sprint(due(t0.Add(time.Hour), 3, "", map[string]int{"hook-a": 0, "hook-b": 10}, nil)); got != "[b0 b1 b2]" {
 		t.Fatalf("due = %s", got)
+	}
+	// Round robin: after hook-a comes hook-b, then hook-a again; a
+	// one-job scan after hook-a serves hook-b, after hook-b serves hook-a.
+	all := map[string]int{"hook-a": 10, "hook-b": 10}
+	for _, tt := range []struct{ after, want string }{
+		{"hook-a", "[b0]"}, {"hook-b", "[a0]"}, {"hook-0", "[a0]"}, {"hook-z", "[a0]"}, {"", "[a0]"},
+	} {
+		if got := fmt.Sprint(due(t0.Add(time.Hour), 1, tt.after, all, nil)); got != tt.want {
+			t.Fatalf("due after %q = %s, want %s", tt.after, got, tt.want)
+		}
+	}
+	if got := fmt.Sprint(due(t0.Add(time.Second), 10, "hook-a", all, nil)); got != "[b0 b1 a0 a1]" {
+		t.Fatalf("due after hook-a = %s, want [b0 b1 a0 a1]", got)
 	}
 	var next time.Time
 	db.View(func(tx *store.Tx) error { next, _ = tx.NextJobAt(); return nil })

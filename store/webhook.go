@@ -51,6 +51,7 @@ func (tx *Tx) PutWebhook(w *Webhook) error {
 }
 
 // DeleteWebhook removes a webhook, its queued deliveries and its history.
+// A delivery in flight finds its job gone and records nothing.
 func (tx *Tx) DeleteWebhook(w *Webhook) error {
 	jp := jobPrefix(w.ID)
 	jc := tx.bucket(bucketJobs).Cursor()
@@ -121,33 +122,55 @@ func (tx *Tx) EnqueueJob(j *Job) error {
 
 // DueJobs returns up to limit jobs due at now. room(webhookID) says how
 // many more jobs of that webhook the caller can start; skip filters out
-// jobs already in flight. Each webhook's jobs come earliest first; a
-// webhook without room costs one seek, whatever its backlog.
-func (tx *Tx) DueJobs(now time.Time, limit int, room func(webhookID string) int, skip func(seq uint64) bool) ([]*Job, error) {
+// jobs already in flight. Webhooks are visited in id order starting after
+// the webhook id after and wrapping around, so a caller that passes the
+// last webhook it served serves them in turn; each webhook's jobs come
+// earliest first; a webhook without room costs one seek, whatever its
+// backlog.
+func (tx *Tx) DueJobs(now time.Time, limit int, after string, room func(webhookID string) int, skip func(seq uint64) bool) ([]*Job, error) {
 	var out []*Job
 	due := now.UnixNano()
 	c := tx.bucket(bucketJobs).Cursor()
-	k, v := c.First()
-	for k != nil && len(out) < limit {
-		id, _, _ := splitJobKey(k)
-		hook := string(id)
-		next := append(clone(id), 1) // first key after this webhook's jobs
-		for n := room(hook); n > 0 && k != nil && len(out) < limit; k, v = c.Next() {
-			kid, at, seq := splitJobKey(k)
-			if !bytes.Equal(kid, id) || at > due {
+	// Two passes: from after's successor to the end, then from the start
+	// up to and including after.
+	start := append([]byte(after), 1)
+	if after == "" {
+		start = nil
+	}
+	for pass := 0; pass < 2 && len(out) < limit; pass++ {
+		var k, v []byte
+		if pass == 0 {
+			k, v = c.Seek(start)
+		} else {
+			if start == nil {
 				break
 			}
-			if skip(seq) {
-				continue
-			}
-			var j Job
-			if err := jsonDecode(v, &j); err != nil {
-				return nil, err
-			}
-			out = append(out, &j)
-			n--
+			k, v = c.First()
 		}
-		k, v = c.Seek(next)
+		for k != nil && len(out) < limit {
+			id, _, _ := splitJobKey(k)
+			if pass == 1 && bytes.Compare(k, start) >= 0 {
+				break
+			}
+			hook := string(id)
+			next := append(clone(id), 1) // first key after this webhook's jobs
+			for n := room(hook); n > 0 && k != nil && len(out) < limit; k, v = c.Next() {
+				kid, at, seq := splitJobKey(k)
+				if !bytes.Equal(kid, id) || at > due {
+					break
+				}
+				if skip(seq) {
+					continue
+				}
+				var j Job
+				if err := jsonDecode(v, &j); err != nil {
+					return nil, err
+				}
+				out = append(out, &j)
+				n--
+			}
+			k, v = c.Seek(next)
+		}
 	}
 	return out, nil
 }
@@ -183,9 +206,12 @@ func (tx *Tx) DeleteJob(j *Job) (bool, error) {
 // JobCount returns how many deliveries are queued.
 func (tx *Tx) JobCount() int { return tx.bucket(bucketJobs).Stats().KeyN }
 
-// Delivery records one delivery attempt.
+// Delivery records one delivery attempt. Seq orders a webhook's
+// attempts in the store; ID is the attempt's public id (empty in records
+// written before it existed, whose "id" was the sequence number).
 type Delivery struct {
-	ID             uint64     `json:"id"`
+	Seq            uint64     `json:"id"`
+	ID             string     `json:"uid"`
 	WebhookID      string     `json:"webhookId"`
 	EventID        string     `json:"eventId"`
 	EventType      string     `json:"eventType"`
@@ -198,13 +224,13 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"nextAttemptAt"`
 }
 
-// AddDelivery records an attempt under its webhook.
+// AddDelivery records an attempt under its webhook and assigns its Seq.
 func (tx *Tx) AddDelivery(d *Delivery) error {
 	n, err := tx.bucket(bucketDeliveries).NextSequence()
 	if err != nil {
 		return err
 	}
-	d.ID = n
+	d.Seq = n
 	k := append(compound(d.WebhookID, ""), u64(n)...)
 	return tx.put(bucketDeliveries, k, d)
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bufio"
 	"errors"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -46,6 +47,11 @@ func FuzzValidateURL(f *testing.F) {
 		}
 		if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
 			t.Fatalf("accepted %q as %#v", raw, u)
+		}
+		// A host of digits and dots is a standard IP address, which is
+		// what CheckTarget and the dial-time guard judge.
+		if _, err := netip.ParseAddr(u.Hostname()); err != nil && strings.Trim(u.Hostname(), "0123456789.") == "" {
+			t.Fatalf("accepted %q with the shorthand numeric host %q", raw, u.Hostname())
 		}
 		// What is accepted survives a round trip, as the store will keep it.
 		if _, err := ValidateURL(u.String()); err != nil && err != ErrURLTooLong {

@@ -3,13 +3,16 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -36,7 +39,8 @@ func (r Result) OK() bool {
 // Post sends body to target with headers h (see Headers) using c, normally
 // a client from NewClient, and reads at most 64 KiB of the response, which
 // it discards. A transport error, a timeout or a non-2xx status sets
-// Result.Err; its text never holds the URL, so it may be stored and shown.
+// Result.Err; its text never holds the URL, the address the host resolved
+// to or the resolver's, so it may be stored and shown to the project.
 func Post(ctx context.Context, c *http.Client, target string, h http.Header, body []byte) Result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
@@ -48,11 +52,7 @@ func Post(ctx context.Context, c *http.Client, target string, h http.Header, bod
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // drop the URL
-		}
-		return Result{Duration: time.Since(start), Err: fmt.Errorf("webhook: %w", err)}
+		return Result{Duration: time.Since(start), Err: &transportError{describe(err), err}}
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	resp.Body.Close()
@@ -68,6 +68,56 @@ func Post(ctx context.Context, c *http.Client, target string, h http.Header, bod
 		r.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return r
+}
+
+// transportError is a failed attempt's cause with a text safe to show.
+type transportError struct {
+	msg   string
+	cause error
+}
+
+func (e *transportError) Error() string { return e.msg }
+func (e *transportError) Unwrap() error { return e.cause }
+
+// describe says why a request failed without naming addresses: the
+// errors of net and net/http carry the resolved address ("dial tcp
+// 10.1.2.3:80") and the resolver's ("lookup x on 10.0.0.2:53"), which
+// would tell a project about the network the server runs in.
+func describe(err error) string {
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrPrivateAddress):
+		return "webhook: refused: the host is a private, loopback or link-local address."
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "webhook: the host name does not resolve."
+		}
+		return "webhook: the host name could not be resolved."
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "webhook: connection refused."
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "webhook: the connection was closed before a response."
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "webhook: timeout: no response in time."
+	}
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) {
+		return "webhook: TLS certificate not trusted: " + certErr.Err.Error()
+	}
+	var recErr tls.RecordHeaderError
+	if errors.As(err, &recErr) {
+		return "webhook: TLS handshake failed (is the server speaking https?)."
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return "webhook: " + opErr.Op + " failed."
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // drop the URL
+	}
+	return "webhook: " + err.Error()
 }
 
 // retryAfter parses a Retry-After value, delay-seconds or an HTTP date, as

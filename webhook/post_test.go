@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -288,5 +290,56 @@ func TestDialGuard(t *testing.T) {
 				t.Fatalf("Err=%v, want ErrPrivateAddress", r.Err)
 			}
 		})
+	}
+}
+
+// TestDescribe: failure texts are stored and shown to the project, so
+// they name no address: neither the one the host resolved to nor the
+// resolver's.
+func TestDescribe(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 8080}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"private", &net.OpError{Op: "dial", Net: "tcp", Addr: addr, Err: ErrPrivateAddress}, "private"},
+		{"no such host", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "db.internal", Server: "10.0.0.2:53", IsNotFound: true}}, "does not resolve"},
+		{"dns timeout", &net.DNSError{Err: "i/o timeout", Name: "db.internal", Server: "10.0.0.2:53", IsTimeout: true}, "could not be resolved"},
+		{"refused", &url.Error{Op: "Post", URL: "http://10.1.2.3:8080/x", Err: &net.OpError{Op: "dial", Net: "tcp", Addr: addr, Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}, "connection refused"},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Addr: addr, Err: syscall.ECONNRESET}, "closed"},
+		{"eof", &url.Error{Op: "Post", URL: "http://10.1.2.3:8080/x", Err: io.EOF}, "closed"},
+		{"other op", &net.OpError{Op: "write", Net: "tcp", Addr: addr, Err: syscall.EPIPE}, "write failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := describe(tt.err)
+			if !strings.Contains(got, tt.want) {
+				t.Fatalf("describe=%q, want it to say %q", got, tt.want)
+			}
+			for _, leak := range []string{"10.1.2.3", "10.0.0.2", "8080"} {
+				if strings.Contains(got, leak) {
+					t.Fatalf("describe=%q names %s", got, leak)
+				}
+			}
+		})
+	}
+}
+
+// TestPostRefused: a closed port is a failed attempt whose text names no
+// address.
+func TestPostRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	r := Post(private, NewClient(time.Second), target, nil, []byte(`{}`))
+	if r.OK() || r.Status != 0 || r.Err == nil || !errors.Is(r.Err, syscall.ECONNREFUSED) {
+		t.Fatalf("Post=%+v, want connection refused", r)
+	}
+	if strings.Contains(r.Err.Error(), "127.0.0.1") {
+		t.Fatalf("error %q names the address", r.Err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,22 +67,26 @@ type View struct {
 
 // Create registers a webhook for projectID. mode is the calling key's
 // mode: private and loopback targets are allowed for test-mode keys, or
-// for any key when AllowPrivate is set.
+// for any key when AllowPrivate is set. eventTypes nil subscribes to every
+// event type; otherwise each entry must be one of EventTypes. Bad input is
+// an *InputError; a project that has MaxPerProject webhooks gets one too.
 func (s *Service) Create(ctx context.Context, projectID, mode, rawURL string, eventTypes []string) (*Created, error) {
 	u, err := ValidateURL(rawURL)
 	if err != nil {
 		return nil, &InputError{err.Error()}
 	}
 	if eventTypes != nil {
-		if len(eventTypes) == 0 {
-			return nil, &InputError{"eventTypes must name at least one event type, or be omitted for all."}
-		}
 		for _, t := range eventTypes {
 			if !slices.Contains(EventTypes, t) {
 				return nil, &InputError{"eventTypes: unknown event type " + quote(t) + "."}
 			}
 		}
+		// Sorted without duplicates; an empty list stays empty (not
+		// null): the webhook is subscribed to no event type.
 		eventTypes = slices.Compact(slices.Sorted(slices.Values(eventTypes)))
+		if eventTypes == nil {
+			eventTypes = []string{}
+		}
 	}
 	if err := CheckTarget(ctx, u, s.AllowPrivate || mode == "test", s.Resolver); err != nil {
 		return nil, &InputError{err.Error()}
@@ -91,7 +96,7 @@ func (s *Service) Create(ctx context.Context, projectID, mode, rawURL string, ev
 		return nil, err
 	}
 	secret := hex.EncodeToString(secretBytes)
-	w := &store.Webhook{ID: uuid.NewString(), ProjectID: projectID, URL: u.String(), EventTypes: eventTypes, Mode: mode, CreatedAt: s.Now().UTC()}
+	w := &store.Webhook{ID: newID(), ProjectID: projectID, URL: u.String(), EventTypes: eventTypes, Mode: mode, CreatedAt: s.Now().UTC()}
 	if w.Secret, err = s.Keys.Seal([]byte(secret), []byte("webhook:"+w.ID)); err != nil {
 		return nil, err
 	}
@@ -111,6 +116,15 @@ func (s *Service) Create(ctx context.Context, projectID, mode, rawURL string, ev
 	return &Created{ID: w.ID, URL: w.URL, Secret: secret}, nil
 }
 
+// newID returns a time-ordered UUID (version 7).
+func newID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
 func quote(s string) string {
 	if len(s) > 64 {
 		s = s[:64]
@@ -118,7 +132,7 @@ func quote(s string) string {
 	return `"` + strings.ToValidUTF8(s, "?") + `"`
 }
 
-// List returns projectID's webhooks with their secrets.
+// List returns projectID's webhooks with their secrets, oldest first.
 func (s *Service) List(projectID string) ([]View, error) {
 	out := []View{}
 	err := s.DB.View(func(tx *store.Tx) error {
@@ -126,6 +140,7 @@ func (s *Service) List(projectID string) ([]View, error) {
 		if err != nil {
 			return err
 		}
+		slices.SortStableFunc(ws, func(a, b *store.Webhook) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		for _, w := range ws {
 			secret, err := s.Keys.Open(w.Secret, []byte("webhook:"+w.ID))
 			if err != nil {
@@ -159,7 +174,7 @@ func (s *Service) Delete(projectID, id string) error {
 
 // DeliveryView is one delivery attempt as the API shows it.
 type DeliveryView struct {
-	ID             uint64  `json:"id"`
+	ID             string  `json:"id"`
 	EventID        string  `json:"event_id"`
 	EventType      string  `json:"event_type"`
 	Attempt        int     `json:"attempt"`
@@ -184,6 +199,9 @@ func (s *Service) Deliveries(projectID, id string, limit int) ([]DeliveryView, e
 		for _, d := range ds {
 			v := DeliveryView{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Attempt: d.Attempt, Status: d.Status,
 				DurationMS: d.DurationMS, CreatedAt: d.CreatedAt.UTC().Format(timeFormat)}
+			if v.ID == "" {
+				v.ID = strconv.FormatUint(d.Seq, 10) // a record from before ids
+			}
 			if d.ResponseStatus != 0 {
 				rs := d.ResponseStatus
 				v.ResponseStatus = &rs

@@ -39,16 +39,20 @@ var (
 	ErrURLInvalid     = &TargetError{"url is not a valid URL."}
 	ErrURLScheme      = &TargetError{"url must use http or https."}
 	ErrURLHost        = &TargetError{"url must have a host."}
+	ErrURLNumericHost = &TargetError{"url host must be a name or an IP address in standard form."}
 	ErrURLPort        = &TargetError{"url has an invalid port."}
 	ErrURLUserinfo    = &TargetError{"url must not contain credentials."}
 	ErrURLFragment    = &TargetError{"url must not contain a fragment."}
-	ErrURLUnresolved  = &TargetError{"url host does not resolve."}
 	ErrPrivateAddress = &TargetError{"url must not point to a private, loopback or link-local address."}
 )
 
 // ValidateURL parses raw as a webhook URL: http or https, at most
 // MaxURLLen characters, with a host and a valid port if any, and without
-// userinfo or fragment. Its errors are the ErrURL values above. It does not
+// userinfo or fragment. A host that looks numeric must be an IP address in
+// standard form: the shorthand IPv4 forms some libraries accept
+// ("127.1", "2130706433", "0x7f.0.0.1", "0177.0.0.1") are refused, since
+// they could hide a private address and the delivery client could not
+// dial them anyway. Its errors are the ErrURL values above. It does not
 // look at the address the host names; CheckTarget does.
 func ValidateURL(raw string) (*url.URL, error) {
 	switch {
@@ -79,14 +83,40 @@ func ValidateURL(raw string) (*url.URL, error) {
 			return nil, ErrURLPort
 		}
 	}
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err != nil {
+		// A name (not a malformed IPv6 literal): no empty label (one
+		// trailing dot is the DNS root), and not a shorthand IPv4 address.
+		name := strings.TrimSuffix(host, ".")
+		if name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..") || strings.Contains(name, ":") {
+			return nil, ErrURLHost
+		}
+		if looksNumeric(name) {
+			return nil, ErrURLNumericHost
+		}
+	}
 	return u, nil
+}
+
+// looksNumeric reports whether name, a host name without its trailing
+// dot, ends in a label that is a number, decimal or 0x hex: no top-level
+// domain is numeric, so such a host is meant as an IPv4 address.
+func looksNumeric(name string) bool {
+	last := strings.ToLower(name[strings.LastIndexByte(name, '.')+1:])
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }
 
 // CheckTarget refuses, with ErrPrivateAddress, a URL whose host is or
 // resolves to an address that IsPrivate, unless allowPrivate. It is the
 // registration-time check; the client from NewClient checks again at every
-// dial, since the name may resolve elsewhere later. A host that does not
-// resolve gives ErrURLUnresolved. A nil resolver means net.DefaultResolver.
+// dial, since the name may resolve elsewhere later. That dial-time check is
+// the guard, so a name that does not resolve now (no DNS where the server
+// runs, a record not yet published, a lookup slower than lookupTimeout) is
+// accepted: its deliveries fail, or are refused at dial time, and the
+// delivery history says why. A nil resolver means net.DefaultResolver.
 func CheckTarget(ctx context.Context, u *url.URL, allowPrivate bool, resolver *net.Resolver) error {
 	if allowPrivate {
 		return nil
@@ -105,10 +135,9 @@ func CheckTarget(ctx context.Context, u *url.URL, allowPrivate bool, resolver *n
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	ips, err := resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(ips) == 0 {
-		return ErrURLUnresolved
-	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	ips, _ := resolver.LookupNetIP(ctx, "ip", host)
 	for _, ip := range ips {
 		if IsPrivate(ip) {
 			return ErrPrivateAddress
@@ -116,6 +145,10 @@ func CheckTarget(ctx context.Context, u *url.URL, allowPrivate bool, resolver *n
 	}
 	return nil
 }
+
+// lookupTimeout bounds the name lookup of CheckTarget (a variable so
+// tests can shorten it).
+var lookupTimeout = 3 * time.Second
 
 // Special-purpose ranges that netip.Addr's own predicates do not cover.
 var reserved = []netip.Prefix{

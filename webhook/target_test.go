@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidateURL(t *testing.T) {
@@ -40,6 +41,27 @@ func TestValidateURL(t *testing.T) {
 		{"https://example.com:65536/", ErrURLPort},
 		{"https://user:secret@example.com/", ErrURLUserinfo},
 		{"https://token@example.com/", ErrURLUserinfo},
+		// Shorthand IPv4 forms that could hide a private address.
+		{"http://127.1/", ErrURLNumericHost},
+		{"http://2130706433/", ErrURLNumericHost},
+		{"http://0x7f000001/", ErrURLNumericHost},
+		{"http://0x7f.0.0.1/", ErrURLNumericHost},
+		{"http://0177.0.0.1/", ErrURLNumericHost},
+		{"http://010.0.0.1/", ErrURLNumericHost},
+		{"http://169.254.169.254./", ErrURLNumericHost},
+		{"http://1.2.3.4.5/", ErrURLNumericHost},
+		{"http://example.0x1f/", ErrURLNumericHost},
+		{"http://8.8.8.8/", nil},
+		{"http://./", ErrURLHost},
+		{"http://[::g]/", ErrURLInvalid},
+		{"http://[fe80::1%25eth0]/", nil},
+		{"http://../", ErrURLHost},
+		{"http://.example.com/", ErrURLHost},
+		{"http://a..example.com/", ErrURLHost},
+		{"http://example.com./", nil},
+		{"http://a1.example.com/", nil},
+		{"http://123.example/", nil},
+		{"http://0xcafe.example/", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
@@ -151,7 +173,9 @@ func TestCheckTarget(t *testing.T) {
 		{"https://93.184.216.34/", nil, nil},
 		{"https://public.test/", nil, nil},
 		{"https://public6.test/", nil, nil},
-		{"https://nowhere.test/", ErrURLUnresolved, nil},
+		// The dial-time check is the guard: a name that does not
+		// resolve now is accepted.
+		{"https://nowhere.test/", nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -166,6 +190,30 @@ func TestCheckTarget(t *testing.T) {
 				t.Errorf("CheckTarget(allowPrivate=true)=%v, want %v", err, tt.wantAllowing)
 			}
 		})
+	}
+}
+
+// TestCheckTargetSlowDNS: a resolver that never answers does not hold a
+// registration past lookupTimeout; the name is accepted.
+func TestCheckTargetSlowDNS(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0") // never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	silent := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+	defer func(d time.Duration) { lookupTimeout = d }(lookupTimeout)
+	lookupTimeout = 200 * time.Millisecond
+	u, _ := ValidateURL("https://slow.test/hook")
+	start := time.Now()
+	if err := CheckTarget(context.Background(), u, false, silent); err != nil {
+		t.Fatalf("CheckTarget=%v, want nil", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("CheckTarget took %v, want about %v", took, lookupTimeout)
 	}
 }
 

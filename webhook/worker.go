@@ -34,16 +34,25 @@ type Worker struct {
 	// Wake is called when an attempt finishes, so the owner runs
 	// RunOnce again (more jobs may be due or freed).
 	Wake func()
+	// Busy, when set, reports that the API is saturated. While it does,
+	// the worker yields to the API: it starts at most one delivery per
+	// BusyPace (default 2 ms), so a backlog keeps draining at a small,
+	// bounded share of the CPU instead of competing with requests.
+	// Deliveries in flight are not touched, and a hanging receiver still
+	// holds only its own slots.
+	Busy     func() bool
+	BusyPace time.Duration
 
 	mu        sync.Mutex
 	inflight  map[uint64]bool // job seq
 	perHook   map[string]int
 	hooks     map[string]*hookEntry // webhook id → decrypted secret etc.
 	wg        sync.WaitGroup
-	sem       chan struct{}
 	timer     *time.Timer
 	timerAt   time.Time
-	closeOnce sync.Once
+	lastHook  string      // the webhook served last: the next scan starts after it
+	nextStart time.Time   // while busy: no delivery starts before this
+	paceTimer *time.Timer // while busy: wakes the owner at nextStart
 }
 
 type hookEntry struct {
@@ -71,10 +80,12 @@ func (w *Worker) init() {
 	if w.Wake == nil {
 		w.Wake = func() {}
 	}
+	if w.BusyPace <= 0 {
+		w.BusyPace = 2 * time.Millisecond
+	}
 	w.inflight = map[uint64]bool{}
 	w.perHook = map[string]int{}
 	w.hooks = map[string]*hookEntry{}
-	w.sem = make(chan struct{}, w.Concurrency)
 }
 
 // RunOnce fans out pending outbox events and starts every due delivery
@@ -104,6 +115,9 @@ func (w *Worker) Close() {
 	w.mu.Lock()
 	if w.timer != nil {
 		w.timer.Stop()
+	}
+	if w.paceTimer != nil {
+		w.paceTimer.Stop()
 	}
 	w.mu.Unlock()
 	w.wg.Wait()
@@ -175,7 +189,8 @@ func (w *Worker) fanOut() (int, error) {
 }
 
 // dispatch starts due jobs while there is room, then arms a timer for
-// the next due job.
+// the next due job. While the API is busy it starts at most one job per
+// BusyPace.
 func (w *Worker) dispatch(ctx context.Context) error {
 	for {
 		w.mu.Lock()
@@ -184,12 +199,19 @@ func (w *Worker) dispatch(ctx context.Context) error {
 		if room <= 0 {
 			return nil
 		}
+		paced := w.Busy != nil && w.Busy()
+		if paced {
+			if !w.mayStart() {
+				return nil
+			}
+			room = 1
+		}
 		var jobs []*store.Job
 		err := w.DB.View(func(tx *store.Tx) error {
 			var err error
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			jobs, err = tx.DueJobs(w.Now(), room,
+			jobs, err = tx.DueJobs(w.Now(), room, w.lastHook,
 				func(hook string) int { return w.PerWebhook - w.perHook[hook] },
 				func(seq uint64) bool { return w.inflight[seq] })
 			return err
@@ -210,6 +232,7 @@ func (w *Worker) dispatch(ctx context.Context) error {
 			}
 			w.inflight[j.Seq] = true
 			w.perHook[j.WebhookID]++
+			w.lastHook = j.WebhookID
 			w.mu.Unlock()
 			started++
 			w.wg.Add(1)
@@ -219,7 +242,42 @@ func (w *Worker) dispatch(ctx context.Context) error {
 			w.armTimer()
 			return nil
 		}
+		if paced {
+			w.pace()
+			return nil
+		}
 	}
+}
+
+// mayStart reports whether a paced delivery may start now; if not, the
+// pacing timer is set to wake the owner when one may.
+func (w *Worker) mayStart() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if time.Until(w.nextStart) <= 0 {
+		return true
+	}
+	w.armPaceLocked()
+	return false
+}
+
+// pace records that a paced delivery started and sets the pacing timer,
+// so the owner comes back for the next one after BusyPace.
+func (w *Worker) pace() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.nextStart = time.Now().Add(w.BusyPace)
+	w.armPaceLocked()
+}
+
+// armPaceLocked sets the pacing timer to call Wake at nextStart.
+func (w *Worker) armPaceLocked() {
+	d := time.Until(w.nextStart)
+	if w.paceTimer == nil {
+		w.paceTimer = time.AfterFunc(d, w.Wake)
+		return
+	}
+	w.paceTimer.Reset(d)
 }
 
 // armTimer wakes the owner when the earliest queued job falls due.
@@ -301,7 +359,7 @@ func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 		return // shutting down: the job stays queued and is retried after restart
 	}
 	now := w.Now().UTC()
-	d := &store.Delivery{WebhookID: j.WebhookID, EventID: j.EventID, EventType: j.EventType, Attempt: j.Attempt,
+	d := &store.Delivery{ID: newID(), WebhookID: j.WebhookID, EventID: j.EventID, EventType: j.EventType, Attempt: j.Attempt,
 		ResponseStatus: res.Status, DurationMS: res.Duration.Milliseconds(), CreatedAt: now}
 	var next *store.Job
 	switch {
