@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/netip"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -262,19 +263,36 @@ func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, err
 	return p, nil
 }
 
-// DeleteProject removes a project; its keys stop working at once.
+// DeleteProject removes a project and all its data in one transaction
+// (store.Tx.DeleteProject: users, sessions, factors, passkeys, codes,
+// links, devices, challenges, external methods, grants, webhooks); its
+// API keys are detached and answer INVALID_API_KEY from now on. No
+// webhook event is emitted: the project's webhooks are gone with it.
+// Authentication events and already queued mail stay.
 func (s *Service) DeleteProject(id string) error {
+	var detached []string
 	err := s.db.Update(func(tx *store.Tx) error {
-		if _, err := tx.Project(id); errors.Is(err, store.ErrNotFound) {
+		var err error
+		detached, err = tx.DeleteProject(id)
+		if errors.Is(err, store.ErrNotFound) {
 			return ErrProjectNotFound
-		} else if err != nil {
-			return err
 		}
-		return tx.DeleteProject(id)
+		return err
 	})
 	if err != nil {
 		return internal(err)
 	}
 	s.projects.Delete(id)
+	for _, prefix := range detached {
+		s.apiKeys.Delete(prefix)
+	}
+	for _, m := range []*sync.Map{&s.signers, &s.publicKeys} {
+		m.Range(func(k, _ any) bool {
+			if strings.HasPrefix(k.(string), id+"/") {
+				m.Delete(k)
+			}
+			return true
+		})
+	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // Project is one application using latchkey: its users, keys and settings.
 type Project struct {
@@ -50,18 +53,137 @@ func (tx *Tx) Projects() ([]*Project, error) {
 	return out, err
 }
 
-// DeleteProject removes a project row and its webhooks, with their
-// queued deliveries and history: nothing is sent for a project that is
-// gone. Its users and keys stay and can no longer be used.
-func (tx *Tx) DeleteProject(id string) error {
+// DeleteProject removes project id and, in this transaction, everything
+// that belongs to it: its users with their indexes, sessions, factors,
+// backup codes and passkeys; pending codes and send histories (the
+// replay marks of its external methods too), magic links, remembered
+// devices, WebAuthn challenges, external-method registrations and their
+// grants; its webhooks with their queued deliveries and history. Its
+// API keys stay but are detached (no project), so they answer
+// INVALID_API_KEY and still show, and can be revoked, in the key list;
+// their prefixes are returned so callers can drop cached copies.
+// Authentication events (history, swept after 30 days), outbox events
+// already written and queued mail stay. It returns ErrNotFound when the
+// project does not exist.
+//
+// Rows not indexed by project (codes, links, devices, challenges,
+// methods, grants, keys) are found by a scan of their bucket; users,
+// passkeys and webhooks through their per-project keys.
+func (tx *Tx) DeleteProject(id string) (detached []string, err error) {
+	if tx.bucket(bucketProjects).Get([]byte(id)) == nil {
+		return nil, ErrNotFound
+	}
+	prefix := compound(id, "")
+	var userIDs []string
+	c := tx.bucket(bucketUsersByEmail).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		userIDs = append(userIDs, string(v))
+	}
+	for _, uid := range userIDs {
+		u, err := tx.User(uid)
+		if err == ErrNotFound {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		if err := tx.DeleteUser(u); err != nil {
+			return nil, err
+		}
+	}
+	// What the users' deletion left under the project's key prefix
+	// (an index entry without its row, say).
+	var passkeys []*Passkey
+	pc := tx.bucket(bucketPasskeys).Cursor()
+	for k, v := pc.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = pc.Next() {
+		var pk Passkey
+		if err := jsonDecode(v, &pk); err != nil {
+			return nil, err
+		}
+		passkeys = append(passkeys, &pk)
+	}
+	for _, pk := range passkeys {
+		if err := tx.DeletePasskey(pk); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt} {
+		if err := tx.deletePrefix(b, prefix); err != nil {
+			return nil, err
+		}
+	}
+
+	// External methods first: their ids scope their replay marks.
+	scopes := map[string]bool{id: true}
+	err = tx.bucket(bucketMethods).ForEach(func(k, v []byte) error {
+		var m ExternalMethod
+		if err := jsonDecode(v, &m); err != nil {
+			return err
+		}
+		if m.ProjectID == id {
+			scopes[m.ID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	owned := ownedBy(id)
+	for _, b := range [][]byte{bucketMethods, bucketMagic, bucketDevices, bucketChallenges, bucketGrants} {
+		if _, err := tx.sweepKeys(b, owned); err != nil {
+			return nil, err
+		}
+	}
+	// Codes and send histories: kind NUL scope NUL subject [NUL 't'].
+	_, err = tx.sweepKeys(bucketCodes, func(k, _ []byte) (bool, error) {
+		parts := bytes.SplitN(k, []byte{0}, 3)
+		return len(parts) == 3 && scopes[string(parts[1])], nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	hooks, err := tx.Webhooks(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range hooks {
 		if err := tx.DeleteWebhook(w); err != nil {
+			return nil, err
+		}
+	}
+
+	keys, err := tx.APIKeys(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		k.ProjectID = ""
+		if err := tx.PutAPIKey(k); err != nil {
+			return nil, err
+		}
+		detached = append(detached, k.Prefix)
+	}
+	return detached, tx.del(bucketProjects, []byte(id))
+}
+
+// ownedBy matches JSON rows whose "projectId" is projectID.
+func ownedBy(projectID string) func(k, v []byte) (bool, error) {
+	return func(_, v []byte) (bool, error) {
+		var row struct {
+			ProjectID string `json:"projectId"`
+		}
+		err := jsonDecode(v, &row)
+		return err == nil && row.ProjectID == projectID, err
+	}
+}
+
+// deletePrefix removes every key of bucket that starts with prefix.
+func (tx *Tx) deletePrefix(bucket, prefix []byte) error {
+	c := tx.bucket(bucket).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
 			return err
 		}
 	}
-	return tx.del(bucketProjects, []byte(id))
+	return nil
 }
