@@ -81,8 +81,9 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch) (*store.User, error) {
 	return u, nil
 }
 
-// DeleteUser deletes the session user and all their sessions and emits
-// user.deleted.
+// DeleteUser deletes the session user, all their sessions, factors and
+// passkeys, and what could still sign their address or identity in
+// (dropPending), and emits user.deleted, in one transaction.
 func (s *Service) DeleteUser(pr *Principal) error {
 	err := s.db.Update(func(tx *store.Tx) error {
 		u, err := tx.User(pr.UserID)
@@ -94,12 +95,42 @@ func (s *Service) DeleteUser(pr *Principal) error {
 		if err := s.revokeAll(tx, u); err != nil {
 			return err
 		}
+		if err := s.dropPending(tx, u); err != nil {
+			return err
+		}
 		if err := tx.DeleteUser(u); err != nil {
 			return err
 		}
 		return s.emit(tx, u.ProjectID, "user.deleted", map[string]string{"user_id": u.ID})
 	})
 	return internal(err)
+}
+
+// dropPending deletes, inside tx, what could sign u's address or
+// identity in again after the account is deleted: the pending email
+// code and every magic link of the address, the pending SMS code, and
+// unredeemed external grants for u's externalUserId; and u's own send
+// and failure histories (keyed by the user id, which is never reused).
+// The address's email send histories stay: they limit mail to the
+// address, whoever holds it.
+func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
+	for _, c := range []*store.Code{
+		{Kind: codeKindOTP, ProjectID: u.ProjectID, Subject: u.Email},
+		{Kind: codeKindSMS, ProjectID: u.ProjectID, Subject: u.ID},
+	} {
+		if err := tx.DeleteCode(c); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.DeleteMagicLinks(u.ProjectID, u.Email); err != nil {
+		return err
+	}
+	if u.ExternalUserID != "" {
+		if _, err := tx.DeleteGrants(u.ProjectID, u.ExternalUserID); err != nil {
+			return err
+		}
+	}
+	return tx.PutThrottle(throttleBackupFail, u.ProjectID, u.ID, &store.Throttle{})
 }
 
 // Logout deletes the session; its JWT fails from now on.

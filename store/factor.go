@@ -101,6 +101,17 @@ func (tx *Tx) Grant(hash []byte) (*Grant, error) {
 // PutGrant stores g.
 func (tx *Tx) PutGrant(g *Grant) error { return tx.put(bucketGrants, g.Hash, g) }
 
+// DeleteGrants removes projectID's grants for externalUserID and
+// returns how many it removed. Grants are keyed by hash, so it scans
+// the bucket (which holds at most 5 minutes of grants).
+func (tx *Tx) DeleteGrants(projectID, externalUserID string) (int, error) {
+	return tx.sweep(bucketGrants, func(v []byte) (bool, error) {
+		var g Grant
+		err := jsonDecode(v, &g)
+		return err == nil && g.ProjectID == projectID && g.ExternalUserID == externalUserID, err
+	})
+}
+
 // SweepGrants removes grants that expired before now.
 func (tx *Tx) SweepGrants(now time.Time) (int, error) {
 	return tx.sweep(bucketGrants, func(v []byte) (bool, error) {

@@ -35,6 +35,17 @@ func (tx *Tx) SweepMagicLinks(now time.Time) (int, error) {
 	})
 }
 
+// DeleteMagicLinks removes projectID's links for email, used or not,
+// and returns how many it removed. Links are keyed by token hash, so it
+// scans the bucket (which holds at most 15 minutes of links).
+func (tx *Tx) DeleteMagicLinks(projectID, email string) (int, error) {
+	return tx.sweep(bucketMagic, func(v []byte) (bool, error) {
+		var m MagicLink
+		err := jsonDecode(v, &m)
+		return err == nil && m.ProjectID == projectID && m.Email == email, err
+	})
+}
+
 // Device is a remembered device: a deviceToken's row id and the keyed
 // hash of the whole token, bound to a user.
 type Device struct {
