@@ -67,6 +67,26 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 	return internal(err)
 }
 
+// enrollPhone records phone as u's SMS factor inside tx. sms.enrolled is
+// emitted only when the factor becomes enrolled or its phone changes; a
+// step-up check on the enrolled phone changes nothing.
+func (s *Service) enrollPhone(tx *store.Tx, u *store.User, phone string, now time.Time) error {
+	f, err := tx.Factor(u.ID, "sms")
+	if errors.Is(err, store.ErrNotFound) {
+		f = &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: "sms", CreatedAt: now}
+	} else if err != nil {
+		return err
+	}
+	if f.Status == "enrolled" && f.Phone == phone {
+		return nil
+	}
+	f.Status, f.Phone, f.EnrolledAt = "enrolled", phone, &now
+	if err := tx.PutFactor(f); err != nil {
+		return err
+	}
+	return s.emit(tx, u.ProjectID, "sms.enrolled", map[string]string{"user_id": u.ID})
+}
+
 // VerifySMSCode checks the texted code and records the phone as the
 // user's SMS factor. An empty or non-digit code is 400 VALIDATION_ERROR
 // (no try counted); wrong, reused, expired, locked or missing codes are
@@ -117,11 +137,7 @@ func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
 		if err := tx.DeleteCode(c); err != nil {
 			return err
 		}
-		f := &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: "sms", Status: "enrolled", Phone: c.Phone, CreatedAt: now, EnrolledAt: &now}
-		if err := tx.PutFactor(f); err != nil {
-			return err
-		}
-		if err := s.emit(tx, u.ProjectID, "sms.enrolled", map[string]string{"user_id": u.ID}); err != nil {
+		if err := s.enrollPhone(tx, u, c.Phone, now); err != nil {
 			return err
 		}
 		return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "verify", nil, m)

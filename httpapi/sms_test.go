@@ -198,3 +198,42 @@ func newestSMSCode(t *testing.T, dir string, want int) string {
 	}
 	return code
 }
+
+// TestSMSEnrolledEvent: sms.enrolled is emitted when the SMS factor
+// becomes enrolled and when its phone changes, not on a step-up check of
+// the enrolled phone (which still answers enrolled:true).
+func TestSMSEnrolledEvent(t *testing.T) {
+	dir := t.TempDir()
+	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler), Dir: dir} })
+	login := ts.login("steps@example.com")
+	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
+	sent := 0
+	for _, step := range []struct {
+		phone  string
+		events int
+	}{
+		{"+15551234567", 1},  // enrolled
+		{"+15551234567", 1},  // step-up on the same phone
+		{"+447700900123", 2}, // phone changed
+		{"+447700900123", 2},
+	} {
+		ts.Clock.Advance(31 * time.Second) // past the send throttle
+		wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": step.phone}))
+		sent++
+		r := ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": newestSMSCode(t, dir, sent)})
+		wantOK(t, r)
+		if r.Body["enrolled"] != true {
+			t.Fatalf("body=%s", r.Raw)
+		}
+		if n := ts.countOutbox("sms.enrolled"); n != step.events {
+			t.Fatalf("after verify %d (%s): %d sms.enrolled events, want %d", sent, step.phone, n, step.events)
+		}
+		ts.DB.View(func(tx *store.Tx) error {
+			f, err := tx.Factor(uid, "sms")
+			if err != nil || f.Phone != step.phone || f.Status != "enrolled" {
+				t.Fatalf("factor=%+v err=%v, want %s enrolled", f, err, step.phone)
+			}
+			return nil
+		})
+	}
+}
