@@ -184,8 +184,10 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 			}
 		}
 		th.Sends = recent
-		if len(recent) >= BackupMaxFailures {
-			return failWith(ErrTooManyAttempts)
+		if n := len(recent); n >= BackupMaxFailures {
+			// Locked until the failure that leaves the window brings
+			// the count under the limit.
+			return failWith(ErrTooManyAttempts.WithRetry(recent[n-BackupMaxFailures].Add(BackupFailWindow).Sub(now)))
 		}
 		idx := -1
 		b, err := tx.BackupCodes(u.ID)

@@ -4,17 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Error is a failure the caller may see: the contract's wire code, its HTTP
 // status, the failure category recorded on authentication events, and a
 // message safe to show. Err, the cause, is logged and never sent.
+// RetryAfter, when positive, tells the caller how long to wait (sent as
+// the Retry-After header). The declared values below are shared: derive
+// copies with With, Because or WithRetry, never change them.
 type Error struct {
-	Code     string
-	Status   int
-	Category string
-	Message  string
-	Err      error
+	Code       string
+	Status     int
+	Category   string
+	Message    string
+	Err        error
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -38,6 +43,13 @@ func (e *Error) With(msg string) *Error {
 func (e *Error) Because(cause error) *Error {
 	c := *e
 	c.Err = cause
+	return &c
+}
+
+// WithRetry returns a copy of e that asks the caller to retry after d.
+func (e *Error) WithRetry(d time.Duration) *Error {
+	c := *e
+	c.RetryAfter = d
 	return &c
 }
 

@@ -60,8 +60,8 @@ func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta
 		if err != nil {
 			return err
 		}
-		if !allowSend(th, now) {
-			fail = ErrTooManyRequests
+		if ok, wait := emailSends.allow(th, now); !ok {
+			fail = ErrTooManyRequests.WithRetry(wait)
 			return s.record(tx, p.ID, userID, email, method, "send", fail, m)
 		}
 		th.Sends = append(th.Sends, now)
@@ -92,9 +92,21 @@ func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta
 	return fail
 }
 
-// allowSend applies the send throttle (one per 30 s, ten per hour) and
-// drops history older than an hour. A refused send is not recorded.
-func allowSend(th *store.Throttle, now time.Time) bool {
+// sendLimit is a send throttle: at most one send per interval and
+// perHour sends in any rolling hour.
+type sendLimit struct {
+	interval time.Duration
+	perHour  int
+}
+
+// emailSends throttles email codes and links per address and kind.
+var emailSends = sendLimit{SendInterval, SendsPerHour}
+
+// allow applies the throttle to th, dropping history older than an
+// hour. When the send is refused, wait is how long until it would be
+// allowed. A refused send is not recorded (the caller appends allowed
+// ones).
+func (l sendLimit) allow(th *store.Throttle, now time.Time) (ok bool, wait time.Duration) {
 	kept := th.Sends[:0]
 	for _, t := range th.Sends {
 		if now.Sub(t) < time.Hour {
@@ -102,13 +114,14 @@ func allowSend(th *store.Throttle, now time.Time) bool {
 		}
 	}
 	th.Sends = kept
-	if len(kept) >= SendsPerHour {
-		return false
+	if n := len(kept); n >= l.perHour {
+		// The send that leaves the hour brings the count under the limit.
+		wait = kept[n-l.perHour].Add(time.Hour).Sub(now)
 	}
-	if len(kept) > 0 && now.Sub(kept[len(kept)-1]) < SendInterval {
-		return false
+	if n := len(kept); n > 0 {
+		wait = max(wait, kept[n-1].Add(l.interval).Sub(now))
 	}
-	return true
+	return wait <= 0, wait
 }
 
 // OTPInput is the body of otp/verify.

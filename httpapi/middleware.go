@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -53,10 +54,9 @@ func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int)
 	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(res.Remaining)}
 	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(res.Reset, 10)}
 	if !res.Allowed {
-		h["Retry-After"] = []string{strconv.Itoa(res.RetryAfter)}
-		e := *auth.ErrRateLimitExceeded
+		e := auth.ErrRateLimitExceeded.WithRetry(time.Duration(res.RetryAfter) * time.Second)
 		e.Status = rateStatus
-		return nil, &e
+		return nil, e
 	}
 	return c, nil
 }

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -32,13 +34,17 @@ type envelope struct {
 	Code    string `json:"code,omitempty"`
 }
 
-// writeError writes err as {success:false, error, code} with its status.
-// Anything that is not an *auth.Error is logged and answered as 500
-// INTERNAL_ERROR without internals.
+// writeError writes err as {success:false, error, code} with its status,
+// and a Retry-After header (whole seconds, rounded up) when the error
+// carries a wait. Anything that is not an *auth.Error is logged and
+// answered as 500 INTERNAL_ERROR without internals.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
 	if e.Status >= 500 || e.Code == "INTERNAL_ERROR" {
 		s.log.Error("request failed", "code", e.Code, "err", err)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	writeJSON(w, e.Status, envelope{Error: e.Message, Code: e.Code})
 }
