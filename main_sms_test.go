@@ -49,7 +49,7 @@ func signIn(t *testing.T, c client, key, data, addr string) string {
 // TestTwilioFromEnvironment: --sms-provider twilio reads
 // LATCHKEY_TWILIO_*; LATCHKEY_TWILIO_BASE_URL is scheme, host and port,
 // and the client appends the Messages API path. Provider errors never
-// carry the credentials.
+// carry the credentials, store nothing and use no send slot.
 func TestTwilioFromEnvironment(t *testing.T) {
 	var mu sync.Mutex
 	var path, user, pass string
@@ -75,6 +75,25 @@ func TestTwilioFromEnvironment(t *testing.T) {
 	m, c, key := startWithEnv(t, []string{"--sms-provider", "twilio"}, env)
 	tok := signIn(t, c, key, m.Config.Data, "tw@example.com")
 
+	// A failing provider first: 502 without the credentials, nothing
+	// stored, and the send does not count towards the send throttle.
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+	st, body := c.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"})
+	if st != 502 || body["code"] != "SEND_FAILED" || body["success"] != false {
+		t.Fatalf("failing provider: %d %v", st, body)
+	}
+	if msg, _ := body["error"].(string); strings.Contains(msg, "tok-env-secret") || strings.Contains(msg, "ACenv") {
+		t.Fatalf("credentials in the error: %q", msg)
+	}
+	if st, body := c.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": "123456"}); st != 401 || body["code"] != "VERIFICATION_FAILED" {
+		t.Fatalf("sms/verify after a failed send: %d %v", st, body)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+
 	if st, body := c.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"}); st != 200 {
 		t.Fatalf("sms/send: %d %v", st, body)
 	}
@@ -86,17 +105,7 @@ func TestTwilioFromEnvironment(t *testing.T) {
 		t.Fatalf("form %v", form)
 	}
 	code := regexp.MustCompile(`\b\d{6}\b`).FindString(form["Body"][0])
-	fail = true
 	mu.Unlock()
-
-	st, body := c.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"})
-	if st != 502 || body["code"] != "SEND_FAILED" || body["success"] != false {
-		t.Fatalf("failing provider: %d %v", st, body)
-	}
-	if msg, _ := body["error"].(string); strings.Contains(msg, "tok-env-secret") || strings.Contains(msg, "ACenv") {
-		t.Fatalf("credentials in the error: %q", msg)
-	}
-	// The failed send stored nothing: the earlier code still verifies.
 	if st, body := c.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code}); st != 200 || body["enrolled"] != true {
 		t.Fatalf("sms/verify: %d %v", st, body)
 	}

@@ -130,7 +130,12 @@ func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
 			return err
 		}
 	}
-	return tx.PutThrottle(throttleBackupFail, u.ProjectID, u.ID, &store.Throttle{})
+	for _, kind := range []string{throttleBackupFail, throttleSMSSend} {
+		if err := tx.PutThrottle(kind, u.ProjectID, u.ID, &store.Throttle{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Logout deletes the session; its JWT fails from now on.

@@ -10,13 +10,23 @@ import (
 	"latchkey/store"
 )
 
-// SMS parameters (decisions.md §8).
+// SMS parameters (decisions.md §8). The send throttle (one per 30 s, ten
+// per hour per user) is latchkey's own, against SMS pumping.
 const (
-	SMSLifetime    = 10 * time.Minute
-	SMSMaxAttempts = 5
-	codeKindSMS    = "sms"
-	hashDomainSMS  = "sms"
+	SMSLifetime     = 10 * time.Minute
+	SMSMaxAttempts  = 5
+	SMSSendInterval = 30 * time.Second
+	SMSSendsPerHour = 10
+	codeKindSMS     = "sms"
+	hashDomainSMS   = "sms"
+	throttleSMSSend = "sms_send"
 )
+
+// smsSends throttles SMS sends per user.
+var smsSends = sendLimit{SMSSendInterval, SMSSendsPerHour}
+
+// errSMSThrottled is the 429 of an SMS send over the per-user throttle.
+var errSMSThrottled = ErrTooManyRequests.With("Too many SMS codes sent for this account; wait before asking again.")
 
 // ValidPhone reports whether phone is E.164 as decisions.md §8 defines
 // it: "+" then 8 to 15 ASCII digits, nothing else (no spaces).
@@ -34,7 +44,11 @@ func ValidPhone(phone string) bool {
 
 // SendSMSCode texts a 6-digit code to phone for the session user. The
 // provider is called outside any transaction; a failed send stores
-// nothing and is 502 SEND_FAILED.
+// nothing and is 502 SEND_FAILED. Sends the provider accepted are
+// throttled per user (one per 30 s, ten per hour): over that, 429
+// TOO_MANY_REQUESTS with a Retry-After and no message. A send holds its
+// slot from before the provider call, so concurrent sends cannot slip
+// past the throttle together; a failed send gives the slot back.
 func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, m Meta) error {
 	u, err := s.SessionUser(pr)
 	if err != nil {
@@ -51,9 +65,23 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 	if s.sms == nil {
 		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", ErrSendFailed.Because(errors.New("no SMS provider configured")), m)
 	}
+	slot, err := s.reserveSMSSend(pr, m)
+	if err != nil {
+		return err
+	}
 	body := fmt.Sprintf("Your %s code is %s. It expires in %d minutes.", p.Name, code, int(SMSLifetime/time.Minute))
 	if err := s.sms.SendSMS(ctx, phone, body); err != nil {
-		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", ErrSendFailed.Because(err), m)
+		fail := ErrSendFailed.Because(err)
+		err := s.db.Update(func(tx *store.Tx) error {
+			if err := s.releaseSMSSend(tx, u, slot); err != nil {
+				return err
+			}
+			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", fail, m)
+		})
+		if err != nil {
+			s.log.Error("release SMS send slot", "err", err)
+		}
+		return fail
 	}
 	h := s.keys.HashString(hashDomainSMS, u.ID+"\x00"+phone+"\x00"+code)
 	err = s.db.Update(func(tx *store.Tx) error {
@@ -65,6 +93,51 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 		return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", nil, m)
 	})
 	return internal(err)
+}
+
+// reserveSMSSend takes a slot of the session user's SMS send throttle
+// at the current time and returns it; over the throttle it records the
+// refusal and returns the 429 with the wait. The session is checked
+// again in the same transaction.
+func (s *Service) reserveSMSSend(pr *Principal, m Meta) (time.Time, error) {
+	slot := s.now().UTC()
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		fail = nil
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		th, err := tx.Throttle(throttleSMSSend, u.ProjectID, u.ID)
+		if err != nil {
+			return err
+		}
+		if ok, wait := smsSends.allow(th, slot); !ok {
+			fail = errSMSThrottled.WithRetry(wait)
+			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", fail, m)
+		}
+		th.Sends = append(th.Sends, slot)
+		return tx.PutThrottle(throttleSMSSend, u.ProjectID, u.ID, th)
+	})
+	if err != nil {
+		return slot, internal(err)
+	}
+	return slot, fail
+}
+
+// releaseSMSSend gives back a slot taken by reserveSMSSend, inside tx.
+func (s *Service) releaseSMSSend(tx *store.Tx, u *store.User, slot time.Time) error {
+	th, err := tx.Throttle(throttleSMSSend, u.ProjectID, u.ID)
+	if err != nil {
+		return err
+	}
+	for i, t := range th.Sends {
+		if t.Equal(slot) {
+			th.Sends = append(th.Sends[:i], th.Sends[i+1:]...)
+			break
+		}
+	}
+	return tx.PutThrottle(throttleSMSSend, u.ProjectID, u.ID, th)
 }
 
 // enrollPhone records phone as u's SMS factor inside tx. sms.enrolled is

@@ -60,8 +60,10 @@ func TestDeleteUserDropsPendingCredentials(t *testing.T) {
 		if _, err := tx.Code("sms", ts.Project.ID, uid); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("SMS code: err=%v, want deleted", err)
 		}
-		if th, err := tx.Throttle("backup_fail", ts.Project.ID, uid); err != nil || len(th.Sends) != 0 {
-			t.Fatalf("backup failure history: %v %v, want deleted", th, err)
+		for _, kind := range []string{"backup_fail", "sms_send"} {
+			if th, err := tx.Throttle(kind, ts.Project.ID, uid); err != nil || len(th.Sends) != 0 {
+				t.Fatalf("%s history: %v %v, want deleted", kind, th, err)
+			}
 		}
 		// The address's send history stays: it limits mail to the address.
 		if th, err := tx.Throttle("otp", ts.Project.ID, addr); err != nil || len(th.Sends) != 1 {

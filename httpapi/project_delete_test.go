@@ -142,7 +142,7 @@ func TestDeleteProjectRemovesItsData(t *testing.T) {
 		gone("SMS code", err)
 		_, err = tx.Code("replay", directID, sig)
 		gone("replay mark", err)
-		for _, th := range []struct{ kind, subject string }{{"otp", "bob@example.com"}, {"magic", "carol@example.com"}, {"backup_fail", uid}} {
+		for _, th := range []struct{ kind, subject string }{{"otp", "bob@example.com"}, {"magic", "carol@example.com"}, {"backup_fail", uid}, {"sms_send", uid}} {
 			h, err := tx.Throttle(th.kind, pid, th.subject)
 			if err != nil || len(h.Sends) != 0 {
 				t.Fatalf("%s send history of %s: %v %v", th.kind, th.subject, h, err)

@@ -77,6 +77,7 @@ func TestSMSTwilio(t *testing.T) {
 
 	// A provider failure is 502 and leaks no credentials; it stores no
 	// code, so the pending one stays good.
+	ts.Clock.Advance(31 * time.Second) // past the send throttle
 	fake.mu.Lock()
 	fake.fail = true
 	fake.mu.Unlock()
@@ -138,10 +139,10 @@ func TestSMSLogProviderAndLimits(t *testing.T) {
 		t.Fatalf("%d messages sent for invalid numbers", len(files))
 	}
 	// The E.164 edges: 8 and 15 digits.
-	for _, ok := range []string{"+12345678", "+123456789012345"} {
+	for _, ok := range []string{"+12345678", "+123456789012345", "+447700900123"} {
 		wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": ok}))
+		ts.Clock.Advance(31 * time.Second) // past the send throttle
 	}
-	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+447700900123"}))
 	code := newestSMSCode(t, dir, 3)
 	wrong := "000000"
 	if code == wrong {
@@ -157,6 +158,7 @@ func TestSMSLogProviderAndLimits(t *testing.T) {
 	// Locked after 5 tries, even with the right code.
 	wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code}), 401, "VERIFICATION_FAILED")
 	// A new code ends the lock; it lives 10 minutes.
+	ts.Clock.Advance(31 * time.Second)
 	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+447700900123"}))
 	code = newestSMSCode(t, dir, 4)
 	ts.Clock.Advance(10*time.Minute + time.Second)
@@ -235,5 +237,99 @@ func TestSMSEnrolledEvent(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// requestCount returns how many messages the fake provider was asked to send.
+func (f *fakeTwilio) requestCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.requests)
+}
+
+func (f *fakeTwilio) setFail(fail bool) {
+	f.mu.Lock()
+	f.fail = fail
+	f.mu.Unlock()
+}
+
+// TestSMSSendThrottle: sms/send allows one send per 30 s and ten per hour
+// per user, counting only sends the provider accepted; over that it is
+// 429 TOO_MANY_REQUESTS with Retry-After, and the provider is not called.
+// Concurrent sends cannot slip past it together. Another user has their
+// own budget.
+func TestSMSSendThrottle(t *testing.T) {
+	fake := newFakeTwilio(t)
+	tw, err := sms.NewTwilio("AC123", "secret-token", "+15550001111", fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, func(c *auth.Config) { c.SMS = tw })
+	tok := str(t, ts.login("pump@example.com").Body, "token")
+	other := str(t, ts.login("other@example.com").Body, "token")
+	send := func(tok string) *response {
+		return ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"})
+	}
+
+	wantOK(t, send(tok)) // at 0 s
+	r := send(tok)
+	wantRetryAfter(t, r, "TOO_MANY_REQUESTS", "30")
+	if !strings.Contains(r.Body["error"].(string), "SMS") {
+		t.Fatalf("error=%q, want it to name SMS", r.Body["error"])
+	}
+	ts.Clock.Advance(30 * time.Second)
+	// Failed sends store nothing and do not count.
+	fake.setFail(true)
+	for i := 0; i < 12; i++ {
+		wantError(t, send(tok), 502, "SEND_FAILED")
+	}
+	fake.setFail(false)
+	wantOK(t, send(tok)) // at 30 s
+	for i := 0; i < 8; i++ {
+		ts.Clock.Advance(30 * time.Second)
+		wantOK(t, send(tok)) // at 60 … 270 s: ten accepted in the hour
+	}
+	ts.Clock.Advance(30 * time.Second)
+	wantRetryAfter(t, send(tok), "TOO_MANY_REQUESTS", "3300")
+	if n := fake.requestCount(); n != 1+12+1+8 {
+		t.Fatalf("provider asked %d times, want %d (refused sends must not reach it)", n, 1+12+1+8)
+	}
+	if cats := eventCategories(ts); cats["rate_limited"] != 2 {
+		t.Fatalf("categories=%v, want the two refusals as rate_limited", cats)
+	}
+
+	// Another user: its own budget. Twenty concurrent sends: one goes out.
+	before := fake.requestCount()
+	var wg sync.WaitGroup
+	statuses := make([]int, 20)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = send(other).Status
+		}()
+	}
+	wg.Wait()
+	counts := map[int]int{}
+	for _, s := range statuses {
+		counts[s]++
+	}
+	if counts[200] != 1 || counts[429] != 19 || fake.requestCount() != before+1 {
+		t.Fatalf("concurrent sends: statuses %v, provider asked %d times; want one 200, nineteen 429, one message", counts, fake.requestCount()-before)
+	}
+	// The first user is still limited until the first send leaves the hour.
+	ts.Clock.Advance(3299 * time.Second)
+	wantRetryAfter(t, send(tok), "TOO_MANY_REQUESTS", "1")
+	ts.Clock.Advance(time.Second)
+	wantOK(t, send(tok))
+}
+
+// TestSMSDefaultProviderNeverThrottled: with provider "none" no send is
+// accepted, so none counts: every send stays 502 SEND_FAILED.
+func TestSMSDefaultProviderNeverThrottled(t *testing.T) {
+	ts := newTestServer(t)
+	tok := str(t, ts.login("none@example.com").Body, "token")
+	for i := 0; i < 12; i++ {
+		wantError(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"}), 502, "SEND_FAILED")
 	}
 }
