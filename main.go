@@ -153,7 +153,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS)", &c.SMTPURL},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "ADDRESS", c.MailFrom, "sender address", &c.MailFrom},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "NAME", c.SMSProvider, "none, log or twilio", &c.SMSProvider},
-		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated at first start", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
+		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated, printed once, saved to <data>.admin-token", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
 		{"master-key", "LATCHKEY_MASTER_KEY", "KEY", "the <data>.key file", "32-byte key, base64; encrypts secrets at rest", &c.MasterKey},
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "CIDRS", "empty", "comma-separated CIDRs whose X-Forwarded-For is believed", &c.TrustedProxies},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let live-mode webhooks target private/loopback addresses", nil},
@@ -290,6 +290,8 @@ func (m *Main) Run(ctx context.Context) error {
 		if err := m.firstStart(); err != nil {
 			return err
 		}
+	} else if err := m.ensureAdminToken(); err != nil {
+		return err
 	}
 
 	transport, err := m.mailTransport()
@@ -340,18 +342,38 @@ func (m *Main) firstStart() error {
 	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origin %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))
 	fmt.Fprintf(w, "  test API key (shown once): %s\n", b.APIKey)
 	if b.AdminToken != "" {
-		fmt.Fprintf(w, "  admin token (shown once):  %s\n", b.AdminToken)
-		file := m.Config.Data + ".admin-token"
-		// Replace a file left over from an earlier data file of the same
-		// name. The token is committed and printed already, so a failure
-		// here is reported, not fatal.
-		if err := store.ReplaceSecretFile(file, b.AdminToken+"\n"); err != nil {
-			m.Logger.Error("could not write the admin token file; pass the printed token to the CLI instead", "file", file, "err", err)
-		} else {
-			fmt.Fprintf(w, "  admin token saved to %s (mode 0600) for the CLI\n", file)
-		}
+		m.showAdminToken(b.AdminToken)
 	}
 	return nil
+}
+
+// ensureAdminToken gives a later start an admin token when none is
+// configured and none is stored (the first start had one configured):
+// it generates one and shows it as a first start does.
+func (m *Main) ensureAdminToken() error {
+	tok, err := m.Service.EnsureAdminToken()
+	if err != nil || tok == "" {
+		return err
+	}
+	fmt.Fprintln(m.Stdout, "latchkey: no admin token is configured or stored: generated one")
+	m.showAdminToken(tok)
+	return nil
+}
+
+// showAdminToken prints a generated admin token once and writes it to
+// <data>.admin-token (0600) for the CLI.
+func (m *Main) showAdminToken(tok string) {
+	w := m.Stdout
+	fmt.Fprintf(w, "  admin token (shown once):  %s\n", tok)
+	file := m.Config.Data + ".admin-token"
+	// Replace a file left over from an earlier data file of the same
+	// name. The token is committed and printed already, so a failure
+	// here is reported, not fatal.
+	if err := store.ReplaceSecretFile(file, tok+"\n"); err != nil {
+		m.Logger.Error("could not write the admin token file; pass the printed token to the CLI instead", "file", file, "err", err)
+	} else {
+		fmt.Fprintf(w, "  admin token saved to %s (mode 0600) for the CLI\n", file)
+	}
 }
 
 // smsSender picks the SMS provider (decisions.md §8); nil is "none".

@@ -117,6 +117,47 @@ func TestConfiguredAdminToken(t *testing.T) {
 	}
 }
 
+// TestAdminTokenAfterConfiguredStart: when the first start had the admin
+// token configured (nothing stored) and a later start has none, that
+// start generates one, prints it once and writes <data>.admin-token
+// (0600), as a first start does; the start after it prints nothing and
+// the generated token keeps working.
+func TestAdminTokenAfterConfiguredStart(t *testing.T) {
+	const configured = "adm_configuredconfiguredconfigured"
+	data := filepath.Join(t.TempDir(), "latchkey.db")
+	m, _ := startMain(t, Config{Data: data, AdminToken: configured})
+	m.Close()
+
+	m, out := startMain(t, Config{Data: data})
+	admin := match(t, adminLine, out.String())
+	if strings.Contains(out.String(), "test API key") {
+		t.Fatalf("a later start made first-start state:\n%s", out)
+	}
+	file, err := os.ReadFile(data + ".admin-token")
+	if err != nil || strings.TrimSpace(string(file)) != admin {
+		t.Fatalf("admin token file holds %q (%v), want the printed token", file, err)
+	}
+	if fi, _ := os.Stat(data + ".admin-token"); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file mode %v, want 0600", fi.Mode().Perm())
+	}
+	c := client{t, "http://" + m.Addr()}
+	if st, body := c.do("GET", "/api/v1/admin/projects", admin, nil); st != 200 {
+		t.Fatalf("generated token: %d %v", st, body)
+	}
+	if st, body := c.do("GET", "/api/v1/admin/projects", configured, nil); st != 401 || body["code"] != "UNAUTHORIZED" {
+		t.Fatalf("the no longer configured token: %d %v, want 401 UNAUTHORIZED", st, body)
+	}
+	m.Close()
+
+	m, out = startMain(t, Config{Data: data})
+	if s := out.String(); strings.Contains(s, "admin token") || strings.Contains(s, admin) {
+		t.Fatalf("the start after printed an admin token again:\n%s", s)
+	}
+	if st, _ := (client{t, "http://" + m.Addr()}).do("GET", "/api/v1/admin/projects", admin, nil); st != 200 {
+		t.Fatalf("generated token after restart: %d", st)
+	}
+}
+
 // TestFirstStartEdgeCases: an empty pre-existing data file gets the
 // first start; a stale admin-token file is replaced; an existing data
 // file without its key file, or with another master key, refuses to

@@ -95,6 +95,25 @@ func (s *Service) Init() (*Bootstrap, error) {
 	return b, nil
 }
 
+// EnsureAdminToken makes sure an admin token exists. With a configured
+// token, or a stored hash from an earlier start, it does nothing and
+// returns "". Otherwise (the first start had LATCHKEY_ADMIN_TOKEN set,
+// a later one has not) it generates a token, stores its keyed hash and
+// returns it, to be shown once as on a first start. Call it at start,
+// before serving (it sets the hash the admin check reads).
+func (s *Service) EnsureAdminToken() (string, error) {
+	if s.adminToken != "" || len(s.adminHash) > 0 {
+		return "", nil
+	}
+	tok := adminPrefix + randomString(base62, 40)
+	h := s.keys.HashString(hashDomainAdm, tok)
+	if err := s.db.Update(func(tx *store.Tx) error { return tx.SetAdminTokenHash(h[:]) }); err != nil {
+		return "", internal(err)
+	}
+	s.adminHash = h[:]
+	return tok, nil
+}
+
 // KeyInput is the body of key creation.
 type KeyInput struct {
 	ProjectID *string `json:"projectId"`
