@@ -212,7 +212,7 @@ func TestDueJobs(t *testing.T) {
 		var ids []string
 		db.View(func(tx *store.Tx) error {
 			seqs := map[uint64]bool{}
-			jobs, err := tx.DueJobs(now, 100, "", func(string) int { return 100 }, nil2)
+			jobs, err := tx.DueJobs(now, 100, "", 100, func(string, int) int { return 100 }, nil2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +221,7 @@ func TestDueJobs(t *testing.T) {
 					seqs[j.Seq] = true
 				}
 			}
-			jobs, err = tx.DueJobs(now, limit, after, func(h string) int { return room[h] }, func(s uint64) bool { return seqs[s] })
+			jobs, err = tx.DueJobs(now, limit, after, 100, func(h string, _ int) int { return room[h] }, func(s uint64) bool { return seqs[s] })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,6 +256,56 @@ func TestDueJobs(t *testing.T) {
 	db.View(func(tx *store.Tx) error { next, _ = tx.NextJobAt(); return nil })
 	if !next.Equal(t0) {
 		t.Fatalf("NextJobAt = %v", next)
+	}
+}
+
+// TestDueJobsPeek: room hears how many of a webhook's due jobs are not
+// skipped, counted up to peek; a webhook without room even at peek is
+// passed over without counting.
+func TestDueJobsPeek(t *testing.T) {
+	db := mustOpen(t)
+	t0 := time.Unix(1_800_000_000, 0)
+	var skipSeq uint64
+	db.Update(func(tx *store.Tx) error {
+		for i := 0; i < 5; i++ {
+			j := &store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: t0}
+			tx.EnqueueJob(j)
+			if i == 0 {
+				skipSeq = j.Seq
+			}
+		}
+		tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: "b0", NextAttemptAt: t0})
+		tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: "b1", NextAttemptAt: t0.Add(time.Second)})
+		tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: "b2", NextAttemptAt: t0.Add(time.Hour)})
+		tx.EnqueueJob(&store.Job{WebhookID: "hook-c", EventID: "c0", NextAttemptAt: t0})
+		return nil
+	})
+	heard := map[string][]int{}
+	var ids []string
+	db.View(func(tx *store.Tx) error {
+		jobs, err := tx.DueJobs(t0.Add(time.Minute), 10, "", 3, func(h string, due int) int {
+			heard[h] = append(heard[h], due)
+			switch h {
+			case "hook-a":
+				return due - 1
+			case "hook-b":
+				return 10
+			}
+			return 0
+		}, func(seq uint64) bool { return seq == skipSeq })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			ids = append(ids, j.EventID)
+		}
+		return nil
+	})
+	if got := fmt.Sprint(ids); got != "[a1 a2 b0 b1]" {
+		t.Fatalf("due = %s", got)
+	}
+	if got := fmt.Sprint(heard); got != "map[hook-a:[3 3] hook-b:[3 2] hook-c:[3]]" {
+		t.Fatalf("room heard %s, want each webhook asked at peek, then with its count up to peek", got)
 	}
 }
 

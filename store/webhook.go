@@ -120,16 +120,22 @@ func (tx *Tx) EnqueueJob(j *Job) error {
 	return tx.put(bucketJobs, jobKey(j.WebhookID, j.NextAttemptAt, j.Seq), j)
 }
 
-// DueJobs returns up to limit jobs due at now. room(webhookID) says how
-// many more jobs of that webhook the caller can start; skip filters out
-// jobs already in flight. Webhooks are visited in id order starting after
-// the webhook id after and wrapping around, so a caller that passes the
-// last webhook it served serves them in turn; each webhook's jobs come
-// earliest first; a webhook without room costs one seek, whatever its
-// backlog.
-func (tx *Tx) DueJobs(now time.Time, limit int, after string, room func(webhookID string) int, skip func(seq uint64) bool) ([]*Job, error) {
+// DueJobs returns up to limit jobs due at now. For each webhook with due
+// jobs, room(webhookID, due) says how many of them the caller can start,
+// where due counts its due jobs that skip does not filter out (jobs the
+// caller has in flight), up to peek: the caller can tell a backlog from a
+// few jobs without the store walking the whole backlog. room must not
+// grow when due shrinks: a webhook for which room(webhookID, peek) is 0 is
+// passed over without counting. Webhooks are
+// visited in id order starting after the webhook id after and wrapping
+// around, so a caller that passes the last webhook it served serves them
+// in turn; each webhook's jobs come in due order (sequence order among
+// jobs due at the same instant). A webhook costs one seek and at most
+// peek keys, whatever its backlog.
+func (tx *Tx) DueJobs(now time.Time, limit int, after string, peek int, room func(webhookID string, due int) int, skip func(seq uint64) bool) ([]*Job, error) {
 	var out []*Job
 	due := now.UnixNano()
+	peek = max(peek, 1)
 	c := tx.bucket(bucketJobs).Cursor()
 	// Two passes: from after's successor to the end, then from the start
 	// up to and including after.
@@ -137,6 +143,7 @@ func (tx *Tx) DueJobs(now time.Time, limit int, after string, room func(webhookI
 	if after == "" {
 		start = nil
 	}
+	var vals [][]byte
 	for pass := 0; pass < 2 && len(out) < limit; pass++ {
 		var k, v []byte
 		if pass == 0 {
@@ -148,26 +155,33 @@ func (tx *Tx) DueJobs(now time.Time, limit int, after string, room func(webhookI
 			k, v = c.First()
 		}
 		for k != nil && len(out) < limit {
-			id, _, _ := splitJobKey(k)
 			if pass == 1 && bytes.Compare(k, start) >= 0 {
 				break
 			}
-			hook := string(id)
+			id, _, _ := splitJobKey(k)
 			next := append(clone(id), 1) // first key after this webhook's jobs
-			for n := room(hook); n > 0 && k != nil && len(out) < limit; k, v = c.Next() {
+			vals = vals[:0]
+			if room(string(id), peek) <= 0 {
+				k = nil // no room whatever its backlog
+			}
+			for ; k != nil && len(vals) < peek; k, v = c.Next() {
 				kid, at, seq := splitJobKey(k)
 				if !bytes.Equal(kid, id) || at > due {
 					break
 				}
-				if skip(seq) {
-					continue
+				if !skip(seq) {
+					vals = append(vals, v)
 				}
-				var j Job
-				if err := jsonDecode(v, &j); err != nil {
-					return nil, err
+			}
+			if len(vals) > 0 {
+				n := min(room(string(id), len(vals)), len(vals), limit-len(out))
+				for _, v := range vals[:max(n, 0)] {
+					var j Job
+					if err := jsonDecode(v, &j); err != nil {
+						return nil, err
+					}
+					out = append(out, &j)
 				}
-				out = append(out, &j)
-				n--
 			}
 			k, v = c.Seek(next)
 		}

@@ -21,13 +21,18 @@ import (
 // already in the outbox, one webhook per `hooks` pointing at a local
 // receiver that answers 204 at once; the worker fans out, signs, posts and
 // records every attempt (one delivery record per attempt, committed).
+// The ordered runs set PerWebhook to 1, so even the backlog goes one
+// attempt at a time per webhook: the ordered path alone.
 func BenchmarkDelivery(b *testing.B) {
 	for _, hooks := range []int{1, 4} {
-		b.Run(fmt.Sprintf("webhooks=%d", hooks), func(b *testing.B) { benchDelivery(b, hooks) })
+		b.Run(fmt.Sprintf("webhooks=%d", hooks), func(b *testing.B) { benchDelivery(b, hooks, false) })
+	}
+	for _, hooks := range []int{1, 4} {
+		b.Run(fmt.Sprintf("webhooks=%d/ordered", hooks), func(b *testing.B) { benchDelivery(b, hooks, true) })
 	}
 }
 
-func benchDelivery(b *testing.B, hooks int) {
+func benchDelivery(b *testing.B, hooks int, ordered bool) {
 	var got atomic.Int64
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.Add(1)
@@ -74,6 +79,9 @@ func benchDelivery(b *testing.B, hooks int) {
 			default:
 			}
 		}}
+	if ordered {
+		w.PerWebhook = 1
+	}
 	defer w.Close()
 	b.ResetTimer()
 	start := time.Now()

@@ -14,11 +14,21 @@ import (
 
 // Worker delivers outbox events to webhooks: it fans each event out to
 // the project's matching webhooks as queued jobs (one transaction per
-// chunk), then POSTs due jobs with bounded concurrency, at most
-// PerWebhook at once per webhook so one slow receiver cannot hold every
-// slot. Every attempt is recorded; failures retry on the decided
-// schedule. Delivery is at least once: a job leaves the queue only after
-// its outcome commits.
+// chunk), then POSTs due jobs with bounded concurrency. Every attempt is
+// recorded; failures retry on the decided schedule. Delivery is at least
+// once: a job leaves the queue only after its outcome commits.
+//
+// Each webhook's deliveries are ordered: one attempt at a time, earliest
+// due first (a first attempt is due when its event is fanned out, so first
+// attempts go in outbox order), and the next attempt starts as soon as the
+// previous one has its answer (whose record commits meanwhile, through the
+// group commit). A failed attempt
+// does not hold up later events: it is rescheduled per the retry schedule
+// and takes its turn again when due. Only while more than Backlog jobs of
+// one webhook are due and waiting does the worker run up to PerWebhook of
+// them at once, in due order but without ordering between them, so a
+// backlog drains at full speed; it returns to one at a time once the
+// backlog is down to Backlog.
 type Worker struct {
 	DB     *store.DB
 	Keys   *store.Keyring
@@ -27,12 +37,16 @@ type Worker struct {
 	Logger *slog.Logger
 	// AllowPrivate lets live-mode webhooks reach private addresses.
 	AllowPrivate bool
-	// Concurrency bounds deliveries in flight (default 64); PerWebhook
-	// bounds them per webhook (default 8).
+	// Concurrency bounds attempts in flight (default 64); PerWebhook
+	// bounds them per webhook while it has a backlog (default 8).
+	// Outcomes waiting for their commit are bounded by Concurrency too.
 	Concurrency int
 	PerWebhook  int
-	// Wake is called when an attempt finishes, so the owner runs
-	// RunOnce again (more jobs may be due or freed).
+	// Backlog is how many due jobs a webhook may have waiting before its
+	// deliveries stop being one at a time (default 64).
+	Backlog int
+	// Wake is called when an attempt's outcome is recorded, so the owner
+	// runs RunOnce again (a retry may need the timer, a slot may be free).
 	Wake func()
 	// Busy, when set, reports that the API is saturated. While it does,
 	// the worker yields to the API: it starts at most one delivery per
@@ -44,15 +58,25 @@ type Worker struct {
 	BusyPace time.Duration
 
 	mu        sync.Mutex
-	inflight  map[uint64]bool // job seq
-	perHook   map[string]int
-	hooks     map[string]*hookEntry // webhook id → decrypted secret etc.
+	inflight  map[uint64]bool  // seqs of claimed jobs: attempts in flight and outcomes being recorded
+	attempts  int              // attempts in flight, all webhooks
+	lanes     map[string]*lane // webhooks with claimed jobs
+	closed    bool
 	wg        sync.WaitGroup
 	timer     *time.Timer
 	timerAt   time.Time
 	lastHook  string      // the webhook served last: the next scan starts after it
 	nextStart time.Time   // while busy: no delivery starts before this
 	paceTimer *time.Timer // while busy: wakes the owner at nextStart
+	lastDue   time.Time   // due time of the last fanned-out job (first attempts never sort before it)
+}
+
+// lane is a webhook with claimed jobs. It exists only while it has some,
+// so the cached secret of a deleted webhook goes with its last job.
+type lane struct {
+	attempts int // attempts in flight
+	claimed  int // claimed jobs: attempts plus outcomes being recorded
+	hook     *hookEntry
 }
 
 type hookEntry struct {
@@ -71,6 +95,9 @@ func (w *Worker) init() {
 	if w.PerWebhook <= 0 {
 		w.PerWebhook = 8
 	}
+	if w.Backlog <= 0 {
+		w.Backlog = 64
+	}
 	if w.Client == nil {
 		w.Client = NewClient(DefaultTimeout)
 	}
@@ -84,8 +111,7 @@ func (w *Worker) init() {
 		w.BusyPace = 2 * time.Millisecond
 	}
 	w.inflight = map[uint64]bool{}
-	w.perHook = map[string]int{}
-	w.hooks = map[string]*hookEntry{}
+	w.lanes = map[string]*lane{}
 }
 
 // RunOnce fans out pending outbox events and starts every due delivery
@@ -110,9 +136,11 @@ func (w *Worker) RunOnce(ctx context.Context) error {
 // Wait blocks until every delivery in flight has finished.
 func (w *Worker) Wait() { w.wg.Wait() }
 
-// Close stops the retry timer and waits for deliveries in flight.
+// Close stops the retry timer, starts no more deliveries and waits for
+// those in flight.
 func (w *Worker) Close() {
 	w.mu.Lock()
+	w.closed = true
 	if w.timer != nil {
 		w.timer.Stop()
 	}
@@ -153,7 +181,12 @@ func (w *Worker) fanOut() (int, error) {
 			return err
 		}
 		hooks := map[string][]*store.Webhook{}
+		// First attempts are due now, and never before the previous
+		// chunk's (a clock stepped back must not put later events first).
 		now := w.Now().UTC()
+		if now.Before(w.lastDue) {
+			now = w.lastDue
+		}
 		for _, e := range evs {
 			ws, ok := hooks[e.ProjectID]
 			if !ok {
@@ -183,6 +216,7 @@ func (w *Worker) fanOut() (int, error) {
 			}
 			n++
 		}
+		w.lastDue = now // only inside the write transaction: bbolt serialises them
 		return nil
 	})
 	return n, err
@@ -190,62 +224,136 @@ func (w *Worker) fanOut() (int, error) {
 
 // dispatch starts due jobs while there is room, then arms a timer for
 // the next due job. While the API is busy it starts at most one job per
-// BusyPace.
+// BusyPace. Deliveries call it too, as soon as their attempt has its
+// answer, so a webhook's next event goes out without waiting for the
+// owner or for the previous outcome's commit.
 func (w *Worker) dispatch(ctx context.Context) error {
-	for {
-		w.mu.Lock()
-		room := w.Concurrency - len(w.inflight)
-		w.mu.Unlock()
-		if room <= 0 {
+	for ctx.Err() == nil {
+		paced := w.Busy != nil && w.Busy()
+		if paced && !w.mayStart() {
 			return nil
 		}
-		paced := w.Busy != nil && w.Busy()
-		if paced {
-			if !w.mayStart() {
-				return nil
-			}
-			room = 1
-		}
-		var jobs []*store.Job
-		err := w.DB.View(func(tx *store.Tx) error {
-			var err error
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			jobs, err = tx.DueJobs(w.Now(), room, w.lastHook,
-				func(hook string) int { return w.PerWebhook - w.perHook[hook] },
-				func(seq uint64) bool { return w.inflight[seq] })
-			return err
-		})
+		jobs, room, err := w.claim(paced)
 		if err != nil {
 			return err
 		}
-		started := 0
-		for _, j := range jobs {
-			h, err := w.hook(j)
-			if err != nil {
-				return err
+		if len(jobs) == 0 {
+			if room > 0 {
+				w.armTimer()
 			}
-			w.mu.Lock()
-			if w.inflight[j.Seq] || w.perHook[j.WebhookID] >= w.PerWebhook || len(w.inflight) >= w.Concurrency {
-				w.mu.Unlock()
-				continue
-			}
-			w.inflight[j.Seq] = true
-			w.perHook[j.WebhookID]++
-			w.lastHook = j.WebhookID
-			w.mu.Unlock()
-			started++
-			w.wg.Add(1)
-			go w.deliver(ctx, j, h)
-		}
-		if started == 0 {
-			w.armTimer()
 			return nil
+		}
+		for _, c := range jobs {
+			w.wg.Add(1)
+			go w.deliver(ctx, c.job, c.hook)
 		}
 		if paced {
 			w.pace()
 			return nil
 		}
+		if len(jobs) < room {
+			// Nothing else may start now; each delivery just started
+			// dispatches again when it has its answer.
+			return nil
+		}
+	}
+	return nil
+}
+
+// claimed is a job taken for an attempt, with its webhook's target.
+type claimed struct {
+	job  *store.Job
+	hook *hookEntry
+}
+
+// claim picks the due jobs that may start now and marks them in flight,
+// all under w.mu, so concurrent dispatchers never start the same job or
+// break a webhook's order. The read transaction begins under w.mu too: a
+// job released before it began (its outcome committed) is not in its
+// snapshot, and one released after is still marked in flight.
+func (w *Worker) claim(paced bool) (jobs []claimed, room int, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, 0, nil
+	}
+	room = min(w.Concurrency-w.attempts, w.Concurrency*2-len(w.inflight))
+	if paced {
+		room = min(room, 1)
+	}
+	if room <= 0 {
+		return nil, 0, nil
+	}
+	var out []claimed
+	err = w.DB.View(func(tx *store.Tx) error {
+		jobs, err := tx.DueJobs(w.Now(), room, w.lastHook, w.Backlog+1, w.roomLocked,
+			func(seq uint64) bool { return w.inflight[seq] })
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			l := w.lanes[j.WebhookID]
+			if l == nil {
+				h, err := w.load(tx, j)
+				if err != nil {
+					return err
+				}
+				l = &lane{hook: h}
+				w.lanes[j.WebhookID] = l
+			}
+			w.inflight[j.Seq] = true
+			w.attempts++
+			l.attempts++
+			l.claimed++
+			w.lastHook = j.WebhookID
+			out = append(out, claimed{j, l.hook})
+		}
+		return nil
+	})
+	if err != nil {
+		for _, c := range out {
+			w.releaseLocked(c.job, true)
+		}
+		return nil, 0, err
+	}
+	return out, room, nil
+}
+
+// roomLocked says how many of a webhook's due jobs may start: one, when
+// none of its attempts is in flight; up to PerWebhook at once while more
+// than Backlog are due and waiting.
+func (w *Worker) roomLocked(hook string, due int) int {
+	inFlight := 0
+	if l := w.lanes[hook]; l != nil {
+		inFlight = l.attempts
+	}
+	if due > w.Backlog {
+		return w.PerWebhook - inFlight
+	}
+	if inFlight > 0 {
+		return 0
+	}
+	return 1
+}
+
+// attemptDoneLocked notes that j's attempt has its answer: the next job
+// of its webhook may start while the outcome is being recorded.
+func (w *Worker) attemptDoneLocked(j *store.Job) {
+	w.attempts--
+	w.lanes[j.WebhookID].attempts--
+}
+
+// releaseLocked forgets claimed job j (its outcome is recorded, or
+// dropped); attempt says its attempt had not finished. A webhook's lane,
+// with its cached secret, goes with its last claimed job.
+func (w *Worker) releaseLocked(j *store.Job, attempt bool) {
+	if attempt {
+		w.attemptDoneLocked(j)
+	}
+	delete(w.inflight, j.Seq)
+	l := w.lanes[j.WebhookID]
+	if l.claimed--; l.claimed == 0 {
+		delete(w.lanes, j.WebhookID)
 	}
 }
 
@@ -254,6 +362,9 @@ func (w *Worker) dispatch(ctx context.Context) error {
 func (w *Worker) mayStart() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
 	if time.Until(w.nextStart) <= 0 {
 		return true
 	}
@@ -297,6 +408,9 @@ func (w *Worker) armTimer() {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
 	if w.timer != nil && !w.timerAt.IsZero() && w.timerAt.Before(next) && time.Until(w.timerAt) > 0 {
 		return
 	}
@@ -307,47 +421,24 @@ func (w *Worker) armTimer() {
 	w.timer = time.AfterFunc(d, w.Wake)
 }
 
-// hook returns the webhook's URL, secret and policy, cached.
-func (w *Worker) hook(j *store.Job) (*hookEntry, error) {
-	w.mu.Lock()
-	h := w.hooks[j.WebhookID]
-	w.mu.Unlock()
-	if h != nil {
-		return h, nil
-	}
-	var wh *store.Webhook
-	err := w.DB.View(func(tx *store.Tx) error {
-		var err error
-		wh, err = tx.Webhook(j.ProjectID, j.WebhookID)
-		return err
-	})
+// load reads j's webhook: its URL, secret and policy. A webhook
+// deleted meanwhile gets an empty entry: the attempt finds its job gone.
+func (w *Worker) load(tx *store.Tx, j *store.Job) (*hookEntry, error) {
+	wh, err := tx.Webhook(j.ProjectID, j.WebhookID)
 	if err != nil {
-		return &hookEntry{}, nil // deleted: the attempt will find its job gone
+		return &hookEntry{}, nil
 	}
 	secret, err := w.Keys.Open(wh.Secret, []byte("webhook:"+wh.ID))
 	if err != nil {
 		return nil, err
 	}
-	h = &hookEntry{url: wh.URL, secret: string(secret), allowPrivate: w.AllowPrivate || wh.Mode == "test"}
-	w.mu.Lock()
-	w.hooks[j.WebhookID] = h
-	w.mu.Unlock()
-	return h, nil
+	return &hookEntry{url: wh.URL, secret: string(secret), allowPrivate: w.AllowPrivate || wh.Mode == "test"}, nil
 }
 
-// deliver makes one attempt and records its outcome.
+// deliver makes one attempt and records its outcome. Once the attempt
+// has its answer it lets the webhook's next job start, then commits.
 func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 	defer w.wg.Done()
-	defer func() {
-		w.mu.Lock()
-		delete(w.inflight, j.Seq)
-		w.perHook[j.WebhookID]--
-		if w.perHook[j.WebhookID] <= 0 {
-			delete(w.perHook, j.WebhookID)
-		}
-		w.mu.Unlock()
-		w.Wake()
-	}()
 	var res Result
 	if h.url == "" {
 		res.Err = ErrNotFound
@@ -356,8 +447,28 @@ func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 		res = Post(WithAllowPrivate(ctx, h.allowPrivate), w.Client, h.url, hdr, j.Body)
 	}
 	if ctx.Err() != nil {
-		return // shutting down: the job stays queued and is retried after restart
+		// Shutting down: the job stays queued and is retried after restart.
+		w.mu.Lock()
+		w.releaseLocked(j, true)
+		w.mu.Unlock()
+		return
 	}
+	w.mu.Lock()
+	w.attemptDoneLocked(j)
+	w.mu.Unlock()
+	if err := w.dispatch(ctx); err != nil {
+		w.Logger.Error("start webhook deliveries", "err", err)
+	}
+	w.record(j, res)
+	w.mu.Lock()
+	w.releaseLocked(j, false)
+	w.mu.Unlock()
+	w.Wake()
+}
+
+// record commits an attempt's outcome: the job leaves the queue, the
+// attempt is recorded, and a failure is queued again per the schedule.
+func (w *Worker) record(j *store.Job, res Result) {
 	now := w.Now().UTC()
 	d := &store.Delivery{ID: newID(), WebhookID: j.WebhookID, EventID: j.EventID, EventType: j.EventType, Attempt: j.Attempt,
 		ResponseStatus: res.Status, DurationMS: res.Duration.Milliseconds(), CreatedAt: now}
