@@ -166,11 +166,7 @@ func (s *Service) enrollPhone(tx *store.Tx, u *store.User, phone string, now tim
 // 401 VERIFICATION_FAILED, recorded under their own categories.
 func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
 	if err := checkCodeShape(code); err != nil {
-		u, uerr := s.SessionUser(pr)
-		if uerr != nil {
-			return uerr
-		}
-		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "verify", err, m)
+		return s.rejectStepUp(pr, "sms", err, m)
 	}
 	var fail error
 	err := s.db.Update(func(tx *store.Tx) error {

@@ -100,11 +100,7 @@ func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
 // during TOTPLockout. A correct code resets the failure count.
 func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 	if err := checkCodeShape(code); err != nil {
-		u, uerr := s.SessionUser(pr)
-		if uerr != nil {
-			return uerr
-		}
-		return s.recordOnly(u.ProjectID, u.ID, u.Email, "totp", "verify", err, m)
+		return s.rejectStepUp(pr, "totp", err, m)
 	}
 	var fail error
 	err := s.db.Update(func(tx *store.Tx) error {
@@ -164,4 +160,15 @@ func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 		return internal(err)
 	}
 	return fail
+}
+
+// rejectStepUp records a step-up try refused before any factor is read
+// (a malformed code) against the session's user and returns fail; an
+// invalid session answers with its own error instead.
+func (s *Service) rejectStepUp(pr *Principal, method string, fail error, m Meta) error {
+	u, err := s.SessionUser(pr)
+	if err != nil {
+		return err
+	}
+	return s.recordOnly(u.ProjectID, u.ID, u.Email, method, "verify", fail, m)
 }
