@@ -17,7 +17,6 @@ const (
 	KeyPrefixLen  = 16 // "sk_test_" + lookup id
 	KeyLen        = 49
 	minKeyLen     = 20
-	maxKeyLen     = 256
 	hashDomainKey = "apikey"
 	hashDomainAdm = "admin"
 	adminPrefix   = "adm_"
@@ -39,12 +38,14 @@ func ParseBearer(h string) (string, bool) {
 }
 
 // ParseAPIKey checks a key's shape and returns its prefix: INVALID_FORMAT
-// without a live/test prefix or when shorter than 20 (or absurdly long).
+// without a live/test prefix or when shorter than 20, exactly as decided
+// (a longer key with a known prefix is a HASH_MISMATCH, found without
+// hashing it: AuthenticateKey).
 func ParseAPIKey(key string) (prefix string, err error) {
 	if !strings.HasPrefix(key, LivePrefix) && !strings.HasPrefix(key, TestPrefix) {
 		return "", ErrInvalidFormat
 	}
-	if len(key) < minKeyLen || len(key) > maxKeyLen {
+	if len(key) < minKeyLen {
 		return "", ErrInvalidFormat
 	}
 	return key[:KeyPrefixLen], nil
@@ -88,6 +89,12 @@ func (s *Service) AuthenticateKey(header string) (*Caller, error) {
 		return nil, ErrAPIKeyNotFound
 	} else if err != nil {
 		return nil, ErrKeyInternal.Because(err)
+	}
+	// Every key is KeyLen long (the format is public), so a key of any
+	// other length cannot match: it is not hashed, which also keeps a
+	// megabyte-long header from costing a megabyte of HMAC.
+	if len(key) != KeyLen {
+		return nil, ErrHashMismatch
 	}
 	h := s.keys.HashString(hashDomainKey, key)
 	if subtle.ConstantTimeCompare(h[:], ck.hash[:]) != 1 {

@@ -39,6 +39,7 @@ func TestBackupCodes(t *testing.T) {
 	if r.Body["userId"] != uid {
 		t.Fatalf("userId=%v", r.Body["userId"])
 	}
+	wantLoginUser(t, r.Body, "k@example.com")
 	wantOK(t, ts.do("GET", "/api/v1/session", str(t, r.Body, "token"), nil))
 	// Used code fails.
 	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "k@example.com", "code": codes[0]}), 401, "INVALID_CODE")

@@ -24,11 +24,21 @@ func rawBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 }
 
 type externalLogin struct {
-	Success        bool   `json:"success"`
-	Token          string `json:"token"`
-	UserID         string `json:"userId"`
-	ExternalUserID string `json:"externalUserId"`
-	IsNewUser      bool   `json:"isNewUser"`
+	Success        bool          `json:"success"`
+	Token          string        `json:"token"`
+	UserID         string        `json:"userId"`
+	ExternalUserID string        `json:"externalUserId"`
+	IsNewUser      bool          `json:"isNewUser"`
+	User           auth.UserView `json:"user"`
+	CompanyID      *string       `json:"companyId"`
+}
+
+// newExternalLogin is the confirm and redeem login result: the
+// contract's fields plus user and companyId (decisions §14: login results
+// always carry user).
+func newExternalLogin(l *auth.ExternalLogin) externalLogin {
+	uv := auth.ViewUser(l.User)
+	return externalLogin{true, l.Token, l.User.ID, l.ExternalUserID, l.IsNewUser, uv, uv.CompanyID}
 }
 
 func (s *Server) externalConfirm(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
@@ -40,7 +50,7 @@ func (s *Server) externalConfirm(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	return ok(w, externalLogin{true, l.Token, l.User.ID, l.ExternalUserID, l.IsNewUser})
+	return ok(w, newExternalLogin(l))
 }
 
 func (s *Server) externalCallback(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -66,5 +76,5 @@ func (s *Server) externalRedeem(w http.ResponseWriter, r *http.Request, _ httpro
 	if err != nil {
 		return err
 	}
-	return ok(w, externalLogin{true, l.Token, l.User.ID, l.ExternalUserID, l.IsNewUser})
+	return ok(w, newExternalLogin(l))
 }

@@ -55,6 +55,7 @@ func TestExternalConfirm(t *testing.T) {
 	if r.Body["isNewUser"] != true || r.Body["externalUserId"] != "ext-1" {
 		t.Fatalf("body=%s", r.Raw)
 	}
+	wantLoginUser(t, r.Body, "ext@example.com")
 	wantOK(t, ts.do("GET", "/api/v1/session", str(t, r.Body, "token"), nil))
 	uid := r.Body["userId"]
 
@@ -176,6 +177,7 @@ func TestExternalPatternB(t *testing.T) {
 	if r.Body["externalUserId"] != "k1" || r.Body["isNewUser"] != true {
 		t.Fatalf("body=%s", r.Raw)
 	}
+	wantLoginUser(t, r.Body, "k1@example.com")
 	wantError(t, redeem("ref-1"), 401, "INVALID_TOKEN")
 	wantError(t, redeem("ref-unknown"), 401, "INVALID_TOKEN")
 	ts.Clock.Advance(time.Second)

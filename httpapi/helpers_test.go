@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -347,4 +348,29 @@ func (ts *testServer) outboxSince(n int) []outboxEvent {
 		return nil
 	})
 	return out
+}
+
+// wantLoginUser asserts a login result's user object (decisions.md §14:
+// every login result carries it): exactly the five decided keys, the
+// result's userId, the given email, and companyId beside it.
+func wantLoginUser(t *testing.T, body map[string]any, email string) {
+	t.Helper()
+	u, ok := body["user"].(map[string]any)
+	if !ok {
+		t.Fatalf("login result without a user object: %v", body)
+	}
+	var keys []string
+	for k := range u {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if got := strings.Join(keys, ","); got != "company_id,email,externalUserId,first_name,id" {
+		t.Fatalf("user keys = %s, want company_id,email,externalUserId,first_name,id", got)
+	}
+	if u["id"] != body["userId"] || u["email"] != email {
+		t.Fatalf("user = %v, want id %v and email %s", u, body["userId"], email)
+	}
+	if _, ok := body["companyId"]; !ok {
+		t.Fatalf("login result without companyId: %v", body)
+	}
 }

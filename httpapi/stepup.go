@@ -32,11 +32,14 @@ func (s *Server) backupVerify(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
+	uv := auth.ViewUser(l.User)
 	return ok(w, struct {
-		Success bool   `json:"success"`
-		Token   string `json:"token"`
-		UserID  string `json:"userId"`
-	}{true, l.Token, l.User.ID})
+		Success   bool          `json:"success"`
+		Token     string        `json:"token"`
+		UserID    string        `json:"userId"`
+		User      auth.UserView `json:"user"`
+		CompanyID *string       `json:"companyId"`
+	}{true, l.Token, l.User.ID, uv, uv.CompanyID})
 }
 
 type enrolled struct {
