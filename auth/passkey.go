@@ -217,7 +217,7 @@ func checkFinish(challengeID string, credential json.RawMessage) error {
 		return Invalid("challengeId is required.")
 	}
 	if len(credential) == 0 || credential[0] != '{' {
-		return Invalid("credential must be the browser's PublicKeyCredential JSON object.")
+		return ErrInvalidCredential.With("credential must be the browser's PublicKeyCredential JSON object.")
 	}
 	return nil
 }
@@ -472,11 +472,13 @@ func (s *Service) passkeyUser(p *store.Project, rawEmail string, m Meta) (*waUse
 }
 
 // FinishPasskeyLogin verifies an assertion and signs its user in. Errors:
-// 400 VALIDATION_ERROR for a malformed body (nothing consumed); 400
+// 400 VALIDATION_ERROR without a challengeId and 400 INVALID_CREDENTIAL
+// when credential is not a JSON object (nothing consumed); 400
 // CHALLENGE_EXPIRED; 400 INVALID_CREDENTIAL when the assertion does not
 // verify (signature, origin, rpId, challenge, flags) or its sign counter
 // did not advance; 401 INVALID_CREDENTIAL (generic) when the credential
-// or its user is unknown or is not the started email's; 403 USER_DISABLED
+// or its user is unknown, is not the started email's, or (discoverable)
+// the user handle is not the credential's user; 403 USER_DISABLED
 // for a valid assertion of a disabled user; 403 RISK_BLOCKED; and, for any
 // failure inside the service, the contract's passkey-login catch-all 401
 // INTERNAL_ERROR. Consuming the challenge, the failure's event or the
@@ -526,6 +528,9 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 		userID, email = u.ID, u.Email
 		if len(sess.UserID) > 0 && string(sess.UserID) != u.ID {
 			return failWith(ErrUnknownCredential) // another user's passkey
+		}
+		if len(sess.UserID) == 0 && string(parsed.Response.UserHandle) != u.ID {
+			return failWith(ErrUnknownCredential) // the handle names no user, or another
 		}
 		wu, err := loadWAUser(tx, u)
 		if err != nil {

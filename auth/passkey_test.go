@@ -283,8 +283,12 @@ func TestCheckFinish(t *testing.T) {
 		{"c", `42`, false},
 	} {
 		err := checkFinish(tc.id, json.RawMessage(tc.cred))
-		if (err == nil) != tc.ok || (err != nil && AsError(err).Code != "VALIDATION_ERROR") {
-			t.Fatalf("checkFinish(%q, %s)=%v, want ok=%v", tc.id, tc.cred, err, tc.ok)
+		want := "INVALID_CREDENTIAL" // a credential that is not a JSON object
+		if tc.id == "" {
+			want = "VALIDATION_ERROR"
+		}
+		if (err == nil) != tc.ok || (err != nil && AsError(err).Code != want) {
+			t.Fatalf("checkFinish(%q, %s)=%v, want ok=%v (%s)", tc.id, tc.cred, err, tc.ok, want)
 		}
 	}
 }

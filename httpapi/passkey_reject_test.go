@@ -37,7 +37,7 @@ func TestPasskeyLoginRejects(t *testing.T) {
 		{"rpId hash of the origin's host", "", passkeytest.Tweak{RPID: "app.example.com"}, 400, "INVALID_CREDENTIAL", "invalid_code"},
 		{"create type", addr, passkeytest.Tweak{Type: "webauthn.create"}, 400, "INVALID_CREDENTIAL", "invalid_code"},
 		{"other challenge", addr, passkeytest.Tweak{Challenge: []byte("a challenge the server never issued")}, 400, "INVALID_CREDENTIAL", "invalid_code"},
-		{"user handle of someone else", "", passkeytest.Tweak{UserHandle: []byte("0190aaaa-0000-7000-8000-000000000000")}, 400, "INVALID_CREDENTIAL", "invalid_code"},
+		{"user handle of someone else", "", passkeytest.Tweak{UserHandle: []byte("0190aaaa-0000-7000-8000-000000000000")}, 401, "INVALID_CREDENTIAL", "user_not_found"},
 		{"unknown credential", "", passkeytest.Tweak{Credential: strangerCred}, 401, "INVALID_CREDENTIAL", "user_not_found"},
 		{"unknown credential by email", addr, passkeytest.Tweak{Credential: strangerCred}, 401, "INVALID_CREDENTIAL", "user_not_found"},
 	}
@@ -203,25 +203,32 @@ func TestPasskeyBadInput(t *testing.T) {
 		path string
 		id   string
 	}{{"/api/v1/passkey/login/verify", login.ID}, {"/api/v1/passkey/register/verify", signup.ID}} {
-		bodies := []any{
-			map[string]any{},
-			map[string]any{"credential": map[string]any{"id": "AAAA"}},
-			map[string]any{"challengeId": c.id},
-			map[string]any{"challengeId": c.id, "credential": "eyJpZCI6IkFBQUEifQ"},
-			map[string]any{"challengeId": c.id, "credential": nil},
-			map[string]any{"challengeId": c.id, "credential": []any{1}},
-			map[string]any{"challengeId": c.id, "credential": 42},
-			map[string]any{"challengeId": 7, "credential": map[string]any{}},
-			`{"challengeId": "` + c.id + `", "credential": {`,
-			`not json`,
-			`[]`,
+		// A malformed body or a missing challengeId is VALIDATION_ERROR; a
+		// credential that is not a JSON object is a bad credential
+		// (decisions §9: 400 INVALID_CREDENTIAL). Neither consumes the
+		// challenge.
+		bodies := []struct {
+			body any
+			code string
+		}{
+			{map[string]any{}, "VALIDATION_ERROR"},
+			{map[string]any{"credential": map[string]any{"id": "AAAA"}}, "VALIDATION_ERROR"},
+			{map[string]any{"challengeId": 7, "credential": map[string]any{}}, "VALIDATION_ERROR"},
+			{`{"challengeId": "` + c.id + `", "credential": {`, "VALIDATION_ERROR"},
+			{`not json`, "VALIDATION_ERROR"},
+			{`[]`, "VALIDATION_ERROR"},
+			{map[string]any{"challengeId": c.id}, "INVALID_CREDENTIAL"},
+			{map[string]any{"challengeId": c.id, "credential": "eyJpZCI6IkFBQUEifQ"}, "INVALID_CREDENTIAL"},
+			{map[string]any{"challengeId": c.id, "credential": nil}, "INVALID_CREDENTIAL"},
+			{map[string]any{"challengeId": c.id, "credential": []any{1}}, "INVALID_CREDENTIAL"},
+			{map[string]any{"challengeId": c.id, "credential": 42}, "INVALID_CREDENTIAL"},
 		}
 		for _, b := range bodies {
-			r := ts.do("POST", c.path, ts.Key, b)
-			if r.Status != 400 || r.Body["code"] != "VALIDATION_ERROR" {
-				t.Fatalf("%s with %v: %d %s, want 400 VALIDATION_ERROR", c.path, b, r.Status, r.Raw)
+			r := ts.do("POST", c.path, ts.Key, b.body)
+			if r.Status != 400 || r.Body["code"] != b.code {
+				t.Fatalf("%s with %v: %d %s, want 400 %s", c.path, b.body, r.Status, r.Raw, b.code)
 			}
-			wantError(t, r, 400, "VALIDATION_ERROR")
+			wantError(t, r, 400, b.code)
 		}
 	}
 	for _, b := range []any{map[string]any{}, map[string]any{"email": "not-an-address"}, map[string]any{"email": 5}, `[]`} {
