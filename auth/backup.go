@@ -144,7 +144,7 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 	if in.DeviceToken != "" {
 		m.DeviceToken = in.DeviceToken
 	}
-	if err := s.checkRisk(p, m, true); err != nil {
+	if err := s.checkRiskFor(p, m, true, subject{email: email, externalID: ext}); err != nil {
 		return nil, s.recordOnly(p.ID, "", email, "backup_code", "verify", err, m)
 	}
 	code, wellFormed := normalizeBackupCode(in.Code)

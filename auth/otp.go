@@ -150,7 +150,7 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 	if in.DeviceToken != "" {
 		m.DeviceToken = in.DeviceToken
 	}
-	if err := s.checkRisk(p, m, true); err != nil {
+	if err := s.checkRiskFor(p, m, true, subject{email: email}); err != nil {
 		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
 	}
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+in.Code)

@@ -169,9 +169,21 @@ func (r *Risk) Sweep() {
 }
 
 // checkRisk refuses a login attempt from an IP on the project's deny list
-// or, for verifications, velocity-blocked (403 RISK_BLOCKED). A device
-// token bound to a user of the project exempts it from the velocity block.
+// or, for verifications, velocity-blocked (403 RISK_BLOCKED). No device
+// token exempts it: the request names no user up front (checkRiskFor).
 func (s *Service) checkRisk(p *store.Project, m Meta, verify bool) error {
+	return s.checkRiskFor(p, m, verify, subject{})
+}
+
+// subject is the user a verification is for, as its request names it
+// before any credential is checked.
+type subject struct{ email, externalID string }
+
+// checkRiskFor is checkRisk for a request naming its user: a device token
+// (decisions §5: bound to the user) exempts it from the velocity block
+// only when it is bound to that very user, so one account's device token
+// cannot lift the block for guesses at every other account.
+func (s *Service) checkRiskFor(p *store.Project, m Meta, verify bool, who subject) error {
 	ip, err := netip.ParseAddr(m.IP)
 	if err != nil {
 		return nil
@@ -182,18 +194,29 @@ func (s *Service) checkRisk(p *store.Project, m Meta, verify bool) error {
 			return ErrRiskBlocked
 		}
 	}
-	if verify && s.risk.Blocked(p.ID, ip) && !s.knownDevice(p.ID, m.DeviceToken) {
+	if verify && s.risk.Blocked(p.ID, ip) && !s.knownDevice(p.ID, m.DeviceToken, who) {
 		return ErrRiskBlocked
 	}
 	return nil
 }
 
-// knownDevice reports whether token is a device token of project.
-func (s *Service) knownDevice(projectID, token string) bool {
+// knownDevice reports whether token is a device token bound to who, a
+// user of project.
+func (s *Service) knownDevice(projectID, token string, who subject) bool {
+	if token == "" || (who.email == "" && who.externalID == "") {
+		return false
+	}
 	known := false
 	s.db.View(func(tx *store.Tx) error {
 		d, ok := s.device(tx, token)
-		known = ok && d.ProjectID == projectID
+		if !ok || d.ProjectID != projectID {
+			return nil
+		}
+		u, err := tx.User(d.UserID)
+		if err != nil || u.ProjectID != projectID {
+			return nil
+		}
+		known = (who.email != "" && u.Email == who.email) || (who.externalID != "" && u.ExternalUserID == who.externalID)
 		return nil
 	})
 	return known

@@ -34,10 +34,13 @@ func TestRiskVelocityBlock(t *testing.T) {
 	wantError(t, r, 403, "RISK_BLOCKED")
 	r = ts.fromIP("203.0.113.7", "POST", "/api/v1/backup-codes/verify", `{"email":"victim@example.com","code":"AAAAA-AAAAA"}`)
 	wantError(t, r, 403, "RISK_BLOCKED")
-	// Another IP is unaffected; a known device is exempt.
+	// Another IP is unaffected; a known device is exempt for its own user
+	// (OTP and backup codes), but not for guesses at another account.
 	wantError(t, ts.fromIP("203.0.113.8", "POST", "/api/v1/otp/verify", `{"email":"victim@example.com","code":"000000"}`), 401, "INVALID_CODE")
-	wantError(t, ts.fromIP("203.0.113.7", "POST", "/api/v1/otp/verify", `{"email":"victim@example.com","code":"000000","deviceToken":"`+device+`"}`), 401, "INVALID_CODE")
-	if eventCategories(ts)["risk_blocked"] != 2 {
+	wantError(t, ts.fromIP("203.0.113.7", "POST", "/api/v1/otp/verify", `{"email":"dev@example.com","code":"000000","deviceToken":"`+device+`"}`), 401, "INVALID_CODE")
+	wantError(t, ts.fromIP("203.0.113.7", "POST", "/api/v1/backup-codes/verify", `{"email":"dev@example.com","code":"AAAAA-AAAAA","deviceToken":"`+device+`"}`), 401, "INVALID_CODE")
+	wantError(t, ts.fromIP("203.0.113.7", "POST", "/api/v1/otp/verify", `{"email":"victim@example.com","code":"000000","deviceToken":"`+device+`"}`), 403, "RISK_BLOCKED")
+	if eventCategories(ts)["risk_blocked"] != 3 {
 		t.Fatalf("categories=%v", eventCategories(ts))
 	}
 	ts.Clock.Advance(15 * time.Minute)
