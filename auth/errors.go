@@ -22,6 +22,7 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
+// Error renders the code, message and cause for logs (never the wire).
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)

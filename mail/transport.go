@@ -15,7 +15,10 @@ type Transport interface {
 // instead of retrying it.
 type PermanentError struct{ Err error }
 
+// Error is the underlying failure's text.
 func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying failure.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // IsPermanent reports whether err is a PermanentError.

@@ -34,6 +34,7 @@ var ErrNotFound = errors.New("Webhook not found")
 // InputError is a request the caller must fix; Error is safe to show.
 type InputError struct{ Msg string }
 
+// Error is the message for the caller.
 func (e *InputError) Error() string { return e.Msg }
 
 // Service registers, lists and deletes webhooks and lists deliveries.
