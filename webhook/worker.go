@@ -230,9 +230,6 @@ func (w *Worker) fanOut() (int, error) {
 func (w *Worker) dispatch(ctx context.Context) error {
 	for ctx.Err() == nil {
 		paced := w.Busy != nil && w.Busy()
-		if paced && !w.mayStart() {
-			return nil
-		}
 		jobs, room, err := w.claim(paced)
 		if err != nil {
 			return err
@@ -248,8 +245,7 @@ func (w *Worker) dispatch(ctx context.Context) error {
 			go w.deliver(ctx, c.job, c.hook)
 		}
 		if paced {
-			w.pace()
-			return nil
+			return nil // the pacing timer wakes the owner for the next
 		}
 		if len(jobs) < room {
 			// Nothing else may start now; each delivery just started
@@ -267,14 +263,19 @@ type claimed struct {
 }
 
 // claim picks the due jobs that may start now and marks them in flight,
-// all under w.mu, so concurrent dispatchers never start the same job or
-// break a webhook's order. The read transaction begins under w.mu too: a
-// job released before it began (its outcome committed) is not in its
-// snapshot, and one released after is still marked in flight.
+// all under w.mu, so concurrent dispatchers never start the same job,
+// break a webhook's order or, paced, start two jobs within BusyPace. The
+// read transaction begins under w.mu too: a job released before it began
+// (its outcome committed) is not in its snapshot, and one released after
+// is still marked in flight.
 func (w *Worker) claim(paced bool) (jobs []claimed, room int, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
+		return nil, 0, nil
+	}
+	if paced && time.Until(w.nextStart) > 0 {
+		w.armPaceLocked() // wakes the owner when the next may start
 		return nil, 0, nil
 	}
 	room = min(w.Concurrency-w.attempts, w.Concurrency*2-len(w.inflight))
@@ -316,6 +317,10 @@ func (w *Worker) claim(paced bool) (jobs []claimed, room int, err error) {
 		}
 		return nil, 0, err
 	}
+	if paced && len(out) > 0 {
+		w.nextStart = time.Now().Add(w.BusyPace)
+		w.armPaceLocked()
+	}
 	return out, room, nil
 }
 
@@ -355,30 +360,6 @@ func (w *Worker) releaseLocked(j *store.Job, attempt bool) {
 	if l.claimed--; l.claimed == 0 {
 		delete(w.lanes, j.WebhookID)
 	}
-}
-
-// mayStart reports whether a paced delivery may start now; if not, the
-// pacing timer is set to wake the owner when one may.
-func (w *Worker) mayStart() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return false
-	}
-	if time.Until(w.nextStart) <= 0 {
-		return true
-	}
-	w.armPaceLocked()
-	return false
-}
-
-// pace records that a paced delivery started and sets the pacing timer,
-// so the owner comes back for the next one after BusyPace.
-func (w *Worker) pace() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.nextStart = time.Now().Add(w.BusyPace)
-	w.armPaceLocked()
 }
 
 // armPaceLocked sets the pacing timer to call Wake at nextStart.
