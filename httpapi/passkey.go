@@ -77,18 +77,12 @@ func (s *Server) passkeyRegisterVerify(w http.ResponseWriter, r *http.Request, _
 			CredentialID string `json:"credentialId"`
 		}{true, reg.CredentialID})
 	}
-	l := reg.Login
-	uv := auth.ViewUser(l.User)
 	return ok(w, struct {
-		Success      bool          `json:"success"`
-		CredentialID string        `json:"credentialId"`
-		Token        string        `json:"token"`
-		UserID       string        `json:"userId"`
-		User         auth.UserView `json:"user"`
-		CompanyID    *string       `json:"companyId"`
-		DeviceToken  string        `json:"deviceToken"`
-		IsNewUser    bool          `json:"isNewUser"`
-	}{true, reg.CredentialID, l.Token, l.User.ID, uv, uv.CompanyID, l.DeviceToken, true})
+		loginResult
+		CredentialID string `json:"credentialId"`
+		DeviceToken  string `json:"deviceToken"`
+		IsNewUser    bool   `json:"isNewUser"`
+	}{newLoginResult(reg.Login), reg.CredentialID, reg.Login.DeviceToken, true})
 }
 
 func (s *Server) passkeyLoginStart(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
@@ -114,15 +108,10 @@ func (s *Server) passkeyLoginVerify(w http.ResponseWriter, r *http.Request, _ ht
 	if err != nil {
 		return err
 	}
-	uv := auth.ViewUser(l.User)
 	return ok(w, struct {
-		Success     bool          `json:"success"`
-		Token       string        `json:"token"`
-		UserID      string        `json:"userId"`
-		User        auth.UserView `json:"user"`
-		CompanyID   *string       `json:"companyId"`
-		DeviceToken string        `json:"deviceToken"`
-	}{true, l.Token, l.User.ID, uv, uv.CompanyID, l.DeviceToken})
+		loginResult
+		DeviceToken string `json:"deviceToken"`
+	}{newLoginResult(l), l.DeviceToken})
 }
 
 type passkeyList struct {

@@ -32,14 +32,7 @@ func (s *Server) backupVerify(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	uv := auth.ViewUser(l.User)
-	return ok(w, struct {
-		Success   bool          `json:"success"`
-		Token     string        `json:"token"`
-		UserID    string        `json:"userId"`
-		User      auth.UserView `json:"user"`
-		CompanyID *string       `json:"companyId"`
-	}{true, l.Token, l.User.ID, uv, uv.CompanyID})
+	return ok(w, newLoginResult(l))
 }
 
 type enrolled struct {

@@ -161,16 +161,15 @@ func (tx *Tx) DueJobs(now time.Time, limit int, after string, peek int, room fun
 			id, _, _ := splitJobKey(k)
 			next := append(clone(id), 1) // first key after this webhook's jobs
 			vals = vals[:0]
-			if room(string(id), peek) <= 0 {
-				k = nil // no room whatever its backlog
-			}
-			for ; k != nil && len(vals) < peek; k, v = c.Next() {
-				kid, at, seq := splitJobKey(k)
-				if !bytes.Equal(kid, id) || at > due {
-					break
-				}
-				if !skip(seq) {
-					vals = append(vals, v)
+			if room(string(id), peek) > 0 { // else no room, whatever its backlog
+				for ; k != nil && len(vals) < peek; k, v = c.Next() {
+					kid, at, seq := splitJobKey(k)
+					if !bytes.Equal(kid, id) || at > due {
+						break
+					}
+					if !skip(seq) {
+						vals = append(vals, v)
+					}
 				}
 			}
 			if len(vals) > 0 {
