@@ -423,6 +423,9 @@ func (m *Main) Close() error {
 	if m.Hooks != nil {
 		m.Hooks.Close()
 	}
+	if m.Service != nil {
+		errs = append(errs, m.Service.Close()) // suppressed-failure counts
+	}
 	if m.DB != nil {
 		errs = append(errs, m.DB.Close())
 	}
