@@ -3,7 +3,8 @@
 //
 // It is the only package that knows bbolt. Callers work through DB.View,
 // DB.Update and DB.Batch, each handing a *Tx with typed methods; one use
-// case is one transaction. Values are JSON; keys are UUIDs, big-endian
+// case is one transaction. Values are JSON (authentication events, the
+// bulkiest rows, a compact binary record); keys are UUIDs, big-endian
 // sequence numbers or keyed hashes, never raw secrets. A second backend
 // would provide the same exported types and methods.
 package store
@@ -224,6 +225,9 @@ func (tx *Tx) CommitID() int {
 	}
 	return tx.tx.ID()
 }
+
+// Size returns the size in bytes of the data file as tx sees it.
+func (tx *Tx) Size() int64 { return tx.tx.Size() }
 
 // OnCommit registers fn to run after the transaction commits.
 func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }
