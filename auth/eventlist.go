@@ -61,6 +61,11 @@ type SuppressedView struct {
 	Count       int64   `json:"count"`
 }
 
+// suppressedRows bounds the suppressed counters a page of events reads
+// (its newest hours): with the page's events and the chart's counters, a
+// dashboard page reads under 1,000 rows.
+const suppressedRows = 500
+
 // EventQuery selects a page of events. Empty fields match everything.
 type EventQuery struct {
 	ProjectID   string
@@ -77,7 +82,8 @@ type EventQuery struct {
 // Suppressed lists the failures counted but not stored in the hours the
 // page spans (from its oldest event's hour, or the start of retention on
 // the last page, to its newest: the hour of Before, or now), newest hour
-// first, under the same filters.
+// first, under the same filters; at most suppressedRows of them, the
+// newest.
 type EventPage struct {
 	Events     []EventView
 	NextCursor *string
@@ -124,7 +130,7 @@ func (s *Service) Events(q EventQuery) (EventPage, error) {
 		if lower.After(upper) {
 			return nil
 		}
-		rows, err = tx.SuppressedCounts(q.ProjectID, q.FailureCode, lower, upper, MaxPageSize)
+		rows, err = tx.SuppressedCounts(q.ProjectID, q.FailureCode, lower, upper, suppressedRows)
 		rows = append(rows, s.suppress.pendingRows(q.ProjectID, q.FailureCode, lower, upper)...)
 		return err
 	})
@@ -183,11 +189,11 @@ type FailureHours struct {
 
 // FailureChart returns the failures of the 24 hours up to now (the
 // current hour included) of projectID, or of every project when it is
-// empty. It reads the hourly counters only: at most 24 rows per category.
+// empty. It reads the hourly counters only: at most 24 rows per category
+// (and one per hour for the suppressed total).
 func (s *Service) FailureChart(projectID string) (FailureHours, error) {
 	now := s.now().UTC()
 	out := FailureHours{Start: now.Truncate(time.Hour).Add(-23 * time.Hour)}
-	var rows []store.SuppressedCount
 	err := s.db.View(func(tx *store.Tx) error {
 		counts, err := tx.HourlyCounts(projectID, out.Start, now)
 		if err != nil {
@@ -195,22 +201,21 @@ func (s *Service) FailureChart(projectID string) (FailureHours, error) {
 		}
 		for _, c := range counts {
 			h := int(c.Hour.Sub(out.Start) / time.Hour)
-			if c.Success || h < 0 || h > 23 {
-				continue
+			switch {
+			case c.Success || h < 0 || h > 23:
+			case c.Suppressed:
+				out.Suppressed += c.N
+			default:
+				if out.Counts[h] == nil {
+					out.Counts[h] = map[string]int64{}
+				}
+				out.Counts[h][c.FailureCode] += c.N
 			}
-			if out.Counts[h] == nil {
-				out.Counts[h] = map[string]int64{}
-			}
-			out.Counts[h][c.FailureCode] += c.N
 		}
-		rows, err = tx.SuppressedCounts(projectID, "", out.Start, now, MaxPageSize)
-		return err
+		return nil
 	})
 	if err != nil {
 		return FailureHours{}, internal(err)
-	}
-	for _, r := range rows {
-		out.Suppressed += r.N
 	}
 	// Counts still in memory are in neither the hourly counters nor the
 	// suppressed ones yet.

@@ -51,13 +51,20 @@ const sweepRows = 1000
 // time order and index, the counters' hour order).
 func (s *Service) sweepEvents(now time.Time) error {
 	cutoff := now.Add(-EventRetention)
-	steps := []func(tx *store.Tx) (int, error){
+	var due [3]bool
+	if err := s.db.View(func(tx *store.Tx) error {
+		due[0], due[1], due[2] = tx.EventSweepDue(cutoff)
+		return nil
+	}); err != nil {
+		return err
+	}
+	steps := [3]func(tx *store.Tx) (int, error){
 		func(tx *store.Tx) (int, error) { return tx.SweepAuthEvents(cutoff, sweepRows) },
 		func(tx *store.Tx) (int, error) { return tx.SweepEventCounts(cutoff, sweepRows) },
 		func(tx *store.Tx) (int, error) { return tx.TrimAuthEvents(sweepRows) },
 	}
-	for _, step := range steps {
-		for n := sweepRows; n == sweepRows; {
+	for i, step := range steps {
+		for n := sweepRows; due[i] && n == sweepRows; {
 			if err := s.db.Update(func(tx *store.Tx) error {
 				var err error
 				n, err = step(tx)

@@ -313,6 +313,17 @@ func TestSweepAuthEvents(t *testing.T) {
 		return tx.AddSuppressed(SuppressedCount{Hour: t0, ProjectID: "A", Method: "magic_link", Action: "verify", FailureCode: "invalid_code", N: 3})
 	})
 	cutoff := t0.Add(20 * time.Hour)
+	due := func() (d bool) {
+		db.View(func(tx *Tx) error {
+			a, b, c := tx.EventSweepDue(cutoff)
+			d = a || b || c
+			return nil
+		})
+		return d
+	}
+	if !due() {
+		t.Fatal("EventSweepDue=false with events older than the cutoff")
+	}
 	total := 0
 	for {
 		var n int
@@ -356,6 +367,14 @@ func TestSweepAuthEvents(t *testing.T) {
 		}
 		return nil
 	})
+	if due() {
+		t.Fatal("EventSweepDue=true after everything old was swept")
+	}
+	// Over the cap is due too.
+	db.maxEvents = 9
+	if !due() {
+		t.Fatal("EventSweepDue=false with projects over the cap")
+	}
 }
 
 // TestHourlyAndSuppressedCounts: counters per hour and outcome, for a
@@ -394,6 +413,8 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 			k := c.FailureCode
 			if c.Success {
 				k = "+"
+			} else if c.Suppressed {
+				k = "suppressed"
 			}
 			out = append(out, row{int(c.Hour.Sub(t0) / time.Hour), k, c.N})
 		}
@@ -401,11 +422,12 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 	}
 	db.View(func(tx *Tx) error {
 		a, _ := tx.HourlyCounts("A", t0, t0.Add(time.Hour))
-		if got, want := rows(a), []row{{0, "+", 1}, {0, "expired", 1}, {0, "external_method_error", 6}, {1, "expired", 1}, {1, "external_method_error", 2}}; !slices.Equal(got, want) {
+		if got, want := rows(a), []row{{0, "+", 1}, {0, "expired", 1}, {0, "external_method_error", 6}, {0, "suppressed", 6},
+			{1, "expired", 1}, {1, "external_method_error", 2}, {1, "suppressed", 2}}; !slices.Equal(got, want) {
 			t.Fatalf("A: %v, want %v", got, want)
 		}
 		all, _ := tx.HourlyCounts("", t0, t0)
-		if got, want := rows(all), []row{{0, "+", 1}, {0, "expired", 2}, {0, "external_method_error", 6}, {0, "invalid_code", 41}}; !slices.Equal(got, want) {
+		if got, want := rows(all), []row{{0, "+", 1}, {0, "expired", 2}, {0, "external_method_error", 6}, {0, "invalid_code", 41}, {0, "suppressed", 46}}; !slices.Equal(got, want) {
 			t.Fatalf("all: %v, want %v", got, want)
 		}
 		sc, _ := tx.SuppressedCounts("", "", t0, t0.Add(time.Hour), 1000)
@@ -426,8 +448,12 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 		if sc, _ := tx.SuppressedCounts("", "invalid_code", t0, t0.Add(time.Hour), 1000); len(sc) != 1 || sc[0].N != 40 {
 			t.Fatalf("invalid_code suppressed: %+v", sc)
 		}
-		if sc, _ := tx.SuppressedCounts("", "", t0, t0.Add(time.Hour), 2); len(sc) > 2 {
-			t.Fatalf("limit 2 read %d", len(sc))
+		// A limit keeps the newest hours.
+		if sc, _ := tx.SuppressedCounts("", "", t0, t0.Add(time.Hour), 2); len(sc) != 2 || sc[0].Hour != t0.Add(time.Hour) {
+			t.Fatalf("limit 2: %+v", sc)
+		}
+		if sc, _ := tx.SuppressedCounts("A", "", t0, t0.Add(time.Hour), 1); len(sc) != 1 || sc[0].Hour != t0.Add(time.Hour) {
+			t.Fatalf("A, limit 1: %+v", sc)
 		}
 		return nil
 	})

@@ -3,7 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"sort"
+	"strings"
 	"time"
 )
 
@@ -15,15 +15,22 @@ import (
 //
 // scope is a project id, "" for events without one, or allScope for the
 // sum over every project; hour is Unix hours, big-endian; kind as in the
-// index. A chart of 24 hours reads at most 24 × (number of kinds) rows.
+// index, or suppressedKind for the failures of the hour that were counted
+// but not stored (also counted in their category). A chart of 24 hours
+// reads at most 24 × (number of kinds) rows.
 //
-// Suppressed failures (bucketEventSuppressed), added by AddSuppressed:
+// Suppressed failures (bucketEventSuppressed), added by AddSuppressed, hour
+// first so that a window of hours over every project is one range, newest
+// first:
 //
-//	scope 0x00 hour(4) method 0x00 action 0x00 kind → failures not stored
+//	hour(4) scope 0x00 method 0x00 action 0x00 kind → failures not stored
 const allScope = "*"
 
 // noHour is the hour field of a scope's total: after every real hour.
 const noHour = 0xffffffff
+
+// suppressedKind is the counter kind of an hour's suppressed failures.
+const suppressedKind = "~"
 
 func hourOf(t time.Time) uint32 { return uint32(t.Unix() / 3600) }
 
@@ -105,9 +112,12 @@ func (tx *Tx) totals() []scopeTotal {
 }
 
 // HourCount is how many events of one outcome happened in one hour.
+// Suppressed marks the counter of the hour's failures that were counted
+// but not stored (they are in their category's counter too).
 type HourCount struct {
 	Hour        time.Time
 	Success     bool
+	Suppressed  bool
 	FailureCode string
 	N           int64
 }
@@ -125,10 +135,12 @@ func (tx *Tx) HourlyCounts(projectID string, from, to time.Time) ([]HourCount, e
 	c := tx.bucket(bucketEventCounts).Cursor()
 	for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
 		hc := HourCount{Hour: hourTime(binary.BigEndian.Uint32(k[len(scope)+1:])), N: int64(getU64(v))}
-		kind := string(k[len(scope)+5:])
-		if kind == successKind {
+		switch kind := string(k[len(scope)+5:]); kind {
+		case successKind:
 			hc.Success = true
-		} else {
+		case suppressedKind:
+			hc.Suppressed = true
+		default:
 			hc.FailureCode = kind
 		}
 		out = append(out, hc)
@@ -149,19 +161,19 @@ type SuppressedCount struct {
 }
 
 func suppressedKey(c *SuppressedCount) []byte {
-	k := scopeHour(c.ProjectID, hourOf(c.Hour))
-	return append(k, compound(c.Method, c.Action, c.FailureCode)...)
+	k := binary.BigEndian.AppendUint32(nil, hourOf(c.Hour))
+	return append(k, compound(c.ProjectID, c.Method, c.Action, c.FailureCode)...)
 }
 
 // AddSuppressed adds c.N to its suppressed counter, and to the hourly
-// failure counters of its project and of all projects (so a chart of
-// failures counts them).
+// counters of its project and of all projects: its failure category's
+// (so a chart of failures counts it) and the hour's suppressed total.
 func (tx *Tx) AddSuppressed(c SuppressedCount) error {
 	if c.N <= 0 {
 		return nil
 	}
 	for _, s := range []string{c.ProjectID, c.Method, c.Action, c.FailureCode} {
-		if bytes.IndexByte([]byte(s), 0) >= 0 {
+		if strings.IndexByte(s, 0) >= 0 {
 			return ErrBadEventField
 		}
 	}
@@ -170,74 +182,118 @@ func (tx *Tx) AddSuppressed(c SuppressedCount) error {
 	if _, err := addTo(b, suppressedKey(&c), c.N); err != nil {
 		return err
 	}
-	kind := outcomeKind(false, c.FailureCode)
 	hour := hourOf(c.Hour)
-	if err := tx.addCount(countKey(c.ProjectID, hour, kind), c.N); err != nil {
-		return err
+	for _, scope := range []string{c.ProjectID, allScope} {
+		for _, kind := range []string{outcomeKind(false, c.FailureCode), suppressedKind} {
+			if err := tx.addCount(countKey(scope, hour, kind), c.N); err != nil {
+				return err
+			}
+		}
 	}
-	return tx.addCount(countKey(allScope, hour, kind), c.N)
+	return nil
 }
 
 // SuppressedCounts returns suppressed counters for the hours from from to
 // to, both included, newest hour first: projectID's, or with projectID
 // empty every project's and those of no project; only failureCode's when
-// it is set. It reads at most limit counters.
+// it is set. It reads at most limit counters, so a long busy window keeps
+// its newest hours. Every project: one range; one project: one seek per
+// hour of the window.
 func (tx *Tx) SuppressedCounts(projectID, failureCode string, from, to time.Time, limit int) ([]SuppressedCount, error) {
-	b := tx.bucket(bucketEventSuppressed)
-	var scopes []string
-	if projectID != "" {
-		scopes = []string{projectID}
-	} else {
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil; {
-			i := bytes.IndexByte(k, 0)
-			if i < 0 {
-				break
-			}
-			scopes = append(scopes, string(k[:i]))
-			k, _ = c.Seek(prefixEnd(k[:i+1]))
-		}
-	}
+	c := tx.bucket(bucketEventSuppressed).Cursor()
+	lo, hi := hourOf(from), hourOf(to)
 	var out []SuppressedCount
 	read := 0
-	c := b.Cursor()
-	for _, scope := range scopes {
-		start, end := scopeHour(scope, hourOf(from)), scopeHour(scope, hourOf(to)+1)
-		for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) < 0 && read < limit; k, v = c.Next() {
-			read++
-			parts := bytes.Split(k[len(scope)+5:], []byte{0})
-			if len(parts) != 3 || (failureCode != "" && string(parts[2]) != failureCode) {
-				continue
-			}
-			out = append(out, SuppressedCount{Hour: hourTime(binary.BigEndian.Uint32(k[len(scope)+1:])), ProjectID: scope,
-				Method: string(parts[0]), Action: string(parts[1]), FailureCode: string(parts[2]), N: int64(getU64(v))})
+	add := func(k, v []byte) {
+		read++
+		parts := bytes.Split(k[4:], []byte{0})
+		if len(parts) != 4 || (failureCode != "" && string(parts[3]) != failureCode) {
+			return
+		}
+		out = append(out, SuppressedCount{Hour: hourTime(binary.BigEndian.Uint32(k)), ProjectID: string(parts[0]),
+			Method: string(parts[1]), Action: string(parts[2]), FailureCode: string(parts[3]), N: int64(getU64(v))})
+	}
+	if projectID == "" {
+		end := binary.BigEndian.AppendUint32(nil, hi+1)
+		k, v := c.Seek(end)
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; k != nil && read < limit && len(k) > 4 && binary.BigEndian.Uint32(k) >= lo; k, v = c.Prev() {
+			add(k, v)
+		}
+		return out, nil
+	}
+	for h := hi; h >= lo && read < limit; h-- {
+		p := append(binary.BigEndian.AppendUint32(nil, h), compound(projectID, "")...)
+		for k, v := c.Seek(p); k != nil && read < limit && bytes.HasPrefix(k, p); k, v = c.Next() {
+			add(k, v)
+		}
+		if h == 0 {
+			break
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Hour.After(out[j].Hour) })
 	return out, nil
 }
 
 // SweepEventCounts deletes up to max hourly and suppressed counters of
-// hours before cutoff, and returns how many it deleted. Per scope it
-// seeks to the scope's oldest hour and walks only what it deletes.
+// hours before cutoff, and returns how many it deleted. It walks only what
+// it deletes: the suppressed counters from the oldest hour, the hourly ones
+// from each scope's oldest hour.
 func (tx *Tx) SweepEventCounts(cutoff time.Time, max int) (int, error) {
 	n := 0
-	for _, name := range [][]byte{bucketEventCounts, bucketEventSuppressed} {
-		c := tx.bucket(name).Cursor()
-		for k, _ := c.First(); k != nil && n < max; {
-			i := bytes.IndexByte(k, 0)
-			if i < 0 || len(k) < i+5 {
-				break
-			}
-			end := scopeHour(string(k[:i]), hourOf(cutoff))
-			for ; k != nil && n < max && bytes.HasPrefix(k, end[:i+1]) && bytes.Compare(k, end) < 0; k, _ = c.Seek(end[:i+1]) {
-				if err := c.Delete(); err != nil {
-					return n, err
-				}
-				n++
-			}
-			k, _ = c.Seek(prefixEnd(end[:i+1]))
+	end := binary.BigEndian.AppendUint32(nil, hourOf(cutoff))
+	sc := tx.bucket(bucketEventSuppressed).Cursor()
+	for k, _ := sc.First(); k != nil && n < max && bytes.Compare(k, end) < 0; k, _ = sc.First() {
+		if err := sc.Delete(); err != nil {
+			return n, err
 		}
+		n++
+	}
+	c := tx.bucket(bucketEventCounts).Cursor()
+	for k, _ := c.First(); k != nil && n < max; {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 {
+			break
+		}
+		scope := clone(k[:i+1])
+		end := scopeHour(string(k[:i]), hourOf(cutoff))
+		for ; k != nil && n < max && bytes.HasPrefix(k, scope) && bytes.Compare(k, end) < 0; k, _ = c.Seek(scope) {
+			if err := c.Delete(); err != nil {
+				return n, err
+			}
+			n++
+		}
+		k, _ = c.Seek(prefixEnd(end[:i+1]))
 	}
 	return n, nil
+}
+
+// EventSweepDue reports which of SweepAuthEvents, SweepEventCounts and
+// TrimAuthEvents would delete anything, with a few seeks (one per scope):
+// the sweep checks it in a read transaction so that an idle sweep writes
+// nothing.
+func (tx *Tx) EventSweepDue(cutoff time.Time) (events, counters, overCap bool) {
+	if k, _ := tx.bucket(bucketEvents).Cursor().First(); k != nil && bytes.Compare(k, PosBefore(cutoff).key()) < 0 {
+		events = true
+	}
+	if k, _ := tx.bucket(bucketEventSuppressed).Cursor().First(); k != nil && len(k) >= 4 && binary.BigEndian.Uint32(k) < hourOf(cutoff) {
+		counters = true
+	}
+	c := tx.bucket(bucketEventCounts).Cursor()
+	for k, _ := c.First(); k != nil && !counters; {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) < i+5 {
+			break
+		}
+		counters = binary.BigEndian.Uint32(k[i+1:]) < hourOf(cutoff)
+		k, _ = c.Seek(prefixEnd(k[:i+1]))
+	}
+	limit := uint64(tx.maxEvents())
+	for _, t := range tx.totals() {
+		overCap = overCap || t.n > limit
+	}
+	return events, counters, overCap
 }
