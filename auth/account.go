@@ -109,10 +109,11 @@ func (s *Service) DeleteUser(pr *Principal) error {
 // dropPending deletes, inside tx, what could sign u's address or
 // identity in again after the account is deleted: the pending email
 // code and every magic link of the address, the pending SMS code, and
-// unredeemed external grants for u's externalUserId; and u's own send
-// and failure histories (keyed by the user id, which is never reused).
-// The address's email send histories stay: they limit mail to the
-// address, whoever holds it.
+// unredeemed external grants for u's externalUserId; and u's own SMS
+// send history (keyed by the user id, which is never reused). The
+// address's email send histories and the guessing limits of the address
+// and of backup-code identifiers stay: they hold for the address or
+// identifier, whoever holds it.
 func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
 	for _, c := range []*store.Code{
 		{Kind: codeKindOTP, ProjectID: u.ProjectID, Subject: u.Email},
@@ -130,12 +131,7 @@ func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
 			return err
 		}
 	}
-	for _, kind := range []string{throttleBackupFail, throttleSMSSend} {
-		if err := tx.PutThrottle(kind, u.ProjectID, u.ID, &store.Throttle{}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.PutThrottle(throttleSMSSend, u.ProjectID, u.ID, &store.Throttle{})
 }
 
 // Logout deletes the session; its JWT fails from now on.

@@ -63,7 +63,7 @@ func clipUA(ua string) string {
 // and their IP is the caller's peer, often the app's own backend.
 func countsForVelocity(method, action string) bool {
 	switch action {
-	case "send", "generate", "callback":
+	case "send", "generate", "callback", "reset":
 		return false
 	}
 	return method != "sms" && method != "totp"

@@ -310,6 +310,27 @@ func (ts *testServer) login(addr string) *response {
 	return r
 }
 
+// methodEvents counts the authentication events of (method, action) by
+// failureCode ("" for a success), from the admin events API.
+func (ts *testServer) methodEvents(method, action string) map[string]int {
+	ts.t.Helper()
+	r := ts.admin("GET", "/api/v1/admin/events?limit=1000", nil)
+	wantOK(ts.t, r)
+	out := map[string]int{}
+	for _, e := range r.Body["events"].([]any) {
+		ev := e.(map[string]any)
+		if ev["method"] != method || ev["action"] != action {
+			continue
+		}
+		fc, _ := ev["failureCode"].(string)
+		if (fc == "") != (ev["success"] == true) {
+			ts.t.Fatalf("event %v", ev)
+		}
+		out[fc]++
+	}
+	return out
+}
+
 // outbox returns the types of the outbox's events in order.
 func (ts *testServer) outbox() []string {
 	var types []string
