@@ -2,7 +2,6 @@ package auth
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -114,18 +113,9 @@ func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta
 		if err != nil {
 			return err
 		}
-		body, err := json.Marshal(content)
-		if err != nil {
+		if err := s.enqueueMail(tx, p.ID, email, kind, content, now); err != nil {
 			return err
 		}
-		sealed, err := s.keys.Seal(body, store.MailAAD)
-		if err != nil {
-			return err
-		}
-		if err := tx.EnqueueMail(&store.Mail{ProjectID: p.ID, To: email, Kind: kind, Body: sealed, CreatedAt: now, NextAttemptAt: now}); err != nil {
-			return err
-		}
-		tx.OnCommit(s.wake)
 		return s.record(tx, p.ID, userID, email, method, "send", nil, m)
 	})
 	if err != nil {
@@ -175,7 +165,8 @@ type OTPInput struct {
 }
 
 // VerifyOTP checks an emailed code and signs the user in, creating the
-// user on first sign-in. Wrong, expired, missing and locked codes are 401
+// user on first sign-in and replacing an unverified account of the
+// address (provenUser). Wrong, expired, missing and locked codes are 401
 // INVALID_CODE with their own texts; a wrong code counts an attempt and
 // a failed guess at the address, and an address with AddressFailLimit
 // failed guesses in AddressFailWindow answers the locked text.
@@ -252,7 +243,7 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 			}
 			return failWith(ErrInvalidCode)
 		}
-		u, isNew, err := s.findOrCreateUser(tx, p, email)
+		u, isNew, err := s.provenUser(tx, p, email)
 		if err != nil {
 			return err
 		}

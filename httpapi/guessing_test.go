@@ -136,11 +136,12 @@ func (ts *testServer) otpVerify(addr, code string) *response {
 // about 50 guesses an hour at an address, for ever. Now an address has
 // 50 failed guesses per rolling 24 hours over all its codes: past them
 // otp/verify answers 401 INVALID_CODE with the locked text even for the
-// right code, and a magic link still works.
+// right code, the address's confirmation codes are locked too, and a
+// magic link still works.
 func TestOTPAddressGuessCap(t *testing.T) {
 	ts := newTestServer(t)
 	const addr = "cap@example.com"
-	ts.login(addr)
+	tok := str(t, ts.login(addr).Body, "token")
 	ts.Clock.Advance(time.Hour) // the login's send leaves the hour
 	first := ts.Clock.Now()
 	for c := 0; c < 10; c++ {
@@ -161,6 +162,8 @@ func TestOTPAddressGuessCap(t *testing.T) {
 	if r.Body["error"] != "Too many attempts. Request a new code." {
 		t.Fatalf("error %q, want the locked text", r.Body["error"])
 	}
+	wantOK(t, ts.do("POST", "/api/v1/user/email/send", tok, map[string]any{}))
+	wantError(t, ts.do("POST", "/api/v1/user/email/verify", tok, map[string]any{"code": ts.lastMail(addr).Code}), 401, "INVALID_CODE")
 	m := ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(ts.magicToken(addr, nil)), "", nil)
 	wantOK(t, m)
 
