@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,6 +85,7 @@ type Config struct {
 	Data                string
 	BaseURL             string
 	SMTPURL             string
+	SMTPCAFile          string
 	MailFrom            string
 	SMSProvider         string
 	AdminToken          string
@@ -116,7 +116,6 @@ type Main struct {
 	// (LATCHKEY_TWILIO_*); ParseFlags sets it.
 	Getenv func(string) string
 
-	mailTLS  *tls.Config // tests trust their SMTP server's certificate
 	http     *http.Server
 	listener net.Listener
 	sched    *scheduler
@@ -151,6 +150,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
 		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin for magic links, JWT iss and WebAuthn", &c.BaseURL},
 		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS)", &c.SMTPURL},
+		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "FILE", "none: the system's CAs", "PEM file of CA certificates trusted for the SMTP server besides the system's (also ?ca= on --smtp-url)", &c.SMTPCAFile},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "ADDRESS", c.MailFrom, "sender address", &c.MailFrom},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "NAME", c.SMSProvider, "none, log or twilio", &c.SMSProvider},
 		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated, printed once, saved to <data>.admin-token", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
@@ -396,7 +396,11 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.TLSConfig = m.mailTLS
+	if m.Config.SMTPCAFile != "" {
+		if err := t.AddCAFile(m.Config.SMTPCAFile); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
@@ -444,6 +443,7 @@ func TestParseFlags(t *testing.T) {
 		{"data", "LATCHKEY_DATA", "./latchkey.db", "/env/l.db", "/flag/l.db", func(c Config) string { return c.Data }},
 		{"base-url", "LATCHKEY_BASE_URL", "", "https://env.example", "https://flag.example", func(c Config) string { return c.BaseURL }},
 		{"smtp-url", "LATCHKEY_SMTP_URL", "", "smtp://user:hunter2@env.example", "smtps://user:swordfish@flag.example", func(c Config) string { return c.SMTPURL }},
+		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "", "/env/smtp-ca.pem", "/flag/smtp-ca.pem", func(c Config) string { return c.SMTPCAFile }},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "latchkey@localhost", "env@example.com", "flag@example.com", func(c Config) string { return c.MailFrom }},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "none", "log", "twilio", func(c Config) string { return c.SMSProvider }},
 		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "", "adm_fromtheenvironment_0123456789", "adm_fromtheflag_012345678901234", func(c Config) string { return c.AdminToken }},
@@ -521,11 +521,11 @@ func TestOTPOverSMTP(t *testing.T) {
 	m := NewMain()
 	var out bytes.Buffer
 	m.Stdout = &out
-	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--data", data, "--smtp-url", "smtp://mailer:pw@" + srv.Addr, "--mail-from", "Acme <auth@acme.example>"}, func(string) string { return "" }); err != nil {
+	env := map[string]string{"LATCHKEY_SMTP_CA_FILE": srv.CAFile(t)}
+	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--data", data, "--smtp-url", "smtp://mailer:pw@" + srv.Addr, "--mail-from", "Acme <auth@acme.example>"}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	m.Logger = discardLogger()
-	m.mailTLS = &tls.Config{RootCAs: srv.CA}
 	var offset atomic.Int64
 	m.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	if err := m.Run(context.Background()); err != nil {
