@@ -12,9 +12,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	netmail "net/mail"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,6 +125,9 @@ type Main struct {
 	ready    atomic.Bool
 }
 
+// defaultMailFrom is the sender address when none is configured.
+const defaultMailFrom = "latchkey@localhost"
+
 // NewMain returns a Main with defaults.
 func NewMain() *Main {
 	return &Main{Stdout: os.Stdout, Now: time.Now, Getenv: os.Getenv, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
@@ -144,7 +150,7 @@ type serveFlag struct {
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	m.Getenv = getenv
 	c := &m.Config
-	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: "latchkey@localhost", SMSProvider: "none", LogFormat: "text"}
+	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: defaultMailFrom, SMSProvider: "none", LogFormat: "text"}
 	flags := []serveFlag{
 		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
@@ -223,26 +229,35 @@ func printServeHelp(w io.Writer, flags []serveFlag) {
 	tw.Flush()
 }
 
-// Run opens the store, creates first-start state, starts the scheduler
-// and the HTTP server, and returns once the server is listening.
+// Run checks the configuration, listens, opens the store, creates
+// first-start state, starts the scheduler and the HTTP server, and
+// returns once the server is listening. Every setting is checked and the
+// address is bound before the data file is created or touched, so a
+// mistake leaves nothing behind: no data file, no key file, no secret
+// printed. Errors are one line.
 func (m *Main) Run(ctx context.Context) error {
-	c := m.Config
-	proxies, err := parsePrefixes(c.TrustedProxies)
+	chk, err := m.checkConfig()
 	if err != nil {
 		return err
 	}
-	smsSender, err := m.smsSender() // before anything is created on disk
+	c := m.Config
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return listenError(c.Addr, err)
+	}
+	m.listener = ln
+	// The lock wait is 1 s so that, with start-up, a second serve on the
+	// same file exits well within 2 s (decisions.md §2).
+	fresh, err := store.CheckFile(c.Data, time.Second)
 	if err != nil {
 		return err
 	}
 	keyFile := c.Data + ".key"
-	if c.MasterKey == "" {
+	if c.MasterKey == "" && !fresh {
 		// An existing data file needs the key it was written with: never
 		// generate a fresh one beside it.
-		if fi, err := os.Stat(c.Data); err == nil && fi.Size() > 0 {
-			if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("master key file %s is missing: data file %s was written under it (restore the file or set LATCHKEY_MASTER_KEY)", keyFile, c.Data)
-			}
+		if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("master key file %s is missing: data file %s was written under it (restore the file or set LATCHKEY_MASTER_KEY)", keyFile, c.Data)
 		}
 	}
 	masterKey, _, err := store.LoadMasterKey(c.MasterKey, keyFile)
@@ -253,8 +268,6 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The lock wait is 1 s so that, with start-up, a second serve on the
-	// same file exits well within 2 s (decisions.md §2).
 	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second})
 	if err != nil {
 		return err
@@ -263,20 +276,14 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := db.CheckKeyring(keys); err != nil {
 		return err
 	}
-
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil {
-		return err
-	}
-	m.listener = ln
-	baseURL := strings.TrimSuffix(c.BaseURL, "/")
+	baseURL := chk.baseURL
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
 
 	m.sched = newScheduler(m.Logger)
 	svc, err := auth.New(db, keys, auth.Config{
-		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: smsSender,
+		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: chk.sms,
 	})
 	if err != nil {
 		return err
@@ -294,13 +301,12 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 
-	transport, err := m.mailTransport()
-	if err != nil {
-		return err
+	if t, ok := chk.mail.(*mail.SMTP); ok {
+		m.Logger.Info("mail goes through SMTP", "server", t.String(), "auth", t.Auth, "implicit_tls", t.ImplicitTLS, "require_starttls", t.RequireTLS)
 	}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
-	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks})
-	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
+	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks})
+	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
 		Wake: m.sched.wake, Busy: m.Server.Busy}
@@ -328,6 +334,80 @@ func (m *Main) Run(ctx context.Context) error {
 	}()
 	m.Logger.Info("latchkey listening", "addr", ln.Addr().String(), "base_url", baseURL, "data", c.Data)
 	return nil
+}
+
+// checked is the configuration checkConfig derived.
+type checked struct {
+	baseURL string // without a trailing slash; empty: http://<listen address>
+	proxies []netip.Prefix
+	sms     auth.SMSSender
+	mail    mail.Transport
+}
+
+// checkConfig checks every setting that ParseFlags does not, touching no
+// file: the base URL, the SMTP URL and CA files, the sender address, the
+// SMS provider's settings, the trusted proxies and the master key's form.
+func (m *Main) checkConfig() (*checked, error) {
+	if m.Config.MailFrom == "" {
+		m.Config.MailFrom = defaultMailFrom
+	}
+	c := m.Config
+	var out checked
+	var err error
+	if c.Data == "" {
+		return nil, errors.New("--data must name the data file")
+	}
+	if out.baseURL, err = checkBaseURL(c.BaseURL); err != nil {
+		return nil, err
+	}
+	if out.proxies, err = parsePrefixes(c.TrustedProxies); err != nil {
+		return nil, err
+	}
+	if _, err := netmail.ParseAddress(c.MailFrom); err != nil {
+		return nil, fmt.Errorf("--mail-from %q is not an email address (want name@example.com or \"Name <name@example.com>\")", c.MailFrom)
+	}
+	if out.sms, err = m.smsSender(); err != nil {
+		return nil, err
+	}
+	if out.mail, err = m.mailTransport(); err != nil {
+		return nil, err
+	}
+	if c.MasterKey != "" {
+		if _, _, err := store.LoadMasterKey(c.MasterKey, ""); err != nil {
+			return nil, fmt.Errorf("--master-key: %w", err)
+		}
+	}
+	return &out, nil
+}
+
+// checkBaseURL checks --base-url: http or https, a host, nothing but an
+// origin (a trailing slash is dropped). Empty stays empty.
+func checkBaseURL(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.Hostname() == "" {
+		return "", fmt.Errorf("--base-url %q must start with http:// or https:// and name a host, e.g. https://auth.example.com", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || (u.Path != "" && u.Path != "/") {
+		return "", fmt.Errorf("--base-url %q must be an origin: scheme://host[:port], with no path, query or user", raw)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("--base-url %q: the port must be 1 to 65535", raw)
+		}
+	}
+	return strings.TrimSuffix(raw, "/"), nil
+}
+
+// listenError says why the listen address cannot be used, in one line.
+func listenError(addr string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err
+	}
+	return fmt.Errorf("cannot listen on --addr %s: %v", addr, err)
 }
 
 // firstStart creates the default project, a test key and the admin
