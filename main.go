@@ -294,7 +294,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	if !initialized {
-		if err := m.firstStart(); err != nil {
+		if err := m.firstStart(baseURL); err != nil {
 			return err
 		}
 	} else if err := m.ensureAdminToken(); err != nil {
@@ -413,18 +413,37 @@ func listenError(addr string, err error) error {
 // firstStart creates the default project, a test key and the admin
 // token, printing them once; the admin token also goes to
 // <data>.admin-token (0600) unless it is configured.
-func (m *Main) firstStart() error {
+func (m *Main) firstStart(baseURL string) error {
 	b, err := m.Service.Init()
 	if err != nil {
 		return err
 	}
 	w := m.Stdout
-	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origin %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))
+	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origins %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))
+	fmt.Fprintf(w, "  passkey demo page: %s/demo/passkeys\n", browserURL(baseURL))
 	fmt.Fprintf(w, "  test API key (shown once): %s\n", b.APIKey)
 	if b.AdminToken != "" {
 		m.showAdminToken(b.AdminToken)
 	}
 	return nil
+}
+
+// browserURL is baseURL as a browser should open it for passkeys: a
+// loopback address becomes localhost, since WebAuthn refuses IP
+// addresses.
+func browserURL(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return baseURL
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil && a.Unmap().IsLoopback() {
+		port := u.Port()
+		u.Host = "localhost"
+		if port != "" {
+			u.Host += ":" + port
+		}
+	}
+	return u.String()
 }
 
 // ensureAdminToken gives a later start an admin token when none is
