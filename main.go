@@ -487,8 +487,14 @@ func (m *Main) smsSender() (auth.SMSSender, error) {
 	return nil, nil
 }
 
+// mailTransport is SMTP when --smtp-url is set (with the CA of
+// --smtp-ca-file trusted too), else the .eml outbox beside the data file.
+// It reads the CA files and touches nothing.
 func (m *Main) mailTransport() (mail.Transport, error) {
 	if m.Config.SMTPURL == "" {
+		if m.Config.SMTPCAFile != "" {
+			return nil, errors.New("--smtp-ca-file is set but --smtp-url is empty (mail would go to the outbox)")
+		}
 		return &mail.Outbox{Dir: m.Config.Data + ".outbox"}, nil
 	}
 	t, err := mail.NewSMTP(m.Config.SMTPURL)

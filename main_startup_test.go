@@ -78,6 +78,7 @@ func TestStartupChecks(t *testing.T) {
 		{name: "smtp url with an unknown tls policy", env: []string{"LATCHKEY_SMTP_URL=smtp://u:hunter2@mail.example?tls=sometimes"}, want: "tls must be opportunistic or required"},
 		{name: "smtp url naming a missing CA file", env: []string{"LATCHKEY_SMTP_URL=smtp://u:hunter2@mail.example?ca=/nonexistent/ca.pem"}, want: "/nonexistent/ca.pem"},
 		{name: "missing smtp CA file", args: "--smtp-url smtp://mail.example --smtp-ca-file /nonexistent/ca.pem", want: "smtp CA file"},
+		{name: "smtp CA file without an smtp url", env: []string{"LATCHKEY_SMTP_CA_FILE=/etc/ssl/ca.pem"}, want: "--smtp-ca-file is set but --smtp-url is empty"},
 		{name: "base url without a scheme", args: "--base-url localhost:8080", want: "--base-url \"localhost:8080\" must start with http:// or https://"},
 		{name: "base url with another scheme", args: "--base-url ftp://auth.example.com", want: "must start with http:// or https://"},
 		{name: "base url without a host", args: "--base-url https://", want: "name a host"},
