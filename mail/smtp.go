@@ -36,7 +36,8 @@ type SMTP struct {
 	Username string
 	Password string
 	// Auth is the SASL mechanism: AuthAuto (the strongest the server
-	// offers; PLAIN and LOGIN only over TLS), AuthPlain, AuthLogin or
+	// offers, by go-mail's order SCRAM, NTLM, CRAM-MD5, PLAIN, LOGIN;
+	// PLAIN and LOGIN only over TLS), AuthPlain, AuthLogin or
 	// AuthCramMD5.
 	Auth string
 	// ImplicitTLS speaks TLS from the first byte (smtps, port 465);
