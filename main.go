@@ -391,7 +391,7 @@ func checkBaseURL(raw string) (string, error) {
 		return "", fmt.Errorf("--base-url %q must start with http:// or https:// and name a host, e.g. https://auth.example.com", raw)
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || (u.Path != "" && u.Path != "/") {
-		return "", fmt.Errorf("--base-url %q must be an origin: scheme://host[:port], with no path, query or user", raw)
+		return "", fmt.Errorf("--base-url %q must be an origin: scheme://host[:port], with no path, query or user", u.Redacted())
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {

@@ -137,3 +137,28 @@ func TestStartupChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckBaseURL: --base-url is an http(s) origin; a trailing slash is
+// dropped; a password in a refused URL is not repeated.
+func TestCheckBaseURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"https://auth.example.com", "https://auth.example.com"},
+		{"https://auth.example.com/", "https://auth.example.com"},
+		{"http://localhost:8080", "http://localhost:8080"},
+		{"http://[::1]:8080", "http://[::1]:8080"},
+		{"HTTPS://Auth.Example.com", "HTTPS://Auth.Example.com"},
+	} {
+		if got, err := checkBaseURL(tc.in); err != nil || got != tc.want {
+			t.Errorf("%q: got %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"localhost:8080", "auth.example.com", "ftp://auth.example.com", "https://", "http:///x",
+		"https://auth.example.com/login", "https://auth.example.com?x=1", "https://auth.example.com#top",
+		"https://u:hunter2@auth.example.com", "http://auth.example.com:0", "http://auth.example.com:70000", "http://auth.example.com:http"} {
+		_, err := checkBaseURL(bad)
+		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: err = %v, want a one-line refusal without the password", bad, err)
+		}
+	}
+}
