@@ -31,8 +31,8 @@ func TestRestoreFromBackup(t *testing.T) {
 	oldDir, newDir := t.TempDir(), t.TempDir()
 	oldData := filepath.Join(oldDir, "latchkey.db")
 	p := spawn(t, oldData)
-	key := match(t, keyLine, p.stdout())
-	admin := match(t, adminLine, p.stdout())
+	key := p.printed(keyLine)
+	admin := p.printed(adminLine)
 	c := client{t, p.base}
 
 	// mailed waits for a new message to email in outbox and returns the
@@ -113,9 +113,6 @@ func TestRestoreFromBackup(t *testing.T) {
 	copyFile(t, backup, newData)
 	copyFile(t, oldData+".key", newData+".key")
 	p2 := spawn(t, newData)
-	if s := p2.stdout(); strings.Contains(s, "first start") || strings.Contains(s, "shown once") {
-		t.Fatalf("the restored server made first-start state:\n%s", s)
-	}
 	c2 := client{t, p2.base}
 	again := signInByLink(c2, newData+".outbox", "kept@example.com")
 	if again["isNewUser"] != false || again["userId"] != first["userId"] {
@@ -134,6 +131,14 @@ func TestRestoreFromBackup(t *testing.T) {
 	}
 	if strings.Join(emails, ",") != "kept@example.com" {
 		t.Fatalf("users after the restore %v, want only the one from before the backup", emails)
+	}
+	// The restored file was no first start: one project, the old one.
+	_, projects = c2.do("GET", "/api/v1/admin/projects", admin, nil)
+	if ps := projects["projects"].([]any); len(ps) != 1 || ps[0].(map[string]any)["id"] != projectID {
+		t.Fatalf("projects after the restore: %v", projects)
+	}
+	if s := p2.stdout(); strings.Contains(s, "shown once") {
+		t.Fatalf("the restored server printed first-start secrets:\n%s", s)
 	}
 }
 

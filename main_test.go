@@ -299,7 +299,7 @@ func TestWebhookSurvivesKill9(t *testing.T) {
 
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	p := spawn(t, data)
-	key := match(t, keyLine, p.stdout())
+	key := p.printed(keyLine)
 	c := client{t, p.base}
 	st, body := c.do("POST", "/api/v1/webhooks", key, map[string]any{"url": "http://" + rl.Addr().String() + "/hook", "eventTypes": []string{"user.registered"}})
 	if st != 200 {
@@ -349,6 +349,19 @@ type proc struct {
 }
 
 func (p *proc) stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
+
+// printed waits for re in the child's standard output and returns its
+// first group. The child prints before it logs that it listens, but the
+// copy of its output may still be on its way when spawn returns.
+func (p *proc) printed(re *regexp.Regexp) string {
+	p.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(p.stdout()); m != nil {
+			return m[1]
+		}
+	}
+	return match(p.t, re, p.stdout())
+}
 
 func (p *proc) kill() {
 	if p.cmd.Process != nil {
