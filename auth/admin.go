@@ -53,12 +53,13 @@ func (s *Service) Initialized() (bool, error) {
 }
 
 // Init creates the first-start state in one transaction: the project
-// "default" (allowed origin http://localhost:3000), a test-mode key for
-// it and, unless one is configured, the admin token; it marks the data
-// file initialized, so a crash before the commit leaves nothing behind
-// and the next start tries again.
+// "default" (allowed origins: the server's own, so the passkey demo page
+// works, and http://localhost:3000; see firstOrigins), a test-mode key
+// for it and, unless one is configured, the admin token; it marks the
+// data file initialized, so a crash before the commit leaves nothing
+// behind and the next start tries again.
 func (s *Service) Init() (*Bootstrap, error) {
-	name, origins := "default", []string{"http://localhost:3000"}
+	name, origins := "default", s.firstOrigins()
 	p, err := s.newProject(ProjectInput{Name: &name, AllowedOrigins: &origins})
 	if err != nil {
 		return nil, err
@@ -94,6 +95,27 @@ func (s *Service) Init() (*Bootstrap, error) {
 		s.adminHash = adminHash
 	}
 	return b, nil
+}
+
+// devOrigin is the first-start project's origin for an app in
+// development.
+const devOrigin = "http://localhost:3000"
+
+// firstOrigins returns the first-start project's allowed origins: the
+// base URL's origin and devOrigin. The base URL's comes first, so the
+// relying party id (the first origin's host) is the server's own and the
+// demo page served there can make passkeys; unless its host is an IP
+// address other than loopback, which cannot be a relying party id: then
+// it comes second and the id stays "localhost".
+func (s *Service) firstOrigins() []string {
+	base := s.baseOrigin()
+	switch {
+	case base == "" || base == devOrigin:
+		return []string{devOrigin}
+	case isIP(hostOfOrigin(base)) && !isLoopbackIP(hostOfOrigin(base)):
+		return []string{devOrigin, base}
+	}
+	return []string{base, devOrigin}
 }
 
 // EnsureAdminToken makes sure an admin token exists. With a configured
@@ -318,13 +340,20 @@ type AdminUser struct {
 	ExternalUserID *string `json:"externalUserId"`
 	CompanyID      *string `json:"companyId"`
 	FirstName      *string `json:"firstName"`
+	EmailVerified  bool    `json:"emailVerified"`
 	Disabled       bool    `json:"disabled"`
 	CreatedAt      string  `json:"createdAt"`
 }
 
-func viewAdminUser(u *store.User) AdminUser {
+// viewAdminUser returns the admin view of u, settling its emailVerified
+// inside tx.
+func viewAdminUser(tx *store.Tx, u *store.User) (AdminUser, error) {
+	if _, err := settleVerified(tx, u); err != nil {
+		return AdminUser{}, err
+	}
 	return AdminUser{ID: u.ID, ProjectID: u.ProjectID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
-		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt)}
+		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), EmailVerified: isVerified(u),
+		Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt)}, nil
 }
 
 func nullable(s string) *string {
@@ -370,22 +399,31 @@ func (s *Service) AdminUsers(projectID, email, cursor string, limit int) (UserPa
 				return nil
 			}
 			u, err := tx.UserByEmail(projectID, addr)
-			if err == nil {
-				page.Users = append(page.Users, viewAdminUser(u))
-			} else if !errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			} else if err != nil {
 				return err
 			}
-			return nil
+			v, err := viewAdminUser(tx, u)
+			page.Users = append(page.Users, v)
+			return err
 		}
 		users, more, err := tx.Users(projectID, email, after, limit)
+		if err != nil {
+			return err
+		}
 		for _, u := range users {
-			page.Users = append(page.Users, viewAdminUser(u))
+			v, err := viewAdminUser(tx, u)
+			if err != nil {
+				return err
+			}
+			page.Users = append(page.Users, v)
 		}
 		if more && len(users) > 0 {
 			c := userCursor(users[len(users)-1].Email)
 			page.NextCursor = &c
 		}
-		return err
+		return nil
 	})
 	return page, internal(err)
 }
@@ -427,10 +465,9 @@ func (s *Service) SetUserCompany(id string, in NullableString) (AdminUser, error
 		return AdminUser{}, Invalid("companyId is required: a string, or null to clear it.")
 	}
 	companyID := in.Value
-	var u *store.User
+	var view AdminUser
 	err := s.db.Update(func(tx *store.Tx) error {
-		var err error
-		u, err = tx.User(id)
+		u, err := tx.User(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
 		} else if err != nil {
@@ -445,12 +482,16 @@ func (s *Service) SetUserCompany(id string, in NullableString) (AdminUser, error
 			u.CompanyID = c
 		}
 		u.UpdatedAt = s.now().UTC()
-		return tx.PutUser(u)
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		view, err = viewAdminUser(tx, u)
+		return err
 	})
 	if err != nil {
 		return AdminUser{}, internal(err)
 	}
-	return viewAdminUser(u), nil
+	return view, nil
 }
 
 // SetUserDisabled disables or enables a user. Disabling revokes every

@@ -103,6 +103,8 @@ type Options struct {
 
 // Open opens or creates the data file at path, creates every bucket and
 // checks the schema version. created reports whether the file was new.
+// A bbolt file of another program is ErrNotLatchkey. Call CheckFile
+// first: bbolt crashes the process on a truncated file.
 func Open(path string, opt Options) (db *DB, created bool, err error) {
 	if opt.LockTimeout == 0 {
 		opt.LockTimeout = 2 * time.Second
@@ -126,6 +128,10 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 	}
 	var version uint64
 	err = b.Update(func(tx *bolt.Tx) error {
+		// Never turn another program's bbolt file into ours.
+		if err := checkBuckets(tx, path); err != nil {
+			return err
+		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -137,9 +143,7 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 			version = SchemaVersion
 			return meta.Put(keySchema, u64(SchemaVersion))
 		}
-		if version = binary.BigEndian.Uint64(v); version > SchemaVersion {
-			return fmt.Errorf("data file has schema version %d but this latchkey only knows version %d: upgrade latchkey", version, SchemaVersion)
-		}
+		version = binary.BigEndian.Uint64(v) // checkBuckets refused a newer one
 		return nil
 	})
 	if err == nil && version < 2 {
