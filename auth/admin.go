@@ -227,7 +227,7 @@ func (s *Service) RevokeKey(prefix string) error {
 	if err != nil {
 		return internal(err)
 	}
-	s.apiKeys.Delete(prefix)
+	s.apiKeys.invalidate(prefix)
 	return nil
 }
 

@@ -50,8 +50,8 @@ type Service struct {
 	adminToken string // configured admin token, or empty
 	adminHash  []byte // stored hash of a generated admin token
 
-	apiKeys  sync.Map // prefix → *cachedKey
-	projects sync.Map // project id → *projectEntry
+	apiKeys  cache[*cachedKey]     // by key prefix
+	projects cache[*store.Project] // by project id
 	limiter  *Limiter
 	risk     *Risk
 	tokens   *tokenCache
