@@ -13,6 +13,14 @@ type Meta struct {
 	IP          string
 	UserAgent   string
 	DeviceToken string
+	// EndUserIP reports that IP is the end user's own address: sent as
+	// X-End-User-IP, taken from a trusted proxy's X-Forwarded-For, or the
+	// peer of a request without an API key (a browser). An API-key call
+	// without X-End-User-IP has the app backend's address instead, and
+	// the risk engine then counts against the account (reserveRisk).
+	EndUserIP bool
+
+	risk *riskSlot // the verification's velocity slot, marked failed by record
 }
 
 // emit writes a webhook event into the outbox inside tx and wakes the
@@ -42,8 +50,8 @@ func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action 
 		if e.FailureCode == "" {
 			e.FailureCode = CatInternal
 		}
-		if countsForVelocity(method, action) && isVerifyFailure(ae) {
-			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
+		if slot := m.risk; slot != nil && countsForVelocity(method, action) && isVerifyFailure(ae) {
+			tx.OnCommit(func() { slot.failed = true })
 		}
 	}
 	return tx.AddAuthEvent(e)

@@ -29,7 +29,7 @@ func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, 
 	if redirectURL != "" && !CheckRedirect(redirectURL, p.AllowedOrigins) {
 		return s.recordOnly(p.ID, "", email, "magic_link", "send", ErrInvalidRedirect, m)
 	}
-	if err := s.checkRisk(p, m, false); err != nil {
+	if err := s.checkRisk(p, m); err != nil {
 		return s.recordOnly(p.ID, "", email, "magic_link", "send", err, m)
 	}
 	raw := randomBytes(32)
@@ -76,6 +76,17 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		return nil, s.recordOnly("", "", "", "magic_link", "verify", ErrInvalidToken, m)
 	}
 	h := s.keys.HashString(hashDomainMagic, token)
+	// The link names its project and address: the velocity slot is
+	// reserved before the transaction (which may run twice). An unknown
+	// token names no project and is not counted.
+	if p, email, ok := s.pendingLink(h[:]); ok {
+		slot, err := s.reserveRisk(p, m, subject{email: email})
+		if err != nil {
+			return nil, s.recordOnly(p.ID, "", email, "magic_link", "verify", err, m)
+		}
+		m.risk = slot
+		defer s.releaseRisk(slot)
+	}
 	var login *Login
 	var fail error
 	err := s.db.Batch(func(tx *store.Tx) error {
@@ -98,9 +109,6 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		failWith := func(e error) error {
 			fail = e
 			return s.record(tx, p.ID, "", ml.Email, "magic_link", "verify", e, m)
-		}
-		if err := s.checkRisk(p, m, true); err != nil {
-			return failWith(err)
 		}
 		if redirectURI != "" && !CheckRedirect(redirectURI, p.AllowedOrigins) {
 			return failWith(ErrInvalidRedirect)
@@ -138,6 +146,24 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		return nil, fail
 	}
 	return s.finish(login)
+}
+
+// pendingLink returns the project and address of the link with hash h,
+// used or not.
+func (s *Service) pendingLink(h []byte) (*store.Project, string, bool) {
+	var ml *store.MagicLink
+	if err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		ml, err = tx.MagicLink(h)
+		return err
+	}); err != nil {
+		return nil, "", false
+	}
+	p, err := s.project(ml.ProjectID)
+	if err != nil {
+		return nil, "", false
+	}
+	return p, ml.Email, true
 }
 
 // withCategory returns a copy of e recorded under another category.

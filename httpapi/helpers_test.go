@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -373,4 +374,56 @@ func wantLoginUser(t *testing.T, body map[string]any, email string) {
 	if _, ok := body["companyId"]; !ok {
 		t.Fatalf("login result without companyId: %v", body)
 	}
+}
+
+// parallel sends the n requests made by mk all at once, each on its own
+// connection, and returns their statuses and decoded bodies in order.
+// Safe to use from the test goroutine only; failures to send are
+// reported after all returned.
+func (ts *testServer) parallel(n int, mk func(i int) *http.Request) []*response {
+	ts.t.Helper()
+	out := make([]*response, n)
+	errs := make([]error, n)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	defer client.CloseIdleConnections()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		req := mk(i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := client.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer res.Body.Close()
+			raw, err := io.ReadAll(res.Body)
+			r := &response{Status: res.StatusCode, Header: res.Header, Raw: raw}
+			if err == nil {
+				err = json.Unmarshal(raw, &r.Body)
+			}
+			out[i], errs[i] = r, err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			ts.t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// statusCodes counts responses by "status code" (e.g. "401 INVALID_CODE").
+func statusCodes(rs []*response) map[string]int {
+	out := map[string]int{}
+	for _, r := range rs {
+		code, _ := r.Body["code"].(string)
+		out[fmt.Sprintf("%d %s", r.Status, code)]++
+	}
+	return out
 }

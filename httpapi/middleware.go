@@ -84,16 +84,23 @@ func (s *Server) admin(h handler) httprouter.Handle {
 
 // meta describes the request for events and risk: the end user's IP
 // (X-End-User-IP on API-key calls, else the peer or, from a trusted
-// proxy, X-Forwarded-For) and user agent.
+// proxy, X-Forwarded-For), whether it is known to be the end user's, and
+// the user agent.
 func (s *Server) meta(r *http.Request, keyCall bool) auth.Meta {
-	return auth.Meta{IP: s.clientIP(r, keyCall), UserAgent: r.UserAgent()}
+	ip, endUser := s.clientIP(r, keyCall)
+	return auth.Meta{IP: ip, EndUserIP: endUser, UserAgent: r.UserAgent()}
 }
 
-func (s *Server) clientIP(r *http.Request, keyCall bool) string {
+// clientIP returns the request's client address and whether it is the
+// end user's own: X-End-User-IP on an API-key call, an address a trusted
+// proxy forwarded, or the peer of a call without an API key (a browser
+// or an app holding the user's session). An API-key call's peer is the
+// app's backend, not the end user.
+func (s *Server) clientIP(r *http.Request, keyCall bool) (string, bool) {
 	if keyCall {
 		if v := strings.TrimSpace(r.Header.Get("X-End-User-IP")); v != "" {
 			if a, err := netip.ParseAddr(v); err == nil {
-				return a.Unmap().String()
+				return a.Unmap().String(), true
 			}
 		}
 	}
@@ -103,11 +110,11 @@ func (s *Server) clientIP(r *http.Request, keyCall bool) string {
 	}
 	peer, err := netip.ParseAddr(host)
 	if err != nil {
-		return host
+		return host, !keyCall
 	}
 	peer = peer.Unmap()
 	if !s.trusted(peer) {
-		return peer.String()
+		return peer.String(), !keyCall
 	}
 	// Walk X-Forwarded-For from the right, skipping trusted proxies.
 	xff := r.Header.Values("X-Forwarded-For")
@@ -119,11 +126,11 @@ func (s *Server) clientIP(r *http.Request, keyCall bool) string {
 		}
 		a = a.Unmap()
 		if !s.trusted(a) {
-			return a.String()
+			return a.String(), true
 		}
 		peer = a
 	}
-	return peer.String()
+	return peer.String(), !keyCall
 }
 
 func (s *Server) trusted(a netip.Addr) bool {
