@@ -40,6 +40,9 @@ type Login struct {
 // session.created inside tx. The JWT is signed after commit (finish).
 func (s *Service) startLogin(tx *store.Tx, p *store.Project, u *store.User, method string, m Meta) (*Login, error) {
 	sess := s.newSession(p, u, method)
+	// Where the session was signed in from, bounded in length, for the
+	// user's and the operator's session lists.
+	sess.IP, sess.UserAgent = clipIP(m.IP), clipUA(m.UserAgent)
 	if err := tx.PutSession(sess); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,9 @@ type Config struct {
 	Wake func()
 	// SMS sends text messages; nil fails every send (provider "none").
 	SMS SMSSender
+	// SessionRateLimit is how many requests a session may make per
+	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
+	SessionRateLimit int
 }
 
 // SMSSender sends a text message to an E.164 number. Errors must not
@@ -56,6 +59,9 @@ type Service struct {
 	risk     *Risk
 	tokens   *tokenCache
 
+	activity     *activity // per-session rate and last-seen times
+	sessionLimit int
+
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
 
@@ -78,6 +84,12 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		limiter: NewLimiter(cfg.Now),
 		risk:    NewRisk(cfg.Now),
 		tokens:  newTokenCache(1 << 16),
+
+		activity:     newActivity(ActivityMaxTracked),
+		sessionLimit: cfg.SessionRateLimit,
+	}
+	if s.sessionLimit <= 0 {
+		s.sessionLimit = DefaultSessionRateLimit
 	}
 	err := db.View(func(tx *store.Tx) error {
 		s.adminHash = tx.AdminTokenHash()

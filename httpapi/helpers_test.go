@@ -184,7 +184,13 @@ func (ts *testServer) do(method, path, token string, body any) *response {
 // send performs req without following redirects.
 func (ts *testServer) send(req *http.Request) *response {
 	ts.t.Helper()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return ts.sendWith(&http.Client{}, req)
+}
+
+// sendWith performs req with client, without following redirects.
+func (ts *testServer) sendWith(client *http.Client, req *http.Request) *response {
+	ts.t.Helper()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	res, err := client.Do(req)
 	if err != nil {
 		ts.t.Fatal(err)
@@ -426,4 +432,35 @@ func statusCodes(rs []*response) map[string]int {
 		out[fmt.Sprintf("%d %s", r.Status, code)]++
 	}
 	return out
+}
+
+// loginFrom signs addr in by email OTP as an app backend does for an end
+// user at ip (X-End-User-IP; none when empty) with browser ua
+// (User-Agent), and returns the session token.
+func (ts *testServer) loginFrom(addr, ip, ua string) string {
+	ts.t.Helper()
+	call := func(path, body string) *response {
+		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+ts.Key)
+		req.Header.Set("Content-Type", "application/json")
+		if ip != "" {
+			req.Header.Set("X-End-User-IP", ip)
+		}
+		req.Header.Set("User-Agent", ua)
+		return ts.send(req)
+	}
+	wantOK(ts.t, call("/api/v1/otp/send", fmt.Sprintf(`{"email":%q}`, addr)))
+	code := ts.lastMail(addr).Code
+	r := call("/api/v1/otp/verify", fmt.Sprintf(`{"email":%q,"code":%q}`, addr, code))
+	wantOK(ts.t, r)
+	ts.Clock.Advance(31 * time.Second) // past the send throttle
+	return str(ts.t, r.Body, "token")
+}
+
+// sessionID returns the id of a session token's session (GET /session).
+func (ts *testServer) sessionID(token string) string {
+	ts.t.Helper()
+	r := ts.do("GET", "/api/v1/session", token, nil)
+	wantOK(ts.t, r)
+	return str(ts.t, obj(ts.t, r.Body, "session"), "id")
 }

@@ -61,7 +61,8 @@ func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int)
 	return c, nil
 }
 
-// session wraps h with user-token validation (401 INVALID_SESSION).
+// session wraps h with user-token validation (401 INVALID_SESSION) and
+// the per-session rate (429 RATE_LIMIT_EXCEEDED, with Retry-After).
 func (s *Server) session(h sessionHandler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))

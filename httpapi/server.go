@@ -104,6 +104,8 @@ func (s *Server) routes() {
 	r.DELETE("/api/v1/user", s.session(s.deleteUser))
 	r.GET("/api/v1/session", s.session(s.getSession))
 	r.POST("/api/v1/logout", s.session(s.logout))
+	r.GET("/api/v1/sessions", s.session(s.listSessions))
+	r.DELETE("/api/v1/sessions/:id", s.session(s.deleteSession))
 
 	// Email OTP and magic link.
 	r.POST("/api/v1/otp/send", s.key(s.otpSend))
