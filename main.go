@@ -317,9 +317,8 @@ func (m *Main) Run(ctx context.Context) error {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		// Go's default: an over-long Authorization header still reaches
-		// the key check and gets the envelope (INVALID_FORMAT).
-		MaxHeaderBytes: 1 << 20,
+		// 64 KiB of request line and headers at most (431 beyond).
+		MaxHeaderBytes: httpapi.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() {

@@ -168,6 +168,7 @@ var (
 var (
 	ErrSessionNotFound  = newErr(http.StatusNotFound, "SESSION_NOT_FOUND", "", "Session not found.")
 	ErrSessionRateLimit = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this session; retry later.")
+	ErrAdminThrottled   = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many failed admin token attempts from this address; retry later.")
 )
 
 // Invalid returns a 400 VALIDATION_ERROR with msg.

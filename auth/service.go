@@ -61,6 +61,7 @@ type Service struct {
 
 	activity     *activity // per-session rate and last-seen times
 	sessionLimit int
+	adminFails   *Limiter // admin-token failures per client IP
 
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
@@ -87,6 +88,7 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 
 		activity:     newActivity(ActivityMaxTracked),
 		sessionLimit: cfg.SessionRateLimit,
+		adminFails:   NewLimiter(cfg.Now),
 	}
 	if s.sessionLimit <= 0 {
 		s.sessionLimit = DefaultSessionRateLimit

@@ -37,6 +37,7 @@ func (s *Service) Sweep() error {
 		return err
 	})
 	s.limiter.Forget()
+	s.adminFails.Forget()
 	s.risk.Sweep()
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -185,6 +186,16 @@ func (ts *testServer) do(method, path, token string, body any) *response {
 func (ts *testServer) send(req *http.Request) *response {
 	ts.t.Helper()
 	return ts.sendWith(&http.Client{}, req)
+}
+
+// sendFrom performs req from local address ip (any 127.0.0.0/8 address
+// works on loopback), for tests of per-client limits.
+func (ts *testServer) sendFrom(ip string, req *http.Request) *response {
+	ts.t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	defer tr.CloseIdleConnections()
+	return ts.sendWith(&http.Client{Transport: tr}, req)
 }
 
 // sendWith performs req with client, without following redirects.

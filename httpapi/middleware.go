@@ -73,10 +73,12 @@ func (s *Server) session(h sessionHandler) httprouter.Handle {
 	})
 }
 
-// admin wraps h with the admin-token check (401 UNAUTHORIZED).
+// admin wraps h with the admin-token check (401 UNAUTHORIZED), throttled
+// per client address (429 RATE_LIMIT_EXCEEDED past 10 failures a minute).
 func (s *Server) admin(h handler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		if err := s.auth.CheckAdmin(r.Header.Get("Authorization")); err != nil {
+		ip, _ := s.clientIP(r, false)
+		if err := s.auth.CheckAdminFrom(r.Header.Get("Authorization"), ip); err != nil {
 			return err
 		}
 		return h(w, r, p)

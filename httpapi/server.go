@@ -45,6 +45,11 @@ type Server struct {
 // MaxBodyBytes is the largest accepted request body (decisions.md §13).
 const MaxBodyBytes = 64 << 10
 
+// MaxHeaderBytes is the value for http.Server.MaxHeaderBytes: net/http
+// allows 4,096 bytes on top of it, so the request line and headers
+// together may take 64 KiB; more is answered 431 before any handler runs.
+const MaxHeaderBytes = 64<<10 - 4096
+
 // New returns a Server with every route registered.
 func New(svc *auth.Service, cfg Config) *Server {
 	if cfg.Logger == nil {
