@@ -169,6 +169,9 @@ var (
 	ErrSessionNotFound  = newErr(http.StatusNotFound, "SESSION_NOT_FOUND", "", "Session not found.")
 	ErrSessionRateLimit = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this session; retry later.")
 	ErrAdminThrottled   = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many failed admin token attempts from this address; retry later.")
+	// ErrForbidden refuses a cross-site POST to the magic-link confirm
+	// page (login CSRF).
+	ErrForbidden = newErr(http.StatusForbidden, "FORBIDDEN", "", "Cross-site request refused: open the sign-in link itself and press its button.")
 )
 
 // Invalid returns a 400 VALIDATION_ERROR with msg.

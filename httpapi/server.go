@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -39,6 +40,8 @@ type Server struct {
 
 	dashSess dashSessions
 
+	baseOrigin string // the base URL's scheme://host[:port], canonical
+
 	load load // is the API saturated? (Busy)
 }
 
@@ -59,6 +62,11 @@ func New(svc *auth.Service, cfg Config) *Server {
 		cfg.Ready = func() bool { return true }
 	}
 	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks}
+	if svc != nil {
+		if u, err := url.Parse(svc.BaseURL()); err == nil {
+			s.baseOrigin, _ = auth.NormalizeOrigin(u.Scheme + "://" + u.Host)
+		}
+	}
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
