@@ -79,7 +79,7 @@ func (s *Service) newSession(p *store.Project, u *store.User, method string) *st
 		ttl = DefaultSessionTTL
 	}
 	return &store.Session{ID: newID(), UserID: u.ID, ProjectID: p.ID, Method: method,
-		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second), LastSeenAt: now}
+		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second)}
 }
 
 // signSession returns the ES256 JWT for a session.
