@@ -14,10 +14,11 @@ type Meta struct {
 	UserAgent   string
 	DeviceToken string
 	// EndUserIP reports that IP is the end user's own address: sent as
-	// X-End-User-IP, taken from a trusted proxy's X-Forwarded-For, or the
-	// peer of a request without an API key (a browser). An API-key call
-	// without X-End-User-IP has the app backend's address instead, and
-	// the risk engine then counts against the account (reserveRisk).
+	// X-End-User-IP, or the address of a request without an API key (a
+	// browser; its peer or a trusted proxy's X-Forwarded-For). An API-key
+	// call without X-End-User-IP has the app backend's address instead
+	// (through a proxy too), and the risk engine then counts against the
+	// account (reserveRisk).
 	EndUserIP bool
 
 	risk *riskSlot // the verification's velocity slot, marked failed by record

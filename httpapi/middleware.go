@@ -95,10 +95,11 @@ func (s *Server) meta(r *http.Request, keyCall bool) auth.Meta {
 }
 
 // clientIP returns the request's client address and whether it is the
-// end user's own: X-End-User-IP on an API-key call, an address a trusted
-// proxy forwarded, or the peer of a call without an API key (a browser
-// or an app holding the user's session). An API-key call's peer is the
-// app's backend, not the end user.
+// end user's own: X-End-User-IP on an API-key call, or the peer (or the
+// address a trusted proxy forwarded) of a call without an API key (a
+// browser, or an app holding the user's session). Without X-End-User-IP
+// an API-key call comes from the app's backend, directly or through the
+// proxy, so its address is not the end user's.
 func (s *Server) clientIP(r *http.Request, keyCall bool) (string, bool) {
 	if keyCall {
 		if v := strings.TrimSpace(r.Header.Get("X-End-User-IP")); v != "" {
@@ -129,7 +130,7 @@ func (s *Server) clientIP(r *http.Request, keyCall bool) (string, bool) {
 		}
 		a = a.Unmap()
 		if !s.trusted(a) {
-			return a.String(), true
+			return a.String(), !keyCall
 		}
 		peer = a
 	}

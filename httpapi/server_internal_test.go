@@ -58,7 +58,7 @@ func TestClientIP(t *testing.T) {
 		{"end-user header ignored elsewhere", "192.0.2.1:1234", "", "203.0.113.5", false, "192.0.2.1", true},
 		{"bad end-user header", "192.0.2.1:1234", "", "nope", true, "192.0.2.1", false},
 		{"key call without header: the app's backend", "192.0.2.1:1234", "", "", true, "192.0.2.1", false},
-		{"key call through a trusted proxy", "10.0.0.2:1234", "198.51.100.9", "", true, "198.51.100.9", true},
+		{"key call through a trusted proxy: still the backend", "10.0.0.2:1234", "198.51.100.9", "", true, "198.51.100.9", false},
 		{"key call from a trusted proxy without xff", "10.0.0.2:1234", "", "", true, "10.0.0.2", false},
 	}
 	for _, c := range cases {
