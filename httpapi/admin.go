@@ -29,6 +29,7 @@ func (s *Server) adminRoutes() {
 	r.POST("/api/v1/admin/users/:id/enable", s.admin(s.enableUser))
 	r.GET("/api/v1/admin/users/:id/sessions", s.admin(s.listUserSessions))
 	r.POST("/api/v1/admin/users/:id/sessions/revoke", s.admin(s.revokeUserSessions))
+	r.POST("/api/v1/admin/users/:id/factors/totp/reset", s.admin(s.resetTOTP))
 	r.GET("/api/v1/admin/events", s.admin(s.listEvents))
 	r.GET("/api/v1/admin/backup", s.admin(s.backup))
 }
@@ -237,6 +238,18 @@ func (s *Server) revokeUserSessions(w http.ResponseWriter, r *http.Request, p ht
 		Success bool `json:"success"`
 		Revoked int  `json:"revoked"`
 	}{true, n})
+}
+
+// resetTOTP clears a user's TOTP lockout and failure count.
+func (s *Server) resetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in struct{}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if err := s.auth.ResetTOTP(p.ByName("id"), s.meta(r, false)); err != nil {
+		return err
+	}
+	return ok(w, nil)
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

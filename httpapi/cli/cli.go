@@ -73,7 +73,7 @@ var commands = []*command{
 	projectCreate, projectList, projectUpdate,
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodDisable, methodEnable,
-	userList, userDisable, userEnable, userSessions, userRevokeSessions,
+	userList, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
 	events,
 	backup,
 }
