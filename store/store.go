@@ -154,15 +154,19 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 		return nil, false, err
 	}
 	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject}
-	db.group.mu.ch = make(chan struct{}, 1)
+	db.startCommitter()
 	return db, created, nil
 }
 
 // Path returns the data file's path.
 func (db *DB) Path() string { return db.path }
 
-// Close closes the data file.
-func (db *DB) Close() error { return db.bolt.Close() }
+// Close stops the group commit (committing the Batch calls already
+// queued; later ones get ErrClosed) and closes the data file.
+func (db *DB) Close() error {
+	db.stopCommitter()
+	return db.bolt.Close()
+}
 
 // View runs fn in a read-only transaction.
 func (db *DB) View(fn func(tx *Tx) error) error {
