@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -23,8 +24,9 @@ import (
 
 // SchemaVersion is the version of the data layout this binary writes.
 // Opening a file with a newer version fails; an older one is migrated.
-// Version 2 indexes and counts authentication events.
-const SchemaVersion = 2
+// Version 2 indexes and counts authentication events; version 3 indexes
+// every expiring row by its expiry.
+const SchemaVersion = 3
 
 // ErrNotFound is returned by lookups that find nothing.
 var ErrNotFound = errors.New("not found")
@@ -67,6 +69,15 @@ var (
 	bucketEventIndex      = []byte("events_by_scope")
 	bucketEventCounts     = []byte("event_counts")
 	bucketEventSuppressed = []byte("events_suppressed")
+	// Expiry indexes: rows by the time the sweep deletes them
+	// (expiry.go).
+	bucketSessionsExpiry   = []byte("sessions_by_expiry")
+	bucketCodesExpiry      = []byte("codes_by_expiry")
+	bucketMagicExpiry      = []byte("magic_links_by_expiry")
+	bucketChallengesExpiry = []byte("challenges_by_expiry")
+	bucketGrantsExpiry     = []byte("grants_by_expiry")
+	bucketDevicesExpiry    = []byte("devices_by_expiry")
+	bucketDeliveriesExpiry = []byte("deliveries_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -76,6 +87,8 @@ var (
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
+		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -99,6 +112,9 @@ type Options struct {
 	// MaxEventsPerProject caps the authentication events a project keeps
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int
+	// Logger receives what Open does that takes long (upgrading an older
+	// file) and the store's write failures (default: discarded).
+	Logger *slog.Logger
 }
 
 // Open opens or creates the data file at path, creates every bucket and
@@ -108,6 +124,10 @@ type Options struct {
 func Open(path string, opt Options) (db *DB, created bool, err error) {
 	if opt.LockTimeout == 0 {
 		opt.LockTimeout = 2 * time.Second
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	_, statErr := os.Stat(path)
 	created = errors.Is(statErr, os.ErrNotExist)
@@ -148,6 +168,9 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 	})
 	if err == nil && version < 2 {
 		err = migrateEvents(b)
+	}
+	if err == nil && version < 3 {
+		err = migrateExpiry(b, log)
 	}
 	if err != nil {
 		b.Close()
@@ -204,16 +227,21 @@ func (db *DB) Backup(w io.Writer, before func(size int64)) (int64, error) {
 	return n, err
 }
 
-// Check verifies the file's page structure; tests call it after each run.
+// Check verifies the file's page structure and that every expiring row
+// and its expiry index entry go together; tests call it after each run.
+// It reads the whole file.
 func (db *DB) Check() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
+	return db.bolt.View(func(btx *bolt.Tx) error {
 		var first error
-		for err := range tx.Check() {
+		for err := range btx.Check() {
 			if first == nil {
 				first = err
 			}
 		}
-		return first
+		if first != nil {
+			return first
+		}
+		return (&Tx{tx: btx, db: db}).checkExpiries()
 	})
 }
 
@@ -240,7 +268,47 @@ func (tx *Tx) Size() int64 { return tx.tx.Size() }
 // OnCommit registers fn to run after the transaction commits.
 func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }
 
-func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
+// bucket returns the named bucket; in a write transaction with its
+// FillPercent set (fillPercent).
+func (tx *Tx) bucket(name []byte) *bolt.Bucket {
+	b := tx.tx.Bucket(name)
+	if b != nil && tx.tx.Writable() {
+		if f := fillPercent[string(name)]; f != 0 {
+			b.FillPercent = f
+		}
+	}
+	return b
+}
+
+// fillPercent is the FillPercent of the buckets that do not split at
+// bbolt's default half. A page that overflows is split into pages filled
+// up to FillPercent. At one half, pages that only ever receive keys at
+// their end stay half empty for good, so buckets whose keys grow at the
+// end (of the bucket, or of each of a few prefixes) split nearly full
+// (appendFill): time-ordered UUIDs (users, sessions and their user
+// index, devices), sequence numbers (outbox, mail, events, delivery
+// records) and times (the event and expiry indexes, queued deliveries).
+// Buckets keyed by address take new keys anywhere; they split at
+// randomFill, which leaves room for a page's next inserts, but less than
+// half (their pages were 47-53% full, now about 68%).
+var fillPercent = map[string]float64{}
+
+// randomFill is the FillPercent of buckets whose new keys land anywhere.
+const randomFill = 0.75
+
+func init() {
+	for _, b := range [][]byte{
+		bucketUsers, bucketSessions, bucketUserSessions, bucketDevices, bucketOutbox, bucketMail,
+		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
+		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
+	} {
+		fillPercent[string(b)] = appendFill
+	}
+	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketCodes} {
+		fillPercent[string(b)] = randomFill
+	}
+}
 
 // get decodes the JSON value at key into v; ErrNotFound when absent.
 func (tx *Tx) get(bucket, key []byte, v any) error {
