@@ -268,7 +268,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second})
+	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, Logger: m.Logger, Now: m.Now})
 	if err != nil {
 		return err
 	}
@@ -636,7 +636,9 @@ func (s *scheduler) start() {
 }
 
 func (s *scheduler) runTask(t task) {
-	if err := t.fn(s.ctx); err != nil && s.ctx.Err() == nil {
+	// A failed store write is logged by the store, once a minute with
+	// the count.
+	if err := t.fn(s.ctx); err != nil && s.ctx.Err() == nil && !errors.Is(err, store.ErrWriteFailed) {
 		s.log.Error("background task failed", "task", t.name, "err", err)
 	}
 }

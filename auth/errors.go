@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"latchkey/store"
 )
 
 // Error is a failure the caller may see: the contract's wire code, its HTTP
@@ -184,11 +186,30 @@ func Invalid(format string, args ...any) *Error {
 	return ErrValidation.With(fmt.Sprintf(format, args...))
 }
 
-// AsError returns err as an *Error; anything else becomes INTERNAL_ERROR
-// carrying err as its cause.
+// ErrUnavailable is the answer to a call whose write the store could not
+// commit (disk full, I/O error: store.ErrWriteFailed). Nothing was
+// changed; the same call may succeed later. The store logs these once a
+// minute with their count, not once per call.
+var ErrUnavailable = newErr(http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", CatInternal,
+	"The service cannot store data right now; retry later.").WithRetry(UnavailableRetry)
+
+// UnavailableRetry is the Retry-After of ErrUnavailable.
+const UnavailableRetry = 10 * time.Second
+
+// AsError returns err as an *Error. A failed store write
+// (store.ErrWriteFailed) under an internal error, or alone, is
+// ErrUnavailable; anything else that is not an *Error becomes
+// INTERNAL_ERROR carrying err as its cause.
 func AsError(err error) *Error {
 	var e *Error
-	if errors.As(err, &e) {
+	found := errors.As(err, &e)
+	if found && e.Status < http.StatusInternalServerError {
+		return e
+	}
+	if errors.Is(err, store.ErrWriteFailed) {
+		return ErrUnavailable.Because(err)
+	}
+	if found {
 		return e
 	}
 	return ErrInternal.Because(err)

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -75,7 +76,7 @@ func (s *Service) recordOnly(projectID, userID, email, method, action string, fa
 		}
 		return tx.AddAuthEvent(e)
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrWriteFailed) { // the store logs those
 		s.log.Error("record event", "err", err)
 	}
 	return fail

@@ -40,7 +40,9 @@ type envelope struct {
 // answered as 500 INTERNAL_ERROR without internals.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
-	if e.Status >= 500 || e.Code == "INTERNAL_ERROR" {
+	// A failed store write is logged by the store, once a minute with
+	// the count, not once per request.
+	if (e.Status >= 500 || e.Code == "INTERNAL_ERROR") && e.Code != auth.ErrUnavailable.Code {
 		s.log.Error("request failed", "code", e.Code, "err", err)
 	}
 	if e.RetryAfter > 0 {

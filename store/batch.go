@@ -126,7 +126,7 @@ func (db *DB) commitPending() {
 func (db *DB) commit(calls []batchCall) {
 	for len(calls) > 0 {
 		failed := -1
-		err := db.Update(func(tx *Tx) error {
+		err, storeErr := db.update(func(tx *Tx) error {
 			for i, c := range calls {
 				if err := safeCall(c.fn, tx); err != nil {
 					failed = i
@@ -139,6 +139,10 @@ func (db *DB) commit(calls []batchCall) {
 			calls[failed].err <- errSolo
 			calls = append(calls[:failed], calls[failed+1:]...)
 			continue
+		}
+		if storeErr { // every call's write failed
+			db.health.failed(err, len(calls))
+			err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
 		}
 		for _, c := range calls {
 			c.err <- err

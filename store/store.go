@@ -20,6 +20,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // SchemaVersion is the version of the data layout this binary writes.
@@ -102,6 +103,7 @@ type DB struct {
 	bolt      *bolt.DB
 	path      string
 	group     groupCommit
+	health    writeHealth
 	maxEvents int
 }
 
@@ -115,6 +117,9 @@ type Options struct {
 	// Logger receives what Open does that takes long (upgrading an older
 	// file) and the store's write failures (default: discarded).
 	Logger *slog.Logger
+	// Now is the clock of the write-failure log's interval (default
+	// time.Now).
+	Now func() time.Time
 }
 
 // Open opens or creates the data file at path, creates every bucket and
@@ -177,6 +182,10 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 		return nil, false, err
 	}
 	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject}
+	db.health.log, db.health.now = log, opt.Now
+	if db.health.now == nil {
+		db.health.now = time.Now
+	}
 	db.startCommitter()
 	return db, created, nil
 }
@@ -198,8 +207,36 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 
 // Update runs fn in a read-write transaction and commits it (with fsync)
 // when fn returns nil. Functions registered with Tx.OnCommit run after.
+// It returns fn's error as is; when the transaction cannot begin or
+// commit (disk full, I/O error) it returns an error wrapping
+// ErrWriteFailed and its cause, and the store notes the failure
+// (WriteError, one log line per minute).
 func (db *DB) Update(fn func(tx *Tx) error) error {
-	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, db: db}) })
+	err, storeErr := db.update(fn)
+	if storeErr {
+		db.health.failed(err, 1)
+		return fmt.Errorf("%w: %w", ErrWriteFailed, err)
+	}
+	return err
+}
+
+// update runs fn in a read-write transaction; storeErr reports that err
+// is the store's (the open file could not begin or commit the
+// transaction), not fn's, nor that of a file already closed. A committed
+// transaction clears the failed state.
+func (db *DB) update(fn func(tx *Tx) error) (err error, storeErr bool) {
+	var fnErr error
+	err = db.bolt.Update(func(btx *bolt.Tx) error {
+		fnErr = fn(&Tx{tx: btx, db: db})
+		return fnErr
+	})
+	switch {
+	case err == nil:
+		db.health.succeeded()
+	case fnErr == nil && !errors.Is(err, bolterrors.ErrDatabaseNotOpen):
+		return err, true
+	}
+	return err, false
 }
 
 // WriteTo writes a consistent copy of the whole data file to w without

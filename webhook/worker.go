@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -486,7 +487,7 @@ func (w *Worker) record(j *store.Job, res Result) {
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrWriteFailed) { // the store logs those
 		w.Logger.Error("record webhook delivery", "webhook", j.WebhookID, "event", j.EventID, "err", err)
 	}
 }
