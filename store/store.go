@@ -138,10 +138,17 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 	created = errors.Is(statErr, os.ErrNotExist)
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: opt.LockTimeout,
-		// The freelist is rebuilt from the pages on open instead of being
-		// written at every commit; the data itself is still fsynced.
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
+		// The freelist is written at every commit (NoFreelistSync false),
+		// so that opening reads it instead of walking every page of the
+		// file to rebuild it: a 1.3 GB file opened in 20 s with a cold
+		// page cache, reading 1.2 GB, and now opens in a few
+		// milliseconds. Writing it costs each commit about 0.1 ms with
+		// ten thousand free pages; the array type keeps it sorted, which
+		// made commits of a fragmented file (140,000 free pages) faster
+		// than the hash-map type (0.8 ms against 2 ms). A file last
+		// written without a freelist is walked once at its first open.
+		NoFreelistSync: false,
+		FreelistType:   bolt.FreelistArrayType,
 		// Reserve address space so a growing file rarely remaps (a remap
 		// waits for every reader).
 		InitialMmapSize: 1 << 30,
