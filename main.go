@@ -46,6 +46,9 @@ func run(args []string) int {
 		}
 		return 0
 	}
+	if args[0] == "compact" {
+		return runCompact(args[1:], os.Stdout, os.Stderr)
+	}
 	if args[0] != "serve" {
 		env := cli.Env{Getenv: os.Getenv}
 		return cli.Run(context.Background(), args, env, os.Stdout, os.Stderr)
@@ -78,8 +81,78 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `latchkey: self-hosted authentication in one binary
 
 Usage:
-  latchkey serve [flags]      run the server (latchkey serve --help lists flags)`)
+  latchkey serve [flags]      run the server (latchkey serve --help lists flags)
+  latchkey compact --data FILE --out FILE
+                              write a compacted copy of a stopped server's data file`)
 	cli.Usage(w)
+}
+
+// runCompact is `latchkey compact --data FILE --out FILE`: it writes a
+// compacted copy of the data file of a stopped server (store.Compact)
+// and prints both sizes. Exit codes: 0 done, 1 refused or failed, 2 bad
+// usage.
+func runCompact(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("latchkey compact", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	data := fs.String("data", os.Getenv("LATCHKEY_DATA"), "")
+	out := fs.String("out", "", "")
+	help := func(w io.Writer) {
+		fmt.Fprint(w, `Usage: latchkey compact --data FILE --out FILE
+
+Write a compacted copy of the data file to a new file: every row, in pages
+filled completely, without the free pages the file keeps once it has grown.
+Stop the server first; a file in use is refused. The copy is read with the
+same master key: move it over the data file (FILE.key stays valid), or copy
+FILE.key to OUT.key.
+
+Flags:
+  --data FILE   the data file (env LATCHKEY_DATA; default ./latchkey.db)
+  --out FILE    the new file (must not exist)
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			help(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "latchkey compact: %v\n", err)
+		help(stderr)
+		return 2
+	}
+	if *data == "" {
+		*data = "./latchkey.db"
+	}
+	if *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "latchkey compact: --out FILE is required (and nothing else)")
+		help(stderr)
+		return 2
+	}
+	start := time.Now()
+	before, after, err := store.Compact(*data, *out, time.Second)
+	if errors.Is(err, store.ErrInUse) {
+		fmt.Fprintf(stderr, "latchkey compact: %s: %v: stop the server first\n", *data, err)
+		return 1
+	} else if err != nil {
+		fmt.Fprintf(stderr, "latchkey compact: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Compacted %s (%s) into %s (%s, %.1f%% of it) in %v.\n", *data, sizeText(before), *out, sizeText(after),
+		100*float64(after)/float64(max(before, 1)), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "The copy needs the same master key: move it over %s, or copy %s.key to %s.key.\n", *data, *data, *out)
+	return 0
+}
+
+// sizeText writes n bytes for people: "1.46 GB", "812 KB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // Config is the server's configuration (decisions.md §1).
