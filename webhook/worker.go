@@ -2,8 +2,8 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
