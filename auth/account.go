@@ -92,18 +92,42 @@ func (s *Service) DeleteUser(pr *Principal) error {
 		} else if err != nil {
 			return err
 		}
-		if err := s.revokeAll(tx, u); err != nil {
-			return err
-		}
-		if err := s.dropPending(tx, u); err != nil {
-			return err
-		}
-		if err := tx.DeleteUser(u); err != nil {
-			return err
-		}
-		return s.emit(tx, u.ProjectID, "user.deleted", map[string]string{"user_id": u.ID})
+		return s.deleteUser(tx, u)
 	})
 	return internal(err)
+}
+
+// AdminDeleteUser is DeleteUser for the operator: the user id, with
+// everything that belongs to the user, in one transaction; user.deleted
+// (and session.revoked for each session) is emitted. An unknown id is
+// 404 USER_NOT_FOUND.
+func (s *Service) AdminDeleteUser(id string) error {
+	err := s.db.Update(func(tx *store.Tx) error {
+		u, err := tx.User(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrUserNotFound
+		} else if err != nil {
+			return err
+		}
+		return s.deleteUser(tx, u)
+	})
+	return internal(err)
+}
+
+// deleteUser removes u inside tx: sessions (each emitting
+// session.revoked), pending codes, links and grants (dropPending), the
+// user with factors, backup codes and passkeys; then emits user.deleted.
+func (s *Service) deleteUser(tx *store.Tx, u *store.User) error {
+	if err := s.revokeAll(tx, u); err != nil {
+		return err
+	}
+	if err := s.dropPending(tx, u); err != nil {
+		return err
+	}
+	if err := tx.DeleteUser(u); err != nil {
+		return err
+	}
+	return s.emit(tx, u.ProjectID, "user.deleted", map[string]string{"user_id": u.ID})
 }
 
 // dropPending deletes, inside tx, what could sign u's address or
