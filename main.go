@@ -16,6 +16,8 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +44,11 @@ func run(args []string) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	switch args[0] {
+	case "version", "--version", "-version":
+		printVersion(os.Stdout)
 		return 0
 	}
 	if args[0] != "serve" {
@@ -73,10 +80,7 @@ func run(args []string) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, `latchkey: self-hosted authentication in one binary
-
-Usage:
-  latchkey serve [flags]      run the server (latchkey serve --help lists flags)`)
+	fmt.Fprint(w, "latchkey: self-hosted authentication in one binary\n\nUsage:\n")
 	cli.Usage(w)
 }
 
@@ -162,14 +166,16 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	var boolNames []string
 	for _, f := range flags {
 		if f.str != nil {
 			fs.StringVar(f.str, f.name, *f.str, f.help)
 		} else {
-			fs.BoolVar(&c.WebhookAllowPrivate, f.name, false, f.help)
+			fs.Var(boolValue{&c.WebhookAllowPrivate}, f.name, f.help)
+			boolNames = append(boolNames, f.name)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinBoolValues(args, boolNames)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printServeHelp(m.Stdout, flags)
 		}
@@ -206,6 +212,64 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		return fmt.Errorf("--admin-token must start with adm_ and be at least 24 characters")
 	}
 	return nil
+}
+
+// boolValue is a boolean flag: bare (--flag) it is true; its value, as
+// --flag=VALUE, --flag VALUE (joinBoolValues) or from the environment,
+// is one of true/false, yes/no, on/off, 1/0 (any case).
+type boolValue struct{ b *bool }
+
+func (v boolValue) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.b)
+}
+
+func (v boolValue) Set(s string) error {
+	b, ok := parseBool(s)
+	if !ok {
+		return fmt.Errorf("%q is not a boolean (true/false, yes/no, on/off, 1/0)", s)
+	}
+	*v.b = b
+	return nil
+}
+
+// IsBoolFlag lets the flag stand alone (--webhook-allow-private).
+func (v boolValue) IsBoolFlag() bool { return true }
+
+func parseBool(s string) (value, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "t", "yes", "y", "on", "1":
+		return true, true
+	case "false", "f", "no", "n", "off", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// joinBoolValues rewrites "--flag VALUE" as "--flag=VALUE" for the
+// boolean flags named, when VALUE is a boolean word: package flag never
+// takes a boolean's value from the next argument, and without this
+// "--webhook-allow-private yes" would leave "yes" as a stray argument.
+func joinBoolValues(args, names []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if name != a && slices.Contains(names, name) && i+1 < len(args) {
+			if _, ok := parseBool(args[i+1]); ok {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // printServeHelp lists the serve flags with their environment variables

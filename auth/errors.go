@@ -69,6 +69,13 @@ const (
 	CatInternal       = "internal_error"
 )
 
+// FailureCategories lists every failure category, in the contract's
+// order: the values failureCode takes on events and metrics.
+var FailureCategories = []string{
+	CatInvalidCode, CatExpired, CatAlreadyUsed, CatRateLimited, CatUserNotFound, CatUserDisabled,
+	CatUserExists, CatValidation, CatRiskBlocked, CatExternalMethod, CatInternal,
+}
+
 func newErr(status int, code, category, msg string) *Error {
 	return &Error{Code: code, Status: status, Category: category, Message: msg}
 }
