@@ -97,6 +97,7 @@ type Config struct {
 	TrustedProxies      string
 	WebhookAllowPrivate bool
 	LogFormat           string
+	MetricsAddr         string
 }
 
 // Main is the running server: store, service, scheduler and HTTP listener.
@@ -115,6 +116,7 @@ type Main struct {
 	Server  *httpapi.Server
 	Mail    *mail.Queue
 	Hooks   *webhook.Worker
+	Metrics *httpapi.Metrics
 
 	// Getenv reads the provider settings not covered by flags
 	// (LATCHKEY_TWILIO_*); ParseFlags sets it.
@@ -123,8 +125,12 @@ type Main struct {
 	mailTLS  *tls.Config // tests trust their SMTP server's certificate
 	http     *http.Server
 	listener net.Listener
-	sched    *scheduler
-	ready    atomic.Bool
+	// metricsHTTP serves GET /metrics without authentication on
+	// --metrics-addr; nil when that is empty.
+	metricsHTTP     *http.Server
+	metricsListener net.Listener
+	sched           *scheduler
+	ready           atomic.Bool
 }
 
 // NewMain returns a Main with defaults.
@@ -162,6 +168,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "CIDRS", "empty", "comma-separated CIDRs whose X-Forwarded-For is believed", &c.TrustedProxies},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let live-mode webhooks target private/loopback addresses", nil},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
+		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "ADDR", "empty: GET /metrics only on --addr, behind the admin token", "also serve GET /metrics, without authentication, on this address (keep it private)", &c.MetricsAddr},
 	}
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -317,9 +324,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: Version(), Now: m.Now})
 	// The lock wait is 1 s so that, with start-up, a second serve on the
 	// same file exits well within 2 s (decisions.md §2).
-	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second})
+	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: m.Metrics.ObserveCommit})
 	if err != nil {
 		return err
 	}
@@ -333,6 +341,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.listener = ln
+	if c.MetricsAddr != "" {
+		if m.metricsListener, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+	}
 	baseURL := strings.TrimSuffix(c.BaseURL, "/")
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
@@ -341,6 +354,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.sched = newScheduler(m.Logger)
 	svc, err := auth.New(db, keys, auth.Config{
 		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: smsSender,
+		Observer: m.Metrics,
 	})
 	if err != nil {
 		return err
@@ -363,11 +377,16 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
-	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks})
 	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
+	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
+		Metrics: m.Metrics,
+		// GET /ready also checks the store and the scheduler; providers
+		// that can be misconfigured add their check here.
+		ReadyChecks: []httpapi.ReadyCheck{},
+	})
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
-		Wake: m.sched.wake, Busy: m.Server.Busy}
+		Wake: m.sched.wake, Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
 	m.sched.every("sweep", time.Minute, func(context.Context) error { return svc.Sweep() })
 	m.sched.onWake("mail", time.Minute, m.Mail.RunOnce)
 	m.sched.onWake("webhooks", time.Minute, m.Hooks.RunOnce)
@@ -391,7 +410,40 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}()
 	m.Logger.Info("latchkey listening", "addr", ln.Addr().String(), "base_url", baseURL, "data", c.Data)
+	if m.metricsListener != nil {
+		m.serveMetrics()
+	}
 	return nil
+}
+
+// serveMetrics serves GET /metrics, open, on the --metrics-addr listener
+// (and nothing else: 404).
+func (m *Main) serveMetrics() {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Metrics.Handler())
+	m.metricsHTTP = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	ln := m.metricsListener
+	go func() {
+		if err := m.metricsHTTP.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("metrics server", "err", err)
+		}
+	}()
+	m.Logger.Info("metrics listening", "addr", ln.Addr().String())
+}
+
+// MetricsAddr returns the address of the --metrics-addr listener, or ""
+// when there is none.
+func (m *Main) MetricsAddr() string {
+	if m.metricsListener == nil {
+		return ""
+	}
+	return m.metricsListener.Addr().String()
 }
 
 // firstStart creates the default project, a test key and the admin
@@ -477,6 +529,11 @@ func (m *Main) Close() error {
 		cancel()
 	} else if m.listener != nil {
 		m.listener.Close()
+	}
+	if m.metricsHTTP != nil {
+		m.metricsHTTP.Close()
+	} else if m.metricsListener != nil {
+		m.metricsListener.Close()
 	}
 	if m.sched != nil {
 		m.sched.stop()

@@ -451,6 +451,7 @@ func TestParseFlags(t *testing.T) {
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "", "10.9.0.0/16", "10.8.0.0/16", func(c Config) string { return c.TrustedProxies }},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "false", "true", "false", func(c Config) string { return strconv.FormatBool(c.WebhookAllowPrivate) }},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "text", "json", "text", func(c Config) string { return c.LogFormat }},
+		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "", "127.0.0.1:9100", "127.0.0.1:9101", func(c Config) string { return c.MetricsAddr }},
 	}
 	env := map[string]string{}
 	for _, st := range settings {

@@ -88,6 +88,9 @@ var (
 	ErrPayloadTooLarge  = newErr(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", CatValidation, "Request body is larger than 64 KiB.")
 	ErrInternal         = newErr(http.StatusInternalServerError, "INTERNAL_ERROR", CatInternal, "Internal error.")
 	ErrUnauthorized     = newErr(http.StatusUnauthorized, "UNAUTHORIZED", "", "Missing or invalid admin token.")
+	// ErrNotReady is GET /ready's 503 while the store, the scheduler or
+	// a required provider is not usable; its message names which.
+	ErrNotReady = newErr(http.StatusServiceUnavailable, "NOT_READY", "", "Not ready.")
 )
 
 // API key errors, in the decided validation order (decisions.md §4).

@@ -46,6 +46,10 @@ func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action 
 			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
 		}
 	}
+	if s.obs != nil {
+		failure := e.FailureCode
+		tx.OnCommit(func() { s.obs.AuthEvent(method, action, failure) })
+	}
 	return tx.AddAuthEvent(e)
 }
 

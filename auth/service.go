@@ -29,6 +29,21 @@ type Config struct {
 	Wake func()
 	// SMS sends text messages; nil fails every send (provider "none").
 	SMS SMSSender
+	// Observer, when set, is told of authentication events and logins
+	// once they commit (metrics).
+	Observer Observer
+}
+
+// Observer is told of authentication outcomes after their transaction
+// commits, so a rolled-back or retried transaction counts once or not
+// at all. Its methods run on the committing goroutine: they must be
+// quick and must not block. The values are from small fixed sets.
+type Observer interface {
+	// AuthEvent is one authentication event: method and action as the
+	// event records them, failure its failure category, "" for a success.
+	AuthEvent(method, action, failure string)
+	// Login is one session created, by method ("email_otp", "passkey" …).
+	Login(method string)
 }
 
 // SMSSender sends a text message to an E.164 number. Errors must not
@@ -46,6 +61,7 @@ type Service struct {
 	log     *slog.Logger
 	wake    func()
 	sms     SMSSender
+	obs     Observer // nil: none
 
 	adminToken string // configured admin token, or empty
 	adminHash  []byte // stored hash of a generated admin token
@@ -58,7 +74,6 @@ type Service struct {
 
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
-
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -74,7 +89,7 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
-		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS,
+		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS, obs: cfg.Observer,
 		limiter: NewLimiter(cfg.Now),
 		risk:    NewRisk(cfg.Now),
 		tokens:  newTokenCache(1 << 16),

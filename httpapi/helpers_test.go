@@ -59,6 +59,11 @@ type testServer struct {
 	http    *httptest.Server
 	broken  bool
 	opts    []func(*auth.Config)
+	// api adjusts the server's configuration before it starts.
+	api func(*httpapi.Config)
+	// Metrics are fed by the store, the service, the worker and the
+	// server, as main wires them.
+	Metrics *httpapi.Metrics
 	// hookWoken is set when the webhook worker asks to run again.
 	hookWoken atomic.Bool
 }
@@ -74,7 +79,14 @@ func (ts *testServer) breakStore() {
 // project and a test key; the admin token is testAdminToken.
 func newTestServer(t testing.TB, opts ...func(*auth.Config)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts}
+	return newTestServerAPI(t, nil, opts...)
+}
+
+// newTestServerAPI is newTestServer with api adjusting the server's
+// configuration (readiness checks, say).
+func newTestServerAPI(t testing.TB, api func(*httpapi.Config), opts ...func(*auth.Config)) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts, api: api}
 	ts.start()
 	b, err := ts.Svc.Init()
 	if err != nil {
@@ -90,7 +102,8 @@ var testMaster = bytes.Repeat([]byte{7}, 32)
 func (ts *testServer) start() {
 	t := ts.t
 	t.Helper()
-	db, _, err := store.Open(ts.path, store.Options{})
+	ts.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: "test", Now: ts.Clock.Now})
+	db, _, err := store.Open(ts.path, store.Options{ObserveCommit: ts.Metrics.ObserveCommit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +114,7 @@ func (ts *testServer) start() {
 	ts.DB, ts.Keys = db, keys
 	ts.http = httptest.NewUnstartedServer(nil)
 	ts.URL = "http://" + ts.http.Listener.Addr().String()
-	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now}
+	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now, Observer: ts.Metrics}
 	for _, o := range ts.opts {
 		o(&cfg)
 	}
@@ -112,8 +125,12 @@ func (ts *testServer) start() {
 	ts.Svc = svc
 	ts.Hooks = &webhook.Service{DB: db, Keys: keys, Now: ts.Clock.Now}
 	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler),
-		Wake: func() { ts.hookWoken.Store(true) }}
-	ts.http.Config.Handler = httpapi.New(svc, httpapi.Config{Webhooks: ts.Hooks})
+		Wake: func() { ts.hookWoken.Store(true) }, Outcome: ts.Metrics.WebhookOutcome}
+	api := httpapi.Config{Webhooks: ts.Hooks, Metrics: ts.Metrics}
+	if ts.api != nil {
+		ts.api(&api)
+	}
+	ts.http.Config.Handler = httpapi.New(svc, api)
 	ts.http.Start()
 	t.Cleanup(ts.stop)
 }

@@ -40,7 +40,9 @@ type envelope struct {
 // answered as 500 INTERNAL_ERROR without internals.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
-	if e.Status >= 500 || e.Code == "INTERNAL_ERROR" {
+	// NOT_READY is answered to every readiness probe while it lasts; its
+	// cause is logged by its owner, not once per probe here.
+	if (e.Status >= 500 && e.Code != auth.ErrNotReady.Code) || e.Code == "INTERNAL_ERROR" {
 		s.log.Error("request failed", "code", e.Code, "err", err)
 	}
 	if e.RetryAfter > 0 {

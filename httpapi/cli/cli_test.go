@@ -729,7 +729,7 @@ func TestDeleteCommands(t *testing.T) {
 }
 
 // TestUserUpdate: --company-id sets the company; --no-company and
-// --company-id '' clear it (null).
+// --company-id with an empty value clear it (null).
 func TestUserUpdate(t *testing.T) {
 	ts := newTestServer(t, testAdminToken)
 	_, uid := ts.login("ann@example.com")
