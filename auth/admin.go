@@ -92,6 +92,7 @@ func (s *Service) Init() (*Bootstrap, error) {
 	if adminHash != nil {
 		s.adminHash = adminHash
 	}
+	s.projectsChanged()
 	return b, nil
 }
 

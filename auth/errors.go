@@ -91,6 +91,9 @@ var (
 	// ErrNotReady is GET /ready's 503 while the store, the scheduler or
 	// a required provider is not usable; its message names which.
 	ErrNotReady = newErr(http.StatusServiceUnavailable, "NOT_READY", "", "Not ready.")
+	// ErrOriginNotAllowed answers a CORS preflight from an origin that
+	// no project allows.
+	ErrOriginNotAllowed = newErr(http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "", "This origin is not an allowed origin of any project: add it to the project's allowedOrigins.")
 )
 
 // API key errors, in the decided validation order (decisions.md §4).

@@ -167,6 +167,7 @@ func (s *Service) CreateProject(in ProjectInput) (*store.Project, error) {
 	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutProject(p) }); err != nil {
 		return nil, internal(err)
 	}
+	s.projectsChanged()
 	return p, nil
 }
 
@@ -260,6 +261,7 @@ func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, err
 		return nil, internal(err)
 	}
 	s.projects.Delete(id)
+	s.projectsChanged()
 	return p, nil
 }
 
@@ -283,6 +285,7 @@ func (s *Service) DeleteProject(id string) error {
 		return internal(err)
 	}
 	s.projects.Delete(id)
+	s.projectsChanged()
 	for _, prefix := range detached {
 		s.apiKeys.Delete(prefix)
 	}

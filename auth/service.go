@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latchkey/store"
@@ -74,6 +75,11 @@ type Service struct {
 
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
+
+	// origins is every project's allowed origins (CORS preflights);
+	// projectsVersion counts project changes, which make it stale.
+	origins         atomic.Pointer[originIndex]
+	projectsVersion atomic.Uint64
 }
 
 // New returns a Service over db. It loads the admin token hash.

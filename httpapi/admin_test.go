@@ -232,10 +232,17 @@ func TestRoutingErrors(t *testing.T) {
 			t.Fatalf("GET %s: body %s, want exactly {success:false, error:\"Not found\", code:\"NOT_FOUND\"}", path, r.Raw)
 		}
 	}
+	// Allow lists the served methods: OPTIONS only where browsers call
+	// (CORS preflights), not on API-key or admin routes.
 	r := ts.do("PUT", "/api/v1/user", "", nil)
 	wantError(t, r, 405, "METHOD_NOT_ALLOWED")
-	if allow := r.Header.Get("Allow"); !strings.Contains(allow, "PATCH") || strings.Contains(allow, "OPTIONS") {
-		t.Fatalf("Allow=%q, want the served methods only", allow)
+	if allow := r.Header.Get("Allow"); allow != "DELETE, GET, OPTIONS, PATCH" {
+		t.Fatalf("Allow=%q, want DELETE, GET, OPTIONS, PATCH", allow)
+	}
+	r = ts.do("PUT", "/api/v1/otp/send", "", nil)
+	wantError(t, r, 405, "METHOD_NOT_ALLOWED")
+	if allow := r.Header.Get("Allow"); allow != "POST" {
+		t.Fatalf("Allow=%q, want POST", allow)
 	}
 	wantError(t, ts.do("DELETE", "/api/v1/health", "", nil), 405, "METHOD_NOT_ALLOWED")
 	wantError(t, ts.do("POST", "/api/v1/admin/keys/x/revoke/", testAdminToken, nil), 404, "NOT_FOUND")

@@ -78,10 +78,11 @@ func New(svc *auth.Service, cfg Config) *Server {
 	r.NotFound = cfg.Metrics.instrumentHandler("unmatched", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		s.writeError(w, auth.ErrNotFound)
 	}))
-	r.MethodNotAllowed = cfg.Metrics.instrumentHandler("unmatched", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		// httprouter lists OPTIONS in Allow, but OPTIONS is not served.
+	r.MethodNotAllowed = cfg.Metrics.instrumentHandler("unmatched", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// httprouter lists OPTIONS in Allow; OPTIONS is served only on
+		// the paths browsers call (CORS preflights).
 		h := w.Header()
-		if allow := h.Get("Allow"); allow != "" {
+		if allow := h.Get("Allow"); allow != "" && !browserPath(req.URL.Path) {
 			methods := strings.Split(allow, ", ")
 			h.Set("Allow", strings.Join(slices.DeleteFunc(methods, func(m string) bool { return m == http.MethodOptions }), ", "))
 		}
@@ -99,6 +100,9 @@ func New(svc *auth.Service, cfg Config) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.load.request()
+	if r.Method == http.MethodOptions && browserPath(r.URL.Path) && s.preflight(w, r) {
+		return
+	}
 	s.router.ServeHTTP(w, r)
 }
 
@@ -140,8 +144,8 @@ func (s *Server) routes() {
 	// Passkeys.
 	r.POST("/api/v1/passkey/register/start", s.handle(s.passkeyRegisterStart))
 	r.POST("/api/v1/passkey/register/verify", s.handle(s.passkeyRegisterVerify))
-	r.POST("/api/v1/passkey/login/start", s.key(s.passkeyLoginStart))
-	r.POST("/api/v1/passkey/login/verify", s.key(s.passkeyLoginVerify))
+	r.POST("/api/v1/passkey/login/start", s.browserKey(s.passkeyLoginStart))
+	r.POST("/api/v1/passkey/login/verify", s.browserKey(s.passkeyLoginVerify))
 	r.GET("/api/v1/passkeys", s.session(s.listPasskeys))
 	r.GET("/api/v1/passkeys/by-external", s.keyRate401(s.listPasskeysByExternal))
 	r.DELETE("/api/v1/passkeys/*rest", s.handle(s.deletePasskey))
