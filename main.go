@@ -226,6 +226,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 // is one of true/false, yes/no, on/off, 1/0 (any case).
 type boolValue struct{ b *bool }
 
+// String shows the value (flag.Value).
 func (v boolValue) String() string {
 	if v.b == nil {
 		return "false"
@@ -233,6 +234,7 @@ func (v boolValue) String() string {
 	return strconv.FormatBool(*v.b)
 }
 
+// Set parses a boolean word (flag.Value).
 func (v boolValue) Set(s string) error {
 	b, ok := parseBool(s)
 	if !ok {
