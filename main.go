@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +12,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	netmail "net/mail"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -90,6 +91,7 @@ type Config struct {
 	Data                string
 	BaseURL             string
 	SMTPURL             string
+	SMTPCAFile          string
 	MailFrom            string
 	SMSProvider         string
 	AdminToken          string
@@ -122,7 +124,6 @@ type Main struct {
 	// (LATCHKEY_TWILIO_*); ParseFlags sets it.
 	Getenv func(string) string
 
-	mailTLS  *tls.Config // tests trust their SMTP server's certificate
 	http     *http.Server
 	listener net.Listener
 	// metricsHTTP serves GET /metrics without authentication on
@@ -132,6 +133,9 @@ type Main struct {
 	sched           *scheduler
 	ready           atomic.Bool
 }
+
+// defaultMailFrom is the sender address when none is configured.
+const defaultMailFrom = "latchkey@localhost"
 
 // NewMain returns a Main with defaults.
 func NewMain() *Main {
@@ -155,12 +159,13 @@ type serveFlag struct {
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	m.Getenv = getenv
 	c := &m.Config
-	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: "latchkey@localhost", SMSProvider: "none", LogFormat: "text"}
+	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: defaultMailFrom, SMSProvider: "none", LogFormat: "text"}
 	flags := []serveFlag{
 		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
-		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin for magic links, JWT iss and WebAuthn", &c.BaseURL},
-		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS)", &c.SMTPURL},
+		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin (http:// or https://, no path) for magic links, JWT iss and WebAuthn", &c.BaseURL},
+		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS); options ?tls=opportunistic|required, ?auth=auto|plain|login|cram-md5, ?ca=FILE", &c.SMTPURL},
+		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "FILE", "none: the system's CAs", "PEM file of CA certificates trusted for the SMTP server besides the system's (also ?ca= on --smtp-url)", &c.SMTPCAFile},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "ADDRESS", c.MailFrom, "sender address", &c.MailFrom},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "NAME", c.SMSProvider, "none, log or twilio", &c.SMSProvider},
 		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated, printed once, saved to <data>.admin-token", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
@@ -296,26 +301,40 @@ func printServeHelp(w io.Writer, flags []serveFlag) {
 	tw.Flush()
 }
 
-// Run opens the store, creates first-start state, starts the scheduler
-// and the HTTP server, and returns once the server is listening.
+// Run checks the configuration, listens, opens the store, creates
+// first-start state, starts the scheduler and the HTTP server, and
+// returns once the server is listening. Every setting is checked and the
+// address is bound before the data file is created or touched, so a
+// mistake leaves nothing behind: no data file, no key file, no secret
+// printed. Errors are one line.
 func (m *Main) Run(ctx context.Context) error {
-	c := m.Config
-	proxies, err := parsePrefixes(c.TrustedProxies)
+	chk, err := m.checkConfig()
 	if err != nil {
 		return err
 	}
-	smsSender, err := m.smsSender() // before anything is created on disk
+	c := m.Config
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return listenError("--addr", c.Addr, err)
+	}
+	m.listener = ln
+	if c.MetricsAddr != "" {
+		if m.metricsListener, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+			return listenError("--metrics-addr", c.MetricsAddr, err)
+		}
+	}
+	// The lock wait is 1 s so that, with start-up, a second serve on the
+	// same file exits well within 2 s (decisions.md §2).
+	fresh, err := store.CheckFile(c.Data, time.Second)
 	if err != nil {
 		return err
 	}
 	keyFile := c.Data + ".key"
-	if c.MasterKey == "" {
+	if c.MasterKey == "" && !fresh {
 		// An existing data file needs the key it was written with: never
 		// generate a fresh one beside it.
-		if fi, err := os.Stat(c.Data); err == nil && fi.Size() > 0 {
-			if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("master key file %s is missing: data file %s was written under it (restore the file or set LATCHKEY_MASTER_KEY)", keyFile, c.Data)
-			}
+		if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("master key file %s is missing: data file %s was written under it (restore the file or set LATCHKEY_MASTER_KEY)", keyFile, c.Data)
 		}
 	}
 	masterKey, _, err := store.LoadMasterKey(c.MasterKey, keyFile)
@@ -327,8 +346,6 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: Version(), Now: m.Now})
-	// The lock wait is 1 s so that, with start-up, a second serve on the
-	// same file exits well within 2 s (decisions.md §2).
 	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: m.Metrics.ObserveCommit})
 	if err != nil {
 		return err
@@ -337,25 +354,14 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := db.CheckKeyring(keys); err != nil {
 		return err
 	}
-
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil {
-		return err
-	}
-	m.listener = ln
-	if c.MetricsAddr != "" {
-		if m.metricsListener, err = net.Listen("tcp", c.MetricsAddr); err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-	}
-	baseURL := strings.TrimSuffix(c.BaseURL, "/")
+	baseURL := chk.baseURL
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
 
 	m.sched = newScheduler(m.Logger)
 	svc, err := auth.New(db, keys, auth.Config{
-		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: smsSender,
+		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: chk.sms,
 		Observer: m.Metrics,
 	})
 	if err != nil {
@@ -367,24 +373,22 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	if !initialized {
-		if err := m.firstStart(); err != nil {
+		if err := m.firstStart(baseURL); err != nil {
 			return err
 		}
 	} else if err := m.ensureAdminToken(); err != nil {
 		return err
 	}
 
-	transport, err := m.mailTransport()
-	if err != nil {
-		return err
+	if t, ok := chk.mail.(*mail.SMTP); ok {
+		m.Logger.Info("mail goes through SMTP", "server", t.String(), "auth", t.Auth, "implicit_tls", t.ImplicitTLS, "require_starttls", t.RequireTLS)
 	}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
-	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: transport, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
-	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
+	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
+	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
 		Metrics: m.Metrics,
-		// GET /ready also checks the store and the scheduler; providers
-		// that can be misconfigured add their check here.
-		ReadyChecks: []httpapi.ReadyCheck{},
+		// GET /ready also checks the store and the scheduler.
+		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady}},
 	})
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
@@ -414,6 +418,17 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger.Info("latchkey listening", "addr", ln.Addr().String(), "base_url", baseURL, "data", c.Data)
 	if m.metricsListener != nil {
 		m.serveMetrics()
+	}
+	return nil
+}
+
+// mailReady is the readiness check of mail: not ready while the SMTP
+// server refuses the configuration (mail.Queue.ConfigError). /ready is
+// unauthenticated, so it says which kind of failure, not the server's
+// words; the log has those.
+func (m *Main) mailReady() error {
+	if m.Mail.ConfigError() != nil {
+		return errors.New("the SMTP server refuses the configuration (credentials or certificate; the log has the details)")
 	}
 	return nil
 }
@@ -448,21 +463,115 @@ func (m *Main) MetricsAddr() string {
 	return m.metricsListener.Addr().String()
 }
 
+// checked is the configuration checkConfig derived.
+type checked struct {
+	baseURL string // without a trailing slash; empty: http://<listen address>
+	proxies []netip.Prefix
+	sms     auth.SMSSender
+	mail    mail.Transport
+}
+
+// checkConfig checks every setting that ParseFlags does not, touching no
+// file: the base URL, the SMTP URL and CA files, the sender address, the
+// SMS provider's settings, the trusted proxies and the master key's form.
+func (m *Main) checkConfig() (*checked, error) {
+	if m.Config.MailFrom == "" {
+		m.Config.MailFrom = defaultMailFrom
+	}
+	c := m.Config
+	var out checked
+	var err error
+	if c.Data == "" {
+		return nil, errors.New("--data must name the data file")
+	}
+	if out.baseURL, err = checkBaseURL(c.BaseURL); err != nil {
+		return nil, err
+	}
+	if out.proxies, err = parsePrefixes(c.TrustedProxies); err != nil {
+		return nil, err
+	}
+	if _, err := netmail.ParseAddress(c.MailFrom); err != nil {
+		return nil, fmt.Errorf("--mail-from %q is not an email address (want name@example.com or \"Name <name@example.com>\")", c.MailFrom)
+	}
+	if out.sms, err = m.smsSender(); err != nil {
+		return nil, err
+	}
+	if out.mail, err = m.mailTransport(); err != nil {
+		return nil, err
+	}
+	if c.MasterKey != "" {
+		if _, _, err := store.LoadMasterKey(c.MasterKey, ""); err != nil {
+			return nil, fmt.Errorf("--master-key: %w", err)
+		}
+	}
+	return &out, nil
+}
+
+// checkBaseURL checks --base-url: http or https, a host, nothing but an
+// origin (a trailing slash is dropped). Empty stays empty.
+func checkBaseURL(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.Hostname() == "" {
+		return "", fmt.Errorf("--base-url %q must start with http:// or https:// and name a host, e.g. https://auth.example.com", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || (u.Path != "" && u.Path != "/") {
+		return "", fmt.Errorf("--base-url %q must be an origin: scheme://host[:port], with no path, query or user", u.Redacted())
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("--base-url %q: the port must be 1 to 65535", raw)
+		}
+	}
+	return strings.TrimSuffix(raw, "/"), nil
+}
+
+// listenError says why a listen address (flag --addr or --metrics-addr)
+// cannot be used, in one line.
+func listenError(name, addr string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err
+	}
+	return fmt.Errorf("cannot listen on %s %s: %v", name, addr, err)
+}
+
 // firstStart creates the default project, a test key and the admin
 // token, printing them once; the admin token also goes to
 // <data>.admin-token (0600) unless it is configured.
-func (m *Main) firstStart() error {
+func (m *Main) firstStart(baseURL string) error {
 	b, err := m.Service.Init()
 	if err != nil {
 		return err
 	}
 	w := m.Stdout
-	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origin %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))
+	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origins %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))
+	fmt.Fprintf(w, "  passkey demo page: %s/demo/passkeys\n", browserURL(baseURL))
 	fmt.Fprintf(w, "  test API key (shown once): %s\n", b.APIKey)
 	if b.AdminToken != "" {
 		m.showAdminToken(b.AdminToken)
 	}
 	return nil
+}
+
+// browserURL is baseURL as a browser should open it for passkeys: a
+// loopback address becomes localhost, since WebAuthn refuses IP
+// addresses.
+func browserURL(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return baseURL
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil && a.Unmap().IsLoopback() {
+		port := u.Port()
+		u.Host = "localhost"
+		if port != "" {
+			u.Host += ":" + port
+		}
+	}
+	return u.String()
 }
 
 // ensureAdminToken gives a later start an admin token when none is
@@ -506,15 +615,25 @@ func (m *Main) smsSender() (auth.SMSSender, error) {
 	return nil, nil
 }
 
+// mailTransport is SMTP when --smtp-url is set (with the CA of
+// --smtp-ca-file trusted too), else the .eml outbox beside the data file.
+// It reads the CA files and touches nothing.
 func (m *Main) mailTransport() (mail.Transport, error) {
 	if m.Config.SMTPURL == "" {
+		if m.Config.SMTPCAFile != "" {
+			return nil, errors.New("--smtp-ca-file is set but --smtp-url is empty (mail would go to the outbox)")
+		}
 		return &mail.Outbox{Dir: m.Config.Data + ".outbox"}, nil
 	}
 	t, err := mail.NewSMTP(m.Config.SMTPURL)
 	if err != nil {
 		return nil, err
 	}
-	t.TLSConfig = m.mailTLS
+	if m.Config.SMTPCAFile != "" {
+		if err := t.AddCAFile(m.Config.SMTPCAFile); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
 }
 

@@ -26,7 +26,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	}
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	p := spawn(t, data)
-	key, admin := match(t, keyLine, p.stdout()), match(t, adminLine, p.stdout())
+	key, admin := p.printed(keyLine), p.printed(adminLine)
 	c := client{t, p.base}
 	_, body := c.do("GET", "/api/v1/admin/projects", admin, nil)
 	project := body["projects"].([]any)[0].(map[string]any)["id"].(string)

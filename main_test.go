@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"latchkey/mail/mailtest"
+	"latchkey/store"
 )
 
 // TestMain lets a test run this binary's main as a child process (for
@@ -299,7 +299,7 @@ func TestWebhookSurvivesKill9(t *testing.T) {
 
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	p := spawn(t, data)
-	key := match(t, keyLine, p.stdout())
+	key := p.printed(keyLine)
 	c := client{t, p.base}
 	st, body := c.do("POST", "/api/v1/webhooks", key, map[string]any{"url": "http://" + rl.Addr().String() + "/hook", "eventTypes": []string{"user.registered"}})
 	if st != 200 {
@@ -349,6 +349,19 @@ type proc struct {
 }
 
 func (p *proc) stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.String() }
+
+// printed waits for re in the child's standard output and returns its
+// first group. The child prints before it logs that it listens, but the
+// copy of its output may still be on its way when spawn returns.
+func (p *proc) printed(re *regexp.Regexp) string {
+	p.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m := re.FindStringSubmatch(p.stdout()); m != nil {
+			return m[1]
+		}
+	}
+	return match(p.t, re, p.stdout())
+}
 
 func (p *proc) kill() {
 	if p.cmd.Process != nil {
@@ -444,6 +457,7 @@ func TestParseFlags(t *testing.T) {
 		{"data", "LATCHKEY_DATA", "./latchkey.db", "/env/l.db", "/flag/l.db", func(c Config) string { return c.Data }},
 		{"base-url", "LATCHKEY_BASE_URL", "", "https://env.example", "https://flag.example", func(c Config) string { return c.BaseURL }},
 		{"smtp-url", "LATCHKEY_SMTP_URL", "", "smtp://user:hunter2@env.example", "smtps://user:swordfish@flag.example", func(c Config) string { return c.SMTPURL }},
+		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "", "/env/smtp-ca.pem", "/flag/smtp-ca.pem", func(c Config) string { return c.SMTPCAFile }},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "latchkey@localhost", "env@example.com", "flag@example.com", func(c Config) string { return c.MailFrom }},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "none", "log", "twilio", func(c Config) string { return c.SMSProvider }},
 		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "", "adm_fromtheenvironment_0123456789", "adm_fromtheflag_012345678901234", func(c Config) string { return c.AdminToken }},
@@ -514,19 +528,20 @@ func TestParseFlags(t *testing.T) {
 }
 
 // TestOTPOverSMTP: sign-up and sign-in by email OTP against the real
-// server, with each code read out of a real SMTP exchange (STARTTLS and
-// AUTH) with an in-test mail server.
+// server, with each code read out of a real SMTP exchange (STARTTLS on a
+// certificate of a private CA trusted through LATCHKEY_SMTP_CA_FILE, and
+// AUTH LOGIN, the only mechanism the in-test mail server offers).
 func TestOTPOverSMTP(t *testing.T) {
-	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "pw"})
+	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "pw", Mechanisms: []string{mailtest.Login}})
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	m := NewMain()
 	var out bytes.Buffer
 	m.Stdout = &out
-	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--data", data, "--smtp-url", "smtp://mailer:pw@" + srv.Addr, "--mail-from", "Acme <auth@acme.example>"}, func(string) string { return "" }); err != nil {
+	env := map[string]string{"LATCHKEY_SMTP_CA_FILE": srv.CAFile(t)}
+	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--data", data, "--smtp-url", "smtp://mailer:pw@" + srv.Addr, "--mail-from", "Acme <auth@acme.example>"}, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	m.Logger = discardLogger()
-	m.mailTLS = &tls.Config{RootCAs: srv.CA}
 	var offset atomic.Int64
 	m.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	if err := m.Run(context.Background()); err != nil {
@@ -547,8 +562,8 @@ func TestOTPOverSMTP(t *testing.T) {
 			}
 			if len(mine) >= nth {
 				msg := mine[nth-1]
-				if !msg.TLS || msg.Auth != "mailer" || msg.From != "auth@acme.example" {
-					t.Fatalf("exchange: tls=%v auth=%q from=%q", msg.TLS, msg.Auth, msg.From)
+				if !msg.TLS || msg.Auth != "mailer" || msg.Mechanism != mailtest.Login || msg.From != "auth@acme.example" {
+					t.Fatalf("exchange: tls=%v auth=%q mechanism=%q from=%q", msg.TLS, msg.Auth, msg.Mechanism, msg.From)
 				}
 				code := regexp.MustCompile(`(?m)^\s+(\d{6})\s*$`).FindStringSubmatch(string(msg.Data))
 				if code == nil {
@@ -577,5 +592,76 @@ func TestOTPOverSMTP(t *testing.T) {
 	st, body = c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": addr, "code": codeFor(addr, 2)})
 	if st != 200 || body["isNewUser"] != false || body["userId"] != userID {
 		t.Fatalf("sign-in: %d %v", st, body)
+	}
+}
+
+// TestSMTPConfigErrorKeepsMail: with a wrong SMTP password the send call
+// still answers 200; the message stays queued, the failure is one error
+// line naming no password and Queue.ConfigError reports it, as does
+// GET /ready (503 NOT_READY naming mail, without the password); after a
+// restart with the right password the same message, with its code, is
+// delivered, the code signs in and /ready answers ready.
+func TestSMTPConfigErrorKeepsMail(t *testing.T) {
+	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "right-password"})
+	ca := srv.CAFile(t)
+	data := filepath.Join(t.TempDir(), "latchkey.db")
+	var logs lockedBuffer
+	m, out := startMain(t, Config{Data: data, SMTPURL: "smtp://mailer:wrong-password@" + srv.Addr, SMTPCAFile: ca}, &logs)
+	key := match(t, keyLine, out.String())
+	c := client{t, "http://" + m.Addr()}
+	if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "kept@example.com"}); st != 200 {
+		t.Fatalf("send: %d %v", st, body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for m.Mail.ConfigError() == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := m.Mail.ConfigError(); err == nil || strings.Contains(err.Error(), "wrong-password") {
+		t.Fatalf("ConfigError() = %v, want the refused login without the password", err)
+	}
+	st, body := c.do("GET", "/api/v1/ready", "", nil)
+	if msg, _ := body["error"].(string); st != 503 || body["code"] != "NOT_READY" || !strings.Contains(msg, "mail: the SMTP server refuses the configuration") ||
+		strings.Contains(msg, "password") || strings.Contains(msg, "store") {
+		t.Fatalf("ready with a refused SMTP login: %d %v, want 503 NOT_READY naming mail only", st, body)
+	}
+	if st, _ := c.do("GET", "/api/v1/health", "", nil); st != 200 {
+		t.Fatalf("health: %d, want 200 (liveness)", st)
+	}
+	var queued int
+	m.DB.View(func(tx *store.Tx) error {
+		return tx.RecentMail(func(*store.Mail) bool { queued++; return true })
+	})
+	if queued != 1 || len(srv.Messages()) != 0 {
+		t.Fatalf("queued %d, delivered %d: want the message kept", queued, len(srv.Messages()))
+	}
+	l := logs.String()
+	if strings.Count(l, `level=ERROR msg="mail server configuration error`) != 1 || strings.Contains(l, "wrong-password") {
+		t.Fatalf("want one configuration error line without the password:\n%s", l)
+	}
+	m.Close()
+
+	// The fixed server starts a minute later (its clock): the retry is due.
+	m2 := NewMain()
+	m2.Stdout, m2.Logger = io.Discard, discardLogger()
+	m2.Now = func() time.Time { return time.Now().Add(time.Minute) }
+	m2.Config = Config{Addr: "127.0.0.1:0", Data: data, SMTPURL: "smtp://mailer:right-password@" + srv.Addr, SMTPCAFile: ca, LogFormat: "text", SMSProvider: "none"}
+	if err := m2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	msg, ok := srv.Wait("kept@example.com", 15*time.Second)
+	if !ok {
+		t.Fatal("the kept message was not delivered after the fix")
+	}
+	code := regexp.MustCompile(`(?m)^\s+(\d{6})\s*$`).FindStringSubmatch(string(msg.Data))
+	if code == nil {
+		t.Fatalf("no code in:\n%s", msg.Data)
+	}
+	st, body = (client{t, "http://" + m2.Addr()}).do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "kept@example.com", "code": code[1]})
+	if st != 200 || body["isNewUser"] != true {
+		t.Fatalf("verify with the delivered code: %d %v", st, body)
+	}
+	if st, body := (client{t, "http://" + m2.Addr()}).do("GET", "/api/v1/ready", "", nil); st != 200 || body["status"] != "ready" {
+		t.Fatalf("ready after the fix: %d %v", st, body)
 	}
 }

@@ -52,12 +52,13 @@ func (s *Service) Initialized() (bool, error) {
 }
 
 // Init creates the first-start state in one transaction: the project
-// "default" (allowed origin http://localhost:3000), a test-mode key for
-// it and, unless one is configured, the admin token; it marks the data
-// file initialized, so a crash before the commit leaves nothing behind
-// and the next start tries again.
+// "default" (allowed origins: the server's own, so the passkey demo page
+// works, and http://localhost:3000; see firstOrigins), a test-mode key
+// for it and, unless one is configured, the admin token; it marks the
+// data file initialized, so a crash before the commit leaves nothing
+// behind and the next start tries again.
 func (s *Service) Init() (*Bootstrap, error) {
-	name, origins := "default", []string{"http://localhost:3000"}
+	name, origins := "default", s.firstOrigins()
 	p, err := s.newProject(ProjectInput{Name: &name, AllowedOrigins: &origins})
 	if err != nil {
 		return nil, err
@@ -94,6 +95,27 @@ func (s *Service) Init() (*Bootstrap, error) {
 	}
 	s.projectsChanged()
 	return b, nil
+}
+
+// devOrigin is the first-start project's origin for an app in
+// development.
+const devOrigin = "http://localhost:3000"
+
+// firstOrigins returns the first-start project's allowed origins: the
+// base URL's origin and devOrigin. The base URL's comes first, so the
+// relying party id (the first origin's host) is the server's own and the
+// demo page served there can make passkeys; unless its host is an IP
+// address other than loopback, which cannot be a relying party id: then
+// it comes second and the id stays "localhost".
+func (s *Service) firstOrigins() []string {
+	base := s.baseOrigin()
+	switch {
+	case base == "" || base == devOrigin:
+		return []string{devOrigin}
+	case isIP(hostOfOrigin(base)) && !isLoopbackIP(hostOfOrigin(base)):
+		return []string{devOrigin, base}
+	}
+	return []string{base, devOrigin}
 }
 
 // EnsureAdminToken makes sure an admin token exists. With a configured

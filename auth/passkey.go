@@ -1,11 +1,15 @@
 package auth
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
@@ -91,6 +95,11 @@ func (s *Service) baseOrigin() string {
 	}
 	o, _ := canonicalOrigin(u)
 	return o
+}
+
+func isIP(host string) bool {
+	_, err := netip.ParseAddr(host)
+	return err == nil
 }
 
 func isLoopbackIP(host string) bool {
@@ -358,7 +367,8 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 		}
 		cred, err := rp.CreateCredential(wu, *sess, parsed)
 		if err != nil {
-			return failWith(ErrInvalidCredential.Because(err))
+			r := parsed.Response
+			return failWith(s.ceremonyRefusal(p, sess, "register", r.CollectedClientData.Origin, r.AttestationObject.AuthData.RPIDHash, err))
 		}
 		credID := base64.RawURLEncoding.EncodeToString(cred.ID)
 		if _, err := tx.Passkey(p.ID, credID); err == nil {
@@ -548,7 +558,8 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 			}, *sess, parsed)
 		}
 		if err != nil {
-			return failWith(ErrInvalidCredential.Because(err))
+			r := parsed.Response
+			return failWith(s.ceremonyRefusal(p, sess, "login", r.CollectedClientData.Origin, r.AuthenticatorData.RPIDHash, err))
 		}
 		if cred.Authenticator.CloneWarning {
 			return failWith(ErrInvalidCredential.With("The passkey's sign counter did not advance; it may be cloned."))
@@ -582,6 +593,47 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", e, m)
 	}
 	return login, nil
+}
+
+// ceremonyRefusal is the 400 INVALID_CREDENTIAL for a ceremony that
+// go-webauthn refused with err. When the browser's origin is not one the
+// project allows, or the authenticator worked for another relying party
+// id, the error says so (these are set-up mistakes, not attacks one must
+// keep quiet about) and a warning is logged with the project, the origin
+// and what was expected; otherwise the generic text stands, with err as
+// the cause.
+func (s *Service) ceremonyRefusal(p *store.Project, sess *webauthn.SessionData, ceremony, origin string, rpIDHash []byte, err error) error {
+	origin = printable(origin, 200)
+	origins := sess.GetOrigins(s.rpOrigins(p))
+	if !protocol.IsOriginInHaystack(origin, origins) {
+		s.log.Warn("passkey refused: origin not allowed", "project", p.ID, "ceremony", ceremony, "origin", origin, "allowed_origins", origins)
+		what := "The passkey was created for origin %s, which is not an allowed origin of this project."
+		if ceremony == "login" {
+			what = "The passkey sign-in came from origin %s, which is not an allowed origin of this project."
+		}
+		return ErrInvalidCredential.With(fmt.Sprintf(what, origin)).Because(err)
+	}
+	rpID := sess.GetRelyingPartyID(s.RPID(p))
+	if want := sha256.Sum256([]byte(rpID)); len(rpIDHash) > 0 && !bytes.Equal(rpIDHash, want[:]) {
+		s.log.Warn("passkey refused: relying party id does not match", "project", p.ID, "ceremony", ceremony, "origin", origin, "rp_id", rpID)
+		return ErrInvalidCredential.With(fmt.Sprintf("The passkey is for another relying party id than this project's (%s): set the project's rpId to the domain of the page at %s, or open the page on %s.", rpID, origin, rpID)).Because(err)
+	}
+	return ErrInvalidCredential.Because(err)
+}
+
+// printable returns s without control characters, cut to at most n
+// bytes, for an error text or a log line.
+func printable(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
 
 // isAuthError reports whether err is one of the taxonomy's errors (as

@@ -292,3 +292,33 @@ func TestCheckFinish(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstOrigins: the first-start project allows the server's own
+// origin and http://localhost:3000, the server's first so that it is the
+// relying party, unless it is an IP address other than loopback (which
+// cannot be one).
+func TestFirstOrigins(t *testing.T) {
+	for _, tc := range []struct {
+		base   string
+		want   []string
+		wantRP string
+	}{
+		{"http://127.0.0.1:8080", []string{"http://127.0.0.1:8080", "http://localhost:3000"}, "localhost"},
+		{"http://localhost:8080", []string{"http://localhost:8080", "http://localhost:3000"}, "localhost"},
+		{"https://auth.example.com", []string{"https://auth.example.com", "http://localhost:3000"}, "auth.example.com"},
+		{"https://Auth.Example.com:443/", []string{"https://auth.example.com", "http://localhost:3000"}, "auth.example.com"},
+		{"http://localhost:3000", []string{"http://localhost:3000"}, "localhost"},
+		{"http://0.0.0.0:8080", []string{"http://localhost:3000", "http://0.0.0.0:8080"}, "localhost"},
+		{"http://192.0.2.7:8080", []string{"http://localhost:3000", "http://192.0.2.7:8080"}, "localhost"},
+		{"http://[::1]:8080", []string{"http://[::1]:8080", "http://localhost:3000"}, "localhost"},
+	} {
+		s := &Service{baseURL: tc.base}
+		got := s.firstOrigins()
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("base %s: origins %v, want %v", tc.base, got, tc.want)
+		}
+		if rp := s.RPID(&store.Project{AllowedOrigins: got}); rp != tc.wantRP {
+			t.Errorf("base %s: rpId %q, want %q", tc.base, rp, tc.wantRP)
+		}
+	}
+}

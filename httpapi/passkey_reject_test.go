@@ -1,10 +1,15 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"latchkey/auth"
 	"latchkey/auth/passkeytest"
 )
 
@@ -261,4 +266,81 @@ func TestPasskeyInternalError(t *testing.T) {
 	ts.breakStore()
 	wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, loginCred), 401, "INTERNAL_ERROR")
 	wantError(t, ts.verify("/api/v1/passkey/register/verify", ts.Key, signup.ID, signupCred), 500, "INTERNAL_ERROR")
+}
+
+// TestPasskeyRefusalSaysWhy: a ceremony refused for its origin or its
+// relying party id says so in the error and in the log (a warning naming
+// the project, the origin and what was expected), at registration and at
+// sign-in; other refusals keep the generic text.
+func TestPasskeyRefusalSaysWhy(t *testing.T) {
+	var logs lockedBuffer
+	ts := newTestServer(t, func(c *auth.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID,
+		map[string]any{"allowedOrigins": []string{pkOrigin}, "rpId": pkRPID}))
+	a := passkeytest.New(pkOrigin)
+	ts.passkeySignUp(a, "why@example.com")
+
+	for _, tc := range []struct {
+		name, ceremony string
+		tweak          passkeytest.Tweak
+		text, log      string
+	}{
+		{"register from another origin", "register", passkeytest.Tweak{Origin: "http://x.example:8080"},
+			"The passkey was created for origin http://x.example:8080, which is not an allowed origin of this project.", "passkey refused: origin not allowed"},
+		{"register for another rpId", "register", passkeytest.Tweak{RPID: "other.example"},
+			"The passkey is for another relying party id than this project's (example.com)", "passkey refused: relying party id does not match"},
+		{"sign in from another origin", "login", passkeytest.Tweak{Origin: "https://evil.example"},
+			"The passkey sign-in came from origin https://evil.example, which is not an allowed origin of this project.", "passkey refused: origin not allowed"},
+		{"sign in for another rpId", "login", passkeytest.Tweak{RPID: "app.example.com"},
+			"The passkey is for another relying party id than this project's (example.com)", "passkey refused: relying party id does not match"},
+		{"sign in with a bad signature", "login", passkeytest.Tweak{BadSignature: true}, "The passkey response is not valid.", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(logs.String())
+			var r *response
+			if tc.ceremony == "register" {
+				c := ts.startCeremony("/api/v1/passkey/register/start", ts.Key, map[string]any{"email": "new-" + tc.ceremony + "@example.com"})
+				cred, _ := create(t, passkeytest.New(pkOrigin), c, tc.tweak)
+				r = ts.verify("/api/v1/passkey/register/verify", ts.Key, c.ID, cred)
+			} else {
+				c := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{"email": "why@example.com"})
+				r = ts.verify("/api/v1/passkey/login/verify", ts.Key, c.ID, assertion(t, a, c, tc.tweak))
+			}
+			wantError(t, r, 400, "INVALID_CREDENTIAL")
+			if got := str(t, r.Body, "error"); !strings.HasPrefix(got, tc.text) {
+				t.Fatalf("error %q, want %q", got, tc.text)
+			}
+			logged := logs.String()[before:]
+			if tc.log == "" {
+				if strings.Contains(logged, "passkey refused") {
+					t.Fatalf("log:\n%s", logged)
+				}
+				return
+			}
+			if !strings.Contains(logged, "level=WARN msg=\""+tc.log+"\"") || !strings.Contains(logged, "project="+ts.Project.ID) || !strings.Contains(logged, "ceremony="+tc.ceremony) {
+				t.Fatalf("log lacks a warning %q for project and ceremony:\n%s", tc.log, logged)
+			}
+			if tc.tweak.Origin != "" && !strings.Contains(logged, "origin="+tc.tweak.Origin) {
+				t.Fatalf("log does not name the origin:\n%s", logged)
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

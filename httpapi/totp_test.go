@@ -249,17 +249,22 @@ func scanQR(t *testing.T, img image.Image, want string) string {
 }
 
 // TestTOTPIssuerIsProjectName: another project's name and the user's
-// email label the URL.
+// email label the URL; a name with characters that mean something in a
+// URL reads back whole, and the QR code carries the same URL.
 func TestTOTPIssuerIsProjectName(t *testing.T) {
-	ts := newTestServer(t)
-	r := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "Acme Shop"})
-	wantOK(t, r)
-	key := ts.createKey(map[string]any{"projectId": str(t, obj(t, r.Body, "project"), "id"), "mode": "test"})
-	ts.Key = key
-	tok := str(t, ts.login("bo.b+x@example.com").Body, "token")
-	r = ts.do("POST", "/api/v1/totp/enroll", tok, nil)
-	wantOK(t, r)
-	checkEnrollment(t, r, "Acme Shop", "bo.b+x@example.com")
+	for _, name := range []string{"Acme Shop", "R&D + Co", "Smith & Sons / #1? 100% =ok", "Zürich — 東京"} {
+		t.Run(name, func(t *testing.T) {
+			ts := newTestServer(t)
+			r := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": name})
+			wantOK(t, r)
+			key := ts.createKey(map[string]any{"projectId": str(t, obj(t, r.Body, "project"), "id"), "mode": "test"})
+			ts.Key = key
+			tok := str(t, ts.login("bo.b+x@example.com").Body, "token")
+			r = ts.do("POST", "/api/v1/totp/enroll", tok, nil)
+			wantOK(t, r)
+			checkEnrollment(t, r, name, "bo.b+x@example.com")
+		})
+	}
 }
 
 // TestTOTPBadInput: malformed bodies and codes get the envelope and

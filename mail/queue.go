@@ -12,7 +12,8 @@ import (
 )
 
 // MaxRetryAge is how long the queue keeps retrying a message that fails
-// transiently; after it the message is dropped (decisions.md §7).
+// transiently or for a configuration reason; after it the message is
+// dropped (its code or link has expired by then).
 const MaxRetryAge = time.Hour
 
 // retryDelays is the wait after the nth failed attempt; the last entry
@@ -49,6 +50,58 @@ type Queue struct {
 
 	mu    sync.Mutex
 	timer *time.Timer
+
+	// The transport's configuration failure, for ConfigError and the
+	// once-a-minute log line.
+	cfgMu       sync.Mutex
+	cfgErr      error
+	cfgLoggedAt time.Time
+	cfgMissed   int // configuration failures since the last log line
+}
+
+// ConfigErrorLogInterval is how often a configuration failure that
+// persists is logged: once per interval, not once per message.
+const ConfigErrorLogInterval = time.Minute
+
+// ConfigError returns the transport's last configuration failure (a
+// *ConfigError: credentials refused, certificate not trusted, ...) while
+// it lasts, or nil: a later successful send clears it. Readiness checks
+// report it. Safe for concurrent use.
+func (q *Queue) ConfigError() error {
+	q.cfgMu.Lock()
+	defer q.cfgMu.Unlock()
+	return q.cfgErr
+}
+
+// noteConfigError records a configuration failure and logs it as an
+// error when none was logged within ConfigErrorLogInterval, with the
+// count of failures since the last line.
+func (q *Queue) noteConfigError(err error) {
+	q.cfgMu.Lock()
+	now := q.Now()
+	q.cfgErr = err
+	q.cfgMissed++
+	logIt := q.cfgLoggedAt.IsZero() || now.Sub(q.cfgLoggedAt) >= ConfigErrorLogInterval
+	missed := q.cfgMissed
+	if logIt {
+		q.cfgLoggedAt, q.cfgMissed = now, 0
+	}
+	q.cfgMu.Unlock()
+	if logIt {
+		q.Logger.Error("mail server configuration error: messages stay queued and are retried; fix the SMTP settings",
+			"err", err, "failed_sends", missed)
+	}
+}
+
+// noteSent clears a recorded configuration failure.
+func (q *Queue) noteSent() {
+	q.cfgMu.Lock()
+	had := q.cfgErr != nil
+	q.cfgErr, q.cfgLoggedAt, q.cfgMissed = nil, time.Time{}, 0
+	q.cfgMu.Unlock()
+	if had {
+		q.Logger.Info("mail server accepts messages again: the configuration error is resolved")
+	}
 }
 
 // batchSize is how many due messages one pass reads.
@@ -136,9 +189,21 @@ func (q *Queue) send(ctx context.Context, sm *store.Mail) outcome {
 	err = q.Transport.Send(ctx, msg)
 	switch {
 	case err == nil:
+		q.noteSent()
 		log.Info("mail sent", "subject", msg.Subject)
 		return outcome{m: sm, drop: true}
 	case ctx.Err() != nil:
+		return outcome{m: sm, err: err}
+	case IsConfig(err):
+		// Every message fails alike until the settings change: one
+		// error line a minute (noteConfigError), not one per message;
+		// the message is retried like a transient failure.
+		q.noteConfigError(err)
+		if q.Now().Sub(sm.CreatedAt) >= MaxRetryAge {
+			log.Error("mail dropped: retried for an hour", "subject", msg.Subject, "attempts", sm.Attempts+1, "err", err)
+			return outcome{m: sm, err: err, drop: true}
+		}
+		log.Debug("mail send failed: configuration error; will retry", "subject", msg.Subject, "attempt", sm.Attempts+1, "err", err)
 		return outcome{m: sm, err: err}
 	case IsPermanent(err):
 		log.Error("mail dropped: permanent failure", "subject", msg.Subject, "err", err)

@@ -215,7 +215,7 @@ func TestQueueThroughSMTP(t *testing.T) {
 	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "p"})
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Zürich Bank", Code: "975310", TTLSeconds: 600})
-	s := mustSMTP(t, "smtp://u:p@"+srv.Addr, srv.CA)
+	s := mustSMTP(t, "smtp://u:p@"+srv.Addr, srv.CAFile(t))
 	if err := f.queue(s, io.Discard).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +227,96 @@ func TestQueueThroughSMTP(t *testing.T) {
 	if subject != "Your Zürich Bank sign-in code" || !strings.Contains(text, "975310") || !strings.Contains(html, "975310") {
 		t.Fatalf("subject %q text %q", subject, text)
 	}
+}
+
+// TestQueueConfigError: a wrong SMTP password fails every message alike.
+// The messages stay queued and are retried on the usual schedule; the
+// failure is logged as an error once a minute, not once per message, and
+// ConfigError reports it until a send works again.
+func TestQueueConfigError(t *testing.T) {
+	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "right", Mechanisms: []string{mailtest.Login}})
+	ca := srv.CAFile(t)
+	f := mustOpen(t)
+	for _, to := range []string{"a@example.com", "b@example.com", "c@example.com"} {
+		f.enqueue(t, mail.KindOTP, to, store.MailContent{Project: "Acme", Code: "314159", TTLSeconds: 600})
+	}
+	var logs lockedBuffer
+	q := f.queue(mustSMTP(t, "smtp://u:wrong-secret@"+srv.Addr, ca), &logs)
+	q.Concurrency = 1
+	ctx := context.Background()
+	errorLines := func() int { return strings.Count(logs.String(), "level=ERROR msg=\"mail server configuration error") }
+
+	for _, step := range []struct {
+		advance  time.Duration
+		attempts int
+		lines    int
+	}{
+		{0, 1, 1},                 // three failures, one line
+		{30 * time.Second, 2, 1},  // retried after 5 s; within the minute: no line
+		{31 * time.Second, 3, 2},  // retried after 30 s; a minute later: a line
+		{60 * time.Second, 4, 3},  // and so on, once a minute
+		{125 * time.Second, 5, 4}, // 2 minutes after the 4th attempt
+	} {
+		f.clock.Advance(step.advance)
+		if err := q.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		queued := f.queued(t)
+		if len(queued) != 3 {
+			t.Fatalf("after %v: %d queued, want all 3 kept", step.advance, len(queued))
+		}
+		for _, m := range queued {
+			if m.Attempts != step.attempts || strings.Contains(m.LastError, "wrong-secret") {
+				t.Fatalf("queued %+v, want attempt %d", m, step.attempts)
+			}
+		}
+		if got := errorLines(); got != step.lines {
+			t.Fatalf("after attempt %d: %d error lines, want %d:\n%s", step.attempts, got, step.lines, logs.String())
+		}
+		if err := q.ConfigError(); !mail.IsConfig(err) || strings.Contains(err.Error(), "wrong-secret") {
+			t.Fatalf("ConfigError() = %v, want the configuration error without the password", err)
+		}
+	}
+	if strings.Contains(logs.String(), "wrong-secret") || strings.Contains(logs.String(), "314159") || strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("logs hold a secret or a per-message warning:\n%s", logs.String())
+	}
+	if len(srv.Messages()) != 0 {
+		t.Fatal("sent with a wrong password")
+	}
+
+	// Fixed settings: the queued messages go out and the error clears.
+	q.Transport = mustSMTP(t, "smtp://u:right@"+srv.Addr, ca)
+	f.clock.Advance(5 * time.Minute)
+	if err := q.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, queued := len(srv.Messages()), len(f.queued(t)); n != 3 || queued != 0 {
+		t.Fatalf("after the fix: %d received, %d queued", n, queued)
+	}
+	if err := q.ConfigError(); err != nil {
+		t.Fatalf("ConfigError() = %v after a successful send", err)
+	}
+	if !strings.Contains(logs.String(), "configuration error is resolved") {
+		t.Fatalf("no line saying the error is resolved:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the queue's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestOutbox(t *testing.T) {

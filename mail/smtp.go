@@ -3,73 +3,150 @@ package mail
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"net/smtp"
+	netmail "net/mail"
 	"net/textproto"
 	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"time"
+
+	gomail "github.com/wneessen/go-mail"
+	gosmtp "github.com/wneessen/go-mail/smtp"
 )
 
-// SMTP sends through an SMTP server. With ImplicitTLS it speaks TLS from
-// the first byte (smtps, port 465); otherwise it upgrades with STARTTLS
-// whenever the server offers it, and refuses to send credentials over a
-// connection that is not encrypted (except to localhost, as net/smtp does).
+// SMTP sends through an SMTP server with github.com/wneessen/go-mail,
+// which brings the connection, the TLS policies and the authentication
+// mechanisms. The message goes out as Message.Bytes renders it, byte for
+// byte: the library writes it through its DATA writer and re-encodes
+// nothing, so what the server receives is what the outbox would hold.
+//
+// An SMTP is safe for concurrent use: each Send opens its own connection.
 type SMTP struct {
-	// Addr is host:port.
-	Addr        string
-	Username    string
-	Password    string
+	// Host and Port name the server.
+	Host string
+	Port int
+	// Username and Password, when Username is set, authenticate with
+	// Auth's mechanism.
+	Username string
+	Password string
+	// Auth is the SASL mechanism: AuthAuto (the strongest the server
+	// offers, by go-mail's order SCRAM, NTLM, CRAM-MD5, PLAIN, LOGIN;
+	// PLAIN and LOGIN only over TLS), AuthPlain, AuthLogin or
+	// AuthCramMD5.
+	Auth string
+	// ImplicitTLS speaks TLS from the first byte (smtps, port 465);
+	// otherwise STARTTLS is used when the server offers it, and
+	// RequireTLS refuses a server that does not.
 	ImplicitTLS bool
-	// RequireTLS fails a send when the server does not offer STARTTLS.
-	RequireTLS bool
-	// TLSConfig overrides the TLS settings (tests trust their own CA).
-	TLSConfig *tls.Config
-	// Timeout bounds one whole send (default 30 s).
+	RequireTLS  bool
+	// RootCAs verifies the server's certificate; nil is the system's
+	// trusted CAs.
+	RootCAs *x509.CertPool
+	// Timeout bounds each step of a send (default 15 s).
 	Timeout time.Duration
-	// HelloName is the name given in EHLO (default "localhost").
-	HelloName string
 }
 
-// NewSMTP parses LATCHKEY_SMTP_URL: smtp://[user:pass@]host[:port] (port
-// 587 by default; ?tls=required refuses servers without STARTTLS) or
-// smtps://[user:pass@]host[:port] (implicit TLS, port 465). Errors never
+// Authentication mechanisms (the ?auth= values of the SMTP URL).
+const (
+	AuthAuto    = "auto"
+	AuthPlain   = "plain"
+	AuthLogin   = "login"
+	AuthCramMD5 = "cram-md5"
+)
+
+var authTypes = map[string]gomail.SMTPAuthType{
+	AuthAuto:    gomail.SMTPAuthAutoDiscover,
+	AuthPlain:   gomail.SMTPAuthPlain,
+	AuthLogin:   gomail.SMTPAuthLogin,
+	AuthCramMD5: gomail.SMTPAuthCramMD5,
+}
+
+var _ Transport = (*SMTP)(nil)
+
+// NewSMTP parses the SMTP URL (LATCHKEY_SMTP_URL):
+//
+//	smtp://[user:pass@]host[:port][?tls=opportunistic|required][&auth=...][&ca=FILE]
+//	smtps://[user:pass@]host[:port][?auth=...][&ca=FILE]
+//
+// smtp is port 587 with STARTTLS when offered (tls=required: refuse a
+// server without it); smtps is implicit TLS on port 465. auth is auto
+// (default), plain, login or cram-md5. ca names a PEM file of CA
+// certificates trusted besides the system's, read here. Errors never
 // repeat the URL, which may hold a password.
 func NewSMTP(rawURL string) (*SMTP, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, errors.New("smtp url: not a URL (want smtp://user:pass@host:port or smtps://...)")
 	}
-	s := &SMTP{}
-	port := ""
+	s := &SMTP{Auth: AuthAuto}
 	switch u.Scheme {
 	case "smtp":
-		port = "587"
+		s.Port = 587
 	case "smtps":
-		port = "465"
+		s.Port = 465
 		s.ImplicitTLS = true
 	default:
 		return nil, errors.New("smtp url: scheme must be smtp or smtps")
 	}
-	host := u.Hostname()
-	if host == "" {
+	if u.Opaque != "" {
+		return nil, errors.New("smtp url: want smtp://host or smtps://host (the // is missing)")
+	}
+	if s.Host = u.Hostname(); s.Host == "" {
 		return nil, errors.New("smtp url: host is missing")
 	}
-	if u.Port() != "" {
-		port = u.Port()
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, errors.New("smtp url: port must be 1 to 65535")
+		}
+		s.Port = n
 	}
 	if u.Path != "" && u.Path != "/" {
 		return nil, errors.New("smtp url: must not have a path")
 	}
-	switch v := u.Query().Get("tls"); v {
-	case "", "opportunistic":
-	case "required":
-		s.RequireTLS = true
-	default:
-		return nil, errors.New("smtp url: tls must be required or opportunistic")
+	if u.Fragment != "" {
+		return nil, errors.New("smtp url: must not have a fragment")
 	}
-	s.Addr = net.JoinHostPort(host, port)
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, errors.New("smtp url: the query is malformed")
+	}
+	for k, v := range q {
+		if len(v) > 1 {
+			return nil, fmt.Errorf("smtp url: %s is given twice", k)
+		}
+		switch k {
+		case "tls":
+			switch v[0] {
+			case "", "opportunistic":
+			case "required":
+				if s.ImplicitTLS {
+					return nil, errors.New("smtp url: tls= applies to smtp:// (STARTTLS); smtps:// is always TLS")
+				}
+				s.RequireTLS = true
+			default:
+				return nil, errors.New("smtp url: tls must be opportunistic or required")
+			}
+		case "auth":
+			a := strings.ToLower(v[0])
+			if _, ok := authTypes[a]; !ok {
+				return nil, errors.New("smtp url: auth must be auto, plain, login or cram-md5")
+			}
+			s.Auth = a
+		case "ca":
+			if err := s.AddCAFile(v[0]); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("smtp url: unknown parameter %q (known: tls, auth, ca)", k)
+		}
+	}
 	if u.User != nil {
 		s.Username = u.User.Username()
 		s.Password, _ = u.User.Password()
@@ -77,111 +154,184 @@ func NewSMTP(rawURL string) (*SMTP, error) {
 	return s, nil
 }
 
-// Send implements Transport. An SMTP 5xx reply is a PermanentError.
-func (s *SMTP) Send(ctx context.Context, m *Message) error {
-	timeout := s.Timeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
+// AddCAFile trusts the CA certificates in the PEM file at path, besides
+// the system's (LATCHKEY_SMTP_CA_FILE and the URL's ?ca=). The error
+// names the file and what is wrong with it.
+func (s *SMTP) AddCAFile(path string) error {
+	if path == "" {
+		return errors.New("smtp CA file: the path is empty")
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	host, _, err := net.SplitHostPort(s.Addr)
+	pem, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("smtp CA file: %w", err)
 	}
-	cfg := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-	if s.TLSConfig != nil {
-		cfg = s.TLSConfig.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName = host
+	if s.RootCAs == nil {
+		if s.RootCAs, err = x509.SystemCertPool(); err != nil || s.RootCAs == nil {
+			s.RootCAs = x509.NewCertPool()
 		}
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", s.Addr)
-	if err != nil {
-		return fmt.Errorf("smtp: dial %s: %w", s.Addr, err)
+	if !s.RootCAs.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("smtp CA file %s: no PEM certificate in it", path)
 	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	// Closing the connection unblocks any read when ctx is cancelled.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if s.ImplicitTLS {
-		tc := tls.Client(conn, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return fmt.Errorf("smtp: tls: %w", err)
-		}
-		conn = tc
-	}
-	c, err := smtp.NewClient(conn, host)
-	if err != nil {
-		return classify("greeting", err)
-	}
-	defer c.Close()
-	hello := s.HelloName
-	if hello == "" {
-		hello = "localhost"
-	}
-	if err := c.Hello(hello); err != nil {
-		return classify("EHLO", err)
-	}
-	if !s.ImplicitTLS {
-		if ok, _ := c.Extension("STARTTLS"); ok {
-			if err := c.StartTLS(cfg); err != nil {
-				return classify("STARTTLS", err)
-			}
-		} else if s.RequireTLS {
-			return errors.New("smtp: server does not offer STARTTLS and tls=required")
-		}
-	}
-	if s.Username != "" {
-		if ok, _ := c.Extension("AUTH"); !ok {
-			return errors.New("smtp: server does not offer AUTH but credentials are configured")
-		}
-		if err := c.Auth(smtp.PlainAuth("", s.Username, s.Password, host)); err != nil {
-			return classify("AUTH", err)
-		}
-	}
-	if err := c.Mail(bareAddr(m.From)); err != nil {
-		return classify("MAIL FROM", err)
-	}
-	if err := c.Rcpt(m.To); err != nil {
-		return classify("RCPT TO", err)
-	}
-	w, err := c.Data()
-	if err != nil {
-		return classify("DATA", err)
-	}
-	if _, err := w.Write(m.Bytes()); err != nil {
-		return classify("DATA", err)
-	}
-	if err := w.Close(); err != nil {
-		return classify("DATA", err)
-	}
-	c.Quit()
 	return nil
 }
 
-// classify wraps an SMTP error with the step that failed; 5xx replies
-// are permanent.
-func classify(step string, err error) error {
-	var te *textproto.Error
-	if errors.As(err, &te) && te.Code >= 500 {
+// String describes the server for logs: scheme, user, host and port,
+// never the password.
+func (s *SMTP) String() string {
+	u := url.URL{Scheme: "smtp", Host: net.JoinHostPort(s.Host, strconv.Itoa(s.Port))}
+	if s.ImplicitTLS {
+		u.Scheme = "smtps"
+	}
+	if s.Username != "" {
+		u.User = url.User(s.Username)
+	}
+	return u.String()
+}
+
+// Send implements Transport. It returns a *ConfigError when the settings
+// are at fault (credentials refused, certificate not trusted, TLS
+// required but not offered, sender refused), a *PermanentError when the
+// server refuses this message for good (a 5xx answer to RCPT or DATA),
+// and any other error for a failure worth retrying.
+func (s *SMTP) Send(ctx context.Context, m *Message) error {
+	from, err := netmail.ParseAddress(m.From)
+	if err != nil {
+		return &ConfigError{Err: fmt.Errorf("smtp: the sender address is not valid: %w", err)}
+	}
+	c, err := gomail.NewClient(s.Host, s.options()...)
+	if err != nil {
+		return &ConfigError{Err: fmt.Errorf("smtp: %w", err)}
+	}
+	client, err := c.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		return classifyConnect(err)
+	}
+	defer client.Close()
+	// The envelope addresses go in angle brackets, without names.
+	if err := client.Mail((&netmail.Address{Address: from.Address}).String()); err != nil {
+		return classifyReply("MAIL FROM", err, true)
+	}
+	if err := client.Rcpt((&netmail.Address{Address: m.To}).String()); err != nil {
+		return classifyReply("RCPT TO", err, false)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := client.UpdateDeadline(s.timeout()); err != nil {
+		return fmt.Errorf("smtp: %w", err)
+	}
+	w, err := client.Data()
+	if err != nil {
+		return classifyReply("DATA", err, false)
+	}
+	if _, err := w.Write(m.Bytes()); err != nil {
+		return classifyReply("DATA", err, false)
+	}
+	if err := w.Close(); err != nil {
+		return classifyReply("DATA", err, false)
+	}
+	client.Quit() // the message is accepted; a failed QUIT changes nothing
+	return nil
+}
+
+func (s *SMTP) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return 15 * time.Second
+}
+
+// options turns s into go-mail's client options.
+func (s *SMTP) options() []gomail.Option {
+	tlsConfig := &tls.Config{ServerName: s.Host, RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12}
+	opts := []gomail.Option{
+		gomail.WithPort(s.Port),
+		gomail.WithTimeout(s.timeout()),
+		gomail.WithTLSConfig(tlsConfig),
+	}
+	switch {
+	case s.ImplicitTLS:
+		opts = append(opts, gomail.WithSSL())
+	case s.RequireTLS:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
+	default:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+	}
+	if s.Username != "" {
+		auth, ok := authTypes[s.Auth]
+		if !ok {
+			auth = gomail.SMTPAuthAutoDiscover
+		}
+		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(s.Username), gomail.WithPassword(s.Password))
+	}
+	return opts
+}
+
+// ConfigError marks a failure that the mail settings cause, not the
+// message: the server refused the credentials or offers no mechanism
+// they may go by, its certificate is not trusted, TLS was required and
+// not offered, or the server refused the sender. Every message would
+// fail the same way until the settings change, so the queue keeps the
+// message, retries it on its usual schedule and reports the error
+// (Queue.ConfigError) instead of dropping it.
+type ConfigError struct{ Err error }
+
+// Error is the underlying failure's text.
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying failure.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// IsConfig reports whether err is a ConfigError.
+func IsConfig(err error) bool {
+	var c *ConfigError
+	return errors.As(err, &c)
+}
+
+// classifyConnect sorts a failure while connecting, greeting, starting
+// TLS or authenticating: a certificate the CAs do not trust, a 5xx reply
+// (AUTH refused), or a refusal by the library (no mechanism in common,
+// TLS required but not offered, credentials that would go in clear text)
+// is a ConfigError; a network failure or a 4xx reply is transient.
+func classifyConnect(err error) error {
+	var (
+		reply   *textproto.Error
+		certErr *tls.CertificateVerificationError
+		netErr  net.Error
+	)
+	switch {
+	case errors.As(err, &certErr):
+		return &ConfigError{Err: fmt.Errorf("smtp: the server's certificate is not trusted (set ?ca= on the SMTP URL or LATCHKEY_SMTP_CA_FILE for a private CA): %w", certErr.Err)}
+	case errors.As(err, &reply):
+		if reply.Code >= 500 {
+			return &ConfigError{Err: fmt.Errorf("smtp: the server refused the login or the connection (check the SMTP user, password and ?auth=): %w", err)}
+		}
+		return fmt.Errorf("smtp: %w", err)
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("smtp: %w", err)
+	case errors.Is(err, gosmtp.ErrUnencrypted):
+		return &ConfigError{Err: errors.New("smtp: the connection is not encrypted, so the password is not sent (use TLS, or ?auth=cram-md5)")}
+	}
+	var tlsRecord tls.RecordHeaderError
+	if errors.As(err, &tlsRecord) {
+		return &ConfigError{Err: errors.New("smtp: the server does not speak TLS on this port (smtps:// is implicit TLS, usually port 465; smtp:// uses STARTTLS)")}
+	}
+	return &ConfigError{Err: fmt.Errorf("smtp: %w", err)}
+}
+
+// classifyReply sorts a failed MAIL, RCPT or DATA: a 5xx reply is
+// permanent for the message, except at MAIL FROM, where it refuses the
+// configured sender or asks for authentication (a ConfigError when
+// senderStep); anything else is transient.
+func classifyReply(step string, err error, senderStep bool) error {
+	var reply *textproto.Error
+	if errors.As(err, &reply) && reply.Code >= 500 {
+		if senderStep {
+			return &ConfigError{Err: fmt.Errorf("smtp %s: the server refused the sender or wants authentication: %w", step, err)}
+		}
 		return &PermanentError{Err: fmt.Errorf("smtp %s: %w", step, err)}
 	}
 	return fmt.Errorf("smtp %s: %w", step, err)
-}
-
-// bareAddr returns the address inside "Name <addr>", or s itself.
-func bareAddr(s string) string {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '<' {
-			if j := len(s) - 1; s[j] == '>' {
-				return s[i+1 : j]
-			}
-		}
-	}
-	return s
 }

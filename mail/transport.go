@@ -10,9 +10,10 @@ type Transport interface {
 	Send(ctx context.Context, m *Message) error
 }
 
-// PermanentError marks a failure that retrying cannot fix (an SMTP 5xx
-// reply such as an unknown mailbox). The queue drops such a message
-// instead of retrying it.
+// PermanentError marks a failure of one message that retrying cannot
+// fix (an SMTP 5xx reply to RCPT or DATA, such as an unknown mailbox).
+// The queue drops such a message instead of retrying it. A failure the
+// settings cause is a ConfigError instead.
 type PermanentError struct{ Err error }
 
 // Error is the underlying failure's text.

@@ -98,6 +98,8 @@ type Options struct {
 
 // Open opens or creates the data file at path, creates every bucket and
 // checks the schema version. created reports whether the file was new.
+// A bbolt file of another program is ErrNotLatchkey. Call CheckFile
+// first: bbolt crashes the process on a truncated file.
 func Open(path string, opt Options) (db *DB, created bool, err error) {
 	if opt.LockTimeout == 0 {
 		opt.LockTimeout = 2 * time.Second
@@ -120,18 +122,18 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 		return nil, false, fmt.Errorf("open data file: %w", err)
 	}
 	err = b.Update(func(tx *bolt.Tx) error {
+		// Never turn another program's bbolt file into ours.
+		if err := checkBuckets(tx, path); err != nil {
+			return err
+		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		v := meta.Get(keySchema)
-		if v == nil {
+		if meta.Get(keySchema) == nil {
 			return meta.Put(keySchema, u64(SchemaVersion))
-		}
-		if got := binary.BigEndian.Uint64(v); got > SchemaVersion {
-			return fmt.Errorf("data file has schema version %d but this latchkey only knows version %d: upgrade latchkey", got, SchemaVersion)
 		}
 		return nil
 	})

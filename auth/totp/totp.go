@@ -9,11 +9,13 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base32"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/hotp"
-	ptotp "github.com/pquerna/otp/totp"
 )
 
 // Parameters (interface.md "TOTP enrollment", decisions.md §8).
@@ -38,14 +40,30 @@ func Generate(issuer, account string) (*Key, error) {
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	k, err := ptotp.Generate(ptotp.GenerateOpts{
-		Issuer: issuer, AccountName: account, Period: Period, Secret: secret,
-		Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Key{Secret: secret, Base32: k.Secret(), URL: k.URL()}, nil
+	b := b32.EncodeToString(secret)
+	return &Key{Secret: secret, Base32: b, URL: URL(issuer, account, b)}, nil
+}
+
+// URL returns the otpauth URL (Google Authenticator's Key Uri Format) of
+// a key: otpauth://totp/ISSUER:ACCOUNT?secret=…&issuer=ISSUER&algorithm=SHA1&digits=6&period=30.
+// Issuer and account are escaped as URI components (everything but
+// letters, digits and "-_.~" is percent-encoded, a space as %20) in the
+// label and in the issuer parameter, so a name holding & + = / # ? % or
+// a colon reads back whole with any URL parser; the colon between them
+// is the only literal one.
+func URL(issuer, account, base32Secret string) string {
+	return "otpauth://totp/" + component(issuer) + ":" + component(account) +
+		"?secret=" + base32Secret + "&issuer=" + component(issuer) +
+		"&algorithm=SHA1&digits=" + strconv.Itoa(Digits) + "&period=" + strconv.Itoa(Period)
+}
+
+// component escapes s as a URI component. url.QueryEscape encodes every
+// byte but the unreserved ones and turns a space into "+"; the literal
+// "+" it leaves can only be a space (a "+" in s became %2B), so it is
+// rewritten as %20, which authenticator apps read in paths and queries
+// alike.
+func component(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }
 
 var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)

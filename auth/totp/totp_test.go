@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boombuler/barcode/qr"
+	"github.com/pquerna/otp"
 )
 
 // rfcSecret is the SHA-1 seed of RFC 6238 Appendix B.
@@ -110,6 +111,61 @@ func TestGenerate(t *testing.T) {
 	k2, _ := Generate("Acme App", "ann+totp@example.com")
 	if bytes.Equal(k.Secret, k2.Secret) {
 		t.Fatal("two keys share a secret")
+	}
+}
+
+// TestURLEscaping: issuer and account read back whole from the otpauth
+// URL with net/url, in the label (split at its one literal colon) and in
+// the issuer parameter, whatever they hold; pquerna/otp's parser (a
+// second reader) agrees.
+func TestURLEscaping(t *testing.T) {
+	accounts := []string{"ann@example.com", "bo.b+tag@example.com", "o'neil@example.com"}
+	for _, issuer := range []string{
+		"Acme", "Smith & Sons", "R&D + Co", "a=b", "x/y", "#1", "why?", "100%", "%41", "  two  spaces ",
+		"Zürich — 東京", "Ops: Team", "a&issuer=evil", "tab\there", "emoji 🔑",
+	} {
+		for _, account := range accounts {
+			k, err := Generate(issuer, account)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := url.Parse(k.URL)
+			if err != nil {
+				t.Fatalf("%q: %v", k.URL, err)
+			}
+			if u.Scheme != "otpauth" || u.Host != "totp" || u.Path != "/"+issuer+":"+account {
+				t.Fatalf("%s: scheme %q host %q path %q", k.URL, u.Scheme, u.Host, u.Path)
+			}
+			label := strings.TrimPrefix(u.EscapedPath(), "/")
+			if strings.Count(label, ":") != 1 {
+				t.Fatalf("%s: label %q has more than the one separating colon", k.URL, label)
+			}
+			rawIssuer, rawAccount, _ := strings.Cut(label, ":")
+			gotIssuer, err1 := url.PathUnescape(rawIssuer)
+			gotAccount, err2 := url.PathUnescape(rawAccount)
+			if err1 != nil || err2 != nil || gotIssuer != issuer || gotAccount != account {
+				t.Fatalf("%s: label reads %q:%q, want %q:%q", k.URL, gotIssuer, gotAccount, issuer, account)
+			}
+			q := u.Query()
+			if len(q) != 5 || len(q["issuer"]) != 1 {
+				t.Fatalf("%s: query %v", k.URL, q)
+			}
+			for field, want := range map[string]string{"secret": k.Base32, "issuer": issuer, "algorithm": "SHA1", "digits": "6", "period": "30"} {
+				if got := q.Get(field); got != want {
+					t.Fatalf("%s: %s=%q, want %q", k.URL, field, got, want)
+				}
+			}
+			if strings.Contains(k.URL, "+") || strings.Contains(k.URL, " ") {
+				t.Fatalf("%s: a literal + or space (read as a space by some apps)", k.URL)
+			}
+			pk, err := otp.NewKeyFromURL(k.URL)
+			if err != nil || pk.Issuer() != issuer || pk.Secret() != k.Base32 {
+				t.Fatalf("%s: pquerna/otp reads issuer %q (%v)", k.URL, pk.Issuer(), err)
+			}
+			if !strings.Contains(issuer, ":") && pk.AccountName() != account {
+				t.Fatalf("%s: pquerna/otp reads account %q", k.URL, pk.AccountName())
+			}
+		}
 	}
 }
 

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// snapshot returns the files under dir with a hash of each one's bytes.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			out[rel+"/"] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:8])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestStartupChecks runs `latchkey serve` (this binary's main) with one
+// mistake each: it exits 1 with one line on stderr naming the mistake,
+// prints nothing on stdout (no first-start secret), never dumps a crash,
+// and leaves the data directory exactly as it was (no data file, no key
+// file, no outbox; an existing file unchanged).
+func TestStartupChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns server processes")
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+
+	// A real data file with its key, for the truncation case.
+	realDir := t.TempDir()
+	realData := filepath.Join(realDir, "latchkey.db")
+	m, _ := startMain(t, Config{Data: realData})
+	m.Close()
+	realBytes, err := os.ReadFile(realData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realKey, _ := os.ReadFile(realData + ".key")
+	garbage := make([]byte, 1<<20)
+	rand.Read(garbage)
+
+	for _, tc := range []struct {
+		name  string
+		args  string            // after serve --data <dir>/latchkey.db
+		env   []string          // extra environment
+		files map[string][]byte // written into the directory first
+		want  string            // in the error line
+	}{
+		{name: "smtp url with an http scheme", args: "--smtp-url http://x", want: "smtp url: scheme must be smtp or smtps"},
+		{name: "smtp url without //", args: "--smtp-url smtp:mail.example.com", want: "smtp url"},
+		{name: "smtp url with an unknown tls policy", env: []string{"LATCHKEY_SMTP_URL=smtp://u:hunter2@mail.example?tls=sometimes"}, want: "tls must be opportunistic or required"},
+		{name: "smtp url naming a missing CA file", env: []string{"LATCHKEY_SMTP_URL=smtp://u:hunter2@mail.example?ca=/nonexistent/ca.pem"}, want: "/nonexistent/ca.pem"},
+		{name: "missing smtp CA file", args: "--smtp-url smtp://mail.example --smtp-ca-file /nonexistent/ca.pem", want: "smtp CA file"},
+		{name: "smtp CA file without an smtp url", env: []string{"LATCHKEY_SMTP_CA_FILE=/etc/ssl/ca.pem"}, want: "--smtp-ca-file is set but --smtp-url is empty"},
+		{name: "base url without a scheme", args: "--base-url localhost:8080", want: "--base-url \"localhost:8080\" must start with http:// or https://"},
+		{name: "base url with another scheme", args: "--base-url ftp://auth.example.com", want: "must start with http:// or https://"},
+		{name: "base url without a host", args: "--base-url https://", want: "name a host"},
+		{name: "base url with a path", args: "--base-url https://auth.example.com/login", want: "must be an origin"},
+		{name: "sender that is not an address", args: "--mail-from nobody", want: "--mail-from \"nobody\" is not an email address"},
+		{name: "listen address without a port", args: "--addr nonsense", want: "cannot listen on --addr nonsense"},
+		{name: "listen port out of range", args: "--addr 127.0.0.1:99999", want: "cannot listen on --addr 127.0.0.1:99999"},
+		{name: "listen port in use", args: "--addr " + busy.Addr().String(), want: "address already in use"},
+		{name: "metrics port in use", args: "--metrics-addr " + busy.Addr().String(), want: "cannot listen on --metrics-addr " + busy.Addr().String() + ": bind: address already in use"},
+		{name: "metrics address without a port", args: "--metrics-addr nonsense", want: "cannot listen on --metrics-addr nonsense"},
+		{name: "master key that is not base64", env: []string{"LATCHKEY_MASTER_KEY=not-a-key"}, want: "--master-key: master key must be 32 bytes"},
+		{name: "trusted proxy that is not a CIDR", args: "--trusted-proxies 10.0.0.0/33", want: "--trusted-proxies"},
+		{name: "twilio without its settings", args: "--sms-provider twilio", want: "LATCHKEY_TWILIO"},
+		{name: "garbage data without a key file", files: map[string][]byte{"latchkey.db": garbage}, want: "not a latchkey data file"},
+		{name: "garbage data with a key file", files: map[string][]byte{"latchkey.db": garbage, "latchkey.db.key": realKey}, want: "not a latchkey data file"},
+		{name: "text file as data", files: map[string][]byte{"latchkey.db": []byte("hello\n")}, want: "not a latchkey data file"},
+		{name: "truncated data file", files: map[string][]byte{"latchkey.db": realBytes[:2*4096+100], "latchkey.db.key": realKey}, want: "truncated"},
+		{name: "truncated data file without its key", files: map[string][]byte{"latchkey.db": realBytes[:3*4096]}, want: "truncated"},
+		{name: "data file is a directory", files: map[string][]byte{"latchkey.db/": nil}, want: "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, data := range tc.files {
+				if strings.HasSuffix(name, "/") {
+					os.Mkdir(filepath.Join(dir, name), 0o700)
+					continue
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := snapshot(t, dir)
+			args := "serve --addr 127.0.0.1:0 --data " + filepath.Join(dir, "latchkey.db") + " " + tc.args
+			code, stdout, stderr, _ := child(t, tc.env, args)
+			if code != 1 {
+				t.Errorf("exit %d, want 1 (stderr %q)", code, stderr)
+			}
+			if !strings.HasPrefix(stderr, "latchkey: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q, want one line saying %q", stderr, tc.want)
+			}
+			for _, bad := range []string{"goroutine ", "panic", "SIGBUS", "signal", "hunter2"} {
+				if strings.Contains(stderr, bad) {
+					t.Errorf("stderr holds %q: %q", bad, stderr)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing (no first-start secret)", stdout)
+			}
+			after := snapshot(t, dir)
+			if len(after) != len(before) {
+				t.Errorf("files after %v, before %v", after, before)
+			}
+			for name, sum := range before {
+				if after[name] != sum {
+					t.Errorf("%s changed or vanished", name)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckBaseURL: --base-url is an http(s) origin; a trailing slash is
+// dropped; a password in a refused URL is not repeated.
+func TestCheckBaseURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"https://auth.example.com", "https://auth.example.com"},
+		{"https://auth.example.com/", "https://auth.example.com"},
+		{"http://localhost:8080", "http://localhost:8080"},
+		{"http://[::1]:8080", "http://[::1]:8080"},
+		{"HTTPS://Auth.Example.com", "HTTPS://Auth.Example.com"},
+	} {
+		if got, err := checkBaseURL(tc.in); err != nil || got != tc.want {
+			t.Errorf("%q: got %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"localhost:8080", "auth.example.com", "ftp://auth.example.com", "https://", "http:///x",
+		"https://auth.example.com/login", "https://auth.example.com?x=1", "https://auth.example.com#top",
+		"https://u:hunter2@auth.example.com", "http://auth.example.com:0", "http://auth.example.com:70000", "http://auth.example.com:http"} {
+		_, err := checkBaseURL(bad)
+		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: err = %v, want a one-line refusal without the password", bad, err)
+		}
+	}
+}
