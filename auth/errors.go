@@ -69,13 +69,6 @@ const (
 	CatInternal       = "internal_error"
 )
 
-// FailureCategories lists every failure category, in the contract's
-// order: the values failureCode takes on events and metrics.
-var FailureCategories = []string{
-	CatInvalidCode, CatExpired, CatAlreadyUsed, CatRateLimited, CatUserNotFound, CatUserDisabled,
-	CatUserExists, CatValidation, CatRiskBlocked, CatExternalMethod, CatInternal,
-}
-
 func newErr(status int, code, category, msg string) *Error {
 	return &Error{Code: code, Status: status, Category: category, Message: msg}
 }
@@ -138,6 +131,11 @@ var (
 	ErrAlreadyEnrolled    = newErr(http.StatusConflict, "ALREADY_ENROLLED", CatValidation, "TOTP is already enrolled.")
 	ErrTooManyAttempts    = newErr(http.StatusTooManyRequests, "TOO_MANY_ATTEMPTS", CatRateLimited, "Too many failed attempts; try again later.")
 	ErrSendFailed         = newErr(http.StatusBadGateway, "SEND_FAILED", CatInternal, "The SMS could not be sent.")
+	// ErrStepUpRequired refuses an SMS send to a phone other than the
+	// enrolled one on a session without a recent step-up (decisions.md
+	// §15). It is recorded as risk_blocked: a risky change blocked
+	// whatever the credential.
+	ErrStepUpRequired = newErr(http.StatusForbidden, "STEP_UP_REQUIRED", CatRiskBlocked, "Verify with your current phone or another factor first.")
 )
 
 // Passkey errors (decisions.md §9).

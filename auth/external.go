@@ -156,7 +156,7 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 		reg, err := tx.ExternalMethodByName(p.ID, b.Method)
 		if errors.Is(err, store.ErrNotFound) {
 			fail = ErrInvalidPayload.With("Unknown method.")
-			return s.record(tx, p.ID, "", b.Email, "external", "confirm", fail, m)
+			return errRollback // recorded below, without a write of its own when suppressed
 		} else if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 			var e *Error
 			if errors.As(err, &e) {
 				fail = e
-				return nil // nothing to keep: the replay mark is not written
+				return errRollback // nothing to keep: the replay mark is not written
 			}
 			return err
 		}
@@ -199,7 +199,9 @@ var errRollback = errors.New("rollback")
 
 // externalLogin resolves the external user (known id; else attach by
 // email to a user without an external id; else create) and starts a
-// session, inside tx.
+// session, inside tx. The app vouches for the address, so the user ends
+// verified, and an unverified account the email would attach to is
+// replaced by a new user as an email-code sign-in would (provenUser).
 func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, method, action string, m Meta) (*Login, error) {
 	u, err := tx.UserByExternalID(p.ID, ext)
 	isNew := false
@@ -208,9 +210,19 @@ func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, m
 		if err != nil {
 			return nil, err
 		}
-		u, isNew, err = s.findOrCreateUser(tx, p, email)
+		// An account holding another external id is not attached to,
+		// verified or not: 409, and nothing is replaced.
+		if held, err := tx.UserByEmail(p.ID, email); err == nil && held.ExternalUserID != "" {
+			return nil, ErrExternalIDMismatch
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		u, isNew, err = s.provenUser(tx, p, email)
 		if err != nil {
 			return nil, err
+		}
+		if u.Disabled {
+			return nil, ErrUserDisabled
 		}
 		if err := s.attachExternalID(tx, u, ext); err != nil {
 			return nil, err
@@ -220,6 +232,9 @@ func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, m
 	}
 	if u.Disabled {
 		return nil, ErrUserDisabled
+	}
+	if err := s.setVerified(tx, u); err != nil {
+		return nil, err
 	}
 	l, err := s.startLogin(tx, p, u, "external:"+method, m)
 	if err != nil {
@@ -295,14 +310,14 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 		reg, err := tx.ExternalMethod(registrationID)
 		if errors.Is(err, store.ErrNotFound) {
 			fail = ErrInvalidPayload.With("Unknown registration.")
-			return nil
+			return errRollback // no write for an unauthenticated failure
 		} else if err != nil {
 			return err
 		}
 		if err := s.checkSigned(tx, reg, "webhook", raw, sig, b.VerifiedAt); err != nil {
 			if errors.As(err, new(*Error)) {
 				fail = err
-				return nil
+				return errRollback
 			}
 			return err
 		}

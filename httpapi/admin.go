@@ -8,7 +8,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"latchkey/auth"
-	"latchkey/store"
 	"latchkey/webhook"
 )
 
@@ -31,6 +30,7 @@ func (s *Server) adminRoutes() {
 	r.DELETE("/api/v1/admin/users/:id", s.admin(s.deleteAdminUser))
 	r.POST("/api/v1/admin/users/:id/disable", s.admin(s.disableUser))
 	r.POST("/api/v1/admin/users/:id/enable", s.admin(s.enableUser))
+	r.POST("/api/v1/admin/users/:id/factors/totp/reset", s.admin(s.resetTOTP))
 	r.GET("/api/v1/admin/events", s.admin(s.listEvents))
 	r.GET("/api/v1/admin/backup", s.admin(s.backup))
 }
@@ -201,18 +201,19 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p httprouter.
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
-	limit, err := queryInt(q.Get("limit"), 1000)
+	limit, err := queryInt(q.Get("limit"), auth.DefaultPageSize)
 	if err != nil {
 		return err
 	}
-	users, err := s.auth.AdminUsers(q.Get("projectId"), q.Get("email"), limit)
+	page, err := s.auth.AdminUsers(q.Get("projectId"), q.Get("email"), q.Get("cursor"), limit)
 	if err != nil {
 		return err
 	}
 	return ok(w, struct {
-		Success bool             `json:"success"`
-		Users   []auth.AdminUser `json:"users"`
-	}{true, users})
+		Success    bool             `json:"success"`
+		Users      []auth.AdminUser `json:"users"`
+		NextCursor *string          `json:"nextCursor"`
+	}{true, page.Users, page.NextCursor})
 }
 
 func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -261,20 +262,33 @@ func (s *Server) enableUser(w http.ResponseWriter, r *http.Request, p httprouter
 	return ok(w, nil)
 }
 
+// resetTOTP clears a user's TOTP lockout and failure count.
+func (s *Server) resetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := noFields(w, r); err != nil {
+		return err
+	}
+	if err := s.auth.ResetTOTP(p.ByName("id"), s.meta(r, false)); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
-	limit, err := queryInt(q.Get("limit"), 100)
+	limit, err := queryInt(q.Get("limit"), auth.DefaultPageSize)
 	if err != nil {
 		return err
 	}
-	evs, err := s.auth.Events(store.AuthEventFilter{ProjectID: q.Get("projectId"), FailureCode: q.Get("failureCode"), Limit: limit})
+	page, err := s.auth.Events(auth.EventQuery{ProjectID: q.Get("projectId"), FailureCode: q.Get("failureCode"), Before: q.Get("before"), Limit: limit})
 	if err != nil {
 		return err
 	}
 	return ok(w, struct {
-		Success bool             `json:"success"`
-		Events  []auth.EventView `json:"events"`
-	}{true, evs})
+		Success    bool                  `json:"success"`
+		Events     []auth.EventView      `json:"events"`
+		NextCursor *string               `json:"nextCursor"`
+		Suppressed []auth.SuppressedView `json:"suppressed"`
+	}{true, page.Events, page.NextCursor, page.Suppressed})
 }
 
 // backup streams a consistent copy of the data file.

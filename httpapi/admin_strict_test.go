@@ -64,6 +64,8 @@ func TestAdminBodiesStrict(t *testing.T) {
 			`{"reason":"fraud"}`, "reason", "no fields"},
 		{"enable user", "POST", "/api/v1/admin/users/" + uid + "/enable",
 			`{"x":1}`, "x", "no fields"},
+		{"reset TOTP", "POST", "/api/v1/admin/users/" + uid + "/factors/totp/reset",
+			`{"force":true}`, "force", "no fields"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := ts.adminState()
@@ -83,6 +85,8 @@ func TestAdminBodiesStrict(t *testing.T) {
 	wantOK(t, ts.admin("POST", "/api/v1/admin/keys/"+prefix+"/revoke", `{}`))
 	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+uid+"/disable", nil))
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/external-methods/"+mid, `{"status":"inactive"}`))
+	// (The body passes; the user has no TOTP to reset.)
+	wantError(t, ts.admin("POST", "/api/v1/admin/users/"+uid+"/factors/totp/reset", `{}`), 404, "TOTP_NOT_ENROLLED")
 
 	// The public API ignores unknown fields (decided for the contract).
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, `{"email":"other@example.com","emial":"x"}`))

@@ -59,6 +59,8 @@ type testServer struct {
 	http    *httptest.Server
 	broken  bool
 	opts    []func(*auth.Config)
+	// storeOpts opens the data file (newTestServerStore sets them).
+	storeOpts store.Options
 	// api adjusts the server's configuration before it starts.
 	api func(*httpapi.Config)
 	// Metrics are fed by the store, the service, the worker and the
@@ -79,14 +81,28 @@ func (ts *testServer) breakStore() {
 // project and a test key; the admin token is testAdminToken.
 func newTestServer(t testing.TB, opts ...func(*auth.Config)) *testServer {
 	t.Helper()
-	return newTestServerAPI(t, nil, opts...)
+	return newTestServerWith(t, store.Options{}, nil, opts...)
+}
+
+// newTestServerStore is newTestServer with store options (a lowered
+// event cap, say).
+func newTestServerStore(t testing.TB, so store.Options, opts ...func(*auth.Config)) *testServer {
+	t.Helper()
+	return newTestServerWith(t, so, nil, opts...)
 }
 
 // newTestServerAPI is newTestServer with api adjusting the server's
 // configuration (readiness checks, say).
 func newTestServerAPI(t testing.TB, api func(*httpapi.Config), opts ...func(*auth.Config)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts, api: api}
+	return newTestServerWith(t, store.Options{}, api, opts...)
+}
+
+// newTestServerWith is newTestServer with store options and an
+// adjustment of the server's configuration.
+func newTestServerWith(t testing.TB, so store.Options, api func(*httpapi.Config), opts ...func(*auth.Config)) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts, storeOpts: so, api: api}
 	ts.start()
 	b, err := ts.Svc.Init()
 	if err != nil {
@@ -103,7 +119,9 @@ func (ts *testServer) start() {
 	t := ts.t
 	t.Helper()
 	ts.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: "test", Now: ts.Clock.Now})
-	db, _, err := store.Open(ts.path, store.Options{ObserveCommit: ts.Metrics.ObserveCommit})
+	so := ts.storeOpts
+	so.ObserveCommit = ts.Metrics.ObserveCommit
+	db, _, err := store.Open(ts.path, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +174,14 @@ func (ts *testServer) stop() {
 func (ts *testServer) restart() {
 	ts.stop()
 	ts.start()
+}
+
+// commitID returns the store's newest commit: unchanged means nothing
+// was written.
+func (ts *testServer) commitID() int {
+	var id int
+	ts.DB.View(func(tx *store.Tx) error { id = tx.CommitID(); return nil })
+	return id
 }
 
 // response is a decoded HTTP response.
@@ -282,6 +308,12 @@ func (ts *testServer) createKey(body map[string]any) string {
 // keyring as the mail worker would.
 func (ts *testServer) lastMail(addr string) store.MailContent {
 	ts.t.Helper()
+	return ts.lastMailOf(addr, "")
+}
+
+// lastMailOf is lastMail for the newest message of kind ("" for any).
+func (ts *testServer) lastMailOf(addr, kind string) store.MailContent {
+	ts.t.Helper()
 	var found *store.Mail
 	ts.DB.View(func(tx *store.Tx) error {
 		ms, err := tx.DueMail(time.Now().Add(1000*time.Hour), 1<<20)
@@ -289,7 +321,7 @@ func (ts *testServer) lastMail(addr string) store.MailContent {
 			ts.t.Fatal(err)
 		}
 		for _, m := range ms {
-			if m.To == addr {
+			if m.To == addr && (kind == "" || m.Kind == kind) {
 				found = m
 			}
 		}
@@ -325,6 +357,43 @@ func (ts *testServer) login(addr string) *response {
 	wantOK(ts.t, r)
 	ts.Clock.Advance(31 * time.Second) // past the send throttle
 	return r
+}
+
+// changeEmail changes the session's address the verified way: PATCH
+// /user {email}, then /user/email/verify with the code mailed to addr.
+// It returns the verify response.
+func (ts *testServer) changeEmail(tok, addr string) *response {
+	ts.t.Helper()
+	p := ts.do("PATCH", "/api/v1/user", tok, map[string]any{"email": addr})
+	wantOK(ts.t, p)
+	if got := p.Body["pendingEmail"]; got != addr {
+		ts.t.Fatalf("pendingEmail=%v, want %s (body %s)", got, addr, p.Raw)
+	}
+	r := ts.do("POST", "/api/v1/user/email/verify", tok, map[string]any{"code": ts.lastMail(addr).Code})
+	wantOK(ts.t, r)
+	ts.Clock.Advance(31 * time.Second) // past the send throttle
+	return r
+}
+
+// methodEvents counts the authentication events of (method, action) by
+// failureCode ("" for a success), from the admin events API.
+func (ts *testServer) methodEvents(method, action string) map[string]int {
+	ts.t.Helper()
+	r := ts.admin("GET", "/api/v1/admin/events?limit=1000", nil)
+	wantOK(ts.t, r)
+	out := map[string]int{}
+	for _, e := range r.Body["events"].([]any) {
+		ev := e.(map[string]any)
+		if ev["method"] != method || ev["action"] != action {
+			continue
+		}
+		fc, _ := ev["failureCode"].(string)
+		if (fc == "") != (ev["success"] == true) {
+			ts.t.Fatalf("event %v", ev)
+		}
+		out[fc]++
+	}
+	return out
 }
 
 // outbox returns the types of the outbox's events in order.
@@ -368,8 +437,9 @@ func (ts *testServer) outboxSince(n int) []outboxEvent {
 }
 
 // wantLoginUser asserts a login result's user object (decisions.md §14:
-// every login result carries it): exactly the five decided keys, the
-// result's userId, the given email, and companyId beside it.
+// every login result carries it): exactly the five decided keys and
+// emailVerified (§15, a boolean), the result's userId, the given email,
+// and companyId beside it.
 func wantLoginUser(t *testing.T, body map[string]any, email string) {
 	t.Helper()
 	u, ok := body["user"].(map[string]any)
@@ -381,8 +451,11 @@ func wantLoginUser(t *testing.T, body map[string]any, email string) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if got := strings.Join(keys, ","); got != "company_id,email,externalUserId,first_name,id" {
-		t.Fatalf("user keys = %s, want company_id,email,externalUserId,first_name,id", got)
+	if got := strings.Join(keys, ","); got != "company_id,email,emailVerified,externalUserId,first_name,id" {
+		t.Fatalf("user keys = %s, want company_id,email,emailVerified,externalUserId,first_name,id", got)
+	}
+	if _, ok := u["emailVerified"].(bool); !ok {
+		t.Fatalf("emailVerified = %v, want a boolean", u["emailVerified"])
 	}
 	if u["id"] != body["userId"] || u["email"] != email {
 		t.Fatalf("user = %v, want id %v and email %s", u, body["userId"], email)

@@ -75,7 +75,7 @@ var commands = []*command{
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodList, methodDisable, methodEnable,
 	webhookList,
-	userList, userUpdate, userDelete, userDisable, userEnable,
+	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP,
 	events,
 	backup,
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/url"
@@ -22,6 +23,7 @@ type project struct {
 	SessionTTLSeconds  int      `json:"sessionTtlSeconds"`
 	RateLimitPerMinute int      `json:"rateLimitPerMinute"`
 	DenyCIDRs          []string `json:"denyCidrs"`
+	EmailChange        string   `json:"emailChange"`
 	CreatedAt          string   `json:"createdAt"`
 }
 
@@ -49,12 +51,13 @@ type user struct {
 	Email          string  `json:"email"`
 	ExternalUserID *string `json:"externalUserId"`
 	CompanyID      *string `json:"companyId"`
+	EmailVerified  bool    `json:"emailVerified"`
 	Disabled       bool    `json:"disabled"`
 	CreatedAt      string  `json:"createdAt"`
 }
 
 type event struct {
-	ProjectID   string  `json:"projectId"`
+	ProjectID   *string `json:"projectId"`
 	Email       *string `json:"email"`
 	Method      string  `json:"method"`
 	Action      string  `json:"action"`
@@ -100,10 +103,10 @@ var projectList = &command{
 					_, err := fmt.Fprintln(c.out, "No projects.")
 					return err
 				}
-				t := newTable(c.out, "ID", "NAME", "ORIGINS", "RP ID", "SESSION TTL", "RATE/MIN", "DENY CIDRS", "COMPANY ID", "CREATED")
+				t := newTable(c.out, "ID", "NAME", "ORIGINS", "RP ID", "SESSION TTL", "RATE/MIN", "DENY CIDRS", "EMAIL CHANGE", "COMPANY ID", "CREATED")
 				for _, p := range resp.Projects {
 					t.row(p.ID, p.Name, list(p.AllowedOrigins), p.RPID, humanSeconds(p.SessionTTLSeconds),
-						strconv.Itoa(p.RateLimitPerMinute), list(p.DenyCIDRs), p.CompanyID, humanTime(p.CreatedAt))
+						strconv.Itoa(p.RateLimitPerMinute), list(p.DenyCIDRs), p.EmailChange, p.CompanyID, humanTime(p.CreatedAt))
 				}
 				return t.flush()
 			})
@@ -122,7 +125,7 @@ var projectUpdate = &command{
 		return func(ctx context.Context, c *call) error {
 			b := body(c)
 			if len(b) == 0 {
-				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --deny-cidr")
+				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --deny-cidr, --email-change")
 			}
 			var resp struct {
 				Project project `json:"project"`
@@ -163,6 +166,7 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 	ttl := fs.Int("session-ttl", 0, "session lifetime in `SECONDS` (300 to 7776000; server default 86400)")
 	rate := fs.Int("rate-limit", 0, "API key requests per minute, `N` (server default 100)")
 	fs.Var(&deny, "deny-cidr", "refuse logins from `CIDR`; repeat or separate with commas")
+	emailChange := fs.String("email-change", "", "how users change their address, `MODE`: verify (a code to the new address) or direct (server default verify)")
 	return func(c *call) map[string]any {
 		b := map[string]any{}
 		for flagName, set := range map[string]func(){
@@ -178,6 +182,9 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 				set()
 			}
 		}
+		if c.set["email-change"] {
+			b["emailChange"] = *emailChange
+		}
 		return b
 	}
 }
@@ -192,6 +199,7 @@ func printProject(c *call, p project) error {
 		"Session TTL", fmt.Sprintf("%s (%d s)", humanSeconds(p.SessionTTLSeconds), p.SessionTTLSeconds),
 		"Rate limit", fmt.Sprintf("%d/min per key", p.RateLimitPerMinute),
 		"Deny CIDRs", list(p.DenyCIDRs),
+		"Email change", p.EmailChange,
 		"Created", humanTime(p.CreatedAt),
 	)
 }
@@ -397,11 +405,14 @@ func printMethods(c *call, ms ...registration) error {
 var userList = &command{
 	name:    "user list",
 	summary: "list a project's users",
-	help:    "List a project's users. --email with an address finds that user; anything else is an address prefix.",
+	help: "List a project's users in email order, a page at a time. --email with an address finds that user; anything else is an address prefix.\n" +
+		"A page ends with the --cursor that gives the next one; --all follows them to the last page (with --json, one response body per page).",
 	flags: func(fs *flag.FlagSet) action {
 		projectID := fs.String("project", "", "project `ID` (required)")
 		email := fs.String("email", "", "`ADDRESS` or address prefix to search for")
-		limit := fs.Int("limit", 0, "at most `N` users (server default 1000)")
+		limit := fs.Int("limit", 0, "at most `N` users per page, 1 to 1000 (server default 100)")
+		cursor := fs.String("cursor", "", "start after the page that printed `CURSOR`")
+		all := fs.Bool("all", false, "follow the cursor through every page")
 		return func(ctx context.Context, c *call) error {
 			if !c.set["project"] {
 				return usagef("--project is required")
@@ -416,28 +427,59 @@ var userList = &command{
 				}
 				q.Set("limit", strconv.Itoa(*limit))
 			}
-			var resp struct {
-				Users []user `json:"users"`
+			if *cursor != "" {
+				q.Set("cursor", *cursor)
 			}
-			return c.send(ctx, "GET", "/api/v1/admin/users", q, nil, &resp, func() error {
-				if len(resp.Users) == 0 {
-					_, err := fmt.Fprintln(c.out, "No users.")
+			for page := 0; ; page++ {
+				var resp struct {
+					Users      []user  `json:"users"`
+					NextCursor *string `json:"nextCursor"`
+				}
+				err := c.send(ctx, "GET", "/api/v1/admin/users", q, nil, &resp, func() error {
+					if len(resp.Users) == 0 {
+						if page > 0 {
+							return nil
+						}
+						_, err := fmt.Fprintln(c.out, "No users.")
+						return err
+					}
+					if err := printUsers(c, resp.Users...); err != nil {
+						return err
+					}
+					if resp.NextCursor != nil && !*all {
+						_, err := fmt.Fprintf(c.out, "More users: add --cursor %s\n", cell(*resp.NextCursor))
+						return err
+					}
+					return nil
+				})
+				if err != nil || !*all {
 					return err
 				}
-				return printUsers(c, resp.Users...)
-			})
+				if c.json { // send printed the body; the cursor is in it
+					if err := json.Unmarshal(c.lastBody, &resp); err != nil {
+						return err
+					}
+				}
+				if resp.NextCursor == nil {
+					return nil
+				}
+				q.Set("cursor", *resp.NextCursor)
+			}
 		}
 	},
 }
 
 func printUsers(c *call, users ...user) error {
-	t := newTable(c.out, "ID", "EMAIL", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
+	t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
 	for _, u := range users {
-		status := "active"
+		status, verified := "active", "no"
 		if u.Disabled {
 			status = "disabled"
 		}
-		t.row(u.ID, u.Email, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
+		if u.EmailVerified {
+			verified = "yes"
+		}
+		t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
 	}
 	return t.flush()
 }
@@ -516,6 +558,23 @@ func userState(verb, done string) *command {
 	}
 }
 
+var userResetTOTP = &command{
+	name:    "user reset-totp",
+	args:    []string{"ID"},
+	summary: "lift a user's TOTP lockout",
+	help: "Clear the TOTP failure count and lockout of the user ID, the lock after 100\n" +
+		"failures included; the enrolment stays. A sign-in with a backup code does the same.",
+	flags: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, c *call) error {
+			id := c.args[0]
+			return c.send(ctx, "POST", "/api/v1/admin/users/"+pathID(id)+"/factors/totp/reset", nil, map[string]any{}, nil, func() error {
+				_, err := fmt.Fprintf(c.out, "Reset the TOTP lockout of user %s; the enrolment stays.\n", cell(id))
+				return err
+			})
+		}
+	},
+}
+
 // Events.
 
 // failureCategories are the failure categories events carry (the
@@ -533,6 +592,7 @@ var events = &command{
 		projectID := fs.String("project", "", "only events of project `ID`")
 		failure := fs.String("failure-code", "", "only failures of `CATEGORY`: "+strings.Join(failureCategories, ", "))
 		limit := fs.Int("limit", 0, "at most `N` events, 1 to 1000 (server default 100)")
+		before := fs.String("before", "", "only events older than `CURSOR` (printed after a page) or an RFC 3339 time")
 		return func(ctx context.Context, c *call) error {
 			q := url.Values{}
 			if *projectID != "" {
@@ -550,13 +610,30 @@ var events = &command{
 				}
 				q.Set("limit", strconv.Itoa(*limit))
 			}
+			if *before != "" {
+				q.Set("before", *before)
+			}
 			var resp struct {
-				Events []event `json:"events"`
+				Events     []event `json:"events"`
+				NextCursor *string `json:"nextCursor"`
+				Suppressed []struct {
+					Count int64 `json:"count"`
+				} `json:"suppressed"`
 			}
 			return c.send(ctx, "GET", "/api/v1/admin/events", q, nil, &resp, func() error {
+				var suppressed int64
+				for _, s := range resp.Suppressed {
+					suppressed += s.Count
+				}
+				if suppressed > 0 {
+					defer fmt.Fprintf(c.out, "Also %d failures that name no user were counted but not stored in these hours (--json lists them).\n", suppressed)
+				}
 				if len(resp.Events) == 0 {
 					_, err := fmt.Fprintln(c.out, "No events.")
 					return err
+				}
+				if resp.NextCursor != nil {
+					defer fmt.Fprintf(c.out, "Older events: add --before %s\n", cell(*resp.NextCursor))
 				}
 				t := newTable(c.out, "TIME", "PROJECT", "METHOD", "ACTION", "RESULT", "EMAIL", "IP")
 				for _, e := range resp.Events {
@@ -567,7 +644,7 @@ var events = &command{
 							result = *e.FailureCode
 						}
 					}
-					t.row(humanTime(e.CreatedAt), e.ProjectID, e.Method, e.Action, result, deref(e.Email), e.IP)
+					t.row(humanTime(e.CreatedAt), deref(e.ProjectID), e.Method, e.Action, result, deref(e.Email), e.IP)
 				}
 				return t.flush()
 			})
