@@ -74,6 +74,8 @@ func TestCORSPreflight(t *testing.T) {
 	}{
 		{"/api/v1/me", "GET", "GET"},
 		{"/api/v1/user", "PATCH", "GET, PATCH, DELETE"},
+		{"/api/v1/user/email/send", "POST", "POST"},
+		{"/api/v1/user/email/verify", "POST", "POST"},
 		{"/api/v1/session", "GET", "GET"},
 		{"/api/v1/logout", "POST", "POST"},
 		{"/api/v1/passkeys", "GET", "GET"},
