@@ -271,7 +271,7 @@ func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, err
 	if err != nil {
 		return nil, internal(err)
 	}
-	s.projects.Delete(id)
+	s.projects.invalidate(id)
 	s.projectsChanged()
 	return p, nil
 }
@@ -295,11 +295,9 @@ func (s *Service) DeleteProject(id string) error {
 	if err != nil {
 		return internal(err)
 	}
-	s.projects.Delete(id)
+	s.projects.invalidate(id)
 	s.projectsChanged()
-	for _, prefix := range detached {
-		s.apiKeys.Delete(prefix)
-	}
+	s.apiKeys.invalidate(detached...)
 	for _, m := range []*sync.Map{&s.signers, &s.publicKeys} {
 		m.Range(func(k, _ any) bool {
 			if strings.HasPrefix(k.(string), id+"/") {

@@ -7,18 +7,18 @@ import (
 )
 
 // adminState is everything the admin API shows, as raw JSON, to compare
-// before and after a refused call.
-func (ts *testServer) adminState() []byte {
+// before and after a refused call; extra names more admin GET paths.
+func (ts *testServer) adminState(extra ...string) []byte {
 	ts.t.Helper()
 	var b bytes.Buffer
 	pid := ts.Project.ID
-	for _, path := range []string{
+	for _, path := range append([]string{
 		"/api/v1/admin/projects",
 		"/api/v1/admin/keys",
 		"/api/v1/admin/users?projectId=" + pid,
 		"/api/v1/admin/projects/" + pid + "/external-methods",
 		"/api/v1/admin/projects/" + pid + "/webhooks",
-	} {
+	}, extra...) {
 		r := ts.admin("GET", path, nil)
 		wantOK(ts.t, r)
 		b.Write(r.Raw)
@@ -66,16 +66,19 @@ func TestAdminBodiesStrict(t *testing.T) {
 			`{"x":1}`, "x", "no fields"},
 		{"reset TOTP", "POST", "/api/v1/admin/users/" + uid + "/factors/totp/reset",
 			`{"force":true}`, "force", "no fields"},
+		{"revoke sessions", "POST", "/api/v1/admin/users/" + uid + "/sessions/revoke",
+			`{"sessionId":"x"}`, "sessionId", "no fields"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := ts.adminState()
+			sessions := "/api/v1/admin/users/" + uid + "/sessions"
+			before := ts.adminState(sessions)
 			r := ts.admin(c.method, c.path, c.body)
 			wantError(t, r, 400, "VALIDATION_ERROR")
 			msg := r.Body["error"].(string)
 			if !strings.Contains(msg, `"`+c.field+`"`) || !strings.Contains(msg, c.takes) {
 				t.Fatalf("error=%q, want it to name %q and list %q", msg, c.field, c.takes)
 			}
-			if after := ts.adminState(); !bytes.Equal(before, after) {
+			if after := ts.adminState(sessions); !bytes.Equal(before, after) {
 				t.Fatalf("a refused call changed the data:\nbefore %s\nafter  %s", before, after)
 			}
 		})
@@ -85,6 +88,7 @@ func TestAdminBodiesStrict(t *testing.T) {
 	wantOK(t, ts.admin("POST", "/api/v1/admin/keys/"+prefix+"/revoke", `{}`))
 	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+uid+"/disable", nil))
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/external-methods/"+mid, `{"status":"inactive"}`))
+	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+uid+"/sessions/revoke", `{}`))
 	// (The body passes; the user has no TOTP to reset.)
 	wantError(t, ts.admin("POST", "/api/v1/admin/users/"+uid+"/factors/totp/reset", `{}`), 404, "TOTP_NOT_ENROLLED")
 

@@ -77,6 +77,8 @@ func TestCORSPreflight(t *testing.T) {
 		{"/api/v1/user/email/send", "POST", "POST"},
 		{"/api/v1/user/email/verify", "POST", "POST"},
 		{"/api/v1/session", "GET", "GET"},
+		{"/api/v1/sessions", "GET", "GET"},
+		{"/api/v1/sessions/abc", "DELETE", "DELETE"},
 		{"/api/v1/logout", "POST", "POST"},
 		{"/api/v1/passkeys", "GET", "GET"},
 		{"/api/v1/passkeys/AbCd", "DELETE", "DELETE"},

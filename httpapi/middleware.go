@@ -62,6 +62,7 @@ func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int)
 }
 
 // session wraps h with user-token validation (401 INVALID_SESSION) and
+// the per-session rate (429 RATE_LIMIT_EXCEEDED, with Retry-After), and
 // the CORS headers of a browser call (allowOrigin).
 func (s *Server) session(h sessionHandler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -73,9 +74,10 @@ func (s *Server) session(h sessionHandler) httprouter.Handle {
 	})
 }
 
-// authSession validates the request's user token and adds the CORS
-// headers for the token's project (for any project's origin when the
-// token fails, so the page can read the 401).
+// authSession validates the request's user token (and counts it against
+// the session's rate) and adds the CORS headers for the token's project;
+// when it fails (401, or 429 over the rate), for any project's origin, so
+// the page can read the answer.
 func (s *Server) authSession(w http.ResponseWriter, r *http.Request) (*auth.Principal, error) {
 	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
 	if err != nil {
@@ -86,10 +88,12 @@ func (s *Server) authSession(w http.ResponseWriter, r *http.Request) (*auth.Prin
 	return pr, nil
 }
 
-// admin wraps h with the admin-token check (401 UNAUTHORIZED).
+// admin wraps h with the admin-token check (401 UNAUTHORIZED), throttled
+// per client address (429 RATE_LIMIT_EXCEEDED past 10 failures a minute).
 func (s *Server) admin(h handler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		if err := s.auth.CheckAdmin(r.Header.Get("Authorization")); err != nil {
+		ip, _ := s.clientIP(r, false)
+		if err := s.auth.CheckAdminFrom(r.Header.Get("Authorization"), ip); err != nil {
 			return err
 		}
 		return h(w, r, p)
@@ -98,16 +102,24 @@ func (s *Server) admin(h handler) httprouter.Handle {
 
 // meta describes the request for events and risk: the end user's IP
 // (X-End-User-IP on API-key calls, else the peer or, from a trusted
-// proxy, X-Forwarded-For) and user agent.
+// proxy, X-Forwarded-For), whether it is known to be the end user's, and
+// the user agent.
 func (s *Server) meta(r *http.Request, keyCall bool) auth.Meta {
-	return auth.Meta{IP: s.clientIP(r, keyCall), UserAgent: r.UserAgent()}
+	ip, endUser := s.clientIP(r, keyCall)
+	return auth.Meta{IP: ip, EndUserIP: endUser, UserAgent: r.UserAgent()}
 }
 
-func (s *Server) clientIP(r *http.Request, keyCall bool) string {
+// clientIP returns the request's client address and whether it is the
+// end user's own: X-End-User-IP on an API-key call, or the peer (or the
+// address a trusted proxy forwarded) of a call without an API key (a
+// browser, or an app holding the user's session). Without X-End-User-IP
+// an API-key call comes from the app's backend, directly or through the
+// proxy, so its address is not the end user's.
+func (s *Server) clientIP(r *http.Request, keyCall bool) (string, bool) {
 	if keyCall {
 		if v := strings.TrimSpace(r.Header.Get("X-End-User-IP")); v != "" {
 			if a, err := netip.ParseAddr(v); err == nil {
-				return a.Unmap().String()
+				return a.Unmap().String(), true
 			}
 		}
 	}
@@ -117,11 +129,11 @@ func (s *Server) clientIP(r *http.Request, keyCall bool) string {
 	}
 	peer, err := netip.ParseAddr(host)
 	if err != nil {
-		return host
+		return host, !keyCall
 	}
 	peer = peer.Unmap()
 	if !s.trusted(peer) {
-		return peer.String()
+		return peer.String(), !keyCall
 	}
 	// Walk X-Forwarded-For from the right, skipping trusted proxies.
 	xff := r.Header.Values("X-Forwarded-For")
@@ -133,11 +145,11 @@ func (s *Server) clientIP(r *http.Request, keyCall bool) string {
 		}
 		a = a.Unmap()
 		if !s.trusted(a) {
-			return a.String()
+			return a.String(), !keyCall
 		}
 		peer = a
 	}
-	return peer.String()
+	return peer.String(), !keyCall
 }
 
 func (s *Server) trusted(a netip.Addr) bool {

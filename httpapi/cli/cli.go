@@ -75,7 +75,7 @@ var commands = []*command{
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodList, methodDisable, methodEnable,
 	webhookList,
-	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP,
+	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
 	events,
 	backup,
 }
@@ -87,7 +87,7 @@ func Usage(w io.Writer) {
 	fmt.Fprintf(w, "  %-28s%s\n", "latchkey serve [flags]", "run the server (latchkey serve --help lists its flags)")
 	fmt.Fprintf(w, "  %-28s%s\n", "latchkey version", "print the version and the Go version (also --version)")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-28s%s\n", c.short(), c.summary)
+		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}
 	fmt.Fprint(w, `
 Common flags (they follow the subcommand):
@@ -229,7 +229,7 @@ func groupCommands(group string) []*command {
 func printGroup(w io.Writer, group string, cmds []*command) {
 	fmt.Fprintf(w, "Usage: latchkey %s <subcommand> [flags]\n\n", group)
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-28s%s\n", c.short(), c.summary)
+		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}
 	fmt.Fprintf(w, "\nRun \"latchkey %s <subcommand> --help\" for its flags.\n", group)
 }

@@ -656,7 +656,7 @@ func TestUnknownCommandUsage(t *testing.T) {
 		"key create", "key list", "key revoke PREFIX",
 		"method create", "method list", "method disable ID", "method enable ID",
 		"webhook list",
-		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID",
+		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID", "user sessions ID", "user revoke-sessions ID",
 		"events", "backup",
 	} {
 		want = append(want, "latchkey "+name)
