@@ -89,9 +89,10 @@ func rawDo(t *testing.T, method, url, auth string, body any) (*http.Response, ma
 
 // TestDiskFull: with the data file on a filesystem that fills up, a call
 // that writes answers 503 SERVICE_UNAVAILABLE with Retry-After, reads
-// keep working, the store is reported not ready, the log gets one line
-// about it (not one per request), and once space is freed writes succeed
-// again without a restart, nothing lost.
+// keep working, GET /ready answers 503 (GET /health, liveness, stays
+// 200), the log gets one line about it (not one per request), and once
+// space is freed writes succeed again and /ready is 200 without a
+// restart, nothing lost.
 func TestDiskFull(t *testing.T) {
 	dir := smallFS(t, 16<<20)
 	data := filepath.Join(dir, "latchkey.db")
@@ -137,8 +138,20 @@ func TestDiskFull(t *testing.T) {
 			t.Fatalf("write %d on the full disk: %d %v", i, res.StatusCode, body)
 		}
 	}
+	// The last write failed (a background write that reused a free page
+	// could have succeeded meanwhile: write once more).
+	fill(t, dir)
+	if res, _ := rawDo(t, "POST", base+"/api/v1/otp/send", key, map[string]any{"email": "last@example.com"}); res.StatusCode != 503 {
+		t.Fatalf("write on the full disk: %d", res.StatusCode)
+	}
 	if err := m.DB.WriteError(); err == nil || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("WriteError()=%v, want ENOSPC", err)
+	}
+	if st, body := c.do("GET", "/api/v1/ready", "", nil); st != 503 || !strings.Contains(fmt.Sprint(body["error"]), "last write failed") {
+		t.Fatalf("GET /ready on a full disk: %d %v, want 503 naming the failed write", st, body)
+	}
+	if st, _ := c.do("GET", "/api/v1/health", "", nil); st != 200 {
+		t.Fatalf("GET /health (liveness) on a full disk: %d, want 200", st)
 	}
 	// Reads keep working.
 	if st, body := c.do("GET", "/api/v1/session", token, nil); st != 200 {
@@ -162,6 +175,9 @@ func TestDiskFull(t *testing.T) {
 	}
 	if err := m.DB.WriteError(); err != nil {
 		t.Fatalf("WriteError()=%v after a write succeeded", err)
+	}
+	if st, body := c.do("GET", "/api/v1/ready", "", nil); st != 200 {
+		t.Fatalf("GET /ready after space came back: %d %v", st, body)
 	}
 	if !strings.Contains(logs.String(), "data file writes succeed again") {
 		t.Fatalf("no recovery line:\n%s", logs.String())

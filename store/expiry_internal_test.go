@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -380,4 +381,88 @@ func TestRecordEncodings(t *testing.T) {
 	if len(encodeSession(&later)) != len(encodeSession(s)) {
 		t.Fatal("a session's size depends on its times")
 	}
+}
+
+// fillAll sets every exported field of the struct v points to to a value
+// that is not its zero value (strings that are not UUIDs, distinct times,
+// true, 1 and so on), so that a field the compact encoding forgets shows.
+func fillAll(t *testing.T, v any) {
+	t.Helper()
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		f, sf := rv.Field(i), rv.Type().Field(i)
+		if !sf.IsExported() || sf.Tag.Get("json") == "-" {
+			continue
+		}
+		switch {
+		case f.Type() == reflect.TypeOf(time.Time{}):
+			f.Set(reflect.ValueOf(t0.Add(time.Duration(i) * time.Hour)))
+		case f.Type() == reflect.TypeOf(json.RawMessage{}):
+			f.Set(reflect.ValueOf(json.RawMessage(`{"k":1}`)))
+		case f.Kind() == reflect.String:
+			f.SetString("v-" + sf.Name)
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64 || f.Kind() == reflect.Uint64:
+			if f.CanInt() {
+				f.SetInt(int64(i + 1))
+			} else {
+				f.SetUint(uint64(i + 1))
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
+			f.SetBytes([]byte("b-" + sf.Name))
+		case f.Kind() == reflect.Slice && f.Type().Elem() == reflect.TypeOf(time.Time{}):
+			f.Set(reflect.ValueOf([]time.Time{t0, t0.Add(time.Minute)}))
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Bool:
+			b := true
+			f.Set(reflect.ValueOf(&b))
+		default:
+			t.Fatalf("fillAll: field %s of type %s: teach this test the type", sf.Name, f.Type())
+		}
+	}
+}
+
+// TestRecordsKeepEveryField: a field added to a record type must be
+// added to its compact encoding too, or this test fails.
+func TestRecordsKeepEveryField(t *testing.T) {
+	same := func(name string, want, got any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w, _ := json.Marshal(want)
+		g, _ := json.Marshal(got)
+		if string(w) != string(g) {
+			t.Fatalf("%s loses a field in the compact encoding:\n got %s\nwant %s", name, g, w)
+		}
+	}
+	var u User
+	fillAll(t, &u)
+	gu, err := decodeUser([]byte(u.ID), encodeUser(&u))
+	same("User", &u, gu, err)
+	var s Session
+	fillAll(t, &s)
+	s.IP = "192.0.2.1"
+	gs, err := decodeSession([]byte(s.ID), encodeSession(&s))
+	same("Session", &s, gs, err)
+	var c Code
+	fillAll(t, &c)
+	gc, err := decodeCode(encodeCode(&c))
+	same("Code", &c, gc, err)
+	var th Throttle
+	fillAll(t, &th)
+	gt, err := decodeThrottle(encodeThrottle(&th))
+	same("Throttle", &th, gt, err)
+	var d Device
+	fillAll(t, &d)
+	gd, err := decodeDevice(d.Key, encodeDevice(&d))
+	same("Device", &d, gd, err)
+	var e Event
+	fillAll(t, &e)
+	ge, err := decodeEvent(u64(e.Seq), encodeEvent(&e))
+	same("Event", &e, ge, err)
+	var m Mail
+	fillAll(t, &m)
+	gm, err := decodeMail(u64(m.ID), encodeMail(&m))
+	same("Mail", &m, gm, err)
 }

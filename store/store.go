@@ -105,12 +105,19 @@ type DB struct {
 	group     groupCommit
 	health    writeHealth
 	maxEvents int
+	observe   func(time.Duration) // Options.ObserveCommit
 }
 
 // Options tune Open. The zero value is fine.
 type Options struct {
 	// LockTimeout bounds the wait for another process's file lock (default 2 s).
 	LockTimeout time.Duration
+	// ObserveCommit, when set, is told how long each commit of a
+	// read-write transaction took: writing the pages, the fsyncs and the
+	// OnCommit functions, not the transaction's own function. It runs
+	// on the committing goroutine with the writer lock held: it must be
+	// quick.
+	ObserveCommit func(time.Duration)
 	// MaxEventsPerProject caps the authentication events a project keeps
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int
@@ -188,7 +195,7 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 		b.Close()
 		return nil, false, err
 	}
-	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject}
+	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject, observe: opt.ObserveCommit}
 	db.health.log, db.health.now = log, opt.Now
 	if db.health.now == nil {
 		db.health.now = time.Now
@@ -227,23 +234,36 @@ func (db *DB) Update(fn func(tx *Tx) error) error {
 	return err
 }
 
-// update runs fn in a read-write transaction; storeErr reports that err
-// is the store's (the open file could not begin or commit the
-// transaction), not fn's, nor that of a file already closed. A committed
-// transaction clears the failed state.
+// update runs fn in a read-write transaction, which commits when fn
+// returns nil and rolls back otherwise, or when fn panics; the commit is
+// timed for ObserveCommit. storeErr reports that err is the store's (the
+// open file could not begin or commit the transaction), not fn's, nor
+// that of a file already closed. A committed transaction clears the
+// failed state.
 func (db *DB) update(fn func(tx *Tx) error) (err error, storeErr bool) {
-	var fnErr error
-	err = db.bolt.Update(func(btx *bolt.Tx) error {
-		fnErr = fn(&Tx{tx: btx, db: db})
-		return fnErr
-	})
-	switch {
-	case err == nil:
-		db.health.succeeded()
-	case fnErr == nil && !errors.Is(err, bolterrors.ErrDatabaseNotOpen):
+	btx, err := db.bolt.Begin(true)
+	if err != nil {
+		return err, !errors.Is(err, bolterrors.ErrDatabaseNotOpen)
+	}
+	done := false
+	defer func() {
+		if !done {
+			btx.Rollback()
+		}
+	}()
+	if err := fn(&Tx{tx: btx, db: db}); err != nil {
+		return err, false
+	}
+	start := time.Now()
+	done = true // Commit rolls back itself when it fails
+	if err := btx.Commit(); err != nil {
 		return err, true
 	}
-	return err, false
+	if db.observe != nil {
+		db.observe(time.Since(start))
+	}
+	db.health.succeeded()
+	return nil, false
 }
 
 // WriteTo writes a consistent copy of the whole data file to w without
@@ -269,6 +289,25 @@ func (db *DB) Backup(w io.Writer, before func(size int64)) (int64, error) {
 		return err
 	})
 	return n, err
+}
+
+// Usable returns nil when the data file can serve reads and writes: it
+// is open, not read-only, still at its path (a file deleted or moved
+// under a running server takes every later write with it), and its last
+// write did not fail (WriteError: a full disk, say; the next write that
+// succeeds clears it). It writes nothing, so readiness probes may call it
+// as often as they like.
+func (db *DB) Usable() error {
+	if db.bolt.IsReadOnly() {
+		return errors.New("data file is open read-only")
+	}
+	if err := db.bolt.View(func(*bolt.Tx) error { return nil }); err != nil {
+		return errors.New("data file is not open")
+	}
+	if _, err := os.Stat(db.path); err != nil {
+		return fmt.Errorf("data file %s is gone", db.path)
+	}
+	return db.WriteError()
 }
 
 // Check verifies the file's page structure and that every expiring row
