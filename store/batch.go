@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // groupCommit gathers concurrent Batch calls into shared transactions.
@@ -70,6 +71,9 @@ func (db *DB) stopCommitter() {
 // ErrClosed after Close. It returns as soon as the commit that holds fn
 // is done.
 func (db *DB) Batch(fn func(tx *Tx) error) error {
+	if db.batchWait != nil {
+		defer func(start time.Time) { db.batchWait(time.Since(start)) }(time.Now())
+	}
 	c := batchCall{fn: fn, err: make(chan error, 1)}
 	g := &db.group
 	g.mu.Lock()

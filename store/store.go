@@ -106,6 +106,7 @@ type DB struct {
 	health    writeHealth
 	maxEvents int
 	observe   func(time.Duration) // Options.ObserveCommit
+	batchWait func(time.Duration) // Options.ObserveBatch
 }
 
 // Options tune Open. The zero value is fine.
@@ -118,6 +119,11 @@ type Options struct {
 	// on the committing goroutine with the writer lock held: it must be
 	// quick.
 	ObserveCommit func(time.Duration)
+	// ObserveBatch, when set, is told how long each Batch call took from
+	// the call to its answer: its wait for the committer (behind other
+	// transactions, a sweep's too) and its commit. It runs on the
+	// caller's goroutine.
+	ObserveBatch func(time.Duration)
 	// MaxEventsPerProject caps the authentication events a project keeps
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int
@@ -195,7 +201,7 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 		b.Close()
 		return nil, false, err
 	}
-	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject, observe: opt.ObserveCommit}
+	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject, observe: opt.ObserveCommit, batchWait: opt.ObserveBatch}
 	db.health.log, db.health.now = log, opt.Now
 	if db.health.now == nil {
 		db.health.now = time.Now
