@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
+	"latchkey/auth"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // BenchmarkLoginBytes measures how much of the data file an email OTP
@@ -125,5 +128,68 @@ func keepBench(e *benchEnv) {
 		}
 		e.db.WriteTo(f)
 		f.Close()
+	}
+}
+
+// BenchmarkRatiosAtScale measures GET /session and the email OTP login
+// as ratios to the floor (a trivial JSON handler on the same stack), on a
+// file holding 10,000 users and on one holding 1,000,000 (each user with
+// a live session and a remembered device, and two events per user, loaded
+// straight through the store): the ratios at a million users should stay
+// within 5% of those at ten thousand. Each size runs the floor, GET
+// /session (32 clients), OTP logins (64 clients), then the floor again,
+// and prints the ratios to the mean of both floors. It takes a few minutes
+// and about 1.5 GB of disk:
+//
+//	LATCHKEY_BENCH_SCALE=1 go test -run XXX -bench RatiosAtScale -benchtime 5s ./httpapi/
+func BenchmarkRatiosAtScale(b *testing.B) {
+	if os.Getenv("LATCHKEY_BENCH_SCALE") == "" {
+		b.Skip("set LATCHKEY_BENCH_SCALE=1 to load a million users")
+	}
+	for _, users := range []int{10_000, 1_000_000} {
+		b.Run(fmt.Sprintf("users=%d", users), func(b *testing.B) {
+			e := newBenchEnv(b)
+			projects := []string{e.project.ID}
+			for i := 1; i < 10; i++ {
+				name := fmt.Sprint("p", i)
+				p, err := e.svc.CreateProject(auth.ProjectInput{Name: &name})
+				if err != nil {
+					b.Fatal(err)
+				}
+				projects = append(projects, p.ID)
+			}
+			start := time.Now()
+			if _, err := storetest.Load(e.db, storetest.Growth{ProjectID: e.project.ID, EventProjects: projects,
+				Users: users, Sessions: true, Devices: true, Events: 2 * users}); err != nil {
+				b.Fatal(err)
+			}
+			fmt.Printf("ratios: users=%d loaded in %v, file %d MB\n", users, time.Since(start).Round(time.Second), e.db.Space().FileSize>>20)
+			tokens := make([]string, benchConc)
+			for i := range tokens {
+				tokens[i] = e.loginDirect(b, fmt.Sprintf("ratio%d@example.com", i))
+			}
+			rate := map[string]float64{}
+			measure := func(name string, conc int, do func(w, i int) error) {
+				b.Run(name, func(b *testing.B) {
+					e.load(b, conc, do)
+					rate[name] = float64(b.N) / b.Elapsed().Seconds()
+				})
+			}
+			floor := func(int, int) error { return e.get("/bench/floor", "") }
+			measure("floor", benchConc, floor)
+			measure("session", benchConc, func(w, _ int) error { return e.get("/api/v1/session", tokens[w]) })
+			measure("otp-login", 64, func(w, i int) error {
+				email := fmt.Sprintf("r%d-%d-%d@example.com", time.Now().UnixNano(), w, i)
+				if _, err := e.post("/api/v1/otp/send", e.key, map[string]any{"email": email}); err != nil {
+					return err
+				}
+				_, err := e.post("/api/v1/otp/verify", e.key, map[string]any{"email": email, "code": e.code(email)})
+				return err
+			})
+			measure("floor-again", benchConc, floor)
+			f := (rate["floor"] + rate["floor-again"]) / 2
+			fmt.Printf("ratios: users=%d: floor %.0f and %.0f req/s; GET /session %.0f req/s = %.1f%% of the floor; OTP logins %.0f/s = %.2f%% of the floor\n",
+				users, rate["floor"], rate["floor-again"], rate["session"], 100*rate["session"]/f, rate["otp-login"], 100*rate["otp-login"]/f)
+		})
 	}
 }
