@@ -68,40 +68,19 @@ func Load(db *store.DB, g Growth) (sessions []string, err error) {
 		g.EventProjects = []string{g.ProjectID}
 	}
 	const day = 24 * time.Hour
-	if g.Sessions {
-		sessions = make([]string, 0, g.Users)
-	}
+	userIDs := make([]string, g.Users)
 	for i := 0; i < g.Users; i += g.Chunk {
 		end := min(i+g.Chunk, g.Users)
 		err := db.Update(func(tx *store.Tx) error {
 			for j := i; j < end; j++ {
-				frac := float64(j) / float64(g.Users)
-				created := g.Now.Add(-90 * day).Add(time.Duration(frac * float64(90*day)))
-				u := &store.User{ID: v7(), ProjectID: g.ProjectID, Email: Email(j), CreatedAt: created, UpdatedAt: created}
+				created := g.Now.Add(-90 * day).Add(time.Duration(float64(j) / float64(g.Users) * float64(90*day)))
+				u := &store.User{ID: v7At(created), ProjectID: g.ProjectID, Email: Email(j), CreatedAt: created, UpdatedAt: created}
 				verified := true
 				u.EmailVerified = &verified
 				if err := tx.PutUser(u); err != nil {
 					return err
 				}
-				if g.Sessions {
-					issued := g.Now.Add(-day).Add(time.Duration(frac * float64(day))).Truncate(time.Second)
-					s := &store.Session{ID: v7(), UserID: u.ID, ProjectID: g.ProjectID, Method: "email_otp",
-						IssuedAt: issued, ExpiresAt: issued.Add(day), IP: fmt.Sprintf("198.51.%d.%d", j>>8&255, j&255), UserAgent: userAgent}
-					if err := tx.PutSession(s); err != nil {
-						return err
-					}
-					sessions = append(sessions, s.ID)
-				}
-				if g.Devices {
-					key := uuid.Must(uuid.NewV7())
-					hash := make([]byte, 32)
-					rand.Read(hash)
-					used := g.Now.Add(-90 * day).Add(time.Duration(frac * float64(90*day)))
-					d := &store.Device{Key: key[:], Hash: hash, UserID: u.ID, ProjectID: g.ProjectID, CreatedAt: used, LastUsedAt: used}
-					if err := tx.PutDevice(d); err != nil {
-						return err
-					}
-				}
+				userIDs[j] = u.ID
 			}
 			return nil
 		})
@@ -110,6 +89,53 @@ func Load(db *store.DB, g Growth) (sessions []string, err error) {
 		}
 		if g.Progress != nil {
 			g.Progress("users", end, g.Users)
+		}
+	}
+	// Sessions and devices are written in the order they were made, as
+	// sign-ins make them (their ids are time-ordered), each for a user
+	// picked by a permutation: users sign in in no particular order.
+	if g.Sessions {
+		sessions = make([]string, 0, g.Users)
+	}
+	for _, what := range []string{"sessions", "devices"} {
+		if (what == "sessions" && !g.Sessions) || (what == "devices" && !g.Devices) {
+			continue
+		}
+		window := day // sessions: issued within the last day, for a day
+		if what == "devices" {
+			window = 90 * day // devices: last used within the last 90 days
+		}
+		for i := 0; i < g.Users; i += g.Chunk {
+			end := min(i+g.Chunk, g.Users)
+			err := db.Update(func(tx *store.Tx) error {
+				for k := i; k < end; k++ {
+					at := g.Now.Add(-window).Add(time.Duration(float64(k) / float64(g.Users) * float64(window))).Truncate(time.Second)
+					j := permute(k, g.Users)
+					if what == "sessions" {
+						s := &store.Session{ID: v7At(at), UserID: userIDs[j], ProjectID: g.ProjectID, Method: "email_otp",
+							IssuedAt: at, ExpiresAt: at.Add(day), IP: fmt.Sprintf("198.51.%d.%d", j>>8&255, j&255), UserAgent: userAgent}
+						if err := tx.PutSession(s); err != nil {
+							return err
+						}
+						sessions = append(sessions, s.ID)
+						continue
+					}
+					key := uuid.MustParse(v7At(at))
+					hash := make([]byte, 32)
+					rand.Read(hash)
+					d := &store.Device{Key: key[:], Hash: hash, UserID: userIDs[j], ProjectID: g.ProjectID, CreatedAt: at, LastUsedAt: at}
+					if err := tx.PutDevice(d); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if g.Progress != nil {
+				g.Progress(what, end, g.Users)
+			}
 		}
 	}
 	span := 30*day + g.EventsOverdue
@@ -151,5 +177,30 @@ func Load(db *store.DB, g Growth) (sessions []string, err error) {
 	return sessions, nil
 }
 
-// v7 returns a time-ordered UUID, as latchkey's ids are.
-func v7() string { return uuid.Must(uuid.NewV7()).String() }
+// v7At returns a time-ordered UUID (version 7) made at t, as latchkey's
+// ids are: t's Unix milliseconds, then random bits.
+func v7At(t time.Time) string {
+	var u uuid.UUID
+	rand.Read(u[:])
+	ms := uint64(t.UnixMilli())
+	for i := range 6 {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	u[6] = u[6]&0x0f | 0x70 // version 7
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	return u.String()
+}
+
+// permute maps k in [0, n) to a user index, a different one for each k:
+// a multiplication modulo n by a prime that shares no factor with n.
+func permute(k, n int) int {
+	const prime = 1_000_003
+	a, b := prime, n
+	for b != 0 {
+		a, b = b, a%b
+	}
+	if a != 1 {
+		return k
+	}
+	return int(uint64(k) * prime % uint64(n))
+}
