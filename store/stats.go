@@ -21,6 +21,9 @@ type Stats struct {
 	// that holds pages (what a backup writes).
 	FileSize int64
 	DataSize int64
+	// FreeSize is the part of DataSize in pages that hold no data: later
+	// writes reuse them, only a compaction gives them back.
+	FreeSize int64
 }
 
 // Stats reads the sizes. Counting a queue walks its bucket's pages, so
@@ -40,6 +43,7 @@ func (db *DB) Stats() (Stats, error) {
 		st.DeliveriesQueued = tx.JobCount()
 		st.OutboxEvents = tx.bucket(bucketOutbox).Stats().KeyN
 		st.DataSize = tx.tx.Size()
+		st.FreeSize = int64(db.bolt.Stats().FreePageN+db.bolt.Stats().PendingPageN) * int64(db.bolt.Info().PageSize)
 		return nil
 	})
 	if err != nil {
