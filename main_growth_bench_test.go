@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/auth"
 	"latchkey/mail"
 	"latchkey/store"
 	"latchkey/store/storetest"
@@ -361,11 +362,56 @@ func (l *latencies) summary() string {
 	return fmt.Sprintf("n %d, p50 %s, p99 %s, p99.9 %s, max %s", len(d), r(q(.5)), r(q(.99)), r(q(.999)), r(d[len(d)-1]))
 }
 
+// interval is a span of time.
+type interval struct{ from, to time.Time }
+
+// timedWrites collects store writes with the time they were answered.
+type timedWrites struct {
+	mu sync.Mutex
+	w  []timedWrite
+}
+
+type timedWrite struct {
+	end time.Time
+	d   time.Duration
+}
+
+func (t *timedWrites) add(d time.Duration) {
+	now := time.Now()
+	t.mu.Lock()
+	t.w = append(t.w, timedWrite{now, d})
+	t.mu.Unlock()
+}
+
+// split sorts the writes into those that overlapped one of busy and the
+// others.
+func (t *timedWrites) split(busy []interval) (during, outside *latencies) {
+	during, outside = &latencies{}, &latencies{}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, w := range t.w {
+		start, hit := w.end.Add(-w.d), false
+		for _, b := range busy {
+			if start.Before(b.to) && w.end.After(b.from) {
+				hit = true
+				break
+			}
+		}
+		if hit {
+			during.d = append(during.d, w.d)
+		} else {
+			outside.d = append(outside.d, w.d)
+		}
+	}
+	return during, outside
+}
+
 // growthRun serves path in this process (warm) and measures the login
 // load and the admin pages.
 func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	b.Helper()
 	var batch latencies
+	var writes timedWrites
 	box := &codeBox{codes: map[string]chan string{}}
 	var logs lockedBuffer
 	m := NewMain()
@@ -376,7 +422,11 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	m.Config.Addr, m.Config.Data = "127.0.0.1:0", path
 	m.Config.AdminToken, m.Config.MasterKey = growthAdmin, growthMasterKey
 	m.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m.mailOverride, m.observeBatch = box, batch.add
+	m.mailOverride = box
+	m.observeBatch = func(d time.Duration) {
+		batch.add(d)
+		writes.add(d)
+	}
 	if err := m.Run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -421,6 +471,9 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	batch.mu.Lock()
 	batch.d = batch.d[:0]
 	batch.mu.Unlock()
+	writes.mu.Lock()
+	writes.w = writes.w[:0]
+	writes.mu.Unlock()
 	mark := len(logs.String())
 	load := loadAverage()
 	deadline := time.Now().Add(d)
@@ -474,16 +527,106 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	report("  POST /otp/send: %s", sends.summary())
 	report("  POST /otp/verify: %s", verifies.summary())
 	report("  GET /session: %s", sessions.summary())
+	var busy []interval // when a sweep or a last-seen flush ran
 	for _, task := range []string{"sweep", "last-seen"} {
 		var took []string
-		for _, m := range regexp.MustCompile(`msg="background task ran" task=`+task+` took=(\S+)`).FindAllStringSubmatch(logs.String()[mark:], -1) {
-			took = append(took, m[1])
+		for _, m := range regexp.MustCompile(`time=(\S+) level=DEBUG msg="background task ran" task=`+task+` took=(\S+)`).FindAllStringSubmatch(logs.String()[mark:], -1) {
+			took = append(took, m[2])
+			end, err1 := time.Parse(time.RFC3339Nano, m[1])
+			d, err2 := time.ParseDuration(m[2])
+			if err1 == nil && err2 == nil {
+				// The log's time has milliseconds: widen by one.
+				busy = append(busy, interval{end.Add(-d - time.Millisecond), end.Add(time.Millisecond)})
+			}
 		}
 		report("  %s runs during the load: %d (%s)", task, len(took), strings.Join(took, ", "))
 	}
+	during, outside := writes.split(busy)
+	report("  store writes while a sweep or flush ran: %s", during.summary())
+	report("  store writes while none ran: %s", outside.summary())
 	report("  file growth per login (not compacted): %.0f bytes of file, %.0f bytes of pages in use",
 		float64(after.FileSize-before.FileSize)/float64(n), float64(after.InUse()-before.InUse())/float64(n))
 	pages(b, call, base, meta, "after the load")
+	serviceLoad(b, m, box, meta, d, &batch, &writes, &logs)
+}
+
+// serviceLoad is the login load without HTTP: 64 goroutines call the
+// sign-in use cases themselves (send a code, verify it, check the new
+// session), so that the CPU left to the store is not taken by HTTP, JSON
+// and the load's own clients, while the scheduler's sweep and last-seen
+// flush run at their real period. It reports every store write.
+func serviceLoad(b *testing.B, m *Main, box *codeBox, meta growthMeta, d time.Duration, batch *latencies, writes *timedWrites, logs *lockedBuffer) {
+	b.Helper()
+	p, err := m.Service.Project(meta.ProjectID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch.mu.Lock()
+	batch.d = batch.d[:0]
+	batch.mu.Unlock()
+	writes.mu.Lock()
+	writes.w = writes.w[:0]
+	writes.mu.Unlock()
+	mark := len(logs.String())
+	load := loadAverage()
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	var logins atomic.Int64
+	var failed atomic.Value
+	start := time.Now()
+	for w := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				addr := fmt.Sprintf("direct-%d-%d-%d@example.com", start.UnixNano(), w, i)
+				if err := m.Service.SendOTP(p, addr, auth.Meta{}); err != nil {
+					failed.Store(err)
+					return
+				}
+				code, err := box.take(addr)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				l, err := m.Service.VerifyOTP(p, auth.OTPInput{Email: addr, Code: code}, auth.Meta{})
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				if _, err := m.Service.AuthenticateSession("Bearer " + l.Token); err != nil {
+					failed.Store(err)
+					return
+				}
+				logins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	n := logins.Load()
+	report("login writes without HTTP: 64 goroutines calling the sign-in use cases for %v (%s at start, %s at end): %d logins, %.0f logins/s",
+		elapsed.Round(time.Second), load, loadAverage(), n, float64(n)/elapsed.Seconds())
+	report("  store writes (Batch, call to answer): %s", batch.summary())
+	var busy []interval
+	for _, task := range []string{"sweep", "last-seen"} {
+		var took []string
+		for _, m := range regexp.MustCompile(`time=(\S+) level=DEBUG msg="background task ran" task=`+task+` took=(\S+)`).FindAllStringSubmatch(logs.String()[mark:], -1) {
+			took = append(took, m[2])
+			end, err1 := time.Parse(time.RFC3339Nano, m[1])
+			d, err2 := time.ParseDuration(m[2])
+			if err1 == nil && err2 == nil {
+				busy = append(busy, interval{end.Add(-d - time.Millisecond), end.Add(time.Millisecond)})
+			}
+		}
+		report("  %s runs: %d (%s)", task, len(took), strings.Join(took, ", "))
+	}
+	during, outside := writes.split(busy)
+	report("  store writes while a sweep or flush ran: %s", during.summary())
+	report("  store writes while none ran: %s", outside.summary())
 }
 
 // pages times the admin pages at this size, one request at a time.

@@ -18,8 +18,9 @@ const (
 	// a minute, then any (whose count then restarts and whose last-seen
 	// time waits for their next request).
 	ActivityMaxTracked = 1 << 18
-	// lastSeenBatch is how many sessions one flush transaction writes.
-	lastSeenBatch = 1000
+	// lastSeenBatch is how many sessions one flush transaction writes
+	// (a function of the group commit, like the sweep's: sweepRows).
+	lastSeenBatch = 250
 )
 
 // activity keeps, per session, its requests over the last rolling minute
