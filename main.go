@@ -206,7 +206,7 @@ type Main struct {
 	// For benchmarks: a mail transport used instead of the configured
 	// one, and the store's ObserveBatch.
 	mailOverride mail.Transport
-	observeBatch func(time.Duration)
+	observeBatch func(durable, answered time.Duration)
 }
 
 // defaultMailFrom is the sender address when none is configured.

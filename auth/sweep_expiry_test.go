@@ -45,7 +45,7 @@ func TestSweepExpiredBounded(t *testing.T) {
 	}
 	// 2,503 rows: 11 transactions of at most 250 (the last one takes
 	// the code, the history and the link along).
-	if want := (2500+3+sweepRows-1)/sweepRows; commitID(t, s)-before != want {
+	if want := (2500 + 3 + sweepRows - 1) / sweepRows; commitID(t, s)-before != want {
 		t.Fatalf("the sweep wrote %d transactions, want %d", commitID(t, s)-before, want)
 	}
 	s.db.View(func(tx *store.Tx) error {

@@ -19,7 +19,7 @@ import (
 // load by themselves.
 type groupCommit struct {
 	mu      sync.Mutex
-	pending []batchCall
+	pending []*batchCall
 	closed  bool
 
 	wake   chan struct{} // capacity 1: a pending wake-up
@@ -28,8 +28,10 @@ type groupCommit struct {
 }
 
 type batchCall struct {
-	fn  func(*Tx) error
-	err chan error
+	fn      func(*Tx) error
+	err     chan error
+	start   time.Time     // when Batch was called (set with ObserveBatch)
+	durable time.Duration // from start to the commit that held fn
 }
 
 // ErrClosed is returned by Batch after Close.
@@ -71,10 +73,11 @@ func (db *DB) stopCommitter() {
 // ErrClosed after Close. It returns as soon as the commit that holds fn
 // is done.
 func (db *DB) Batch(fn func(tx *Tx) error) error {
+	c := &batchCall{fn: fn, err: make(chan error, 1)}
 	if db.batchWait != nil {
-		defer func(start time.Time) { db.batchWait(time.Since(start)) }(time.Now())
+		c.start = time.Now()
+		defer func() { db.batchWait(c.durable, time.Since(c.start)) }()
 	}
-	c := batchCall{fn: fn, err: make(chan error, 1)}
 	g := &db.group
 	g.mu.Lock()
 	if g.closed {
@@ -89,7 +92,8 @@ func (db *DB) Batch(fn func(tx *Tx) error) error {
 	}
 	err := <-c.err
 	if err == errSolo {
-		return db.Update(fn)
+		err = db.Update(fn)
+		c.durable = time.Since(c.start)
 	}
 	return err
 }
@@ -127,7 +131,7 @@ func (db *DB) commitPending() {
 
 // commit runs calls in one transaction. A failing call is taken out and
 // told to run alone; the rest are retried without it.
-func (db *DB) commit(calls []batchCall) {
+func (db *DB) commit(calls []*batchCall) {
 	for len(calls) > 0 {
 		failed := -1
 		err, storeErr := db.update(func(tx *Tx) error {
@@ -147,6 +151,11 @@ func (db *DB) commit(calls []batchCall) {
 		if storeErr { // every call's write failed
 			db.health.failed(err, len(calls))
 			err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		}
+		if db.batchWait != nil {
+			for _, c := range calls {
+				c.durable = time.Since(c.start)
+			}
 		}
 		for _, c := range calls {
 			c.err <- err

@@ -105,8 +105,8 @@ type DB struct {
 	group     groupCommit
 	health    writeHealth
 	maxEvents int
-	observe   func(time.Duration) // Options.ObserveCommit
-	batchWait func(time.Duration) // Options.ObserveBatch
+	observe   func(time.Duration)                   // Options.ObserveCommit
+	batchWait func(durable, answered time.Duration) // Options.ObserveBatch
 }
 
 // Options tune Open. The zero value is fine.
@@ -119,11 +119,13 @@ type Options struct {
 	// on the committing goroutine with the writer lock held: it must be
 	// quick.
 	ObserveCommit func(time.Duration)
-	// ObserveBatch, when set, is told how long each Batch call took from
-	// the call to its answer: its wait for the committer (behind other
-	// transactions, a sweep's too) and its commit. It runs on the
-	// caller's goroutine.
-	ObserveBatch func(time.Duration)
+	// ObserveBatch, when set, is told for each Batch call how long it
+	// took from the call until the commit that held its function was
+	// done (durable: its wait for the committer, behind other
+	// transactions, and that commit), and until the caller ran again
+	// (answered: durable plus the wait for a CPU). It runs on the
+	// caller's goroutine, after the call.
+	ObserveBatch func(durable, answered time.Duration)
 	// MaxEventsPerProject caps the authentication events a project keeps
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int

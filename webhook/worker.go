@@ -181,7 +181,9 @@ func (w *Worker) fanOut() (int, error) {
 		return 0, err
 	}
 	n := 0
-	err := w.DB.Update(func(tx *store.Tx) error {
+	// One function of a group commit, beside the requests' writes; it
+	// may run twice (n starts over, lastDue only grows).
+	err := w.DB.Batch(func(tx *store.Tx) error {
 		n = 0
 		evs, err := tx.EventsAfter(0, fanOutChunk)
 		if err != nil {
@@ -223,7 +225,7 @@ func (w *Worker) fanOut() (int, error) {
 			}
 			n++
 		}
-		w.lastDue = now // only inside the write transaction: bbolt serialises them
+		w.lastDue = now // only inside the write transaction: the committer runs them one at a time
 		return nil
 	})
 	return n, err
