@@ -202,7 +202,7 @@ func (s *Service) FlushLastSeen() error {
 		// is harmless (a later time wins).
 		err := s.db.Batch(func(tx *store.Tx) error {
 			for _, e := range chunk {
-				if err := tx.TouchSession(e.id, unixTime(e.seen)); err != nil {
+				if err := tx.TouchSession(e.id, unixTime(e.seen), lastSeenLag); err != nil {
 					return err
 				}
 			}

@@ -466,3 +466,30 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	gm, err := decodeMail(u64(m.ID), encodeMail(&m))
 	same("Mail", &m, gm, err)
 }
+
+// TestTouchSessionGrace: a session never touched is not written for a
+// use within grace of its sign-in; later uses are, and never move back.
+func TestTouchSessionGrace(t *testing.T) {
+	db := openTestDB(t, Options{})
+	mustTx(t, db, func(tx *Tx) error {
+		return tx.PutSession(&Session{ID: "s", UserID: "u", ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+	})
+	seen := func() time.Time {
+		var s *Session
+		db.View(func(tx *Tx) (err error) { s, err = tx.Session("s"); return })
+		return s.LastSeenAt
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want time.Duration // -1: never written
+	}{{30 * time.Second, -1}, {time.Minute, time.Minute}, {70 * time.Second, 70 * time.Second}, {65 * time.Second, 70 * time.Second}} {
+		mustTx(t, db, func(tx *Tx) error { return tx.TouchSession("s", t0.Add(c.at), time.Minute) })
+		want := time.Time{}
+		if c.want >= 0 {
+			want = t0.Add(c.want)
+		}
+		if got := seen(); !got.Equal(want) {
+			t.Fatalf("after a use at +%v: LastSeenAt %v, want %v", c.at, got, want)
+		}
+	}
+}

@@ -87,16 +87,19 @@ func (tx *Tx) UserSessionRows(userID string) ([]*Session, error) {
 }
 
 // TouchSession sets the session's LastSeenAt to t when t is later. A
-// session that no longer exists is left absent (never recreated). The
-// row keeps its size and its expiry.
-func (tx *Tx) TouchSession(id string, t time.Time) error {
+// session that no longer exists is left absent (never recreated). A
+// session never touched whose t is within grace of its IssuedAt is left
+// as it is too: shown as last seen at its sign-in, it is off by less than
+// grace, and most sessions are used right after their sign-in. The row
+// keeps its size and its expiry.
+func (tx *Tx) TouchSession(id string, t time.Time, grace time.Duration) error {
 	s, err := tx.Session(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	if !t.After(s.LastSeenAt) {
+	if !t.After(s.LastSeenAt) || (s.LastSeenAt.IsZero() && t.Sub(s.IssuedAt) < grace) {
 		return nil
 	}
 	s.LastSeenAt = t
