@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -164,9 +165,13 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 		// written without a freelist is walked once at its first open.
 		NoFreelistSync: false,
 		FreelistType:   bolt.FreelistArrayType,
-		// Reserve address space so a growing file rarely remaps (a remap
-		// waits for every reader).
-		InitialMmapSize: 1 << 30,
+		// Reserve address space so a growing file rarely remaps: a remap
+		// waits for every reader and blocks every transaction while the
+		// old mapping is torn down (0.4-0.6 s for a 2 GB file in page
+		// cache), and bbolt remaps at every further gigabyte. Four times
+		// the file's size (at least 1 GB) is only address space: it costs
+		// no memory and the file does not grow to it.
+		InitialMmapSize: mmapReserve(path),
 	})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, false, ErrInUse
@@ -210,6 +215,21 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 	}
 	db.startCommitter()
 	return db, created, nil
+}
+
+// mmapReserve is the address space Open maps for the file at path: four
+// times its size, at least 1 GB, at most 1 TB (1 GB where int has 32
+// bits).
+func mmapReserve(path string) int {
+	size := int64(0)
+	if fi, err := os.Stat(path); err == nil {
+		size = fi.Size()
+	}
+	limit := int64(1 << 40)
+	if strconv.IntSize == 32 {
+		limit = 1 << 30
+	}
+	return int(min(max(4*size, 1<<30), limit))
 }
 
 // Path returns the data file's path.
