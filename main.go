@@ -204,9 +204,10 @@ type Main struct {
 	ready           atomic.Bool
 
 	// For benchmarks: a mail transport used instead of the configured
-	// one, and the store's ObserveBatch.
-	mailOverride mail.Transport
-	observeBatch func(durable, answered time.Duration)
+	// one, the store's ObserveBatch, and a second ObserveCommit.
+	mailOverride  mail.Transport
+	observeBatch  func(durable, answered time.Duration)
+	observeCommit func(time.Duration)
 }
 
 // defaultMailFrom is the sender address when none is configured.
@@ -421,7 +422,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: Version(), Now: m.Now})
-	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: m.Metrics.ObserveCommit,
+	observeCommit := m.Metrics.ObserveCommit
+	if m.observeCommit != nil {
+		observeCommit = func(d time.Duration) { m.Metrics.ObserveCommit(d); m.observeCommit(d) }
+	}
+	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: observeCommit,
 		Logger: m.Logger, Now: m.Now, ObserveBatch: m.observeBatch})
 	if err != nil {
 		return err

@@ -367,6 +367,42 @@ func (l *latencies) summary() string {
 	return fmt.Sprintf("n %d, p50 %s, p99 %s, p99.9 %s, max %s", len(d), r(q(.5)), r(q(.99)), r(q(.999)), r(d[len(d)-1]))
 }
 
+// slowCommits notes the commits that took over 20 ms, with the file's
+// size then.
+type slowCommits struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (s *slowCommits) add(d time.Duration, db *store.DB) {
+	if d < 20*time.Millisecond {
+		return
+	}
+	at := time.Now().Format("15:04:05.000")
+	size := int64(-1)
+	if db != nil {
+		size = db.Space().FileSize >> 20
+	}
+	s.mu.Lock()
+	s.list = append(s.list, fmt.Sprintf("%v at %s (file %d MB)", d.Round(time.Millisecond), at, size))
+	s.mu.Unlock()
+}
+
+func (s *slowCommits) reset() {
+	s.mu.Lock()
+	s.list = nil
+	s.mu.Unlock()
+}
+
+func (s *slowCommits) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.list) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d (%s)", len(s.list), strings.Join(s.list, "; "))
+}
+
 // interval is a span of time.
 type interval struct{ from, to time.Time }
 
@@ -415,8 +451,9 @@ func (t *timedWrites) split(busy []interval) (during, outside *latencies) {
 // load and the admin pages.
 func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	b.Helper()
-	var batch, answered latencies
+	var batch, answered, commits latencies
 	var writes timedWrites
+	var slow slowCommits
 	box := &codeBox{codes: map[string]chan string{}}
 	var logs lockedBuffer
 	m := NewMain()
@@ -428,6 +465,10 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	m.Config.AdminToken, m.Config.MasterKey = growthAdmin, growthMasterKey
 	m.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m.mailOverride = box
+	m.observeCommit = func(d time.Duration) {
+		commits.add(d)
+		slow.add(d, m.DB)
+	}
 	m.observeBatch = func(durable, ans time.Duration) {
 		batch.add(durable)
 		answered.add(ans)
@@ -476,6 +517,8 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	before := m.DB.Space()
 	batch.reset()
 	answered.reset()
+	commits.reset()
+	slow.reset()
 	writes.mu.Lock()
 	writes.w = writes.w[:0]
 	writes.mu.Unlock()
@@ -530,6 +573,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 		clients, elapsed.Round(time.Second), load, loadAverage(), n, float64(n)/elapsed.Seconds())
 	report("  store writes (Batch, from the call until durable): %s", batch.summary())
 	report("  store writes (Batch, from the call until the caller ran again): %s", answered.summary())
+	report("  commits (pages and fsync): %s; over 20 ms: %s", commits.summary(), slow.String())
 	report("  POST /otp/send: %s", sends.summary())
 	report("  POST /otp/verify: %s", verifies.summary())
 	report("  GET /session: %s", sessions.summary())
@@ -553,7 +597,10 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	report("  file growth per login (not compacted): %.0f bytes of file, %.0f bytes of pages in use",
 		float64(after.FileSize-before.FileSize)/float64(n), float64(after.InUse()-before.InUse())/float64(n))
 	pages(b, call, base, meta, "after the load")
+	commits.reset()
+	slow.reset()
 	serviceLoad(b, m, box, meta, d, &batch, &answered, &writes, &logs)
+	report("  commits (pages and fsync): %s; over 20 ms: %s", commits.summary(), slow.String())
 }
 
 // serviceLoad is the login load without HTTP: 64 goroutines call the
