@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/julienschmidt/httprouter"
-
 	"latchkey/auth"
 	"latchkey/webhook"
 )
@@ -31,7 +29,7 @@ type Config struct {
 // Server is the HTTP API over an auth.Service. It is an http.Handler.
 type Server struct {
 	auth    *auth.Service
-	router  *httprouter.Router
+	router  *router
 	log     *slog.Logger
 	proxies []netip.Prefix
 	ready   func() bool
@@ -54,7 +52,7 @@ func New(svc *auth.Service, cfg Config) *Server {
 		cfg.Ready = func() bool { return true }
 	}
 	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks}
-	r := httprouter.New()
+	r := newRouter()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
