@@ -113,7 +113,7 @@ func (ts *testServer) start() {
 	ts.Hooks = &webhook.Service{DB: db, Keys: keys, Now: ts.Clock.Now}
 	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler),
 		Wake: func() { ts.hookWoken.Store(true) }}
-	ts.http.Config.Handler = httpapi.New(svc, httpapi.Config{Webhooks: ts.Hooks})
+	ts.http.Config.Handler = specChecked(t, httpapi.New(svc, httpapi.Config{Webhooks: ts.Hooks}))
 	ts.http.Start()
 	t.Cleanup(ts.stop)
 }

@@ -93,6 +93,7 @@ func (s *Server) Busy() bool { return s.load.busy() }
 func (s *Server) routes() {
 	r := s.router
 	r.GET("/api/v1/health", s.handle(s.health))
+	r.GET("/api/v1/openapi.json", s.handle(s.openapi))
 	r.GET("/api/v1/me", s.handle(s.me))
 	r.GET("/api/v1/projects/:projectId/jwks.json", s.handle(s.jwks))
 
