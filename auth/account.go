@@ -9,12 +9,15 @@ import (
 )
 
 // SessionUser returns the user of a verified session (401 INVALID_SESSION
-// when it is gone or disabled).
+// when it is gone or disabled), its emailVerified settled.
 func (s *Service) SessionUser(pr *Principal) (*store.User, error) {
 	var u *store.User
 	err := s.db.View(func(tx *store.Tx) error {
 		var err error
-		u, err = tx.User(pr.UserID)
+		if u, err = tx.User(pr.UserID); err != nil {
+			return err
+		}
+		_, err = settleVerified(tx, u)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) || (err == nil && u.Disabled) {
@@ -23,62 +26,14 @@ func (s *Service) SessionUser(pr *Principal) (*store.User, error) {
 	return u, internal(err)
 }
 
-// UserPatch is the body of PATCH /user; nil fields are unchanged.
-type UserPatch struct {
-	Email     *string `json:"email"`
-	FirstName *string `json:"firstName"`
-}
-
-// UpdateUser changes the session user's email and/or first name (409
-// EMAIL_IN_USE when another user of the project has the address) and
-// emits user.updated.
-func (s *Service) UpdateUser(pr *Principal, in UserPatch) (*store.User, error) {
-	if in.Email == nil && in.FirstName == nil {
-		return nil, Invalid("Send email or firstName.")
+// checkFirstName trims a first name and checks it is 1 to 100
+// characters without line breaks (400 VALIDATION_ERROR).
+func checkFirstName(raw string) (string, error) {
+	first := strings.TrimSpace(raw)
+	if n := utf8.RuneCountInString(first); n < 1 || n > 100 || strings.ContainsAny(first, "\r\n\x00") {
+		return "", Invalid("firstName must be 1 to 100 characters.")
 	}
-	var email, first string
-	if in.Email != nil {
-		var err error
-		if email, err = NormalizeEmail(*in.Email); err != nil {
-			return nil, err
-		}
-	}
-	if in.FirstName != nil {
-		first = strings.TrimSpace(*in.FirstName)
-		if n := utf8.RuneCountInString(first); n < 1 || n > 100 || strings.ContainsAny(first, "\r\n\x00") {
-			return nil, Invalid("firstName must be 1 to 100 characters.")
-		}
-	}
-	var u *store.User
-	err := s.db.Update(func(tx *store.Tx) error {
-		if !tx.SessionExists(pr.SessionID) {
-			return ErrInvalidSession
-		}
-		var err error
-		u, err = tx.User(pr.UserID)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrInvalidSession
-		} else if err != nil {
-			return err
-		}
-		if in.Email != nil {
-			u.Email = email
-		}
-		if in.FirstName != nil {
-			u.FirstName = first
-		}
-		u.UpdatedAt = s.now().UTC()
-		if err := tx.PutUser(u); errors.Is(err, store.ErrConflict) {
-			return ErrEmailInUse
-		} else if err != nil {
-			return err
-		}
-		return s.emit(tx, u.ProjectID, "user.updated", map[string]string{"user_id": u.ID, "email": u.Email})
-	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	return u, nil
+	return first, nil
 }
 
 // DeleteUser deletes the session user, all their sessions, factors and
@@ -92,31 +47,41 @@ func (s *Service) DeleteUser(pr *Principal) error {
 		} else if err != nil {
 			return err
 		}
-		if err := s.revokeAll(tx, u); err != nil {
-			return err
-		}
-		if err := s.dropPending(tx, u); err != nil {
-			return err
-		}
-		if err := tx.DeleteUser(u); err != nil {
-			return err
-		}
-		return s.emit(tx, u.ProjectID, "user.deleted", map[string]string{"user_id": u.ID})
+		return s.deleteAccount(tx, u)
 	})
 	return internal(err)
 }
 
+// deleteAccount deletes u inside tx as DELETE /user does: every session
+// (session.revoked each), factors, backup codes and passkeys, what could
+// still sign the address or identity in (dropPending), the user and its
+// indexes; it emits user.deleted.
+func (s *Service) deleteAccount(tx *store.Tx, u *store.User) error {
+	if err := s.revokeAll(tx, u); err != nil {
+		return err
+	}
+	if err := s.dropPending(tx, u); err != nil {
+		return err
+	}
+	if err := tx.DeleteUser(u); err != nil {
+		return err
+	}
+	return s.emit(tx, u.ProjectID, "user.deleted", map[string]string{"user_id": u.ID})
+}
+
 // dropPending deletes, inside tx, what could sign u's address or
 // identity in again after the account is deleted: the pending email
-// code and every magic link of the address, the pending SMS code, and
-// unredeemed external grants for u's externalUserId; and u's own send
-// and failure histories (keyed by the user id, which is never reused).
-// The address's email send histories stay: they limit mail to the
-// address, whoever holds it.
+// code and every magic link of the address, the pending SMS code and
+// address confirmation, and unredeemed external grants for u's
+// externalUserId; and u's own SMS send history (keyed by the user id,
+// which is never reused). The address's email send histories and the
+// guessing limits of the address and of backup-code identifiers stay:
+// they hold for the address or identifier, whoever holds it.
 func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
 	for _, c := range []*store.Code{
 		{Kind: codeKindOTP, ProjectID: u.ProjectID, Subject: u.Email},
 		{Kind: codeKindSMS, ProjectID: u.ProjectID, Subject: u.ID},
+		{Kind: codeKindEmail, ProjectID: u.ProjectID, Subject: u.ID},
 	} {
 		if err := tx.DeleteCode(c); err != nil {
 			return err
@@ -130,12 +95,7 @@ func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
 			return err
 		}
 	}
-	for _, kind := range []string{throttleBackupFail, throttleSMSSend} {
-		if err := tx.PutThrottle(kind, u.ProjectID, u.ID, &store.Throttle{}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.PutThrottle(throttleSMSSend, u.ProjectID, u.ID, &store.Throttle{})
 }
 
 // Logout deletes the session; its JWT fails from now on.

@@ -339,13 +339,20 @@ type AdminUser struct {
 	ExternalUserID *string `json:"externalUserId"`
 	CompanyID      *string `json:"companyId"`
 	FirstName      *string `json:"firstName"`
+	EmailVerified  bool    `json:"emailVerified"`
 	Disabled       bool    `json:"disabled"`
 	CreatedAt      string  `json:"createdAt"`
 }
 
-func viewAdminUser(u *store.User) AdminUser {
+// viewAdminUser returns the admin view of u, settling its emailVerified
+// inside tx.
+func viewAdminUser(tx *store.Tx, u *store.User) (AdminUser, error) {
+	if _, err := settleVerified(tx, u); err != nil {
+		return AdminUser{}, err
+	}
 	return AdminUser{ID: u.ID, ProjectID: u.ProjectID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
-		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt)}
+		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), EmailVerified: isVerified(u),
+		Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt)}, nil
 }
 
 func nullable(s string) *string {
@@ -372,18 +379,27 @@ func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, e
 		}
 		if addr, err := NormalizeEmail(email); err == nil {
 			u, err := tx.UserByEmail(projectID, addr)
-			if err == nil {
-				out = append(out, viewAdminUser(u))
-			} else if !errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			} else if err != nil {
 				return err
 			}
-			return nil
+			v, err := viewAdminUser(tx, u)
+			out = append(out, v)
+			return err
 		}
 		users, err := tx.Users(projectID, email, limit)
-		for _, u := range users {
-			out = append(out, viewAdminUser(u))
+		if err != nil {
+			return err
 		}
-		return err
+		for _, u := range users {
+			v, err := viewAdminUser(tx, u)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return nil
 	})
 	return out, internal(err)
 }
@@ -411,10 +427,9 @@ func (s *Service) SetUserCompany(id string, in NullableString) (AdminUser, error
 		return AdminUser{}, Invalid("companyId is required: a string, or null to clear it.")
 	}
 	companyID := in.Value
-	var u *store.User
+	var view AdminUser
 	err := s.db.Update(func(tx *store.Tx) error {
-		var err error
-		u, err = tx.User(id)
+		u, err := tx.User(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
 		} else if err != nil {
@@ -429,12 +444,16 @@ func (s *Service) SetUserCompany(id string, in NullableString) (AdminUser, error
 			u.CompanyID = c
 		}
 		u.UpdatedAt = s.now().UTC()
-		return tx.PutUser(u)
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		view, err = viewAdminUser(tx, u)
+		return err
 	})
 	if err != nil {
 		return AdminUser{}, internal(err)
 	}
-	return viewAdminUser(u), nil
+	return view, nil
 }
 
 // SetUserDisabled disables or enables a user. Disabling revokes every

@@ -16,7 +16,7 @@ const (
 	BackupFailWindow   = 15 * time.Minute
 	backupAlphabet     = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	hashDomainBackup   = "backup"
-	throttleBackupFail = "backup_fail"
+	throttleBackupFail = "backup_fail" // failures per identifier (email or externalUserId)
 )
 
 // GenerateBackupCodes makes a new batch of 10 codes for the session user,
@@ -119,9 +119,14 @@ func normalizeBackupCode(code string) (string, bool) {
 // consuming it. Both or neither of email and externalUserId, and a
 // malformed code, are 400 VALIDATION_ERROR. Wrong, used, invalidated
 // codes (including well-formed strings of the wrong length) and unknown
-// users are 401 INVALID_CODE; once a user has 5 failures within 15
-// minutes, every further try is 429 TOO_MANY_ATTEMPTS until the oldest
-// leaves the window. A disabled user is 403 USER_DISABLED.
+// users are 401 INVALID_CODE; once an identifier (the email or the
+// externalUserId as given) has 5 failures within 15 minutes, every
+// further try with it is 429 TOO_MANY_ATTEMPTS until the oldest leaves
+// the window. Failures count per identifier whether or not it names a
+// user, so an unknown identifier answers exactly as a known one. A
+// disabled user is 403 USER_DISABLED. A login clears the user's TOTP
+// failures and lockout (the way out of TOTP's permanent lock) and
+// counts as a step-up for the session it creates.
 func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*Login, error) {
 	if (in.Email == nil) == (in.ExternalUserID == nil) {
 		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("Send either email or externalUserId."), m)
@@ -129,17 +134,19 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 	if err := checkBackupCodeShape(in.Code); err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", err, m)
 	}
-	var email, ext string
+	var email, ext, ident string
 	if in.Email != nil {
 		var err error
 		if email, err = NormalizeEmail(*in.Email); err != nil {
 			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", err, m)
 		}
+		ident = "email:" + email
 	} else {
 		ext = *in.ExternalUserID
 		if ext == "" || len(ext) > 255 {
 			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("externalUserId must be 1 to 255 characters."), m)
 		}
+		ident = "ext:" + ext
 	}
 	if in.DeviceToken != "" {
 		m.DeviceToken = in.DeviceToken
@@ -161,19 +168,22 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 			u, err = tx.UserByExternalID(p.ID, ext)
 		}
 		if errors.Is(err, store.ErrNotFound) {
-			fail = ErrInvalidCode.withCategory(CatUserNotFound)
-			return s.record(tx, p.ID, "", email, "backup_code", "verify", fail, m)
+			u = nil
 		} else if err != nil {
 			return err
 		}
+		userID, userEmail := "", email
+		if u != nil {
+			userID, userEmail = u.ID, u.Email
+		}
 		failWith := func(e error) error {
 			fail = e
-			return s.record(tx, p.ID, u.ID, u.Email, "backup_code", "verify", e, m)
+			return s.record(tx, p.ID, userID, userEmail, "backup_code", "verify", e, m)
 		}
-		if u.Disabled {
+		if u != nil && u.Disabled {
 			return failWith(ErrUserDisabled)
 		}
-		th, err := tx.Throttle(throttleBackupFail, p.ID, u.ID)
+		th, err := tx.Throttle(throttleBackupFail, p.ID, ident)
 		if err != nil {
 			return err
 		}
@@ -190,9 +200,11 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 			return failWith(ErrTooManyAttempts.WithRetry(recent[n-BackupMaxFailures].Add(BackupFailWindow).Sub(now)))
 		}
 		idx := -1
-		b, err := tx.BackupCodes(u.ID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+		var b *store.BackupCodes
+		if u != nil {
+			if b, err = tx.BackupCodes(u.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
 		}
 		if b != nil && wellFormed {
 			h := s.keys.HashString(hashDomainBackup, u.ID+"\x00"+code)
@@ -204,10 +216,13 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		}
 		if idx < 0 || b.Used[idx] {
 			th.Sends = append(th.Sends, now)
-			if err := tx.PutThrottle(throttleBackupFail, p.ID, u.ID, th); err != nil {
+			if err := tx.PutThrottle(throttleBackupFail, p.ID, ident, th); err != nil {
 				return err
 			}
-			if idx >= 0 {
+			switch {
+			case u == nil:
+				return failWith(ErrInvalidCode.withCategory(CatUserNotFound))
+			case idx >= 0:
 				return failWith(ErrInvalidCode.withCategory(CatAlreadyUsed))
 			}
 			return failWith(ErrInvalidCode)
@@ -216,8 +231,15 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		if err := tx.PutBackupCodes(b); err != nil {
 			return err
 		}
+		if err := clearTOTPFailures(tx, u.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 		login, err = s.startLogin(tx, p, u, "backup_code", m)
 		if err != nil {
+			return err
+		}
+		login.Session.SteppedUpAt = now
+		if err := tx.PutSession(login.Session); err != nil {
 			return err
 		}
 		return s.record(tx, p.ID, u.ID, u.Email, "backup_code", "verify", nil, m)

@@ -125,6 +125,11 @@ var (
 	ErrAlreadyEnrolled    = newErr(http.StatusConflict, "ALREADY_ENROLLED", CatValidation, "TOTP is already enrolled.")
 	ErrTooManyAttempts    = newErr(http.StatusTooManyRequests, "TOO_MANY_ATTEMPTS", CatRateLimited, "Too many failed attempts; try again later.")
 	ErrSendFailed         = newErr(http.StatusBadGateway, "SEND_FAILED", CatInternal, "The SMS could not be sent.")
+	// ErrStepUpRequired refuses an SMS send to a phone other than the
+	// enrolled one on a session without a recent step-up (decisions.md
+	// §15). It is recorded as risk_blocked: a risky change blocked
+	// whatever the credential.
+	ErrStepUpRequired = newErr(http.StatusForbidden, "STEP_UP_REQUIRED", CatRiskBlocked, "Verify with your current phone or another factor first.")
 )
 
 // Passkey errors (decisions.md §9).

@@ -59,12 +59,17 @@ func clipUA(ua string) string {
 // countsForVelocity reports whether a failed (method, action) is a login
 // verification for the risk engine. Sends, backup-code generation and
 // Pattern B callbacks (posted by the verifier's server) are not; nor are
-// step-up checks on a session (SMS, TOTP): they have their own lockouts
-// and their IP is the caller's peer, often the app's own backend.
+// checks on a session (SMS, TOTP, address confirmation): they have their
+// own lockouts and their IP is the caller's peer, often the app's own
+// backend.
 func countsForVelocity(method, action string) bool {
 	switch action {
-	case "send", "generate", "callback":
+	case "send", "generate", "callback", "update", "reset":
 		return false
 	}
-	return method != "sms" && method != "totp"
+	switch method {
+	case "sms", "totp", methodEmailVerify, methodEmailChange:
+		return false
+	}
+	return true
 }

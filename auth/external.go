@@ -199,7 +199,9 @@ var errRollback = errors.New("rollback")
 
 // externalLogin resolves the external user (known id; else attach by
 // email to a user without an external id; else create) and starts a
-// session, inside tx.
+// session, inside tx. The app vouches for the address, so the user ends
+// verified, and an unverified account the email would attach to is
+// replaced by a new user as an email-code sign-in would (provenUser).
 func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, method, action string, m Meta) (*Login, error) {
 	u, err := tx.UserByExternalID(p.ID, ext)
 	isNew := false
@@ -208,9 +210,19 @@ func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, m
 		if err != nil {
 			return nil, err
 		}
-		u, isNew, err = s.findOrCreateUser(tx, p, email)
+		// An account holding another external id is not attached to,
+		// verified or not: 409, and nothing is replaced.
+		if held, err := tx.UserByEmail(p.ID, email); err == nil && held.ExternalUserID != "" {
+			return nil, ErrExternalIDMismatch
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		u, isNew, err = s.provenUser(tx, p, email)
 		if err != nil {
 			return nil, err
+		}
+		if u.Disabled {
+			return nil, ErrUserDisabled
 		}
 		if err := s.attachExternalID(tx, u, ext); err != nil {
 			return nil, err
@@ -220,6 +232,9 @@ func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, m
 	}
 	if u.Disabled {
 		return nil, ErrUserDisabled
+	}
+	if err := s.setVerified(tx, u); err != nil {
+		return nil, err
 	}
 	l, err := s.startLogin(tx, p, u, "external:"+method, m)
 	if err != nil {

@@ -16,12 +16,13 @@ type UserView struct {
 	ExternalUserID *string `json:"externalUserId"`
 	CompanyID      *string `json:"company_id"`
 	FirstName      *string `json:"first_name"`
+	EmailVerified  bool    `json:"emailVerified"`
 }
 
 // ViewUser returns the login-result view of u.
 func ViewUser(u *store.User) UserView {
 	return UserView{ID: u.ID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
-		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName)}
+		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), EmailVerified: isVerified(u)}
 }
 
 // Login is the outcome of a successful sign-in; handlers pick the fields
@@ -37,8 +38,17 @@ type Login struct {
 }
 
 // startLogin creates the session row, binds a device token and emits
-// session.created inside tx. The JWT is signed after commit (finish).
+// session.created inside tx; a user row from before emailVerified
+// existed gets it settled and stored. The JWT is signed after commit
+// (finish).
 func (s *Service) startLogin(tx *store.Tx, p *store.Project, u *store.User, method string, m Meta) (*Login, error) {
+	if changed, err := settleVerified(tx, u); err != nil {
+		return nil, err
+	} else if changed {
+		if err := tx.PutUser(u); err != nil {
+			return nil, err
+		}
+	}
 	sess := s.newSession(p, u, method)
 	if err := tx.PutSession(sess); err != nil {
 		return nil, err
@@ -94,27 +104,6 @@ func (s *Service) device(tx *store.Tx, tok string) (*store.Device, bool) {
 	}
 	h := s.keys.HashString("device", tok)
 	return d, subtle.ConstantTimeCompare(h[:], d.Hash) == 1
-}
-
-// findOrCreateUser returns p's user with email, creating it (and its
-// user.registered event) when absent.
-func (s *Service) findOrCreateUser(tx *store.Tx, p *store.Project, email string) (*store.User, bool, error) {
-	u, err := tx.UserByEmail(p.ID, email)
-	if err == nil {
-		return u, false, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return nil, false, err
-	}
-	now := s.now().UTC()
-	u = &store.User{ID: newID(), ProjectID: p.ID, Email: email, CreatedAt: now, UpdatedAt: now}
-	if err := tx.PutUser(u); err != nil {
-		return nil, false, err
-	}
-	if err := s.emit(tx, p.ID, "user.registered", map[string]string{"email": email, "user_id": u.ID}); err != nil {
-		return nil, false, err
-	}
-	return u, true, nil
 }
 
 // attachExternalID gives u the external id ext when it has none; 409

@@ -111,7 +111,7 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		if !now.Before(ml.ExpiresAt) {
 			return failWith(ErrLinkExpired)
 		}
-		u, isNew, err := s.findOrCreateUser(tx, p, ml.Email)
+		u, isNew, err := s.provenUser(tx, p, ml.Email)
 		if err != nil {
 			return err
 		}

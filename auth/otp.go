@@ -2,7 +2,6 @@ package auth
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -18,6 +17,48 @@ const (
 	codeKindOTP    = "otp"
 	hashDomainOTP  = "otp"
 )
+
+// Guessing limit over time (decisions.md §15, NIST SP 800-63B 5.2.2): at
+// most AddressFailLimit wrong email codes per address in any rolling
+// AddressFailWindow, over all its codes (otp/verify and the address
+// confirmations of /user/email/verify). Past it those verifies answer
+// 401 INVALID_CODE with the locked text; magic links still work.
+const (
+	AddressFailLimit    = 50
+	AddressFailWindow   = 24 * time.Hour
+	throttleAddressFail = "email_fail"
+)
+
+// guessLog is an address's failed-guess history within the window.
+type guessLog struct{ th *store.Throttle }
+
+// addressGuesses reads the failed guesses at email's codes in the last
+// AddressFailWindow (one index read).
+func addressGuesses(tx *store.Tx, projectID, email string, now time.Time) (guessLog, error) {
+	th, err := tx.Throttle(throttleAddressFail, projectID, email)
+	if err != nil {
+		return guessLog{}, err
+	}
+	kept := th.Sends[:0]
+	for _, t := range th.Sends {
+		if now.Sub(t) < AddressFailWindow {
+			kept = append(kept, t)
+		}
+	}
+	th.Sends = kept
+	return guessLog{th}, nil
+}
+
+// locked reports whether the address has used up its guesses.
+func (g guessLog) locked() bool { return len(g.th.Sends) >= AddressFailLimit }
+
+// fail records one more failed guess at email's codes inside tx; the row
+// is kept from the sweep for the whole window.
+func (g guessLog) fail(tx *store.Tx, projectID, email string, now time.Time) error {
+	g.th.Sends = append(g.th.Sends, now)
+	g.th.KeepUntil = now.Add(AddressFailWindow)
+	return tx.PutThrottle(throttleAddressFail, projectID, email, g.th)
+}
 
 // SendOTP emails a new 6-digit code to email, replacing any pending one.
 // It returns once the message is queued: 400 VALIDATION_ERROR for a bad
@@ -72,18 +113,9 @@ func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta
 		if err != nil {
 			return err
 		}
-		body, err := json.Marshal(content)
-		if err != nil {
+		if err := s.enqueueMail(tx, p.ID, email, kind, content, now); err != nil {
 			return err
 		}
-		sealed, err := s.keys.Seal(body, store.MailAAD)
-		if err != nil {
-			return err
-		}
-		if err := tx.EnqueueMail(&store.Mail{ProjectID: p.ID, To: email, Kind: kind, Body: sealed, CreatedAt: now, NextAttemptAt: now}); err != nil {
-			return err
-		}
-		tx.OnCommit(s.wake)
 		return s.record(tx, p.ID, userID, email, method, "send", nil, m)
 	})
 	if err != nil {
@@ -133,8 +165,11 @@ type OTPInput struct {
 }
 
 // VerifyOTP checks an emailed code and signs the user in, creating the
-// user on first sign-in. Wrong, expired, missing and locked codes are 401
-// INVALID_CODE with their own texts; a wrong code counts an attempt.
+// user on first sign-in and replacing an unverified account of the
+// address (provenUser). Wrong, expired, missing and locked codes are 401
+// INVALID_CODE with their own texts; a wrong code counts an attempt and
+// a failed guess at the address, and an address with AddressFailLimit
+// failed guesses in AddressFailWindow answers the locked text.
 func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, error) {
 	email, err := NormalizeEmail(in.Email)
 	if err != nil {
@@ -188,9 +223,19 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 		if c.Attempts >= OTPMaxAttempts {
 			return failWith(ErrCodeLocked)
 		}
+		guesses, err := addressGuesses(tx, p.ID, email, now)
+		if err != nil {
+			return err
+		}
+		if guesses.locked() {
+			return failWith(ErrCodeLocked)
+		}
 		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
 			c.Attempts++
 			if err := tx.PutCode(c); err != nil {
+				return err
+			}
+			if err := guesses.fail(tx, p.ID, email, now); err != nil {
 				return err
 			}
 			if c.Attempts >= OTPMaxAttempts {
@@ -198,7 +243,7 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 			}
 			return failWith(ErrInvalidCode)
 		}
-		u, isNew, err := s.findOrCreateUser(tx, p, email)
+		u, isNew, err := s.provenUser(tx, p, email)
 		if err != nil {
 			return err
 		}

@@ -299,8 +299,9 @@ type PasskeyRegistration struct {
 // FinishPasskeyRegistration verifies the browser's credential for a
 // challenge and stores the passkey, emitting passkey.registered. A
 // sign-up also creates the user (user.registered) and signs them in
-// (session.created). Errors: 400 VALIDATION_ERROR for a malformed body
-// (nothing consumed); 400 CHALLENGE_EXPIRED for an unknown, used, expired
+// (session.created); such a user's emailVerified is false. Errors: 400
+// VALIDATION_ERROR for a malformed body (nothing consumed); 400
+// CHALLENGE_EXPIRED for an unknown, used, expired
 // or foreign challenge; 400 INVALID_CREDENTIAL when the credential does
 // not verify or is already registered; 409 USER_EXISTS when the email got
 // an account meanwhile. Consuming the challenge, the failure's event or
@@ -351,7 +352,9 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now}
+			// Nobody proved the address: the account is unverified
+			// until its user confirms it (decisions.md §15).
+			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now, EmailVerified: boolPtr(false)}
 			wu = &waUser{id: u.ID, name: u.Email}
 		} else {
 			if u, err = s.sessionUserTx(tx, pr); err != nil {

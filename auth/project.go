@@ -38,6 +38,7 @@ type ProjectInput struct {
 	SessionTTLSeconds  *int      `json:"sessionTtlSeconds"`
 	RateLimitPerMinute *int      `json:"rateLimitPerMinute"`
 	DenyCIDRs          *[]string `json:"denyCidrs"`
+	EmailChange        *string   `json:"emailChange"`
 }
 
 // apply validates in and copies it onto p.
@@ -106,6 +107,12 @@ func (in *ProjectInput) apply(p *store.Project) error {
 		}
 		p.DenyCIDRs = c
 	}
+	if in.EmailChange != nil {
+		if v := *in.EmailChange; v != EmailChangeVerify && v != EmailChangeDirect {
+			return Invalid(`emailChange must be "verify" or "direct".`)
+		}
+		p.EmailChange = *in.EmailChange
+	}
 	return nil
 }
 
@@ -119,6 +126,7 @@ type ProjectView struct {
 	SessionTTLSeconds  int      `json:"sessionTtlSeconds"`
 	RateLimitPerMinute int      `json:"rateLimitPerMinute"`
 	DenyCIDRs          []string `json:"denyCidrs"`
+	EmailChange        string   `json:"emailChange"`
 	CreatedAt          string   `json:"createdAt"`
 }
 
@@ -128,7 +136,10 @@ func (s *Service) ViewProject(p *store.Project) ProjectView {
 		ID: p.ID, Name: p.Name, CompanyID: p.CompanyID,
 		AllowedOrigins: p.AllowedOrigins, RPID: s.RPID(p),
 		SessionTTLSeconds: p.SessionTTLSeconds, RateLimitPerMinute: p.RateLimitPerMinute,
-		DenyCIDRs: p.DenyCIDRs, CreatedAt: formatTime(p.CreatedAt),
+		DenyCIDRs: p.DenyCIDRs, EmailChange: p.EmailChange, CreatedAt: formatTime(p.CreatedAt),
+	}
+	if v.EmailChange == "" {
+		v.EmailChange = EmailChangeVerify
 	}
 	if v.AllowedOrigins == nil {
 		v.AllowedOrigins = []string{}

@@ -18,6 +18,7 @@ const (
 	SMSSendInterval = 30 * time.Second
 	SMSSendsPerHour = 10
 	codeKindSMS     = "sms"
+	factorSMS       = "sms"
 	hashDomainSMS   = "sms"
 	throttleSMSSend = "sms_send"
 )
@@ -42,19 +43,29 @@ func ValidPhone(phone string) bool {
 	return true
 }
 
-// SendSMSCode texts a 6-digit code to phone for the session user. The
-// provider is called outside any transaction; a failed send stores
-// nothing and is 502 SEND_FAILED. Sends the provider accepted are
-// throttled per user (one per 30 s, ten per hour): over that, 429
-// TOO_MANY_REQUESTS with a Retry-After and no message. A send holds its
-// slot from before the provider call, so concurrent sends cannot slip
-// past the throttle together; a failed send gives the slot back.
+// StepUpWindow is how recent a session's step-up must be for an SMS
+// send to a phone other than the enrolled one (decisions.md §15).
+const StepUpWindow = 10 * time.Minute
+
+// SendSMSCode texts a 6-digit code for the session user: to phone, or,
+// once SMS is enrolled and phone is empty or the enrolled one, to the
+// enrolled phone. A different phone needs a step-up on this session
+// within StepUpWindow (a TOTP code, a backup-code login that created the
+// session, or the enrolled phone's code): else 403 STEP_UP_REQUIRED. A
+// bad phone, or none while SMS is not enrolled, is 400
+// VALIDATION_ERROR. The provider is called outside any transaction; a
+// failed send stores nothing and is 502 SEND_FAILED. Sends the provider
+// accepted are throttled per user (one per 30 s, ten per hour): over
+// that, 429 TOO_MANY_REQUESTS with a Retry-After and no message. A send
+// holds its slot from before the provider call, so concurrent sends
+// cannot slip past the throttle together; a failed send gives the slot
+// back.
 func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, m Meta) error {
 	u, err := s.SessionUser(pr)
 	if err != nil {
 		return err
 	}
-	if !ValidPhone(phone) {
+	if phone != "" && !ValidPhone(phone) {
 		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", Invalid("phone must be in E.164 format: + then 8 to 15 digits."), m)
 	}
 	p, err := s.project(u.ProjectID)
@@ -62,10 +73,7 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 		return internal(err)
 	}
 	code := randomDigits(6)
-	if s.sms == nil {
-		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", ErrSendFailed.Because(errors.New("no SMS provider configured")), m)
-	}
-	slot, err := s.reserveSMSSend(pr, m)
+	slot, phone, err := s.reserveSMSSend(pr, phone, m)
 	if err != nil {
 		return err
 	}
@@ -95,11 +103,14 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 	return internal(err)
 }
 
-// reserveSMSSend takes a slot of the session user's SMS send throttle
-// at the current time and returns it; over the throttle it records the
-// refusal and returns the 429 with the wait. The session is checked
-// again in the same transaction.
-func (s *Service) reserveSMSSend(pr *Principal, m Meta) (time.Time, error) {
+// reserveSMSSend decides, in one transaction that checks the session
+// again, where a send goes (phone, or the enrolled phone when phone is
+// empty), refuses it (recorded) without a phone, without a recent
+// step-up for a phone other than the enrolled one, without a provider,
+// or over the user's throttle (the 429 with the wait), and otherwise
+// takes a throttle slot at the current time. It returns the slot and
+// the phone to text.
+func (s *Service) reserveSMSSend(pr *Principal, phone string, m Meta) (time.Time, string, error) {
 	slot := s.now().UTC()
 	var fail error
 	err := s.db.Update(func(tx *store.Tx) error {
@@ -108,21 +119,46 @@ func (s *Service) reserveSMSSend(pr *Principal, m Meta) (time.Time, error) {
 		if err != nil {
 			return err
 		}
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", e, m)
+		}
+		f, err := tx.Factor(u.ID, factorSMS)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		enrolled := f != nil && f.Status == factorEnrolled
+		switch {
+		case phone == "" && !enrolled:
+			return failWith(Invalid("phone is required: no phone is enrolled for SMS yet."))
+		case phone == "":
+			phone = f.Phone
+		case enrolled && phone != f.Phone:
+			sess, err := tx.Session(pr.SessionID)
+			if err != nil {
+				return err
+			}
+			if sess.SteppedUpAt.IsZero() || slot.Sub(sess.SteppedUpAt) > StepUpWindow {
+				return failWith(ErrStepUpRequired)
+			}
+		}
+		if s.sms == nil {
+			return failWith(ErrSendFailed.Because(errors.New("no SMS provider configured")))
+		}
 		th, err := tx.Throttle(throttleSMSSend, u.ProjectID, u.ID)
 		if err != nil {
 			return err
 		}
 		if ok, wait := smsSends.allow(th, slot); !ok {
-			fail = errSMSThrottled.WithRetry(wait)
-			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", fail, m)
+			return failWith(errSMSThrottled.WithRetry(wait))
 		}
 		th.Sends = append(th.Sends, slot)
 		return tx.PutThrottle(throttleSMSSend, u.ProjectID, u.ID, th)
 	})
 	if err != nil {
-		return slot, internal(err)
+		return slot, phone, internal(err)
 	}
-	return slot, fail
+	return slot, phone, fail
 }
 
 // releaseSMSSend gives back a slot taken by reserveSMSSend, inside tx.
@@ -141,27 +177,29 @@ func (s *Service) releaseSMSSend(tx *store.Tx, u *store.User, slot time.Time) er
 }
 
 // enrollPhone records phone as u's SMS factor inside tx. sms.enrolled is
-// emitted only when the factor becomes enrolled or its phone changes; a
-// step-up check on the enrolled phone changes nothing.
-func (s *Service) enrollPhone(tx *store.Tx, u *store.User, phone string, now time.Time) error {
-	f, err := tx.Factor(u.ID, "sms")
+// emitted only when the factor becomes enrolled or its phone changes
+// (the new phone replaces the old one). A code of the enrolled phone
+// changes nothing there and is a step-up: stepUp reports it.
+func (s *Service) enrollPhone(tx *store.Tx, u *store.User, phone string, now time.Time) (stepUp bool, err error) {
+	f, err := tx.Factor(u.ID, factorSMS)
 	if errors.Is(err, store.ErrNotFound) {
-		f = &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: "sms", CreatedAt: now}
+		f = &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorSMS, CreatedAt: now}
 	} else if err != nil {
-		return err
+		return false, err
 	}
-	if f.Status == "enrolled" && f.Phone == phone {
-		return nil
+	if f.Status == factorEnrolled && f.Phone == phone {
+		return true, nil
 	}
-	f.Status, f.Phone, f.EnrolledAt = "enrolled", phone, &now
+	f.Status, f.Phone, f.EnrolledAt = factorEnrolled, phone, &now
 	if err := tx.PutFactor(f); err != nil {
-		return err
+		return false, err
 	}
-	return s.emit(tx, u.ProjectID, "sms.enrolled", map[string]string{"user_id": u.ID})
+	return false, s.emit(tx, u.ProjectID, "sms.enrolled", map[string]string{"user_id": u.ID})
 }
 
 // VerifySMSCode checks the texted code and records the phone as the
-// user's SMS factor. An empty or non-digit code is 400 VALIDATION_ERROR
+// user's SMS factor, replacing an enrolled phone (sms.enrolled); the
+// enrolled phone's own code is a step-up recorded on the session. An empty or non-digit code is 400 VALIDATION_ERROR
 // (no try counted); wrong, reused, expired, locked or missing codes are
 // 401 VERIFICATION_FAILED, recorded under their own categories.
 func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
@@ -206,8 +244,14 @@ func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
 		if err := tx.DeleteCode(c); err != nil {
 			return err
 		}
-		if err := s.enrollPhone(tx, u, c.Phone, now); err != nil {
+		stepUp, err := s.enrollPhone(tx, u, c.Phone, now)
+		if err != nil {
 			return err
+		}
+		if stepUp {
+			if err := s.markStepUp(tx, pr.SessionID, now); err != nil {
+				return err
+			}
 		}
 		return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "verify", nil, m)
 	})

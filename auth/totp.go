@@ -8,22 +8,42 @@ import (
 	"latchkey/store"
 )
 
-// TOTP hardening (decisions.md §8, a deviation from the contract's "no
-// rate limit"): after TOTPMaxFailures consecutive failures every try
-// fails for TOTPLockout.
+// TOTP hardening (decisions.md §8 and §15, a deviation from the
+// contract's "no rate limit"): each run of TOTPMaxFailures consecutive
+// failures locks every try out, for TOTPLockout after the first run and
+// twice as long after each further run, up to TOTPMaxLockout;
+// TOTPFailureCap consecutive failures with no success lock it until a
+// backup-code login or an admin reset (NIST SP 800-63B 5.2.2).
 const (
 	TOTPMaxFailures = 10
 	TOTPLockout     = 15 * time.Minute
+	TOTPMaxLockout  = 24 * time.Hour
+	TOTPFailureCap  = 100
 	factorTOTP      = "totp"
 	factorPending   = "pending"
 	factorEnrolled  = "enrolled"
 )
+
+// totpLockout returns the lockout that the failures-th consecutive
+// failure starts: none unless it ends a run of TOTPMaxFailures, then
+// 15 minutes doubled per earlier run, capped at TOTPMaxLockout.
+func totpLockout(failures int) time.Duration {
+	if failures <= 0 || failures%TOTPMaxFailures != 0 {
+		return 0
+	}
+	d := TOTPLockout
+	for run := failures / TOTPMaxFailures; run > 1 && d < TOTPMaxLockout; run-- {
+		d *= 2
+	}
+	return min(d, TOTPMaxLockout)
+}
 
 // TOTP failures: the wire answer is always 401 VERIFICATION_FAILED; the
 // category tells them apart on the event.
 var (
 	errTOTPReused = ErrVerificationFailed.withCategory(CatAlreadyUsed).With("This code was already used. Wait for the next code.")
 	errTOTPLocked = ErrVerificationFailed.withCategory(CatRateLimited).With("Too many failed attempts. Try again later.")
+	errTOTPCapped = ErrVerificationFailed.withCategory(CatRateLimited).With("Too many failed attempts. Sign in with a backup code to use TOTP again.")
 )
 
 // TOTPEnrollment is a new pending TOTP secret, shown once.
@@ -93,11 +113,13 @@ func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
 // VerifyTOTP checks a code against the session user's TOTP factor: the
 // current step ±1, and only a step newer than the last accepted one. The
 // first correct code enrolls a pending factor (event totp.enrolled);
-// later ones are step-up checks. Errors: 400 VALIDATION_ERROR for an
-// empty or non-digit code; 404 TOTP_NOT_ENROLLED without a factor; 401
+// later ones are step-up checks. A correct code resets the failure count
+// and records a step-up on the session. Errors: 400 VALIDATION_ERROR for
+// an empty or non-digit code; 404 TOTP_NOT_ENROLLED without a factor; 401
 // VERIFICATION_FAILED for a wrong or reused code (each counts as a
-// failure) and, after TOTPMaxFailures consecutive failures, for every try
-// during TOTPLockout. A correct code resets the failure count.
+// failure), for every try during a lockout (totpLockout; tries then
+// count nothing) and, after TOTPFailureCap consecutive failures, for
+// every try until a backup-code login or ResetTOTP.
 func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 	if err := checkCodeShape(code); err != nil {
 		return s.rejectStepUp(pr, "totp", err, m)
@@ -120,11 +142,11 @@ func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 			return err
 		}
 		now := s.now().UTC()
+		if f.Failures >= TOTPFailureCap {
+			return failWith(errTOTPCapped)
+		}
 		if now.Before(f.LockedUntil) {
 			return failWith(errTOTPLocked)
-		}
-		if !f.LockedUntil.IsZero() { // the lockout has passed: a fresh count
-			f.Failures, f.LockedUntil = 0, time.Time{}
 		}
 		secret, err := s.keys.Open(f.Secret, totpAAD(u.ID))
 		if err != nil {
@@ -133,8 +155,8 @@ func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 		step, matched := totp.Match(secret, code, now)
 		if !matched || step <= f.LastStep {
 			f.Failures++
-			if f.Failures >= TOTPMaxFailures {
-				f.LockedUntil = now.Add(TOTPLockout)
+			if d := totpLockout(f.Failures); d > 0 {
+				f.LockedUntil = now.Add(d)
 			}
 			if err := tx.PutFactor(f); err != nil {
 				return err
@@ -154,12 +176,64 @@ func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 		if err := tx.PutFactor(f); err != nil {
 			return err
 		}
+		if err := s.markStepUp(tx, pr.SessionID, now); err != nil {
+			return err
+		}
 		return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "verify", nil, m)
 	})
 	if err != nil {
 		return internal(err)
 	}
 	return fail
+}
+
+// markStepUp records on session sessionID, inside tx, that it passed a
+// step-up check at now.
+func (s *Service) markStepUp(tx *store.Tx, sessionID string, now time.Time) error {
+	sess, err := tx.Session(sessionID)
+	if err != nil {
+		return err
+	}
+	sess.SteppedUpAt = now
+	return tx.PutSession(sess)
+}
+
+// clearTOTPFailures resets userID's TOTP failure count and lockout inside
+// tx (a backup-code login, an admin reset); ErrNotFound without a factor.
+func clearTOTPFailures(tx *store.Tx, userID string) error {
+	f, err := tx.Factor(userID, factorTOTP)
+	if err != nil {
+		return err
+	}
+	if f.Failures == 0 && f.LockedUntil.IsZero() {
+		return nil
+	}
+	f.Failures, f.LockedUntil = 0, time.Time{}
+	return tx.PutFactor(f)
+}
+
+// ResetTOTP clears a user's TOTP failure count and lockout, the
+// permanent one after TOTPFailureCap failures included, and keeps the
+// enrolment (POST /api/v1/admin/users/:id/factors/totp/reset). The reset
+// is recorded as an authentication event (method totp, action reset).
+// Errors: 404 USER_NOT_FOUND, 404 TOTP_NOT_ENROLLED when the user has no
+// TOTP factor.
+func (s *Service) ResetTOTP(userID string, m Meta) error {
+	err := s.db.Update(func(tx *store.Tx) error {
+		u, err := tx.User(userID)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrUserNotFound
+		} else if err != nil {
+			return err
+		}
+		if err := clearTOTPFailures(tx, u.ID); errors.Is(err, store.ErrNotFound) {
+			return ErrTOTPNotEnrolled
+		} else if err != nil {
+			return err
+		}
+		return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "reset", nil, m)
+	})
+	return internal(err)
 }
 
 // rejectStepUp records a step-up try refused before any factor is read

@@ -58,7 +58,7 @@ func (f *totpFixture) signIn(p *store.Project, email string) (*store.User, *Prin
 	var sess *store.Session
 	err := f.db.Update(func(tx *store.Tx) error {
 		var err error
-		if u, _, err = f.svc.findOrCreateUser(tx, p, email); err != nil {
+		if u, _, err = f.svc.provenUser(tx, p, email); err != nil {
 			return err
 		}
 		sess = f.svc.newSession(p, u, "email_otp")

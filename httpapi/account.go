@@ -28,10 +28,11 @@ type accountUser struct {
 	ExternalUserID *string `json:"externalUserId"`
 	FirstName      *string `json:"firstName"`
 	CompanyID      *string `json:"companyId"`
+	EmailVerified  bool    `json:"emailVerified"`
 }
 
 func viewAccount(u *store.User) accountUser {
-	v := accountUser{ID: u.ID, Email: u.Email}
+	v := accountUser{ID: u.ID, Email: u.Email, EmailVerified: u.EmailVerified != nil && *u.EmailVerified}
 	if u.ExternalUserID != "" {
 		v.ExternalUserID = &u.ExternalUserID
 	}
@@ -83,7 +84,42 @@ func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	u, err := s.auth.UpdateUser(pr, in)
+	up, err := s.auth.UpdateUser(pr, in, s.meta(r, false))
+	if err != nil {
+		return err
+	}
+	var pending *string
+	if up.PendingEmail != "" {
+		pending = &up.PendingEmail
+	}
+	return ok(w, struct {
+		userResponse
+		PendingEmail *string `json:"pendingEmail"`
+	}{userResponse{true, viewAccount(up.User)}, pending})
+}
+
+// emailSend is POST /user/email/send: a code to the current address.
+func (s *Server) emailSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	var in struct{}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if err := s.auth.SendAddressCode(pr, s.meta(r, false)); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+// emailVerify is POST /user/email/verify: confirms the pending address
+// (the current one, or a new one from PATCH /user).
+func (s *Server) emailVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	var in struct {
+		Code string `json:"code"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	u, err := s.auth.VerifyAddress(pr, in.Code, s.meta(r, false))
 	if err != nil {
 		return err
 	}

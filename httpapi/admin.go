@@ -27,6 +27,7 @@ func (s *Server) adminRoutes() {
 	r.PATCH("/api/v1/admin/users/:id", s.admin(s.patchAdminUser))
 	r.POST("/api/v1/admin/users/:id/disable", s.admin(s.disableUser))
 	r.POST("/api/v1/admin/users/:id/enable", s.admin(s.enableUser))
+	r.POST("/api/v1/admin/users/:id/factors/totp/reset", s.admin(s.resetTOTP))
 	r.GET("/api/v1/admin/events", s.admin(s.listEvents))
 	r.GET("/api/v1/admin/backup", s.admin(s.backup))
 }
@@ -204,6 +205,18 @@ func (s *Server) disableUser(w http.ResponseWriter, r *http.Request, p httproute
 
 func (s *Server) enableUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if err := s.auth.SetUserDisabled(p.ByName("id"), false); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+// resetTOTP clears a user's TOTP lockout and failure count.
+func (s *Server) resetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in struct{}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if err := s.auth.ResetTOTP(p.ByName("id"), s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)

@@ -284,6 +284,9 @@ func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, _ htt
 
 func (s *Server) dashUpdateProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
 	in := auth.ProjectInput{AllowedOrigins: linesField(r.PostForm, "origins"), DenyCIDRs: linesField(r.PostForm, "denyCidrs")}
+	if v, ok := r.PostForm["emailChange"]; ok && len(v) > 0 {
+		in.EmailChange = &v[0]
+	}
 	if _, err := s.auth.UpdateProject(p.ByName("id"), in); err != nil {
 		return err
 	}

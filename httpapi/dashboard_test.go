@@ -124,3 +124,29 @@ func TestDashboard(t *testing.T) {
 		t.Fatal("still signed in after logout")
 	}
 }
+
+// TestDashboardEmailChange: the project's settings form shows and saves
+// emailChange; the users table shows emailVerified.
+func TestDashboardEmailChange(t *testing.T) {
+	ts := newTestServer(t)
+	ts.login("seen@example.com")
+	c := newDashClient(t, ts)
+	_, body := c.post("/admin/login", url.Values{"token": {testAdminToken}})
+	csrf := csrfField.FindStringSubmatch(body)[1]
+	path := "/admin/projects/" + ts.Project.ID
+	if _, body = c.get(path); !strings.Contains(body, `<option value="verify" selected>`) || !strings.Contains(body, "<td>seen@example.com</td><td>true</td>") {
+		t.Fatal("settings form without emailChange verify selected, or users table without Verified")
+	}
+	if code, _ := c.post(path, url.Values{"csrf": {csrf}, "emailChange": {"direct"}}); code != 200 {
+		t.Fatalf("save: status %d", code)
+	}
+	if got := obj(t, ts.admin("GET", "/api/v1/admin/projects/"+ts.Project.ID, nil).Body, "project")["emailChange"]; got != "direct" {
+		t.Fatalf("emailChange=%v after saving direct", got)
+	}
+	if _, body = c.get(path); !strings.Contains(body, `<option value="direct" selected>`) {
+		t.Fatal("direct not selected after saving it")
+	}
+	if code, _ := c.post(path, url.Values{"csrf": {csrf}, "emailChange": {"sometimes"}}); code != 400 {
+		t.Fatalf("a bad value: status %d, want 400", code)
+	}
+}

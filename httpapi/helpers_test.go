@@ -265,6 +265,12 @@ func (ts *testServer) createKey(body map[string]any) string {
 // keyring as the mail worker would.
 func (ts *testServer) lastMail(addr string) store.MailContent {
 	ts.t.Helper()
+	return ts.lastMailOf(addr, "")
+}
+
+// lastMailOf is lastMail for the newest message of kind ("" for any).
+func (ts *testServer) lastMailOf(addr, kind string) store.MailContent {
+	ts.t.Helper()
 	var found *store.Mail
 	ts.DB.View(func(tx *store.Tx) error {
 		ms, err := tx.DueMail(time.Now().Add(1000*time.Hour), 1<<20)
@@ -272,7 +278,7 @@ func (ts *testServer) lastMail(addr string) store.MailContent {
 			ts.t.Fatal(err)
 		}
 		for _, m := range ms {
-			if m.To == addr {
+			if m.To == addr && (kind == "" || m.Kind == kind) {
 				found = m
 			}
 		}
@@ -308,6 +314,43 @@ func (ts *testServer) login(addr string) *response {
 	wantOK(ts.t, r)
 	ts.Clock.Advance(31 * time.Second) // past the send throttle
 	return r
+}
+
+// changeEmail changes the session's address the verified way: PATCH
+// /user {email}, then /user/email/verify with the code mailed to addr.
+// It returns the verify response.
+func (ts *testServer) changeEmail(tok, addr string) *response {
+	ts.t.Helper()
+	p := ts.do("PATCH", "/api/v1/user", tok, map[string]any{"email": addr})
+	wantOK(ts.t, p)
+	if got := p.Body["pendingEmail"]; got != addr {
+		ts.t.Fatalf("pendingEmail=%v, want %s (body %s)", got, addr, p.Raw)
+	}
+	r := ts.do("POST", "/api/v1/user/email/verify", tok, map[string]any{"code": ts.lastMail(addr).Code})
+	wantOK(ts.t, r)
+	ts.Clock.Advance(31 * time.Second) // past the send throttle
+	return r
+}
+
+// methodEvents counts the authentication events of (method, action) by
+// failureCode ("" for a success), from the admin events API.
+func (ts *testServer) methodEvents(method, action string) map[string]int {
+	ts.t.Helper()
+	r := ts.admin("GET", "/api/v1/admin/events?limit=1000", nil)
+	wantOK(ts.t, r)
+	out := map[string]int{}
+	for _, e := range r.Body["events"].([]any) {
+		ev := e.(map[string]any)
+		if ev["method"] != method || ev["action"] != action {
+			continue
+		}
+		fc, _ := ev["failureCode"].(string)
+		if (fc == "") != (ev["success"] == true) {
+			ts.t.Fatalf("event %v", ev)
+		}
+		out[fc]++
+	}
+	return out
 }
 
 // outbox returns the types of the outbox's events in order.
@@ -351,8 +394,9 @@ func (ts *testServer) outboxSince(n int) []outboxEvent {
 }
 
 // wantLoginUser asserts a login result's user object (decisions.md §14:
-// every login result carries it): exactly the five decided keys, the
-// result's userId, the given email, and companyId beside it.
+// every login result carries it): exactly the five decided keys and
+// emailVerified (§15, a boolean), the result's userId, the given email,
+// and companyId beside it.
 func wantLoginUser(t *testing.T, body map[string]any, email string) {
 	t.Helper()
 	u, ok := body["user"].(map[string]any)
@@ -364,8 +408,11 @@ func wantLoginUser(t *testing.T, body map[string]any, email string) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if got := strings.Join(keys, ","); got != "company_id,email,externalUserId,first_name,id" {
-		t.Fatalf("user keys = %s, want company_id,email,externalUserId,first_name,id", got)
+	if got := strings.Join(keys, ","); got != "company_id,email,emailVerified,externalUserId,first_name,id" {
+		t.Fatalf("user keys = %s, want company_id,email,emailVerified,externalUserId,first_name,id", got)
+	}
+	if _, ok := u["emailVerified"].(bool); !ok {
+		t.Fatalf("emailVerified = %v, want a boolean", u["emailVerified"])
 	}
 	if u["id"] != body["userId"] || u["email"] != email {
 		t.Fatalf("user = %v, want id %v and email %s", u, body["userId"], email)

@@ -45,7 +45,7 @@ func TestOutboxEventsOfEmailLogin(t *testing.T) {
 	})
 
 	n = len(ts.outbox())
-	wantOK(t, ts.do("PATCH", "/api/v1/user", tok, map[string]any{"email": "ev2@example.com"}))
+	ts.changeEmail(tok, "ev2@example.com")
 	wantOK(t, ts.do("POST", "/api/v1/logout", tok, nil))
 	wantEvents(t, ts.outboxSince(n), []outboxEvent{
 		{"user.updated", map[string]any{"user_id": uid, "email": "ev2@example.com"}},

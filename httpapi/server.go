@@ -101,6 +101,8 @@ func (s *Server) routes() {
 	r.GET("/api/v1/user", s.session(s.getUser))
 	r.PATCH("/api/v1/user", s.session(s.patchUser))
 	r.DELETE("/api/v1/user", s.session(s.deleteUser))
+	r.POST("/api/v1/user/email/send", s.session(s.emailSend))
+	r.POST("/api/v1/user/email/verify", s.session(s.emailVerify))
 	r.GET("/api/v1/session", s.session(s.getSession))
 	r.POST("/api/v1/logout", s.session(s.logout))
 

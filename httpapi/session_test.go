@@ -66,10 +66,17 @@ func TestPatchAndDeleteUser(t *testing.T) {
 	tok := str(t, ts.login("p@example.com").Body, "token")
 	ts.login("taken@example.com")
 
+	// The address changes once the code mailed to it comes back
+	// (decisions.md §15); the first name at once.
 	r := ts.do("PATCH", "/api/v1/user", tok, map[string]any{"email": "New@Example.com", "firstName": "Pat"})
 	wantOK(t, r)
-	if u := obj(t, r.Body, "user"); u["email"] != "new@example.com" || u["id"] == nil {
-		t.Fatalf("user=%v", u)
+	if u := obj(t, r.Body, "user"); u["email"] != "p@example.com" || u["firstName"] != "Pat" || u["id"] == nil || r.Body["pendingEmail"] != "new@example.com" {
+		t.Fatalf("patch answered %s", r.Raw)
+	}
+	v := ts.do("POST", "/api/v1/user/email/verify", tok, map[string]any{"code": ts.lastMail("new@example.com").Code})
+	wantOK(t, v)
+	if u := obj(t, v.Body, "user"); u["email"] != "new@example.com" || u["emailVerified"] != true {
+		t.Fatalf("verify answered %s", v.Raw)
 	}
 	wantError(t, ts.do("PATCH", "/api/v1/user", tok, map[string]any{"email": "taken@example.com"}), 409, "EMAIL_IN_USE")
 	wantError(t, ts.do("PATCH", "/api/v1/user", tok, map[string]any{"email": "not-an-email"}), 400, "VALIDATION_ERROR")

@@ -50,21 +50,7 @@ func (ts *testServer) totpRow(userID string) []byte {
 // success), from the admin events API.
 func (ts *testServer) totpEvents(action string) map[string]int {
 	ts.t.Helper()
-	r := ts.admin("GET", "/api/v1/admin/events?limit=1000", nil)
-	wantOK(ts.t, r)
-	out := map[string]int{}
-	for _, e := range r.Body["events"].([]any) {
-		ev := e.(map[string]any)
-		if ev["method"] != "totp" || ev["action"] != action {
-			continue
-		}
-		fc, _ := ev["failureCode"].(string)
-		if (fc == "") != (ev["success"] == true) {
-			ts.t.Fatalf("event %v", ev)
-		}
-		out[fc]++
-	}
-	return out
+	return ts.methodEvents("totp", action)
 }
 
 func (ts *testServer) countOutbox(typ string) int {

@@ -36,7 +36,7 @@ func FuzzRender(f *testing.F) {
 		f.Add(name, "123456", "https://a.example/x?token=y", 600)
 	}
 	f.Fuzz(func(t *testing.T, project, code, link string, ttl int) {
-		for _, kind := range []string{lmail.KindOTP, lmail.KindMagic} {
+		for _, kind := range []string{lmail.KindOTP, lmail.KindMagic, lmail.KindEmailChange, lmail.KindEmailChangedNotice} {
 			m, err := lmail.Render(kind, "user@example.com", "auth@example.com", store.MailContent{Project: project, Code: code, Link: link, TTLSeconds: ttl})
 			if err != nil {
 				t.Fatal(err)

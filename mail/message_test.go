@@ -64,3 +64,43 @@ func TestSubjectNeverDecodesAsProjectChose(t *testing.T) {
 		}
 	}
 }
+
+// TestAddressMessages: the address confirmation carries its code as the
+// only run of six digits, names the project in the subject and says when
+// the code expires; the notice to the old address names the project and
+// holds no code, no link and no digits at all (decisions.md §15: no
+// link, no code).
+func TestAddressMessages(t *testing.T) {
+	cases := []struct {
+		kind, subject, text string
+		content             store.MailContent
+		code                string
+	}{
+		{mail.KindEmailChange, "Confirm your email address for Acme", "expires in 10 minutes",
+			store.MailContent{Project: "Acme", Code: "730519", TTLSeconds: 600}, "730519"},
+		{mail.KindEmailChangedNotice, "Your Acme email address was changed", "If you did not make this change, contact Acme",
+			store.MailContent{Project: "Acme"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			m, err := mail.Render(c.kind, "a@example.com", "auth@example.com", c.content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.ID = "mail-x"
+			raw := string(m.Bytes())
+			subject, text, html := parseMessage(t, []byte(raw))
+			if subject != c.subject || !strings.Contains(text, c.text) {
+				t.Fatalf("subject %q text %q, want %q and %q", subject, text, c.subject, c.text)
+			}
+			body := raw[strings.Index(raw, "\r\n\r\n"):]
+			runs := regexp.MustCompile(`\d{6,}`).FindAllString(body, -1)
+			if c.code != "" && (len(runs) != 2 || runs[0] != c.code || runs[1] != c.code || !strings.Contains(html, c.code)) {
+				t.Fatalf("digit runs %q, want the code in each part:\n%s", runs, raw)
+			}
+			if c.code == "" && (regexp.MustCompile(`\d`).MatchString(text) || regexp.MustCompile(`\d{4}`).MatchString(html) || strings.Contains(text+html, "http") || strings.Contains(html, "<a ")) {
+				t.Fatalf("notice holds digits or a link:\n%s", raw)
+			}
+		})
+	}
+}

@@ -13,11 +13,17 @@ import (
 const (
 	KindOTP   = "otp"
 	KindMagic = "magic"
+	// KindEmailChange carries a code that confirms an address from a
+	// session: the current one, or a new one the user asked to switch to.
+	KindEmailChange = "email_change"
+	// KindEmailChangedNotice tells the old address that the account's
+	// address was changed; it holds no link and no code.
+	KindEmailChangedNotice = "email_changed_notice"
 )
 
 // Render turns a queued message's content into the message the user
-// receives. The subject names the project; the body says when the code or
-// link expires.
+// receives. The subject names the project; a code's or link's body says
+// when it expires.
 func Render(kind, to, from string, c store.MailContent) (*Message, error) {
 	project := strings.TrimSpace(c.Project)
 	if project == "" {
@@ -31,11 +37,19 @@ func Render(kind, to, from string, c store.MailContent) (*Message, error) {
 	case KindOTP:
 		m.Subject = "Your " + project + " sign-in code"
 		m.Text = fmt.Sprintf("Your sign-in code for %s is:\n\n    %s\n\n%s\nIf you did not ask for it, ignore this email.\n", project, c.Code, expiry)
-		d.Code = c.Code
+		d.Code, d.CodeIntro = c.Code, "Your sign-in code for"
 	case KindMagic:
 		m.Subject = "Sign in to " + project
 		m.Text = fmt.Sprintf("Open this link to sign in to %s:\n\n%s\n\n%s\nIf you did not ask for it, ignore this email.\n", project, c.Link, expiry)
 		d.Link = template.URL(c.Link)
+	case KindEmailChange:
+		m.Subject = "Confirm your email address for " + project
+		m.Text = fmt.Sprintf("Your code to confirm this email address for %s is:\n\n    %s\n\n%s\nIf you did not ask for it, ignore this email.\n", project, c.Code, expiry)
+		d.Code, d.CodeIntro = c.Code, "Your code to confirm this email address for"
+	case KindEmailChangedNotice:
+		m.Subject = "Your " + project + " email address was changed"
+		m.Text = fmt.Sprintf("The email address of your %s account was changed. Sign-in codes and links now go to the new address.\n\nIf you did not make this change, contact %s at once.\n", project, project)
+		d.Notice = true
 	default:
 		return nil, fmt.Errorf("mail: unknown kind %q", kind)
 	}
@@ -48,20 +62,23 @@ func Render(kind, to, from string, c store.MailContent) (*Message, error) {
 }
 
 type htmlData struct {
-	Project, Code, Expiry string
-	Link                  template.URL
+	Project, Code, CodeIntro, Expiry string
+	Link                             template.URL
+	Notice                           bool
 }
 
 var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
 <html><body style="font-family:sans-serif;max-width:32em">
-{{if .Code}}<p>Your sign-in code for <b>{{.Project}}</b> is:</p>
+{{if .Notice}}<p>The email address of your <b>{{.Project}}</b> account was changed. Sign-in codes and links now go to the new address.</p>
+<p style="color:#666">If you did not make this change, contact {{.Project}} at once.</p>
+{{else}}{{if .Code}}<p>{{.CodeIntro}} <b>{{.Project}}</b> is:</p>
 <p style="font-size:2em;letter-spacing:0.2em;font-family:monospace">{{.Code}}</p>
 {{else}}<p>Open this link to sign in to <b>{{.Project}}</b>:</p>
 <p><a href="{{.Link}}">Sign in to {{.Project}}</a></p>
 <p style="font-size:small;word-break:break-all">{{.Link}}</p>
 {{end}}<p>{{.Expiry}}</p>
 <p style="color:#666">If you did not ask for it, ignore this email.</p>
-</body></html>
+{{end}}</body></html>
 `))
 
 func noun(kind string) string {

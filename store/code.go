@@ -9,6 +9,7 @@ type Code struct {
 	ProjectID string    `json:"projectId"`
 	Subject   string    `json:"subject"` // email address or user id
 	Phone     string    `json:"phone,omitempty"`
+	Email     string    `json:"email,omitempty"` // address a confirmation code proves
 	Hash      []byte    `json:"hash"`
 	Attempts  int       `json:"attempts"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -53,10 +54,13 @@ func isThrottleKey(k []byte) bool {
 	return len(k) >= 2 && k[len(k)-2] == 0 && k[len(k)-1] == 't'
 }
 
-// Throttle is the recent send history of one (kind, project, address),
-// for per-address send limits.
+// Throttle is the recent history of one (kind, project, subject): sends
+// for per-address send limits, or failures for a guessing limit.
+// KeepUntil, when set, keeps the row from the sweep until then, for
+// histories whose window is longer than the sweep's hour.
 type Throttle struct {
-	Sends []time.Time `json:"sends"`
+	Sends     []time.Time `json:"sends"`
+	KeepUntil time.Time   `json:"keepUntil,omitzero"`
 }
 
 // throttleKey sorts right after the code key of the same subject, so a
@@ -83,7 +87,8 @@ func (tx *Tx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
 	return tx.put(bucketThrottles, throttleKey(kind, projectID, subject), t)
 }
 
-// SweepThrottles removes histories whose newest entry is older than cutoff.
+// SweepThrottles removes histories whose newest entry is older than
+// cutoff, unless their KeepUntil is after it.
 func (tx *Tx) SweepThrottles(cutoff time.Time) (int, error) {
 	return tx.sweepKeys(bucketThrottles, func(k, v []byte) (bool, error) {
 		if !isThrottleKey(k) {
@@ -92,6 +97,9 @@ func (tx *Tx) SweepThrottles(cutoff time.Time) (int, error) {
 		var t Throttle
 		if err := jsonDecode(v, &t); err != nil {
 			return false, err
+		}
+		if t.KeepUntil.After(cutoff) {
+			return false, nil
 		}
 		return len(t.Sends) == 0 || t.Sends[len(t.Sends)-1].Before(cutoff), nil
 	})

@@ -17,6 +17,10 @@ type Project struct {
 	DenyCIDRs          []string  `json:"denyCidrs"`
 	CreatedAt          time.Time `json:"createdAt"`
 
+	// EmailChange is how PATCH /user changes an address: "verify" (by a
+	// code sent to the new address) or "direct"; empty means "verify".
+	EmailChange string `json:"emailChange,omitempty"`
+
 	// SigningKeyID is the JWT "kid" of the project's ES256 key.
 	SigningKeyID string `json:"signingKeyId"`
 	// SigningKey is the PKCS#8 private key, sealed with the keyring.

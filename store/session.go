@@ -13,6 +13,10 @@ type Session struct {
 	Method    string    `json:"method"`
 	IssuedAt  time.Time `json:"issuedAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// SteppedUpAt is the last time this session passed a step-up check
+	// (TOTP, the enrolled phone's SMS code, or a backup-code login that
+	// created it); zero when never.
+	SteppedUpAt time.Time `json:"steppedUpAt,omitzero"`
 }
 
 // Session returns the session with id.

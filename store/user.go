@@ -18,6 +18,11 @@ type User struct {
 	Disabled       bool      `json:"disabled"`
 	CreatedAt      time.Time `json:"createdAt"`
 	UpdatedAt      time.Time `json:"updatedAt"`
+
+	// EmailVerified records whether Email was proven (a code or link
+	// sent to it, or an app vouching for it). Nil in rows written before
+	// the field existed; auth settles those (see auth's settleVerified).
+	EmailVerified *bool `json:"emailVerified,omitempty"`
 }
 
 // User returns the user with id.

@@ -73,7 +73,7 @@ var commands = []*command{
 	projectCreate, projectList, projectUpdate,
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodDisable, methodEnable,
-	userList, userDisable, userEnable,
+	userList, userDisable, userEnable, userResetTOTP,
 	events,
 	backup,
 }

@@ -222,11 +222,11 @@ func TestProjectCommands(t *testing.T) {
 	}
 
 	out = ts.ok("project", "list")
-	if got := tableRow(t, out, "ID"); strings.Join(got, "|") != "ID|NAME|ORIGINS|RP ID|SESSION TTL|RATE/MIN|DENY CIDRS|COMPANY ID|CREATED" {
+	if got := tableRow(t, out, "ID"); strings.Join(got, "|") != "ID|NAME|ORIGINS|RP ID|SESSION TTL|RATE/MIN|DENY CIDRS|EMAIL CHANGE|COMPANY ID|CREATED" {
 		t.Fatalf("header=%q", got)
 	}
 	row := tableRow(t, out, id)
-	if row[1] != "Blog" || row[2] != "-" || row[4] != "1d" || row[5] != "100" || row[6] != "-" {
+	if row[1] != "Blog" || row[2] != "-" || row[4] != "1d" || row[5] != "100" || row[6] != "-" || row[7] != "verify" {
 		t.Fatalf("row=%q", row)
 	}
 	wantContains(t, out, "default", "http://localhost:3000", "Shop")
@@ -250,6 +250,12 @@ func TestProjectCommands(t *testing.T) {
 	}
 	out = ts.ok("project", "update", id, "--session-ttl", "5400")
 	wantContains(t, out, "Blog 2", "1h30m (5400 s)", "7/min")
+	p = ts.okJSON("project", "update", id, "--email-change", "direct")["project"].(map[string]any)
+	if p["emailChange"] != "direct" || p["sessionTtlSeconds"] != float64(5400) {
+		t.Fatalf("project=%v", p)
+	}
+	wantContains(t, ts.ok("project", "update", id, "--email-change", "verify"), "Email change", "verify")
+	wantFail(t, ts.cli("project", "update", id, "--email-change", "never"), 1, "(VALIDATION_ERROR)")
 
 	wantFail(t, ts.cli("project", "update", "nope", "--name", "x"), 1, "(PROJECT_NOT_FOUND)")
 	wantFail(t, ts.cli("project", "create", "--name", "x", "--origin", "ftp://x.example"), 1, "(VALIDATION_ERROR)")
@@ -329,12 +335,12 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 	ts.confirm(secret, "card", "ext-2", "bob@example.com")
 
 	out = ts.ok("user", "list", "--project", pid)
-	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|EXTERNAL ID|COMPANY ID|STATUS|CREATED" {
+	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|VERIFIED|EXTERNAL ID|COMPANY ID|STATUS|CREATED" {
 		t.Fatalf("header=%q", got)
 	}
 	row := tableRow(t, out, "ann@example.com")
 	uid := row[0]
-	if row[2] != "ext-1" || row[3] != "-" || row[4] != "active" {
+	if row[2] != "yes" || row[3] != "ext-1" || row[4] != "-" || row[5] != "active" {
 		t.Fatalf("row=%q", row)
 	}
 	users := ts.okJSON("user", "list", "--project", pid, "--email", "bob@example.com")["users"].([]any)
@@ -349,7 +355,7 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 	if status, code := ts.confirm(secret, "card", "ext-1", ""); status != 403 || code != "USER_DISABLED" {
 		t.Fatalf("confirm for a disabled user: %d %s", status, code)
 	}
-	if row := tableRow(t, ts.ok("user", "list", "--project", pid), uid); row[4] != "disabled" {
+	if row := tableRow(t, ts.ok("user", "list", "--project", pid), uid); row[5] != "disabled" {
 		t.Fatalf("row=%q", row)
 	}
 	ts.okJSON("user", "enable", uid)
@@ -357,6 +363,9 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 		t.Fatalf("confirm after enable: %d %s", status, code)
 	}
 	wantFail(t, ts.cli("user", "disable", "nope"), 1, "(USER_NOT_FOUND)")
+	wantFail(t, ts.cli("user", "reset-totp", uid), 1, "(TOTP_NOT_ENROLLED)")
+	wantFail(t, ts.cli("user", "reset-totp", "nope"), 1, "(USER_NOT_FOUND)")
+	wantFail(t, ts.cli("user", "reset-totp"), 2)
 
 	if row := tableRow(t, ts.ok("method", "disable", mid), mid); row[2] != "card" || row[3] != "direct" || row[4] != "inactive" {
 		t.Fatalf("row=%q", row)
@@ -594,7 +603,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"key", "revoke", "x", "--help"}, []string{"latchkey key revoke PREFIX"}},
 		{[]string{"backup", "--help"}, []string{"--out FILE", "0600"}},
 		{[]string{"events", "-help"}, []string{"--failure-code CATEGORY", "--limit N"}},
-		{[]string{"user", "--help"}, []string{"latchkey user list", "latchkey user disable ID", "latchkey user enable ID"}},
+		{[]string{"user", "--help"}, []string{"latchkey user list", "latchkey user disable ID", "latchkey user enable ID", "latchkey user reset-totp ID"}},
 		{[]string{"method", "help"}, []string{"latchkey method create", "latchkey method disable ID"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -635,3 +644,95 @@ func TestCustomHTTPClient(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestUserResetTOTP: `user reset-totp ID` lifts a TOTP lockout through
+// the admin API, keeping the enrolment; --json prints {success:true}.
+func TestUserResetTOTP(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	tok, uid := ts.totpUser("locked@example.com")
+	for i := 0; i < 10; i++ {
+		if status, _ := ts.post("/api/v1/totp/verify", tok, map[string]any{"code": "12345"}); status != 401 {
+			t.Fatalf("wrong code: %d", status)
+		}
+	}
+	if f := ts.totpFactor(uid); f.Failures != 10 || f.LockedUntil.IsZero() {
+		t.Fatalf("factor=%+v, want locked", f)
+	}
+	wantContains(t, ts.ok("user", "reset-totp", uid), "Reset the TOTP lockout of user "+uid)
+	if f := ts.totpFactor(uid); f.Failures != 0 || !f.LockedUntil.IsZero() || f.Status != "pending" {
+		t.Fatalf("factor=%+v, want reset and still there", f)
+	}
+	if got := ts.okJSON("user", "reset-totp", uid); len(got) != 1 {
+		t.Fatalf("--json=%v, want {success:true}", got)
+	}
+}
+
+// totpUser signs addr in by email OTP and gives the user a pending TOTP
+// factor, through the API; the code is read from the queued mail.
+func (ts *testServer) totpUser(addr string) (token, userID string) {
+	ts.t.Helper()
+	if status, body := ts.post("/api/v1/otp/send", ts.Key, map[string]any{"email": addr}); status != 200 {
+		ts.t.Fatalf("otp/send: %d %v", status, body)
+	}
+	code := ts.lastCode(addr)
+	status, body := ts.post("/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": code})
+	if status != 200 {
+		ts.t.Fatalf("otp/verify: %d %v", status, body)
+	}
+	token, userID = body["token"].(string), body["userId"].(string)
+	if status, body := ts.post("/api/v1/totp/enroll", token, map[string]any{}); status != 200 {
+		ts.t.Fatalf("totp/enroll: %d %v", status, body)
+	}
+	return token, userID
+}
+
+// post sends a JSON POST with a bearer token.
+func (ts *testServer) post(path, token string, body any) (int, map[string]any) {
+	ts.t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", ts.URL+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	return ts.send(req)
+}
+
+// lastCode opens the newest queued mail to addr and returns its code.
+func (ts *testServer) lastCode(addr string) string {
+	ts.t.Helper()
+	keys, err := store.NewKeyring(testMaster)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	code := ""
+	ts.db.View(func(tx *store.Tx) error {
+		return tx.RecentMail(func(m *store.Mail) bool {
+			if m.To != addr {
+				return true
+			}
+			raw, err := keys.Open(m.Body, store.MailAAD)
+			if err != nil {
+				ts.t.Fatal(err)
+			}
+			var c store.MailContent
+			json.Unmarshal(raw, &c)
+			code = c.Code
+			return false
+		})
+	})
+	return code
+}
+
+// totpFactor returns userID's TOTP factor row.
+func (ts *testServer) totpFactor(userID string) *store.Factor {
+	ts.t.Helper()
+	var f *store.Factor
+	err := ts.db.View(func(tx *store.Tx) error {
+		var err error
+		f, err = tx.Factor(userID, "totp")
+		return err
+	})
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return f
+}

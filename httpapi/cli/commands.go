@@ -20,6 +20,7 @@ type project struct {
 	SessionTTLSeconds  int      `json:"sessionTtlSeconds"`
 	RateLimitPerMinute int      `json:"rateLimitPerMinute"`
 	DenyCIDRs          []string `json:"denyCidrs"`
+	EmailChange        string   `json:"emailChange"`
 	CreatedAt          string   `json:"createdAt"`
 }
 
@@ -47,6 +48,7 @@ type user struct {
 	Email          string  `json:"email"`
 	ExternalUserID *string `json:"externalUserId"`
 	CompanyID      *string `json:"companyId"`
+	EmailVerified  bool    `json:"emailVerified"`
 	Disabled       bool    `json:"disabled"`
 	CreatedAt      string  `json:"createdAt"`
 }
@@ -98,10 +100,10 @@ var projectList = &command{
 					_, err := fmt.Fprintln(c.out, "No projects.")
 					return err
 				}
-				t := newTable(c.out, "ID", "NAME", "ORIGINS", "RP ID", "SESSION TTL", "RATE/MIN", "DENY CIDRS", "COMPANY ID", "CREATED")
+				t := newTable(c.out, "ID", "NAME", "ORIGINS", "RP ID", "SESSION TTL", "RATE/MIN", "DENY CIDRS", "EMAIL CHANGE", "COMPANY ID", "CREATED")
 				for _, p := range resp.Projects {
 					t.row(p.ID, p.Name, list(p.AllowedOrigins), p.RPID, humanSeconds(p.SessionTTLSeconds),
-						strconv.Itoa(p.RateLimitPerMinute), list(p.DenyCIDRs), p.CompanyID, humanTime(p.CreatedAt))
+						strconv.Itoa(p.RateLimitPerMinute), list(p.DenyCIDRs), p.EmailChange, p.CompanyID, humanTime(p.CreatedAt))
 				}
 				return t.flush()
 			})
@@ -120,7 +122,7 @@ var projectUpdate = &command{
 		return func(ctx context.Context, c *call) error {
 			b := body(c)
 			if len(b) == 0 {
-				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --deny-cidr")
+				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --deny-cidr, --email-change")
 			}
 			var resp struct {
 				Project project `json:"project"`
@@ -143,6 +145,7 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 	ttl := fs.Int("session-ttl", 0, "session lifetime in `SECONDS` (300 to 7776000; server default 86400)")
 	rate := fs.Int("rate-limit", 0, "API key requests per minute, `N` (server default 100)")
 	fs.Var(&deny, "deny-cidr", "refuse logins from `CIDR`; repeat or separate with commas")
+	emailChange := fs.String("email-change", "", "how users change their address, `MODE`: verify (a code to the new address) or direct (server default verify)")
 	return func(c *call) map[string]any {
 		b := map[string]any{}
 		for flagName, set := range map[string]func(){
@@ -158,6 +161,9 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 				set()
 			}
 		}
+		if c.set["email-change"] {
+			b["emailChange"] = *emailChange
+		}
 		return b
 	}
 }
@@ -172,6 +178,7 @@ func printProject(c *call, p project) error {
 		"Session TTL", fmt.Sprintf("%s (%d s)", humanSeconds(p.SessionTTLSeconds), p.SessionTTLSeconds),
 		"Rate limit", fmt.Sprintf("%d/min per key", p.RateLimitPerMinute),
 		"Deny CIDRs", list(p.DenyCIDRs),
+		"Email change", p.EmailChange,
 		"Created", humanTime(p.CreatedAt),
 	)
 }
@@ -368,13 +375,16 @@ var userList = &command{
 					_, err := fmt.Fprintln(c.out, "No users.")
 					return err
 				}
-				t := newTable(c.out, "ID", "EMAIL", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
+				t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
 				for _, u := range resp.Users {
-					status := "active"
+					status, verified := "active", "no"
 					if u.Disabled {
 						status = "disabled"
 					}
-					t.row(u.ID, u.Email, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
+					if u.EmailVerified {
+						verified = "yes"
+					}
+					t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
 				}
 				return t.flush()
 			})
@@ -406,6 +416,23 @@ func userState(verb, done string) *command {
 			}
 		},
 	}
+}
+
+var userResetTOTP = &command{
+	name:    "user reset-totp",
+	args:    []string{"ID"},
+	summary: "lift a user's TOTP lockout",
+	help: "Clear the TOTP failure count and lockout of the user ID, the lock after 100\n" +
+		"failures included; the enrolment stays. A sign-in with a backup code does the same.",
+	flags: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, c *call) error {
+			id := c.args[0]
+			return c.send(ctx, "POST", "/api/v1/admin/users/"+pathID(id)+"/factors/totp/reset", nil, map[string]any{}, nil, func() error {
+				_, err := fmt.Fprintf(c.out, "Reset the TOTP lockout of user %s; the enrolment stays.\n", cell(id))
+				return err
+			})
+		}
+	},
 }
 
 // Events.

@@ -1,0 +1,326 @@
+package auth
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"latchkey/store"
+)
+
+// Address confirmation and change (decisions.md §15). A user proves an
+// address from their session with a code mailed to it: their current
+// address (POST /user/email/send), or a new one (PATCH /user {email} in
+// a project whose emailChange is "verify"). Both are confirmed by POST
+// /user/email/verify {code}. A user has at most one pending
+// confirmation: a new one replaces it. Codes are as for email OTP: 6
+// digits, 10 minutes, 5 tries, the per-address send throttle, and the
+// address's 50 failed guesses per 24 hours shared with otp/verify.
+const (
+	// EmailChangeVerify and EmailChangeDirect are the values of a
+	// project's emailChange.
+	EmailChangeVerify = "verify"
+	EmailChangeDirect = "direct"
+
+	codeKindEmail   = "email_verify" // the pending confirmation, per user; its send throttle, per address
+	hashDomainEmail = "email_verify"
+	// Mail kinds (mail.KindEmailChange, mail.KindEmailChangedNotice).
+	mailKindEmailChange  = "email_change"
+	mailKindEmailChanged = "email_changed_notice"
+	// Event methods: proving the current address, and changing it.
+	methodEmailVerify = "email_verify"
+	methodEmailChange = "email_change"
+)
+
+// errNoAddressCode is the verify answer when nothing is pending.
+var errNoAddressCode = ErrInvalidCode.With("No code is pending for this account. Request a new code.")
+
+// UserPatch is the body of PATCH /user; nil fields are unchanged.
+type UserPatch struct {
+	Email     *string `json:"email"`
+	FirstName *string `json:"firstName"`
+}
+
+// UserUpdate is the outcome of PATCH /user: the user as it now is, and
+// the address waiting for confirmation (empty when none was asked for).
+type UserUpdate struct {
+	User         *store.User
+	PendingEmail string
+}
+
+// UpdateUser changes the session user's first name and starts, or in a
+// project with emailChange "direct" makes, a change of address. In
+// "verify" mode (the default) the address stays and a code goes to the
+// new one (PendingEmail); VerifyAddress applies it. In "direct" mode
+// the address changes at once and emailVerified becomes false. user.updated
+// is emitted when the user row changes. Errors: 400 VALIDATION_ERROR for
+// a bad body; 409 EMAIL_IN_USE when another user of the project holds
+// the address; 429 TOO_MANY_REQUESTS past the address's send throttle.
+// A failure changes nothing (the first name included).
+func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, error) {
+	if in.Email == nil && in.FirstName == nil {
+		return nil, Invalid("Send email or firstName.")
+	}
+	var email, first string
+	if in.Email != nil {
+		var err error
+		if email, err = NormalizeEmail(*in.Email); err != nil {
+			return nil, err
+		}
+	}
+	if in.FirstName != nil {
+		var err error
+		if first, err = checkFirstName(*in.FirstName); err != nil {
+			return nil, err
+		}
+	}
+	var out *UserUpdate
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		out, fail = nil, nil
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		if _, err := settleVerified(tx, u); err != nil {
+			return err
+		}
+		p, err := tx.Project(u.ProjectID)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		out = &UserUpdate{User: u}
+		changed := in.FirstName != nil
+		if in.Email != nil && email != u.Email {
+			method, action := methodEmailChange, "send"
+			if p.EmailChange == EmailChangeDirect {
+				action = "update"
+			}
+			failWith := func(e error) error {
+				fail = e
+				return s.record(tx, p.ID, u.ID, u.Email, method, action, e, m)
+			}
+			if _, err := tx.UserByEmail(p.ID, email); err == nil {
+				return failWith(ErrEmailInUse)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if action == "update" {
+				u.Email, u.EmailVerified, changed = email, boolPtr(false), true
+			} else {
+				if e, err := s.sendAddressCode(tx, p, u, email, now); err != nil {
+					return err
+				} else if e != nil {
+					return failWith(e)
+				}
+				out.PendingEmail = email
+			}
+			if err := s.record(tx, p.ID, u.ID, u.Email, method, action, nil, m); err != nil {
+				return err
+			}
+		}
+		if !changed {
+			return nil
+		}
+		if in.FirstName != nil {
+			u.FirstName = first
+		}
+		u.UpdatedAt = now
+		if err := tx.PutUser(u); errors.Is(err, store.ErrConflict) {
+			return ErrEmailInUse
+		} else if err != nil {
+			return err
+		}
+		return s.emit(tx, u.ProjectID, "user.updated", map[string]string{"user_id": u.ID, "email": u.Email})
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	return out, nil
+}
+
+// SendAddressCode mails a code to the session user's current address, to
+// prove it (POST /user/email/send); VerifyAddress checks it. It replaces
+// a pending confirmation, a pending address change included. Errors: 401
+// INVALID_SESSION; 429 TOO_MANY_REQUESTS past the address's send
+// throttle (with the wait).
+func (s *Service) SendAddressCode(pr *Principal, m Meta) error {
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		fail = nil
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		p, err := tx.Project(u.ProjectID)
+		if err != nil {
+			return err
+		}
+		if fail, err = s.sendAddressCode(tx, p, u, u.Email, s.now().UTC()); err != nil {
+			return err
+		}
+		return s.record(tx, p.ID, u.ID, u.Email, methodEmailVerify, "send", fail, m)
+	})
+	if err != nil {
+		return internal(err)
+	}
+	return fail
+}
+
+// sendAddressCode stores a new pending confirmation of address to for u
+// and queues its mail, inside tx, under the address's send throttle
+// (shared by the current-address and new-address codes). Over the
+// throttle it changes nothing and returns fail, the 429.
+func (s *Service) sendAddressCode(tx *store.Tx, p *store.Project, u *store.User, to string, now time.Time) (fail, err error) {
+	th, err := tx.Throttle(codeKindEmail, p.ID, to)
+	if err != nil {
+		return nil, err
+	}
+	if ok, wait := emailSends.allow(th, now); !ok {
+		return ErrTooManyRequests.WithRetry(wait), nil
+	}
+	th.Sends = append(th.Sends, now)
+	if err := tx.PutThrottle(codeKindEmail, p.ID, to, th); err != nil {
+		return nil, err
+	}
+	code := randomDigits(6)
+	h := s.keys.HashString(hashDomainEmail, u.ID+"\x00"+to+"\x00"+code)
+	c := &store.Code{Kind: codeKindEmail, ProjectID: p.ID, Subject: u.ID, Email: to, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)}
+	if err := tx.PutCode(c); err != nil {
+		return nil, err
+	}
+	return nil, s.enqueueMail(tx, p.ID, to, mailKindEmailChange, store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, now)
+}
+
+// enqueueMail seals content and queues it for to inside tx; the mail
+// task is woken after commit.
+func (s *Service) enqueueMail(tx *store.Tx, projectID, to, kind string, content store.MailContent, now time.Time) error {
+	body, err := json.Marshal(content)
+	if err != nil {
+		return err
+	}
+	sealed, err := s.keys.Seal(body, store.MailAAD)
+	if err != nil {
+		return err
+	}
+	if err := tx.EnqueueMail(&store.Mail{ProjectID: projectID, To: to, Kind: kind, Body: sealed, CreatedAt: now, NextAttemptAt: now}); err != nil {
+		return err
+	}
+	tx.OnCommit(s.wake)
+	return nil
+}
+
+// VerifyAddress checks the code of the session user's pending
+// confirmation (POST /user/email/verify). For the current address it
+// sets emailVerified; for a new address it also switches to it, emits
+// user.updated and mails a notice (no link, no code) to the old address.
+// It returns the user as it now is. Errors as otp/verify: 400
+// VALIDATION_ERROR for an empty or non-digit code; 401 INVALID_CODE when
+// none is pending, for a wrong code (each counts a try and an address
+// failure), an expired one, after 5 tries, and while the address has 50
+// failed guesses in 24 hours (the locked text); 409 EMAIL_IN_USE when
+// another user took the new address meanwhile (the confirmation is
+// dropped).
+func (s *Service) VerifyAddress(pr *Principal, code string, m Meta) (*store.User, error) {
+	if err := checkCodeShape(code); err != nil {
+		return nil, s.rejectStepUp(pr, methodEmailVerify, err, m)
+	}
+	var out *store.User
+	var fail error
+	err := s.db.Update(func(tx *store.Tx) error {
+		out, fail = nil, nil
+		u, err := s.sessionUserTx(tx, pr)
+		if err != nil {
+			return err
+		}
+		method := methodEmailVerify
+		failWith := func(e error) error {
+			fail = e
+			return s.record(tx, u.ProjectID, u.ID, u.Email, method, "verify", e, m)
+		}
+		c, err := tx.Code(codeKindEmail, u.ProjectID, u.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return failWith(errNoAddressCode)
+		} else if err != nil {
+			return err
+		}
+		if c.Email != u.Email {
+			method = methodEmailChange
+		}
+		now := s.now().UTC()
+		if !now.Before(c.ExpiresAt) {
+			if err := tx.DeleteCode(c); err != nil {
+				return err
+			}
+			return failWith(ErrCodeExpired)
+		}
+		if c.Attempts >= OTPMaxAttempts {
+			return failWith(ErrCodeLocked)
+		}
+		guesses, err := addressGuesses(tx, u.ProjectID, c.Email, now)
+		if err != nil {
+			return err
+		}
+		if guesses.locked() {
+			return failWith(ErrCodeLocked)
+		}
+		h := s.keys.HashString(hashDomainEmail, u.ID+"\x00"+c.Email+"\x00"+code)
+		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
+			c.Attempts++
+			if err := tx.PutCode(c); err != nil {
+				return err
+			}
+			if err := guesses.fail(tx, u.ProjectID, c.Email, now); err != nil {
+				return err
+			}
+			if c.Attempts >= OTPMaxAttempts {
+				return failWith(ErrInvalidCode.With(ErrCodeLocked.Message))
+			}
+			return failWith(ErrInvalidCode)
+		}
+		if err := tx.DeleteCode(c); err != nil {
+			return err
+		}
+		if method == methodEmailVerify {
+			if err := s.setVerified(tx, u); err != nil {
+				return err
+			}
+			out = u
+			return s.record(tx, u.ProjectID, u.ID, u.Email, method, "verify", nil, m)
+		}
+		if _, err := tx.UserByEmail(u.ProjectID, c.Email); err == nil {
+			return failWith(ErrEmailInUse)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		p, err := tx.Project(u.ProjectID)
+		if err != nil {
+			return err
+		}
+		old := u.Email
+		u.Email, u.EmailVerified, u.UpdatedAt = c.Email, boolPtr(true), now
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		if err := s.emit(tx, u.ProjectID, "user.updated", map[string]string{"user_id": u.ID, "email": u.Email}); err != nil {
+			return err
+		}
+		if err := s.enqueueMail(tx, u.ProjectID, old, mailKindEmailChanged, store.MailContent{Project: p.Name}, now); err != nil {
+			return err
+		}
+		out = u
+		return s.record(tx, u.ProjectID, u.ID, u.Email, method, "verify", nil, m)
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	if fail != nil {
+		return nil, fail
+	}
+	return out, nil
+}
