@@ -162,7 +162,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated, printed once, saved to <data>.admin-token", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
 		{"master-key", "LATCHKEY_MASTER_KEY", "KEY", "the <data>.key file", "32-byte key, base64; encrypts secrets at rest", &c.MasterKey},
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "CIDRS", "empty", "comma-separated CIDRs whose X-Forwarded-For is believed", &c.TrustedProxies},
-		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let live-mode webhooks target private/loopback addresses", nil},
+		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let webhooks of both modes target private, loopback and link-local addresses (without it: live mode public only, test mode public and loopback)", nil},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
 	}
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
@@ -531,6 +531,9 @@ func (m *Main) Close() error {
 	}
 	if m.Hooks != nil {
 		m.Hooks.Close()
+	}
+	if m.Service != nil {
+		errs = append(errs, m.Service.Close()) // suppressed-failure counts
 	}
 	if m.DB != nil {
 		errs = append(errs, m.DB.Close())

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -362,22 +363,41 @@ func nullable(s string) *string {
 	return &s
 }
 
-// AdminUsers lists a project's users; email filters: a whole address
-// matches exactly, anything else ("ada@", "ad") is an address prefix (a
-// search).
-func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, error) {
+// UserPage is one page of a project's users in email order. NextCursor,
+// when not nil, asks for the next page; it is nil on the last one.
+type UserPage struct {
+	Users      []AdminUser
+	NextCursor *string
+}
+
+// AdminUsers lists a page of a project's users in email order: limit of
+// them (default 100, at most MaxPageSize), after cursor (the NextCursor of
+// the previous page; "" from the first). The email filter uses the email
+// index: a whole address matches exactly, anything else ("ada@", "ad") is
+// an address prefix (a search). Each page costs the same at any depth: a
+// seek in the index, then limit rows. 400 VALIDATION_ERROR for a cursor
+// that is not one, 404 PROJECT_NOT_FOUND for an unknown project.
+func (s *Service) AdminUsers(projectID, email, cursor string, limit int) (UserPage, error) {
 	if projectID == "" {
-		return nil, Invalid("projectId is required.")
+		return UserPage{}, Invalid("projectId is required.")
+	}
+	limit = pageSize(limit)
+	after, err := parseUserCursor(cursor)
+	if err != nil {
+		return UserPage{}, err
 	}
 	email = strings.ToLower(strings.TrimSpace(email))
-	out := []AdminUser{}
-	err := s.db.View(func(tx *store.Tx) error {
+	page := UserPage{Users: []AdminUser{}}
+	err = s.db.View(func(tx *store.Tx) error {
 		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
 			return ErrProjectNotFound
 		} else if err != nil {
 			return err
 		}
 		if addr, err := NormalizeEmail(email); err == nil {
+			if after != "" && after >= addr {
+				return nil
+			}
 			u, err := tx.UserByEmail(projectID, addr)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil
@@ -385,10 +405,10 @@ func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, e
 				return err
 			}
 			v, err := viewAdminUser(tx, u)
-			out = append(out, v)
+			page.Users = append(page.Users, v)
 			return err
 		}
-		users, err := tx.Users(projectID, email, limit)
+		users, more, err := tx.Users(projectID, email, after, limit)
 		if err != nil {
 			return err
 		}
@@ -397,11 +417,29 @@ func (s *Service) AdminUsers(projectID, email string, limit int) ([]AdminUser, e
 			if err != nil {
 				return err
 			}
-			out = append(out, v)
+			page.Users = append(page.Users, v)
+		}
+		if more && len(users) > 0 {
+			c := userCursor(users[len(users)-1].Email)
+			page.NextCursor = &c
 		}
 		return nil
 	})
-	return out, internal(err)
+	return page, internal(err)
+}
+
+// userCursor is the opaque cursor after a user: its address, base64url.
+func userCursor(email string) string { return base64.RawURLEncoding.EncodeToString([]byte(email)) }
+
+func parseUserCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) == 0 || len(b) > 1024 {
+		return "", Invalid("cursor is not valid: pass the nextCursor of the previous page.")
+	}
+	return string(b), nil
 }
 
 // NullableString is a JSON field that may be absent (Set false), null
@@ -476,55 +514,4 @@ func (s *Service) SetUserDisabled(id string, disabled bool) error {
 		return tx.PutUser(u)
 	})
 	return internal(err)
-}
-
-// EventView is an authentication event as the admin API shows it.
-type EventView struct {
-	ID          string  `json:"id"`
-	ProjectID   string  `json:"projectId"`
-	UserID      *string `json:"userId"`
-	Email       *string `json:"email"`
-	Method      string  `json:"method"`
-	Action      string  `json:"action"`
-	Success     bool    `json:"success"`
-	FailureCode *string `json:"failureCode"`
-	IP          string  `json:"ip"`
-	UserAgent   string  `json:"userAgent"`
-	CreatedAt   string  `json:"createdAt"`
-}
-
-// Events lists authentication events newest first (limit default 100,
-// at most 1000).
-func (s *Service) Events(f store.AuthEventFilter) ([]EventView, error) {
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	if f.Limit > 1000 {
-		f.Limit = 1000
-	}
-	var evs []*store.AuthEvent
-	err := s.db.View(func(tx *store.Tx) error {
-		var err error
-		evs, err = tx.AuthEvents(f)
-		return err
-	})
-	out := make([]EventView, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, EventView{ID: e.ID, ProjectID: e.ProjectID, UserID: nullable(e.UserID), Email: nullable(e.Email),
-			Method: e.Method, Action: e.Action, Success: e.Success, FailureCode: nullable(e.FailureCode),
-			IP: e.IP, UserAgent: e.UserAgent, CreatedAt: formatTime(e.CreatedAt)})
-	}
-	return out, internal(err)
-}
-
-// EventsSince returns every event since t (for the dashboard chart),
-// newest first; projectID empty means all projects.
-func (s *Service) EventsSince(projectID string, t time.Time) ([]*store.AuthEvent, error) {
-	var evs []*store.AuthEvent
-	err := s.db.View(func(tx *store.Tx) error {
-		var err error
-		evs, err = tx.AuthEvents(store.AuthEventFilter{ProjectID: projectID, Since: t})
-		return err
-	})
-	return evs, internal(err)
 }

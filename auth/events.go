@@ -31,22 +31,61 @@ func (s *Service) emit(tx *store.Tx, projectID, typ string, data any) error {
 }
 
 // record writes an authentication event inside tx. A nil fail is a
-// success; otherwise its category is the event's failureCode.
+// success; otherwise its category is the event's failureCode. A failure
+// that names no user may be suppressed (suppress.go): then it is only
+// counted, once tx commits.
 func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action string, fail error, m Meta) error {
-	e := &store.AuthEvent{ID: uuid.NewString(), ProjectID: projectID, UserID: userID, Email: email,
-		Method: method, Action: action, Success: fail == nil, IP: m.IP, UserAgent: clipUA(m.UserAgent),
-		CreatedAt: s.now().UTC()}
+	e := s.authEvent(projectID, userID, email, method, action, fail, m)
 	if fail != nil {
 		ae := AsError(fail)
-		e.FailureCode = ae.Category
-		if e.FailureCode == "" {
-			e.FailureCode = CatInternal
-		}
 		if countsForVelocity(method, action) && isVerifyFailure(ae) {
 			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
 		}
 	}
+	if s.suppressed(e) {
+		tx.OnCommit(func() { s.suppress.count(e) })
+		return nil
+	}
 	return tx.AddAuthEvent(e)
+}
+
+// recordOnly records a failed attempt in its own transaction and returns
+// fail; used where the attempt changes nothing else. A suppressed failure
+// is only counted: no transaction at all.
+func (s *Service) recordOnly(projectID, userID, email, method, action string, fail error, m Meta) error {
+	e := s.authEvent(projectID, userID, email, method, action, fail, m)
+	velocity := countsForVelocity(method, action) && isVerifyFailure(AsError(fail))
+	if s.suppressed(e) {
+		if velocity {
+			s.countFailure(projectID, m.IP)
+		}
+		s.suppress.count(e)
+		return fail
+	}
+	err := s.db.Batch(func(tx *store.Tx) error {
+		if velocity {
+			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
+		}
+		return tx.AddAuthEvent(e)
+	})
+	if err != nil {
+		s.log.Error("record event", "err", err)
+	}
+	return fail
+}
+
+// authEvent is the event of an outcome (fail nil: a success).
+func (s *Service) authEvent(projectID, userID, email, method, action string, fail error, m Meta) *store.AuthEvent {
+	e := &store.AuthEvent{ID: uuid.NewString(), ProjectID: projectID, UserID: userID, Email: email,
+		Method: method, Action: action, Success: fail == nil, IP: m.IP, UserAgent: clipUA(m.UserAgent),
+		CreatedAt: s.now().UTC()}
+	if fail != nil {
+		e.FailureCode = AsError(fail).Category
+		if e.FailureCode == "" {
+			e.FailureCode = CatInternal
+		}
+	}
+	return e
 }
 
 func clipUA(ua string) string {

@@ -156,7 +156,7 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 		reg, err := tx.ExternalMethodByName(p.ID, b.Method)
 		if errors.Is(err, store.ErrNotFound) {
 			fail = ErrInvalidPayload.With("Unknown method.")
-			return s.record(tx, p.ID, "", b.Email, "external", "confirm", fail, m)
+			return errRollback // recorded below, without a write of its own when suppressed
 		} else if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 			var e *Error
 			if errors.As(err, &e) {
 				fail = e
-				return nil // nothing to keep: the replay mark is not written
+				return errRollback // nothing to keep: the replay mark is not written
 			}
 			return err
 		}
@@ -310,14 +310,14 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 		reg, err := tx.ExternalMethod(registrationID)
 		if errors.Is(err, store.ErrNotFound) {
 			fail = ErrInvalidPayload.With("Unknown registration.")
-			return nil
+			return errRollback // no write for an unauthenticated failure
 		} else if err != nil {
 			return err
 		}
 		if err := s.checkSigned(tx, reg, "webhook", raw, sig, b.VerifiedAt); err != nil {
 			if errors.As(err, new(*Error)) {
 				fail = err
-				return nil
+				return errRollback
 			}
 			return err
 		}

@@ -314,18 +314,6 @@ func checkCodeShape(code string) error {
 	return nil
 }
 
-// recordOnly records a failed attempt in its own transaction and returns
-// fail; used where the attempt changes nothing else.
-func (s *Service) recordOnly(projectID, userID, email, method, action string, fail error, m Meta) error {
-	err := s.db.Batch(func(tx *store.Tx) error {
-		return s.record(tx, projectID, userID, email, method, action, fail, m)
-	})
-	if err != nil {
-		s.log.Error("record event", "err", err)
-	}
-	return fail
-}
-
 // randomDigits returns n decimal digits from crypto/rand.
 func randomDigits(n int) string {
 	return randomString("0123456789", n)

@@ -55,6 +55,7 @@ type Service struct {
 	limiter  *Limiter
 	risk     *Risk
 	tokens   *tokenCache
+	suppress *suppressor
 
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
@@ -75,9 +76,10 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	s := &Service{
 		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
 		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS,
-		limiter: NewLimiter(cfg.Now),
-		risk:    NewRisk(cfg.Now),
-		tokens:  newTokenCache(1 << 16),
+		limiter:  NewLimiter(cfg.Now),
+		risk:     NewRisk(cfg.Now),
+		tokens:   newTokenCache(1 << 16),
+		suppress: newSuppressor(),
 	}
 	err := db.View(func(tx *store.Tx) error {
 		s.adminHash = tx.AdminTokenHash()

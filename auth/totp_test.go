@@ -114,7 +114,7 @@ func (f *totpFixture) code(secret []byte, offset int64) string {
 func (f *totpFixture) categories(action string) map[string]int {
 	out := map[string]int{}
 	f.db.View(func(tx *store.Tx) error {
-		evs, err := tx.AuthEvents(store.AuthEventFilter{})
+		evs, _, err := tx.AuthEvents(store.AuthEventFilter{})
 		if err != nil {
 			f.t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"latchkey/auth"
-	"latchkey/store"
 )
 
 func (s *Server) adminRoutes() {
@@ -165,18 +164,19 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p httprouter.
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
-	limit, err := queryInt(q.Get("limit"), 1000)
+	limit, err := queryInt(q.Get("limit"), auth.DefaultPageSize)
 	if err != nil {
 		return err
 	}
-	users, err := s.auth.AdminUsers(q.Get("projectId"), q.Get("email"), limit)
+	page, err := s.auth.AdminUsers(q.Get("projectId"), q.Get("email"), q.Get("cursor"), limit)
 	if err != nil {
 		return err
 	}
 	return ok(w, struct {
-		Success bool             `json:"success"`
-		Users   []auth.AdminUser `json:"users"`
-	}{true, users})
+		Success    bool             `json:"success"`
+		Users      []auth.AdminUser `json:"users"`
+		NextCursor *string          `json:"nextCursor"`
+	}{true, page.Users, page.NextCursor})
 }
 
 func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -224,18 +224,20 @@ func (s *Server) resetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
-	limit, err := queryInt(q.Get("limit"), 100)
+	limit, err := queryInt(q.Get("limit"), auth.DefaultPageSize)
 	if err != nil {
 		return err
 	}
-	evs, err := s.auth.Events(store.AuthEventFilter{ProjectID: q.Get("projectId"), FailureCode: q.Get("failureCode"), Limit: limit})
+	page, err := s.auth.Events(auth.EventQuery{ProjectID: q.Get("projectId"), FailureCode: q.Get("failureCode"), Before: q.Get("before"), Limit: limit})
 	if err != nil {
 		return err
 	}
 	return ok(w, struct {
-		Success bool             `json:"success"`
-		Events  []auth.EventView `json:"events"`
-	}{true, evs})
+		Success    bool                  `json:"success"`
+		Events     []auth.EventView      `json:"events"`
+		NextCursor *string               `json:"nextCursor"`
+		Suppressed []auth.SuppressedView `json:"suppressed"`
+	}{true, page.Events, page.NextCursor, page.Suppressed})
 }
 
 // backup streams a consistent copy of the data file.

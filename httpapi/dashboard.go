@@ -310,21 +310,27 @@ func (s *Server) dashProject(w http.ResponseWriter, r *http.Request, p httproute
 	for _, k := range keys {
 		kv = append(kv, auth.ViewKey(k))
 	}
-	q := r.URL.Query().Get("q")
-	users, err := s.auth.AdminUsers(id, q, 200)
+	q := r.URL.Query()
+	users, err := s.auth.AdminUsers(id, q.Get("q"), q.Get("cursor"), auth.DefaultPageSize)
 	if err != nil {
 		return err
+	}
+	var next string
+	if users.NextCursor != nil {
+		next = "/admin/projects/" + url.PathEscape(id) + "?" + url.Values{"q": {q.Get("q")}, "cursor": {*users.NextCursor}}.Encode()
 	}
 	newKey := s.dashSess.takeNewKey(page.sid, id)
 	page.Title = proj.Name
 	s.render(w, "project.html", struct {
 		dashPage
-		Project auth.ProjectView
-		Keys    []auth.KeyView
-		Users   []auth.AdminUser
-		Query   string
-		NewKey  string
-	}{page, s.auth.ViewProject(proj), kv, users, q, newKey})
+		Project  auth.ProjectView
+		Keys     []auth.KeyView
+		Users    []auth.AdminUser
+		Query    string
+		Paged    bool
+		NextPage string
+		NewKey   string
+	}{page, s.auth.ViewProject(proj), kv, users.Users, q.Get("q"), q.Get("cursor") != "", next, newKey})
 	return nil
 }
 
@@ -366,13 +372,12 @@ func (s *Server) dashUserAction(w http.ResponseWriter, r *http.Request, p httpro
 	return nil
 }
 
-var categories = []string{auth.CatInvalidCode, auth.CatExpired, auth.CatAlreadyUsed, auth.CatRateLimited,
-	auth.CatUserNotFound, auth.CatUserDisabled, auth.CatUserExists, auth.CatValidation, auth.CatRiskBlocked,
-	auth.CatExternalMethod, auth.CatInternal}
-
+// dashEvents shows a page of events (100, older pages through the
+// "before" cursor), the failures of those hours that were counted but not
+// stored, and the chart of the last 24 hours.
 func (s *Server) dashEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params, page dashPage) error {
 	q := r.URL.Query()
-	f := store.AuthEventFilter{ProjectID: q.Get("project"), FailureCode: q.Get("failure"), Limit: 200}
+	f := auth.EventQuery{ProjectID: q.Get("project"), FailureCode: q.Get("failure"), Before: q.Get("before")}
 	evs, err := s.auth.Events(f)
 	if err != nil {
 		return err
@@ -385,15 +390,26 @@ func (s *Server) dashEvents(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
+	var older string
+	if evs.NextCursor != nil {
+		older = "/admin/events?" + url.Values{"project": {f.ProjectID}, "failure": {f.FailureCode}, "before": {*evs.NextCursor}}.Encode()
+	}
+	var suppressed int64
+	for _, c := range evs.Suppressed {
+		suppressed += c.Count
+	}
 	page.Title = "Events"
 	s.render(w, "events.html", struct {
 		dashPage
-		Projects   []*store.Project
-		Categories []string
-		Filter     store.AuthEventFilter
-		Events     []auth.EventView
-		Chart      template.HTML
-	}{page, ps, categories, f, evs, chart})
+		Projects        []*store.Project
+		Categories      []string
+		Filter          auth.EventQuery
+		Events          []auth.EventView
+		Suppressed      []auth.SuppressedView
+		SuppressedTotal int64
+		Older           string
+		Chart           template.HTML
+	}{page, ps, auth.FailureCategories, f, evs.Events, evs.Suppressed, suppressed, older, chart})
 	return nil
 }
 
@@ -405,35 +421,21 @@ var chartColors = map[string]string{
 }
 
 // failureChart renders failed events per hour over the last 24 hours,
-// stacked by category, as inline SVG.
+// stacked by category, as inline SVG. It reads the hourly counters (at
+// most 24 rows per category), never the events.
 func (s *Server) failureChart(projectID string) (template.HTML, error) {
-	now := s.auth.Now().UTC()
-	start := now.Truncate(time.Hour).Add(-23 * time.Hour)
-	evs, err := s.auth.EventsSince(projectID, start)
+	fh, err := s.auth.FailureChart(projectID)
 	if err != nil {
 		return "", err
 	}
-	var counts [24]map[string]int
-	maxTotal := 1
+	counts, start := fh.Counts, fh.Start
+	maxTotal := int64(1)
 	seen := map[string]bool{}
-	for _, e := range evs {
-		if e.Success || e.FailureCode == "" {
-			continue
-		}
-		h := int(e.CreatedAt.Sub(start) / time.Hour)
-		if h < 0 || h > 23 {
-			continue
-		}
-		if counts[h] == nil {
-			counts[h] = map[string]int{}
-		}
-		counts[h][e.FailureCode]++
-		seen[e.FailureCode] = true
-	}
 	for _, c := range counts {
-		t := 0
-		for _, n := range c {
+		var t int64
+		for k, n := range c {
 			t += n
+			seen[k] = true
 		}
 		maxTotal = max(maxTotal, t)
 	}
@@ -450,7 +452,7 @@ func (s *Server) failureChart(projectID string) (template.HTML, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			hgt := counts[h][k] * (H - 20) / maxTotal
+			hgt := int(counts[h][k] * (H - 20) / maxTotal)
 			y -= hgt
 			color := chartColors[k]
 			if color == "" {
@@ -464,7 +466,7 @@ func (s *Server) failureChart(projectID string) (template.HTML, error) {
 		}
 	}
 	lx := left
-	for _, c := range categories {
+	for _, c := range auth.FailureCategories {
 		if !seen[c] {
 			continue
 		}
@@ -473,6 +475,8 @@ func (s *Server) failureChart(projectID string) (template.HTML, error) {
 	}
 	if len(seen) == 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" fill="#667">No failures in the last 24 hours.</text>`, left+10, H/2)
+	} else if fh.Suppressed > 0 {
+		fmt.Fprintf(&b, `<text id="chart-suppressed" x="%d" y="%d" font-size="11" fill="#667">Includes %d failures counted but not stored (suppressed).</text>`, left, H+56, fh.Suppressed)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()), nil

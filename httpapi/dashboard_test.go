@@ -1,13 +1,19 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"latchkey/store"
 )
 
 // dashClient is a browser-like client with a cookie jar.
@@ -122,6 +128,111 @@ func TestDashboard(t *testing.T) {
 	}
 	if _, body = c.get("/admin/"); !strings.Contains(body, `name="token"`) {
 		t.Fatal("still signed in after logout")
+	}
+}
+
+// signedIn returns a dashboard client signed in with the admin token.
+func signedIn(t *testing.T, ts *testServer) *dashClient {
+	t.Helper()
+	c := newDashClient(t, ts)
+	if code, _ := c.post("/admin/login", url.Values{"token": {testAdminToken}}); code != 200 {
+		t.Fatalf("login: %d", code)
+	}
+	return c
+}
+
+var (
+	eventRow  = regexp.MustCompile(`<tr><td>\d{4}-\d\d-\d\dT[^<]*</td><td>email_otp`)
+	userRow   = regexp.MustCompile(`<tr><td>user\d{4}@example\.com</td>`)
+	olderLink = regexp.MustCompile(`<a id="older" href="([^"]+)">`)
+	nextLink  = regexp.MustCompile(`<a id="next-users" href="([^"]+)">`)
+)
+
+// TestDashboardPages: the events page shows 100 events and links to
+// older ones; a project's users come 100 a page with a next-page link;
+// failures counted but not stored are shown beside the events and in the
+// chart, which reads hourly counters.
+func TestDashboardPages(t *testing.T) {
+	ts := newTestServer(t)
+	all := ts.addUsers(230)
+	start := ts.Clock.Now().Add(-time.Hour)
+	err := ts.DB.Update(func(tx *store.Tx) error {
+		for i := range 250 {
+			e := &store.AuthEvent{ID: fmt.Sprint("ev-", i), ProjectID: ts.Project.ID, Email: fmt.Sprintf("ev%03d@example.com", i), Method: "email_otp",
+				Action: "verify", FailureCode: "expired", CreatedAt: start.Add(time.Duration(i) * time.Second)}
+			if err := tx.AddAuthEvent(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 25 {
+		ts.do("GET", "/api/v1/magic/verify?token=made-up-"+fmt.Sprint(i), "", nil)
+	}
+	c := signedIn(t, ts)
+
+	var seen []string
+	page := "/admin/events?project=" + ts.Project.ID
+	for n := 0; page != ""; n++ {
+		code, body := c.get(page)
+		if code != 200 {
+			t.Fatalf("%s: %d", page, code)
+		}
+		rows := eventRow.FindAllString(body, -1)
+		if len(rows) > 100 {
+			t.Fatalf("page %d shows %d events", n, len(rows))
+		}
+		for _, m := range regexp.MustCompile(`ev\d{3}@example\.com`).FindAllString(body, -1) {
+			seen = append(seen, m)
+		}
+		page = ""
+		if m := olderLink.FindStringSubmatch(body); m != nil {
+			page = html.UnescapeString(m[1])
+		}
+	}
+	if len(seen) != 250 || seen[0] != "ev249@example.com" || seen[249] != "ev000@example.com" {
+		t.Fatalf("pages showed %d events (%v … %v)", len(seen), seen[0], seen[len(seen)-1])
+	}
+	// Without a project filter: the unknown tokens (no project), 10 stored
+	// and 15 counted, in the list and the chart.
+	_, body := c.get("/admin/events")
+	if !strings.Contains(body, `<span id="suppressed-total">15</span>`) || !strings.Contains(body, "<title>invalid_code: 25</title>") ||
+		!strings.Contains(body, "<title>expired: 250</title>") || !strings.Contains(body, "Includes 15 failures counted but not stored") {
+		t.Fatalf("suppressed failures missing from the events page or chart")
+	}
+	if _, body := c.get("/admin/"); !strings.Contains(body, "<title>invalid_code: 25</title>") {
+		t.Fatal("chart on the projects page misses the suppressed failures")
+	}
+
+	seen = nil
+	page = "/admin/projects/" + ts.Project.ID
+	for page != "" {
+		_, body := c.get(page)
+		rows := userRow.FindAllString(body, -1)
+		if len(rows) > 100 {
+			t.Fatalf("a page shows %d users", len(rows))
+		}
+		for _, r := range rows {
+			seen = append(seen, strings.TrimSuffix(strings.TrimPrefix(r, "<tr><td>"), "</td>"))
+		}
+		page = ""
+		if m := nextLink.FindStringSubmatch(body); m != nil {
+			page = html.UnescapeString(m[1])
+		}
+	}
+	if !slices.Equal(seen, all) {
+		t.Fatalf("pages showed %d users, want %d", len(seen), len(all))
+	}
+	// A search pages too.
+	_, body = c.get("/admin/projects/" + ts.Project.ID + "?q=user0")
+	if n := len(userRow.FindAllString(body, -1)); n != 100 || nextLink.FindStringSubmatch(body) == nil {
+		t.Fatalf("search shows %d users", n)
+	}
+	if code, _ := c.get("/admin/projects/" + ts.Project.ID + "?cursor=!!"); code != 400 {
+		t.Fatalf("bad cursor: %d", code)
 	}
 }
 

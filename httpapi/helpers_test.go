@@ -59,6 +59,8 @@ type testServer struct {
 	http    *httptest.Server
 	broken  bool
 	opts    []func(*auth.Config)
+	// storeOpts opens the data file (newTestServerStore sets them).
+	storeOpts store.Options
 	// hookWoken is set when the webhook worker asks to run again.
 	hookWoken atomic.Bool
 }
@@ -74,7 +76,14 @@ func (ts *testServer) breakStore() {
 // project and a test key; the admin token is testAdminToken.
 func newTestServer(t testing.TB, opts ...func(*auth.Config)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts}
+	return newTestServerStore(t, store.Options{}, opts...)
+}
+
+// newTestServerStore is newTestServer with store options (a lowered
+// event cap, say).
+func newTestServerStore(t testing.TB, so store.Options, opts ...func(*auth.Config)) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts, storeOpts: so}
 	ts.start()
 	b, err := ts.Svc.Init()
 	if err != nil {
@@ -90,7 +99,7 @@ var testMaster = bytes.Repeat([]byte{7}, 32)
 func (ts *testServer) start() {
 	t := ts.t
 	t.Helper()
-	db, _, err := store.Open(ts.path, store.Options{})
+	db, _, err := store.Open(ts.path, ts.storeOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +148,14 @@ func (ts *testServer) stop() {
 func (ts *testServer) restart() {
 	ts.stop()
 	ts.start()
+}
+
+// commitID returns the store's newest commit: unchanged means nothing
+// was written.
+func (ts *testServer) commitID() int {
+	var id int
+	ts.DB.View(func(tx *store.Tx) error { id = tx.CommitID(); return nil })
+	return id
 }
 
 // response is a decoded HTTP response.

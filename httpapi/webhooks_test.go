@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -35,8 +36,17 @@ type delivery struct {
 }
 
 func newReceiver(t *testing.T, plan ...int) *receiver {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newReceiverOn(t, ln, plan...)
+}
+
+// newReceiverOn is newReceiver listening on ln.
+func newReceiverOn(t *testing.T, ln net.Listener, plan ...int) *receiver {
 	r := &receiver{plan: plan, seen: make(chan struct{}, 1024)}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		r.got = append(r.got, delivery{req.URL.Path, req.Header.Clone(), body})
@@ -56,6 +66,9 @@ func newReceiver(t *testing.T, plan ...int) *receiver {
 		}
 		w.WriteHeader(status)
 	}))
+	r.Server.Listener.Close()
+	r.Server.Listener = ln
+	r.Server.Start()
 	t.Cleanup(r.Close)
 	return r
 }
@@ -245,13 +258,17 @@ func TestWebhookBadInput(t *testing.T) {
 	wantError(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": long + "a"}), 400, "VALIDATION_ERROR")
 
 	// A live-mode key may not target private, loopback or link-local
-	// addresses, nor a name that resolves to one; a test-mode key may.
+	// addresses, nor a name that resolves to one; a test-mode key may
+	// target loopback (and TestWebhookTestModeTargets shows what it may not).
 	live := ts.createKey(map[string]any{"projectId": ts.Project.ID, "mode": "live"})
 	for _, u := range []string{
 		"http://127.0.0.1:8080/x", "http://127.9.9.9/x", "http://[::1]/x", "http://169.254.169.254/latest/meta-data/",
 		"http://10.1.2.3/x", "http://192.168.1.1/x", "http://172.16.0.1/x", "http://172.31.255.255/x",
 		"http://0.0.0.0:8080/x", "http://[::ffff:127.0.0.1]/x", "http://[::ffff:a9fe:a9fe]/x", "http://[fd00::1]/x",
 		"http://[fe80::1%25eth0]/x", "http://100.64.0.1/x", "http://localhost:9/x", "http://LocalHost./x", "http://app.localhost/x",
+		// IPv4 embedded in IPv6: NAT64, 6to4, Teredo (server or inverted client), IPv4-translated.
+		"http://[64:ff9b::a9fe:a9fe]/x", "http://[2002:a00:1::1]/x", "http://[2001:0:a00:1::1]/x",
+		"http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x", "http://[::ffff:0:a00:1]/x",
 	} {
 		t.Run("live "+u, func(t *testing.T) {
 			r := ts.do("POST", "/api/v1/webhooks", live, map[string]any{"url": u})
@@ -263,8 +280,11 @@ func TestWebhookBadInput(t *testing.T) {
 	}
 	wantOK(t, ts.do("POST", "/api/v1/webhooks", live, map[string]any{"url": "https://93.184.216.34/x"}))
 	wantOK(t, ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": "http://127.0.0.1:8080/x"}))
-	if n := len(ts.do("GET", "/api/v1/webhooks", ts.Key, nil).Body["webhooks"].([]any)); n != 3 {
-		t.Fatalf("bad input stored webhooks: %d, want 3", n)
+	if n := len(ts.do("GET", "/api/v1/webhooks", ts.Key, nil).Body["webhooks"].([]any)); n != 2 {
+		t.Fatalf("bad input stored webhooks: the test-mode key sees %d, want 2", n)
+	}
+	if n := len(ts.do("GET", "/api/v1/webhooks", live, nil).Body["webhooks"].([]any)); n != 1 {
+		t.Fatalf("bad input stored webhooks: the live-mode key sees %d, want 1", n)
 	}
 	// At most 20 per project, whatever the key.
 	for i := 3; i < 20; i++ {

@@ -1,12 +1,15 @@
 package store
 
 import (
-	"encoding/binary"
+	"bytes"
+	"errors"
+	"strings"
 	"time"
 )
 
 // AuthEvent records one authentication outcome (a send, verify, login,
-// enrolment or failure) for the events API and dashboard.
+// enrolment or failure) for the events API and dashboard. ProjectID is
+// empty for an event that names no project (an unknown magic-link token).
 type AuthEvent struct {
 	ID          string    `json:"id"`
 	ProjectID   string    `json:"projectId"`
@@ -19,71 +22,284 @@ type AuthEvent struct {
 	IP          string    `json:"ip"`
 	UserAgent   string    `json:"userAgent"`
 	CreatedAt   time.Time `json:"createdAt"`
+	// Pos is the event's place in time order; AddAuthEvent sets it and
+	// reads return it.
+	Pos EventPos `json:"-"`
 }
 
-// authEventKey orders events by time: 8 bytes of unix nanoseconds, then
-// the bucket sequence to keep keys unique.
-func authEventKey(t time.Time, seq uint64) []byte {
-	k := make([]byte, 16)
-	binary.BigEndian.PutUint64(k, uint64(t.UnixNano()))
-	binary.BigEndian.PutUint64(k[8:], seq)
-	return k
+// DefaultMaxEventsPerProject is how many authentication events a project
+// keeps at most (Options.MaxEventsPerProject); past it the oldest go.
+// Events that name no project count as one more project.
+const DefaultMaxEventsPerProject = 1_000_000
+
+// appendFill is the fill percent of buckets whose keys grow at the end
+// (of the bucket or of each prefix): pages split nearly full instead of
+// half full, which halves their size on disk.
+const appendFill = 0.95
+
+// trimPerAdd bounds how many old events one AddAuthEvent deletes to bring
+// its project back under the cap (after the cap was lowered, more than
+// one may be over); SweepAuthEvents trims the rest.
+const trimPerAdd = 4
+
+// How events are laid out. Every event is one row of bucketEvents, keyed by
+// its position (time, sequence), plus one key in bucketEventIndex:
+//
+//	scope 0x00 kind 0x00 position   (empty value)
+//
+// where scope is the project id ("" for none) and kind is the failure
+// category, or "+" for a success. A project's events are the merge of its
+// few kinds; one category of every project the merge of one range per
+// project; one category of one project a single range. No query scans
+// events that do not match. The per-project cap finds a project's oldest
+// event as the oldest first key of its kinds.
+const successKind = "+"
+
+func outcomeKind(success bool, failureCode string) string {
+	switch {
+	case success:
+		return successKind
+	case failureCode == "":
+		return "?"
+	}
+	return failureCode
 }
 
-// AddAuthEvent records e.
+func (e *AuthEvent) kind() string { return outcomeKind(e.Success, e.FailureCode) }
+
+func indexPrefix(scope, kind string) []byte { return compound(scope, kind, "") }
+
+// ErrBadEventField is returned by AddAuthEvent for a project id or
+// failure code holding a NUL byte (the index separator).
+var ErrBadEventField = errors.New("store: project id or failure code holds a NUL byte")
+
+// AddAuthEvent records e, with its index entry, its hourly counters (its
+// project's and all projects') and its project's event count, in tx. When
+// the project is over the cap its oldest events go, a few per call. It
+// sets e.Pos.
 func (tx *Tx) AddAuthEvent(e *AuthEvent) error {
-	seq, err := tx.bucket(bucketEvents).NextSequence()
+	kind := e.kind()
+	if strings.IndexByte(e.ProjectID, 0) >= 0 || strings.IndexByte(kind, 0) >= 0 {
+		return ErrBadEventField
+	}
+	events := tx.bucket(bucketEvents)
+	seq, err := events.NextSequence()
 	if err != nil {
 		return err
 	}
-	return tx.put(bucketEvents, authEventKey(e.CreatedAt, seq), e)
+	e.Pos = EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: seq}
+	pk := e.Pos.key()
+	events.FillPercent = appendFill
+	if err := events.Put(pk, encodeAuthEvent(e)); err != nil {
+		return err
+	}
+	index := tx.bucket(bucketEventIndex)
+	index.FillPercent = appendFill
+	if err := index.Put(append(indexPrefix(e.ProjectID, kind), pk...), []byte{}); err != nil {
+		return err
+	}
+	hour := hourOf(e.CreatedAt)
+	if err := tx.addCount(countKey(e.ProjectID, hour, kind), 1); err != nil {
+		return err
+	}
+	if err := tx.addCount(countKey(allScope, hour, kind), 1); err != nil {
+		return err
+	}
+	total, err := tx.addTotal(e.ProjectID, 1)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < trimPerAdd && total > uint64(tx.maxEvents()); i++ {
+		if total, err = tx.deleteOldestEvent(e.ProjectID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// AuthEventFilter selects events; empty fields match everything.
+func (tx *Tx) maxEvents() int {
+	if tx.db == nil || tx.db.maxEvents <= 0 {
+		return DefaultMaxEventsPerProject
+	}
+	return tx.db.maxEvents
+}
+
+// kindPrefixes returns the index prefixes of scope's kinds, one seek per
+// kind.
+func (tx *Tx) kindPrefixes(scope string) [][]byte {
+	var out [][]byte
+	base := compound(scope, "")
+	c := tx.bucket(bucketEventIndex).Cursor()
+	for k, _ := c.Seek(base); k != nil && bytes.HasPrefix(k, base); {
+		rest := k[len(base):]
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 {
+			break
+		}
+		p := clone(k[:len(base)+i+1])
+		out = append(out, p)
+		k, _ = c.Seek(prefixEnd(p))
+	}
+	return out
+}
+
+// indexScopes returns every scope that has indexed events, one seek per
+// scope.
+func (tx *Tx) indexScopes() []string {
+	var out []string
+	c := tx.bucket(bucketEventIndex).Cursor()
+	for k, _ := c.First(); k != nil; {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 {
+			break
+		}
+		out = append(out, string(k[:i]))
+		k, _ = c.Seek(prefixEnd(k[:i+1]))
+	}
+	return out
+}
+
+// deleteOldestEvent deletes scope's oldest event and returns how many the
+// scope keeps.
+func (tx *Tx) deleteOldestEvent(scope string) (uint64, error) {
+	var oldest []byte
+	c := tx.bucket(bucketEventIndex).Cursor()
+	for _, p := range tx.kindPrefixes(scope) {
+		k, _ := c.Seek(p)
+		if k == nil || !bytes.HasPrefix(k, p) {
+			continue
+		}
+		if oldest == nil || bytes.Compare(k[len(k)-16:], oldest[len(oldest)-16:]) < 0 {
+			oldest = clone(k)
+		}
+	}
+	if oldest == nil {
+		return tx.addTotal(scope, 0)
+	}
+	if err := tx.bucket(bucketEventIndex).Delete(oldest); err != nil {
+		return 0, err
+	}
+	if err := tx.bucket(bucketEvents).Delete(oldest[len(oldest)-16:]); err != nil {
+		return 0, err
+	}
+	return tx.addTotal(scope, -1)
+}
+
+// AuthEventFilter selects events; empty fields match everything. A
+// ProjectID selects that project's events; without one, events of every
+// project and those that name none are listed.
 type AuthEventFilter struct {
 	ProjectID   string
 	FailureCode string
-	Since       time.Time
-	Limit       int
+	// Before, when set, lists only events older than that position (the
+	// position of the last event of the previous page).
+	Before EventPos
+	// Limit is the page size; 0 lists every match (for tests and tools:
+	// the admin pages always set one).
+	Limit int
 }
 
-// AuthEvents returns the events matching f, newest first.
-func (tx *Tx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, error) {
-	out := []*AuthEvent{}
-	c := tx.bucket(bucketEvents).Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
-		if f.Limit > 0 && len(out) >= f.Limit {
-			break
-		}
-		var e AuthEvent
-		if err := jsonDecode(v, &e); err != nil {
-			return nil, err
-		}
-		if !f.Since.IsZero() && e.CreatedAt.Before(f.Since) {
-			break
-		}
-		if f.ProjectID != "" && e.ProjectID != f.ProjectID {
-			continue
-		}
-		if f.FailureCode != "" && e.FailureCode != f.FailureCode {
-			continue
-		}
-		out = append(out, &e)
+// AuthEvents returns up to f.Limit events matching f, newest first, and
+// whether more match after them. It reads only matching events: one index
+// range per (project, outcome) it needs, merged.
+func (tx *Tx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = int(^uint(0) >> 1)
 	}
-	return out, nil
+	var before []byte
+	if !f.Before.IsZero() {
+		before = f.Before.key()
+	}
+	events := tx.bucket(bucketEvents)
+	var w *revWalk
+	indexed := true
+	switch {
+	case f.ProjectID == "" && f.FailureCode == "":
+		w, indexed = newRevWalk(events, [][]byte{nil}, before), false
+	case f.ProjectID != "" && f.FailureCode != "":
+		w = newRevWalk(tx.bucket(bucketEventIndex), [][]byte{indexPrefix(f.ProjectID, f.FailureCode)}, before)
+	case f.ProjectID != "":
+		w = newRevWalk(tx.bucket(bucketEventIndex), tx.kindPrefixes(f.ProjectID), before)
+	default:
+		var prefixes [][]byte
+		for _, scope := range tx.indexScopes() {
+			prefixes = append(prefixes, indexPrefix(scope, f.FailureCode))
+		}
+		w = newRevWalk(tx.bucket(bucketEventIndex), prefixes, before)
+	}
+	out := []*AuthEvent{}
+	for len(out) < limit {
+		k, v := w.next()
+		if k == nil {
+			break
+		}
+		pk := k[len(k)-16:]
+		if indexed {
+			if v = events.Get(pk); v == nil {
+				continue // cannot happen: index and rows change together
+			}
+		}
+		e, err := decodeAuthEvent(pk, v)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, e)
+	}
+	return out, w.peek() != nil, nil
 }
 
-// SweepAuthEvents removes events older than cutoff.
-func (tx *Tx) SweepAuthEvents(cutoff time.Time) (int, error) {
-	b := tx.bucket(bucketEvents)
-	c := b.Cursor()
-	end := authEventKey(cutoff, 0)
+// SweepAuthEvents deletes up to max events created before cutoff, oldest
+// first, with their index entries, and returns how many it deleted; while
+// that is max, more may be left for another transaction. It walks only
+// the events it deletes.
+func (tx *Tx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
+	events, index := tx.bucket(bucketEvents), tx.bucket(bucketEventIndex)
+	end := PosBefore(cutoff).key()
+	removed := map[string]int64{}
 	n := 0
-	for k, _ := c.First(); k != nil && string(k) < string(end); k, _ = c.First() {
+	c := events.Cursor()
+	for k, v := c.First(); k != nil && n < max && bytes.Compare(k, end) < 0; k, v = c.First() {
+		scope, kind, err := eventHead(v)
+		if err != nil {
+			return n, err
+		}
+		if err := index.Delete(append(indexPrefix(scope, kind), k...)); err != nil {
+			return n, err
+		}
 		if err := c.Delete(); err != nil {
 			return n, err
 		}
+		removed[scope]--
 		n++
 	}
+	for scope, d := range removed {
+		if _, err := tx.addTotal(scope, d); err != nil {
+			return n, err
+		}
+	}
 	return n, nil
+}
+
+// TrimAuthEvents deletes, oldest first, up to max events of projects that
+// hold more than the cap (after the cap was lowered, or from a file that
+// predates it) and returns how many it deleted.
+func (tx *Tx) TrimAuthEvents(max int) (int, error) {
+	limit := uint64(tx.maxEvents())
+	n := 0
+	for _, t := range tx.totals() {
+		for total := t.n; total > limit && n < max; n++ {
+			var err error
+			if total, err = tx.deleteOldestEvent(t.scope); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// AuthEventCount returns how many events projectID keeps ("" for the
+// events that name no project).
+func (tx *Tx) AuthEventCount(projectID string) int {
+	return int(getU64(tx.bucket(bucketEventCounts).Get(totalKey(projectID))))
 }

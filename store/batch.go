@@ -82,7 +82,7 @@ func (db *DB) commit(calls []batchCall) {
 	for len(calls) > 0 {
 		failed := -1
 		err := db.bolt.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx}
+			tx := &Tx{tx: btx, db: db}
 			for i, c := range calls {
 				if err := safeCall(c.fn, tx); err != nil {
 					failed = i

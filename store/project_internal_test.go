@@ -67,7 +67,8 @@ func mentions(tx *Tx, s string) map[string]int {
 
 // TestDeleteProjectRemovesItsRows: after DeleteProject nothing in the
 // file names the project, its user, method or webhook except the kept
-// history (authentication events), the outbox and the mail queue; its
+// history (authentication events, their index and counters), the outbox
+// and the mail queue; its
 // key is detached; another project's rows are untouched.
 func TestDeleteProjectRemovesItsRows(t *testing.T) {
 	db, _, err := Open(filepath.Join(t.TempDir(), "d.db"), Options{})
@@ -103,7 +104,9 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 	}
 	db.View(func(tx *Tx) error {
 		got := mentions(tx, "doomed")
-		want := map[string]int{"events": 1, "outbox": 1, "mail": 1, "keys": 1}
+		// The event is kept with its index entry and its counters (the
+		// hour's and the project's total).
+		want := map[string]int{"events": 1, "events_by_scope": 1, "event_counts": 2, "outbox": 1, "mail": 1, "keys": 1}
 		if len(got) != len(want) {
 			t.Fatalf("rows naming the deleted project: %v, want only %v", got, want)
 		}

@@ -3,7 +3,8 @@
 //
 // It is the only package that knows bbolt. Callers work through DB.View,
 // DB.Update and DB.Batch, each handing a *Tx with typed methods; one use
-// case is one transaction. Values are JSON; keys are UUIDs, big-endian
+// case is one transaction. Values are JSON (authentication events, the
+// bulkiest rows, a compact binary record); keys are UUIDs, big-endian
 // sequence numbers or keyed hashes, never raw secrets. A second backend
 // would provide the same exported types and methods.
 package store
@@ -21,8 +22,9 @@ import (
 )
 
 // SchemaVersion is the version of the data layout this binary writes.
-// Opening a file with a newer version fails.
-const SchemaVersion = 1
+// Opening a file with a newer version fails; an older one is migrated.
+// Version 2 indexes and counts authentication events.
+const SchemaVersion = 2
 
 // ErrNotFound is returned by lookups that find nothing.
 var ErrNotFound = errors.New("not found")
@@ -60,6 +62,11 @@ var (
 	bucketMail         = []byte("mail")
 	bucketJobs         = []byte("delivery_queue")
 	bucketUserPasskeys = []byte("passkeys_by_user")
+	// Authentication events: their index, hourly counters and suppressed
+	// failures (authevent.go, eventcount.go).
+	bucketEventIndex      = []byte("events_by_scope")
+	bucketEventCounts     = []byte("event_counts")
+	bucketEventSuppressed = []byte("events_suppressed")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -68,6 +75,7 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys,
+		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -78,15 +86,19 @@ var (
 
 // DB is an open latchkey data file. It is safe for concurrent use.
 type DB struct {
-	bolt  *bolt.DB
-	path  string
-	group groupCommit
+	bolt      *bolt.DB
+	path      string
+	group     groupCommit
+	maxEvents int
 }
 
 // Options tune Open. The zero value is fine.
 type Options struct {
 	// LockTimeout bounds the wait for another process's file lock (default 2 s).
 	LockTimeout time.Duration
+	// MaxEventsPerProject caps the authentication events a project keeps
+	// (default DefaultMaxEventsPerProject); tests lower it.
+	MaxEventsPerProject int
 }
 
 // Open opens or creates the data file at path, creates every bucket and
@@ -114,6 +126,7 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 	} else if err != nil {
 		return nil, false, fmt.Errorf("open data file: %w", err)
 	}
+	var version uint64
 	err = b.Update(func(tx *bolt.Tx) error {
 		// Never turn another program's bbolt file into ours.
 		if err := checkBuckets(tx, path); err != nil {
@@ -125,16 +138,22 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if meta.Get(keySchema) == nil {
+		v := meta.Get(keySchema)
+		if v == nil {
+			version = SchemaVersion
 			return meta.Put(keySchema, u64(SchemaVersion))
 		}
+		version = binary.BigEndian.Uint64(v) // checkBuckets refused a newer one
 		return nil
 	})
+	if err == nil && version < 2 {
+		err = migrateEvents(b)
+	}
 	if err != nil {
 		b.Close()
 		return nil, false, err
 	}
-	db = &DB{bolt: b, path: path}
+	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject}
 	db.group.mu.ch = make(chan struct{}, 1)
 	return db, created, nil
 }
@@ -147,13 +166,13 @@ func (db *DB) Close() error { return db.bolt.Close() }
 
 // View runs fn in a read-only transaction.
 func (db *DB) View(fn func(tx *Tx) error) error {
-	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, db: db}) })
 }
 
 // Update runs fn in a read-write transaction and commits it (with fsync)
 // when fn returns nil. Functions registered with Tx.OnCommit run after.
 func (db *DB) Update(fn func(tx *Tx) error) error {
-	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, db: db}) })
 }
 
 // WriteTo writes a consistent copy of the whole data file to w without
@@ -198,7 +217,21 @@ func (db *DB) Check() error {
 // before it ends; a Tx is not safe for concurrent use.
 type Tx struct {
 	tx *bolt.Tx
+	db *DB
 }
+
+// CommitID returns the id of the newest write transaction this one sees
+// committed (in a write transaction, its own): it grows by one with every
+// commit, so a test can tell whether a call wrote.
+func (tx *Tx) CommitID() int {
+	if tx.tx.Writable() {
+		return tx.tx.ID() - 1
+	}
+	return tx.tx.ID()
+}
+
+// Size returns the size in bytes of the data file as tx sees it.
+func (tx *Tx) Size() int64 { return tx.tx.Size() }
 
 // OnCommit registers fn to run after the transaction commits.
 func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }

@@ -105,7 +105,7 @@ func TestBatch(t *testing.T) {
 	}
 	var n int
 	db.View(func(tx *store.Tx) error {
-		evs, err := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 1000})
+		evs, _, err := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 1000})
 		n = len(evs)
 		return err
 	})
@@ -137,7 +137,7 @@ func TestBackupIsAConsistentCopy(t *testing.T) {
 	}
 	var found int
 	cp.View(func(tx *store.Tx) error {
-		evs, _ := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 10})
+		evs, _, _ := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 10})
 		found = len(evs)
 		return nil
 	})

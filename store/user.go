@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"strings"
 	"time"
 )
 
@@ -114,24 +113,30 @@ func (tx *Tx) DeleteUser(u *User) error {
 	return tx.del(bucketUsers, []byte(u.ID))
 }
 
-// Users returns projectID's users in email order; with emailPrefix set,
-// only those whose email starts with it.
-func (tx *Tx) Users(projectID, emailPrefix string, limit int) ([]*User, error) {
-	var out []*User
+// Users returns up to limit of projectID's users in email order, starting
+// after the address after ("" from the first); with emailPrefix set, only
+// those whose email starts with it. more reports whether others follow.
+// It seeks once in the email index and reads limit rows, at any depth.
+func (tx *Tx) Users(projectID, emailPrefix, after string, limit int) (users []*User, more bool, err error) {
 	c := tx.bucket(bucketUsersByEmail).Cursor()
 	prefix := compound(projectID, emailPrefix)
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if !strings.HasPrefix(string(k), projectID+"\x00") {
-			break
+	k, v := c.Seek(prefix)
+	if after != "" {
+		if start := compound(projectID, after); bytes.Compare(start, prefix) >= 0 {
+			if k, v = c.Seek(start); k != nil && bytes.Equal(k, start) {
+				k, v = c.Next()
+			}
+		}
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if limit > 0 && len(users) >= limit {
+			return users, true, nil
 		}
 		u, err := tx.User(string(v))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		out = append(out, u)
-		if limit > 0 && len(out) >= limit {
-			break
-		}
+		users = append(users, u)
 	}
-	return out, nil
+	return users, false, nil
 }

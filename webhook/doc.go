@@ -3,7 +3,7 @@
 // It holds the mechanics of one delivery: signing the body ([Sign],
 // [StandardSignature], [Headers]), refusing private targets at registration
 // ([ValidateURL], [CheckTarget]) and again at dial time ([NewClient],
-// [WithAllowPrivate]), posting ([Post]) and the retry schedule ([NextDelay]).
+// [WithReach]), posting ([Post]) and the retry schedule ([NextDelay]).
 // Receivers check a delivery with [Verify] or [VerifyStandard].
 //
 // Every signature is keyed by the webhook secret exactly as shown to the

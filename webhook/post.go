@@ -89,6 +89,8 @@ func describe(err error) string {
 	switch {
 	case errors.Is(err, ErrPrivateAddress):
 		return "webhook: refused: the host is a private, loopback or link-local address."
+	case errors.Is(err, ErrNotLoopback):
+		return "webhook: refused: the host is a private, link-local or reserved address (test-mode webhooks may reach loopback only)."
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsNotFound {
 			return "webhook: the host name does not resolve."

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -290,6 +291,79 @@ func TestDialGuard(t *testing.T) {
 				t.Fatalf("Err=%v, want ErrPrivateAddress", r.Err)
 			}
 		})
+	}
+}
+
+// TestDialGuardLoopbackReach: at dial time a test-mode webhook (reach
+// loopback) reaches a loopback receiver, directly or by an IPv4-mapped
+// address, but not one on this host's private interface address, nor
+// loopback dressed as NAT64, 6to4, IPv4-translated or Teredo.
+func TestDialGuardLoopbackReach(t *testing.T) {
+	var calls atomic.Int32
+	h := func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }
+	srv := newReceiver(t, h)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	c := NewClient(2 * time.Second)
+	loop := WithReach(context.Background(), ReachLoopback)
+	tests := []struct {
+		name   string
+		url    string
+		wantOK bool
+	}{
+		{"loopback", srv.URL, true},
+		{"localhost", "http://localhost:" + port + "/", true},
+		{"mapped loopback", "http://[::ffff:127.0.0.1]:" + port + "/", true},
+		{"NAT64 loopback", "http://[64:ff9b::7f00:1]:" + port + "/", false},
+		{"6to4 loopback", "http://[2002:7f00:1::1]:" + port + "/", false},
+		{"translated loopback", "http://[::ffff:0:7f00:1]:" + port + "/", false},
+		{"Teredo loopback client", "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]:" + port + "/", false},
+		{"Teredo private server", "http://[2001:0:a00:1::1]:" + port + "/", false},
+		{"metadata", "http://169.254.169.254:" + port + "/", false},
+		{"unspecified", "http://0.0.0.0:" + port + "/", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := calls.Load()
+			r := Post(loop, c, tt.url, nil, []byte(`{}`))
+			if r.OK() != tt.wantOK || (calls.Load() > before) != tt.wantOK {
+				t.Fatalf("Post=%+v reached=%v, want OK=%v", r, calls.Load() > before, tt.wantOK)
+			}
+			if !tt.wantOK && !errors.Is(r.Err, ErrNotLoopback) {
+				t.Fatalf("Err=%v, want ErrNotLoopback", r.Err)
+			}
+		})
+	}
+
+	// A real receiver on this host's private (non-loopback) address: the
+	// test-mode reach refuses it at dial time, --webhook-allow-private
+	// reaches it.
+	var lan *httptest.Server
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		pfx, err := netip.ParsePrefix(a.String())
+		if err != nil || pfx.Addr().IsLoopback() || pfx.Addr().IsLinkLocalUnicast() || !IsPrivate(pfx.Addr()) {
+			continue
+		}
+		ln, err := net.Listen("tcp", netip.AddrPortFrom(pfx.Addr(), 0).String())
+		if err != nil {
+			continue
+		}
+		lan = httptest.NewUnstartedServer(http.HandlerFunc(h))
+		lan.Listener.Close()
+		lan.Listener = ln
+		lan.Start()
+		t.Cleanup(lan.Close)
+		break
+	}
+	if lan == nil {
+		t.Skip("this host has no private non-loopback address to listen on")
+	}
+	before := calls.Load()
+	if r := Post(loop, c, lan.URL, nil, []byte(`{}`)); r.OK() || !errors.Is(r.Err, ErrNotLoopback) || calls.Load() != before {
+		t.Fatalf("test-mode reach to %s: %+v, want refused at dial time", lan.URL, r)
+	}
+	if r := Post(private, c, lan.URL, nil, []byte(`{}`)); !r.OK() || calls.Load() != before+1 {
+		t.Fatalf("private reach to %s: %+v, want delivered", lan.URL, r)
 	}
 }
 

@@ -66,9 +66,11 @@ type View struct {
 	EventTypes []string `json:"event_types"`
 }
 
-// Create registers a webhook for projectID. mode is the calling key's
-// mode: private and loopback targets are allowed for test-mode keys, or
-// for any key when AllowPrivate is set. eventTypes nil subscribes to every
+// Create registers a webhook for projectID that belongs to mode, the
+// calling key's mode ("live" or "test"): a live-mode webhook may target
+// public addresses only, a test-mode one public and loopback addresses,
+// and either any address when AllowPrivate is set (see ReachFor); a
+// refused target is an *InputError. eventTypes nil subscribes to every
 // event type; otherwise each entry must be one of EventTypes. Bad input is
 // an *InputError; a project that has MaxPerProject webhooks gets one too.
 func (s *Service) Create(ctx context.Context, projectID, mode, rawURL string, eventTypes []string) (*Created, error) {
@@ -89,7 +91,7 @@ func (s *Service) Create(ctx context.Context, projectID, mode, rawURL string, ev
 			eventTypes = []string{}
 		}
 	}
-	if err := CheckTarget(ctx, u, s.AllowPrivate || mode == "test", s.Resolver); err != nil {
+	if err := CheckTarget(ctx, u, ReachFor(mode, s.AllowPrivate), s.Resolver); err != nil {
 		return nil, &InputError{err.Error()}
 	}
 	secretBytes := make([]byte, 32)
@@ -133,14 +135,44 @@ func quote(s string) string {
 	return `"` + strings.ToValidUTF8(s, "?") + `"`
 }
 
-// List returns projectID's webhooks with their secrets, oldest first.
-func (s *Service) List(projectID string) ([]View, error) {
+// ModeOf returns the mode w belongs to. A webhook stored before webhooks
+// had a mode belongs to live mode: test-mode keys do not see it, and it
+// gets live mode's narrower reach.
+func ModeOf(w *store.Webhook) string {
+	if w.Mode == "test" {
+		return "test"
+	}
+	return "live"
+}
+
+// webhookOf returns projectID's webhook id if it belongs to mode, else
+// ErrNotFound: a key never sees, nor learns of, the other mode's webhooks.
+func webhookOf(tx *store.Tx, projectID, mode, id string) (*store.Webhook, error) {
+	w, err := tx.Webhook(projectID, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && ModeOf(w) != modeName(mode)) {
+		return nil, ErrNotFound
+	}
+	return w, err
+}
+
+// modeName is the mode of a key: "test", or "live" for anything else.
+func modeName(mode string) string {
+	if mode == "test" {
+		return "test"
+	}
+	return "live"
+}
+
+// List returns projectID's webhooks of mode with their secrets, oldest
+// first; the other mode's webhooks are left out.
+func (s *Service) List(projectID, mode string) ([]View, error) {
 	out := []View{}
 	err := s.DB.View(func(tx *store.Tx) error {
 		ws, err := tx.Webhooks(projectID)
 		if err != nil {
 			return err
 		}
+		ws = slices.DeleteFunc(ws, func(w *store.Webhook) bool { return ModeOf(w) != modeName(mode) })
 		slices.SortStableFunc(ws, func(a, b *store.Webhook) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		for _, w := range ws {
 			secret, err := s.Keys.Open(w.Secret, []byte("webhook:"+w.ID))
@@ -160,13 +192,12 @@ const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Delete removes projectID's webhook id, cancelling its pending
 // deliveries and removing its history (decisions.md §11, a deviation
-// from the contract's 500).
-func (s *Service) Delete(projectID, id string) error {
+// from the contract's 500). Another project's or the other mode's
+// webhook is ErrNotFound.
+func (s *Service) Delete(projectID, mode, id string) error {
 	return s.DB.Update(func(tx *store.Tx) error {
-		w, err := tx.Webhook(projectID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrNotFound
-		} else if err != nil {
+		w, err := webhookOf(tx, projectID, mode, id)
+		if err != nil {
 			return err
 		}
 		return tx.DeleteWebhook(w)
@@ -187,13 +218,12 @@ type DeliveryView struct {
 	NextAttemptAt  *string `json:"next_attempt_at"`
 }
 
-// Deliveries lists the newest delivery attempts of projectID's webhook.
-func (s *Service) Deliveries(projectID, id string, limit int) ([]DeliveryView, error) {
+// Deliveries lists the newest delivery attempts of projectID's webhook
+// id; another project's or the other mode's webhook is ErrNotFound.
+func (s *Service) Deliveries(projectID, mode, id string, limit int) ([]DeliveryView, error) {
 	out := []DeliveryView{}
 	err := s.DB.View(func(tx *store.Tx) error {
-		if _, err := tx.Webhook(projectID, id); errors.Is(err, store.ErrNotFound) {
-			return ErrNotFound
-		} else if err != nil {
+		if _, err := webhookOf(tx, projectID, mode, id); err != nil {
 			return err
 		}
 		ds, err := tx.Deliveries(id, limit)

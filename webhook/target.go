@@ -44,7 +44,64 @@ var (
 	ErrURLUserinfo    = &TargetError{"url must not contain credentials."}
 	ErrURLFragment    = &TargetError{"url must not contain a fragment."}
 	ErrPrivateAddress = &TargetError{"url must not point to a private, loopback or link-local address."}
+	// ErrNotLoopback refuses a test-mode webhook's private, link-local or
+	// reserved target: of the non-public addresses, test mode may use
+	// loopback only.
+	ErrNotLoopback = &TargetError{"url must not point to a private, link-local or reserved address (test-mode webhooks may target loopback)."}
 )
+
+// Reach says which addresses a webhook may be delivered to.
+type Reach int
+
+// The reaches, from the narrowest. The zero value is ReachPublic.
+const (
+	// ReachPublic allows public addresses only (live-mode webhooks).
+	ReachPublic Reach = iota
+	// ReachLoopback also allows loopback: 127.0.0.0/8, ::1 and their
+	// IPv4-mapped forms (test-mode webhooks). Private, link-local, metadata
+	// and reserved addresses stay refused, and so does a loopback address
+	// embedded in a NAT64, 6to4 or Teredo address, which the host would not
+	// dial as loopback.
+	ReachLoopback
+	// ReachPrivate allows every address (--webhook-allow-private).
+	ReachPrivate
+)
+
+// ReachFor returns the reach of a webhook of mode ("live" or "test"):
+// ReachPrivate when allowPrivate, else ReachLoopback for test mode and
+// ReachPublic for anything else.
+func ReachFor(mode string, allowPrivate bool) Reach {
+	switch {
+	case allowPrivate:
+		return ReachPrivate
+	case mode == "test":
+		return ReachLoopback
+	}
+	return ReachPublic
+}
+
+// Allows reports whether ip may be dialed under r; an invalid address never
+// may.
+func (r Reach) Allows(ip netip.Addr) bool {
+	if !ip.IsValid() {
+		return false
+	}
+	switch {
+	case r >= ReachPrivate || !IsPrivate(ip):
+		return true
+	case r == ReachLoopback:
+		return ip.Unmap().IsLoopback()
+	}
+	return false
+}
+
+// refusal is the error for an address r does not allow.
+func (r Reach) refusal() error {
+	if r == ReachLoopback {
+		return ErrNotLoopback
+	}
+	return ErrPrivateAddress
+}
 
 // ValidateURL parses raw as a webhook URL: http or https, at most
 // MaxURLLen characters, with a host and a valid port if any, and without
@@ -109,27 +166,28 @@ func looksNumeric(name string) bool {
 	return last != "" && strings.Trim(last, "0123456789") == ""
 }
 
-// CheckTarget refuses, with ErrPrivateAddress, a URL whose host is or
-// resolves to an address that IsPrivate, unless allowPrivate. It is the
+// CheckTarget refuses a URL whose host is or resolves to an address that
+// reach does not allow: ErrPrivateAddress under ReachPublic, ErrNotLoopback
+// under ReachLoopback; ReachPrivate allows everything. It is the
 // registration-time check; the client from NewClient checks again at every
 // dial, since the name may resolve elsewhere later. That dial-time check is
 // the guard, so a name that does not resolve now (no DNS where the server
 // runs, a record not yet published, a lookup slower than lookupTimeout) is
 // accepted: its deliveries fail, or are refused at dial time, and the
 // delivery history says why. A nil resolver means net.DefaultResolver.
-func CheckTarget(ctx context.Context, u *url.URL, allowPrivate bool, resolver *net.Resolver) error {
-	if allowPrivate {
+func CheckTarget(ctx context.Context, u *url.URL, reach Reach, resolver *net.Resolver) error {
+	if reach >= ReachPrivate {
 		return nil
 	}
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if IsPrivate(ip) {
-			return ErrPrivateAddress
+		if !reach.Allows(ip) {
+			return reach.refusal()
 		}
 		return nil
 	}
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
-	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+	if (name == "localhost" || strings.HasSuffix(name, ".localhost")) && reach < ReachLoopback {
 		return ErrPrivateAddress // RFC 6761, whatever the resolver says
 	}
 	if resolver == nil {
@@ -139,8 +197,8 @@ func CheckTarget(ctx context.Context, u *url.URL, allowPrivate bool, resolver *n
 	defer cancel()
 	ips, _ := resolver.LookupNetIP(ctx, "ip", host)
 	for _, ip := range ips {
-		if IsPrivate(ip) {
-			return ErrPrivateAddress
+		if !reach.Allows(ip) {
+			return reach.refusal()
 		}
 	}
 	return nil
@@ -170,12 +228,20 @@ var reserved = []netip.Prefix{
 var (
 	nat64  = netip.MustParsePrefix("64:ff9b::/96")
 	sixTo4 = netip.MustParsePrefix("2002::/16")
+	teredo = netip.MustParsePrefix("2001::/32")
+	// IPv4-translated (RFC 2765), not to be confused with IPv4-mapped
+	// ::ffff:0:0/96, which Unmap handles.
+	translated = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // IsPrivate reports whether a webhook must not be delivered to ip without
 // leave: an invalid address, or one that is unspecified, loopback, private
 // (RFC 1918, fc00::/7), link-local, multicast, carrier-grade NAT, or
-// otherwise reserved; IPv4-mapped, NAT64 and 6to4 forms of those count too.
+// otherwise reserved. Addresses that carry an IPv4 address count as that
+// address: IPv4-mapped (::ffff:0:0/96), IPv4-translated
+// (::ffff:0:0:0/96), NAT64 (64:ff9b::/96) and 6to4
+// (2002::/16); a Teredo address (2001::/32) is private when either its
+// server or its (obfuscated) client IPv4 address is.
 func IsPrivate(ip netip.Addr) bool {
 	if !ip.IsValid() {
 		return true
@@ -193,26 +259,38 @@ func IsPrivate(ip netip.Addr) bool {
 	}
 	b := ip.As16()
 	switch {
-	case nat64.Contains(ip):
+	case nat64.Contains(ip), translated.Contains(ip):
 		return IsPrivate(netip.AddrFrom4([4]byte(b[12:16])))
 	case sixTo4.Contains(ip):
 		return IsPrivate(netip.AddrFrom4([4]byte(b[2:6])))
+	case teredo.Contains(ip):
+		client := [4]byte{^b[12], ^b[13], ^b[14], ^b[15]}
+		return IsPrivate(netip.AddrFrom4([4]byte(b[4:8]))) || IsPrivate(netip.AddrFrom4(client))
 	}
 	return false
 }
 
 type policyKey struct{}
 
-// WithAllowPrivate returns a copy of ctx that tells a NewClient client
-// whether a request made with it may reach private addresses. Without it,
-// private addresses are refused.
-func WithAllowPrivate(ctx context.Context, allow bool) context.Context {
-	return context.WithValue(ctx, policyKey{}, allow)
+// WithReach returns a copy of ctx that tells a NewClient client which
+// addresses a request made with it may reach. Without it, only public
+// addresses (ReachPublic).
+func WithReach(ctx context.Context, r Reach) context.Context {
+	return context.WithValue(ctx, policyKey{}, r)
 }
 
-func allowPrivate(ctx context.Context) bool {
-	allow, _ := ctx.Value(policyKey{}).(bool)
-	return allow
+// WithAllowPrivate is WithReach with ReachPrivate when allow, else
+// ReachPublic.
+func WithAllowPrivate(ctx context.Context, allow bool) context.Context {
+	if allow {
+		return WithReach(ctx, ReachPrivate)
+	}
+	return WithReach(ctx, ReachPublic)
+}
+
+func reachOf(ctx context.Context) Reach {
+	r, _ := ctx.Value(policyKey{}).(Reach)
+	return r
 }
 
 // NewClient returns the HTTP client that delivers webhooks. It is safe for
@@ -220,21 +298,22 @@ func allowPrivate(ctx context.Context) bool {
 //
 // Each request is bounded by timeout (DefaultTimeout if not positive),
 // ignores proxy settings, and does not follow redirects: a 3xx comes back
-// as the response. Unless the request's context says otherwise through
-// WithAllowPrivate, the client checks the address of every connection it
-// opens and refuses one that IsPrivate, with an error wrapping
-// ErrPrivateAddress; that check at dial time defeats DNS rebinding.
-// Connections allowed to private addresses are pooled apart, so a request
-// refused private addresses never reuses one.
+// as the response. The client checks the address of every connection it
+// opens against the request context's reach (WithReach; ReachPublic when
+// none) and refuses one the reach does not allow, with an error wrapping
+// ErrPrivateAddress (or ErrNotLoopback under ReachLoopback); that check at
+// dial time defeats DNS rebinding. Each reach has its own connection pool,
+// so a request never reuses a connection opened under a wider reach.
 func NewClient(timeout time.Duration) *http.Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	return &http.Client{
-		Transport: &transport{
-			public:  newTransport(timeout, false),
-			private: newTransport(timeout, true),
-		},
+		Transport: &transport{pools: [3]*http.Transport{
+			ReachPublic:   newTransport(timeout, ReachPublic),
+			ReachLoopback: newTransport(timeout, ReachLoopback),
+			ReachPrivate:  newTransport(timeout, ReachPrivate),
+		}},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -242,10 +321,10 @@ func NewClient(timeout time.Duration) *http.Client {
 	}
 }
 
-func newTransport(timeout time.Duration, allowPrivate bool) *http.Transport {
+func newTransport(timeout time.Duration, r Reach) *http.Transport {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		d.Control = refusePrivate
+	if r < ReachPrivate {
+		d.Control = r.control
 	}
 	return &http.Transport{
 		Proxy:                  nil,
@@ -260,32 +339,34 @@ func newTransport(timeout time.Duration, allowPrivate bool) *http.Transport {
 	}
 }
 
-// refusePrivate is a net.Dialer Control function: it sees the address
-// actually being connected to, after name resolution.
-func refusePrivate(network, address string, _ syscall.RawConn) error {
+// control is a net.Dialer Control function: it sees the address actually
+// being connected to, after name resolution, and refuses one r does not
+// allow.
+func (r Reach) control(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
-	if err != nil || IsPrivate(ap.Addr()) {
-		return ErrPrivateAddress
+	if err != nil || !r.Allows(ap.Addr()) {
+		return r.refusal()
 	}
 	return nil
 }
 
-// transport sends each request through one of two pools, chosen by the
-// request context's WithAllowPrivate policy.
+// transport sends each request through the pool of its context's reach.
 type transport struct {
-	public, private *http.Transport
+	pools [3]*http.Transport
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if allowPrivate(req.Context()) {
-		return t.private.RoundTrip(req)
+	r := reachOf(req.Context())
+	if r < ReachPublic || r > ReachPrivate {
+		r = ReachPublic
 	}
-	return t.public.RoundTrip(req)
+	return t.pools[r].RoundTrip(req)
 }
 
-// CloseIdleConnections closes the idle connections of both pools; the
+// CloseIdleConnections closes the idle connections of every pool; the
 // http.Client method of the same name calls it.
 func (t *transport) CloseIdleConnections() {
-	t.public.CloseIdleConnections()
-	t.private.CloseIdleConnections()
+	for _, p := range t.pools {
+		p.CloseIdleConnections()
+	}
 }

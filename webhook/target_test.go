@@ -119,6 +119,17 @@ func TestIsPrivate(t *testing.T) {
 		{"2002:7f00:1::", true},
 		{"2002:c0a8:101::1", true},
 		{"2001:db8::1", true},
+		// Teredo: server IPv4 in bits 32-63, client IPv4 inverted in the
+		// last 32 bits; private when either is.
+		{"2001:0:a00:1::", true},                        // server 10.0.0.1
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", true},  // client ^0x80fffffe = 127.0.0.1
+		{"2001:0:4136:e378:8000:63bf:5601:56fe", true},  // client 169.254.169.1
+		{"2001:0:4136:e378:8000:63bf:f7f7:f7f7", false}, // server 65.54.227.120, client 8.8.8.8
+		{"::ffff:0:7f00:1", true},                       // IPv4-translated 127.0.0.1
+		{"::ffff:0:808:808", false},                     // IPv4-translated 8.8.8.8
+		{"::ffff:c0a8:101", true},                       // mapped 192.168.1.1
+		{"64:ff9b::7f00:1", true},                       // NAT64 of 127.0.0.1
+		{"2002:a9fe:a9fe::1", true},                     // 6to4 of 169.254.169.254
 
 		{"93.184.216.34", false},
 		{"8.8.8.8", false},
@@ -144,32 +155,103 @@ func TestIsPrivate(t *testing.T) {
 	}
 }
 
+// TestReachAllows: public addresses for every reach; loopback (direct or
+// IPv4-mapped) from ReachLoopback on; every other non-public address,
+// including loopback embedded in NAT64, 6to4 or Teredo, only under
+// ReachPrivate.
+func TestReachAllows(t *testing.T) {
+	tests := []struct {
+		addr                     string
+		public, loopback, anyone bool
+	}{
+		{"93.184.216.34", true, true, true},
+		{"2606:4700:4700::1111", true, true, true},
+		{"127.0.0.1", false, true, true},
+		{"127.9.9.9", false, true, true},
+		{"::1", false, true, true},
+		{"::ffff:127.0.0.1", false, true, true},
+		{"10.1.2.3", false, false, true},
+		{"172.16.0.1", false, false, true},
+		{"192.168.1.1", false, false, true},
+		{"169.254.169.254", false, false, true},
+		{"fe80::1", false, false, true},
+		{"fd00::1", false, false, true},
+		{"0.0.0.0", false, false, true},
+		{"::", false, false, true},
+		{"100.64.0.1", false, false, true},
+		{"::ffff:10.0.0.1", false, false, true},
+		{"::ffff:169.254.169.254", false, false, true},
+		{"64:ff9b::7f00:1", false, false, true},
+		{"64:ff9b::a9fe:a9fe", false, false, true},
+		{"2002:7f00:1::", false, false, true},
+		{"2002:a00:1::", false, false, true},
+		{"2001:0:a00:1::", false, false, true},
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", false, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			ip := netip.MustParseAddr(tt.addr)
+			for _, c := range []struct {
+				r    Reach
+				want bool
+			}{{ReachPublic, tt.public}, {ReachLoopback, tt.loopback}, {ReachPrivate, tt.anyone}} {
+				if got := c.r.Allows(ip); got != c.want {
+					t.Errorf("Reach(%d).Allows=%v, want %v", c.r, got, c.want)
+				}
+			}
+		})
+	}
+	for _, r := range []Reach{ReachPublic, ReachLoopback, ReachPrivate} {
+		if r.Allows(netip.Addr{}) {
+			t.Errorf("Reach(%d) allows the zero Addr", r)
+		}
+	}
+	for _, c := range []struct {
+		mode  string
+		allow bool
+		want  Reach
+	}{{"live", false, ReachPublic}, {"test", false, ReachLoopback}, {"", false, ReachPublic}, {"live", true, ReachPrivate}, {"test", true, ReachPrivate}} {
+		if got := ReachFor(c.mode, c.allow); got != c.want {
+			t.Errorf("ReachFor(%q, %v)=%d, want %d", c.mode, c.allow, got, c.want)
+		}
+	}
+}
+
 func TestCheckTarget(t *testing.T) {
 	dns := newDNS(t, map[string]string{
-		"intranet.test": "10.0.0.7",
-		"loop.test":     "127.0.0.1",
-		"loop6.test":    "::1",
-		"metadata.test": "169.254.169.254",
-		"public.test":   "93.184.216.34",
-		"public6.test":  "2606:4700:4700::1111",
+		"intranet.test":  "10.0.0.7",
+		"loop.test":      "127.0.0.1",
+		"loop6.test":     "::1",
+		"metadata.test":  "169.254.169.254",
+		"public.test":    "93.184.216.34",
+		"public6.test":   "2606:4700:4700::1111",
+		"teredo.test":    "2001:0:a00:1::",
+		"sixtofour.test": "2002:a9fe:a9fe::1",
 	})
 	tests := []struct {
-		url          string
-		want         error // with allowPrivate false
-		wantAllowing error // with allowPrivate true
+		url      string
+		public   error // under ReachPublic (live mode)
+		loopback error // under ReachLoopback (test mode)
 	}{
 		{"http://127.0.0.1:8080/", ErrPrivateAddress, nil},
 		{"http://[::1]/", ErrPrivateAddress, nil},
-		{"http://169.254.169.254/latest/meta-data/", ErrPrivateAddress, nil},
-		{"http://10.1.2.3/", ErrPrivateAddress, nil},
-		{"http://[::ffff:10.1.2.3]/", ErrPrivateAddress, nil},
+		{"http://[::ffff:127.0.0.1]/", ErrPrivateAddress, nil},
+		{"http://169.254.169.254/latest/meta-data/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://10.1.2.3/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://192.168.0.1/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://[fe80::1%25eth0]/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://[::ffff:10.1.2.3]/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://[64:ff9b::7f00:1]/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://[2002:7f00:1::]/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", ErrPrivateAddress, ErrNotLoopback},
 		{"http://localhost:3000/hook", ErrPrivateAddress, nil},
 		{"http://LOCALHOST./hook", ErrPrivateAddress, nil},
-		{"http://app.localhost/", ErrPrivateAddress, nil},
-		{"http://intranet.test/", ErrPrivateAddress, nil},
+		{"http://intranet.test/", ErrPrivateAddress, ErrNotLoopback},
 		{"http://loop.test/", ErrPrivateAddress, nil},
 		{"http://loop6.test/", ErrPrivateAddress, nil},
-		{"http://metadata.test/", ErrPrivateAddress, nil},
+		{"http://metadata.test/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://teredo.test/", ErrPrivateAddress, ErrNotLoopback},
+		{"http://sixtofour.test/", ErrPrivateAddress, ErrNotLoopback},
 		{"https://93.184.216.34/", nil, nil},
 		{"https://public.test/", nil, nil},
 		{"https://public6.test/", nil, nil},
@@ -183,11 +265,14 @@ func TestCheckTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := CheckTarget(context.Background(), u, false, dns); err != tt.want {
-				t.Errorf("CheckTarget(allowPrivate=false)=%v, want %v", err, tt.want)
+			if err := CheckTarget(context.Background(), u, ReachPublic, dns); err != tt.public {
+				t.Errorf("CheckTarget(ReachPublic)=%v, want %v", err, tt.public)
 			}
-			if err := CheckTarget(context.Background(), u, true, dns); err != tt.wantAllowing {
-				t.Errorf("CheckTarget(allowPrivate=true)=%v, want %v", err, tt.wantAllowing)
+			if err := CheckTarget(context.Background(), u, ReachLoopback, dns); err != tt.loopback {
+				t.Errorf("CheckTarget(ReachLoopback)=%v, want %v", err, tt.loopback)
+			}
+			if err := CheckTarget(context.Background(), u, ReachPrivate, dns); err != nil {
+				t.Errorf("CheckTarget(ReachPrivate)=%v, want nil", err)
 			}
 		})
 	}
@@ -209,7 +294,7 @@ func TestCheckTargetSlowDNS(t *testing.T) {
 	lookupTimeout = 200 * time.Millisecond
 	u, _ := ValidateURL("https://slow.test/hook")
 	start := time.Now()
-	if err := CheckTarget(context.Background(), u, false, silent); err != nil {
+	if err := CheckTarget(context.Background(), u, ReachPublic, silent); err != nil {
 		t.Fatalf("CheckTarget=%v, want nil", err)
 	}
 	if took := time.Since(start); took > 2*time.Second {
@@ -221,7 +306,7 @@ func TestCheckTargetSlowDNS(t *testing.T) {
 // whatever the resolver, and resolving it must give loopback addresses.
 func TestCheckTargetLocalhost(t *testing.T) {
 	u, _ := ValidateURL("http://localhost/")
-	if err := CheckTarget(context.Background(), u, false, nil); err != ErrPrivateAddress {
+	if err := CheckTarget(context.Background(), u, ReachPublic, nil); err != ErrPrivateAddress {
 		t.Fatalf("CheckTarget(localhost)=%v, want ErrPrivateAddress", err)
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", "localhost")

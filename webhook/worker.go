@@ -35,7 +35,9 @@ type Worker struct {
 	Client *http.Client
 	Now    func() time.Time
 	Logger *slog.Logger
-	// AllowPrivate lets live-mode webhooks reach private addresses.
+	// AllowPrivate lets webhooks of both modes reach private addresses
+	// (otherwise live mode reaches public addresses only and test mode
+	// public and loopback ones; see ReachFor).
 	AllowPrivate bool
 	// Concurrency bounds attempts in flight (default 64); PerWebhook
 	// bounds them per webhook while it has a backlog (default 8).
@@ -80,9 +82,9 @@ type lane struct {
 }
 
 type hookEntry struct {
-	url          string
-	secret       string
-	allowPrivate bool
+	url    string
+	secret string
+	reach  Reach
 }
 
 func (w *Worker) init() {
@@ -413,7 +415,7 @@ func (w *Worker) load(tx *store.Tx, j *store.Job) (*hookEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hookEntry{url: wh.URL, secret: string(secret), allowPrivate: w.AllowPrivate || wh.Mode == "test"}, nil
+	return &hookEntry{url: wh.URL, secret: string(secret), reach: ReachFor(ModeOf(wh), w.AllowPrivate)}, nil
 }
 
 // deliver makes one attempt and records its outcome. Once the attempt
@@ -425,7 +427,7 @@ func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 		res.Err = ErrNotFound
 	} else {
 		hdr := Headers(h.secret, j.EventID, j.Attempt, w.Now(), j.Body)
-		res = Post(WithAllowPrivate(ctx, h.allowPrivate), w.Client, h.url, hdr, j.Body)
+		res = Post(WithReach(ctx, h.reach), w.Client, h.url, hdr, j.Body)
 	}
 	if ctx.Err() != nil {
 		// Shutting down: the job stays queued and is retried after restart.

@@ -80,7 +80,7 @@ func TestWorkerForgetsSecrets(t *testing.T) {
 		t.Fatalf("lanes %v while only %s has a delivery in flight", got, slow.ID)
 	}
 	// Deleting the webhook under its delivery leaves nothing behind either.
-	if err := svc.Delete("p1", slow.ID); err != nil {
+	if err := svc.Delete("p1", "test", slow.ID); err != nil {
 		t.Fatal(err)
 	}
 	close(gate)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/url"
@@ -54,7 +55,7 @@ type user struct {
 }
 
 type event struct {
-	ProjectID   string  `json:"projectId"`
+	ProjectID   *string `json:"projectId"`
 	Email       *string `json:"email"`
 	Method      string  `json:"method"`
 	Action      string  `json:"action"`
@@ -348,11 +349,14 @@ func printMethod(c *call, m registration) error {
 var userList = &command{
 	name:    "user list",
 	summary: "list a project's users",
-	help:    "List a project's users. --email with an address finds that user; anything else is an address prefix.",
+	help: "List a project's users in email order, a page at a time. --email with an address finds that user; anything else is an address prefix.\n" +
+		"A page ends with the --cursor that gives the next one; --all follows them to the last page (with --json, one response body per page).",
 	flags: func(fs *flag.FlagSet) action {
 		projectID := fs.String("project", "", "project `ID` (required)")
 		email := fs.String("email", "", "`ADDRESS` or address prefix to search for")
-		limit := fs.Int("limit", 0, "at most `N` users (server default 1000)")
+		limit := fs.Int("limit", 0, "at most `N` users per page, 1 to 1000 (server default 100)")
+		cursor := fs.String("cursor", "", "start after the page that printed `CURSOR`")
+		all := fs.Bool("all", false, "follow the cursor through every page")
 		return func(ctx context.Context, c *call) error {
 			if !c.set["project"] {
 				return usagef("--project is required")
@@ -367,27 +371,55 @@ var userList = &command{
 				}
 				q.Set("limit", strconv.Itoa(*limit))
 			}
-			var resp struct {
-				Users []user `json:"users"`
+			if *cursor != "" {
+				q.Set("cursor", *cursor)
 			}
-			return c.send(ctx, "GET", "/api/v1/admin/users", q, nil, &resp, func() error {
-				if len(resp.Users) == 0 {
-					_, err := fmt.Fprintln(c.out, "No users.")
+			for page := 0; ; page++ {
+				var resp struct {
+					Users      []user  `json:"users"`
+					NextCursor *string `json:"nextCursor"`
+				}
+				err := c.send(ctx, "GET", "/api/v1/admin/users", q, nil, &resp, func() error {
+					if len(resp.Users) == 0 {
+						if page > 0 {
+							return nil
+						}
+						_, err := fmt.Fprintln(c.out, "No users.")
+						return err
+					}
+					t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
+					for _, u := range resp.Users {
+						status, verified := "active", "no"
+						if u.Disabled {
+							status = "disabled"
+						}
+						if u.EmailVerified {
+							verified = "yes"
+						}
+						t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
+					}
+					if err := t.flush(); err != nil {
+						return err
+					}
+					if resp.NextCursor != nil && !*all {
+						_, err := fmt.Fprintf(c.out, "More users: add --cursor %s\n", cell(*resp.NextCursor))
+						return err
+					}
+					return nil
+				})
+				if err != nil || !*all {
 					return err
 				}
-				t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
-				for _, u := range resp.Users {
-					status, verified := "active", "no"
-					if u.Disabled {
-						status = "disabled"
+				if c.json { // send printed the body; the cursor is in it
+					if err := json.Unmarshal(c.lastBody, &resp); err != nil {
+						return err
 					}
-					if u.EmailVerified {
-						verified = "yes"
-					}
-					t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
 				}
-				return t.flush()
-			})
+				if resp.NextCursor == nil {
+					return nil
+				}
+				q.Set("cursor", *resp.NextCursor)
+			}
 		}
 	},
 }
@@ -445,6 +477,7 @@ var events = &command{
 		projectID := fs.String("project", "", "only events of project `ID`")
 		failure := fs.String("failure-code", "", "only failures of `CATEGORY` (invalid_code, expired, rate_limited, …)")
 		limit := fs.Int("limit", 0, "at most `N` events, 1 to 1000 (server default 100)")
+		before := fs.String("before", "", "only events older than `CURSOR` (printed after a page) or an RFC 3339 time")
 		return func(ctx context.Context, c *call) error {
 			q := url.Values{}
 			if *projectID != "" {
@@ -459,13 +492,30 @@ var events = &command{
 				}
 				q.Set("limit", strconv.Itoa(*limit))
 			}
+			if *before != "" {
+				q.Set("before", *before)
+			}
 			var resp struct {
-				Events []event `json:"events"`
+				Events     []event `json:"events"`
+				NextCursor *string `json:"nextCursor"`
+				Suppressed []struct {
+					Count int64 `json:"count"`
+				} `json:"suppressed"`
 			}
 			return c.send(ctx, "GET", "/api/v1/admin/events", q, nil, &resp, func() error {
+				var suppressed int64
+				for _, s := range resp.Suppressed {
+					suppressed += s.Count
+				}
+				if suppressed > 0 {
+					defer fmt.Fprintf(c.out, "Also %d failures that name no user were counted but not stored in these hours (--json lists them).\n", suppressed)
+				}
 				if len(resp.Events) == 0 {
 					_, err := fmt.Fprintln(c.out, "No events.")
 					return err
+				}
+				if resp.NextCursor != nil {
+					defer fmt.Fprintf(c.out, "Older events: add --before %s\n", cell(*resp.NextCursor))
 				}
 				t := newTable(c.out, "TIME", "PROJECT", "METHOD", "ACTION", "RESULT", "EMAIL", "IP")
 				for _, e := range resp.Events {
@@ -476,7 +526,7 @@ var events = &command{
 							result = *e.FailureCode
 						}
 					}
-					t.row(humanTime(e.CreatedAt), e.ProjectID, e.Method, e.Action, result, deref(e.Email), e.IP)
+					t.row(humanTime(e.CreatedAt), deref(e.ProjectID), e.Method, e.Action, result, deref(e.Email), e.IP)
 				}
 				return t.flush()
 			})

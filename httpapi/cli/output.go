@@ -22,6 +22,8 @@ type call struct {
 	data string          // --data, the local data file
 	args []string        // positional arguments
 	set  map[string]bool // flags given on the command line
+	// lastBody is the body of the last successful send.
+	lastBody []byte
 }
 
 // send makes an admin API call. With --json it prints the response body
@@ -37,6 +39,7 @@ func (c *call) send(ctx context.Context, method, path string, query url.Values, 
 		}
 		return err
 	}
+	c.lastBody = raw
 	if c.json {
 		return printJSON(c.out, raw)
 	}

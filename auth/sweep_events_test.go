@@ -1,0 +1,68 @@
+package auth
+
+import (
+	"testing"
+	"time"
+
+	"latchkey/store"
+)
+
+// TestSweepEvents: the minute sweep deletes events and counters older than
+// the retention in transactions of at most sweepRows rows (2,500 old
+// events: three transactions), keeps the younger ones, and writes the
+// suppressed counts; with nothing to delete it writes no event transaction.
+func TestSweepEvents(t *testing.T) {
+	s, p, now := newPasskeyService(t)
+	start := *now
+	err := s.db.Update(func(tx *store.Tx) error {
+		for i := range 2500 {
+			e := &store.AuthEvent{ProjectID: p.ID, Method: "email_otp", Action: "send", Success: true, CreatedAt: start.Add(time.Duration(i) * time.Millisecond)}
+			if err := tx.AddAuthEvent(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	*now = start.Add(EventRetention - time.Hour)
+	s.recordOnly(p.ID, "", "", "magic_link", "verify", ErrInvalidToken, Meta{IP: "203.0.113.1"}) // young, stored
+	for range 20 {
+		s.recordOnly("", "", "", "magic_link", "verify", ErrInvalidToken, Meta{IP: "203.0.113.1"}) // 10 suppressed
+	}
+	*now = start.Add(EventRetention + time.Hour)
+	before := commitID(t, s)
+	if err := s.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	// One for the codes and sessions, one for the suppressed counts, three
+	// for 2,500 events, one for the old counters.
+	if d := commitID(t, s) - before; d != 6 {
+		t.Fatalf("the sweep wrote %d transactions, want 6", d)
+	}
+	evs := storedEvents(t, s)
+	if len(evs) != 11 {
+		t.Fatalf("%d events left, want the 11 young ones", len(evs))
+	}
+	page, _ := s.Events(EventQuery{})
+	if n := suppressedTotal(page.Suppressed); n != 10 {
+		t.Fatalf("suppressed %d after the flush, want 10", n)
+	}
+	s.db.View(func(tx *store.Tx) error {
+		if n := tx.AuthEventCount(p.ID); n != 1 {
+			t.Fatalf("project keeps %d events by its count, want 1", n)
+		}
+		if hc, _ := tx.HourlyCounts(p.ID, start.Add(-time.Hour), start.Add(time.Hour)); len(hc) != 0 {
+			t.Fatalf("old counters kept: %v", hc)
+		}
+		return nil
+	})
+	before = commitID(t, s)
+	if err := s.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if d := commitID(t, s) - before; d != 1 {
+		t.Fatalf("an idle sweep wrote %d transactions, want only the codes' one", d)
+	}
+}
