@@ -311,6 +311,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
 		Wake: m.sched.wake, Busy: m.Server.Busy}
 	m.sched.every("sweep", time.Minute, func(context.Context) error { return svc.Sweep() })
+	m.sched.every("last-seen", time.Minute, func(context.Context) error { return svc.FlushLastSeen() })
 	m.sched.onWake("mail", time.Minute, m.Mail.RunOnce)
 	m.sched.onWake("webhooks", time.Minute, m.Hooks.RunOnce)
 	m.sched.start()
@@ -322,9 +323,8 @@ func (m *Main) Run(ctx context.Context) error {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		// Go's default: an over-long Authorization header still reaches
-		// the key check and gets the envelope (INVALID_FORMAT).
-		MaxHeaderBytes: 1 << 20,
+		// 64 KiB of request line and headers at most (431 beyond).
+		MaxHeaderBytes: httpapi.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() {
@@ -513,7 +513,8 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 func (m *Main) Addr() string { return m.listener.Addr().String() }
 
 // Close stops accepting requests, lets in-flight ones finish (10 s at
-// most), stops the scheduler and closes the store.
+// most), stops the scheduler, writes the sessions' last-seen times and
+// closes the store.
 func (m *Main) Close() error {
 	var errs []error
 	if m.http != nil {
@@ -532,8 +533,10 @@ func (m *Main) Close() error {
 	if m.Hooks != nil {
 		m.Hooks.Close()
 	}
-	if m.Service != nil {
-		errs = append(errs, m.Service.Close()) // suppressed-failure counts
+	if m.Service != nil && m.DB != nil {
+		// Requests have stopped: write the last-seen times noted since
+		// the last minute's flush, and the suppressed-failure counts.
+		errs = append(errs, m.Service.Close())
 	}
 	if m.DB != nil {
 		errs = append(errs, m.DB.Close())

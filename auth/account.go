@@ -97,20 +97,3 @@ func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
 	}
 	return tx.PutThrottle(throttleSMSSend, u.ProjectID, u.ID, &store.Throttle{})
 }
-
-// Logout deletes the session; its JWT fails from now on.
-func (s *Service) Logout(pr *Principal) error {
-	err := s.db.Update(func(tx *store.Tx) error {
-		sess, err := tx.Session(pr.SessionID)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrInvalidSession
-		} else if err != nil {
-			return err
-		}
-		if err := tx.DeleteSession(sess); err != nil {
-			return err
-		}
-		return s.emit(tx, sess.ProjectID, "session.revoked", map[string]string{"user_id": sess.UserID, "session_id": sess.ID})
-	})
-	return internal(err)
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -15,8 +16,38 @@ import (
 	"latchkey/store"
 )
 
+// AdminMaxFailures is how many failed admin-token checks one client
+// address (an IPv6 address: its /64) may make per rolling minute.
+const AdminMaxFailures = 10
+
+// CheckAdminFrom is CheckAdmin for a request from client address ip,
+// throttled: once ip has failed AdminMaxFailures times within the
+// rolling minute, every check from it is 429 RATE_LIMIT_EXCEEDED (with
+// the wait until its oldest failure leaves the minute), the right token
+// too. Letting the right token through would answer every further guess
+// (429 for a wrong one, 200 for the right one) and the throttle would
+// stop nothing. Each check is counted before the token is compared and
+// refunded when it matches, so concurrent guesses cannot exceed the
+// limit either.
+func (s *Service) CheckAdminFrom(header, ip string) error {
+	key := ip
+	if a, err := netip.ParseAddr(ip); err == nil {
+		key = ipKey("", a).ip.String()
+	}
+	res := s.adminFails.Allow(key, AdminMaxFailures)
+	if !res.Allowed {
+		return ErrAdminThrottled.WithRetry(time.Duration(res.RetryAfter) * time.Second)
+	}
+	if err := s.CheckAdmin(header); err != nil {
+		return err
+	}
+	s.adminFails.Refund(key, res)
+	return nil
+}
+
 // CheckAdmin validates an Authorization header as the admin token; any
-// failure is 401 UNAUTHORIZED.
+// failure is 401 UNAUTHORIZED. It is not throttled: requests use
+// CheckAdminFrom.
 func (s *Service) CheckAdmin(header string) error {
 	tok, ok := ParseBearer(header)
 	if !ok || !strings.HasPrefix(tok, adminPrefix) || len(tok) > 256 {
@@ -250,7 +281,7 @@ func (s *Service) RevokeKey(prefix string) error {
 	if err != nil {
 		return internal(err)
 	}
-	s.apiKeys.Delete(prefix)
+	s.apiKeys.invalidate(prefix)
 	return nil
 }
 

@@ -67,10 +67,6 @@ type cachedKey struct {
 	expiresAt time.Time // zero: never
 }
 
-type projectEntry struct {
-	project *store.Project
-}
-
 // AuthenticateKey validates an Authorization header value as an API key in
 // the decided order: MISSING_API_KEY, INVALID_FORMAT, API_KEY_NOT_FOUND,
 // HASH_MISMATCH, API_KEY_REVOKED, API_KEY_EXPIRED, INVALID_API_KEY; a
@@ -132,9 +128,10 @@ func (s *Service) Allow(c *Caller) RateResult {
 func (s *Service) ForgetIdleLimits() { s.limiter.Forget() }
 
 func (s *Service) lookupKey(prefix string) (*cachedKey, error) {
-	if v, ok := s.apiKeys.Load(prefix); ok {
-		return v.(*cachedKey), nil
+	if ck, ok := s.apiKeys.get(prefix); ok {
+		return ck, nil
 	}
+	gen := s.apiKeys.generation()
 	var k *store.APIKey
 	err := s.db.View(func(tx *store.Tx) error {
 		var err error
@@ -149,15 +146,16 @@ func (s *Service) lookupKey(prefix string) (*cachedKey, error) {
 	if k.ExpiresAt != nil {
 		ck.expiresAt = *k.ExpiresAt
 	}
-	s.apiKeys.Store(prefix, ck)
+	s.apiKeys.fill(prefix, ck, gen)
 	return ck, nil
 }
 
 // project returns a project from the cache or the store.
 func (s *Service) project(id string) (*store.Project, error) {
-	if v, ok := s.projects.Load(id); ok {
-		return v.(*projectEntry).project, nil
+	if p, ok := s.projects.get(id); ok {
+		return p, nil
 	}
+	gen := s.projects.generation()
 	var p *store.Project
 	err := s.db.View(func(tx *store.Tx) error {
 		var err error
@@ -167,7 +165,7 @@ func (s *Service) project(id string) (*store.Project, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.projects.Store(id, &projectEntry{project: p})
+	s.projects.fill(id, p, gen)
 	return p, nil
 }
 

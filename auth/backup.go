@@ -151,13 +151,16 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 	if in.DeviceToken != "" {
 		m.DeviceToken = in.DeviceToken
 	}
-	if err := s.checkRiskFor(p, m, true, subject{email: email, externalID: ext}); err != nil {
+	slot, err := s.reserveRisk(p, m, subject{email: email, externalID: ext})
+	if err != nil {
 		return nil, s.recordOnly(p.ID, "", email, "backup_code", "verify", err, m)
 	}
+	m.risk = slot
+	defer s.releaseRisk(slot)
 	code, wellFormed := normalizeBackupCode(in.Code)
 	var login *Login
 	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
+	err = s.db.Update(func(tx *store.Tx) error {
 		login, fail = nil, nil
 		now := s.now().UTC()
 		var u *store.User

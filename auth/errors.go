@@ -169,6 +169,16 @@ var (
 	ErrMethodExists    = newErr(http.StatusConflict, "EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
 )
 
+// Session management and abuse limits (decisions.md §15, §20).
+var (
+	ErrSessionNotFound  = newErr(http.StatusNotFound, "SESSION_NOT_FOUND", "", "Session not found.")
+	ErrSessionRateLimit = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this session; retry later.")
+	ErrAdminThrottled   = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many failed admin token attempts from this address; retry later.")
+	// ErrForbidden refuses a cross-site POST to the magic-link confirm
+	// page (login CSRF).
+	ErrForbidden = newErr(http.StatusForbidden, "FORBIDDEN", "", "Cross-site request refused: open the sign-in link itself and press its button.")
+)
+
 // Invalid returns a 400 VALIDATION_ERROR with msg.
 func Invalid(format string, args ...any) *Error {
 	return ErrValidation.With(fmt.Sprintf(format, args...))

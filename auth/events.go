@@ -13,6 +13,15 @@ type Meta struct {
 	IP          string
 	UserAgent   string
 	DeviceToken string
+	// EndUserIP reports that IP is the end user's own address: sent as
+	// X-End-User-IP, or the address of a request without an API key (a
+	// browser; its peer or a trusted proxy's X-Forwarded-For). An API-key
+	// call without X-End-User-IP has the app backend's address instead
+	// (through a proxy too), and the risk engine then counts against the
+	// account (reserveRisk).
+	EndUserIP bool
+
+	risk *riskSlot // the verification's velocity slot, marked failed by record
 }
 
 // emit writes a webhook event into the outbox inside tx and wakes the
@@ -31,16 +40,14 @@ func (s *Service) emit(tx *store.Tx, projectID, typ string, data any) error {
 }
 
 // record writes an authentication event inside tx. A nil fail is a
-// success; otherwise its category is the event's failureCode. A failure
-// that names no user may be suppressed (suppress.go): then it is only
-// counted, once tx commits.
+// success; otherwise its category is the event's failureCode. A failed
+// verification marks its risk slot (m.risk) failed once tx commits. A
+// failure that names no user may be suppressed (suppress.go): then it is
+// only counted, once tx commits.
 func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action string, fail error, m Meta) error {
 	e := s.authEvent(projectID, userID, email, method, action, fail, m)
-	if fail != nil {
-		ae := AsError(fail)
-		if countsForVelocity(method, action) && isVerifyFailure(ae) {
-			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
-		}
+	if slot := velocitySlot(method, action, fail, m); slot != nil {
+		tx.OnCommit(func() { slot.failed = true })
 	}
 	if s.suppressed(e) {
 		tx.OnCommit(func() { s.suppress.count(e) })
@@ -54,17 +61,17 @@ func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action 
 // is only counted: no transaction at all.
 func (s *Service) recordOnly(projectID, userID, email, method, action string, fail error, m Meta) error {
 	e := s.authEvent(projectID, userID, email, method, action, fail, m)
-	velocity := countsForVelocity(method, action) && isVerifyFailure(AsError(fail))
 	if s.suppressed(e) {
-		if velocity {
-			s.countFailure(projectID, m.IP)
+		if slot := velocitySlot(method, action, fail, m); slot != nil {
+			slot.failed = true
 		}
 		s.suppress.count(e)
 		return fail
 	}
+	slot := velocitySlot(method, action, fail, m)
 	err := s.db.Batch(func(tx *store.Tx) error {
-		if velocity {
-			tx.OnCommit(func() { s.countFailure(projectID, m.IP) })
+		if slot != nil {
+			tx.OnCommit(func() { slot.failed = true })
 		}
 		return tx.AddAuthEvent(e)
 	})
@@ -72,6 +79,15 @@ func (s *Service) recordOnly(projectID, userID, email, method, action string, fa
 		s.log.Error("record event", "err", err)
 	}
 	return fail
+}
+
+// velocitySlot returns the risk slot a failed outcome must mark failed:
+// m.risk when fail is a wrong guess at a login verification, else nil.
+func velocitySlot(method, action string, fail error, m Meta) *riskSlot {
+	if fail == nil || m.risk == nil || !countsForVelocity(method, action) || !isVerifyFailure(AsError(fail)) {
+		return nil
+	}
+	return m.risk
 }
 
 // authEvent is the event of an outcome (fail nil: a success).

@@ -146,9 +146,12 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 	if err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "external", "confirm", err, m)
 	}
-	if err := s.checkRisk(p, m, true); err != nil {
+	slot, err := s.reserveRisk(p, m, subject{externalID: b.ExternalUserID})
+	if err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "external", "confirm", err, m)
 	}
+	m.risk = slot
+	defer s.releaseRisk(slot)
 	var login *Login
 	var fail error
 	err = s.db.Update(func(tx *store.Tx) error {
@@ -362,13 +365,16 @@ func (s *Service) RedeemExternal(p *store.Project, method, reference string, m M
 	if method == "" || reference == "" {
 		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", Invalid("method and reference are required."), m)
 	}
-	if err := s.checkRisk(p, m, true); err != nil {
+	slot, err := s.reserveRisk(p, m, subject{reference: method + "\x00" + reference})
+	if err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", err, m)
 	}
+	m.risk = slot
+	defer s.releaseRisk(slot)
 	var login *Login
 	var ext string
 	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
+	err = s.db.Update(func(tx *store.Tx) error {
 		login, fail = nil, nil
 		reg, err := tx.ExternalMethodByName(p.ID, method)
 		if errors.Is(err, store.ErrNotFound) {

@@ -50,6 +50,9 @@ func (s *Service) startLogin(tx *store.Tx, p *store.Project, u *store.User, meth
 		}
 	}
 	sess := s.newSession(p, u, method)
+	// Where the session was signed in from, bounded in length, for the
+	// user's and the operator's session lists.
+	sess.IP, sess.UserAgent = clipIP(m.IP), clipUA(m.UserAgent)
 	if err := tx.PutSession(sess); err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, 
 	if redirectURL != "" && !CheckRedirect(redirectURL, p.AllowedOrigins) {
 		return s.recordOnly(p.ID, "", email, "magic_link", "send", ErrInvalidRedirect, m)
 	}
-	if err := s.checkRisk(p, m, false); err != nil {
+	if err := s.checkRisk(p, m); err != nil {
 		return s.recordOnly(p.ID, "", email, "magic_link", "send", err, m)
 	}
 	raw := randomBytes(32)
@@ -78,18 +78,26 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 	h := s.keys.HashString(hashDomainMagic, token)
 	// An unknown token changes nothing: answer it from a read transaction,
 	// so a flood of made-up tokens costs no write (and, past the
-	// suppression rate, no event either).
-	if err := s.db.View(func(tx *store.Tx) error {
-		_, err := tx.MagicLink(h[:])
-		return err
-	}); errors.Is(err, store.ErrNotFound) {
+	// suppression rate, no event either). A known link names its project
+	// and address: the velocity slot is reserved before the transaction
+	// (which may run twice).
+	p, email, err := s.pendingLink(h[:])
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, s.recordOnly("", "", "", "magic_link", "verify", ErrInvalidToken, m)
 	} else if err != nil {
 		return nil, internal(err)
 	}
+	if p != nil {
+		slot, err := s.reserveRisk(p, m, subject{email: email})
+		if err != nil {
+			return nil, s.recordOnly(p.ID, "", email, "magic_link", "verify", err, m)
+		}
+		m.risk = slot
+		defer s.releaseRisk(slot)
+	}
 	var login *Login
 	var fail error
-	err := s.db.Batch(func(tx *store.Tx) error {
+	err = s.db.Batch(func(tx *store.Tx) error {
 		login, fail = nil, nil
 		now := s.now()
 		ml, err := tx.MagicLink(h[:])
@@ -109,9 +117,6 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		failWith := func(e error) error {
 			fail = e
 			return s.record(tx, p.ID, "", ml.Email, "magic_link", "verify", e, m)
-		}
-		if err := s.checkRisk(p, m, true); err != nil {
-			return failWith(err)
 		}
 		if redirectURI != "" && !CheckRedirect(redirectURI, p.AllowedOrigins) {
 			return failWith(ErrInvalidRedirect)
@@ -149,6 +154,25 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		return nil, fail
 	}
 	return s.finish(login)
+}
+
+// pendingLink returns the project and address of the link with hash h,
+// used or not: store.ErrNotFound for an unknown hash, a nil project when
+// the link's project was deleted.
+func (s *Service) pendingLink(h []byte) (*store.Project, string, error) {
+	var ml *store.MagicLink
+	if err := s.db.View(func(tx *store.Tx) error {
+		var err error
+		ml, err = tx.MagicLink(h)
+		return err
+	}); err != nil {
+		return nil, "", err
+	}
+	p, err := s.project(ml.ProjectID)
+	if err != nil { // the project was deleted: the transaction answers
+		return nil, "", nil
+	}
+	return p, ml.Email, nil
 }
 
 // withCategory returns a copy of e recorded under another category.

@@ -68,7 +68,7 @@ func (s *Service) SendOTP(p *store.Project, rawEmail string, m Meta) error {
 	if err != nil {
 		return s.recordOnly(p.ID, "", "", "email_otp", "send", err, m)
 	}
-	if err := s.checkRisk(p, m, false); err != nil {
+	if err := s.checkRisk(p, m); err != nil {
 		return s.recordOnly(p.ID, "", email, "email_otp", "send", err, m)
 	}
 	code := randomDigits(6)
@@ -185,9 +185,12 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 	if in.DeviceToken != "" {
 		m.DeviceToken = in.DeviceToken
 	}
-	if err := s.checkRiskFor(p, m, true, subject{email: email}); err != nil {
+	slot, err := s.reserveRisk(p, m, subject{email: email})
+	if err != nil {
 		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
 	}
+	m.risk = slot
+	defer s.releaseRisk(slot)
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+in.Code)
 	var login *Login
 	var fail error

@@ -239,7 +239,7 @@ func checkFinish(challengeID string, credential json.RawMessage) error {
 func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawEmail string, m Meta) (*Ceremony, error) {
 	ch := &store.Challenge{ProjectID: p.ID, Kind: challengeRegister}
 	if pr == nil {
-		if err := s.checkRisk(p, m, false); err != nil {
+		if err := s.checkRisk(p, m); err != nil {
 			return nil, s.recordOnly(p.ID, "", "", "passkey", "register_start", err, m)
 		}
 	}
@@ -312,9 +312,14 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 	}
 	signup := pr == nil
 	if signup {
-		if err := s.checkRisk(p, m, true); err != nil {
+		// The sign-up names no account before its challenge is read: it
+		// is counted per end-user IP only (none without one).
+		slot, err := s.reserveRisk(p, m, subject{})
+		if err != nil {
 			return nil, s.recordOnly(p.ID, "", "", "passkey", "register", err, m)
 		}
+		m.risk = slot
+		defer s.releaseRisk(slot)
 	}
 	rp, err := s.relyingParty(p)
 	if err != nil {
@@ -426,9 +431,13 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 // passkey (the contract's enrollment lookup); 403 USER_DISABLED; 403
 // RISK_BLOCKED.
 func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (*Ceremony, error) {
-	if err := s.checkRisk(p, m, true); err != nil {
+	email, _ := NormalizeEmail(rawEmail) // a bad address fails in passkeyUser
+	slot, err := s.reserveRisk(p, m, subject{email: email})
+	if err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "passkey", "login_start", err, m)
 	}
+	m.risk = slot
+	defer s.releaseRisk(slot)
 	rp, err := s.relyingParty(p)
 	if err != nil {
 		return nil, err
@@ -500,14 +509,21 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 	if err := checkFinish(challengeID, credential); err != nil {
 		return nil, err
 	}
-	if err := s.checkRisk(p, m, true); err != nil {
+	parsed, parseErr := protocol.ParseCredentialRequestResponseBytes(credential)
+	var who subject
+	if parseErr == nil {
+		who.credential = base64.RawURLEncoding.EncodeToString(parsed.RawID)
+	}
+	slot, err := s.reserveRisk(p, m, who)
+	if err != nil {
 		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", err, m)
 	}
+	m.risk = slot
+	defer s.releaseRisk(slot)
 	rp, err := s.relyingParty(p)
 	if err != nil {
 		return nil, err
 	}
-	parsed, parseErr := protocol.ParseCredentialRequestResponseBytes(credential)
 	var login *Login
 	var fail error
 	err = s.db.Update(func(tx *store.Tx) error {

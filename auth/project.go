@@ -270,7 +270,7 @@ func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, err
 	if err != nil {
 		return nil, internal(err)
 	}
-	s.projects.Delete(id)
+	s.projects.invalidate(id)
 	return p, nil
 }
 
@@ -293,10 +293,8 @@ func (s *Service) DeleteProject(id string) error {
 	if err != nil {
 		return internal(err)
 	}
-	s.projects.Delete(id)
-	for _, prefix := range detached {
-		s.apiKeys.Delete(prefix)
-	}
+	s.projects.invalidate(id)
+	s.apiKeys.invalidate(detached...)
 	for _, m := range []*sync.Map{&s.signers, &s.publicKeys} {
 		m.Range(func(k, _ any) bool {
 			if strings.HasPrefix(k.(string), id+"/") {

@@ -35,6 +35,8 @@ type RateResult struct {
 	Reset int64
 	// RetryAfter is the wait in whole seconds when not allowed.
 	RetryAfter int
+
+	sec int64 // the second an allowed request was counted in (Refund)
 }
 
 // Allow counts one request for key against limit per rolling minute. A
@@ -85,10 +87,32 @@ func (l *Limiter) Allow(key string, limit int) RateResult {
 		oldest = sec
 	}
 	res.Allowed = true
+	res.sec = sec
 	res.Remaining = limit - int(win.total)
 	// The oldest counted request leaves the window, freeing its slot.
 	res.Reset = oldest + 60
 	return res
+}
+
+// Refund takes back one request that Allow counted for key (res is its
+// result), for limits that count only failures: count every attempt
+// first, so concurrent attempts cannot all pass the check, and refund
+// the ones that succeed.
+func (l *Limiter) Refund(key string, res RateResult) {
+	if !res.Allowed {
+		return
+	}
+	w, ok := l.windows.Load(key)
+	if !ok {
+		return
+	}
+	win := w.(*window)
+	win.mu.Lock()
+	if i := res.sec % 60; win.secs[i] == res.sec && win.count[i] > 0 {
+		win.count[i]--
+		win.total--
+	}
+	win.mu.Unlock()
 }
 
 // Forget drops idle windows whose newest request is over a minute old, so

@@ -15,15 +15,23 @@ const (
 	RiskWindow      = 10 * time.Minute
 	RiskBlockFor    = 15 * time.Minute
 	riskShards      = 32
-	// RiskMaxTracked bounds the tracked (project, IP) pairs; past it idle
-	// and single-failure pairs are dropped first and blocked ones last
-	// (see evict), so an attack from many addresses costs bounded memory.
+	// RiskMaxTracked bounds the tracked keys (a project and an IP or an
+	// account); past it idle and single-failure keys are dropped first
+	// and blocked ones last (see evict), so an attack from many
+	// addresses costs bounded memory.
 	RiskMaxTracked = 64 * 1024
 )
 
-// Risk counts failed verifications per (project, end-user IP) in
-// one-minute buckets and blocks an IP that fails too often. Memory is
-// bounded by RiskMaxTracked; each shard has its own lock.
+// Risk counts failed verifications per key in one-minute buckets and
+// blocks a key that fails too often. A key is a project and either the
+// end user's IP (an IPv6 address counts as its /64, so rotating inside
+// one's own network does not help) or, when the end-user IP is unknown,
+// the account the request names. Checking and counting are one step: a
+// verification reserves a slot before its credential is checked and
+// releases it with the outcome after, so however many verifications run
+// at once, no more are evaluated than one at a time would be (see
+// reserve). Memory is bounded by RiskMaxTracked; each shard has its own
+// lock.
 type Risk struct {
 	now    func() time.Time
 	seed   maphash.Seed
@@ -35,14 +43,38 @@ type riskShard struct {
 	m  map[riskKey]*ipState
 }
 
+// riskKey names what a velocity count is about: a project and either an
+// end-user address (ip; IPv6 masked to its /64) or an account (kind and
+// account: an email, external id, credential id or reference).
 type riskKey struct {
 	project string
 	ip      netip.Addr
+	kind    byte
+	account string
+}
+
+// Account kinds of a riskKey.
+const (
+	riskByEmail      = 'e'
+	riskByExternalID = 'x'
+	riskByCredential = 'c'
+	riskByReference  = 'r'
+)
+
+// ipKey is the key of an end-user address in project: IPv6 addresses
+// count per /64.
+func ipKey(project string, ip netip.Addr) riskKey {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		ip = netip.PrefixFrom(ip, 64).Masked().Addr()
+	}
+	return riskKey{project: project, ip: ip}
 }
 
 type ipState struct {
 	minutes      [10]int64 // the unix minute each bucket counts
 	counts       [10]uint16
+	inflight     uint16 // verifications holding a reserved slot
 	blockedUntil time.Time
 	last         time.Time
 }
@@ -62,12 +94,15 @@ func (r *Risk) shard(k riskKey) *riskShard {
 	h.WriteString(k.project)
 	b := k.ip.As16()
 	h.Write(b[:])
+	h.WriteByte(k.kind)
+	h.WriteString(k.account)
 	return &r.shards[h.Sum64()%riskShards]
 }
 
-// Blocked reports whether ip is velocity-blocked in project.
+// Blocked reports whether ip (its /64 for IPv6) is velocity-blocked in
+// project.
 func (r *Risk) Blocked(project string, ip netip.Addr) bool {
-	k := riskKey{project, ip}
+	k := ipKey(project, ip)
 	sh := r.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -75,21 +110,59 @@ func (r *Risk) Blocked(project string, ip netip.Addr) bool {
 	return st != nil && r.now().Before(st.blockedUntil)
 }
 
-// Fail counts one failed verification from ip in project and blocks the
-// IP when it passes RiskMaxFailures within RiskWindow.
+// Fail counts one failed verification from ip (its /64 for IPv6) in
+// project and blocks it when it passes RiskMaxFailures within
+// RiskWindow.
 func (r *Risk) Fail(project string, ip netip.Addr) {
+	r.settle(ipKey(project, ip), false, true)
+}
+
+// reserve takes a slot for one verification keyed by k. It refuses while
+// k is blocked, and while k's failures in the window plus the
+// verifications in flight already reach RiskMaxFailures+1: the one
+// failure that makes "more than RiskMaxFailures" may still be evaluated,
+// as it would be one at a time, but not a second one concurrently. So
+// with any concurrency at most RiskMaxFailures+1 failures are evaluated
+// in a window; then the block holds. A verification that succeeds frees
+// its slot without counting. Every true must be followed by
+// settle(k, true, failed).
+func (r *Risk) reserve(k riskKey) bool {
 	now := r.now()
-	k := riskKey{project, ip}
 	sh := r.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	st := sh.m[k]
 	if st == nil {
-		if len(sh.m) >= RiskMaxTracked/riskShards {
-			sh.evict(now)
+		st = sh.add(k, now)
+	}
+	if now.Before(st.blockedUntil) || st.total(now.Unix()/60)+int(st.inflight) > RiskMaxFailures {
+		return false
+	}
+	st.inflight++
+	st.last = now
+	return true
+}
+
+// settle ends a verification keyed by k: held releases its reserved
+// slot, failed counts a failure (blocking k past RiskMaxFailures within
+// RiskWindow).
+func (r *Risk) settle(k riskKey, held, failed bool) {
+	now := r.now()
+	sh := r.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	st := sh.m[k]
+	if st == nil {
+		if !failed {
+			return
 		}
-		st = &ipState{}
-		sh.m[k] = st
+		st = sh.add(k, now)
+	}
+	if held && st.inflight > 0 {
+		st.inflight--
+	}
+	if !failed {
+		return
 	}
 	st.last = now
 	min := now.Unix() / 60
@@ -105,13 +178,24 @@ func (r *Risk) Fail(project string, ip netip.Addr) {
 	}
 }
 
+// add tracks a new key, evicting first when the shard is full.
+func (sh *riskShard) add(k riskKey, now time.Time) *ipState {
+	if len(sh.m) >= RiskMaxTracked/riskShards {
+		sh.evict(now)
+	}
+	st := &ipState{last: now}
+	sh.m[k] = st
+	return st
+}
+
 // evict frees an eighth of the shard, in passes: first unblocked
 // entries that are idle for longer than the window or hold a single
 // failure in it (what a flood of one-shot addresses leaves), then any
 // unblocked entry in the map's random order, and only when that is not
 // enough, blocked ones, so the bound holds even against millions of
-// blocked addresses. An address that keeps failing thus survives a flood
-// of one-shot addresses. Each pass is O(shard); amortised over the
+// blocked addresses. Keys with a verification in flight stay (their
+// number is bounded by the requests in flight). An address that keeps
+// failing thus survives a flood of one-shot addresses. Each pass is O(shard); amortised over the
 // inserts that fill the freed space again, eviction is O(1) per insert.
 func (sh *riskShard) evict(now time.Time) {
 	want := len(sh.m) / 8
@@ -122,7 +206,7 @@ func (sh *riskShard) evict(now time.Time) {
 				return
 			}
 			blocked := now.Before(st.blockedUntil)
-			if pass == 0 && (blocked || st.last.After(idle) && st.total(min) > 1) || pass == 1 && blocked {
+			if st.inflight > 0 || pass == 0 && (blocked || st.last.After(idle) && st.total(min) > 1) || pass == 1 && blocked {
 				continue
 			}
 			delete(sh.m, k)
@@ -142,7 +226,7 @@ func (st *ipState) total(min int64) int {
 	return n
 }
 
-// Tracked returns how many (project, IP) pairs are held (for tests).
+// Tracked returns how many keys are held (for tests).
 func (r *Risk) Tracked() int {
 	n := 0
 	for i := range r.shards {
@@ -160,7 +244,7 @@ func (r *Risk) Sweep() {
 		sh := &r.shards[i]
 		sh.mu.Lock()
 		for k, st := range sh.m {
-			if now.Sub(st.last) > RiskWindow && !now.Before(st.blockedUntil) {
+			if now.Sub(st.last) > RiskWindow && !now.Before(st.blockedUntil) && st.inflight == 0 {
 				delete(sh.m, k)
 			}
 		}
@@ -168,36 +252,95 @@ func (r *Risk) Sweep() {
 	}
 }
 
-// checkRisk refuses a login attempt from an IP on the project's deny list
-// or, for verifications, velocity-blocked (403 RISK_BLOCKED). No device
-// token exempts it: the request names no user up front (checkRiskFor).
-func (s *Service) checkRisk(p *store.Project, m Meta, verify bool) error {
-	return s.checkRiskFor(p, m, verify, subject{})
-}
-
-// subject is the user a verification is for, as its request names it
-// before any credential is checked.
-type subject struct{ email, externalID string }
-
-// checkRiskFor is checkRisk for a request naming its user: a device token
-// (decisions §5: bound to the user) exempts it from the velocity block
-// only when it is bound to that very user, so one account's device token
-// cannot lift the block for guesses at every other account.
-func (s *Service) checkRiskFor(p *store.Project, m Meta, verify bool, who subject) error {
+// checkRisk refuses a send or a ceremony start from an address on the
+// project's deny list (403 RISK_BLOCKED). Verifications reserve a
+// velocity slot instead (reserveRisk), which applies the deny list too.
+func (s *Service) checkRisk(p *store.Project, m Meta) error {
 	ip, err := netip.ParseAddr(m.IP)
 	if err != nil {
 		return nil
 	}
-	ip = ip.Unmap()
-	for _, c := range p.DenyCIDRs {
-		if pfx, err := netip.ParsePrefix(c); err == nil && pfx.Contains(ip) {
-			return ErrRiskBlocked
-		}
-	}
-	if verify && s.risk.Blocked(p.ID, ip) && !s.knownDevice(p.ID, m.DeviceToken, who) {
+	if denied(p, ip.Unmap()) {
 		return ErrRiskBlocked
 	}
 	return nil
+}
+
+func denied(p *store.Project, ip netip.Addr) bool {
+	for _, c := range p.DenyCIDRs {
+		if pfx, err := netip.ParsePrefix(c); err == nil && pfx.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// subject is what a verification names before any credential is
+// checked: the user (email or external id) or, lacking one, the
+// credential or reference it presents.
+type subject struct{ email, externalID, credential, reference string }
+
+// riskSlot is one verification's place in the velocity count, taken by
+// reserveRisk before the credential is checked and settled (releaseRisk)
+// after. record marks it failed when the verification's failure event
+// commits; Meta carries it there.
+type riskSlot struct {
+	key    riskKey
+	held   bool // holds an in-flight slot (false: a device-exempt request)
+	failed bool // set on the goroutine that commits, read after the commit returns
+}
+
+// reserveRisk is the risk check of a verification (decisions.md §12,
+// §15): 403 RISK_BLOCKED from an address on the project's deny list, or
+// when the velocity key is blocked or its slots are taken (see
+// Risk.reserve). The key is the end-user IP when it is known
+// (m.EndUserIP); otherwise the account who names, so one app backend
+// calling without X-End-User-IP cannot block a whole project. A request
+// that names no account and comes without a known IP is neither counted
+// nor blocked (nil slot). A device token bound to who's user (decisions
+// §5) passes a velocity refusal, its failures still counted. Pass the
+// slot on in m.risk and settle it with releaseRisk once the outcome is
+// committed.
+func (s *Service) reserveRisk(p *store.Project, m Meta, who subject) (*riskSlot, error) {
+	ip, ipErr := netip.ParseAddr(m.IP)
+	if ipErr == nil {
+		ip = ip.Unmap()
+		if denied(p, ip) {
+			return nil, ErrRiskBlocked
+		}
+	}
+	var k riskKey
+	switch {
+	case m.EndUserIP && ipErr == nil:
+		k = ipKey(p.ID, ip)
+	case who.email != "":
+		k = riskKey{project: p.ID, kind: riskByEmail, account: who.email}
+	case who.externalID != "":
+		k = riskKey{project: p.ID, kind: riskByExternalID, account: who.externalID}
+	case who.credential != "":
+		k = riskKey{project: p.ID, kind: riskByCredential, account: who.credential}
+	case who.reference != "":
+		k = riskKey{project: p.ID, kind: riskByReference, account: who.reference}
+	default:
+		return nil, nil
+	}
+	slot := &riskSlot{key: k}
+	if s.risk.reserve(k) {
+		slot.held = true
+		return slot, nil
+	}
+	if s.knownDevice(p.ID, m.DeviceToken, who) {
+		return slot, nil
+	}
+	return nil, ErrRiskBlocked
+}
+
+// releaseRisk settles a slot from reserveRisk (nil is a no-op): frees it
+// and counts the failure record marked on it.
+func (s *Service) releaseRisk(slot *riskSlot) {
+	if slot != nil {
+		s.risk.settle(slot.key, slot.held, slot.failed)
+	}
 }
 
 // knownDevice reports whether token is a device token bound to who, a
@@ -220,15 +363,6 @@ func (s *Service) knownDevice(projectID, token string, who subject) bool {
 		return nil
 	})
 	return known
-}
-
-// countFailure feeds a failed verification to the risk engine.
-func (s *Service) countFailure(projectID, ip string) {
-	a, err := netip.ParseAddr(ip)
-	if err != nil || projectID == "" {
-		return
-	}
-	s.risk.Fail(projectID, a.Unmap())
 }
 
 // isVerifyFailure reports whether a failure is a wrong guess that counts

@@ -3,6 +3,8 @@ package auth
 import (
 	"net/netip"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -110,7 +112,7 @@ func TestRiskBoundWithBlockedAddresses(t *testing.T) {
 	for i := range r.shards { // fill every shard with blocked entries
 		for len(r.shards[i].m) < RiskMaxTracked/riskShards {
 			ip := netip.AddrFrom4([4]byte{10, byte(n >> 16), byte(n >> 8), byte(n)})
-			r.shards[i].m[riskKey{"p", ip}] = &ipState{last: now, blockedUntil: now.Add(RiskBlockFor)}
+			r.shards[i].m[riskKey{project: "p", ip: ip}] = &ipState{last: now, blockedUntil: now.Add(RiskBlockFor)}
 			n++
 		}
 	}
@@ -119,5 +121,86 @@ func TestRiskBoundWithBlockedAddresses(t *testing.T) {
 	}
 	if got := r.Tracked(); got > RiskMaxTracked {
 		t.Fatalf("tracking %d pairs, bound is %d", got, RiskMaxTracked)
+	}
+}
+
+// TestRiskReserveIsAtomic: 200 concurrent verifications from one key,
+// all wrong. Reserving a slot before the check and settling after lets
+// exactly as many be evaluated as one at a time would: RiskMaxFailures+1
+// (the failure that makes "more than 30"); the rest are refused. The old
+// check-then-count let 94 to 148 through.
+func TestRiskReserveIsAtomic(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	k := ipKey("p", netip.MustParseAddr("203.0.113.9"))
+	var evaluated atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if !r.reserve(k) {
+				return
+			}
+			evaluated.Add(1)
+			runtime.Gosched() // the credential check
+			r.settle(k, true, true)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if got := evaluated.Load(); got != RiskMaxFailures+1 {
+		t.Fatalf("%d wrong guesses evaluated, want exactly %d", got, RiskMaxFailures+1)
+	}
+	if !r.Blocked("p", netip.MustParseAddr("203.0.113.9")) {
+		t.Fatal("not blocked after the evaluated failures")
+	}
+}
+
+// TestRiskReserveSuccessFreesSlot: verifications that succeed take a
+// slot only while in flight; they never count and never block.
+func TestRiskReserveSuccessFreesSlot(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	k := riskKey{project: "p", kind: riskByEmail, account: "a@example.com"}
+	for i := 0; i < 1000; i++ {
+		if !r.reserve(k) {
+			t.Fatalf("success %d refused", i)
+		}
+		r.settle(k, true, false)
+	}
+	// 31 slots in flight at once: a 32nd waits for one of them.
+	for i := 0; i <= RiskMaxFailures; i++ {
+		if !r.reserve(k) {
+			t.Fatalf("slot %d refused", i)
+		}
+	}
+	if r.reserve(k) {
+		t.Fatal("a 32nd verification in flight was admitted")
+	}
+	r.settle(k, true, false)
+	if !r.reserve(k) {
+		t.Fatal("a freed slot was not reusable")
+	}
+}
+
+// TestRiskIPv6CountsPerSlash64: an attacker rotating addresses inside
+// their /64 is one key; the next /64 is another.
+func TestRiskIPv6CountsPerSlash64(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	r := NewRisk(func() time.Time { return now })
+	for i := 0; i <= RiskMaxFailures; i++ {
+		r.Fail("p", netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, byte(i >> 8), byte(i)}))
+	}
+	if !r.Blocked("p", netip.MustParseAddr("2001:db8:1:2:ffff::1")) {
+		t.Fatal("rotating inside one /64 escaped the block")
+	}
+	if r.Blocked("p", netip.MustParseAddr("2001:db8:1:3::1")) {
+		t.Fatal("the neighbouring /64 is blocked too")
+	}
+	if r.Blocked("p", netip.MustParseAddr("203.0.113.9")) {
+		t.Fatal("an IPv4 address is blocked")
 	}
 }

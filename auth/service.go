@@ -29,6 +29,9 @@ type Config struct {
 	Wake func()
 	// SMS sends text messages; nil fails every send (provider "none").
 	SMS SMSSender
+	// SessionRateLimit is how many requests a session may make per
+	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
+	SessionRateLimit int
 }
 
 // SMSSender sends a text message to an E.164 number. Errors must not
@@ -50,12 +53,16 @@ type Service struct {
 	adminToken string // configured admin token, or empty
 	adminHash  []byte // stored hash of a generated admin token
 
-	apiKeys  sync.Map // prefix → *cachedKey
-	projects sync.Map // project id → *projectEntry
+	apiKeys  cache[*cachedKey]     // by key prefix
+	projects cache[*store.Project] // by project id
 	limiter  *Limiter
 	risk     *Risk
 	tokens   *tokenCache
 	suppress *suppressor
+
+	activity     *activity // per-session rate and last-seen times
+	sessionLimit int
+	adminFails   *Limiter // admin-token failures per client IP
 
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
@@ -80,12 +87,26 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		risk:     NewRisk(cfg.Now),
 		tokens:   newTokenCache(1 << 16),
 		suppress: newSuppressor(),
+
+		activity:     newActivity(ActivityMaxTracked),
+		sessionLimit: cfg.SessionRateLimit,
+		adminFails:   NewLimiter(cfg.Now),
+	}
+	if s.sessionLimit <= 0 {
+		s.sessionLimit = DefaultSessionRateLimit
 	}
 	err := db.View(func(tx *store.Tx) error {
 		s.adminHash = tx.AdminTokenHash()
 		return nil
 	})
 	return s, err
+}
+
+// Close writes what the service keeps in memory between flushes: the
+// last-seen times of sessions and the counts of suppressed failures.
+// Call it once requests have stopped, before the store closes.
+func (s *Service) Close() error {
+	return errors.Join(s.FlushLastSeen(), s.FlushSuppressed())
 }
 
 // DB returns the store (for the scheduler and backups).

@@ -98,7 +98,10 @@ func (s *Service) signSession(p *store.Project, sess *store.Session) (string, er
 
 // AuthenticateSession checks a bearer header as a user JWT: ES256
 // signature by the project's key, iss, aud, exp, and a live session row.
-// Any failure is 401 INVALID_SESSION.
+// Any failure is 401 INVALID_SESSION. It then counts the request against
+// the session's rate (120 per rolling minute; past it 429
+// RATE_LIMIT_EXCEEDED with a retry time) and notes the session as seen
+// now, in memory: FlushLastSeen writes it later, off the request path.
 func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 	tok, ok := ParseBearer(header)
 	if !ok || len(tok) > 4096 {
@@ -139,6 +142,9 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 		// cached verification is dead too.
 		s.tokens.drop(tok)
 		return nil, ErrInvalidSession
+	}
+	if ok, retry := s.activity.hit(pr.SessionID, now, s.sessionLimit); !ok {
+		return nil, sessionLimitRetry(retry)
 	}
 	return &pr, nil
 }

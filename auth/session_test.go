@@ -61,7 +61,7 @@ func TestTokenCacheDroppedWithSession(t *testing.T) {
 	if !s.tokens.cached(l.Token) {
 		t.Fatal("not cached after a successful check")
 	}
-	if err := s.Logout(pr); err != nil {
+	if err := s.Logout(pr, LogoutThis); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AuthenticateSession("Bearer " + l.Token); err != ErrInvalidSession {

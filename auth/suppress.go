@@ -178,10 +178,6 @@ func (s *Service) FlushSuppressed() error {
 	return nil
 }
 
-// Close writes what is still held in memory (suppressed failure counts).
-// Call it before closing the store.
-func (s *Service) Close() error { return s.FlushSuppressed() }
-
 // suppressed reports whether the failure e, which names no user, is over
 // its key's rate and must only be counted. Successes and failures that
 // name a user are always stored.
@@ -189,14 +185,14 @@ func (s *Service) suppressed(e *store.AuthEvent) bool {
 	if e.Success || e.UserID != "" {
 		return false
 	}
-	k := suppressKey{project: e.ProjectID, ip: ipKey(e.IP), method: e.Method, action: e.Action}
+	k := suppressKey{project: e.ProjectID, ip: clientKey(e.IP), method: e.Method, action: e.Action}
 	return !s.suppress.admit(k, s.now())
 }
 
-// ipKey is the client an address counts as: an IPv4 address, or the /64
+// clientKey is the client an address counts as: an IPv4 address, or the /64
 // of an IPv6 address (one subscriber's usual allocation), so rotating
 // through a prefix gains nothing.
-func ipKey(ip string) string {
+func clientKey(ip string) string {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return ip

@@ -137,7 +137,7 @@ func TestSuppressKeys(t *testing.T) {
 	}
 	got := map[string]int{}
 	for _, e := range storedEvents(t, s) {
-		got[ipKey(e.IP)+" "+e.Method+" "+fmt.Sprint(e.UserID != "")]++
+		got[clientKey(e.IP)+" "+e.Method+" "+fmt.Sprint(e.UserID != "")]++
 	}
 	want := map[string]int{
 		"203.0.113.1 email_otp false": 10, "203.0.113.2 email_otp false": 10, "203.0.113.1 backup_code false": 10,

@@ -36,6 +36,7 @@ func (s *Service) Sweep() error {
 		return err
 	})
 	s.limiter.Forget()
+	s.adminFails.Forget()
 	s.risk.Sweep()
 	s.suppress.prune(now)
 	return errors.Join(err, s.FlushSuppressed(), s.sweepEvents(now))

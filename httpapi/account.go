@@ -146,8 +146,45 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, _ httprouter
 	}{true, session{pr.SessionID, pr.UserID, pr.IssuedAt, pr.ExpiresAt}})
 }
 
+// logout ends this session, or with {scope:"others"} every other session
+// of the user, or with {scope:"all"} all of them. No body is {}.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
-	if err := s.auth.Logout(pr); err != nil {
+	var in struct {
+		Scope string `json:"scope"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if err := s.auth.Logout(pr, in.Scope); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+// userSession is a session in the user's own list: current marks the
+// session of the calling token.
+type userSession struct {
+	auth.SessionView
+	Current bool `json:"current"`
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+	views, err := s.auth.Sessions(pr)
+	if err != nil {
+		return err
+	}
+	out := make([]userSession, len(views))
+	for i, v := range views {
+		out[i] = userSession{v, v.ID == pr.SessionID}
+	}
+	return ok(w, struct {
+		Success  bool          `json:"success"`
+		Sessions []userSession `json:"sessions"`
+	}{true, out})
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, p httprouter.Params, pr *auth.Principal) error {
+	if err := s.auth.RevokeSession(pr, p.ByName("id")); err != nil {
 		return err
 	}
 	return ok(w, nil)

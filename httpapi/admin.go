@@ -26,6 +26,8 @@ func (s *Server) adminRoutes() {
 	r.PATCH("/api/v1/admin/users/:id", s.admin(s.patchAdminUser))
 	r.POST("/api/v1/admin/users/:id/disable", s.admin(s.disableUser))
 	r.POST("/api/v1/admin/users/:id/enable", s.admin(s.enableUser))
+	r.GET("/api/v1/admin/users/:id/sessions", s.admin(s.listUserSessions))
+	r.POST("/api/v1/admin/users/:id/sessions/revoke", s.admin(s.revokeUserSessions))
 	r.POST("/api/v1/admin/users/:id/factors/totp/reset", s.admin(s.resetTOTP))
 	r.GET("/api/v1/admin/events", s.admin(s.listEvents))
 	r.GET("/api/v1/admin/backup", s.admin(s.backup))
@@ -208,6 +210,34 @@ func (s *Server) enableUser(w http.ResponseWriter, r *http.Request, p httprouter
 		return err
 	}
 	return ok(w, nil)
+}
+
+func (s *Server) listUserSessions(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	views, err := s.auth.AdminSessions(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success  bool               `json:"success"`
+		Sessions []auth.SessionView `json:"sessions"`
+	}{true, views})
+}
+
+// revokeUserSessions ends every session of the user; the answer also
+// says how many ended.
+func (s *Server) revokeUserSessions(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in struct{}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	n, err := s.auth.AdminRevokeSessions(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success bool `json:"success"`
+		Revoked int  `json:"revoked"`
+	}{true, n})
 }
 
 // resetTOTP clears a user's TOTP lockout and failure count.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -214,9 +215,22 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) {
 func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	dashHeaders(w)
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if r.ParseForm() != nil || s.auth.CheckAdmin("Bearer "+r.PostForm.Get("token")) != nil {
-		w.WriteHeader(http.StatusUnauthorized)
-		s.render(w, "login.html", dashPage{Title: "Sign in", Error: "Wrong admin token."})
+	token := ""
+	if r.ParseForm() == nil {
+		token = r.PostForm.Get("token")
+	}
+	// The admin API's throttle: 10 failures a minute per address.
+	ip, _ := s.clientIP(r, false)
+	if err := s.auth.CheckAdminFrom("Bearer "+token, ip); err != nil {
+		e := auth.AsError(err)
+		msg := "Wrong admin token."
+		if e.RetryAfter > 0 {
+			secs := int64((e.RetryAfter + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+			msg = fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs)
+		}
+		w.WriteHeader(e.Status)
+		s.render(w, "login.html", dashPage{Title: "Sign in", Error: msg})
 		return
 	}
 	id, _ := s.dashSess.create(s.auth.Now())

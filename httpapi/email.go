@@ -97,7 +97,15 @@ func (s *Server) magicVerify(w http.ResponseWriter, r *http.Request, _ httproute
 // redirects the browser, or shows a signed-in page. A JSON body
 // ({token, redirect_uri}) is an API client's: it gets the GET's contract
 // answers (JSON login result or 302) instead of pages.
+//
+// A browser's POST must come from the confirm page itself (login CSRF: a
+// foreign page must not sign the browser into the sender's account):
+// see sameOrigin. A refused POST is 403 FORBIDDEN and the link stays
+// unused.
 func (s *Server) magicConfirm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if !s.sameOrigin(r) {
+		return auth.ErrForbidden
+	}
 	if ct := strings.ToLower(r.Header.Get("Content-Type")); strings.HasPrefix(ct, "application/json") {
 		var in struct {
 			Token       string `json:"token"`
@@ -113,6 +121,25 @@ func (s *Server) magicConfirm(w http.ResponseWriter, r *http.Request, _ httprout
 		return page(w, http.StatusBadRequest, "Sign-in failed", "Could not read the form.", nil)
 	}
 	return s.magicLogin(w, r, r.PostForm.Get("token"), r.PostForm.Get("redirect_uri"), true)
+}
+
+// sameOrigin reports whether a POST may act for the browser that sent
+// it: its Origin is the base URL's origin, or its Sec-Fetch-Site is
+// same-origin, or it carries neither header (a client other than a
+// browser, which sends both). "Origin: null" (sandboxed or privacy
+// contexts) counts as cross-site.
+func (s *Server) sameOrigin(r *http.Request) bool {
+	origin, hasOrigin := r.Header["Origin"]
+	site, hasSite := r.Header["Sec-Fetch-Site"]
+	if !hasOrigin && !hasSite {
+		return true
+	}
+	if hasOrigin && len(origin) == 1 && s.baseOrigin != "" {
+		if o, err := auth.NormalizeOrigin(origin[0]); err == nil && o == s.baseOrigin {
+			return true
+		}
+	}
+	return hasSite && len(site) == 1 && strings.EqualFold(strings.TrimSpace(site[0]), "same-origin")
 }
 
 func (s *Server) magicLogin(w http.ResponseWriter, r *http.Request, token, redirect string, browser bool) error {

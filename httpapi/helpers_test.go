@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -200,7 +202,23 @@ func (ts *testServer) do(method, path, token string, body any) *response {
 // send performs req without following redirects.
 func (ts *testServer) send(req *http.Request) *response {
 	ts.t.Helper()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return ts.sendWith(&http.Client{}, req)
+}
+
+// sendFrom performs req from local address ip (any 127.0.0.0/8 address
+// works on loopback), for tests of per-client limits.
+func (ts *testServer) sendFrom(ip string, req *http.Request) *response {
+	ts.t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	defer tr.CloseIdleConnections()
+	return ts.sendWith(&http.Client{Transport: tr}, req)
+}
+
+// sendWith performs req with client, without following redirects.
+func (ts *testServer) sendWith(client *http.Client, req *http.Request) *response {
+	ts.t.Helper()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	res, err := client.Do(req)
 	if err != nil {
 		ts.t.Fatal(err)
@@ -437,4 +455,87 @@ func wantLoginUser(t *testing.T, body map[string]any, email string) {
 	if _, ok := body["companyId"]; !ok {
 		t.Fatalf("login result without companyId: %v", body)
 	}
+}
+
+// parallel sends the n requests made by mk all at once, each on its own
+// connection, and returns their statuses and decoded bodies in order.
+// Safe to use from the test goroutine only; failures to send are
+// reported after all returned.
+func (ts *testServer) parallel(n int, mk func(i int) *http.Request) []*response {
+	ts.t.Helper()
+	out := make([]*response, n)
+	errs := make([]error, n)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	defer client.CloseIdleConnections()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		req := mk(i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := client.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer res.Body.Close()
+			raw, err := io.ReadAll(res.Body)
+			r := &response{Status: res.StatusCode, Header: res.Header, Raw: raw}
+			if err == nil {
+				err = json.Unmarshal(raw, &r.Body)
+			}
+			out[i], errs[i] = r, err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			ts.t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// statusCodes counts responses by "status code" (e.g. "401 INVALID_CODE").
+func statusCodes(rs []*response) map[string]int {
+	out := map[string]int{}
+	for _, r := range rs {
+		code, _ := r.Body["code"].(string)
+		out[fmt.Sprintf("%d %s", r.Status, code)]++
+	}
+	return out
+}
+
+// loginFrom signs addr in by email OTP as an app backend does for an end
+// user at ip (X-End-User-IP; none when empty) with browser ua
+// (User-Agent), and returns the session token.
+func (ts *testServer) loginFrom(addr, ip, ua string) string {
+	ts.t.Helper()
+	call := func(path, body string) *response {
+		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+ts.Key)
+		req.Header.Set("Content-Type", "application/json")
+		if ip != "" {
+			req.Header.Set("X-End-User-IP", ip)
+		}
+		req.Header.Set("User-Agent", ua)
+		return ts.send(req)
+	}
+	wantOK(ts.t, call("/api/v1/otp/send", fmt.Sprintf(`{"email":%q}`, addr)))
+	code := ts.lastMail(addr).Code
+	r := call("/api/v1/otp/verify", fmt.Sprintf(`{"email":%q,"code":%q}`, addr, code))
+	wantOK(ts.t, r)
+	ts.Clock.Advance(31 * time.Second) // past the send throttle
+	return str(ts.t, r.Body, "token")
+}
+
+// sessionID returns the id of a session token's session (GET /session).
+func (ts *testServer) sessionID(token string) string {
+	ts.t.Helper()
+	r := ts.do("GET", "/api/v1/session", token, nil)
+	wantOK(ts.t, r)
+	return str(ts.t, obj(ts.t, r.Body, "session"), "id")
 }

@@ -61,7 +61,8 @@ func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int)
 	return c, nil
 }
 
-// session wraps h with user-token validation (401 INVALID_SESSION).
+// session wraps h with user-token validation (401 INVALID_SESSION) and
+// the per-session rate (429 RATE_LIMIT_EXCEEDED, with Retry-After).
 func (s *Server) session(h sessionHandler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
@@ -72,10 +73,12 @@ func (s *Server) session(h sessionHandler) httprouter.Handle {
 	})
 }
 
-// admin wraps h with the admin-token check (401 UNAUTHORIZED).
+// admin wraps h with the admin-token check (401 UNAUTHORIZED), throttled
+// per client address (429 RATE_LIMIT_EXCEEDED past 10 failures a minute).
 func (s *Server) admin(h handler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		if err := s.auth.CheckAdmin(r.Header.Get("Authorization")); err != nil {
+		ip, _ := s.clientIP(r, false)
+		if err := s.auth.CheckAdminFrom(r.Header.Get("Authorization"), ip); err != nil {
 			return err
 		}
 		return h(w, r, p)
@@ -84,16 +87,24 @@ func (s *Server) admin(h handler) httprouter.Handle {
 
 // meta describes the request for events and risk: the end user's IP
 // (X-End-User-IP on API-key calls, else the peer or, from a trusted
-// proxy, X-Forwarded-For) and user agent.
+// proxy, X-Forwarded-For), whether it is known to be the end user's, and
+// the user agent.
 func (s *Server) meta(r *http.Request, keyCall bool) auth.Meta {
-	return auth.Meta{IP: s.clientIP(r, keyCall), UserAgent: r.UserAgent()}
+	ip, endUser := s.clientIP(r, keyCall)
+	return auth.Meta{IP: ip, EndUserIP: endUser, UserAgent: r.UserAgent()}
 }
 
-func (s *Server) clientIP(r *http.Request, keyCall bool) string {
+// clientIP returns the request's client address and whether it is the
+// end user's own: X-End-User-IP on an API-key call, or the peer (or the
+// address a trusted proxy forwarded) of a call without an API key (a
+// browser, or an app holding the user's session). Without X-End-User-IP
+// an API-key call comes from the app's backend, directly or through the
+// proxy, so its address is not the end user's.
+func (s *Server) clientIP(r *http.Request, keyCall bool) (string, bool) {
 	if keyCall {
 		if v := strings.TrimSpace(r.Header.Get("X-End-User-IP")); v != "" {
 			if a, err := netip.ParseAddr(v); err == nil {
-				return a.Unmap().String()
+				return a.Unmap().String(), true
 			}
 		}
 	}
@@ -103,11 +114,11 @@ func (s *Server) clientIP(r *http.Request, keyCall bool) string {
 	}
 	peer, err := netip.ParseAddr(host)
 	if err != nil {
-		return host
+		return host, !keyCall
 	}
 	peer = peer.Unmap()
 	if !s.trusted(peer) {
-		return peer.String()
+		return peer.String(), !keyCall
 	}
 	// Walk X-Forwarded-For from the right, skipping trusted proxies.
 	xff := r.Header.Values("X-Forwarded-For")
@@ -119,11 +130,11 @@ func (s *Server) clientIP(r *http.Request, keyCall bool) string {
 		}
 		a = a.Unmap()
 		if !s.trusted(a) {
-			return a.String()
+			return a.String(), !keyCall
 		}
 		peer = a
 	}
-	return peer.String()
+	return peer.String(), !keyCall
 }
 
 func (s *Server) trusted(a netip.Addr) bool {

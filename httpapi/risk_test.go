@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -135,4 +136,65 @@ func TestRiskIgnoresStepUp(t *testing.T) {
 		wantError(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": "1234567"}), 401, "VERIFICATION_FAILED")
 	}
 	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "step@example.com", "code": "123456"}), 401, "INVALID_CODE")
+}
+
+// TestRiskWithoutEndUserIPCountsPerAccount is finding 5's first attack:
+// an app backend calls without X-End-User-IP, so every request has the
+// backend's own address. 31 bad guesses at one address used to block
+// every verification in the project for 15 minutes. Now they count
+// against the account guessed at: it is blocked, everyone else signs in.
+func TestRiskWithoutEndUserIPCountsPerAccount(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
+	guess := map[string]any{"email": "victim@example.com", "code": "000000"}
+	for i := 0; i <= auth.RiskMaxFailures; i++ {
+		wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, guess), 401, "INVALID_CODE")
+	}
+	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, guess), 403, "RISK_BLOCKED")
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "victim@example.com", "code": "AAAAA-AAAAA"}), 403, "RISK_BLOCKED")
+	// Another user of the project, through the same backend, is not
+	// blocked: a wrong code is just wrong, and a real sign-in works.
+	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "other@example.com", "code": "000000"}), 401, "INVALID_CODE")
+	ts.login("other@example.com")
+	// Other identifiers are accounts of their own too.
+	wantError(t, ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"externalUserId": "ext-9", "code": "AAAAA-AAAAA"}), 401, "INVALID_CODE")
+	ts.Clock.Advance(auth.RiskBlockFor)
+	wantError(t, ts.do("POST", "/api/v1/otp/verify", ts.Key, guess), 401, "INVALID_CODE")
+}
+
+// TestRiskIPv6RotationInsideSlash64 is finding 5's third attack: an
+// IPv6 attacker owns a /64 and rotates through it. The count is per /64.
+func TestRiskIPv6RotationInsideSlash64(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
+	guess := `{"email":"victim@example.com","code":"000000"}`
+	for i := 0; i <= auth.RiskMaxFailures; i++ {
+		wantError(t, ts.fromIP(fmt.Sprintf("2001:db8:1:2::%x", i+1), "POST", "/api/v1/otp/verify", guess), 401, "INVALID_CODE")
+	}
+	wantError(t, ts.fromIP("2001:db8:1:2:abcd:ef01:2345:6789", "POST", "/api/v1/otp/verify", guess), 403, "RISK_BLOCKED")
+	wantError(t, ts.fromIP("2001:db8:1:3::1", "POST", "/api/v1/otp/verify", guess), 401, "INVALID_CODE")
+}
+
+// TestRiskConcurrentGuessesExact is finding 5's second attack: many bad
+// guesses at once used to pass the check before any was counted (94 to
+// 148 against a limit of 30). Now exactly as many are evaluated as one
+// at a time: the 31st failure blocks, the rest are refused unevaluated.
+func TestRiskConcurrentGuessesExact(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
+	const n = 150
+	rs := ts.parallel(n, func(i int) *http.Request {
+		req, _ := http.NewRequest("POST", ts.URL+"/api/v1/otp/verify", strings.NewReader(fmt.Sprintf(`{"email":"v%d@example.com","code":"000000"}`, i)))
+		req.Header.Set("Authorization", "Bearer "+ts.Key)
+		req.Header.Set("X-End-User-IP", "198.51.100.20")
+		return req
+	})
+	got := statusCodes(rs)
+	want := map[string]int{"401 INVALID_CODE": auth.RiskMaxFailures + 1, "403 RISK_BLOCKED": n - auth.RiskMaxFailures - 1}
+	if len(got) != len(want) || got["401 INVALID_CODE"] != want["401 INVALID_CODE"] || got["403 RISK_BLOCKED"] != want["403 RISK_BLOCKED"] {
+		t.Fatalf("answers %v, want %v", got, want)
+	}
+	if c := eventCategories(ts); c["invalid_code"] != auth.RiskMaxFailures+1 {
+		t.Fatalf("event categories %v: want %d evaluated guesses", c, auth.RiskMaxFailures+1)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -37,11 +38,18 @@ type Server struct {
 
 	dashSess dashSessions
 
+	baseOrigin string // the base URL's scheme://host[:port], canonical
+
 	load load // is the API saturated? (Busy)
 }
 
 // MaxBodyBytes is the largest accepted request body (decisions.md §13).
 const MaxBodyBytes = 64 << 10
+
+// MaxHeaderBytes is the value for http.Server.MaxHeaderBytes: net/http
+// allows 4,096 bytes on top of it, so the request line and headers
+// together may take 64 KiB; more is answered 431 before any handler runs.
+const MaxHeaderBytes = 64<<10 - 4096
 
 // New returns a Server with every route registered.
 func New(svc *auth.Service, cfg Config) *Server {
@@ -52,6 +60,11 @@ func New(svc *auth.Service, cfg Config) *Server {
 		cfg.Ready = func() bool { return true }
 	}
 	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks}
+	if svc != nil {
+		if u, err := url.Parse(svc.BaseURL()); err == nil {
+			s.baseOrigin, _ = auth.NormalizeOrigin(u.Scheme + "://" + u.Host)
+		}
+	}
 	r := newRouter()
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
@@ -105,6 +118,8 @@ func (s *Server) routes() {
 	r.POST("/api/v1/user/email/verify", s.session(s.emailVerify))
 	r.GET("/api/v1/session", s.session(s.getSession))
 	r.POST("/api/v1/logout", s.session(s.logout))
+	r.GET("/api/v1/sessions", s.session(s.listSessions))
+	r.DELETE("/api/v1/sessions/:id", s.session(s.deleteSession))
 
 	// Email OTP and magic link.
 	r.POST("/api/v1/otp/send", s.key(s.otpSend))

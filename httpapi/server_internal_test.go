@@ -47,15 +47,19 @@ func TestClientIP(t *testing.T) {
 		name, peer, xff, endUser string
 		keyCall                  bool
 		want                     string
+		wantEndUser              bool // the address is the end user's (the risk engine keys on it)
 	}{
-		{"peer", "192.0.2.1:1234", "", "", false, "192.0.2.1"},
-		{"untrusted xff ignored", "192.0.2.1:1234", "198.51.100.9", "", false, "192.0.2.1"},
-		{"trusted xff", "10.0.0.2:1234", "198.51.100.9", "", false, "198.51.100.9"},
-		{"trusted chain", "10.0.0.2:1234", "198.51.100.9, 10.1.1.1", "", false, "198.51.100.9"},
-		{"spoofed left entry", "10.0.0.2:1234", "1.1.1.1, 198.51.100.9", "", false, "198.51.100.9"},
-		{"end-user header on key call", "192.0.2.1:1234", "", "203.0.113.5", true, "203.0.113.5"},
-		{"end-user header ignored elsewhere", "192.0.2.1:1234", "", "203.0.113.5", false, "192.0.2.1"},
-		{"bad end-user header", "192.0.2.1:1234", "", "nope", true, "192.0.2.1"},
+		{"peer", "192.0.2.1:1234", "", "", false, "192.0.2.1", true},
+		{"untrusted xff ignored", "192.0.2.1:1234", "198.51.100.9", "", false, "192.0.2.1", true},
+		{"trusted xff", "10.0.0.2:1234", "198.51.100.9", "", false, "198.51.100.9", true},
+		{"trusted chain", "10.0.0.2:1234", "198.51.100.9, 10.1.1.1", "", false, "198.51.100.9", true},
+		{"spoofed left entry", "10.0.0.2:1234", "1.1.1.1, 198.51.100.9", "", false, "198.51.100.9", true},
+		{"end-user header on key call", "192.0.2.1:1234", "", "203.0.113.5", true, "203.0.113.5", true},
+		{"end-user header ignored elsewhere", "192.0.2.1:1234", "", "203.0.113.5", false, "192.0.2.1", true},
+		{"bad end-user header", "192.0.2.1:1234", "", "nope", true, "192.0.2.1", false},
+		{"key call without header: the app's backend", "192.0.2.1:1234", "", "", true, "192.0.2.1", false},
+		{"key call through a trusted proxy: still the backend", "10.0.0.2:1234", "198.51.100.9", "", true, "198.51.100.9", false},
+		{"key call from a trusted proxy without xff", "10.0.0.2:1234", "", "", true, "10.0.0.2", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,8 +71,9 @@ func TestClientIP(t *testing.T) {
 			if c.endUser != "" {
 				r.Header.Set("X-End-User-IP", c.endUser)
 			}
-			if got := s.clientIP(r, c.keyCall); got != c.want {
-				t.Fatalf("clientIP=%q, want %q", got, c.want)
+			got, endUser := s.clientIP(r, c.keyCall)
+			if got != c.want || endUser != c.wantEndUser {
+				t.Fatalf("clientIP=%q, %v, want %q, %v", got, endUser, c.want, c.wantEndUser)
 			}
 		})
 	}

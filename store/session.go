@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"time"
 )
 
@@ -17,6 +18,12 @@ type Session struct {
 	// (TOTP, the enrolled phone's SMS code, or a backup-code login that
 	// created it); zero when never.
 	SteppedUpAt time.Time `json:"steppedUpAt,omitzero"`
+
+	// Where the session was signed in from and when it was last used
+	// (written at most once a minute; zero until then: IssuedAt).
+	IP         string    `json:"ip,omitempty"`
+	UserAgent  string    `json:"userAgent,omitempty"`
+	LastSeenAt time.Time `json:"lastSeenAt,omitzero"`
 }
 
 // Session returns the session with id.
@@ -59,6 +66,39 @@ func (tx *Tx) UserSessions(userID string) []string {
 		ids = append(ids, string(k[len(prefix):]))
 	}
 	return ids
+}
+
+// UserSessionRows returns userID's sessions, in id order (ids are
+// time-ordered UUIDs, so oldest first).
+func (tx *Tx) UserSessionRows(userID string) ([]*Session, error) {
+	ids := tx.UserSessions(userID)
+	out := make([]*Session, 0, len(ids))
+	for _, id := range ids {
+		s, err := tx.Session(id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// TouchSession sets the session's LastSeenAt to t when t is later. A
+// session that no longer exists is left absent (never recreated).
+func (tx *Tx) TouchSession(id string, t time.Time) error {
+	s, err := tx.Session(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if !t.After(s.LastSeenAt) {
+		return nil
+	}
+	s.LastSeenAt = t
+	return tx.put(bucketSessions, []byte(s.ID), s)
 }
 
 // DeleteUserSessions removes every session of userID.

@@ -73,7 +73,7 @@ var commands = []*command{
 	projectCreate, projectList, projectUpdate,
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodDisable, methodEnable,
-	userList, userDisable, userEnable, userResetTOTP,
+	userList, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
 	events,
 	backup,
 }
@@ -82,7 +82,7 @@ var commands = []*command{
 // it under its own `latchkey serve` line.
 func Usage(w io.Writer) {
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-28s%s\n", c.short(), c.summary)
+		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}
 	fmt.Fprint(w, `
 Common flags (they follow the subcommand):
@@ -224,7 +224,7 @@ func groupCommands(group string) []*command {
 func printGroup(w io.Writer, group string, cmds []*command) {
 	fmt.Fprintf(w, "Usage: latchkey %s <subcommand> [flags]\n\n", group)
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-28s%s\n", c.short(), c.summary)
+		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}
 	fmt.Fprintf(w, "\nRun \"latchkey %s <subcommand> --help\" for its flags.\n", group)
 }

@@ -1,0 +1,207 @@
+package auth
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// Per-session request limit (decisions.md §15, §20).
+const (
+	// DefaultSessionRateLimit is how many requests one session may make
+	// per rolling minute on the user-JWT endpoints.
+	DefaultSessionRateLimit = 120
+	activityShards          = 64
+	// ActivityMaxTracked bounds the sessions tracked in memory: those
+	// that made a request within the last minute or whose last-seen time
+	// is not yet written. Past it, a shard first drops sessions idle for
+	// a minute, then any (whose count then restarts and whose last-seen
+	// time waits for their next request).
+	ActivityMaxTracked = 1 << 18
+	// lastSeenBatch is how many sessions one flush transaction writes.
+	lastSeenBatch = 1000
+)
+
+// activity keeps, per session, its requests over the last rolling minute
+// in one-second buckets (the per-session rate limit) and the time of its
+// newest request not yet written to the store (lastSeenAt). The session
+// check touches one shard's lock for a few array operations; the store is
+// written by flush, off the request path.
+type activity struct {
+	seed   maphash.Seed
+	max    int // per shard
+	shards [activityShards]activityShard
+}
+
+type activityShard struct {
+	mu sync.Mutex
+	m  map[string]*sessionActivity
+	_  [40]byte // keep shards on separate cache lines
+}
+
+type sessionActivity struct {
+	newest int64      // the unix second of the newest counted request
+	counts [60]uint16 // requests per second, ring indexed by second % 60
+	total  uint32     // sum of counts
+	seen   int64      // unix second of the newest request not yet flushed; 0 when flushed
+}
+
+func newActivity(maxTracked int) *activity {
+	a := &activity{seed: maphash.MakeSeed(), max: max(1, maxTracked/activityShards)}
+	for i := range a.shards {
+		a.shards[i].m = make(map[string]*sessionActivity)
+	}
+	return a
+}
+
+func (a *activity) shard(id string) *activityShard {
+	return &a.shards[maphash.String(a.seed, id)%activityShards]
+}
+
+// hit counts one request of session id at unix second now against limit
+// per rolling minute and notes the session as seen. A refused request is
+// not counted; retry is then the wait in whole seconds until the oldest
+// counted request leaves the minute.
+func (a *activity) hit(id string, now int64, limit int) (ok bool, retry int) {
+	sh := a.shard(id)
+	sh.mu.Lock()
+	st := sh.m[id]
+	if st == nil {
+		if len(sh.m) >= a.max {
+			sh.evict(now)
+		}
+		st = &sessionActivity{newest: now}
+		sh.m[id] = st
+	}
+	st.advance(now)
+	if now > st.seen {
+		st.seen = now
+	}
+	if int64(st.total) >= int64(limit) || st.counts[st.newest%60] == ^uint16(0) {
+		retry = st.oldestAge(now)
+		sh.mu.Unlock()
+		return false, retry
+	}
+	st.counts[st.newest%60]++
+	st.total++
+	sh.mu.Unlock()
+	return true, 0
+}
+
+// advance moves the window so it ends at now, emptying the buckets of
+// the seconds that left it. A clock that went back counts in the newest
+// bucket.
+func (st *sessionActivity) advance(now int64) {
+	if now <= st.newest {
+		return
+	}
+	if now-st.newest >= 60 {
+		st.counts = [60]uint16{}
+		st.total = 0
+	} else {
+		for s := st.newest + 1; s <= now; s++ {
+			st.total -= uint32(st.counts[s%60])
+			st.counts[s%60] = 0
+		}
+	}
+	st.newest = now
+}
+
+// oldestAge returns the seconds until the oldest counted request leaves
+// the minute (at least 1).
+func (st *sessionActivity) oldestAge(now int64) int {
+	for s := st.newest - 59; s <= st.newest; s++ {
+		if st.counts[s%60] > 0 {
+			return max(1, int(s+60-now))
+		}
+	}
+	return 1
+}
+
+// evict frees an eighth of the shard: sessions whose minute is empty and
+// whose last-seen time is written first, then any.
+func (sh *activityShard) evict(now int64) {
+	want := len(sh.m) / 8
+	for pass := 0; pass < 2 && want > 0; pass++ {
+		for id, st := range sh.m {
+			if want <= 0 {
+				return
+			}
+			if pass == 0 && (st.seen != 0 || now-st.newest < 60) {
+				continue
+			}
+			delete(sh.m, id)
+			want--
+		}
+	}
+}
+
+// lastSeen returns the unflushed last-seen second of session id, or 0.
+func (a *activity) lastSeen(id string) int64 {
+	sh := a.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if st := sh.m[id]; st != nil {
+		return st.seen
+	}
+	return 0
+}
+
+// seenEntry is one session's last-seen time taken for a flush.
+type seenEntry struct {
+	id   string
+	seen int64
+}
+
+// take returns the sessions seen since the last flush, marking them
+// flushed, and drops sessions idle for a minute.
+func (a *activity) take(now int64) []seenEntry {
+	var out []seenEntry
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		for id, st := range sh.m {
+			if st.seen != 0 {
+				out = append(out, seenEntry{id, st.seen})
+				st.seen = 0
+			}
+			if now-st.newest >= 60 {
+				delete(sh.m, id)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// restore puts back last-seen times a flush could not write, unless the
+// session was seen again meanwhile.
+func (a *activity) restore(entries []seenEntry) {
+	for _, e := range entries {
+		sh := a.shard(e.id)
+		sh.mu.Lock()
+		st := sh.m[e.id]
+		if st == nil && len(sh.m) < a.max {
+			st = &sessionActivity{newest: e.seen - 60}
+			sh.m[e.id] = st
+		}
+		if st != nil && st.seen < e.seen {
+			st.seen = e.seen
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// tracked returns how many sessions are held (for tests).
+func (a *activity) tracked() int {
+	n := 0
+	for i := range a.shards {
+		a.shards[i].mu.Lock()
+		n += len(a.shards[i].m)
+		a.shards[i].mu.Unlock()
+	}
+	return n
+}
+
+// unixTime returns the time of a unix second, UTC.
+func unixTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }

@@ -1,0 +1,123 @@
+package auth
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// TestActivityRollingMinute: 120 requests per rolling minute in
+// one-second buckets; a refused request is not counted and learns when
+// the oldest counted one leaves the minute.
+func TestActivityRollingMinute(t *testing.T) {
+	a := newActivity(1024)
+	const t0 = int64(1_800_000_000)
+	for i := 0; i < 60; i++ { // 60 at t0, 60 at t0+30
+		if ok, _ := a.hit("s", t0, DefaultSessionRateLimit); !ok {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	for i := 0; i < 60; i++ {
+		if ok, _ := a.hit("s", t0+30, DefaultSessionRateLimit); !ok {
+			t.Fatalf("request %d refused", 60+i)
+		}
+	}
+	cases := []struct {
+		at    int64
+		ok    bool
+		retry int
+	}{
+		{t0 + 30, false, 30},
+		{t0 + 59, false, 1},
+		{t0 + 59, false, 1}, // refusals are not counted
+		{t0 + 60, true, 0},  // the first 60 left the minute
+	}
+	for _, c := range cases {
+		if ok, retry := a.hit("s", c.at, DefaultSessionRateLimit); ok != c.ok || retry != c.retry {
+			t.Fatalf("at +%d: ok=%v retry=%d, want %v %d", c.at-t0, ok, retry, c.ok, c.retry)
+		}
+	}
+	if ok, _ := a.hit("other", t0+30, DefaultSessionRateLimit); !ok {
+		t.Fatal("another session was limited")
+	}
+	// A clock that goes back counts in the newest bucket.
+	for i := 0; i < 59; i++ {
+		if ok, _ := a.hit("s", t0+60, DefaultSessionRateLimit); !ok {
+			t.Fatalf("request %d at +60 refused", i)
+		}
+	}
+	if ok, _ := a.hit("s", t0, DefaultSessionRateLimit); ok {
+		t.Fatal("a request with an earlier clock escaped the limit")
+	}
+	// Long idle: the whole window is empty again.
+	for i := 0; i < DefaultSessionRateLimit; i++ {
+		if ok, _ := a.hit("s", t0+3600, DefaultSessionRateLimit); !ok {
+			t.Fatalf("after an hour, request %d refused", i)
+		}
+	}
+}
+
+// TestActivityTakeOncePerSession: however many requests a session made,
+// a flush takes it once, with its newest time; a second flush takes
+// nothing new; sessions idle for a minute are dropped.
+func TestActivityTakeOncePerSession(t *testing.T) {
+	a := newActivity(1024)
+	const t0 = int64(1_800_000_000)
+	for i := 0; i < 100; i++ {
+		a.hit(fmt.Sprint("s", i%3), t0+int64(i%7), 1<<20)
+	}
+	got := a.take(t0 + 10)
+	if len(got) != 3 {
+		t.Fatalf("took %v, want 3 sessions", got)
+	}
+	for _, e := range got {
+		if e.seen != t0+6 && e.seen != t0+5 {
+			t.Fatalf("took %v: not the newest time", e)
+		}
+	}
+	if again := a.take(t0 + 11); len(again) != 0 {
+		t.Fatalf("second take %v, want nothing", again)
+	}
+	a.hit("s0", t0+20, 1<<20)
+	if got := a.take(t0 + 90); len(got) != 1 || got[0].seen != t0+20 {
+		t.Fatalf("took %v, want s0 at +20", got)
+	}
+	if n := a.tracked(); n != 0 {
+		t.Fatalf("%d sessions tracked after a minute idle, want 0", n)
+	}
+	a.restore([]seenEntry{{"s1", t0 + 95}})
+	if got := a.lastSeen("s1"); got != t0+95 {
+		t.Fatalf("restored last-seen %d, want %d", got, t0+95)
+	}
+}
+
+// TestActivityMemoryBounded: 400,000 sessions, each seen once within
+// the minute, cost at most ActivityMaxTracked entries.
+func TestActivityMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 400,000 session ids")
+	}
+	ids := make([]string, 400_000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("0193e4f2-%04x-7000-8000-%012x", i>>16, i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	a := newActivity(ActivityMaxTracked)
+	const t0 = int64(1_800_000_000)
+	for i, id := range ids {
+		a.hit(id, t0+int64(i/10_000), DefaultSessionRateLimit)
+	}
+	if n := a.tracked(); n > ActivityMaxTracked {
+		t.Fatalf("tracking %d sessions, bound is %d", n, ActivityMaxTracked)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d sessions tracked, heap +%d MiB (%d bytes each, ids included)", a.tracked(), grown>>20, grown/int64(a.tracked()))
+	if grown > 96<<20 {
+		t.Fatalf("heap grew %d MiB", grown>>20)
+	}
+	runtime.KeepAlive(ids)
+}
