@@ -108,7 +108,7 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 				return err
 			}
 			if action == "update" {
-				u.Email, u.EmailVerified, changed = email, boolPtr(false), true
+				u.Email, u.EmailVerified, u.Provisional, changed = email, boolPtr(false), false, true
 			} else {
 				if e, err := s.sendAddressCode(tx, p, u, email, now); err != nil {
 					return err
@@ -303,7 +303,7 @@ func (s *Service) VerifyAddress(pr *Principal, code string, m Meta) (*store.User
 			return err
 		}
 		old := u.Email
-		u.Email, u.EmailVerified, u.UpdatedAt = c.Email, boolPtr(true), now
+		u.Email, u.EmailVerified, u.Provisional, u.UpdatedAt = c.Email, boolPtr(true), false, now
 		if err := tx.PutUser(u); err != nil {
 			return err
 		}

@@ -188,8 +188,8 @@ func TestEmailChangeRequestErrors(t *testing.T) {
 
 // TestEmailChangeDirect: a project with emailChange "direct" keeps the
 // contract's immediate change, and the address then counts as
-// unverified; the project field is validated and shown, "verify" by
-// default.
+// unverified until a sign-in by code proves it, which keeps the account;
+// the project field is validated and shown, "verify" by default.
 func TestEmailChangeDirect(t *testing.T) {
 	ts := newTestServer(t)
 	path := "/api/v1/admin/projects/" + ts.Project.ID
@@ -225,5 +225,15 @@ func TestEmailChangeDirect(t *testing.T) {
 	wantEvents(t, ts.outboxSince(n), []outboxEvent{{"user.updated", map[string]any{"user_id": uid, "email": "d2@example.com"}}})
 	if c := ts.methodEvents("email_change", "update"); c[""] != 1 {
 		t.Fatalf("email_change update events %v", c)
+	}
+
+	// The app vouched for the new address: a sign-in by code to it proves
+	// it and keeps the account (it is unverified, not provisional).
+	again := ts.login("d2@example.com")
+	if got := str(t, again.Body, "userId"); got != uid || again.Body["isNewUser"] != false {
+		t.Fatalf("sign-in after a direct change answered %s, want the same user %s", again.Raw, uid)
+	}
+	if u := obj(t, again.Body, "user"); u["emailVerified"] != true {
+		t.Fatalf("sign-in after a direct change left emailVerified=%v", u["emailVerified"])
 	}
 }
