@@ -1,7 +1,7 @@
 # latchkey in a container: a static binary on distroless, as a non-root
 # user, with its data in a volume at /data.
 #
-#   docker build -t latchkey .
+#   docker build --build-arg VERSION=v1.4.0 -t latchkey .   # latchkey version prints it
 #   docker run -d --name latchkey -p 8080:8080 -v latchkey-data:/data \
 #     -e LATCHKEY_BASE_URL=https://auth.example.com latchkey
 #   docker logs latchkey        # the first start prints the test key and admin token
@@ -9,8 +9,9 @@
 # Set LATCHKEY_BASE_URL to the origin browsers and mail recipients use: it
 # is in every magic link, the JWT issuer and the passkey relying party. The
 # default below suits `-p 8080:8080` on your own machine. The image has no
-# shell, so it has no HEALTHCHECK: probe GET /api/v1/health over HTTP from
-# outside (your orchestrator's HTTP probe, or curl on the host).
+# shell, so it has no HEALTHCHECK: probe GET /api/v1/health (liveness) and
+# GET /api/v1/ready (readiness) over HTTP from outside (your orchestrator's
+# HTTP probes, or curl on the host).
 
 # The build stage's Go is the version go.mod names.
 FROM golang:1.26.8 AS build
@@ -19,7 +20,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/latchkey . \
+# The context has no .git, so the version comes from here (default dev).
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/latchkey . \
  && mkdir /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

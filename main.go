@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ func run(args []string) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	switch args[0] {
+	case "version", "--version", "-version":
+		printVersion(os.Stdout)
 		return 0
 	}
 	if args[0] != "serve" {
@@ -75,10 +81,7 @@ func run(args []string) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, `latchkey: self-hosted authentication in one binary
-
-Usage:
-  latchkey serve [flags]      run the server (latchkey serve --help lists flags)`)
+	fmt.Fprint(w, "latchkey: self-hosted authentication in one binary\n\nUsage:\n")
 	cli.Usage(w)
 }
 
@@ -96,6 +99,7 @@ type Config struct {
 	TrustedProxies      string
 	WebhookAllowPrivate bool
 	LogFormat           string
+	MetricsAddr         string
 }
 
 // Main is the running server: store, service, scheduler and HTTP listener.
@@ -114,6 +118,7 @@ type Main struct {
 	Server  *httpapi.Server
 	Mail    *mail.Queue
 	Hooks   *webhook.Worker
+	Metrics *httpapi.Metrics
 
 	// Getenv reads the provider settings not covered by flags
 	// (LATCHKEY_TWILIO_*); ParseFlags sets it.
@@ -121,8 +126,12 @@ type Main struct {
 
 	http     *http.Server
 	listener net.Listener
-	sched    *scheduler
-	ready    atomic.Bool
+	// metricsHTTP serves GET /metrics without authentication on
+	// --metrics-addr; nil when that is empty.
+	metricsHTTP     *http.Server
+	metricsListener net.Listener
+	sched           *scheduler
+	ready           atomic.Bool
 }
 
 // defaultMailFrom is the sender address when none is configured.
@@ -164,18 +173,21 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "CIDRS", "empty", "comma-separated CIDRs whose X-Forwarded-For is believed", &c.TrustedProxies},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let webhooks of both modes target private, loopback and link-local addresses (without it: live mode public only, test mode public and loopback)", nil},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
+		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "ADDR", "empty: GET /metrics only on --addr, behind the admin token", "also serve GET /metrics, without authentication, on this address (keep it private)", &c.MetricsAddr},
 	}
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	var boolNames []string
 	for _, f := range flags {
 		if f.str != nil {
 			fs.StringVar(f.str, f.name, *f.str, f.help)
 		} else {
-			fs.BoolVar(&c.WebhookAllowPrivate, f.name, false, f.help)
+			fs.Var(boolValue{&c.WebhookAllowPrivate}, f.name, f.help)
+			boolNames = append(boolNames, f.name)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinBoolValues(args, boolNames)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printServeHelp(m.Stdout, flags)
 		}
@@ -214,6 +226,66 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	return nil
 }
 
+// boolValue is a boolean flag: bare (--flag) it is true; its value, as
+// --flag=VALUE, --flag VALUE (joinBoolValues) or from the environment,
+// is one of true/false, yes/no, on/off, 1/0 (any case).
+type boolValue struct{ b *bool }
+
+// String shows the value (flag.Value).
+func (v boolValue) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.b)
+}
+
+// Set parses a boolean word (flag.Value).
+func (v boolValue) Set(s string) error {
+	b, ok := parseBool(s)
+	if !ok {
+		return fmt.Errorf("%q is not a boolean (true/false, yes/no, on/off, 1/0)", s)
+	}
+	*v.b = b
+	return nil
+}
+
+// IsBoolFlag lets the flag stand alone (--webhook-allow-private).
+func (v boolValue) IsBoolFlag() bool { return true }
+
+func parseBool(s string) (value, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "t", "yes", "y", "on", "1":
+		return true, true
+	case "false", "f", "no", "n", "off", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// joinBoolValues rewrites "--flag VALUE" as "--flag=VALUE" for the
+// boolean flags named, when VALUE is a boolean word: package flag never
+// takes a boolean's value from the next argument, and without this
+// "--webhook-allow-private yes" would leave "yes" as a stray argument.
+func joinBoolValues(args, names []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if name != a && slices.Contains(names, name) && i+1 < len(args) {
+			if _, ok := parseBool(args[i+1]); ok {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // printServeHelp lists the serve flags with their environment variables
 // and defaults.
 func printServeHelp(w io.Writer, flags []serveFlag) {
@@ -243,9 +315,14 @@ func (m *Main) Run(ctx context.Context) error {
 	c := m.Config
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
-		return listenError(c.Addr, err)
+		return listenError("--addr", c.Addr, err)
 	}
 	m.listener = ln
+	if c.MetricsAddr != "" {
+		if m.metricsListener, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+			return listenError("--metrics-addr", c.MetricsAddr, err)
+		}
+	}
 	// The lock wait is 1 s so that, with start-up, a second serve on the
 	// same file exits well within 2 s (decisions.md §2).
 	fresh, err := store.CheckFile(c.Data, time.Second)
@@ -268,7 +345,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second})
+	m.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: Version(), Now: m.Now})
+	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: m.Metrics.ObserveCommit})
 	if err != nil {
 		return err
 	}
@@ -284,6 +362,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.sched = newScheduler(m.Logger)
 	svc, err := auth.New(db, keys, auth.Config{
 		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: chk.sms,
+		Observer: m.Metrics,
 	})
 	if err != nil {
 		return err
@@ -305,11 +384,15 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Logger.Info("mail goes through SMTP", "server", t.String(), "auth", t.Auth, "implicit_tls", t.ImplicitTLS, "require_starttls", t.RequireTLS)
 	}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
-	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks})
 	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
+	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
+		Metrics: m.Metrics,
+		// GET /ready also checks the store and the scheduler.
+		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady}},
+	})
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
-		Wake: m.sched.wake, Busy: m.Server.Busy}
+		Wake: m.sched.wake, Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
 	m.sched.every("sweep", time.Minute, func(context.Context) error { return svc.Sweep() })
 	m.sched.every("last-seen", time.Minute, func(context.Context) error { return svc.FlushLastSeen() })
 	m.sched.onWake("mail", time.Minute, m.Mail.RunOnce)
@@ -333,7 +416,51 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}()
 	m.Logger.Info("latchkey listening", "addr", ln.Addr().String(), "base_url", baseURL, "data", c.Data)
+	if m.metricsListener != nil {
+		m.serveMetrics()
+	}
 	return nil
+}
+
+// mailReady is the readiness check of mail: not ready while the SMTP
+// server refuses the configuration (mail.Queue.ConfigError). /ready is
+// unauthenticated, so it says which kind of failure, not the server's
+// words; the log has those.
+func (m *Main) mailReady() error {
+	if m.Mail.ConfigError() != nil {
+		return errors.New("the SMTP server refuses the configuration (credentials or certificate; the log has the details)")
+	}
+	return nil
+}
+
+// serveMetrics serves GET /metrics, open, on the --metrics-addr listener
+// (and nothing else: 404).
+func (m *Main) serveMetrics() {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Metrics.Handler())
+	m.metricsHTTP = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	ln := m.metricsListener
+	go func() {
+		if err := m.metricsHTTP.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("metrics server", "err", err)
+		}
+	}()
+	m.Logger.Info("metrics listening", "addr", ln.Addr().String())
+}
+
+// MetricsAddr returns the address of the --metrics-addr listener, or ""
+// when there is none.
+func (m *Main) MetricsAddr() string {
+	if m.metricsListener == nil {
+		return ""
+	}
+	return m.metricsListener.Addr().String()
 }
 
 // checked is the configuration checkConfig derived.
@@ -401,13 +528,14 @@ func checkBaseURL(raw string) (string, error) {
 	return strings.TrimSuffix(raw, "/"), nil
 }
 
-// listenError says why the listen address cannot be used, in one line.
-func listenError(addr string, err error) error {
+// listenError says why a listen address (flag --addr or --metrics-addr)
+// cannot be used, in one line.
+func listenError(name, addr string, err error) error {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
 		err = op.Err
 	}
-	return fmt.Errorf("cannot listen on --addr %s: %v", addr, err)
+	return fmt.Errorf("cannot listen on %s %s: %v", name, addr, err)
 }
 
 // firstStart creates the default project, a test key and the admin
@@ -523,6 +651,11 @@ func (m *Main) Close() error {
 		cancel()
 	} else if m.listener != nil {
 		m.listener.Close()
+	}
+	if m.metricsHTTP != nil {
+		m.metricsHTTP.Close()
+	} else if m.metricsListener != nil {
+		m.metricsListener.Close()
 	}
 	if m.sched != nil {
 		m.sched.stop()

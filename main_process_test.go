@@ -45,7 +45,7 @@ func TestUsage(t *testing.T) {
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
-	for _, want := range []string{"Usage:", "latchkey serve", "latchkey project create", "latchkey key revoke", "latchkey method create", "latchkey user list", "latchkey events", "latchkey backup"} {
+	for _, want := range []string{"Usage:", "latchkey serve", "latchkey version", "latchkey project create", "latchkey key revoke", "latchkey method create", "latchkey webhook list", "latchkey user list", "latchkey events", "latchkey backup"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("usage lacks %q:\n%s", want, out)
 		}
@@ -54,7 +54,7 @@ func TestUsage(t *testing.T) {
 	if code != 0 {
 		t.Errorf("serve --help: exit %d, want 0", code)
 	}
-	for _, f := range []string{"--addr", "--data", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--log-format"} {
+	for _, f := range []string{"--addr", "--data", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--log-format", "--metrics-addr"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("serve --help lacks %s:\n%s", f, out)
 		}

@@ -87,6 +87,8 @@ func TestStartupChecks(t *testing.T) {
 		{name: "listen address without a port", args: "--addr nonsense", want: "cannot listen on --addr nonsense"},
 		{name: "listen port out of range", args: "--addr 127.0.0.1:99999", want: "cannot listen on --addr 127.0.0.1:99999"},
 		{name: "listen port in use", args: "--addr " + busy.Addr().String(), want: "address already in use"},
+		{name: "metrics port in use", args: "--metrics-addr " + busy.Addr().String(), want: "cannot listen on --metrics-addr " + busy.Addr().String() + ": bind: address already in use"},
+		{name: "metrics address without a port", args: "--metrics-addr nonsense", want: "cannot listen on --metrics-addr nonsense"},
 		{name: "master key that is not base64", env: []string{"LATCHKEY_MASTER_KEY=not-a-key"}, want: "--master-key: master key must be 32 bytes"},
 		{name: "trusted proxy that is not a CIDR", args: "--trusted-proxies 10.0.0.0/33", want: "--trusted-proxies"},
 		{name: "twilio without its settings", args: "--sms-provider twilio", want: "LATCHKEY_TWILIO"},

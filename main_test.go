@@ -465,6 +465,7 @@ func TestParseFlags(t *testing.T) {
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "", "10.9.0.0/16", "10.8.0.0/16", func(c Config) string { return c.TrustedProxies }},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "false", "true", "false", func(c Config) string { return strconv.FormatBool(c.WebhookAllowPrivate) }},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "text", "json", "text", func(c Config) string { return c.LogFormat }},
+		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "", "127.0.0.1:9100", "127.0.0.1:9101", func(c Config) string { return c.MetricsAddr }},
 	}
 	env := map[string]string{}
 	for _, st := range settings {
@@ -596,9 +597,10 @@ func TestOTPOverSMTP(t *testing.T) {
 
 // TestSMTPConfigErrorKeepsMail: with a wrong SMTP password the send call
 // still answers 200; the message stays queued, the failure is one error
-// line naming no password and Queue.ConfigError reports it; after a
+// line naming no password and Queue.ConfigError reports it, as does
+// GET /ready (503 NOT_READY naming mail, without the password); after a
 // restart with the right password the same message, with its code, is
-// delivered and the code signs in.
+// delivered, the code signs in and /ready answers ready.
 func TestSMTPConfigErrorKeepsMail(t *testing.T) {
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "right-password"})
 	ca := srv.CAFile(t)
@@ -616,6 +618,14 @@ func TestSMTPConfigErrorKeepsMail(t *testing.T) {
 	}
 	if err := m.Mail.ConfigError(); err == nil || strings.Contains(err.Error(), "wrong-password") {
 		t.Fatalf("ConfigError() = %v, want the refused login without the password", err)
+	}
+	st, body := c.do("GET", "/api/v1/ready", "", nil)
+	if msg, _ := body["error"].(string); st != 503 || body["code"] != "NOT_READY" || !strings.Contains(msg, "mail: the SMTP server refuses the configuration") ||
+		strings.Contains(msg, "password") || strings.Contains(msg, "store") {
+		t.Fatalf("ready with a refused SMTP login: %d %v, want 503 NOT_READY naming mail only", st, body)
+	}
+	if st, _ := c.do("GET", "/api/v1/health", "", nil); st != 200 {
+		t.Fatalf("health: %d, want 200 (liveness)", st)
 	}
 	var queued int
 	m.DB.View(func(tx *store.Tx) error {
@@ -647,8 +657,11 @@ func TestSMTPConfigErrorKeepsMail(t *testing.T) {
 	if code == nil {
 		t.Fatalf("no code in:\n%s", msg.Data)
 	}
-	st, body := (client{t, "http://" + m2.Addr()}).do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "kept@example.com", "code": code[1]})
+	st, body = (client{t, "http://" + m2.Addr()}).do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "kept@example.com", "code": code[1]})
 	if st != 200 || body["isNewUser"] != true {
 		t.Fatalf("verify with the delivered code: %d %v", st, body)
+	}
+	if st, body := (client{t, "http://" + m2.Addr()}).do("GET", "/api/v1/ready", "", nil); st != 200 || body["status"] != "ready" {
+		t.Fatalf("ready after the fix: %d %v", st, body)
 	}
 }

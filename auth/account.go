@@ -52,6 +52,23 @@ func (s *Service) DeleteUser(pr *Principal) error {
 	return internal(err)
 }
 
+// AdminDeleteUser is DeleteUser for the operator: the user id, with
+// everything that belongs to the user, in one transaction (deleteAccount);
+// user.deleted (and session.revoked for each session) is emitted. An
+// unknown id is 404 USER_NOT_FOUND.
+func (s *Service) AdminDeleteUser(id string) error {
+	err := s.db.Update(func(tx *store.Tx) error {
+		u, err := tx.User(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrUserNotFound
+		} else if err != nil {
+			return err
+		}
+		return s.deleteAccount(tx, u)
+	})
+	return internal(err)
+}
+
 // deleteAccount deletes u inside tx as DELETE /user does: every session
 // (session.revoked each), factors, backup codes and passkeys, what could
 // still sign the address or identity in (dropPending), the user and its

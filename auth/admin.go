@@ -125,6 +125,7 @@ func (s *Service) Init() (*Bootstrap, error) {
 	if adminHash != nil {
 		s.adminHash = adminHash
 	}
+	s.projectsChanged()
 	return b, nil
 }
 
@@ -338,6 +339,26 @@ func (s *Service) CreateMethod(projectID, method, pattern string) (MethodView, e
 	v := viewMethod(m)
 	v.Secret = secret
 	return v, nil
+}
+
+// Methods lists a project's external-method registrations, oldest
+// first, without their secrets. An unknown project is 404
+// PROJECT_NOT_FOUND.
+func (s *Service) Methods(projectID string) ([]MethodView, error) {
+	out := []MethodView{}
+	err := s.db.View(func(tx *store.Tx) error {
+		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
+			return ErrProjectNotFound
+		} else if err != nil {
+			return err
+		}
+		ms, err := tx.ExternalMethods(projectID)
+		for _, m := range ms {
+			out = append(out, viewMethod(m))
+		}
+		return err
+	})
+	return out, internal(err)
 }
 
 // SetMethodStatus activates or deactivates a registration.

@@ -9,12 +9,16 @@ import (
 	"latchkey/store"
 )
 
-// Backup code parameters (decisions.md §8).
+// Backup code parameters (decisions.md §8, §17).
 const (
-	BackupBatchSize    = 10
-	BackupMaxFailures  = 5
-	BackupFailWindow   = 15 * time.Minute
-	backupAlphabet     = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	BackupBatchSize   = 10
+	BackupMaxFailures = 5
+	BackupFailWindow  = 15 * time.Minute
+	// backupAlphabet has no look-alikes: no 0, O, 1, I or L (31
+	// characters, so a code holds about 49.5 bits). Codes generated
+	// before it may hold them and still verify: normalizeBackupCode
+	// accepts all of A-Z and 0-9 and maps none onto another.
+	backupAlphabet     = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 	hashDomainBackup   = "backup"
 	throttleBackupFail = "backup_fail" // failures per identifier (email or externalUserId)
 )
@@ -98,7 +102,9 @@ func checkBackupCodeShape(code string) error {
 
 // normalizeBackupCode uppercases a code and drops the hyphen between the
 // two groups; false when the result is not 10 characters of A–Z and 0–9
-// (a wrong code).
+// (a wrong code). It maps no character onto another (O onto 0, say): a
+// code is stored as the keyed hash of exactly this form, and codes made
+// before the look-alike-free alphabet hold 0, O, 1, I and L as printed.
 func normalizeBackupCode(code string) (string, bool) {
 	c := strings.ToUpper(code)
 	if len(c) == 11 && c[5] == '-' {

@@ -81,6 +81,12 @@ var (
 	ErrPayloadTooLarge  = newErr(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", CatValidation, "Request body is larger than 64 KiB.")
 	ErrInternal         = newErr(http.StatusInternalServerError, "INTERNAL_ERROR", CatInternal, "Internal error.")
 	ErrUnauthorized     = newErr(http.StatusUnauthorized, "UNAUTHORIZED", "", "Missing or invalid admin token.")
+	// ErrNotReady is GET /ready's 503 while the store, the scheduler or
+	// a required provider is not usable; its message names which.
+	ErrNotReady = newErr(http.StatusServiceUnavailable, "NOT_READY", "", "Not ready.")
+	// ErrOriginNotAllowed answers a CORS preflight from an origin that
+	// no project allows.
+	ErrOriginNotAllowed = newErr(http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "", "This origin is not an allowed origin of any project: add it to the project's allowedOrigins.")
 )
 
 // API key errors, in the decided validation order (decisions.md §4).

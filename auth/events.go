@@ -49,6 +49,7 @@ func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action 
 	if slot := velocitySlot(method, action, fail, m); slot != nil {
 		tx.OnCommit(func() { slot.failed = true })
 	}
+	tx.OnCommit(func() { s.observe(e) })
 	if s.suppressed(e) {
 		tx.OnCommit(func() { s.suppress.count(e) })
 		return nil
@@ -66,6 +67,7 @@ func (s *Service) recordOnly(projectID, userID, email, method, action string, fa
 			slot.failed = true
 		}
 		s.suppress.count(e)
+		s.observe(e)
 		return fail
 	}
 	slot := velocitySlot(method, action, fail, m)
@@ -73,12 +75,21 @@ func (s *Service) recordOnly(projectID, userID, email, method, action string, fa
 		if slot != nil {
 			tx.OnCommit(func() { slot.failed = true })
 		}
+		tx.OnCommit(func() { s.observe(e) })
 		return tx.AddAuthEvent(e)
 	})
 	if err != nil {
 		s.log.Error("record event", "err", err)
 	}
 	return fail
+}
+
+// observe tells the Observer of an authentication event (recorded or
+// suppressed); callers run it once the event's transaction commits.
+func (s *Service) observe(e *store.AuthEvent) {
+	if s.obs != nil {
+		s.obs.AuthEvent(e.Method, e.Action, e.FailureCode)
+	}
 }
 
 // velocitySlot returns the risk slot a failed outcome must mark failed:

@@ -59,6 +59,9 @@ func (s *Service) startLogin(tx *store.Tx, p *store.Project, u *store.User, meth
 	if err := s.emit(tx, p.ID, "session.created", map[string]string{"user_id": u.ID, "session_id": sess.ID, "method": method}); err != nil {
 		return nil, err
 	}
+	if s.obs != nil {
+		tx.OnCommit(func() { s.obs.Login(method) })
+	}
 	dt, err := s.bindDevice(tx, u, m.DeviceToken)
 	if err != nil {
 		return nil, err

@@ -178,6 +178,7 @@ func (s *Service) CreateProject(in ProjectInput) (*store.Project, error) {
 	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutProject(p) }); err != nil {
 		return nil, internal(err)
 	}
+	s.projectsChanged()
 	return p, nil
 }
 
@@ -271,6 +272,7 @@ func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, err
 		return nil, internal(err)
 	}
 	s.projects.invalidate(id)
+	s.projectsChanged()
 	return p, nil
 }
 
@@ -294,6 +296,7 @@ func (s *Service) DeleteProject(id string) error {
 		return internal(err)
 	}
 	s.projects.invalidate(id)
+	s.projectsChanged()
 	s.apiKeys.invalidate(detached...)
 	for _, m := range []*sync.Map{&s.signers, &s.publicKeys} {
 		m.Range(func(k, _ any) bool {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latchkey/store"
@@ -29,9 +30,24 @@ type Config struct {
 	Wake func()
 	// SMS sends text messages; nil fails every send (provider "none").
 	SMS SMSSender
+	// Observer, when set, is told of authentication events and logins
+	// once they commit (metrics).
+	Observer Observer
 	// SessionRateLimit is how many requests a session may make per
 	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
 	SessionRateLimit int
+}
+
+// Observer is told of authentication outcomes after their transaction
+// commits, so a rolled-back or retried transaction counts once or not
+// at all. Its methods run on the committing goroutine: they must be
+// quick and must not block. The values are from small fixed sets.
+type Observer interface {
+	// AuthEvent is one authentication event: method and action as the
+	// event records them, failure its failure category, "" for a success.
+	AuthEvent(method, action, failure string)
+	// Login is one session created, by method ("email_otp", "passkey" …).
+	Login(method string)
 }
 
 // SMSSender sends a text message to an E.164 number. Errors must not
@@ -49,6 +65,7 @@ type Service struct {
 	log     *slog.Logger
 	wake    func()
 	sms     SMSSender
+	obs     Observer // nil: none
 
 	adminToken string // configured admin token, or empty
 	adminHash  []byte // stored hash of a generated admin token
@@ -67,6 +84,10 @@ type Service struct {
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
 
+	// origins is every project's allowed origins (CORS preflights);
+	// projectsVersion counts project changes, which make it stale.
+	origins         atomic.Pointer[originIndex]
+	projectsVersion atomic.Uint64
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -82,7 +103,7 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
-		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS,
+		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS, obs: cfg.Observer,
 		limiter:  NewLimiter(cfg.Now),
 		risk:     NewRisk(cfg.Now),
 		tokens:   newTokenCache(1 << 16),

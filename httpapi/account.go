@@ -51,7 +51,8 @@ type userResponse struct {
 }
 
 // me answers with the project's companyId for an API key, or the user for
-// a session token; the token's prefix decides (sk_ = key).
+// a session token; the token's prefix decides (sk_ = key). Only the
+// session-token answer carries CORS headers.
 func (s *Server) me(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	tok, _ := auth.ParseBearer(r.Header.Get("Authorization"))
 	if tok == "" || strings.HasPrefix(tok, "sk_") {
@@ -64,7 +65,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, p httprouter.Params)
 			CompanyID string `json:"companyId"`
 		}{true, c.Project.CompanyID})
 	}
-	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	pr, err := s.authSession(w, r)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"latchkey/auth"
+	"latchkey/webhook"
 )
 
 func (s *Server) adminRoutes() {
@@ -18,12 +19,15 @@ func (s *Server) adminRoutes() {
 	r.PATCH("/api/v1/admin/projects/:id", s.admin(s.updateProject))
 	r.DELETE("/api/v1/admin/projects/:id", s.admin(s.deleteProject))
 	r.POST("/api/v1/admin/projects/:id/external-methods", s.admin(s.createMethod))
+	r.GET("/api/v1/admin/projects/:id/external-methods", s.admin(s.listMethods))
+	r.GET("/api/v1/admin/projects/:id/webhooks", s.admin(s.listProjectWebhooks))
 	r.PATCH("/api/v1/admin/external-methods/:id", s.admin(s.updateMethod))
 	r.POST("/api/v1/admin/keys", s.admin(s.createKey))
 	r.GET("/api/v1/admin/keys", s.admin(s.listKeys))
 	r.POST("/api/v1/admin/keys/:prefix/revoke", s.admin(s.revokeKey))
 	r.GET("/api/v1/admin/users", s.admin(s.listUsers))
 	r.PATCH("/api/v1/admin/users/:id", s.admin(s.patchAdminUser))
+	r.DELETE("/api/v1/admin/users/:id", s.admin(s.deleteAdminUser))
 	r.POST("/api/v1/admin/users/:id/disable", s.admin(s.disableUser))
 	r.POST("/api/v1/admin/users/:id/enable", s.admin(s.enableUser))
 	r.GET("/api/v1/admin/users/:id/sessions", s.admin(s.listUserSessions))
@@ -40,7 +44,7 @@ type projectResponse struct {
 
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var in auth.ProjectInput
-	if err := decode(w, r, &in); err != nil {
+	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
 	p, err := s.auth.CreateProject(in)
@@ -75,7 +79,7 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request, p httprouter
 
 func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var in auth.ProjectInput
-	if err := decode(w, r, &in); err != nil {
+	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
 	proj, err := s.auth.UpdateProject(p.ByName("id"), in)
@@ -102,7 +106,7 @@ func (s *Server) createMethod(w http.ResponseWriter, r *http.Request, p httprout
 		Method  string `json:"method"`
 		Pattern string `json:"pattern"`
 	}
-	if err := decode(w, r, &in); err != nil {
+	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
 	m, err := s.auth.CreateMethod(p.ByName("id"), in.Method, in.Pattern)
@@ -112,11 +116,41 @@ func (s *Server) createMethod(w http.ResponseWriter, r *http.Request, p httprout
 	return ok(w, methodResponse{true, m})
 }
 
+// listMethods lists a project's external-method registrations without
+// their secrets.
+func (s *Server) listMethods(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ms, err := s.auth.Methods(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success       bool              `json:"success"`
+		Registrations []auth.MethodView `json:"registrations"`
+	}{true, ms})
+}
+
+// listProjectWebhooks lists a project's webhooks of both modes without
+// their secrets.
+func (s *Server) listProjectWebhooks(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	id := p.ByName("id")
+	if _, err := s.auth.Project(id); err != nil {
+		return err
+	}
+	hooks, err := s.hooks.AdminList(id)
+	if err != nil {
+		return webhookErr(err)
+	}
+	return ok(w, struct {
+		Success  bool                `json:"success"`
+		Webhooks []webhook.AdminView `json:"webhooks"`
+	}{true, hooks})
+}
+
 func (s *Server) updateMethod(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var in struct {
 		Status string `json:"status"`
 	}
-	if err := decode(w, r, &in); err != nil {
+	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
 	m, err := s.auth.SetMethodStatus(p.ByName("id"), in.Status)
@@ -128,7 +162,7 @@ func (s *Server) updateMethod(w http.ResponseWriter, r *http.Request, p httprout
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var in auth.KeyInput
-	if err := decode(w, r, &in); err != nil {
+	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
 	key, k, err := s.auth.CreateKey(in)
@@ -158,6 +192,9 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, _ httprouter.P
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := noFields(w, r); err != nil {
+		return err
+	}
 	if err := s.auth.RevokeKey(p.ByName("prefix")); err != nil {
 		return err
 	}
@@ -185,7 +222,7 @@ func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httpro
 	var in struct {
 		CompanyID auth.NullableString `json:"companyId"`
 	}
-	if err := decode(w, r, &in); err != nil {
+	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
 	u, err := s.auth.SetUserCompany(p.ByName("id"), in.CompanyID)
@@ -198,7 +235,19 @@ func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httpro
 	}{true, u})
 }
 
+// deleteAdminUser deletes a user with everything that is theirs, as
+// DELETE /user does (user.deleted is emitted).
+func (s *Server) deleteAdminUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.auth.AdminDeleteUser(p.ByName("id")); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
 func (s *Server) disableUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := noFields(w, r); err != nil {
+		return err
+	}
 	if err := s.auth.SetUserDisabled(p.ByName("id"), true); err != nil {
 		return err
 	}
@@ -206,6 +255,9 @@ func (s *Server) disableUser(w http.ResponseWriter, r *http.Request, p httproute
 }
 
 func (s *Server) enableUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := noFields(w, r); err != nil {
+		return err
+	}
 	if err := s.auth.SetUserDisabled(p.ByName("id"), false); err != nil {
 		return err
 	}
@@ -226,8 +278,7 @@ func (s *Server) listUserSessions(w http.ResponseWriter, r *http.Request, p http
 // revokeUserSessions ends every session of the user; the answer also
 // says how many ended.
 func (s *Server) revokeUserSessions(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	var in struct{}
-	if err := decode(w, r, &in); err != nil {
+	if err := noFields(w, r); err != nil {
 		return err
 	}
 	n, err := s.auth.AdminRevokeSessions(p.ByName("id"))
@@ -242,8 +293,7 @@ func (s *Server) revokeUserSessions(w http.ResponseWriter, r *http.Request, p ht
 
 // resetTOTP clears a user's TOTP lockout and failure count.
 func (s *Server) resetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	var in struct{}
-	if err := decode(w, r, &in); err != nil {
+	if err := noFields(w, r); err != nil {
 		return err
 	}
 	if err := s.auth.ResetTOTP(p.ByName("id"), s.meta(r, false)); err != nil {
@@ -285,6 +335,12 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		s.log.Error("backup", "err", err)
 	}
 	return nil
+}
+
+// noFields checks the body of an admin call that takes none: empty or
+// {} (an admin body's every field must be known, and it has none).
+func noFields(w http.ResponseWriter, r *http.Request) error {
+	return decodeStrict(w, r, &struct{}{})
 }
 
 // queryInt parses an optional positive integer query value.

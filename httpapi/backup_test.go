@@ -6,9 +6,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"latchkey/store"
 )
 
-var backupShape = regexp.MustCompile(`^[A-Z0-9]{5}-[A-Z0-9]{5}$`)
+// backupShape is two groups of 5 uppercase letters and digits without
+// the look-alikes 0, O, 1, I and L.
+var backupShape = regexp.MustCompile(`^[A-HJKMNP-Z2-9]{5}-[A-HJKMNP-Z2-9]{5}$`)
 
 func (ts *testServer) backupCodes(tok string) []string {
 	ts.t.Helper()
@@ -56,6 +60,61 @@ func TestBackupCodes(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("backup_codes.generated events=%d, want 2", n)
+	}
+}
+
+// TestBackupCodeAlphabet: generated codes never hold 0, O, 1, I or L,
+// and every other character of A-Z and 2-9 turns up.
+func TestBackupCodeAlphabet(t *testing.T) {
+	ts := newTestServer(t)
+	tok := str(t, ts.login("alpha@example.com").Body, "token")
+	seen := map[rune]bool{}
+	for range 20 {
+		for _, c := range ts.backupCodes(tok) {
+			if !backupShape.MatchString(c) {
+				t.Fatalf("code %q is not XXXXX-XXXXX over A-Z and 2-9 without O, I, L", c)
+			}
+			for _, r := range strings.ReplaceAll(c, "-", "") {
+				seen[r] = true
+			}
+		}
+	}
+	// 2,000 draws from 31 characters: each turns up but for a chance
+	// of about 31·e^-65.6.
+	if len(seen) != 31 {
+		t.Fatalf("%d distinct characters in 2,000, want all 31", len(seen))
+	}
+}
+
+// TestBackupCodeOldAlphabet: a batch generated before the look-alike-free
+// alphabet (codes holding 0, O, 1, I and L, stored as keyed hashes of the
+// uppercase code without its hyphen) still verifies, in any case and
+// with or without the hyphen; a look-alike is not taken for its twin.
+func TestBackupCodeOldAlphabet(t *testing.T) {
+	ts := newTestServer(t)
+	login := ts.login("old@example.com")
+	uid := str(t, login.Body, "userId")
+	old := []string{"O0I1L-ABCDE", "LLLLL-00000", "1I1I1-OOOOO"}
+	b := &store.BackupCodes{UserID: uid, ProjectID: ts.Project.ID, Used: make([]bool, len(old)), CreatedAt: ts.Clock.Now()}
+	for _, c := range old {
+		h := ts.Keys.HashString("backup", uid+"\x00"+strings.ReplaceAll(c, "-", ""))
+		b.Hashes = append(b.Hashes, h[:])
+	}
+	if err := ts.DB.Update(func(tx *store.Tx) error { return tx.PutBackupCodes(b) }); err != nil {
+		t.Fatal(err)
+	}
+	verify := func(code string) *response {
+		return ts.do("POST", "/api/v1/backup-codes/verify", ts.Key, map[string]any{"email": "old@example.com", "code": code})
+	}
+	// O read as 0 and I as 1 is another code.
+	wantError(t, verify("00I1L-ABCDE"), 401, "INVALID_CODE")
+	wantError(t, verify("O011L-ABCDE"), 401, "INVALID_CODE")
+	for _, c := range []string{"O0I1L-ABCDE", "lllll00000", "1i1I1-ooOOo"} {
+		r := verify(c)
+		wantOK(t, r)
+		if r.Body["userId"] != uid {
+			t.Fatalf("%s: userId=%v, want %s", c, r.Body["userId"], uid)
+		}
 	}
 }
 

@@ -63,6 +63,11 @@ type testServer struct {
 	opts    []func(*auth.Config)
 	// storeOpts opens the data file (newTestServerStore sets them).
 	storeOpts store.Options
+	// api adjusts the server's configuration before it starts.
+	api func(*httpapi.Config)
+	// Metrics are fed by the store, the service, the worker and the
+	// server, as main wires them.
+	Metrics *httpapi.Metrics
 	// hookWoken is set when the webhook worker asks to run again.
 	hookWoken atomic.Bool
 }
@@ -78,14 +83,28 @@ func (ts *testServer) breakStore() {
 // project and a test key; the admin token is testAdminToken.
 func newTestServer(t testing.TB, opts ...func(*auth.Config)) *testServer {
 	t.Helper()
-	return newTestServerStore(t, store.Options{}, opts...)
+	return newTestServerWith(t, store.Options{}, nil, opts...)
 }
 
 // newTestServerStore is newTestServer with store options (a lowered
 // event cap, say).
 func newTestServerStore(t testing.TB, so store.Options, opts ...func(*auth.Config)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts, storeOpts: so}
+	return newTestServerWith(t, so, nil, opts...)
+}
+
+// newTestServerAPI is newTestServer with api adjusting the server's
+// configuration (readiness checks, say).
+func newTestServerAPI(t testing.TB, api func(*httpapi.Config), opts ...func(*auth.Config)) *testServer {
+	t.Helper()
+	return newTestServerWith(t, store.Options{}, api, opts...)
+}
+
+// newTestServerWith is newTestServer with store options and an
+// adjustment of the server's configuration.
+func newTestServerWith(t testing.TB, so store.Options, api func(*httpapi.Config), opts ...func(*auth.Config)) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, Clock: newClock(), path: filepath.Join(t.TempDir(), "latchkey.db"), opts: opts, storeOpts: so, api: api}
 	ts.start()
 	b, err := ts.Svc.Init()
 	if err != nil {
@@ -101,7 +120,10 @@ var testMaster = bytes.Repeat([]byte{7}, 32)
 func (ts *testServer) start() {
 	t := ts.t
 	t.Helper()
-	db, _, err := store.Open(ts.path, ts.storeOpts)
+	ts.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: "test", Now: ts.Clock.Now})
+	so := ts.storeOpts
+	so.ObserveCommit = ts.Metrics.ObserveCommit
+	db, _, err := store.Open(ts.path, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +134,7 @@ func (ts *testServer) start() {
 	ts.DB, ts.Keys = db, keys
 	ts.http = httptest.NewUnstartedServer(nil)
 	ts.URL = "http://" + ts.http.Listener.Addr().String()
-	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now}
+	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now, Observer: ts.Metrics}
 	for _, o := range ts.opts {
 		o(&cfg)
 	}
@@ -123,8 +145,12 @@ func (ts *testServer) start() {
 	ts.Svc = svc
 	ts.Hooks = &webhook.Service{DB: db, Keys: keys, Now: ts.Clock.Now}
 	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler),
-		Wake: func() { ts.hookWoken.Store(true) }}
-	ts.http.Config.Handler = specChecked(t, httpapi.New(svc, httpapi.Config{Webhooks: ts.Hooks}))
+		Wake: func() { ts.hookWoken.Store(true) }, Outcome: ts.Metrics.WebhookOutcome}
+	api := httpapi.Config{Webhooks: ts.Hooks, Metrics: ts.Metrics}
+	if ts.api != nil {
+		ts.api(&api)
+	}
+	ts.http.Config.Handler = specChecked(t, httpapi.New(svc, api))
 	ts.http.Start()
 	t.Cleanup(ts.stop)
 }

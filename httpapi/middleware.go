@@ -62,15 +62,30 @@ func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int)
 }
 
 // session wraps h with user-token validation (401 INVALID_SESSION) and
-// the per-session rate (429 RATE_LIMIT_EXCEEDED, with Retry-After).
+// the per-session rate (429 RATE_LIMIT_EXCEEDED, with Retry-After), and
+// the CORS headers of a browser call (allowOrigin).
 func (s *Server) session(h sessionHandler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+		pr, err := s.authSession(w, r)
 		if err != nil {
 			return err
 		}
 		return h(w, r, p, pr)
 	})
+}
+
+// authSession validates the request's user token (and counts it against
+// the session's rate) and adds the CORS headers for the token's project;
+// when it fails (401, or 429 over the rate), for any project's origin, so
+// the page can read the answer.
+func (s *Server) authSession(w http.ResponseWriter, r *http.Request) (*auth.Principal, error) {
+	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	if err != nil {
+		s.allowOrigin(w, r, "")
+		return nil, err
+	}
+	s.allowOrigin(w, r, pr.ProjectID)
+	return pr, nil
 }
 
 // admin wraps h with the admin-token check (401 UNAUTHORIZED), throttled

@@ -22,14 +22,20 @@ type passkeyFinish struct {
 }
 
 // keyOrSession authenticates a route that takes a user JWT or, for
-// sign-up, an API key: the token's prefix decides (sk_ = key).
+// sign-up, an API key: the token's prefix decides (sk_ = key). Both
+// answer browsers with CORS headers for the caller's project.
 func (s *Server) keyOrSession(w http.ResponseWriter, r *http.Request) (*auth.Caller, *auth.Principal, error) {
 	tok, _ := auth.ParseBearer(r.Header.Get("Authorization"))
 	if tok == "" || strings.HasPrefix(tok, "sk_") {
 		c, err := s.authKey(w, r, http.StatusTooManyRequests)
-		return c, nil, err
+		if err != nil {
+			s.allowOrigin(w, r, "")
+			return nil, nil, err
+		}
+		s.allowOrigin(w, r, c.Project.ID)
+		return c, nil, nil
 	}
-	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	pr, err := s.authSession(w, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,7 +173,7 @@ func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, p httprou
 	if rest == "" || strings.Contains(rest, "/") {
 		return auth.ErrNotFound
 	}
-	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	pr, err := s.authSession(w, r)
 	if err != nil {
 		return err
 	}

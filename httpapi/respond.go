@@ -40,7 +40,9 @@ type envelope struct {
 // answered as 500 INTERNAL_ERROR without internals.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
-	if e.Status >= 500 || e.Code == "INTERNAL_ERROR" {
+	// NOT_READY is answered to every readiness probe while it lasts; its
+	// cause is logged by its owner, not once per probe here.
+	if (e.Status >= 500 && e.Code != auth.ErrNotReady.Code) || e.Code == "INTERNAL_ERROR" {
 		s.log.Error("request failed", "code", e.Code, "err", err)
 	}
 	if e.RetryAfter > 0 {
@@ -77,21 +79,46 @@ func ok(w http.ResponseWriter, v any) error {
 	return nil
 }
 
-// decode reads a JSON object body (at most 64 KiB) into v. An empty body
-// is an empty object. Errors: 413 PAYLOAD_TOO_LARGE, 400 VALIDATION_ERROR.
+// decode reads a JSON object body (at most 64 KiB) into v, ignoring
+// unknown fields (the public API's rule). An empty body is an empty
+// object. Errors: 413 PAYLOAD_TOO_LARGE, 400 VALIDATION_ERROR.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return auth.ErrPayloadTooLarge
-	} else if err != nil {
-		return auth.Invalid("Could not read the request body.")
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
 	}
 	return decodeBytes(body, v)
 }
 
+// decodeStrict is decode for admin API bodies: a field v does not have
+// is 400 VALIDATION_ERROR naming it and the fields the call takes, so a
+// misspelled setting ("alowedOrigins") fails instead of being dropped.
+// v is a pointer to a struct; &struct{}{} for a call that takes none.
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, v, true)
+}
+
+// readBody reads the request body, at most MaxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(unwrapWriter(w), r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, auth.ErrPayloadTooLarge
+	} else if err != nil {
+		return nil, auth.Invalid("Could not read the request body.")
+	}
+	return body, nil
+}
+
 // decodeBytes is decode for a body already read.
-func decodeBytes(body []byte, v any) error {
+func decodeBytes(body []byte, v any) error { return decodeJSON(body, v, false) }
+
+// decodeJSON decodes one JSON object into v; strict refuses unknown fields.
+func decodeJSON(body []byte, v any, strict bool) error {
 	trimmed := strings.TrimSpace(string(body))
 	if trimmed == "" {
 		trimmed = "{}"
@@ -100,10 +127,16 @@ func decodeBytes(body []byte, v any) error {
 		return auth.Invalid("Request body must be a JSON object.")
 	}
 	dec := json.NewDecoder(strings.NewReader(trimmed))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
 			return auth.Invalid("%s has the wrong type: expected %s.", typeErr.Field, typeName(typeErr.Type))
+		}
+		if name, ok := unknownField(err); ok {
+			return unknownFieldError(name, v)
 		}
 		return auth.Invalid("Request body is not valid JSON.")
 	}
@@ -111,6 +144,56 @@ func decodeBytes(body []byte, v any) error {
 		return auth.Invalid("Request body must hold a single JSON object.")
 	}
 	return nil
+}
+
+// unknownField returns the field named by encoding/json's error for a
+// field the target does not have (DisallowUnknownFields).
+func unknownField(err error) (string, bool) {
+	rest, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return "", false
+	}
+	name, uerr := strconv.Unquote(rest)
+	if uerr != nil {
+		return rest, true
+	}
+	return name, true
+}
+
+// unknownFieldError is 400 VALIDATION_ERROR naming the unknown field
+// (clipped to 64 bytes) and the fields v's struct takes.
+func unknownFieldError(name string, v any) error {
+	if len(name) > 64 {
+		name = strings.ToValidUTF8(name[:64], "") + "…"
+	}
+	fields := jsonFields(reflect.TypeOf(v))
+	if len(fields) == 0 {
+		return auth.Invalid("Unknown field %q: this call takes no fields.", name)
+	}
+	return auth.Invalid("Unknown field %q: this call takes %s.", name, strings.Join(fields, ", "))
+}
+
+// jsonFields lists the JSON names of a struct type's fields, in order.
+func jsonFields(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // typeName words a Go type for a client: "a string", "an integer".
@@ -133,4 +216,17 @@ func typeName(t reflect.Type) string {
 		return typeName(t.Elem())
 	}
 	return t.String()
+}
+
+// unwrapWriter returns the net/http ResponseWriter under the wrappers of
+// this package (the metrics' status recorder), so that MaxBytesReader can
+// tell the server to close the connection after an over-long body.
+func unwrapWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }

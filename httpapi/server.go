@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/julienschmidt/httprouter"
+
 	"latchkey/auth"
 	"latchkey/webhook"
 )
@@ -21,20 +23,29 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
-	// Ready reports whether the scheduler runs (for /health).
+	// Ready reports whether the scheduler runs (for /health and /ready).
 	Ready func() bool
+	// ReadyChecks are further conditions of GET /api/v1/ready, beyond
+	// the store and Ready (a provider's configuration error, say).
+	ReadyChecks []ReadyCheck
 	// Webhooks serves the webhook registration calls.
 	Webhooks *webhook.Service
+	// Metrics receives the request metrics and serves GET /metrics; nil
+	// makes the Server its own (requests are always instrumented).
+	Metrics *Metrics
 }
 
 // Server is the HTTP API over an auth.Service. It is an http.Handler.
 type Server struct {
 	auth    *auth.Service
 	router  *router
+	metrics *Metrics
 	log     *slog.Logger
 	proxies []netip.Prefix
 	ready   func() bool
 	hooks   *webhook.Service
+
+	readyChecks []ReadyCheck
 
 	dashSess dashSessions
 
@@ -59,29 +70,37 @@ func New(svc *auth.Service, cfg Config) *Server {
 	if cfg.Ready == nil {
 		cfg.Ready = func() bool { return true }
 	}
-	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(MetricsOptions{})
+	}
+	if svc != nil {
+		cfg.Metrics.watchStore(svc.DB())
+	}
+	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks,
+		readyChecks: cfg.ReadyChecks, metrics: cfg.Metrics}
 	if svc != nil {
 		if u, err := url.Parse(svc.BaseURL()); err == nil {
 			s.baseOrigin, _ = auth.NormalizeOrigin(u.Scheme + "://" + u.Host)
 		}
 	}
-	r := newRouter()
+	r := newRouter(cfg.Metrics)
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.HandleOPTIONS = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	r.NotFound = cfg.Metrics.instrumentHandler("unmatched", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		s.writeError(w, auth.ErrNotFound)
-	})
-	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		// httprouter lists OPTIONS in Allow, but OPTIONS is not served.
+	}))
+	r.MethodNotAllowed = cfg.Metrics.instrumentHandler("unmatched", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// httprouter lists OPTIONS in Allow; OPTIONS is served only on
+		// the paths browsers call (CORS preflights).
 		h := w.Header()
-		if allow := h.Get("Allow"); allow != "" {
+		if allow := h.Get("Allow"); allow != "" && !browserPath(req.URL.Path) {
 			methods := strings.Split(allow, ", ")
 			h.Set("Allow", strings.Join(slices.DeleteFunc(methods, func(m string) bool { return m == http.MethodOptions }), ", "))
 		}
 		s.writeError(w, auth.ErrMethodNotAllowed)
-	})
+	}))
 	r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v)
 		s.writeError(w, auth.ErrInternal)
@@ -94,6 +113,9 @@ func New(svc *auth.Service, cfg Config) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.load.request()
+	if r.Method == http.MethodOptions && browserPath(r.URL.Path) && s.preflight(w, r) {
+		return
+	}
 	s.router.ServeHTTP(w, r)
 }
 
@@ -106,6 +128,7 @@ func (s *Server) Busy() bool { return s.load.busy() }
 func (s *Server) routes() {
 	r := s.router
 	r.GET("/api/v1/health", s.handle(s.health))
+	r.GET("/api/v1/ready", s.handle(s.readiness))
 	r.GET("/api/v1/openapi.json", s.handle(s.openapi))
 	r.GET("/api/v1/me", s.handle(s.me))
 	r.GET("/api/v1/projects/:projectId/jwks.json", s.handle(s.jwks))
@@ -139,8 +162,8 @@ func (s *Server) routes() {
 	// Passkeys.
 	r.POST("/api/v1/passkey/register/start", s.handle(s.passkeyRegisterStart))
 	r.POST("/api/v1/passkey/register/verify", s.handle(s.passkeyRegisterVerify))
-	r.POST("/api/v1/passkey/login/start", s.key(s.passkeyLoginStart))
-	r.POST("/api/v1/passkey/login/verify", s.key(s.passkeyLoginVerify))
+	r.POST("/api/v1/passkey/login/start", s.browserKey(s.passkeyLoginStart))
+	r.POST("/api/v1/passkey/login/verify", s.browserKey(s.passkeyLoginVerify))
 	r.GET("/api/v1/passkeys", s.session(s.listPasskeys))
 	r.GET("/api/v1/passkeys/by-external", s.keyRate401(s.listPasskeysByExternal))
 	r.DELETE("/api/v1/passkeys/*rest", s.handle(s.deletePasskey))
@@ -156,9 +179,19 @@ func (s *Server) routes() {
 	r.POST("/api/v1/external-auth/callback/:registrationId", s.handle(s.externalCallback))
 	r.POST("/api/v1/external-auth/redeem", s.key(s.externalRedeem))
 
+	// Prometheus metrics behind the admin token (main can also serve
+	// them, open, on a separate listener: Metrics.Handler).
+	r.GET("/metrics", s.admin(s.serveMetrics))
+
 	s.adminRoutes()
 	s.dashboardRoutes()
 	s.demoRoutes()
+}
+
+// serveMetrics serves the Prometheus metrics (admin token checked).
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	s.metrics.Handler().ServeHTTP(w, r)
+	return nil
 }
 
 var cryptoRand = rand.Read

@@ -81,7 +81,7 @@ func (db *DB) commitLoop() {
 func (db *DB) commit(calls []batchCall) {
 	for len(calls) > 0 {
 		failed := -1
-		err := db.bolt.Update(func(btx *bolt.Tx) error {
+		err := db.update(func(btx *bolt.Tx) error {
 			tx := &Tx{tx: btx, db: db}
 			for i, c := range calls {
 				if err := safeCall(c.fn, tx); err != nil {

@@ -1,6 +1,10 @@
 package store
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // ExternalMethod is a project's registration of an externally verified
 // sign-in method (BYOAM). Secret is sealed with the keyring.
@@ -46,6 +50,30 @@ func (tx *Tx) ExternalMethodByName(projectID, method string) (*ExternalMethod, e
 		return nil, ErrNotFound
 	}
 	return found, nil
+}
+
+// ExternalMethods returns projectID's registrations, oldest first. The
+// bucket has no index by project: it is walked whole (registrations are
+// few).
+func (tx *Tx) ExternalMethods(projectID string) ([]*ExternalMethod, error) {
+	var out []*ExternalMethod
+	err := tx.bucket(bucketMethods).ForEach(func(_, v []byte) error {
+		var m ExternalMethod
+		if err := jsonDecode(v, &m); err != nil {
+			return err
+		}
+		if m.ProjectID == projectID {
+			out = append(out, &m)
+		}
+		return nil
+	})
+	slices.SortStableFunc(out, func(a, b *ExternalMethod) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, err
 }
 
 // PutExternalMethod creates or replaces a registration.

@@ -90,12 +90,19 @@ type DB struct {
 	path      string
 	group     groupCommit
 	maxEvents int
+	observe   func(time.Duration) // Options.ObserveCommit
 }
 
 // Options tune Open. The zero value is fine.
 type Options struct {
 	// LockTimeout bounds the wait for another process's file lock (default 2 s).
 	LockTimeout time.Duration
+	// ObserveCommit, when set, is told how long each commit of a
+	// read-write transaction took: writing the pages, the fsyncs and the
+	// OnCommit functions, not the transaction's own function. It runs
+	// on the committing goroutine with the writer lock held: it must be
+	// quick.
+	ObserveCommit func(time.Duration)
 	// MaxEventsPerProject caps the authentication events a project keeps
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int
@@ -153,7 +160,7 @@ func Open(path string, opt Options) (db *DB, created bool, err error) {
 		b.Close()
 		return nil, false, err
 	}
-	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject}
+	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject, observe: opt.ObserveCommit}
 	db.group.mu.ch = make(chan struct{}, 1)
 	return db, created, nil
 }
@@ -172,7 +179,35 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 // Update runs fn in a read-write transaction and commits it (with fsync)
 // when fn returns nil. Functions registered with Tx.OnCommit run after.
 func (db *DB) Update(fn func(tx *Tx) error) error {
-	return db.bolt.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, db: db}) })
+	return db.update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, db: db}) })
+}
+
+// update is bolt's Update with the commit timed for ObserveCommit: fn
+// runs in a read-write transaction, which commits when fn returns nil
+// and rolls back otherwise, or when fn panics.
+func (db *DB) update(fn func(*bolt.Tx) error) error {
+	btx, err := db.bolt.Begin(true)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			btx.Rollback()
+		}
+	}()
+	if err := fn(btx); err != nil {
+		return err
+	}
+	start := time.Now()
+	done = true // Commit rolls back itself when it fails
+	if err := btx.Commit(); err != nil {
+		return err
+	}
+	if db.observe != nil {
+		db.observe(time.Since(start))
+	}
+	return nil
 }
 
 // WriteTo writes a consistent copy of the whole data file to w without
@@ -198,6 +233,24 @@ func (db *DB) Backup(w io.Writer, before func(size int64)) (int64, error) {
 		return err
 	})
 	return n, err
+}
+
+// Usable returns nil when the data file can serve reads and writes: it
+// is open, not read-only, and still at its path (a file deleted or
+// moved under a running server takes every later write with it). It
+// writes nothing, so readiness probes may call it as often as they
+// like; a failing disk shows in the next write, not here.
+func (db *DB) Usable() error {
+	if db.bolt.IsReadOnly() {
+		return errors.New("data file is open read-only")
+	}
+	if err := db.bolt.View(func(*bolt.Tx) error { return nil }); err != nil {
+		return errors.New("data file is not open")
+	}
+	if _, err := os.Stat(db.path); err != nil {
+		return fmt.Errorf("data file %s is gone", db.path)
+	}
+	return nil
 }
 
 // Check verifies the file's page structure; tests call it after each run.

@@ -187,6 +187,36 @@ func (s *Service) List(projectID, mode string) ([]View, error) {
 	return out, err
 }
 
+// AdminView is a webhook as the admin API lists it: no secret, with the
+// mode of the key that created it.
+type AdminView struct {
+	ID         string   `json:"id"`
+	ProjectID  string   `json:"projectId"`
+	URL        string   `json:"url"`
+	EventTypes []string `json:"eventTypes"`
+	Mode       string   `json:"mode"`
+	CreatedAt  string   `json:"createdAt"`
+}
+
+// AdminList returns every webhook of projectID, of both modes, oldest
+// first, without secrets (the operator's view).
+func (s *Service) AdminList(projectID string) ([]AdminView, error) {
+	out := []AdminView{}
+	err := s.DB.View(func(tx *store.Tx) error {
+		ws, err := tx.Webhooks(projectID)
+		if err != nil {
+			return err
+		}
+		slices.SortStableFunc(ws, func(a, b *store.Webhook) int { return a.CreatedAt.Compare(b.CreatedAt) })
+		for _, w := range ws {
+			out = append(out, AdminView{ID: w.ID, ProjectID: w.ProjectID, URL: w.URL, EventTypes: w.EventTypes,
+				Mode: w.Mode, CreatedAt: w.CreatedAt.UTC().Format(timeFormat)})
+		}
+		return nil
+	})
+	return out, err
+}
+
 // timeFormat is RFC 3339 UTC with milliseconds.
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 

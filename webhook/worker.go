@@ -58,6 +58,10 @@ type Worker struct {
 	// holds only its own slots.
 	Busy     func() bool
 	BusyPace time.Duration
+	// Outcome, when set, is told each attempt's recorded status once it
+	// commits: "succeeded", "pending" (failed, retried later) or
+	// "failed" (failed for good). It must be quick (metrics).
+	Outcome func(status string)
 
 	mu        sync.Mutex
 	inflight  map[uint64]bool  // seqs of claimed jobs: attempts in flight and outcomes being recorded
@@ -473,8 +477,10 @@ func (w *Worker) record(j *store.Job, res Result) {
 			d.Status = "failed"
 		}
 	}
+	var recorded bool
 	err := w.DB.Batch(func(tx *store.Tx) error {
 		present, err := tx.DeleteJob(j)
+		recorded = present
 		if err != nil || !present {
 			return err // the webhook was deleted meanwhile: keep no history
 		}
@@ -488,6 +494,8 @@ func (w *Worker) record(j *store.Job, res Result) {
 	})
 	if err != nil {
 		w.Logger.Error("record webhook delivery", "webhook", j.WebhookID, "event", j.EventID, "err", err)
+	} else if recorded && w.Outcome != nil {
+		w.Outcome(d.Status)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package cli implements latchkey's operator subcommands (decisions.md
-// §3): `latchkey project|key|method|user|events|backup` call the admin API
-// of a running server and print a table, or the response body with --json.
+// §3): `latchkey project|key|method|webhook|user|events|backup` call the
+// admin API of a running server and print a table, or the response body
+// with --json.
 //
 // The package is a plain HTTP client of the admin API: it decodes the wire
 // shapes itself and imports nothing of the server.
@@ -70,17 +71,21 @@ func usagef(format string, args ...any) error {
 
 // commands is every subcommand in the order Usage lists them.
 var commands = []*command{
-	projectCreate, projectList, projectUpdate,
+	projectCreate, projectList, projectUpdate, projectDelete,
 	keyCreate, keyList, keyRevoke,
-	methodCreate, methodDisable, methodEnable,
-	userList, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
+	methodCreate, methodList, methodDisable, methodEnable,
+	webhookList,
+	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
 	events,
 	backup,
 }
 
-// Usage prints the subcommand overview and the common flags; main prints
-// it under its own `latchkey serve` line.
+// Usage prints every command (serve and version, which main runs, then
+// the admin subcommands) and the common flags. main prints it under its
+// own title; an unknown command prints it too.
 func Usage(w io.Writer) {
+	fmt.Fprintf(w, "  %-28s%s\n", "latchkey serve [flags]", "run the server (latchkey serve --help lists its flags)")
+	fmt.Fprintf(w, "  %-28s%s\n", "latchkey version", "print the version and the Go version (also --version)")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}

@@ -66,7 +66,7 @@ func newTestServer(t testing.TB, adminToken string) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs.Config.Handler = httpapi.New(svc, httpapi.Config{Logger: logger, Webhooks: &webhook.Service{DB: db, Keys: keys}})
+	hs.Config.Handler = httpapi.New(svc, httpapi.Config{Logger: logger, Webhooks: &webhook.Service{DB: db, Keys: keys, Now: time.Now}})
 	hs.Start()
 	t.Cleanup(func() {
 		hs.Close()
@@ -187,6 +187,20 @@ func (ts *testServer) send(req *http.Request) (int, map[string]any) {
 	return res.StatusCode, m
 }
 
+// login signs addr in by email OTP (reading the code from the queued
+// mail) and returns the session token and the user id.
+func (ts *testServer) login(addr string) (token, userID string) {
+	ts.t.Helper()
+	if status, body := ts.post("/api/v1/otp/send", ts.Key, map[string]any{"email": addr}); status != 200 {
+		ts.t.Fatalf("otp/send: %d %v", status, body)
+	}
+	status, body := ts.post("/api/v1/otp/verify", ts.Key, map[string]any{"email": addr, "code": ts.lastCode(addr)})
+	if status != 200 {
+		ts.t.Fatalf("otp/verify: %d %v", status, body)
+	}
+	return body["token"].(string), body["userId"].(string)
+}
+
 // confirm signs an external-method login for extID with secret and
 // returns the status and wire code.
 func (ts *testServer) confirm(secret, method, extID, email string) (int, string) {
@@ -282,7 +296,7 @@ func TestKeyCommands(t *testing.T) {
 	}
 
 	// --json prints the response, key included.
-	created := ts.okJSON("key", "create", "--expires", "2000-01-01T00:00:00Z")
+	created := ts.okJSON("key", "create", "--no-project", "--expires", "2000-01-01T00:00:00Z")
 	if k, _ := created["key"].(string); !strings.HasPrefix(k, "sk_test_") {
 		t.Fatalf("key=%v, want a test key", created["key"])
 	}
@@ -502,7 +516,7 @@ func TestWrongAdminToken(t *testing.T) {
 	wrong := "adm_wrongwrongwrongwrongwrong"
 	for _, args := range [][]string{
 		{"project", "list"},
-		{"key", "create", "--json"},
+		{"key", "create", "--project", "p", "--json"},
 		{"user", "disable", "x"},
 		{"backup", "--out", filepath.Join(t.TempDir(), "b.db")},
 		{"backup", "--out", "-"},
@@ -565,8 +579,20 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown subcommand", []string{"key", "frob"}, `unknown subcommand "frob"`},
 		{"unknown flag", []string{"key", "list", "--bogus"}, "flag provided but not defined: -bogus"},
 		{"flag without value", []string{"key", "list", "--project"}, "flag needs an argument"},
-		{"bad mode", []string{"key", "create", "--mode", "prod"}, "--mode must be live or test"},
-		{"bad expires", []string{"key", "create", "--expires", "tomorrow"}, "--expires must be an RFC 3339 time"},
+		{"bad mode", []string{"key", "create", "--project", "p", "--mode", "prod"}, "--mode must be live or test"},
+		{"bad expires", []string{"key", "create", "--no-project", "--expires", "tomorrow"}, "--expires must be an RFC 3339 time"},
+		{"key without project", []string{"key", "create"}, "--project is required"},
+		{"key without project, live", []string{"key", "create", "--mode", "live", "--json"}, "--no-project"},
+		{"key with both", []string{"key", "create", "--project", "p", "--no-project"}, "not both"},
+		{"key with empty project", []string{"key", "create", "--project", ""}, "--project needs a project ID"},
+		{"unknown failure code", []string{"events", "--failure-code", "bogus"}, `--failure-code must be one of invalid_code, expired, already_used, rate_limited, user_not_found, user_disabled, user_exists, validation_error, risk_blocked, external_method_error, internal_error; got "bogus"`},
+		{"empty failure code", []string{"events", "--failure-code", ""}, "--failure-code must be one of"},
+		{"project delete id", []string{"project", "delete"}, "missing ID"},
+		{"webhook project required", []string{"webhook", "list"}, "--project is required"},
+		{"method list project required", []string{"method", "list"}, "--project is required"},
+		{"user update nothing", []string{"user", "update", "u"}, "nothing to update"},
+		{"user update both", []string{"user", "update", "u", "--company-id", "acme", "--no-company"}, "not both"},
+		{"user delete id", []string{"user", "delete"}, "missing ID"},
 		{"missing positional", []string{"key", "revoke"}, "missing PREFIX"},
 		{"extra positional", []string{"key", "revoke", "a", "b"}, `unexpected argument "b"`},
 		{"positional where none", []string{"project", "list", "x"}, `unexpected argument "x"`},
@@ -616,7 +642,164 @@ func TestHelp(t *testing.T) {
 	}
 	var b strings.Builder
 	cli.Usage(&b)
-	wantContains(t, b.String(), "latchkey project create", "latchkey key revoke PREFIX", "latchkey events", "latchkey backup", "--server URL", "LATCHKEY_ADMIN_TOKEN")
+	wantContains(t, b.String(), "latchkey serve [flags]", "latchkey version", "latchkey project create", "latchkey key revoke PREFIX", "latchkey events", "latchkey backup", "--server URL", "LATCHKEY_ADMIN_TOKEN")
+}
+
+// TestUnknownCommandUsage: an unknown command's usage lists serve,
+// version and every subcommand.
+func TestUnknownCommandUsage(t *testing.T) {
+	r := run(t, nil, "frob")
+	wantFail(t, r, 2, `unknown command "frob"`)
+	want := []string{"latchkey serve [flags]", "latchkey version"}
+	for _, name := range []string{
+		"project create", "project list", "project update ID", "project delete ID",
+		"key create", "key list", "key revoke PREFIX",
+		"method create", "method list", "method disable ID", "method enable ID",
+		"webhook list",
+		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID", "user sessions ID", "user revoke-sessions ID",
+		"events", "backup",
+	} {
+		want = append(want, "latchkey "+name)
+	}
+	wantContains(t, r.Stderr, want...)
+}
+
+// TestFailureCategories: the CLI's list of categories is the server's.
+func TestFailureCategories(t *testing.T) {
+	if !slices.Equal(cli.FailureCategories, auth.FailureCategories) {
+		t.Fatalf("cli categories %v, want the server's %v", cli.FailureCategories, auth.FailureCategories)
+	}
+}
+
+// TestDeleteCommands: project delete and user delete remove what they
+// name (its tokens stop working; the project's keys are detached);
+// unknown ids exit 1 with the API's code.
+func TestDeleteCommands(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	shop := ts.okJSON("project", "create", "--name", "Shop")["project"].(map[string]any)["id"].(string)
+	key := keyShape.FindStringSubmatch(ts.ok("key", "create", "--project", shop))[1]
+	if status, _ := ts.get("/api/v1/me", key); status != 200 {
+		t.Fatalf("GET /me with the new key: %d", status)
+	}
+	wantContains(t, ts.ok("project", "delete", shop), "Deleted project "+shop)
+	if status, body := ts.get("/api/v1/me", key); status != 401 || body["code"] != "INVALID_API_KEY" {
+		t.Fatalf("GET /me with a deleted project's key: %d %v", status, body)
+	}
+	if out := ts.ok("project", "list"); strings.Contains(out, shop) {
+		t.Fatalf("project list still shows the deleted project:\n%s", out)
+	}
+	wantFail(t, ts.cli("project", "delete", shop), 1, "(PROJECT_NOT_FOUND)")
+	if got := ts.okJSON("project", "delete", ts.okJSON("project", "create", "--name", "Tmp")["project"].(map[string]any)["id"].(string)); len(got) != 1 {
+		t.Fatalf("project delete --json=%v, want {success:true}", got)
+	}
+
+	tok, uid := ts.login("gone@example.com")
+	wantContains(t, ts.ok("user", "delete", uid), "Deleted user "+uid)
+	if status, body := ts.get("/api/v1/session", tok); status != 401 || body["code"] != "INVALID_SESSION" {
+		t.Fatalf("GET /session after user delete: %d %v", status, body)
+	}
+	if out := ts.ok("user", "list", "--project", ts.Project.ID); out != "No users.\n" {
+		t.Fatalf("user list after delete: %q", out)
+	}
+	wantFail(t, ts.cli("user", "delete", uid), 1, "(USER_NOT_FOUND)")
+	r := ts.cli("user", "delete", "nope", "--json")
+	wantFail(t, r, 1, "(USER_NOT_FOUND)")
+	wantContains(t, r.Stdout, `"code": "USER_NOT_FOUND"`)
+}
+
+// TestUserUpdate: --company-id sets the company; --no-company and
+// --company-id with an empty value clear it (null).
+func TestUserUpdate(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	_, uid := ts.login("ann@example.com")
+	out := ts.ok("user", "update", uid, "--company-id", "acme")
+	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|VERIFIED|EXTERNAL ID|COMPANY ID|STATUS|CREATED" {
+		t.Fatalf("header=%q", got)
+	}
+	if row := tableRow(t, out, uid); row[1] != "ann@example.com" || row[2] != "yes" || row[4] != "acme" {
+		t.Fatalf("row=%q", row)
+	}
+	for _, clear := range [][]string{{"--no-company"}, {"--company-id", ""}, {"--company-id="}} {
+		ts.ok("user", "update", uid, "--company-id", "acme")
+		u := ts.okJSON(append([]string{"user", "update", uid}, clear...)...)["user"].(map[string]any)
+		if v, ok := u["companyId"]; !ok || v != nil {
+			t.Fatalf("%v: companyId=%v, want null", clear, u["companyId"])
+		}
+	}
+	users := ts.okJSON("user", "list", "--project", ts.Project.ID)["users"].([]any)
+	if u := users[0].(map[string]any); u["companyId"] != nil {
+		t.Fatalf("stored companyId=%v, want null", u["companyId"])
+	}
+	wantFail(t, ts.cli("user", "update", "nope", "--company-id", "x"), 1, "(USER_NOT_FOUND)")
+	wantFail(t, ts.cli("user", "update", uid, "--company-id", strings.Repeat("x", 129)), 1, "(VALIDATION_ERROR)")
+}
+
+// TestListCommands: webhook list and method list print a project's
+// webhooks and methods without secrets, "No ..." when there are none,
+// and the API's JSON with --json.
+func TestListCommands(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	pid := ts.Project.ID
+	if out := ts.ok("webhook", "list", "--project", pid); out != "No webhooks.\n" {
+		t.Fatalf("out=%q", out)
+	}
+	if out := ts.ok("method", "list", "--project", pid); out != "No external methods.\n" {
+		t.Fatalf("out=%q", out)
+	}
+	status, body := ts.post("/api/v1/webhooks", ts.Key, map[string]any{"url": "http://127.0.0.1:9/hook", "eventTypes": []string{"user.registered", "user.deleted"}})
+	if status != 200 {
+		t.Fatalf("create webhook: %d %v", status, body)
+	}
+	hook := body["webhook"].(map[string]any)
+	ts.post("/api/v1/webhooks", ts.Key, map[string]any{"url": "http://127.0.0.1:9/all"})
+
+	out := ts.ok("webhook", "list", "--project", pid)
+	if got := tableRow(t, out, "URL"); strings.Join(got, "|") != "ID|URL|MODE|EVENTS|CREATED" {
+		t.Fatalf("header=%q", got)
+	}
+	if row := tableRow(t, out, hook["id"].(string)); row[1] != "http://127.0.0.1:9/hook" || row[2] != "test" || row[3] != "user.deleted,user.registered" {
+		t.Fatalf("row=%q", row)
+	}
+	if row := tableRow(t, out, "/all"); row[3] != "all" {
+		t.Fatalf("row=%q", row)
+	}
+	hooks := ts.okJSON("webhook", "list", "--project", pid)["webhooks"].([]any)
+	if len(hooks) != 2 || hooks[0].(map[string]any)["url"] != "http://127.0.0.1:9/hook" {
+		t.Fatalf("webhooks=%v", hooks)
+	}
+	if strings.Contains(out+ts.ok("webhook", "list", "--project", pid, "--json"), hook["secret"].(string)) {
+		t.Fatal("webhook list shows a secret")
+	}
+
+	reg := ts.okJSON("method", "create", "--project", pid, "--method", "bank_id", "--pattern", "direct")["registration"].(map[string]any)
+	ts.ok("method", "create", "--project", pid, "--method", "card", "--pattern", "webhook")
+	out = ts.ok("method", "list", "--project", pid)
+	if got := tableRow(t, out, "METHOD"); strings.Join(got, "|") != "ID|PROJECT|METHOD|PATTERN|STATUS|CREATED" {
+		t.Fatalf("header=%q", got)
+	}
+	if row := tableRow(t, out, reg["id"].(string)); row[1] != pid || row[2] != "bank_id" || row[3] != "direct" || row[4] != "active" {
+		t.Fatalf("row=%q", row)
+	}
+	wantContains(t, out, "card", "webhook")
+	regs := ts.okJSON("method", "list", "--project", pid)["registrations"].([]any)
+	if len(regs) != 2 {
+		t.Fatalf("registrations=%v", regs)
+	}
+	if strings.Contains(out+ts.ok("method", "list", "--project", pid, "--json"), reg["secret"].(string)) {
+		t.Fatal("method list shows a secret")
+	}
+	wantFail(t, ts.cli("webhook", "list", "--project", "nope"), 1, "(PROJECT_NOT_FOUND)")
+	wantFail(t, ts.cli("method", "list", "--project", "nope"), 1, "(PROJECT_NOT_FOUND)")
+}
+
+// TestEventsFailureCode: every known category is accepted and filters.
+func TestEventsFailureCode(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	for _, c := range auth.FailureCategories {
+		if out := ts.ok("events", "--failure-code", c); out != "No events.\n" {
+			t.Fatalf("%s: out=%q", c, out)
+		}
+	}
 }
 
 // TestCustomHTTPClient checks Env.HTTPClient is used for every call.

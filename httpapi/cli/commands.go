@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -135,6 +137,24 @@ var projectUpdate = &command{
 	},
 }
 
+var projectDelete = &command{
+	name:    "project delete",
+	args:    []string{"ID"},
+	summary: "delete a project and all its data",
+	help: "Delete the project ID at once, with its users, sessions, factors, passkeys, codes,\n" +
+		"external methods and webhooks. Its API keys are kept but detached (they answer\n" +
+		"INVALID_API_KEY); its authentication events stay. There is no undo.",
+	flags: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, c *call) error {
+			id := c.args[0]
+			return c.send(ctx, "DELETE", "/api/v1/admin/projects/"+pathID(id), nil, nil, nil, func() error {
+				_, err := fmt.Fprintf(c.out, "Deleted project %s and its data; its API keys are detached.\n", cell(id))
+				return err
+			})
+		}
+	},
+}
+
 // projectFlags declares the project fields as flags and returns a
 // function that builds the request body from the flags that were set.
 func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
@@ -189,12 +209,22 @@ func printProject(c *call, p project) error {
 var keyCreate = &command{
 	name:    "key create",
 	summary: "create an API key (printed once)",
-	help:    "Create an API key. The key is printed once: store it before closing the terminal.",
+	help: "Create an API key for the project given by --project. The key is printed once:\n" +
+		"store it before closing the terminal.",
 	flags: func(fs *flag.FlagSet) action {
-		projectID := fs.String("project", "", "project `ID` the key belongs to (default: none; such a key only authenticates)")
+		projectID := fs.String("project", "", "project `ID` the key belongs to (required unless --no-project)")
+		noProject := fs.Bool("no-project", false, "create a key without a project: it authenticates but every project call answers INVALID_API_KEY")
 		mode := fs.String("mode", "test", "key `MODE`: live or test")
 		expires := fs.String("expires", "", "expiry `TIME`, RFC 3339 such as 2027-01-31T00:00:00Z (default: never)")
 		return func(ctx context.Context, c *call) error {
+			switch {
+			case c.set["project"] && *noProject:
+				return usagef("give --project ID or --no-project, not both")
+			case !c.set["project"] && !*noProject:
+				return usagef("--project is required (a key without a project can call no endpoint; say --no-project to make one anyway)")
+			case c.set["project"] && *projectID == "":
+				return usagef("--project needs a project ID")
+			}
 			if *mode != "live" && *mode != "test" {
 				return usagef("--mode must be live or test, got %q", *mode)
 			}
@@ -308,7 +338,31 @@ var methodCreate = &command{
 			}
 			return c.send(ctx, "POST", "/api/v1/admin/projects/"+pathID(*projectID)+"/external-methods", nil, body, &resp, func() error {
 				fmt.Fprintf(c.out, "Method secret (shown once; it cannot be retrieved later):\n\n    %s\n\n", resp.Registration.Secret)
-				return printMethod(c, resp.Registration)
+				return printMethods(c, resp.Registration)
+			})
+		}
+	},
+}
+
+var methodList = &command{
+	name:    "method list",
+	summary: "list a project's external methods (never the secrets)",
+	help:    "List the external method registrations of a project, oldest first.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "project `ID` (required)")
+		return func(ctx context.Context, c *call) error {
+			if !c.set["project"] {
+				return usagef("--project is required")
+			}
+			var resp struct {
+				Registrations []registration `json:"registrations"`
+			}
+			return c.send(ctx, "GET", "/api/v1/admin/projects/"+pathID(*projectID)+"/external-methods", nil, nil, &resp, func() error {
+				if len(resp.Registrations) == 0 {
+					_, err := fmt.Fprintln(c.out, "No external methods.")
+					return err
+				}
+				return printMethods(c, resp.Registrations...)
 			})
 		}
 	},
@@ -331,16 +385,18 @@ func methodStatus(verb, status string) *command {
 				}
 				body := map[string]any{"status": status}
 				return c.send(ctx, "PATCH", "/api/v1/admin/external-methods/"+pathID(c.args[0]), nil, body, &resp, func() error {
-					return printMethod(c, resp.Registration)
+					return printMethods(c, resp.Registration)
 				})
 			}
 		},
 	}
 }
 
-func printMethod(c *call, m registration) error {
+func printMethods(c *call, ms ...registration) error {
 	t := newTable(c.out, "ID", "PROJECT", "METHOD", "PATTERN", "STATUS", "CREATED")
-	t.row(m.ID, m.ProjectID, m.Method, m.Pattern, m.Status, humanTime(m.CreatedAt))
+	for _, m := range ms {
+		t.row(m.ID, m.ProjectID, m.Method, m.Pattern, m.Status, humanTime(m.CreatedAt))
+	}
 	return t.flush()
 }
 
@@ -387,18 +443,7 @@ var userList = &command{
 						_, err := fmt.Fprintln(c.out, "No users.")
 						return err
 					}
-					t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
-					for _, u := range resp.Users {
-						status, verified := "active", "no"
-						if u.Disabled {
-							status = "disabled"
-						}
-						if u.EmailVerified {
-							verified = "yes"
-						}
-						t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
-					}
-					if err := t.flush(); err != nil {
+					if err := printUsers(c, resp.Users...); err != nil {
 						return err
 					}
 					if resp.NextCursor != nil && !*all {
@@ -420,6 +465,69 @@ var userList = &command{
 				}
 				q.Set("cursor", *resp.NextCursor)
 			}
+		}
+	},
+}
+
+func printUsers(c *call, users ...user) error {
+	t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
+	for _, u := range users {
+		status, verified := "active", "no"
+		if u.Disabled {
+			status = "disabled"
+		}
+		if u.EmailVerified {
+			verified = "yes"
+		}
+		t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
+	}
+	return t.flush()
+}
+
+var userUpdate = &command{
+	name:    "user update",
+	args:    []string{"ID"},
+	summary: "set or clear a user's company",
+	help: "Set the user's companyId with --company-id, or clear it (null) with --no-company\n" +
+		"or --company-id ''.",
+	flags: func(fs *flag.FlagSet) action {
+		companyID := fs.String("company-id", "", "the user's company `ID`, 1 to 128 characters ('' clears it)")
+		noCompany := fs.Bool("no-company", false, "clear the user's company (companyId null)")
+		return func(ctx context.Context, c *call) error {
+			var company any // nil sends null
+			switch {
+			case c.set["company-id"] && *noCompany:
+				return usagef("give --company-id or --no-company, not both")
+			case c.set["company-id"] && *companyID != "":
+				company = *companyID
+			case !c.set["company-id"] && !*noCompany:
+				return usagef("nothing to update: give --company-id ID or --no-company")
+			}
+			var resp struct {
+				User user `json:"user"`
+			}
+			body := map[string]any{"companyId": company}
+			return c.send(ctx, "PATCH", "/api/v1/admin/users/"+pathID(c.args[0]), nil, body, &resp, func() error {
+				return printUsers(c, resp.User)
+			})
+		}
+	},
+}
+
+var userDelete = &command{
+	name:    "user delete",
+	args:    []string{"ID"},
+	summary: "delete a user and everything that is theirs",
+	help: "Delete the user ID at once, as the user's own DELETE /user does: sessions, factors,\n" +
+		"backup codes, passkeys and pending codes go with it; user.deleted is emitted.\n" +
+		"There is no undo.",
+	flags: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, c *call) error {
+			id := c.args[0]
+			return c.send(ctx, "DELETE", "/api/v1/admin/users/"+pathID(id), nil, nil, nil, func() error {
+				_, err := fmt.Fprintf(c.out, "Deleted user %s.\n", cell(id))
+				return err
+			})
 		}
 	},
 }
@@ -469,13 +577,20 @@ var userResetTOTP = &command{
 
 // Events.
 
+// failureCategories are the failure categories events carry (the
+// contract's table, in its order).
+var failureCategories = []string{
+	"invalid_code", "expired", "already_used", "rate_limited", "user_not_found", "user_disabled",
+	"user_exists", "validation_error", "risk_blocked", "external_method_error", "internal_error",
+}
+
 var events = &command{
 	name:    "events",
 	summary: "list recent authentication events, newest first",
 	help:    "List authentication events, newest first.",
 	flags: func(fs *flag.FlagSet) action {
 		projectID := fs.String("project", "", "only events of project `ID`")
-		failure := fs.String("failure-code", "", "only failures of `CATEGORY` (invalid_code, expired, rate_limited, …)")
+		failure := fs.String("failure-code", "", "only failures of `CATEGORY`: "+strings.Join(failureCategories, ", "))
 		limit := fs.Int("limit", 0, "at most `N` events, 1 to 1000 (server default 100)")
 		before := fs.String("before", "", "only events older than `CURSOR` (printed after a page) or an RFC 3339 time")
 		return func(ctx context.Context, c *call) error {
@@ -483,7 +598,10 @@ var events = &command{
 			if *projectID != "" {
 				q.Set("projectId", *projectID)
 			}
-			if *failure != "" {
+			if c.set["failure-code"] {
+				if !slices.Contains(failureCategories, *failure) {
+					return usagef("--failure-code must be one of %s; got %q", strings.Join(failureCategories, ", "), *failure)
+				}
 				q.Set("failureCode", *failure)
 			}
 			if c.set["limit"] {
@@ -527,6 +645,49 @@ var events = &command{
 						}
 					}
 					t.row(humanTime(e.CreatedAt), deref(e.ProjectID), e.Method, e.Action, result, deref(e.Email), e.IP)
+				}
+				return t.flush()
+			})
+		}
+	},
+}
+
+// Webhooks.
+
+type webhookView struct {
+	ID         string   `json:"id"`
+	ProjectID  string   `json:"projectId"`
+	URL        string   `json:"url"`
+	EventTypes []string `json:"eventTypes"`
+	Mode       string   `json:"mode"`
+	CreatedAt  string   `json:"createdAt"`
+}
+
+var webhookList = &command{
+	name:    "webhook list",
+	summary: "list a project's webhooks (never the secrets)",
+	help:    "List the webhooks of a project, oldest first, whichever key mode created them.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "project `ID` (required)")
+		return func(ctx context.Context, c *call) error {
+			if !c.set["project"] {
+				return usagef("--project is required")
+			}
+			var resp struct {
+				Webhooks []webhookView `json:"webhooks"`
+			}
+			return c.send(ctx, "GET", "/api/v1/admin/projects/"+pathID(*projectID)+"/webhooks", nil, nil, &resp, func() error {
+				if len(resp.Webhooks) == 0 {
+					_, err := fmt.Fprintln(c.out, "No webhooks.")
+					return err
+				}
+				t := newTable(c.out, "ID", "URL", "MODE", "EVENTS", "CREATED")
+				for _, h := range resp.Webhooks {
+					events := "all"
+					if h.EventTypes != nil {
+						events = list(h.EventTypes)
+					}
+					t.row(h.ID, h.URL, h.Mode, events, humanTime(h.CreatedAt))
 				}
 				return t.flush()
 			})

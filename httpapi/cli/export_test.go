@@ -1,0 +1,5 @@
+package cli
+
+// FailureCategories exposes the CLI's list of failure categories to the
+// tests, which compare it with the server's.
+var FailureCategories = failureCategories

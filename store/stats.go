@@ -1,0 +1,54 @@
+package store
+
+import (
+	"os"
+	"time"
+)
+
+// Stats are the sizes of the data file and its queues, read in one
+// transaction (for metrics, at scrape time).
+type Stats struct {
+	// MailQueued counts queued messages; OldestMail is when the oldest
+	// of them was queued (zero when none is).
+	MailQueued int
+	OldestMail time.Time
+	// DeliveriesQueued counts queued webhook deliveries (first attempts
+	// and retries waiting); OutboxEvents counts events not yet fanned
+	// out to the webhooks.
+	DeliveriesQueued int
+	OutboxEvents     int
+	// FileSize is the data file's size on disk; DataSize the part of it
+	// that holds pages (what a backup writes).
+	FileSize int64
+	DataSize int64
+}
+
+// Stats reads the sizes. Counting a queue walks its bucket's pages, so
+// the cost grows with the backlog: call it when metrics are scraped, not
+// per request.
+func (db *DB) Stats() (Stats, error) {
+	var st Stats
+	err := db.View(func(tx *Tx) error {
+		st.MailQueued = tx.MailCount()
+		if _, v := tx.bucket(bucketMail).Cursor().First(); v != nil {
+			var m Mail
+			if err := jsonDecode(v, &m); err != nil {
+				return err
+			}
+			st.OldestMail = m.CreatedAt
+		}
+		st.DeliveriesQueued = tx.JobCount()
+		st.OutboxEvents = tx.bucket(bucketOutbox).Stats().KeyN
+		st.DataSize = tx.tx.Size()
+		return nil
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	fi, err := os.Stat(db.path)
+	if err != nil {
+		return Stats{}, err
+	}
+	st.FileSize = fi.Size()
+	return st, nil
+}

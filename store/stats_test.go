@@ -1,0 +1,113 @@
+package store_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/store"
+)
+
+// TestStats: the queue sizes and the oldest queued mail are read back.
+func TestStats(t *testing.T) {
+	db := mustOpen(t)
+	st, err := db.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MailQueued != 0 || !st.OldestMail.IsZero() || st.DeliveriesQueued != 0 || st.OutboxEvents != 0 || st.FileSize <= 0 || st.DataSize <= 0 {
+		t.Fatalf("empty file: %+v", st)
+	}
+	first := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	err = db.Update(func(tx *store.Tx) error {
+		for i := range 3 {
+			if err := tx.EnqueueMail(&store.Mail{To: "a@example.com", CreatedAt: first.Add(time.Duration(i) * time.Minute)}); err != nil {
+				return err
+			}
+		}
+		if err := tx.EnqueueJob(&store.Job{WebhookID: "w", NextAttemptAt: first}); err != nil {
+			return err
+		}
+		return tx.AppendEvent(&store.Event{ID: "evt_1", Type: "user.registered"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = db.Stats(); err != nil {
+		t.Fatal(err)
+	}
+	if st.MailQueued != 3 || !st.OldestMail.Equal(first) || st.DeliveriesQueued != 1 || st.OutboxEvents != 1 {
+		t.Fatalf("stats=%+v, want 3 mails (oldest %v), 1 delivery, 1 event", st, first)
+	}
+}
+
+// TestObserveCommit: every committed write transaction, by Update or
+// Batch, is timed; a rolled-back one is not.
+func TestObserveCommit(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Duration
+	db, _, err := store.Open(filepath.Join(t.TempDir(), "latchkey.db"), store.Options{ObserveCommit: func(d time.Duration) {
+		mu.Lock()
+		seen = append(seen, d)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	put := func(tx *store.Tx) error { return tx.SetAdminTokenHash([]byte("h")) }
+	if err := db.Update(put); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Batch(put); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := db.Update(func(tx *store.Tx) error { put(tx); return boom }); err != boom {
+		t.Fatalf("err=%v, want boom", err)
+	}
+	func() {
+		defer func() { recover() }()
+		db.Update(func(tx *store.Tx) error { put(tx); panic("in the transaction") })
+	}()
+	if err := db.Update(put); err != nil {
+		t.Fatalf("update after a panic: %v (the writer was not released)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 {
+		t.Fatalf("%d commits observed, want 3", len(seen))
+	}
+	for _, d := range seen {
+		if d <= 0 {
+			t.Fatalf("commit time %v", d)
+		}
+	}
+}
+
+// TestUsable: an open file is usable; a closed one, or one deleted
+// under the server, is not.
+func TestUsable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	db, _, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Usable(); err != nil {
+		t.Fatalf("Usable=%v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Usable(); err == nil || !strings.Contains(err.Error(), "is gone") {
+		t.Fatalf("Usable after delete=%v, want gone", err)
+	}
+	db.Close()
+	if err := db.Usable(); err == nil || !strings.Contains(err.Error(), "not open") {
+		t.Fatalf("Usable after close=%v, want not open", err)
+	}
+}
