@@ -24,7 +24,7 @@ import (
 // server really answers. A mismatch fails the test that made the call.
 //
 // The rules, for each request outside the HTML dashboard and the demo
-// page (specSkipped):
+// page (specSkipped), and other than a CORS preflight (checkPreflight):
 //   - a method and path the document lacks must be answered 404
 //     NOT_FOUND or 405 METHOD_NOT_ALLOWED, as the router does for what it
 //     does not serve;
@@ -69,7 +69,10 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 	}
 	// The WebAuthn options are go-webauthn's JSON, passed through to
 	// the browser library as they are: not described field by field.
-	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**"))
+	// CORS answer headers are described once, in info.description, not
+	// on every response of every browser endpoint.
+	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**"),
+		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"))
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +131,11 @@ func (s *specValidators) check(req *http.Request, reqBody []byte, res *http.Resp
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var problems []string
+	if req.Method == http.MethodOptions {
+		// CORS preflights are not operations of the document (its
+		// description explains them): 204, or the refusal envelope.
+		return checkPreflight(res, resBody)
+	}
 	if p := req.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
 		// No documented path ends in a slash; the validator would
 		// match one that differs only by it, the router does not.
@@ -179,6 +187,30 @@ func checkUnrouted(res *http.Response, body []byte) []string {
 		return []string{fmt.Sprintf("an unrouted request's answer is not the %s envelope", want)}
 	}
 	return nil
+}
+
+// checkPreflight checks the answer to an OPTIONS request: 204 without a
+// body, 403 ORIGIN_NOT_ALLOWED, or the router's 404/405.
+func checkPreflight(res *http.Response, body []byte) []string {
+	switch res.StatusCode {
+	case http.StatusNoContent:
+		if len(body) > 0 {
+			return []string{"a preflight's 204 has a body"}
+		}
+		return nil
+	case http.StatusForbidden:
+		var env struct {
+			Success *bool  `json:"success"`
+			Code    string `json:"code"`
+		}
+		if json.Unmarshal(body, &env) != nil || env.Success == nil || *env.Success || env.Code != "ORIGIN_NOT_ALLOWED" {
+			return []string{"a preflight's 403 is not the ORIGIN_NOT_ALLOWED envelope"}
+		}
+		return nil
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return checkUnrouted(res, body)
+	}
+	return []string{fmt.Sprintf("a preflight answered %d, want 204, 403, 404 or 405", res.StatusCode)}
 }
 
 // describe words one validation error with its schema failures.
