@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 
@@ -275,4 +277,69 @@ func TestOpenAPIServed(t *testing.T) {
 	if r := ts.send(req); r.Status != http.StatusOK {
 		t.Fatalf("stale If-None-Match: status=%d, want 200", r.Status)
 	}
+}
+
+// TestOpenAPIErrorPaths calls every documented operation the ways a
+// careless client would: without its token, with a malformed body, and
+// with a body over 64 KiB. The test server validates each answer
+// against the document, so every operation's refusals are checked, not
+// only those other tests happen to reach. Path parameters name nothing
+// that exists (404s must be documented too).
+func TestOpenAPIErrorPaths(t *testing.T) {
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 1000000}))
+	session := str(t, ts.login("sweep@example.com").Body, "token")
+	tokens := map[string]string{"apiKey": ts.Key, "userSession": session, "adminToken": testAdminToken}
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	raw, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Security    []map[string][]string `json:"security"`
+			RequestBody *struct {
+				Content map[string]any `json:"content"`
+			} `json:"requestBody"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"x":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`
+	calls := 0
+	for _, path := range slices.Sorted(maps.Keys(doc.Paths)) {
+		for _, method := range slices.Sorted(maps.Keys(doc.Paths[path])) {
+			op := doc.Paths[path][method]
+			url := param.ReplaceAllString(path, "nope")
+			if strings.HasPrefix(path, "/api/v1/passkeys/by-external") {
+				url += "?externalUserId=nope"
+			}
+			token := ""
+			if len(op.Security) > 0 {
+				for scheme := range op.Security[0] {
+					token = tokens[scheme]
+				}
+			}
+			call := func(what, tok string, body any, want func(int) bool) {
+				t.Helper()
+				// Past every per-minute limit (API key, session, admin
+				// failures) before each call.
+				ts.Clock.Advance(61 * time.Second)
+				r := ts.do(strings.ToUpper(method), url, tok, body)
+				calls++
+				if !want(r.Status) {
+					t.Errorf("%s %s %s: status=%d (body %.200s)", strings.ToUpper(method), url, what, r.Status, r.Raw)
+				}
+			}
+			if token != "" {
+				call("without a token", "", nil, func(s int) bool { return s == http.StatusUnauthorized })
+			}
+			if op.RequestBody != nil {
+				call("with a malformed body", token, "{", func(s int) bool { return s >= 400 && s < 500 })
+				call("with a body over 64 KiB", token, big, func(s int) bool { return s >= 400 && s < 500 })
+			}
+		}
+	}
+	t.Logf("%d calls", calls)
 }
