@@ -171,7 +171,7 @@ type dashPage struct {
 	Notice string
 	// NotReady lists what keeps the server from being ready (GET
 	// /api/v1/ready answers 503): a banner on every page.
-	NotReady []failure
+	NotReady []readyFailure
 	// Tab marks the current page among a project's pages.
 	Tab    string
 	failed *formError

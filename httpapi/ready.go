@@ -43,32 +43,32 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ httprouter.
 	}{true, "ready"})
 }
 
-// failure is one part that keeps the server from being ready.
-type failure struct {
+// readyFailure is one part that keeps the server from being ready.
+type readyFailure struct {
 	Name   string // "store", "scheduler", or a ReadyCheck's Name
 	Reason string
 	Detail string // the check's Detail, when asked for and it says more
 }
 
-func (f failure) String() string { return f.Name + ": " + f.Reason }
+func (f readyFailure) String() string { return f.Name + ": " + f.Reason }
 
 // notReady returns what keeps the server from being ready, in the order
 // GET /ready names them; with detail (for the signed-in dashboard),
 // each failing check's Detail too.
-func (s *Server) notReady(detail bool) []failure {
-	var failing []failure
+func (s *Server) notReady(detail bool) []readyFailure {
+	var failing []readyFailure
 	if err := s.auth.DB().Usable(); err != nil {
-		failing = append(failing, failure{Name: "store", Reason: err.Error()})
+		failing = append(failing, readyFailure{Name: "store", Reason: err.Error()})
 	}
 	if !s.ready() {
-		failing = append(failing, failure{Name: "scheduler", Reason: "not running"})
+		failing = append(failing, readyFailure{Name: "scheduler", Reason: "not running"})
 	}
 	for _, c := range s.readyChecks {
 		err := c.Check()
 		if err == nil {
 			continue
 		}
-		f := failure{Name: c.Name, Reason: err.Error()}
+		f := readyFailure{Name: c.Name, Reason: err.Error()}
 		if detail && c.Detail != nil {
 			if d := c.Detail(); d != nil && d.Error() != f.Reason {
 				f.Detail = d.Error()
