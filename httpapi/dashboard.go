@@ -169,10 +169,11 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 		page := dashPage{LoggedIn: true, CSRF: sess.csrf, sid: c.Value}
 		if err := h(w, r, p, page); err != nil {
 			e := auth.AsError(err)
-			if e.Status >= 500 {
+			status := statusOf(e)
+			if status >= 500 {
 				s.log.Error("dashboard", "err", err)
 			}
-			w.WriteHeader(e.Status)
+			w.WriteHeader(status)
 			page.Title, page.Error = "Error", e.Message
 			s.render(w, "error.html", struct {
 				dashPage
@@ -229,7 +230,7 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 			msg = fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs)
 		}
-		w.WriteHeader(e.Status)
+		w.WriteHeader(statusOf(e))
 		s.render(w, "login.html", dashPage{Title: "Sign in", Error: msg})
 		return
 	}
