@@ -1,0 +1,276 @@
+// Package pgtest starts a throwaway PostgreSQL cluster on loopback for
+// tests, and hands each test a database of its own.
+//
+// The cluster runs the Debian (or any local) PostgreSQL binaries as an
+// unprivileged user when the tests run as root (PostgreSQL refuses to run
+// as root), keeps its data and socket in a temporary directory, listens on
+// 127.0.0.1 only, trusts local connections, and trades durability for
+// speed (fsync off): it is for tests, never for data. It dies with the
+// test process.
+//
+// LATCHKEY_TEST_DATABASE_URL, when set, names an existing server to use
+// instead (a superuser URL: tests create and drop databases on it).
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names an existing server for tests (a superuser URL).
+const EnvURL = "LATCHKEY_TEST_DATABASE_URL"
+
+// ErrNoPostgres is returned by Start when no PostgreSQL server binaries
+// are installed and EnvURL is unset.
+var ErrNoPostgres = errors.New("pgtest: no PostgreSQL server binaries found (install Debian's postgresql package, or set " + EnvURL + ")")
+
+// Cluster is a running PostgreSQL server for tests.
+type Cluster struct {
+	// URL is a superuser connection URL to the maintenance database.
+	URL string
+
+	dir  string    // data directory; empty for a server named by EnvURL
+	cmd  *exec.Cmd // the postmaster; nil for a server named by EnvURL
+	seq  atomic.Int64
+	base string // random prefix of the databases this process creates
+}
+
+// Start starts a throwaway cluster, or connects to the server EnvURL
+// names. Stop it when the tests are done.
+func Start() (*Cluster, error) {
+	c := &Cluster{base: "t" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + strconv.Itoa(os.Getpid())}
+	if u := os.Getenv(EnvURL); u != "" {
+		c.URL = u
+		return c, c.ping()
+	}
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "latchkey-pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	c.dir = dir
+	cred, err := runAs(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "latchkey", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: initdb: %v: %s", err, lastLines(out))
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+		"-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
+		"-c", "unix_socket_directories="+dir,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=64MB",
+		"-c", "log_min_messages=fatal", "-c", "logging_collector=off")
+	log, err := os.Create(filepath.Join(dir, "postgres.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c.cmd.Stdout, c.cmd.Stderr = log, log
+	// The cluster dies with the test process, even on kill -9 of it:
+	// SIGQUIT is PostgreSQL's immediate shutdown.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		log.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	log.Close()
+	c.URL = fmt.Sprintf("postgres://latchkey@127.0.0.1:%d/postgres?sslmode=disable", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err = c.ping(); err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || c.cmd.ProcessState != nil {
+			out, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
+			c.Stop()
+			return nil, fmt.Errorf("pgtest: postgres did not start: %v: %s", err, lastLines(out))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop stops the cluster and removes its files; for a server named by
+// EnvURL it drops nothing (each database is dropped by its own cleanup).
+func (c *Cluster) Stop() error {
+	if c == nil || c.cmd == nil {
+		return nil
+	}
+	if c.cmd.Process != nil {
+		c.cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { c.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			c.cmd.Process.Kill()
+			<-done
+		}
+	}
+	return os.RemoveAll(c.dir)
+}
+
+// NewDatabase creates an empty database and returns its URL and a
+// function that drops it.
+func (c *Cluster) NewDatabase(ctx context.Context) (string, func(), error) {
+	name := fmt.Sprintf("%s_%d", c.base, c.seq.Add(1))
+	conn, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		return "", nil, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", nil, err
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, c.URL)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}
+	return u.String(), drop, nil
+}
+
+func (c *Cluster) ping() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+var (
+	shared     *Cluster
+	sharedErr  error
+	sharedOnce sync.Once
+)
+
+// Shared returns one cluster for the whole test process, started on
+// first use. Call StopShared from TestMain after m.Run.
+func Shared() (*Cluster, error) {
+	sharedOnce.Do(func() { shared, sharedErr = Start() })
+	return shared, sharedErr
+}
+
+// StopShared stops the cluster Shared started, if any.
+func StopShared() {
+	if shared != nil {
+		shared.Stop()
+	}
+}
+
+// binDir finds the PostgreSQL server binaries: pg_config's bindir, then
+// Debian's /usr/lib/postgresql/<version>/bin (newest first), then PATH.
+func binDir() (string, error) {
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		d := strings.TrimSpace(string(out))
+		if isFile(filepath.Join(d, "postgres")) && isFile(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(matches, func(i, j int) bool { return version(matches[i]) > version(matches[j]) })
+	for _, d := range matches {
+		if isFile(filepath.Join(d, "postgres")) && isFile(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		d := filepath.Dir(p)
+		if isFile(filepath.Join(d, "postgres")) {
+			return d, nil
+		}
+	}
+	return "", ErrNoPostgres
+}
+
+func version(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// runAs returns the credential the server runs under: nil when the
+// process is not root; otherwise the "postgres" user when it exists,
+// else "nobody". dir is handed to that user.
+func runAs(dir string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		if u, err = user.Lookup("nobody"); err != nil {
+			return nil, fmt.Errorf("pgtest: running as root and neither a postgres nor a nobody user exists")
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, err
+	}
+	// The temporary directory's parents must be traversable by that user.
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func lastLines(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 8 {
+		lines = lines[len(lines)-8:]
+	}
+	return strings.Join(lines, " | ")
+}
