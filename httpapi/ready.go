@@ -27,7 +27,7 @@ type ReadyCheck struct {
 // GET /health stays liveness: it does not look at any of these.
 func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var failing []string
-	if err := s.auth.DB().Usable(); err != nil {
+	if err := s.auth.Usable(); err != nil {
 		failing = append(failing, "store: "+err.Error())
 	}
 	if !s.ready() {
