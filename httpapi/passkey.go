@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -160,7 +161,7 @@ func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, p httprou
 		}
 		uid, err := s.auth.UserIDByExternal(c.Project.ID, r.URL.Query().Get("externalUserId"))
 		if err != nil {
-			if auth.AsError(err).Code == "USER_NOT_FOUND" {
+			if errors.Is(err, auth.ErrUserNotFound) {
 				return auth.ErrPasskeyNotFound
 			}
 			return err
