@@ -389,8 +389,9 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger}
 	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
 		Metrics: m.Metrics,
-		// GET /ready also checks the store and the background tasks.
-		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady}},
+		// GET /ready also checks the store and the background tasks; the
+		// dashboard shows the same failures, mail's in full (Detail).
+		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady, Detail: m.Mail.ConfigError}},
 	})
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
