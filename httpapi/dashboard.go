@@ -237,11 +237,12 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 		}
 		if err := h(w, r, p, page); err != nil {
 			e := auth.AsError(err)
-			if e.Status >= 500 {
+			status := statusOf(e)
+			if status >= 500 {
 				s.log.Error("dashboard", "err", err)
 			}
 			page.Title, page.Error = "Error", e.Message
-			s.render(w, e.Status, "error.html", struct {
+			s.render(w, status, "error.html", struct {
 				dashPage
 				Back string
 			}{page, dashBack(r)})
@@ -254,10 +255,11 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 // status (400, 404, 409). An internal error goes to the error page.
 func refused(page dashPage, form string, err error, show func(dashPage) error) error {
 	e := auth.AsError(err)
-	if e.Status >= 500 {
+	status := statusOf(e)
+	if status >= 500 {
 		return err
 	}
-	page.failed = &formError{Form: form, Message: e.Message, Status: e.Status}
+	page.failed = &formError{Form: form, Message: e.Message, Status: status}
 	return show(page)
 }
 
@@ -320,7 +322,7 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 			msg = fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs)
 		}
-		s.render(w, e.Status, "login.html", dashPage{Title: "Sign in", Error: msg})
+		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: msg})
 		return
 	}
 	id, _ := s.dashSess.create(s.auth.Now())

@@ -57,7 +57,7 @@ func (f readyFailure) String() string { return f.Name + ": " + f.Reason }
 // each failing check's Detail too.
 func (s *Server) notReady(detail bool) []readyFailure {
 	var failing []readyFailure
-	if err := s.auth.DB().Usable(); err != nil {
+	if err := s.auth.Usable(); err != nil {
 		failing = append(failing, readyFailure{Name: "store", Reason: err.Error()})
 	}
 	if !s.ready() {

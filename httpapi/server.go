@@ -74,7 +74,7 @@ func New(svc *auth.Service, cfg Config) *Server {
 		cfg.Metrics = NewMetrics(MetricsOptions{})
 	}
 	if svc != nil {
-		cfg.Metrics.watchStore(svc.DB())
+		cfg.Metrics.watchStore(svc.StoreStats)
 	}
 	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks,
 		readyChecks: cfg.ReadyChecks, metrics: cfg.Metrics}
