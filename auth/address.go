@@ -92,7 +92,10 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 		}
 		now := s.now().UTC()
 		out = &UserUpdate{User: u}
-		changed := in.FirstName != nil
+		// A first name equal to the stored one changes nothing: no write
+		// and no user.updated (a session could otherwise flood every
+		// webhook with no-op updates).
+		changed := in.FirstName != nil && first != u.FirstName
 		if in.Email != nil && email != u.Email {
 			a.of(u)
 			direct := p.EmailChange == EmailChangeDirect

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"github.com/google/uuid"
 
 	"latchkey/store"
@@ -147,9 +148,14 @@ func (a *attempt) reject(fail error) error {
 
 // velocitySlot returns the risk slot a failed outcome must mark failed:
 // the attempt's when fail is a wrong guess at a login verification, else
-// nil.
+// nil. A used or expired magic link is no guess: its token is real (only
+// its owner's mail held it), and replaying one link must not let anyone
+// block an address that many users share, such as a proxy's.
 func (a *attempt) velocitySlot(fail error) *riskSlot {
 	if fail == nil || a.risk == nil || !countsForVelocity(a.method, a.action) || !isVerifyFailure(AsError(fail)) {
+		return nil
+	}
+	if errors.Is(fail, ErrLinkUsed) || errors.Is(fail, ErrLinkExpired) {
 		return nil
 	}
 	return a.risk

@@ -42,6 +42,9 @@ func (s *Service) GenerateBackupCodes(pr *Principal, m Meta) ([]string, error) {
 			return err
 		}
 		a.of(u)
+		if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+			return a.fail(tx, err)
+		}
 		b := &store.BackupCodes{UserID: u.ID, ProjectID: u.ProjectID, Hashes: hashes, Used: make([]bool, BackupBatchSize), CreatedAt: s.now().UTC()}
 		if err := tx.PutBackupCodes(b); err != nil {
 			return err

@@ -256,6 +256,10 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 				return err
 			}
 			ch.UserID = u.ID
+			if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+				a.of(u)
+				return err
+			}
 			wu, err = loadWAUser(tx, u)
 			return err
 		}
@@ -275,6 +279,8 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 	})
 	if errors.Is(err, ErrUserExists) {
 		a.email = ch.Email
+		return nil, a.reject(err)
+	} else if errors.Is(err, ErrStepUpRequired) {
 		return nil, a.reject(err)
 	} else if err != nil {
 		return nil, internal(err)

@@ -267,6 +267,8 @@ func (s *Service) checkRisk(p *store.Project, m Meta) error {
 }
 
 func denied(p *store.Project, ip netip.Addr) bool {
+	// A zone (fe80::1%eth0) would make every prefix miss the address.
+	ip = ip.WithZone("")
 	for _, c := range p.DenyCIDRs {
 		if pfx, err := netip.ParsePrefix(c); err == nil && pfx.Contains(ip) {
 			return true

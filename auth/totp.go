@@ -93,6 +93,9 @@ func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+		if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+			return a.fail(tx, err)
+		}
 		f := &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorTOTP, Status: factorPending,
 			Secret: sealed, CreatedAt: s.now().UTC()}
 		if err := tx.PutFactor(f); err != nil {

@@ -246,8 +246,15 @@ func TestSMSEnrollAndStepUp(t *testing.T) {
 		t.Fatal("a phone without step-up was texted")
 	}
 
+	// Nor can that session enroll TOTP, which would be a step-up of its
+	// own making; the enrolled phone's code is one.
+	_, err := ts.EnrollTOTP(pr, ts.meta)
+	wantErr(t, err, auth.ErrStepUpRequired, auth.CatRiskBlocked)
+	ok(t, ts.SendSMSCode(ctx, pr, "", ts.meta))
+	ok(t, ts.VerifySMSCode(pr, ts.smsCode(phone), ts.meta))
 	en, err := ts.EnrollTOTP(pr, ts.meta)
 	ok(t, err)
+	ts.clock.Advance(auth.StepUpWindow + time.Second)
 	ok(t, ts.VerifyTOTP(pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta)) // the step-up
 	ok(t, ts.SendSMSCode(ctx, pr, other, ts.meta))
 	ok(t, ts.VerifySMSCode(pr, ts.smsCode(other), ts.meta))
