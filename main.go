@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
@@ -30,6 +29,7 @@ import (
 	"latchkey/auth/sms"
 	"latchkey/httpapi"
 	"latchkey/httpapi/cli"
+	"latchkey/internal/background"
 	"latchkey/mail"
 	"latchkey/store"
 	"latchkey/webhook"
@@ -172,7 +172,8 @@ type Config struct {
 	MetricsAddr         string
 }
 
-// Main is the running server: store, service, scheduler and HTTP listener.
+// Main is the running server: store, service, background tasks and HTTP
+// listener.
 // Tests build one with a config and run it on 127.0.0.1:0.
 type Main struct {
 	Config Config
@@ -200,8 +201,10 @@ type Main struct {
 	// --metrics-addr; nil when that is empty.
 	metricsHTTP     *http.Server
 	metricsListener net.Listener
-	sched           *scheduler
-	ready           atomic.Bool
+	// tasks are main's own background work (the sweeps); the mail queue
+	// and the webhook worker run their own.
+	tasks []*background.Task
+	ready atomic.Bool
 
 	// For benchmarks: a mail transport used instead of the configured
 	// one, the store's ObserveBatch, and a second ObserveCommit.
@@ -378,7 +381,7 @@ func printServeHelp(w io.Writer, flags []serveFlag) {
 }
 
 // Run checks the configuration, listens, opens the store, creates
-// first-start state, starts the scheduler and the HTTP server, and
+// first-start state, starts the background tasks and the HTTP server, and
 // returns once the server is listening. Every setting is checked and the
 // address is bound before the data file is created or touched, so a
 // mistake leaves nothing behind: no data file, no key file, no secret
@@ -440,9 +443,8 @@ func (m *Main) Run(ctx context.Context) error {
 		baseURL = "http://" + ln.Addr().String()
 	}
 
-	m.sched = newScheduler(m.Logger)
 	svc, err := auth.New(db, keys, auth.Config{
-		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake, SMS: chk.sms,
+		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.wake, SMS: chk.sms,
 		Observer: m.Metrics,
 	})
 	if err != nil {
@@ -468,20 +470,27 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.mailOverride != nil {
 		chk.mail = m.mailOverride
 	}
-	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger, Wake: m.sched.wake}
+	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger}
 	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
 		Metrics: m.Metrics,
-		// GET /ready also checks the store and the scheduler.
-		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady}},
+		// GET /ready also checks the store and the background tasks; the
+		// dashboard shows the same failures, mail's in full (Detail).
+		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady, Detail: m.Mail.ConfigError}},
 	})
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
-		Wake: m.sched.wake, Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
-	m.sched.every("sweep", time.Minute, func(context.Context) error { return svc.Sweep() })
-	m.sched.every("last-seen", time.Minute, func(context.Context) error { return svc.FlushLastSeen() })
-	m.sched.onWake("mail", time.Minute, m.Mail.RunOnce)
-	m.sched.onWake("webhooks", time.Minute, m.Hooks.RunOnce)
-	m.sched.start()
+		Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
+	m.tasks = []*background.Task{
+		// A failed store write is logged by the store, once a minute
+		// with the count (Quiet).
+		{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: func(context.Context) error { return svc.Sweep() }},
+		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: func(context.Context) error { return svc.FlushLastSeen() }},
+	}
+	for _, t := range m.tasks {
+		t.Start()
+	}
+	m.Mail.Start()
+	m.Hooks.Start()
 	m.ready.Store(true)
 
 	m.http = &http.Server{
@@ -725,8 +734,9 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 func (m *Main) Addr() string { return m.listener.Addr().String() }
 
 // Close stops accepting requests, lets in-flight ones finish (10 s at
-// most), stops the scheduler, writes the sessions' last-seen times and
-// closes the store.
+// most), stops the background tasks (a mail send or webhook delivery in
+// flight is cancelled and stays queued), writes the sessions' last-seen
+// times and closes the store.
 func (m *Main) Close() error {
 	var errs []error
 	if m.http != nil {
@@ -741,8 +751,8 @@ func (m *Main) Close() error {
 	} else if m.metricsListener != nil {
 		m.metricsListener.Close()
 	}
-	if m.sched != nil {
-		m.sched.stop()
+	for _, t := range m.tasks {
+		t.Close()
 	}
 	if m.Mail != nil {
 		m.Mail.Close()
@@ -785,85 +795,15 @@ func parsePrefixes(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// scheduler runs background tasks: periodic ones, and ones woken after a
-// commit (mail, webhooks). Each task is one goroutine owned here.
-type scheduler struct {
-	log    *slog.Logger
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	tasks  []task
-}
-
-type task struct {
-	name     string
-	interval time.Duration
-	wakeCh   chan struct{}
-	fn       func(context.Context) error
-}
-
-func newScheduler(log *slog.Logger) *scheduler {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &scheduler{log: log, ctx: ctx, cancel: cancel}
-}
-
-// every runs fn each interval.
-func (s *scheduler) every(name string, interval time.Duration, fn func(context.Context) error) {
-	s.tasks = append(s.tasks, task{name: name, interval: interval, fn: fn})
-}
-
-// onWake runs fn at start, when woken, and at least each interval.
-func (s *scheduler) onWake(name string, interval time.Duration, fn func(context.Context) error) {
-	s.tasks = append(s.tasks, task{name: name, interval: interval, fn: fn, wakeCh: make(chan struct{}, 1)})
-}
-
-// wake nudges every wakeable task; it never blocks.
-func (s *scheduler) wake() {
-	for _, t := range s.tasks {
-		if t.wakeCh != nil {
-			select {
-			case t.wakeCh <- struct{}{}:
-			default:
-			}
-		}
+// wake nudges the mail queue and the webhook worker after a commit that
+// queued mail or outbox events (auth's Wake). It never blocks. Commits
+// made before they exist (first-start state) need none: both run at
+// start.
+func (m *Main) wake() {
+	if m.Mail != nil {
+		m.Mail.Wake()
 	}
-}
-
-func (s *scheduler) start() {
-	for _, t := range s.tasks {
-		s.wg.Add(1)
-		go func(t task) {
-			defer s.wg.Done()
-			tick := time.NewTicker(t.interval)
-			defer tick.Stop()
-			if t.wakeCh != nil {
-				s.runTask(t)
-			}
-			for {
-				select {
-				case <-s.ctx.Done():
-					return
-				case <-tick.C:
-				case <-t.wakeCh:
-				}
-				s.runTask(t)
-			}
-		}(t)
+	if m.Hooks != nil {
+		m.Hooks.Wake()
 	}
-}
-
-func (s *scheduler) runTask(t task) {
-	start := time.Now()
-	err := t.fn(s.ctx)
-	s.log.Debug("background task ran", "task", t.name, "took", time.Since(start))
-	// A failed store write is logged by the store, once a minute with
-	// the count.
-	if err != nil && s.ctx.Err() == nil && !errors.Is(err, store.ErrWriteFailed) {
-		s.log.Error("background task failed", "task", t.name, "err", err)
-	}
-}
-
-func (s *scheduler) stop() {
-	s.cancel()
-	s.wg.Wait()
 }

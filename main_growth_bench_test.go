@@ -25,7 +25,7 @@ import (
 	"latchkey/auth"
 	"latchkey/mail"
 	"latchkey/store"
-	"latchkey/store/storetest"
+	"latchkey/internal/storetest"
 )
 
 // The growth benchmark's data: what the product is built for, a million

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/background"
 	"latchkey/store"
 )
 
@@ -29,13 +30,13 @@ func TestLastSeenFlushedAtShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	var task *task
-	for i := range m.sched.tasks {
-		if m.sched.tasks[i].name == "last-seen" {
-			task = &m.sched.tasks[i]
+	var task *background.Task
+	for _, tk := range m.tasks {
+		if tk.Name == "last-seen" {
+			task = tk
 		}
 	}
-	if task == nil || task.interval != time.Minute {
+	if task == nil || task.Interval != time.Minute {
 		t.Fatalf("last-seen flush task %+v, want one every minute", task)
 	}
 

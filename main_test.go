@@ -221,6 +221,14 @@ func TestRestartMidOTP(t *testing.T) {
 	if st, body := c.do("POST", "/api/v1/magic/send", key, map[string]any{"email": "restart-link@example.com"}); st != 200 {
 		t.Fatalf("magic send: %d %v", st, body)
 	}
+	// Stop only once a send has failed (the mail task runs on its own
+	// goroutine, so a quick Close could come before its first attempt).
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "will retry"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed send logged:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	m.Close()
 
 	m2, _ := startMain(t, Config{Data: data}, &logs)

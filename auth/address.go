@@ -76,9 +76,9 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 		}
 	}
 	var out *UserUpdate
-	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
-		out, fail = nil, nil
+	a := s.attempt(pr.ProjectID, methodEmailChange, "send", m)
+	err := a.update(func(tx *store.Tx) error {
+		out = nil
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
@@ -92,32 +92,32 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 		}
 		now := s.now().UTC()
 		out = &UserUpdate{User: u}
-		changed := in.FirstName != nil
+		// A first name equal to the stored one changes nothing: no write
+		// and no user.updated (a session could otherwise flood every
+		// webhook with no-op updates).
+		changed := in.FirstName != nil && first != u.FirstName
 		if in.Email != nil && email != u.Email {
-			method, action := methodEmailChange, "send"
-			if p.EmailChange == EmailChangeDirect {
-				action = "update"
-			}
-			failWith := func(e error) error {
-				fail = e
-				return s.record(tx, p.ID, u.ID, u.Email, method, action, e, m)
+			a.of(u)
+			direct := p.EmailChange == EmailChangeDirect
+			if direct {
+				a.action = "update"
 			}
 			if _, err := tx.UserByEmail(p.ID, email); err == nil {
-				return failWith(ErrEmailInUse)
+				return a.fail(tx, ErrEmailInUse)
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			if action == "update" {
+			if direct {
 				u.Email, u.EmailVerified, u.Provisional, changed = email, boolPtr(false), false, true
 			} else {
 				if e, err := s.sendAddressCode(tx, p, u, email, now); err != nil {
 					return err
 				} else if e != nil {
-					return failWith(e)
+					return a.fail(tx, e)
 				}
 				out.PendingEmail = email
 			}
-			if err := s.record(tx, p.ID, u.ID, u.Email, method, action, nil, m); err != nil {
+			if err := a.of(u).ok(tx); err != nil {
 				return err
 			}
 		}
@@ -135,11 +135,8 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 		}
 		return s.emit(tx, u.ProjectID, "user.updated", map[string]string{"user_id": u.ID, "email": u.Email})
 	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, fail
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -150,26 +147,25 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 // INVALID_SESSION; 429 TOO_MANY_REQUESTS past the address's send
 // throttle (with the wait).
 func (s *Service) SendAddressCode(pr *Principal, m Meta) error {
-	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
-		fail = nil
+	a := s.attempt(pr.ProjectID, methodEmailVerify, "send", m)
+	err := a.update(func(tx *store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
 		}
+		a.of(u)
 		p, err := tx.Project(u.ProjectID)
 		if err != nil {
 			return err
 		}
-		if fail, err = s.sendAddressCode(tx, p, u, u.Email, s.now().UTC()); err != nil {
+		if fail, err := s.sendAddressCode(tx, p, u, u.Email, s.now().UTC()); err != nil {
 			return err
+		} else if fail != nil {
+			return a.fail(tx, fail)
 		}
-		return s.record(tx, p.ID, u.ID, u.Email, methodEmailVerify, "send", fail, m)
+		return a.ok(tx)
 	})
-	if err != nil {
-		return internal(err)
-	}
-	return fail
+	return a.result(err)
 }
 
 // sendAddressCode stores a new pending confirmation of address to for u
@@ -227,47 +223,43 @@ func (s *Service) enqueueMail(tx *store.Tx, projectID, to, kind string, content 
 // another user took the new address meanwhile (the confirmation is
 // dropped).
 func (s *Service) VerifyAddress(pr *Principal, code string, m Meta) (*store.User, error) {
+	a := s.attempt(pr.ProjectID, methodEmailVerify, "verify", m)
 	if err := checkCodeShape(code); err != nil {
-		return nil, s.rejectStepUp(pr, methodEmailVerify, err, m)
+		return nil, s.rejectStepUp(pr, a, err)
 	}
 	var out *store.User
-	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
-		out, fail = nil, nil
+	err := a.update(func(tx *store.Tx) error {
+		out = nil
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
 		}
-		method := methodEmailVerify
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, u.ProjectID, u.ID, u.Email, method, "verify", e, m)
-		}
+		a.of(u)
 		c, err := tx.Code(codeKindEmail, u.ProjectID, u.ID)
 		if errors.Is(err, store.ErrNotFound) {
-			return failWith(errNoAddressCode)
+			return a.fail(tx, errNoAddressCode)
 		} else if err != nil {
 			return err
 		}
 		if c.Email != u.Email {
-			method = methodEmailChange
+			a.method = methodEmailChange
 		}
 		now := s.now().UTC()
 		if !now.Before(c.ExpiresAt) {
 			if err := tx.DeleteCode(c); err != nil {
 				return err
 			}
-			return failWith(ErrCodeExpired)
+			return a.fail(tx, ErrCodeExpired)
 		}
 		if c.Attempts >= OTPMaxAttempts {
-			return failWith(ErrCodeLocked)
+			return a.fail(tx, ErrCodeLocked)
 		}
 		guesses, err := addressGuesses(tx, u.ProjectID, c.Email, now)
 		if err != nil {
 			return err
 		}
 		if guesses.locked() {
-			return failWith(ErrCodeLocked)
+			return a.fail(tx, ErrCodeLocked)
 		}
 		h := s.keys.HashString(hashDomainEmail, u.ID+"\x00"+c.Email+"\x00"+code)
 		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
@@ -279,22 +271,22 @@ func (s *Service) VerifyAddress(pr *Principal, code string, m Meta) (*store.User
 				return err
 			}
 			if c.Attempts >= OTPMaxAttempts {
-				return failWith(ErrInvalidCode.With(ErrCodeLocked.Message))
+				return a.fail(tx, ErrInvalidCode.With(ErrCodeLocked.Message))
 			}
-			return failWith(ErrInvalidCode)
+			return a.fail(tx, ErrInvalidCode)
 		}
 		if err := tx.DeleteCode(c); err != nil {
 			return err
 		}
-		if method == methodEmailVerify {
+		if a.method == methodEmailVerify {
 			if err := s.setVerified(tx, u); err != nil {
 				return err
 			}
 			out = u
-			return s.record(tx, u.ProjectID, u.ID, u.Email, method, "verify", nil, m)
+			return a.ok(tx)
 		}
 		if _, err := tx.UserByEmail(u.ProjectID, c.Email); err == nil {
-			return failWith(ErrEmailInUse)
+			return a.fail(tx, ErrEmailInUse)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -314,13 +306,10 @@ func (s *Service) VerifyAddress(pr *Principal, code string, m Meta) (*store.User
 			return err
 		}
 		out = u
-		return s.record(tx, u.ProjectID, u.ID, u.Email, method, "verify", nil, m)
+		return a.of(u).ok(tx)
 	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, fail
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

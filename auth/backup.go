@@ -35,10 +35,15 @@ func (s *Service) GenerateBackupCodes(pr *Principal, m Meta) ([]string, error) {
 		h := s.keys.HashString(hashDomainBackup, pr.UserID+"\x00"+c)
 		hashes[i] = h[:]
 	}
-	err := s.db.Update(func(tx *store.Tx) error {
+	a := s.attempt(pr.ProjectID, "backup_code", "generate", m)
+	err := a.update(func(tx *store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
+		}
+		a.of(u)
+		if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+			return a.fail(tx, err)
 		}
 		b := &store.BackupCodes{UserID: u.ID, ProjectID: u.ProjectID, Hashes: hashes, Used: make([]bool, BackupBatchSize), CreatedAt: s.now().UTC()}
 		if err := tx.PutBackupCodes(b); err != nil {
@@ -47,10 +52,10 @@ func (s *Service) GenerateBackupCodes(pr *Principal, m Meta) ([]string, error) {
 		if err := s.emit(tx, u.ProjectID, "backup_codes.generated", map[string]string{"user_id": u.ID}); err != nil {
 			return err
 		}
-		return s.record(tx, u.ProjectID, u.ID, u.Email, "backup_code", "generate", nil, m)
+		return a.ok(tx)
 	})
-	if err != nil {
-		return nil, internal(err)
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	return codes, nil
 }
@@ -134,40 +139,39 @@ func normalizeBackupCode(code string) (string, bool) {
 // failures and lockout (the way out of TOTP's permanent lock) and
 // counts as a step-up for the session it creates.
 func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*Login, error) {
+	a := s.attempt(p.ID, "backup_code", "verify", m)
 	if (in.Email == nil) == (in.ExternalUserID == nil) {
-		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("Send either email or externalUserId."), m)
+		return nil, a.reject(Invalid("Send either email or externalUserId."))
 	}
 	if err := checkBackupCodeShape(in.Code); err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", err, m)
+		return nil, a.reject(err)
 	}
 	var email, ext, ident string
 	if in.Email != nil {
 		var err error
 		if email, err = NormalizeEmail(*in.Email); err != nil {
-			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", err, m)
+			return nil, a.reject(err)
 		}
 		ident = "email:" + email
 	} else {
 		ext = *in.ExternalUserID
 		if ext == "" || len(ext) > 255 {
-			return nil, s.recordOnly(p.ID, "", "", "backup_code", "verify", Invalid("externalUserId must be 1 to 255 characters."), m)
+			return nil, a.reject(Invalid("externalUserId must be 1 to 255 characters."))
 		}
 		ident = "ext:" + ext
 	}
+	a.email = email
 	if in.DeviceToken != "" {
-		m.DeviceToken = in.DeviceToken
+		a.m.DeviceToken = in.DeviceToken
 	}
-	slot, err := s.reserveRisk(p, m, subject{email: email, externalID: ext})
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", email, "backup_code", "verify", err, m)
+	if err := a.reserveRisk(p, subject{email: email, externalID: ext}); err != nil {
+		return nil, a.reject(err)
 	}
-	m.risk = slot
-	defer s.releaseRisk(slot)
+	defer a.release()
 	code, wellFormed := normalizeBackupCode(in.Code)
 	var login *Login
-	var fail error
-	err = s.db.Update(func(tx *store.Tx) error {
-		login, fail = nil, nil
+	err := a.update(func(tx *store.Tx) error {
+		login = nil
 		now := s.now().UTC()
 		var u *store.User
 		var err error
@@ -181,16 +185,11 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		} else if err != nil {
 			return err
 		}
-		userID, userEmail := "", email
 		if u != nil {
-			userID, userEmail = u.ID, u.Email
-		}
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, p.ID, userID, userEmail, "backup_code", "verify", e, m)
+			a.userID, a.email = u.ID, u.Email
 		}
 		if u != nil && u.Disabled {
-			return failWith(ErrUserDisabled)
+			return a.fail(tx, ErrUserDisabled)
 		}
 		th, err := tx.Throttle(throttleBackupFail, p.ID, ident)
 		if err != nil {
@@ -206,7 +205,7 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		if n := len(recent); n >= BackupMaxFailures {
 			// Locked until the failure that leaves the window brings
 			// the count under the limit.
-			return failWith(ErrTooManyAttempts.WithRetry(recent[n-BackupMaxFailures].Add(BackupFailWindow).Sub(now)))
+			return a.fail(tx, ErrTooManyAttempts.WithRetry(recent[n-BackupMaxFailures].Add(BackupFailWindow).Sub(now)))
 		}
 		idx := -1
 		var b *store.BackupCodes
@@ -230,11 +229,11 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 			}
 			switch {
 			case u == nil:
-				return failWith(ErrInvalidCode.withCategory(CatUserNotFound))
+				return a.fail(tx, ErrInvalidCode.withCategory(CatUserNotFound))
 			case idx >= 0:
-				return failWith(ErrInvalidCode.withCategory(CatAlreadyUsed))
+				return a.fail(tx, ErrInvalidCode.withCategory(CatAlreadyUsed))
 			}
-			return failWith(ErrInvalidCode)
+			return a.fail(tx, ErrInvalidCode)
 		}
 		b.Used[idx] = true
 		if err := tx.PutBackupCodes(b); err != nil {
@@ -243,7 +242,7 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		if err := clearTOTPFailures(tx, u.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		login, err = s.startLogin(tx, p, u, "backup_code", m)
+		login, err = s.startLogin(tx, p, u, "backup_code", a.m)
 		if err != nil {
 			return err
 		}
@@ -251,13 +250,10 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 		if err := tx.PutSession(login.Session); err != nil {
 			return err
 		}
-		return s.record(tx, p.ID, u.ID, u.Email, "backup_code", "verify", nil, m)
+		return a.ok(tx)
 	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, fail
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	return s.finish(login)
 }

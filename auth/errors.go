@@ -3,25 +3,29 @@ package auth
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"latchkey/store"
 )
 
-// Error is a failure the caller may see: the contract's wire code, its HTTP
-// status, the failure category recorded on authentication events, and a
-// message safe to show. Err, the cause, is logged and never sent.
-// RetryAfter, when positive, tells the caller how long to wait (sent as
-// the Retry-After header). The declared values below are shared: derive
-// copies with With, Because or WithRetry, never change them.
+// Error is a failure the caller may see: the contract's wire code, the
+// failure category recorded on authentication events, and a message safe
+// to show. Err, the cause, is logged and never sent. RetryAfter, when
+// positive, tells the caller how long to wait (sent as the Retry-After
+// header). The declared values below are shared: derive copies with
+// With, Because or WithRetry, never change them. A copy is still the
+// failure it was derived from (errors.Is(err, ErrKeyInternal) holds for
+// ErrKeyInternal.Because(cause)): that is how the HTTP layer tells apart
+// failures that share a wire code but not a status (httpapi's statusOf);
+// auth knows no statuses.
 type Error struct {
 	Code       string
-	Status     int
 	Category   string
 	Message    string
 	Err        error
 	RetryAfter time.Duration
+
+	decl *Error // the declared value this one derives from
 }
 
 // Error renders the code, message and cause for logs (never the wire).
@@ -34,6 +38,14 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is the declared error e derives from (itself,
+// or the value With, Because, WithRetry or a category change copied), so
+// errors.Is matches a failure whatever its message, cause or wait.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.decl == t && e.decl == t
+}
 
 // With returns a copy of e with another message.
 func (e *Error) With(msg string) *Error {
@@ -71,149 +83,156 @@ const (
 	CatInternal       = "internal_error"
 )
 
-func newErr(status int, code, category, msg string) *Error {
-	return &Error{Code: code, Status: status, Category: category, Message: msg}
+// newErr declares a failure: its wire code, category and default message.
+func newErr(code, category, msg string) *Error {
+	e := &Error{Code: code, Category: category, Message: msg}
+	e.decl = e
+	return e
 }
 
 // Request and routing errors (decisions.md §13).
 var (
-	ErrValidation       = newErr(http.StatusBadRequest, "VALIDATION_ERROR", CatValidation, "Invalid request.")
-	ErrNotFound         = newErr(http.StatusNotFound, "NOT_FOUND", "", "Not found")
-	ErrMethodNotAllowed = newErr(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "", "Method not allowed.")
-	ErrPayloadTooLarge  = newErr(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", CatValidation, "Request body is larger than 64 KiB.")
-	ErrInternal         = newErr(http.StatusInternalServerError, "INTERNAL_ERROR", CatInternal, "Internal error.")
-	ErrUnauthorized     = newErr(http.StatusUnauthorized, "UNAUTHORIZED", "", "Missing or invalid admin token.")
-	// ErrNotReady is GET /ready's 503 while the store, the scheduler or
+	ErrValidation       = newErr("VALIDATION_ERROR", CatValidation, "Invalid request.")
+	ErrNotFound         = newErr("NOT_FOUND", "", "Not found")
+	ErrMethodNotAllowed = newErr("METHOD_NOT_ALLOWED", "", "Method not allowed.")
+	ErrPayloadTooLarge  = newErr("PAYLOAD_TOO_LARGE", CatValidation, "Request body is larger than 64 KiB.")
+	ErrInternal         = newErr("INTERNAL_ERROR", CatInternal, "Internal error.")
+	ErrUnauthorized     = newErr("UNAUTHORIZED", "", "Missing or invalid admin token.")
+	// ErrNotReady answers GET /ready while the store, the scheduler or
 	// a required provider is not usable; its message names which.
-	ErrNotReady = newErr(http.StatusServiceUnavailable, "NOT_READY", "", "Not ready.")
+	ErrNotReady = newErr("NOT_READY", "", "Not ready.")
 	// ErrOriginNotAllowed answers a CORS preflight from an origin that
 	// no project allows.
-	ErrOriginNotAllowed = newErr(http.StatusForbidden, "ORIGIN_NOT_ALLOWED", "", "This origin is not an allowed origin of any project: add it to the project's allowedOrigins.")
+	ErrOriginNotAllowed = newErr("ORIGIN_NOT_ALLOWED", "", "This origin is not an allowed origin of any project: add it to the project's allowedOrigins.")
 )
 
 // API key errors, in the decided validation order (decisions.md §4).
 var (
-	ErrMissingAPIKey     = newErr(http.StatusUnauthorized, "MISSING_API_KEY", "", "Missing API key: send the header Authorization: Bearer followed by the key.")
-	ErrInvalidFormat     = newErr(http.StatusUnauthorized, "INVALID_FORMAT", "", "API key has an invalid format.")
-	ErrAPIKeyNotFound    = newErr(http.StatusUnauthorized, "API_KEY_NOT_FOUND", "", "API key not found.")
-	ErrHashMismatch      = newErr(http.StatusUnauthorized, "HASH_MISMATCH", "", "API key is invalid.")
-	ErrAPIKeyRevoked     = newErr(http.StatusUnauthorized, "API_KEY_REVOKED", "", "API key has been revoked.")
-	ErrAPIKeyExpired     = newErr(http.StatusUnauthorized, "API_KEY_EXPIRED", "", "API key has expired.")
-	ErrInvalidAPIKey     = newErr(http.StatusUnauthorized, "INVALID_API_KEY", "", "API key is not attached to a project.")
-	ErrRateLimitExceeded = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this API key; retry later.")
-	ErrKeyInternal       = newErr(http.StatusUnauthorized, "INTERNAL_ERROR", CatInternal, "Could not validate the API key; retry.")
+	ErrMissingAPIKey     = newErr("MISSING_API_KEY", "", "Missing API key: send the header Authorization: Bearer followed by the key.")
+	ErrInvalidFormat     = newErr("INVALID_FORMAT", "", "API key has an invalid format.")
+	ErrAPIKeyNotFound    = newErr("API_KEY_NOT_FOUND", "", "API key not found.")
+	ErrHashMismatch      = newErr("HASH_MISMATCH", "", "API key is invalid.")
+	ErrAPIKeyRevoked     = newErr("API_KEY_REVOKED", "", "API key has been revoked.")
+	ErrAPIKeyExpired     = newErr("API_KEY_EXPIRED", "", "API key has expired.")
+	ErrInvalidAPIKey     = newErr("INVALID_API_KEY", "", "API key is not attached to a project.")
+	ErrRateLimitExceeded = newErr("RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this API key; retry later.")
+	// ErrKeyInternal is a failure inside the service while validating a
+	// key: unlike ErrInternal, the contract answers it as a refused key.
+	ErrKeyInternal = newErr("INTERNAL_ERROR", CatInternal, "Could not validate the API key; retry.")
 )
 
 // Session errors.
 var (
-	ErrInvalidSession = newErr(http.StatusUnauthorized, "INVALID_SESSION", "", "Invalid or expired session.")
+	ErrInvalidSession = newErr("INVALID_SESSION", "", "Invalid or expired session.")
 )
 
 // Login and account errors.
 var (
-	ErrInvalidCode        = newErr(http.StatusUnauthorized, "INVALID_CODE", CatInvalidCode, "Invalid code.")
-	ErrCodeExpired        = newErr(http.StatusUnauthorized, "INVALID_CODE", CatExpired, "This code has expired. Request a new code.")
-	ErrCodeLocked         = newErr(http.StatusUnauthorized, "INVALID_CODE", CatRateLimited, "Too many attempts. Request a new code.")
-	ErrTooManyRequests    = newErr(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", CatRateLimited, "Too many codes sent to this address; wait before asking again.")
-	ErrInvalidToken       = newErr(http.StatusUnauthorized, "INVALID_TOKEN", CatInvalidCode, "Invalid or expired link.")
-	ErrLinkUsed           = newErr(http.StatusUnauthorized, "INVALID_TOKEN", CatAlreadyUsed, "This link was already used. Request a new one.")
-	ErrLinkExpired        = newErr(http.StatusUnauthorized, "INVALID_TOKEN", CatExpired, "This link has expired. Request a new one.")
-	ErrInvalidRedirect    = newErr(http.StatusBadRequest, "INVALID_REDIRECT_URL", CatValidation, "Redirect URL is not an allowed origin of this project.")
-	ErrUserDisabled       = newErr(http.StatusForbidden, "USER_DISABLED", CatUserDisabled, "This account is disabled.")
-	ErrEmailInUse         = newErr(http.StatusConflict, "EMAIL_IN_USE", CatValidation, "Another user of this project has that email address.")
-	ErrExternalIDConflict = newErr(http.StatusConflict, "EXTERNAL_ID_CONFLICT", CatUserExists, "That externalUserId belongs to another user.")
-	ErrExternalIDMismatch = newErr(http.StatusConflict, "EXTERNAL_ID_CONFLICT", CatUserExists, "This user already has a different externalUserId.")
-	ErrRiskBlocked        = newErr(http.StatusForbidden, "RISK_BLOCKED", CatRiskBlocked, "Request blocked.")
+	ErrInvalidCode        = newErr("INVALID_CODE", CatInvalidCode, "Invalid code.")
+	ErrCodeExpired        = newErr("INVALID_CODE", CatExpired, "This code has expired. Request a new code.")
+	ErrCodeLocked         = newErr("INVALID_CODE", CatRateLimited, "Too many attempts. Request a new code.")
+	ErrTooManyRequests    = newErr("TOO_MANY_REQUESTS", CatRateLimited, "Too many codes sent to this address; wait before asking again.")
+	ErrInvalidToken       = newErr("INVALID_TOKEN", CatInvalidCode, "Invalid or expired link.")
+	ErrLinkUsed           = newErr("INVALID_TOKEN", CatAlreadyUsed, "This link was already used. Request a new one.")
+	ErrLinkExpired        = newErr("INVALID_TOKEN", CatExpired, "This link has expired. Request a new one.")
+	ErrInvalidRedirect    = newErr("INVALID_REDIRECT_URL", CatValidation, "Redirect URL is not an allowed origin of this project.")
+	ErrUserDisabled       = newErr("USER_DISABLED", CatUserDisabled, "This account is disabled.")
+	ErrEmailInUse         = newErr("EMAIL_IN_USE", CatValidation, "Another user of this project has that email address.")
+	ErrExternalIDConflict = newErr("EXTERNAL_ID_CONFLICT", CatUserExists, "That externalUserId belongs to another user.")
+	ErrExternalIDMismatch = newErr("EXTERNAL_ID_CONFLICT", CatUserExists, "This user already has a different externalUserId.")
+	ErrRiskBlocked        = newErr("RISK_BLOCKED", CatRiskBlocked, "Request blocked.")
 )
 
 // Step-up and recovery errors.
 var (
-	ErrVerificationFailed = newErr(http.StatusUnauthorized, "VERIFICATION_FAILED", CatInvalidCode, "Verification failed.")
-	ErrTOTPNotEnrolled    = newErr(http.StatusNotFound, "TOTP_NOT_ENROLLED", CatUserNotFound, "TOTP is not enrolled for this user.")
-	ErrAlreadyEnrolled    = newErr(http.StatusConflict, "ALREADY_ENROLLED", CatValidation, "TOTP is already enrolled.")
-	ErrTooManyAttempts    = newErr(http.StatusTooManyRequests, "TOO_MANY_ATTEMPTS", CatRateLimited, "Too many failed attempts; try again later.")
-	ErrSendFailed         = newErr(http.StatusBadGateway, "SEND_FAILED", CatInternal, "The SMS could not be sent.")
+	ErrVerificationFailed = newErr("VERIFICATION_FAILED", CatInvalidCode, "Verification failed.")
+	ErrTOTPNotEnrolled    = newErr("TOTP_NOT_ENROLLED", CatUserNotFound, "TOTP is not enrolled for this user.")
+	ErrAlreadyEnrolled    = newErr("ALREADY_ENROLLED", CatValidation, "TOTP is already enrolled.")
+	ErrTooManyAttempts    = newErr("TOO_MANY_ATTEMPTS", CatRateLimited, "Too many failed attempts; try again later.")
+	ErrSendFailed         = newErr("SEND_FAILED", CatInternal, "The SMS could not be sent.")
 	// ErrStepUpRequired refuses an SMS send to a phone other than the
 	// enrolled one on a session without a recent step-up (decisions.md
 	// §15). It is recorded as risk_blocked: a risky change blocked
 	// whatever the credential.
-	ErrStepUpRequired = newErr(http.StatusForbidden, "STEP_UP_REQUIRED", CatRiskBlocked, "Verify with your current phone or another factor first.")
+	ErrStepUpRequired = newErr("STEP_UP_REQUIRED", CatRiskBlocked, "Verify with your current phone or another factor first.")
 )
 
 // Passkey errors (decisions.md §9).
 var (
-	ErrInvalidCredential = newErr(http.StatusBadRequest, "INVALID_CREDENTIAL", CatInvalidCode, "The passkey response is not valid.")
-	ErrChallengeExpired  = newErr(http.StatusBadRequest, "CHALLENGE_EXPIRED", CatExpired, "The challenge is unknown, used or expired; start again.")
-	ErrUnknownCredential = newErr(http.StatusUnauthorized, "INVALID_CREDENTIAL", CatUserNotFound, "Passkey sign-in failed.")
-	ErrUserExists        = newErr(http.StatusConflict, "USER_EXISTS", CatUserExists, "An account with this email already exists; sign in and add a passkey.")
-	ErrPasskeyNotFound   = newErr(http.StatusNotFound, "PASSKEY_NOT_FOUND", "", "Passkey not found.")
-	ErrNoPasskey         = newErr(http.StatusNotFound, "USER_NOT_FOUND", CatUserNotFound, "No passkey is registered for this email.")
+	ErrInvalidCredential = newErr("INVALID_CREDENTIAL", CatInvalidCode, "The passkey response is not valid.")
+	ErrChallengeExpired  = newErr("CHALLENGE_EXPIRED", CatExpired, "The challenge is unknown, used or expired; start again.")
+	ErrUnknownCredential = newErr("INVALID_CREDENTIAL", CatUserNotFound, "Passkey sign-in failed.")
+	ErrUserExists        = newErr("USER_EXISTS", CatUserExists, "An account with this email already exists; sign in and add a passkey.")
+	ErrPasskeyNotFound   = newErr("PASSKEY_NOT_FOUND", "", "Passkey not found.")
+	ErrNoPasskey         = newErr("USER_NOT_FOUND", CatUserNotFound, "No passkey is registered for this email.")
 	// ErrPasskeyLoginInternal is the contract's passkey-login catch-all:
-	// a failure inside the service answered 401, category internal_error.
-	ErrPasskeyLoginInternal = newErr(http.StatusUnauthorized, "INTERNAL_ERROR", CatInternal, "Passkey sign-in failed; retry.")
+	// a failure inside the service, category internal_error, answered
+	// as a refused sign-in rather than as ErrInternal.
+	ErrPasskeyLoginInternal = newErr("INTERNAL_ERROR", CatInternal, "Passkey sign-in failed; retry.")
 	// ErrDemoLiveKey: the passkey demo page's routes take test-mode keys only.
-	ErrDemoLiveKey = newErr(http.StatusForbidden, "LIVE_KEY_REFUSED", "", "The passkey demo accepts test-mode keys (sk_test_) only.")
+	ErrDemoLiveKey = newErr("LIVE_KEY_REFUSED", "", "The passkey demo accepts test-mode keys (sk_test_) only.")
 )
 
 // External-method (BYOAM) errors.
 var (
-	ErrInvalidSignature     = newErr(http.StatusUnauthorized, "INVALID_SIGNATURE", CatExternalMethod, "INVALID_SIGNATURE")
-	ErrStaleTimestamp       = newErr(http.StatusUnauthorized, "STALE_TIMESTAMP", CatExternalMethod, "verifiedAt is more than 60 seconds from now.")
-	ErrWrongPattern         = newErr(http.StatusBadRequest, "WRONG_PATTERN", CatExternalMethod, "This method is registered for another pattern.")
-	ErrInvalidPayload       = newErr(http.StatusBadRequest, "INVALID_PAYLOAD", CatExternalMethod, "Invalid payload.")
-	ErrInactiveRegistration = newErr(http.StatusForbidden, "INACTIVE_REGISTRATION", CatExternalMethod, "This method's registration is inactive.")
-	ErrReplayed             = newErr(http.StatusUnauthorized, "REPLAYED", CatExternalMethod, "This confirmation was already used.")
+	ErrInvalidSignature     = newErr("INVALID_SIGNATURE", CatExternalMethod, "INVALID_SIGNATURE")
+	ErrStaleTimestamp       = newErr("STALE_TIMESTAMP", CatExternalMethod, "verifiedAt is more than 60 seconds from now.")
+	ErrWrongPattern         = newErr("WRONG_PATTERN", CatExternalMethod, "This method is registered for another pattern.")
+	ErrInvalidPayload       = newErr("INVALID_PAYLOAD", CatExternalMethod, "Invalid payload.")
+	ErrInactiveRegistration = newErr("INACTIVE_REGISTRATION", CatExternalMethod, "This method's registration is inactive.")
+	ErrReplayed             = newErr("REPLAYED", CatExternalMethod, "This confirmation was already used.")
 )
 
-// ErrWebhookNotFound is the contract's 404 without a code.
-var ErrWebhookNotFound = newErr(http.StatusNotFound, "", "", "Webhook not found")
+// ErrWebhookNotFound is the contract's "not found" without a code.
+var ErrWebhookNotFound = newErr("", "", "Webhook not found")
 
 // Admin errors.
 var (
-	ErrProjectNotFound = newErr(http.StatusNotFound, "PROJECT_NOT_FOUND", "", "Project not found.")
-	ErrKeyNotFound     = newErr(http.StatusNotFound, "API_KEY_NOT_FOUND", "", "API key not found.")
-	ErrUserNotFound    = newErr(http.StatusNotFound, "USER_NOT_FOUND", CatUserNotFound, "User not found.")
-	ErrMethodNotFound  = newErr(http.StatusNotFound, "EXTERNAL_METHOD_NOT_FOUND", "", "External method not found.")
-	ErrMethodExists    = newErr(http.StatusConflict, "EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
+	ErrProjectNotFound = newErr("PROJECT_NOT_FOUND", "", "Project not found.")
+	ErrKeyNotFound     = newErr("API_KEY_NOT_FOUND", "", "API key not found.")
+	ErrUserNotFound    = newErr("USER_NOT_FOUND", CatUserNotFound, "User not found.")
+	ErrMethodNotFound  = newErr("EXTERNAL_METHOD_NOT_FOUND", "", "External method not found.")
+	ErrMethodExists    = newErr("EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
 )
 
 // Session management and abuse limits (decisions.md §15, §20).
 var (
-	ErrSessionNotFound  = newErr(http.StatusNotFound, "SESSION_NOT_FOUND", "", "Session not found.")
-	ErrSessionRateLimit = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this session; retry later.")
-	ErrAdminThrottled   = newErr(http.StatusTooManyRequests, "RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many failed admin token attempts from this address; retry later.")
+	ErrSessionNotFound  = newErr("SESSION_NOT_FOUND", "", "Session not found.")
+	ErrSessionRateLimit = newErr("RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this session; retry later.")
+	ErrAdminThrottled   = newErr("RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many failed admin token attempts from this address; retry later.")
 	// ErrForbidden refuses a cross-site POST to the magic-link confirm
 	// page (login CSRF).
-	ErrForbidden = newErr(http.StatusForbidden, "FORBIDDEN", "", "Cross-site request refused: open the sign-in link itself and press its button.")
+	ErrForbidden = newErr("FORBIDDEN", "", "Cross-site request refused: open the sign-in link itself and press its button.")
 )
 
-// Invalid returns a 400 VALIDATION_ERROR with msg.
+// Invalid returns a VALIDATION_ERROR with msg.
 func Invalid(format string, args ...any) *Error {
 	return ErrValidation.With(fmt.Sprintf(format, args...))
 }
 
 // ErrUnavailable is the answer to a call whose write the store could not
 // commit (disk full, I/O error: store.ErrWriteFailed). Nothing was
-// changed; the same call may succeed later. The store logs these once a
-// minute with their count, not once per call.
-var ErrUnavailable = newErr(http.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", CatInternal,
-	"The service cannot store data right now; retry later.").WithRetry(UnavailableRetry)
+// changed; the same call may succeed later (AsError gives it a
+// RetryAfter of UnavailableRetry). The store logs these once a minute
+// with their count, not once per call.
+var ErrUnavailable = newErr("SERVICE_UNAVAILABLE", CatInternal, "The service cannot store data right now; retry later.")
 
 // UnavailableRetry is the Retry-After of ErrUnavailable.
 const UnavailableRetry = 10 * time.Second
 
 // AsError returns err as an *Error. A failed store write
-// (store.ErrWriteFailed) under an internal error, or alone, is
-// ErrUnavailable; anything else that is not an *Error becomes
-// INTERNAL_ERROR carrying err as its cause.
+// (store.ErrWriteFailed), alone or under an INTERNAL_ERROR, is
+// ErrUnavailable with a RetryAfter of UnavailableRetry; anything else
+// that is not an *Error becomes INTERNAL_ERROR carrying err as its
+// cause.
 func AsError(err error) *Error {
 	var e *Error
 	found := errors.As(err, &e)
-	if found && e.Status < http.StatusInternalServerError {
+	if found && e.Code != ErrInternal.Code {
 		return e
 	}
 	if errors.Is(err, store.ErrWriteFailed) {
-		return ErrUnavailable.Because(err)
+		return ErrUnavailable.Because(err).WithRetry(UnavailableRetry)
 	}
 	if found {
 		return e

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/google/uuid"
 
@@ -21,8 +20,6 @@ type Meta struct {
 	// (through a proxy too), and the risk engine then counts against the
 	// account (reserveRisk).
 	EndUserIP bool
-
-	risk *riskSlot // the verification's velocity slot, marked failed by record
 }
 
 // emit writes a webhook event into the outbox inside tx and wakes the
@@ -40,80 +37,12 @@ func (s *Service) emit(tx *store.Tx, projectID, typ string, data any) error {
 	return nil
 }
 
-// record writes an authentication event inside tx. A nil fail is a
-// success; otherwise its category is the event's failureCode. A failed
-// verification marks its risk slot (m.risk) failed once tx commits. A
-// failure that names no user may be suppressed (suppress.go): then it is
-// only counted, once tx commits.
-func (s *Service) record(tx *store.Tx, projectID, userID, email, method, action string, fail error, m Meta) error {
-	e := s.authEvent(projectID, userID, email, method, action, fail, m)
-	if slot := velocitySlot(method, action, fail, m); slot != nil {
-		tx.OnCommit(func() { slot.failed = true })
-	}
-	tx.OnCommit(func() { s.observe(e) })
-	if s.suppressed(e) {
-		tx.OnCommit(func() { s.suppress.count(e) })
-		return nil
-	}
-	return tx.AddAuthEvent(e)
-}
-
-// recordOnly records a failed attempt in its own transaction and returns
-// fail; used where the attempt changes nothing else. A suppressed failure
-// is only counted: no transaction at all.
-func (s *Service) recordOnly(projectID, userID, email, method, action string, fail error, m Meta) error {
-	e := s.authEvent(projectID, userID, email, method, action, fail, m)
-	if s.suppressed(e) {
-		if slot := velocitySlot(method, action, fail, m); slot != nil {
-			slot.failed = true
-		}
-		s.suppress.count(e)
-		s.observe(e)
-		return fail
-	}
-	slot := velocitySlot(method, action, fail, m)
-	err := s.db.Batch(func(tx *store.Tx) error {
-		if slot != nil {
-			tx.OnCommit(func() { slot.failed = true })
-		}
-		tx.OnCommit(func() { s.observe(e) })
-		return tx.AddAuthEvent(e)
-	})
-	if err != nil && !errors.Is(err, store.ErrWriteFailed) { // the store logs those
-		s.log.Error("record event", "err", err)
-	}
-	return fail
-}
-
 // observe tells the Observer of an authentication event (recorded or
 // suppressed); callers run it once the event's transaction commits.
 func (s *Service) observe(e *store.AuthEvent) {
 	if s.obs != nil {
 		s.obs.AuthEvent(e.Method, e.Action, e.FailureCode)
 	}
-}
-
-// velocitySlot returns the risk slot a failed outcome must mark failed:
-// m.risk when fail is a wrong guess at a login verification, else nil.
-func velocitySlot(method, action string, fail error, m Meta) *riskSlot {
-	if fail == nil || m.risk == nil || !countsForVelocity(method, action) || !isVerifyFailure(AsError(fail)) {
-		return nil
-	}
-	return m.risk
-}
-
-// authEvent is the event of an outcome (fail nil: a success).
-func (s *Service) authEvent(projectID, userID, email, method, action string, fail error, m Meta) *store.AuthEvent {
-	e := &store.AuthEvent{ID: uuid.NewString(), ProjectID: projectID, UserID: userID, Email: email,
-		Method: method, Action: action, Success: fail == nil, IP: m.IP, UserAgent: clipUA(m.UserAgent),
-		CreatedAt: s.now().UTC()}
-	if fail != nil {
-		e.FailureCode = AsError(fail).Category
-		if e.FailureCode == "" {
-			e.FailureCode = CatInternal
-		}
-	}
-	return e
 }
 
 func clipUA(ua string) string {

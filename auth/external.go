@@ -141,51 +141,38 @@ type ExternalLogin struct {
 // ConfirmExternal signs a user in on a signed confirmation from an
 // external verifier (Pattern A). Checks run in the decided order:
 // payload, registration status, pattern, signature, freshness, replay.
+// A refused confirmation changes nothing (not even the replay mark) and
+// is recorded on its own.
 func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Meta) (*ExternalLogin, error) {
+	a := s.attempt(p.ID, "external", "confirm", m)
 	b, err := parseConfirm(raw, "method")
 	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "external", "confirm", err, m)
+		return nil, a.reject(err)
 	}
-	slot, err := s.reserveRisk(p, m, subject{externalID: b.ExternalUserID})
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "external", "confirm", err, m)
+	if err := a.reserveRisk(p, subject{externalID: b.ExternalUserID}); err != nil {
+		return nil, a.reject(err)
 	}
-	m.risk = slot
-	defer s.releaseRisk(slot)
+	defer a.release()
+	a.email = b.Email
 	var login *Login
-	var fail error
-	err = s.db.Update(func(tx *store.Tx) error {
-		login, fail = nil, nil
+	err = a.update(func(tx *store.Tx) error {
+		login = nil
 		reg, err := tx.ExternalMethodByName(p.ID, b.Method)
 		if errors.Is(err, store.ErrNotFound) {
-			fail = ErrInvalidPayload.With("Unknown method.")
-			return errRollback // recorded below, without a write of its own when suppressed
+			return ErrInvalidPayload.With("Unknown method.")
 		} else if err != nil {
 			return err
 		}
 		if err := s.checkSigned(tx, reg, "direct", raw, sig, b.VerifiedAt); err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				fail = e
-				return errRollback // nothing to keep: the replay mark is not written
-			}
 			return err
 		}
-		login, err = s.externalLogin(tx, p, b.ExternalUserID, b.Email, reg.Method, "confirm", m)
-		if errors.As(err, new(*Error)) {
-			fail = err
-			return errRollback
-		}
+		login, err = s.externalLogin(tx, a, p, b.ExternalUserID, b.Email, reg.Method)
 		return err
 	})
-	if errors.Is(err, errRollback) {
-		err = nil
-	}
-	if err != nil {
+	if isAuthError(err) {
+		return nil, a.reject(err)
+	} else if err != nil {
 		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, s.recordOnly(p.ID, "", b.Email, "external", "confirm", fail, m)
 	}
 	l, err := s.finish(login)
 	if err != nil {
@@ -197,15 +184,13 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 // errInvalidReference is redeem's 401 INVALID_TOKEN.
 var errInvalidReference = ErrInvalidToken.With("Unknown, used or expired reference.")
 
-// errRollback aborts a transaction whose failure is already in fail.
-var errRollback = errors.New("rollback")
-
 // externalLogin resolves the external user (known id; else attach by
 // email to a user without an external id; else create) and starts a
-// session, inside tx. The app vouches for the address, so the user ends
-// verified, and an unverified account the email would attach to is
-// replaced by a new user as an email-code sign-in would (provenUser).
-func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, method, action string, m Meta) (*Login, error) {
+// session, inside tx, recording a's success. The app vouches for the
+// address, so the user ends verified, and an unverified account the
+// email would attach to is replaced by a new user as an email-code
+// sign-in would (provenUser).
+func (s *Service) externalLogin(tx *store.Tx, a *attempt, p *store.Project, ext, rawEmail, method string) (*Login, error) {
 	u, err := tx.UserByExternalID(p.ID, ext)
 	isNew := false
 	if errors.Is(err, store.ErrNotFound) {
@@ -239,12 +224,13 @@ func (s *Service) externalLogin(tx *store.Tx, p *store.Project, ext, rawEmail, m
 	if err := s.setVerified(tx, u); err != nil {
 		return nil, err
 	}
-	l, err := s.startLogin(tx, p, u, "external:"+method, m)
+	l, err := s.startLogin(tx, p, u, "external:"+method, a.m)
 	if err != nil {
 		return nil, err
 	}
 	l.IsNewUser = isNew
-	return l, s.record(tx, p.ID, u.ID, u.Email, "external", action, nil, m)
+	a.projectID, a.userID, a.email = p.ID, u.ID, u.Email
+	return l, a.ok(tx)
 }
 
 // newExternalEmail checks the email that a new externalUserId needs:
@@ -303,39 +289,31 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 		}
 		return nil
 	})
+	a := s.attempt(projectID, "external", "callback", m)
 	b, err := parseConfirm(raw, "reference")
 	if err != nil {
-		return s.recordOnly(projectID, "", "", "external", "callback", err, m)
+		return a.reject(err)
 	}
-	var fail error
-	err = s.db.Update(func(tx *store.Tx) error {
-		fail = nil
+	a.email = b.Email
+	// A refused callback changes nothing (no write for an
+	// unauthenticated failure, no replay mark) and is recorded on its own.
+	err = a.update(func(tx *store.Tx) error {
 		reg, err := tx.ExternalMethod(registrationID)
 		if errors.Is(err, store.ErrNotFound) {
-			fail = ErrInvalidPayload.With("Unknown registration.")
-			return errRollback // no write for an unauthenticated failure
+			return ErrInvalidPayload.With("Unknown registration.")
 		} else if err != nil {
 			return err
 		}
 		if err := s.checkSigned(tx, reg, "webhook", raw, sig, b.VerifiedAt); err != nil {
-			if errors.As(err, new(*Error)) {
-				fail = err
-				return errRollback
-			}
 			return err
 		}
 		h := s.keys.HashString(hashDomainGrant, reg.ID+"\x00"+b.Reference)
 		if _, err := tx.Grant(h[:]); err == nil {
-			fail = ErrReplayed
-			return errRollback
+			return ErrReplayed
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		if err := checkExternalUser(tx, reg.ProjectID, b.ExternalUserID, b.Email); err != nil {
-			if errors.As(err, new(*Error)) {
-				fail = err
-				return errRollback
-			}
 			return err
 		}
 		now := s.now().UTC()
@@ -343,61 +321,50 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 			Email: b.Email, CreatedAt: now, ExpiresAt: now.Add(GrantLifetime)}); err != nil {
 			return err
 		}
-		return s.record(tx, reg.ProjectID, "", b.Email, "external", "callback", nil, m)
+		a.projectID = reg.ProjectID
+		return a.ok(tx)
 	})
-	if errors.Is(err, errRollback) {
-		err = nil
+	if isAuthError(err) {
+		return a.reject(err)
 	}
-	if err != nil {
-		return internal(err)
-	}
-	if fail != nil {
-		return s.recordOnly(projectID, "", b.Email, "external", "callback", fail, m)
-	}
-	return nil
+	return internal(err)
 }
 
 // RedeemExternal exchanges a Pattern B grant for a login, once. Unknown,
 // used or expired references (and an unknown method) are 401
 // INVALID_TOKEN; an inactive registration 403 INACTIVE_REGISTRATION; a
-// disabled user 403 USER_DISABLED (the grant stays unused).
+// disabled user 403 USER_DISABLED (the grant stays unused). A refused
+// redeem changes nothing and is recorded on its own.
 func (s *Service) RedeemExternal(p *store.Project, method, reference string, m Meta) (*ExternalLogin, error) {
+	a := s.attempt(p.ID, "external", "redeem", m)
 	if method == "" || reference == "" {
-		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", Invalid("method and reference are required."), m)
+		return nil, a.reject(Invalid("method and reference are required."))
 	}
-	slot, err := s.reserveRisk(p, m, subject{reference: method + "\x00" + reference})
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", err, m)
+	if err := a.reserveRisk(p, subject{reference: method + "\x00" + reference}); err != nil {
+		return nil, a.reject(err)
 	}
-	m.risk = slot
-	defer s.releaseRisk(slot)
+	defer a.release()
 	var login *Login
 	var ext string
-	var fail error
-	err = s.db.Update(func(tx *store.Tx) error {
-		login, fail = nil, nil
+	err := a.update(func(tx *store.Tx) error {
+		login = nil
 		reg, err := tx.ExternalMethodByName(p.ID, method)
 		if errors.Is(err, store.ErrNotFound) {
-			fail = errInvalidReference
-			return nil
+			return errInvalidReference
 		} else if err != nil {
 			return err
 		}
 		if reg.Status != "active" {
-			fail = ErrInactiveRegistration
-			return nil
+			return ErrInactiveRegistration
 		}
 		h := s.keys.HashString(hashDomainGrant, reg.ID+"\x00"+reference)
 		g, err := tx.Grant(h[:])
 		if errors.Is(err, store.ErrNotFound) {
-			fail = errInvalidReference
-			return nil
+			return errInvalidReference
 		} else if err == nil && g.UsedAt != nil {
-			fail = errInvalidReference.withCategory(CatAlreadyUsed)
-			return nil
+			return errInvalidReference.withCategory(CatAlreadyUsed)
 		} else if err == nil && !s.now().Before(g.ExpiresAt) {
-			fail = errInvalidReference.withCategory(CatExpired)
-			return nil
+			return errInvalidReference.withCategory(CatExpired)
 		} else if err != nil {
 			return err
 		}
@@ -407,21 +374,13 @@ func (s *Service) RedeemExternal(p *store.Project, method, reference string, m M
 			return err
 		}
 		ext = g.ExternalUserID
-		login, err = s.externalLogin(tx, p, g.ExternalUserID, g.Email, reg.Method, "redeem", m)
-		if errors.As(err, new(*Error)) {
-			fail = err
-			return errRollback
-		}
+		login, err = s.externalLogin(tx, a, p, g.ExternalUserID, g.Email, reg.Method)
 		return err
 	})
-	if errors.Is(err, errRollback) {
-		err = nil
-	}
-	if err != nil {
+	if isAuthError(err) {
+		return nil, a.reject(err)
+	} else if err != nil {
 		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, s.recordOnly(p.ID, "", "", "external", "redeem", fail, m)
 	}
 	l, err := s.finish(login)
 	if err != nil {

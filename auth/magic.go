@@ -22,21 +22,23 @@ const (
 // empty, must have one of the project's allowed origins (400
 // INVALID_REDIRECT_URL); other errors as SendOTP.
 func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, m Meta) error {
+	a := s.attempt(p.ID, "magic_link", "send", m)
 	email, err := NormalizeEmail(rawEmail)
 	if err != nil {
-		return s.recordOnly(p.ID, "", "", "magic_link", "send", err, m)
+		return a.reject(err)
 	}
+	a.email = email
 	if redirectURL != "" && !CheckRedirect(redirectURL, p.AllowedOrigins) {
-		return s.recordOnly(p.ID, "", email, "magic_link", "send", ErrInvalidRedirect, m)
+		return a.reject(ErrInvalidRedirect)
 	}
 	if err := s.checkRisk(p, m); err != nil {
-		return s.recordOnly(p.ID, "", email, "magic_link", "send", err, m)
+		return a.reject(err)
 	}
 	raw := randomBytes(32)
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	h := s.keys.HashString(hashDomainMagic, token)
 	link := s.baseURL + MagicPath + "?token=" + url.QueryEscape(token)
-	return s.queueSend(p, email, codeKindMagic, "magic_link", m, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
+	return s.queueSend(a, p, codeKindMagic, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
 		ml := &store.MagicLink{Hash: h[:], ProjectID: p.ID, Email: email, RedirectURL: redirectURL, CreatedAt: now, ExpiresAt: now.Add(MagicLifetime)}
 		return store.MailContent{Project: p.Name, Link: link, TTLSeconds: int(MagicLifetime / time.Second)}, tx.PutMagicLink(ml)
 	})
@@ -69,11 +71,12 @@ func (s *Service) MagicLinkProject(token string) (*store.Project, error) {
 // INVALID_REDIRECT_URL and leaves the link unused. Unknown, used or
 // expired tokens are 401 INVALID_TOKEN.
 func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, error) {
+	a := s.attempt("", "magic_link", "verify", m)
 	if token == "" {
-		return nil, s.recordOnly("", "", "", "magic_link", "verify", Invalid("token is required."), m)
+		return nil, a.reject(Invalid("token is required."))
 	}
 	if len(token) > 512 {
-		return nil, s.recordOnly("", "", "", "magic_link", "verify", ErrInvalidToken, m)
+		return nil, a.reject(ErrInvalidToken)
 	}
 	h := s.keys.HashString(hashDomainMagic, token)
 	// An unknown token changes nothing: answer it from a read transaction,
@@ -83,75 +86,68 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 	// (which may run twice).
 	p, email, err := s.pendingLink(h[:])
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, s.recordOnly("", "", "", "magic_link", "verify", ErrInvalidToken, m)
+		return nil, a.reject(ErrInvalidToken)
 	} else if err != nil {
 		return nil, internal(err)
 	}
 	if p != nil {
-		slot, err := s.reserveRisk(p, m, subject{email: email})
-		if err != nil {
-			return nil, s.recordOnly(p.ID, "", email, "magic_link", "verify", err, m)
+		if err := a.reserveRisk(p, subject{email: email}); err != nil {
+			// Refused before the transaction, which names them itself.
+			a.projectID, a.email = p.ID, email
+			return nil, a.reject(err)
 		}
-		m.risk = slot
-		defer s.releaseRisk(slot)
+		defer a.release()
 	}
 	var login *Login
-	var fail error
-	err = s.db.Batch(func(tx *store.Tx) error {
-		login, fail = nil, nil
+	err = a.batch(func(tx *store.Tx) error {
+		login = nil
 		now := s.now()
 		ml, err := tx.MagicLink(h[:])
 		if errors.Is(err, store.ErrNotFound) {
-			fail = ErrInvalidToken
-			return s.record(tx, "", "", "", "magic_link", "verify", fail, m)
+			return a.fail(tx, ErrInvalidToken)
 		} else if err != nil {
 			return err
 		}
+		a.email = ml.Email
 		p, err := tx.Project(ml.ProjectID)
 		if errors.Is(err, store.ErrNotFound) { // the project was deleted
-			fail = ErrInvalidToken
-			return s.record(tx, "", "", ml.Email, "magic_link", "verify", fail, m)
+			return a.fail(tx, ErrInvalidToken)
 		} else if err != nil {
 			return err
 		}
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, p.ID, "", ml.Email, "magic_link", "verify", e, m)
-		}
+		a.projectID = p.ID
 		if redirectURI != "" && !CheckRedirect(redirectURI, p.AllowedOrigins) {
-			return failWith(ErrInvalidRedirect)
+			return a.fail(tx, ErrInvalidRedirect)
 		}
 		if ml.UsedAt != nil {
-			return failWith(ErrLinkUsed)
+			return a.fail(tx, ErrLinkUsed)
 		}
 		if !now.Before(ml.ExpiresAt) {
-			return failWith(ErrLinkExpired)
+			return a.fail(tx, ErrLinkExpired)
 		}
 		u, isNew, err := s.provenUser(tx, p, ml.Email)
 		if err != nil {
 			return err
 		}
 		if u.Disabled {
-			return failWith(ErrUserDisabled)
+			return a.fail(tx, ErrUserDisabled)
 		}
 		used := now.UTC()
 		ml.UsedAt = &used
 		if err := tx.PutMagicLink(ml); err != nil {
 			return err
 		}
-		login, err = s.startLogin(tx, p, u, "magic_link", m)
+		login, err = s.startLogin(tx, p, u, "magic_link", a.m)
 		if err != nil {
 			return err
 		}
 		login.IsNewUser = isNew
 		login.RedirectURL = ml.RedirectURL
-		return s.record(tx, p.ID, u.ID, ml.Email, "magic_link", "verify", nil, m)
+		a.userID = u.ID
+		return a.ok(tx)
 	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, fail
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	return s.finish(login)
 }

@@ -64,35 +64,35 @@ func (g guessLog) fail(tx *store.Tx, projectID, email string, now time.Time) err
 // It returns once the message is queued: 400 VALIDATION_ERROR for a bad
 // address, 403 USER_DISABLED, 429 TOO_MANY_REQUESTS past the throttle.
 func (s *Service) SendOTP(p *store.Project, rawEmail string, m Meta) error {
+	a := s.attempt(p.ID, "email_otp", "send", m)
 	email, err := NormalizeEmail(rawEmail)
 	if err != nil {
-		return s.recordOnly(p.ID, "", "", "email_otp", "send", err, m)
+		return a.reject(err)
 	}
+	a.email = email
 	if err := s.checkRisk(p, m); err != nil {
-		return s.recordOnly(p.ID, "", email, "email_otp", "send", err, m)
+		return a.reject(err)
 	}
 	code := randomDigits(6)
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+code)
-	return s.queueSend(p, email, codeKindOTP, "email_otp", m, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
+	return s.queueSend(a, p, codeKindOTP, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
 		c := &store.Code{Kind: codeKindOTP, ProjectID: p.ID, Subject: email, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)}
 		return store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, tx.PutCode(c)
 	})
 }
 
-// queueSend is the shared body of OTP and magic-link sends: the disabled
-// check, the per-address throttle, the code or link row (made by put),
-// the queued message and the event, in one transaction.
-func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta, put func(*store.Tx, time.Time) (store.MailContent, error)) error {
-	var fail error
-	var userID string
-	err := s.db.Batch(func(tx *store.Tx) error {
-		fail, userID = nil, ""
+// queueSend is the shared body of OTP and magic-link sends to a.email:
+// the disabled check, the per-address throttle, the code or link row
+// (made by put), the queued message of kind and the event, in one
+// transaction.
+func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(*store.Tx, time.Time) (store.MailContent, error)) error {
+	email := a.email
+	return a.result(a.batch(func(tx *store.Tx) error {
 		now := s.now().UTC()
 		if u, err := tx.UserByEmail(p.ID, email); err == nil {
-			userID = u.ID
+			a.userID = u.ID
 			if u.Disabled {
-				fail = ErrUserDisabled
-				return s.record(tx, p.ID, userID, email, method, "send", fail, m)
+				return a.fail(tx, ErrUserDisabled)
 			}
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -102,8 +102,7 @@ func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta
 			return err
 		}
 		if ok, wait := emailSends.allow(th, now); !ok {
-			fail = ErrTooManyRequests.WithRetry(wait)
-			return s.record(tx, p.ID, userID, email, method, "send", fail, m)
+			return a.fail(tx, ErrTooManyRequests.WithRetry(wait))
 		}
 		th.Sends = append(th.Sends, now)
 		if err := tx.PutThrottle(kind, p.ID, email, th); err != nil {
@@ -116,12 +115,8 @@ func (s *Service) queueSend(p *store.Project, email, kind, method string, m Meta
 		if err := s.enqueueMail(tx, p.ID, email, kind, content, now); err != nil {
 			return err
 		}
-		return s.record(tx, p.ID, userID, email, method, "send", nil, m)
-	})
-	if err != nil {
-		return internal(err)
-	}
-	return fail
+		return a.ok(tx)
+	}))
 }
 
 // sendLimit is a send throttle: at most one send per interval and
@@ -171,49 +166,43 @@ type OTPInput struct {
 // a failed guess at the address, and an address with AddressFailLimit
 // failed guesses in AddressFailWindow answers the locked text.
 func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, error) {
+	a := s.attempt(p.ID, "email_otp", "verify", m)
 	email, err := NormalizeEmail(in.Email)
 	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "email_otp", "verify", err, m)
+		return nil, a.reject(err)
 	}
+	a.email = email
 	if err := checkCodeShape(in.Code); err != nil {
-		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
+		return nil, a.reject(err)
 	}
 	ext, err := checkExternalID(in.ExternalUserID)
 	if err != nil {
-		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
+		return nil, a.reject(err)
 	}
 	if in.DeviceToken != "" {
-		m.DeviceToken = in.DeviceToken
+		a.m.DeviceToken = in.DeviceToken
 	}
-	slot, err := s.reserveRisk(p, m, subject{email: email})
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
+	if err := a.reserveRisk(p, subject{email: email}); err != nil {
+		return nil, a.reject(err)
 	}
-	m.risk = slot
-	defer s.releaseRisk(slot)
+	defer a.release()
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+in.Code)
 	var login *Login
-	var fail error
-	err = s.db.Batch(func(tx *store.Tx) error {
-		login, fail = nil, nil
+	err = a.batch(func(tx *store.Tx) error {
+		login = nil
 		now := s.now()
-		var userID string
 		disabled := false
 		if u, err := tx.UserByEmail(p.ID, email); err == nil {
-			userID, disabled = u.ID, u.Disabled
-		}
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, p.ID, userID, email, "email_otp", "verify", e, m)
+			a.userID, disabled = u.ID, u.Disabled
 		}
 		// A disabled account answers 403 whatever the code (otp/send
 		// already says so); a pending code is left as it is.
 		if disabled {
-			return failWith(ErrUserDisabled)
+			return a.fail(tx, ErrUserDisabled)
 		}
 		c, err := tx.Code(codeKindOTP, p.ID, email)
 		if errors.Is(err, store.ErrNotFound) {
-			return failWith(ErrInvalidCode.With("No code is pending for this address. Request a new code."))
+			return a.fail(tx, ErrInvalidCode.With("No code is pending for this address. Request a new code."))
 		} else if err != nil {
 			return err
 		}
@@ -221,17 +210,17 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 			if err := tx.DeleteCode(c); err != nil {
 				return err
 			}
-			return failWith(ErrCodeExpired)
+			return a.fail(tx, ErrCodeExpired)
 		}
 		if c.Attempts >= OTPMaxAttempts {
-			return failWith(ErrCodeLocked)
+			return a.fail(tx, ErrCodeLocked)
 		}
 		guesses, err := addressGuesses(tx, p.ID, email, now)
 		if err != nil {
 			return err
 		}
 		if guesses.locked() {
-			return failWith(ErrCodeLocked)
+			return a.fail(tx, ErrCodeLocked)
 		}
 		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
 			c.Attempts++
@@ -242,44 +231,41 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 				return err
 			}
 			if c.Attempts >= OTPMaxAttempts {
-				return failWith(ErrInvalidCode.With(ErrCodeLocked.Message))
+				return a.fail(tx, ErrInvalidCode.With(ErrCodeLocked.Message))
 			}
-			return failWith(ErrInvalidCode)
+			return a.fail(tx, ErrInvalidCode)
 		}
 		u, isNew, err := s.provenUser(tx, p, email)
 		if err != nil {
 			return err
 		}
-		userID = u.ID
+		a.userID = u.ID
 		if u.Disabled {
-			return failWith(ErrUserDisabled)
+			return a.fail(tx, ErrUserDisabled)
 		}
 		if err := s.attachExternalID(tx, u, ext); isExternalIDConflict(err) {
 			if isNew {
 				return err // roll back: the user must not be created
 			}
-			return failWith(err)
+			return a.fail(tx, err)
 		} else if err != nil {
 			return err
 		}
 		if err := tx.DeleteCode(c); err != nil {
 			return err
 		}
-		login, err = s.startLogin(tx, p, u, "email_otp", m)
+		login, err = s.startLogin(tx, p, u, "email_otp", a.m)
 		if err != nil {
 			return err
 		}
 		login.IsNewUser = isNew
-		return s.record(tx, p.ID, u.ID, email, "email_otp", "verify", nil, m)
+		return a.ok(tx)
 	})
 	if isExternalIDConflict(err) {
-		return nil, s.recordOnly(p.ID, "", email, "email_otp", "verify", err, m)
+		return nil, a.reject(err)
 	}
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, fail
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	return s.finish(login)
 }
@@ -297,7 +283,7 @@ func (s *Service) Rejected(p *store.Project, method, action string, err error, m
 	if p != nil {
 		projectID = p.ID
 	}
-	return s.recordOnly(projectID, "", "", method, action, err, m)
+	return s.attempt(projectID, method, action, m).reject(err)
 }
 
 // checkCodeShape rejects an empty or non-digit code (400); the length is

@@ -238,9 +238,10 @@ func checkFinish(challengeID string, credential json.RawMessage) error {
 // RISK_BLOCKED.
 func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawEmail string, m Meta) (*Ceremony, error) {
 	ch := &store.Challenge{ProjectID: p.ID, Kind: challengeRegister}
+	a := s.attempt(p.ID, "passkey", "register_start", m)
 	if pr == nil {
 		if err := s.checkRisk(p, m); err != nil {
-			return nil, s.recordOnly(p.ID, "", "", "passkey", "register_start", err, m)
+			return nil, a.reject(err)
 		}
 	}
 	rp, err := s.relyingParty(p)
@@ -255,6 +256,10 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 				return err
 			}
 			ch.UserID = u.ID
+			if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+				a.of(u)
+				return err
+			}
 			wu, err = loadWAUser(tx, u)
 			return err
 		}
@@ -273,7 +278,10 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 		return nil
 	})
 	if errors.Is(err, ErrUserExists) {
-		return nil, s.recordOnly(p.ID, "", ch.Email, "passkey", "register_start", err, m)
+		a.email = ch.Email
+		return nil, a.reject(err)
+	} else if errors.Is(err, ErrStepUpRequired) {
+		return nil, a.reject(err)
 	} else if err != nil {
 		return nil, internal(err)
 	}
@@ -311,15 +319,14 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 		return nil, err
 	}
 	signup := pr == nil
+	a := s.attempt(p.ID, "passkey", "register", m)
 	if signup {
 		// The sign-up names no account before its challenge is read: it
 		// is counted per end-user IP only (none without one).
-		slot, err := s.reserveRisk(p, m, subject{})
-		if err != nil {
-			return nil, s.recordOnly(p.ID, "", "", "passkey", "register", err, m)
+		if err := a.reserveRisk(p, subject{}); err != nil {
+			return nil, a.reject(err)
 		}
-		m.risk = slot
-		defer s.releaseRisk(slot)
+		defer a.release()
 	}
 	rp, err := s.relyingParty(p)
 	if err != nil {
@@ -333,17 +340,11 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 		return ch.Email == "" && ch.UserID == pr.UserID
 	}
 	var out PasskeyRegistration
-	var fail error
-	err = s.db.Update(func(tx *store.Tx) error {
-		out, fail = PasskeyRegistration{}, nil
-		userID, email := "", ""
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, p.ID, userID, email, "passkey", "register", e, m)
-		}
+	err = a.update(func(tx *store.Tx) error {
+		out = PasskeyRegistration{}
 		ch, sess, err := s.takeChallenge(tx, p, challengeID, challengeRegister, belongs)
 		if isAuthError(err) {
-			return failWith(err)
+			return a.fail(tx, err)
 		} else if err != nil {
 			return err
 		}
@@ -351,9 +352,9 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 		var u *store.User
 		var wu *waUser
 		if signup {
-			email = ch.Email
+			a.email = ch.Email
 			if _, err := tx.UserByEmail(p.ID, ch.Email); err == nil {
-				return failWith(ErrUserExists)
+				return a.fail(tx, ErrUserExists)
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
@@ -365,22 +366,22 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 			if u, err = s.sessionUserTx(tx, pr); err != nil {
 				return err
 			}
-			userID, email = u.ID, u.Email
+			a.userID, a.email = u.ID, u.Email
 			if wu, err = loadWAUser(tx, u); err != nil {
 				return err
 			}
 		}
 		if parseErr != nil {
-			return failWith(ErrInvalidCredential.Because(parseErr))
+			return a.fail(tx, ErrInvalidCredential.Because(parseErr))
 		}
 		cred, err := rp.CreateCredential(wu, *sess, parsed)
 		if err != nil {
 			r := parsed.Response
-			return failWith(s.ceremonyRefusal(p, sess, "register", r.CollectedClientData.Origin, r.AttestationObject.AuthData.RPIDHash, err))
+			return a.fail(tx, s.ceremonyRefusal(p, sess, "register", r.CollectedClientData.Origin, r.AttestationObject.AuthData.RPIDHash, err))
 		}
 		credID := base64.RawURLEncoding.EncodeToString(cred.ID)
 		if _, err := tx.Passkey(p.ID, credID); err == nil {
-			return failWith(ErrInvalidCredential.With("This passkey is already registered."))
+			return a.fail(tx, ErrInvalidCredential.With("This passkey is already registered."))
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -404,18 +405,16 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 		}
 		out.CredentialID = credID
 		if signup {
-			if out.Login, err = s.startLogin(tx, p, u, "passkey", m); err != nil {
+			if out.Login, err = s.startLogin(tx, p, u, "passkey", a.m); err != nil {
 				return err
 			}
 			out.Login.IsNewUser = true
 		}
-		return s.record(tx, p.ID, u.ID, u.Email, "passkey", "register", nil, m)
+		a.userID, a.email = u.ID, u.Email
+		return a.ok(tx)
 	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, fail
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	if out.Login != nil {
 		if out.Login, err = s.finish(out.Login); err != nil {
@@ -432,12 +431,11 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 // RISK_BLOCKED.
 func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (*Ceremony, error) {
 	email, _ := NormalizeEmail(rawEmail) // a bad address fails in passkeyUser
-	slot, err := s.reserveRisk(p, m, subject{email: email})
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "passkey", "login_start", err, m)
+	a := s.attempt(p.ID, "passkey", "login_start", m)
+	if err := a.reserveRisk(p, subject{email: email}); err != nil {
+		return nil, a.reject(err)
 	}
-	m.risk = slot
-	defer s.releaseRisk(slot)
+	defer a.release()
 	rp, err := s.relyingParty(p)
 	if err != nil {
 		return nil, err
@@ -450,7 +448,7 @@ func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (
 		assertion, sess, err = rp.BeginDiscoverableLogin()
 	} else {
 		var wu *waUser
-		if wu, err = s.passkeyUser(p, rawEmail, m); err != nil {
+		if wu, err = s.passkeyUser(a, p, rawEmail); err != nil {
 			return nil, err
 		}
 		assertion, sess, err = rp.BeginLogin(wu)
@@ -462,9 +460,9 @@ func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (
 }
 
 // passkeyUser returns the user with rawEmail and their passkeys for a
-// sign-in: 404 USER_NOT_FOUND (recorded) when there is no account or no
-// passkey, 403 USER_DISABLED (recorded) for a disabled account.
-func (s *Service) passkeyUser(p *store.Project, rawEmail string, m Meta) (*waUser, error) {
+// sign-in: 404 USER_NOT_FOUND when there is no account or no passkey,
+// 403 USER_DISABLED for a disabled account, both recorded as a's.
+func (s *Service) passkeyUser(a *attempt, p *store.Project, rawEmail string) (*waUser, error) {
 	email, err := NormalizeEmail(rawEmail)
 	if err != nil {
 		return nil, err
@@ -486,9 +484,11 @@ func (s *Service) passkeyUser(p *store.Project, rawEmail string, m Meta) (*waUse
 	case err != nil:
 		return nil, internal(err)
 	case u == nil || len(wu.creds) == 0:
-		return nil, s.recordOnly(p.ID, "", email, "passkey", "login_start", ErrNoPasskey, m)
+		a.email = email
+		return nil, a.reject(ErrNoPasskey)
 	case u.Disabled:
-		return nil, s.recordOnly(p.ID, u.ID, email, "passkey", "login_start", ErrUserDisabled, m)
+		a.userID, a.email = u.ID, email
+		return nil, a.reject(ErrUserDisabled)
 	}
 	return wu, nil
 }
@@ -514,52 +514,45 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 	if parseErr == nil {
 		who.credential = base64.RawURLEncoding.EncodeToString(parsed.RawID)
 	}
-	slot, err := s.reserveRisk(p, m, who)
-	if err != nil {
-		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", err, m)
+	a := s.attempt(p.ID, "passkey", "login", m)
+	if err := a.reserveRisk(p, who); err != nil {
+		return nil, a.reject(err)
 	}
-	m.risk = slot
-	defer s.releaseRisk(slot)
+	defer a.release()
 	rp, err := s.relyingParty(p)
 	if err != nil {
 		return nil, err
 	}
 	var login *Login
-	var fail error
-	err = s.db.Update(func(tx *store.Tx) error {
-		login, fail = nil, nil
-		userID, email := "", ""
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, p.ID, userID, email, "passkey", "login", e, m)
-		}
+	err = a.update(func(tx *store.Tx) error {
+		login = nil
 		_, sess, err := s.takeChallenge(tx, p, challengeID, challengeLogin, nil)
 		if isAuthError(err) {
-			return failWith(err)
+			return a.fail(tx, err)
 		} else if err != nil {
 			return err
 		}
 		if parseErr != nil {
-			return failWith(ErrInvalidCredential.Because(parseErr))
+			return a.fail(tx, ErrInvalidCredential.Because(parseErr))
 		}
 		pk, err := tx.Passkey(p.ID, base64.RawURLEncoding.EncodeToString(parsed.RawID))
 		if errors.Is(err, store.ErrNotFound) {
-			return failWith(ErrUnknownCredential)
+			return a.fail(tx, ErrUnknownCredential)
 		} else if err != nil {
 			return err
 		}
 		u, err := tx.User(pk.UserID)
 		if errors.Is(err, store.ErrNotFound) {
-			return failWith(ErrUnknownCredential)
+			return a.fail(tx, ErrUnknownCredential)
 		} else if err != nil {
 			return err
 		}
-		userID, email = u.ID, u.Email
+		a.userID, a.email = u.ID, u.Email
 		if len(sess.UserID) > 0 && string(sess.UserID) != u.ID {
-			return failWith(ErrUnknownCredential) // another user's passkey
+			return a.fail(tx, ErrUnknownCredential) // another user's passkey
 		}
 		if len(sess.UserID) == 0 && string(parsed.Response.UserHandle) != u.ID {
-			return failWith(ErrUnknownCredential) // the handle names no user, or another
+			return a.fail(tx, ErrUnknownCredential) // the handle names no user, or another
 		}
 		wu, err := loadWAUser(tx, u)
 		if err != nil {
@@ -578,13 +571,13 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 		}
 		if err != nil {
 			r := parsed.Response
-			return failWith(s.ceremonyRefusal(p, sess, "login", r.CollectedClientData.Origin, r.AuthenticatorData.RPIDHash, err))
+			return a.fail(tx, s.ceremonyRefusal(p, sess, "login", r.CollectedClientData.Origin, r.AuthenticatorData.RPIDHash, err))
 		}
 		if cred.Authenticator.CloneWarning {
-			return failWith(ErrInvalidCredential.With("The passkey's sign counter did not advance; it may be cloned."))
+			return a.fail(tx, ErrInvalidCredential.With("The passkey's sign counter did not advance; it may be cloned."))
 		}
 		if u.Disabled {
-			return failWith(ErrUserDisabled)
+			return a.fail(tx, ErrUserDisabled)
 		}
 		raw, err := json.Marshal(cred)
 		if err != nil {
@@ -595,13 +588,13 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 		if err := tx.PutPasskey(pk); err != nil {
 			return err
 		}
-		if login, err = s.startLogin(tx, p, u, "passkey", m); err != nil {
+		if login, err = s.startLogin(tx, p, u, "passkey", a.m); err != nil {
 			return err
 		}
-		return s.record(tx, p.ID, u.ID, u.Email, "passkey", "login", nil, m)
+		return a.ok(tx)
 	})
-	if err == nil && fail != nil {
-		return nil, fail
+	if err == nil && a.failure != nil {
+		return nil, a.failure
 	}
 	if err == nil {
 		login, err = s.finish(login)
@@ -609,7 +602,8 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 	if err != nil {
 		e := ErrPasskeyLoginInternal.Because(err)
 		s.log.Error("passkey login", "err", err)
-		return nil, s.recordOnly(p.ID, "", "", "passkey", "login", e, m)
+		a.userID, a.email = "", "" // the catch-all names no user
+		return nil, a.reject(e)
 	}
 	return login, nil
 }
@@ -710,7 +704,9 @@ func (s *Service) UserIDByExternal(projectID, ext string) (string, error) {
 // user has no such credential in the project (another user's or project's
 // credential is "not found" too).
 func (s *Service) DeletePasskey(projectID, userID, credentialID string, m Meta) error {
-	err := s.db.Update(func(tx *store.Tx) error {
+	a := s.attempt(projectID, "passkey", "remove", m)
+	a.userID = userID
+	err := a.update(func(tx *store.Tx) error {
 		pk, err := tx.Passkey(projectID, credentialID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && pk.UserID != userID) {
 			return ErrPasskeyNotFound
@@ -723,11 +719,10 @@ func (s *Service) DeletePasskey(projectID, userID, credentialID string, m Meta) 
 		if err := s.emit(tx, projectID, "passkey.removed", map[string]string{"user_id": userID, "credential_id": credentialID}); err != nil {
 			return err
 		}
-		email := ""
 		if u, err := tx.User(userID); err == nil {
-			email = u.Email
+			a.email = u.Email
 		}
-		return s.record(tx, projectID, userID, email, "passkey", "remove", nil, m)
+		return a.ok(tx)
 	})
-	return internal(err)
+	return a.result(err)
 }

@@ -79,8 +79,8 @@ func TestRelyingParty(t *testing.T) {
 			}
 			rp, err := s.relyingParty(p)
 			if tc.want == nil {
-				if e := AsError(err); e.Code != "VALIDATION_ERROR" || e.Status != 400 {
-					t.Fatalf("err=%v, want 400 VALIDATION_ERROR", err)
+				if e := AsError(err); e.Code != "VALIDATION_ERROR" || !errors.Is(err, ErrValidation) {
+					t.Fatalf("err=%v, want VALIDATION_ERROR (ErrValidation)", err)
 				}
 				return
 			}

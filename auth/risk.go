@@ -267,6 +267,8 @@ func (s *Service) checkRisk(p *store.Project, m Meta) error {
 }
 
 func denied(p *store.Project, ip netip.Addr) bool {
+	// A zone (fe80::1%eth0) would make every prefix miss the address.
+	ip = ip.WithZone("")
 	for _, c := range p.DenyCIDRs {
 		if pfx, err := netip.ParsePrefix(c); err == nil && pfx.Contains(ip) {
 			return true
@@ -282,8 +284,8 @@ type subject struct{ email, externalID, credential, reference string }
 
 // riskSlot is one verification's place in the velocity count, taken by
 // reserveRisk before the credential is checked and settled (releaseRisk)
-// after. record marks it failed when the verification's failure event
-// commits; Meta carries it there.
+// after. The attempt holding it marks it failed when the verification's
+// failure event commits (attempt.record).
 type riskSlot struct {
 	key    riskKey
 	held   bool // holds an in-flight slot (false: a device-exempt request)
@@ -298,9 +300,9 @@ type riskSlot struct {
 // calling without X-End-User-IP cannot block a whole project. A request
 // that names no account and comes without a known IP is neither counted
 // nor blocked (nil slot). A device token bound to who's user (decisions
-// §5) passes a velocity refusal, its failures still counted. Pass the
-// slot on in m.risk and settle it with releaseRisk once the outcome is
-// committed.
+// §5) passes a velocity refusal, its failures still counted. Use cases
+// take it through their attempt (attempt.reserveRisk), which settles it
+// with releaseRisk once the outcome is committed.
 func (s *Service) reserveRisk(p *store.Project, m Meta, who subject) (*riskSlot, error) {
 	ip, ipErr := netip.ParseAddr(m.IP)
 	if ipErr == nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -130,11 +131,22 @@ func (s *Service) Close() error {
 	return errors.Join(s.FlushLastSeen(), s.FlushSuppressed())
 }
 
-// DB returns the store (for the scheduler and backups).
-func (s *Service) DB() *store.DB { return s.db }
+// Backup writes a consistent copy of the store to w while the service
+// runs (a hot backup), telling before the copy's size first (for a
+// Content-Length), and returns the bytes written. Safe for concurrent
+// use with every other call; writers are not blocked.
+func (s *Service) Backup(w io.Writer, before func(size int64)) (int64, error) {
+	return s.db.Backup(w, before)
+}
 
-// Keyring returns the keyring.
-func (s *Service) Keyring() *store.Keyring { return s.keys }
+// Usable returns nil while the store can serve reads and writes, else
+// why not, in words safe to show (GET /ready). It writes nothing and is
+// cheap enough for every readiness probe.
+func (s *Service) Usable() error { return s.db.Usable() }
+
+// StoreStats reads the sizes of the store and its queues (metrics, at
+// scrape time). It walks the queues: not for every request.
+func (s *Service) StoreStats() (store.Stats, error) { return s.db.Stats() }
 
 // Now returns the service clock's time.
 func (s *Service) Now() time.Time { return s.now() }

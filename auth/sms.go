@@ -65,26 +65,27 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 	if err != nil {
 		return err
 	}
+	a := s.attempt(u.ProjectID, "sms", "send", m).of(u)
 	if phone != "" && !ValidPhone(phone) {
-		return s.recordOnly(u.ProjectID, u.ID, u.Email, "sms", "send", Invalid("phone must be in E.164 format: + then 8 to 15 digits."), m)
+		return a.reject(Invalid("phone must be in E.164 format: + then 8 to 15 digits."))
 	}
 	p, err := s.project(u.ProjectID)
 	if err != nil {
 		return internal(err)
 	}
 	code := randomDigits(6)
-	slot, phone, err := s.reserveSMSSend(pr, phone, m)
+	slot, phone, err := s.reserveSMSSend(pr, a, phone)
 	if err != nil {
 		return err
 	}
 	body := fmt.Sprintf("Your %s code is %s. It expires in %d minutes.", p.Name, code, int(SMSLifetime/time.Minute))
 	if err := s.sms.SendSMS(ctx, phone, body); err != nil {
 		fail := ErrSendFailed.Because(err)
-		err := s.db.Update(func(tx *store.Tx) error {
+		err := a.update(func(tx *store.Tx) error {
 			if err := s.releaseSMSSend(tx, u, slot); err != nil {
 				return err
 			}
-			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", fail, m)
+			return a.fail(tx, fail)
 		})
 		if err != nil {
 			s.log.Error("release SMS send slot", "err", err)
@@ -92,15 +93,14 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 		return fail
 	}
 	h := s.keys.HashString(hashDomainSMS, u.ID+"\x00"+phone+"\x00"+code)
-	err = s.db.Update(func(tx *store.Tx) error {
+	return a.result(a.update(func(tx *store.Tx) error {
 		now := s.now().UTC()
 		c := &store.Code{Kind: codeKindSMS, ProjectID: u.ProjectID, Subject: u.ID, Phone: phone, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(SMSLifetime)}
 		if err := tx.PutCode(c); err != nil {
 			return err
 		}
-		return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", nil, m)
-	})
-	return internal(err)
+		return a.ok(tx)
+	}))
 }
 
 // reserveSMSSend decides, in one transaction that checks the session
@@ -109,20 +109,15 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 // step-up for a phone other than the enrolled one, without a provider,
 // or over the user's throttle (the 429 with the wait), and otherwise
 // takes a throttle slot at the current time. It returns the slot and
-// the phone to text.
-func (s *Service) reserveSMSSend(pr *Principal, phone string, m Meta) (time.Time, string, error) {
+// the phone to text. Refusals are recorded as a's failures.
+func (s *Service) reserveSMSSend(pr *Principal, a *attempt, phone string) (time.Time, string, error) {
 	slot := s.now().UTC()
-	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
-		fail = nil
+	err := a.update(func(tx *store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
 		}
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "send", e, m)
-		}
+		a.of(u)
 		f, err := tx.Factor(u.ID, factorSMS)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -130,7 +125,7 @@ func (s *Service) reserveSMSSend(pr *Principal, phone string, m Meta) (time.Time
 		enrolled := f != nil && f.Status == factorEnrolled
 		switch {
 		case phone == "" && !enrolled:
-			return failWith(Invalid("phone is required: no phone is enrolled for SMS yet."))
+			return a.fail(tx, Invalid("phone is required: no phone is enrolled for SMS yet."))
 		case phone == "":
 			phone = f.Phone
 		case enrolled && phone != f.Phone:
@@ -139,26 +134,23 @@ func (s *Service) reserveSMSSend(pr *Principal, phone string, m Meta) (time.Time
 				return err
 			}
 			if sess.SteppedUpAt.IsZero() || slot.Sub(sess.SteppedUpAt) > StepUpWindow {
-				return failWith(ErrStepUpRequired)
+				return a.fail(tx, ErrStepUpRequired)
 			}
 		}
 		if s.sms == nil {
-			return failWith(ErrSendFailed.Because(errors.New("no SMS provider configured")))
+			return a.fail(tx, ErrSendFailed.Because(errors.New("no SMS provider configured")))
 		}
 		th, err := tx.Throttle(throttleSMSSend, u.ProjectID, u.ID)
 		if err != nil {
 			return err
 		}
 		if ok, wait := smsSends.allow(th, slot); !ok {
-			return failWith(errSMSThrottled.WithRetry(wait))
+			return a.fail(tx, errSMSThrottled.WithRetry(wait))
 		}
 		th.Sends = append(th.Sends, slot)
 		return tx.PutThrottle(throttleSMSSend, u.ProjectID, u.ID, th)
 	})
-	if err != nil {
-		return slot, phone, internal(err)
-	}
-	return slot, phone, fail
+	return slot, phone, a.result(err)
 }
 
 // releaseSMSSend gives back a slot taken by reserveSMSSend, inside tx.
@@ -203,23 +195,19 @@ func (s *Service) enrollPhone(tx *store.Tx, u *store.User, phone string, now tim
 // (no try counted); wrong, reused, expired, locked or missing codes are
 // 401 VERIFICATION_FAILED, recorded under their own categories.
 func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
+	a := s.attempt(pr.ProjectID, "sms", "verify", m)
 	if err := checkCodeShape(code); err != nil {
-		return s.rejectStepUp(pr, "sms", err, m)
+		return s.rejectStepUp(pr, a, err)
 	}
-	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
-		fail = nil
+	err := a.update(func(tx *store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
 		}
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "verify", e, m)
-		}
+		a.of(u)
 		c, err := tx.Code(codeKindSMS, u.ProjectID, u.ID)
 		if errors.Is(err, store.ErrNotFound) {
-			return failWith(ErrVerificationFailed)
+			return a.fail(tx, ErrVerificationFailed)
 		} else if err != nil {
 			return err
 		}
@@ -228,10 +216,10 @@ func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
 			if err := tx.DeleteCode(c); err != nil {
 				return err
 			}
-			return failWith(ErrVerificationFailed.withCategory(CatExpired))
+			return a.fail(tx, ErrVerificationFailed.withCategory(CatExpired))
 		}
 		if c.Attempts >= SMSMaxAttempts {
-			return failWith(ErrVerificationFailed.withCategory(CatRateLimited))
+			return a.fail(tx, ErrVerificationFailed.withCategory(CatRateLimited))
 		}
 		h := s.keys.HashString(hashDomainSMS, u.ID+"\x00"+c.Phone+"\x00"+code)
 		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
@@ -239,7 +227,7 @@ func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
 			if err := tx.PutCode(c); err != nil {
 				return err
 			}
-			return failWith(ErrVerificationFailed)
+			return a.fail(tx, ErrVerificationFailed)
 		}
 		if err := tx.DeleteCode(c); err != nil {
 			return err
@@ -253,10 +241,7 @@ func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
 				return err
 			}
 		}
-		return s.record(tx, u.ProjectID, u.ID, u.Email, "sms", "verify", nil, m)
+		return a.ok(tx)
 	})
-	if err != nil {
-		return internal(err)
-	}
-	return fail
+	return a.result(err)
 }

@@ -114,7 +114,9 @@ func TestSuppressKeys(t *testing.T) {
 	s, p, _ := newPasskeyService(t)
 	fail := func(ip, method, action, userID string) {
 		t.Helper()
-		s.recordOnly(p.ID, userID, "", method, action, ErrInvalidCode, Meta{IP: ip})
+		a := s.attempt(p.ID, method, action, Meta{IP: ip})
+		a.userID = userID
+		a.reject(ErrInvalidCode)
 	}
 	for range 15 {
 		fail("203.0.113.1", "email_otp", "verify", "")
@@ -127,7 +129,9 @@ func TestSuppressKeys(t *testing.T) {
 	}
 	if err := s.db.Update(func(tx *store.Tx) error {
 		for range 15 {
-			if err := s.record(tx, p.ID, "u2", "", "email_otp", "verify", nil, Meta{IP: "203.0.113.1"}); err != nil {
+			a := s.attempt(p.ID, "email_otp", "verify", Meta{IP: "203.0.113.1"})
+			a.userID = "u2"
+			if err := a.ok(tx); err != nil {
 				return err
 			}
 		}

@@ -27,9 +27,9 @@ func TestSweepEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	*now = start.Add(EventRetention - time.Hour)
-	s.recordOnly(p.ID, "", "", "magic_link", "verify", ErrInvalidToken, Meta{IP: "203.0.113.1"}) // young, stored
+	s.attempt(p.ID, "magic_link", "verify", Meta{IP: "203.0.113.1"}).reject(ErrInvalidToken) // young, stored
 	for range 20 {
-		s.recordOnly("", "", "", "magic_link", "verify", ErrInvalidToken, Meta{IP: "203.0.113.1"}) // 10 suppressed
+		s.attempt("", "magic_link", "verify", Meta{IP: "203.0.113.1"}).reject(ErrInvalidToken) // 10 suppressed
 	}
 	*now = start.Add(EventRetention + time.Hour)
 	before := commitID(t, s)

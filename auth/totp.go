@@ -81,31 +81,30 @@ func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
 	if err != nil {
 		return nil, internal(err)
 	}
-	var fail error
-	err = s.db.Update(func(tx *store.Tx) error {
-		fail = nil
+	a := s.attempt(u.ProjectID, "totp", "enroll", m)
+	err = a.update(func(tx *store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
 		}
+		a.of(u)
 		if f, err := tx.Factor(u.ID, factorTOTP); err == nil && f.Status == factorEnrolled {
-			fail = ErrAlreadyEnrolled
-			return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "enroll", fail, m)
+			return a.fail(tx, ErrAlreadyEnrolled)
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
+		}
+		if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+			return a.fail(tx, err)
 		}
 		f := &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorTOTP, Status: factorPending,
 			Secret: sealed, CreatedAt: s.now().UTC()}
 		if err := tx.PutFactor(f); err != nil {
 			return err
 		}
-		return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "enroll", nil, m)
+		return a.ok(tx)
 	})
-	if err != nil {
-		return nil, internal(err)
-	}
-	if fail != nil {
-		return nil, fail
+	if err := a.result(err); err != nil {
+		return nil, err
 	}
 	return &TOTPEnrollment{OtpauthURL: key.URL, QRCodeDataURL: qr, Secret: key.Base32}, nil
 }
@@ -121,36 +120,32 @@ func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
 // count nothing) and, after TOTPFailureCap consecutive failures, for
 // every try until a backup-code login or ResetTOTP.
 func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
+	a := s.attempt(pr.ProjectID, "totp", "verify", m)
 	if err := checkCodeShape(code); err != nil {
-		return s.rejectStepUp(pr, "totp", err, m)
+		return s.rejectStepUp(pr, a, err)
 	}
-	var fail error
-	err := s.db.Update(func(tx *store.Tx) error {
-		fail = nil
+	err := a.update(func(tx *store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
 		}
-		failWith := func(e error) error {
-			fail = e
-			return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "verify", e, m)
-		}
+		a.of(u)
 		f, err := tx.Factor(u.ID, factorTOTP)
 		if errors.Is(err, store.ErrNotFound) {
-			return failWith(ErrTOTPNotEnrolled)
+			return a.fail(tx, ErrTOTPNotEnrolled)
 		} else if err != nil {
 			return err
 		}
 		now := s.now().UTC()
 		if f.Failures >= TOTPFailureCap {
-			return failWith(errTOTPCapped)
+			return a.fail(tx, errTOTPCapped)
 		}
 		if now.Before(f.LockedUntil) {
-			return failWith(errTOTPLocked)
+			return a.fail(tx, errTOTPLocked)
 		}
 		secret, err := s.keys.Open(f.Secret, totpAAD(u.ID))
 		if err != nil {
-			return failWith(ErrInternal.Because(err))
+			return a.fail(tx, ErrInternal.Because(err))
 		}
 		step, matched := totp.Match(secret, code, now)
 		if !matched || step <= f.LastStep {
@@ -162,9 +157,9 @@ func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 				return err
 			}
 			if matched {
-				return failWith(errTOTPReused)
+				return a.fail(tx, errTOTPReused)
 			}
-			return failWith(ErrVerificationFailed)
+			return a.fail(tx, ErrVerificationFailed)
 		}
 		f.LastStep, f.Failures, f.LockedUntil = step, 0, time.Time{}
 		if f.Status != factorEnrolled {
@@ -179,12 +174,9 @@ func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 		if err := s.markStepUp(tx, pr.SessionID, now); err != nil {
 			return err
 		}
-		return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "verify", nil, m)
+		return a.ok(tx)
 	})
-	if err != nil {
-		return internal(err)
-	}
-	return fail
+	return a.result(err)
 }
 
 // markStepUp records on session sessionID, inside tx, that it passed a
@@ -219,30 +211,32 @@ func clearTOTPFailures(tx *store.Tx, userID string) error {
 // Errors: 404 USER_NOT_FOUND, 404 TOTP_NOT_ENROLLED when the user has no
 // TOTP factor.
 func (s *Service) ResetTOTP(userID string, m Meta) error {
-	err := s.db.Update(func(tx *store.Tx) error {
+	a := s.attempt("", "totp", "reset", m)
+	err := a.update(func(tx *store.Tx) error {
 		u, err := tx.User(userID)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
 		} else if err != nil {
 			return err
 		}
+		a.of(u)
 		if err := clearTOTPFailures(tx, u.ID); errors.Is(err, store.ErrNotFound) {
 			return ErrTOTPNotEnrolled
 		} else if err != nil {
 			return err
 		}
-		return s.record(tx, u.ProjectID, u.ID, u.Email, "totp", "reset", nil, m)
+		return a.ok(tx)
 	})
-	return internal(err)
+	return a.result(err)
 }
 
 // rejectStepUp records a step-up try refused before any factor is read
 // (a malformed code) against the session's user and returns fail; an
 // invalid session answers with its own error instead.
-func (s *Service) rejectStepUp(pr *Principal, method string, fail error, m Meta) error {
+func (s *Service) rejectStepUp(pr *Principal, a *attempt, fail error) error {
 	u, err := s.SessionUser(pr)
 	if err != nil {
 		return err
 	}
-	return s.recordOnly(u.ProjectID, u.ID, u.Email, method, "verify", fail, m)
+	return a.of(u).reject(fail)
 }

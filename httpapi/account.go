@@ -56,7 +56,7 @@ type userResponse struct {
 func (s *Server) me(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	tok, _ := auth.ParseBearer(r.Header.Get("Authorization"))
 	if tok == "" || strings.HasPrefix(tok, "sk_") {
-		c, err := s.authKey(w, r, http.StatusTooManyRequests)
+		c, err := s.authKey(w, r)
 		if err != nil {
 			return err
 		}

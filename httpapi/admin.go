@@ -325,7 +325,7 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	// A large file takes longer than the server's write timeout: lift it
 	// for this response (the client going away still ends it).
 	http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	_, err := s.auth.DB().Backup(w, func(size int64) {
+	_, err := s.auth.Backup(w, func(size int64) {
 		h := w.Header()
 		h.Set("Content-Type", "application/octet-stream")
 		h.Set("Content-Disposition", `attachment; filename="latchkey-backup.db"`)

@@ -364,7 +364,7 @@ func benchDrain(b *testing.B, conc int) {
 		wake := make(chan struct{}, 1)
 		worker := &webhook.Worker{DB: e.db, Keys: e.keys, Now: time.Now, Logger: slog.New(slog.DiscardHandler),
 			Busy: e.server.Busy,
-			Wake: func() {
+			OnWake: func() {
 				select {
 				case wake <- struct{}{}:
 				default:

@@ -115,7 +115,7 @@ func (s *Server) allowOrigin(w http.ResponseWriter, r *http.Request, projectID s
 // its project's API key: CORS headers for the key's project.
 func (s *Server) browserKey(h keyHandler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		c, err := s.authKey(w, r, http.StatusTooManyRequests)
+		c, err := s.authKey(w, r)
 		if err != nil {
 			s.allowOrigin(w, r, "")
 			return err

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
@@ -17,7 +18,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"latchkey/auth"
-	"latchkey/store"
 )
 
 //go:embed ui/*.html
@@ -41,9 +41,16 @@ type dashSessions struct {
 type dashSession struct {
 	csrf    string
 	expires time.Time
-	// newKey is an API key just created for project newKeyProject,
-	// shown by the next view of that project and then forgotten.
-	newKey, newKeyProject string
+	// once is a secret just created (an API key, an external method's
+	// secret), shown by the next view of its page and then forgotten.
+	once shownOnce
+	// notice says what the last action did; the next page shows it.
+	notice string
+}
+
+// shownOnce is a secret waiting for the one view of page that shows it.
+type shownOnce struct {
+	Page, Label, Secret string
 }
 
 func (d *dashSessions) create(now time.Time) (id, csrf string) {
@@ -72,30 +79,42 @@ func (d *dashSessions) get(id string, now time.Time) (dashSession, bool) {
 	return s, true
 }
 
-// setNewKey keeps key, just created for project, for the session's next
-// view of that project.
-func (d *dashSessions) setNewKey(id, project, key string) {
+// update applies fn to session id, when it exists.
+func (d *dashSessions) update(id string, fn func(*dashSession)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s, ok := d.m[id]; ok {
-		s.newKey, s.newKeyProject = key, project
+		fn(&s)
 		d.m[id] = s
 	}
 }
 
-// takeNewKey returns the key kept for project and forgets it: a new key
-// is shown exactly once.
-func (d *dashSessions) takeNewKey(id, project string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s, ok := d.m[id]
-	if !ok || s.newKey == "" || s.newKeyProject != project {
-		return ""
-	}
-	key := s.newKey
-	s.newKey, s.newKeyProject = "", ""
-	d.m[id] = s
-	return key
+// setOnce keeps secret, just created, for the session's next view of
+// page.
+func (d *dashSessions) setOnce(id string, o shownOnce) {
+	d.update(id, func(s *dashSession) { s.once = o })
+}
+
+// takeOnce returns the secret kept for page and forgets it: a new
+// secret is shown exactly once.
+func (d *dashSessions) takeOnce(id, page string) (o shownOnce) {
+	d.update(id, func(s *dashSession) {
+		if s.once.Page == page {
+			o, s.once = s.once, shownOnce{}
+		}
+	})
+	return o
+}
+
+// setNotice keeps msg for the session's next page.
+func (d *dashSessions) setNotice(id, msg string) {
+	d.update(id, func(s *dashSession) { s.notice = msg })
+}
+
+// takeNotice returns the kept notice and forgets it.
+func (d *dashSessions) takeNotice(id string) (msg string) {
+	d.update(id, func(s *dashSession) { msg, s.notice = s.notice, "" })
+	return msg
 }
 
 func (d *dashSessions) remove(id string) {
@@ -123,25 +142,71 @@ func (s *Server) dashboardRoutes() {
 	r.POST("/admin/projects", s.dash(s.dashCreateProject))
 	r.GET("/admin/projects/:id", s.dash(s.dashProject))
 	r.POST("/admin/projects/:id", s.dash(s.dashUpdateProject))
+	s.dashConfirmed("/admin/projects/:id/delete", s.confirmDeleteProject, s.dashDeleteProject)
 	r.POST("/admin/projects/:id/keys", s.dash(s.dashCreateKey))
-	r.POST("/admin/keys/:prefix/revoke", s.dash(s.dashRevokeKey))
-	r.POST("/admin/users/:id/:action", s.dash(s.dashUserAction))
+	s.dashConfirmed("/admin/projects/:id/keys/:prefix/revoke", s.confirmRevokeKey, s.dashRevokeKey)
+	r.GET("/admin/projects/:id/webhooks", s.dash(s.dashWebhooks))
+	r.GET("/admin/projects/:id/webhooks/:hook", s.dash(s.dashDeliveries))
+	r.GET("/admin/projects/:id/methods", s.dash(s.dashMethods))
+	r.POST("/admin/projects/:id/methods", s.dash(s.dashCreateMethod))
+	s.dashConfirmed("/admin/projects/:id/methods/:method/disable", s.confirmDisableMethod, s.dashDisableMethod)
+	r.POST("/admin/projects/:id/methods/:method/enable", s.dash(s.dashEnableMethod))
+	r.GET("/admin/users/:id", s.dash(s.dashUser))
+	r.POST("/admin/users/:id/enable", s.dash(s.dashEnableUser))
+	s.dashConfirmed("/admin/users/:id/disable", s.confirmDisableUser, s.dashDisableUser)
+	s.dashConfirmed("/admin/users/:id/revoke-sessions", s.confirmRevokeSessions, s.dashRevokeSessions)
+	s.dashConfirmed("/admin/users/:id/reset-totp", s.confirmResetTOTP, s.dashResetTOTP)
+	s.dashConfirmed("/admin/users/:id/delete", s.confirmDeleteUser, s.dashDeleteUser)
 	r.GET("/admin/events", s.dash(s.dashEvents))
 }
 
-// page data common to every dashboard page.
+// dashPage is the data common to every dashboard page.
 type dashPage struct {
 	Title    string
 	LoggedIn bool
 	CSRF     string
-	Error    string
-	sid      string // the dashboard session's id
+	// Error is a page-wide error (the sign-in page, the error page).
+	Error string
+	// Notice says what the last action did ("Key revoked.").
+	Notice string
+	// NotReady lists what keeps the server from being ready (GET
+	// /api/v1/ready answers 503): a banner on every page.
+	NotReady []readyFailure
+	// Tab marks the current page among a project's pages.
+	Tab    string
+	failed *formError
+	sid    string // the dashboard session's id
+}
+
+// formError is a form the operator sent that was refused: the page is
+// shown again with Message beside form Form and the input kept.
+type formError struct {
+	Form    string
+	Message string
+	Status  int
+}
+
+// ErrorFor returns the refusal of form, or "" when it did not fail.
+func (p dashPage) ErrorFor(form string) string {
+	if p.failed != nil && p.failed.Form == form {
+		return p.failed.Message
+	}
+	return ""
+}
+
+// status is the HTTP status of the page: a refused form's, else 200.
+func (p dashPage) status() int {
+	if p.failed != nil {
+		return p.failed.Status
+	}
+	return http.StatusOK
 }
 
 type dashHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error
 
 // dash checks the dashboard cookie (else shows the login page) and, on
-// POST, the form's CSRF token.
+// POST, the form's CSRF token. A returned error is shown on the error
+// page with its status.
 func (s *Server) dash(h dashHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		dashHeaders(w)
@@ -152,29 +217,32 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 			sess, ok = s.dashSess.get(c.Value, s.auth.Now())
 		}
 		if !ok {
+			status := http.StatusOK
 			if r.Method != http.MethodGet {
-				w.WriteHeader(http.StatusUnauthorized)
+				status = http.StatusUnauthorized
 			}
-			s.render(w, "login.html", dashPage{Title: "Sign in"})
+			s.render(w, status, "login.html", dashPage{Title: "Sign in"})
 			return
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 			if r.ParseForm() != nil || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(sess.csrf)) != 1 {
-				w.WriteHeader(http.StatusForbidden)
-				s.render(w, "login.html", dashPage{Title: "Sign in", Error: "The form expired; sign in again."})
+				s.render(w, http.StatusForbidden, "login.html", dashPage{Title: "Sign in", Error: "The form expired; sign in again."})
 				return
 			}
 		}
-		page := dashPage{LoggedIn: true, CSRF: sess.csrf, sid: c.Value}
+		page := dashPage{LoggedIn: true, CSRF: sess.csrf, sid: c.Value, NotReady: s.notReady(true)}
+		if r.Method == http.MethodGet {
+			page.Notice = s.dashSess.takeNotice(c.Value)
+		}
 		if err := h(w, r, p, page); err != nil {
 			e := auth.AsError(err)
-			if e.Status >= 500 {
+			status := statusOf(e)
+			if status >= 500 {
 				s.log.Error("dashboard", "err", err)
 			}
-			w.WriteHeader(e.Status)
 			page.Title, page.Error = "Error", e.Message
-			s.render(w, "error.html", struct {
+			s.render(w, status, "error.html", struct {
 				dashPage
 				Back string
 			}{page, dashBack(r)})
@@ -182,17 +250,28 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 	}
 }
 
-// dashBack is the dashboard page to return to after a failed request:
-// the page the request came from, when it is a dashboard page.
-func dashBack(r *http.Request) string {
-	if r.Method == http.MethodGet {
-		return "/admin/"
+// refused shows a refused form again: show renders the form's page with
+// the error beside form and the operator's input kept, with the error's
+// status (400, 404, 409). An internal error goes to the error page.
+func refused(page dashPage, form string, err error, show func(dashPage) error) error {
+	e := auth.AsError(err)
+	status := statusOf(e)
+	if status >= 500 {
+		return err
 	}
-	switch {
-	case strings.HasPrefix(r.URL.Path, "/admin/projects/"):
-		return "/admin/projects/" + url.PathEscape(strings.SplitN(strings.TrimPrefix(r.URL.Path, "/admin/projects/"), "/", 2)[0])
-	case r.PostForm.Get("project") != "":
-		return "/admin/projects/" + url.PathEscape(r.PostForm.Get("project"))
+	page.failed = &formError{Form: form, Message: e.Message, Status: status}
+	return show(page)
+}
+
+// dashBack is the dashboard page to return to after a failed request:
+// the project or user the request was about, else the projects page.
+func dashBack(r *http.Request) string {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/admin/"), "/")
+	if len(parts) >= 2 && (parts[0] == "projects" || parts[0] == "users") && parts[1] != "" {
+		if r.Method == http.MethodGet && len(parts) == 2 {
+			return "/admin/" // the page itself failed
+		}
+		return "/admin/" + parts[0] + "/" + url.PathEscape(parts[1])
 	}
 	return "/admin/"
 }
@@ -206,10 +285,24 @@ func dashHeaders(w http.ResponseWriter) {
 	h.Set("Referrer-Policy", "same-origin")
 }
 
-func (s *Server) render(w http.ResponseWriter, name string, data any) {
-	if err := uiTmpl.ExecuteTemplate(w, name, data); err != nil {
+// render writes template name with data and status; a template that
+// fails is logged and answered 500 without a half-written page.
+func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
+	var b bytes.Buffer
+	if err := uiTmpl.ExecuteTemplate(&b, name, data); err != nil {
 		s.log.Error("render", "template", name, "err", err)
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, "Internal error.")
+		return
 	}
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// show writes a signed-in page: its status is the refused form's, if any.
+func (s *Server) show(w http.ResponseWriter, page dashPage, name string, data any) error {
+	s.render(w, page.status(), name, data)
+	return nil
 }
 
 func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -229,8 +322,7 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 			msg = fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs)
 		}
-		w.WriteHeader(e.Status)
-		s.render(w, "login.html", dashPage{Title: "Sign in", Error: msg})
+		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: msg})
 		return
 	}
 	id, _ := s.dashSess.create(s.auth.Now())
@@ -248,183 +340,85 @@ func (s *Server) dashLogout(w http.ResponseWriter, r *http.Request, _ httprouter
 	return nil
 }
 
-func (s *Server) dashProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params, page dashPage) error {
-	ps, err := s.auth.Projects()
-	if err != nil {
-		return err
+// done ends a successful POST: the notice for the next page, then a
+// redirect to it (post/redirect/get: a reload repeats nothing).
+func (s *Server) done(w http.ResponseWriter, r *http.Request, page dashPage, to, notice string) error {
+	if notice != "" {
+		s.dashSess.setNotice(page.sid, notice)
 	}
-	views := make([]auth.ProjectView, 0, len(ps))
-	for _, p := range ps {
-		views = append(views, s.auth.ViewProject(p))
-	}
-	chart, err := s.failureChart("")
-	if err != nil {
-		return err
-	}
-	page.Title = "Projects"
-	s.render(w, "projects.html", struct {
-		dashPage
-		Projects []auth.ProjectView
-		Chart    template.HTML
-	}{page, views, chart})
+	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
 }
 
-// linesField returns the form field name as one entry per non-empty
-// line, or nil when the form has no such field.
-func linesField(form url.Values, name string) *[]string {
-	v, ok := form[name]
-	if !ok {
-		return nil
+// projectPath is the dashboard page of project id, with optional
+// further path segments.
+func projectPath(id string, more ...string) string {
+	p := "/admin/projects/" + url.PathEscape(id)
+	for _, m := range more {
+		p += "/" + url.PathEscape(m)
 	}
-	out := []string{}
-	for _, line := range strings.Split(strings.Join(v, "\n"), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			out = append(out, line)
+	return p
+}
+
+// confirmation is the page that asks before a destructive action: what
+// it acts on, what will happen, and a form that posts the action again
+// with confirm=yes. It works without JavaScript.
+type confirmation struct {
+	dashPage
+	Heading string
+	// Facts describe what the action acts on, in order.
+	Facts []fact
+	// Effects say what will happen.
+	Effects []string
+	// Action is the path the form posts to; Button its label.
+	Action, Button string
+	// From is passed back to the action (where to return afterwards).
+	From string
+	// Cancel is where "Cancel" leads.
+	Cancel string
+}
+
+// fact is one labelled value on a confirmation page.
+type fact struct{ Label, Value string }
+
+// confirmer loads what a destructive action acts on and describes it
+// (an unknown object is its 404).
+type confirmer func(r *http.Request, p httprouter.Params) (confirmation, error)
+
+// dashConfirmed registers a destructive action at path: GET shows the
+// confirmation page that ask describes, POST does act, but only with
+// confirm=yes from that page's form; a POST without it (a stale form, a
+// crafted request) shows the confirmation instead. Both are behind the
+// dashboard's sign-in, and the POST behind its CSRF check.
+func (s *Server) dashConfirmed(path string, ask confirmer, act dashHandler) {
+	confirm := func(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
+		c, err := ask(r, p)
+		if err != nil {
+			return err
 		}
+		c.dashPage = page
+		c.Title = c.Heading
+		c.Action = r.URL.EscapedPath()
+		if from := formOrQuery(r, "from"); from == "project" {
+			c.From = from
+		}
+		return s.show(w, page, "confirm.html", c)
 	}
-	return &out
+	s.router.GET(path, s.dash(confirm))
+	s.router.POST(path, s.dash(func(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
+		if r.PostForm.Get("confirm") != "yes" {
+			return confirm(w, r, p, page)
+		}
+		return act(w, r, p, page)
+	}))
 }
 
-func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ dashPage) error {
-	name := r.PostForm.Get("name")
-	p, err := s.auth.CreateProject(auth.ProjectInput{Name: &name, AllowedOrigins: linesField(r.PostForm, "origins")})
-	if err != nil {
-		return err
+// formOrQuery returns the posted field name, else the query's.
+func formOrQuery(r *http.Request, name string) string {
+	if v := r.PostForm.Get(name); v != "" {
+		return v
 	}
-	http.Redirect(w, r, "/admin/projects/"+p.ID, http.StatusSeeOther)
-	return nil
-}
-
-func (s *Server) dashUpdateProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
-	in := auth.ProjectInput{AllowedOrigins: linesField(r.PostForm, "origins"), DenyCIDRs: linesField(r.PostForm, "denyCidrs")}
-	if v, ok := r.PostForm["emailChange"]; ok && len(v) > 0 {
-		in.EmailChange = &v[0]
-	}
-	if _, err := s.auth.UpdateProject(p.ByName("id"), in); err != nil {
-		return err
-	}
-	http.Redirect(w, r, "/admin/projects/"+p.ByName("id"), http.StatusSeeOther)
-	return nil
-}
-
-// dashProject shows a project: settings, keys and users. Right after a
-// key is created it shows that key, the only time it is ever shown.
-func (s *Server) dashProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	id := p.ByName("id")
-	proj, err := s.auth.Project(id)
-	if err != nil {
-		return err
-	}
-	keys, err := s.auth.Keys(id)
-	if err != nil {
-		return err
-	}
-	kv := make([]auth.KeyView, 0, len(keys))
-	for _, k := range keys {
-		kv = append(kv, auth.ViewKey(k))
-	}
-	q := r.URL.Query()
-	users, err := s.auth.AdminUsers(id, q.Get("q"), q.Get("cursor"), auth.DefaultPageSize)
-	if err != nil {
-		return err
-	}
-	var next string
-	if users.NextCursor != nil {
-		next = "/admin/projects/" + url.PathEscape(id) + "?" + url.Values{"q": {q.Get("q")}, "cursor": {*users.NextCursor}}.Encode()
-	}
-	newKey := s.dashSess.takeNewKey(page.sid, id)
-	page.Title = proj.Name
-	s.render(w, "project.html", struct {
-		dashPage
-		Project  auth.ProjectView
-		Keys     []auth.KeyView
-		Users    []auth.AdminUser
-		Query    string
-		Paged    bool
-		NextPage string
-		NewKey   string
-	}{page, s.auth.ViewProject(proj), kv, users.Users, q.Get("q"), q.Get("cursor") != "", next, newKey})
-	return nil
-}
-
-// dashCreateKey creates a key and redirects to the project's page, which
-// shows the key once (post/redirect/get: reloading that page neither
-// shows the key again nor creates another).
-func (s *Server) dashCreateKey(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	id := p.ByName("id")
-	key, _, err := s.auth.CreateKey(auth.KeyInput{ProjectID: &id, Mode: r.PostForm.Get("mode")})
-	if err != nil {
-		return err
-	}
-	s.dashSess.setNewKey(page.sid, id, key)
-	http.Redirect(w, r, "/admin/projects/"+id, http.StatusSeeOther)
-	return nil
-}
-
-func (s *Server) dashRevokeKey(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
-	if err := s.auth.RevokeKey(p.ByName("prefix")); err != nil {
-		return err
-	}
-	http.Redirect(w, r, "/admin/projects/"+url.PathEscape(r.PostForm.Get("project")), http.StatusSeeOther)
-	return nil
-}
-
-func (s *Server) dashUserAction(w http.ResponseWriter, r *http.Request, p httprouter.Params, _ dashPage) error {
-	var disable bool
-	switch p.ByName("action") {
-	case "disable":
-		disable = true
-	case "enable":
-	default:
-		return auth.ErrNotFound
-	}
-	if err := s.auth.SetUserDisabled(p.ByName("id"), disable); err != nil {
-		return err
-	}
-	http.Redirect(w, r, "/admin/projects/"+url.PathEscape(r.PostForm.Get("project")), http.StatusSeeOther)
-	return nil
-}
-
-// dashEvents shows a page of events (100, older pages through the
-// "before" cursor), the failures of those hours that were counted but not
-// stored, and the chart of the last 24 hours.
-func (s *Server) dashEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params, page dashPage) error {
-	q := r.URL.Query()
-	f := auth.EventQuery{ProjectID: q.Get("project"), FailureCode: q.Get("failure"), Before: q.Get("before")}
-	evs, err := s.auth.Events(f)
-	if err != nil {
-		return err
-	}
-	ps, err := s.auth.Projects()
-	if err != nil {
-		return err
-	}
-	chart, err := s.failureChart(f.ProjectID)
-	if err != nil {
-		return err
-	}
-	var older string
-	if evs.NextCursor != nil {
-		older = "/admin/events?" + url.Values{"project": {f.ProjectID}, "failure": {f.FailureCode}, "before": {*evs.NextCursor}}.Encode()
-	}
-	var suppressed int64
-	for _, c := range evs.Suppressed {
-		suppressed += c.Count
-	}
-	page.Title = "Events"
-	s.render(w, "events.html", struct {
-		dashPage
-		Projects        []*store.Project
-		Categories      []string
-		Filter          auth.EventQuery
-		Events          []auth.EventView
-		Suppressed      []auth.SuppressedView
-		SuppressedTotal int64
-		Older           string
-		Chart           template.HTML
-	}{page, ps, auth.FailureCategories, f, evs.Events, evs.Suppressed, suppressed, older, chart})
-	return nil
+	return r.URL.Query().Get(name)
 }
 
 var chartColors = map[string]string{

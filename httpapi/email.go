@@ -147,7 +147,7 @@ func (s *Server) magicLogin(w http.ResponseWriter, r *http.Request, token, redir
 	if err != nil {
 		if browser {
 			e := auth.AsError(err)
-			return page(w, e.Status, "Sign-in failed", e.Message, nil)
+			return page(w, statusOf(e), "Sign-in failed", e.Message, nil)
 		}
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *Server) magicConfirmPage(w http.ResponseWriter, token, redirect string)
 	p, err := s.auth.MagicLinkProject(token)
 	if err != nil {
 		e := auth.AsError(err)
-		return page(w, e.Status, "Link not valid", e.Message, nil)
+		return page(w, statusOf(e), "Link not valid", e.Message, nil)
 	}
 	if redirect != "" && !auth.CheckRedirect(redirect, p.AllowedOrigins) {
 		return page(w, http.StatusBadRequest, "Link not valid", auth.ErrInvalidRedirect.Message, nil)

@@ -161,8 +161,8 @@ func TestEndUserIP(t *testing.T) {
 	// The same service behind a trusted proxy (loopback): X-Forwarded-For
 	// is believed, from the right, skipping trusted hops; X-End-User-IP
 	// still wins on key calls.
-	proxied := httptest.NewServer(httpapi.New(ts.Svc, httpapi.Config{Webhooks: ts.Hooks,
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}}))
+	proxied := httptest.NewServer(specChecked(t, httpapi.New(ts.Svc, httpapi.Config{Webhooks: ts.Hooks,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}})))
 	defer proxied.Close()
 	for _, c := range []struct {
 		name, path string

@@ -10,7 +10,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/store"
-	"latchkey/store/storetest"
+	"latchkey/internal/storetest"
 )
 
 // BenchmarkLoginBytes measures how much of the data file an email OTP

@@ -145,12 +145,12 @@ func (ts *testServer) start() {
 	ts.Svc = svc
 	ts.Hooks = &webhook.Service{DB: db, Keys: keys, Now: ts.Clock.Now}
 	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler),
-		Wake: func() { ts.hookWoken.Store(true) }, Outcome: ts.Metrics.WebhookOutcome}
+		OnWake: func() { ts.hookWoken.Store(true) }, Outcome: ts.Metrics.WebhookOutcome}
 	api := httpapi.Config{Webhooks: ts.Hooks, Metrics: ts.Metrics}
 	if ts.api != nil {
 		ts.api(&api)
 	}
-	ts.http.Config.Handler = httpapi.New(svc, api)
+	ts.http.Config.Handler = specChecked(t, httpapi.New(svc, api))
 	ts.http.Start()
 	t.Cleanup(ts.stop)
 }

@@ -138,9 +138,9 @@ func (m *Metrics) WebhookOutcome(status string) {
 	m.webhooks.WithLabelValues(status).Inc()
 }
 
-// watchStore registers the gauges read from db when scraped.
-func (m *Metrics) watchStore(db *store.DB) {
-	m.once.Do(func() { m.reg.MustRegister(&storeCollector{db: db, now: m.now}) })
+// watchStore registers the gauges read through stats when scraped.
+func (m *Metrics) watchStore(stats func() (store.Stats, error)) {
+	m.once.Do(func() { m.reg.MustRegister(&storeCollector{stats: stats, now: m.now}) })
 }
 
 // instrument wraps a route's handle: it counts and times each request
@@ -284,8 +284,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // storeCollector reads the queue and file sizes from the store at scrape
 // time, in one read transaction.
 type storeCollector struct {
-	db  *store.DB
-	now func() time.Time
+	stats func() (store.Stats, error)
+	now   func() time.Time
 }
 
 var (
@@ -314,7 +314,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	st, err := c.db.Stats()
+	st, err := c.stats()
 	if err != nil {
 		for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize, descFreeSize} {
 			ch <- prometheus.NewInvalidMetric(d, err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -22,18 +23,18 @@ type sessionHandler func(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 // key wraps h with API-key validation and the rate limit; over the rate
 // it answers 429 RATE_LIMIT_EXCEEDED.
 func (s *Server) key(h keyHandler) httprouter.Handle {
-	return s.keyWith(h, http.StatusTooManyRequests)
+	return s.keyWith(h, s.authKey)
 }
 
 // keyRate401 is key for the two by-external passkey routes, which answer
-// RATE_LIMIT_EXCEEDED with 401 (the contract).
+// RATE_LIMIT_EXCEEDED with 401 (byExternalKey).
 func (s *Server) keyRate401(h keyHandler) httprouter.Handle {
-	return s.keyWith(h, http.StatusUnauthorized)
+	return s.keyWith(h, s.byExternalKey)
 }
 
-func (s *Server) keyWith(h keyHandler, rateStatus int) httprouter.Handle {
+func (s *Server) keyWith(h keyHandler, authKey func(http.ResponseWriter, *http.Request) (*auth.Caller, error)) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		c, err := s.authKey(w, r, rateStatus)
+		c, err := authKey(w, r)
 		if err != nil {
 			return err
 		}
@@ -43,7 +44,7 @@ func (s *Server) keyWith(h keyHandler, rateStatus int) httprouter.Handle {
 
 // authKey validates the request's API key and counts it against the
 // rate, setting the X-RateLimit headers.
-func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int) (*auth.Caller, error) {
+func (s *Server) authKey(w http.ResponseWriter, r *http.Request) (*auth.Caller, error) {
 	c, err := s.auth.AuthenticateKey(r.Header.Get("Authorization"))
 	if err != nil {
 		return nil, err
@@ -54,11 +55,19 @@ func (s *Server) authKey(w http.ResponseWriter, r *http.Request, rateStatus int)
 	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(res.Remaining)}
 	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(res.Reset, 10)}
 	if !res.Allowed {
-		e := auth.ErrRateLimitExceeded.WithRetry(time.Duration(res.RetryAfter) * time.Second)
-		e.Status = rateStatus
-		return nil, e
+		return nil, auth.ErrRateLimitExceeded.WithRetry(time.Duration(res.RetryAfter) * time.Second)
 	}
 	return c, nil
+}
+
+// byExternalKey is authKey for the two by-external passkey routes, whose
+// contract answers RATE_LIMIT_EXCEEDED with 401 instead of 429.
+func (s *Server) byExternalKey(w http.ResponseWriter, r *http.Request) (*auth.Caller, error) {
+	c, err := s.authKey(w, r)
+	if errors.Is(err, auth.ErrRateLimitExceeded) {
+		return nil, withStatus(http.StatusUnauthorized, err)
+	}
+	return c, err
 }
 
 // session wraps h with user-token validation (401 INVALID_SESSION) and

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -27,7 +28,7 @@ type passkeyFinish struct {
 func (s *Server) keyOrSession(w http.ResponseWriter, r *http.Request) (*auth.Caller, *auth.Principal, error) {
 	tok, _ := auth.ParseBearer(r.Header.Get("Authorization"))
 	if tok == "" || strings.HasPrefix(tok, "sk_") {
-		c, err := s.authKey(w, r, http.StatusTooManyRequests)
+		c, err := s.authKey(w, r)
 		if err != nil {
 			s.allowOrigin(w, r, "")
 			return nil, nil, err
@@ -154,13 +155,13 @@ func (s *Server) listPasskeysByExternal(w http.ResponseWriter, r *http.Request, 
 func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	rest := strings.TrimPrefix(p.ByName("rest"), "/")
 	if id, found := strings.CutPrefix(rest, "by-external/"); found && id != "" && !strings.Contains(id, "/") {
-		c, err := s.authKey(w, r, http.StatusUnauthorized)
+		c, err := s.byExternalKey(w, r)
 		if err != nil {
 			return err
 		}
 		uid, err := s.auth.UserIDByExternal(c.Project.ID, r.URL.Query().Get("externalUserId"))
 		if err != nil {
-			if auth.AsError(err).Code == "USER_NOT_FOUND" {
+			if errors.Is(err, auth.ErrUserNotFound) {
 				return auth.ErrPasskeyNotFound
 			}
 			return err

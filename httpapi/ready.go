@@ -19,6 +19,10 @@ type ReadyCheck struct {
 	// every GET /ready, so it must be cheap and must not block; its
 	// error text is shown to anyone who asks, so it must hold no secret.
 	Check func() error
+	// Detail, when set, returns the failure in full (the server's own
+	// words, say) while Check fails. Only the dashboard shows it, to the
+	// signed-in operator; it must hold no secret either.
+	Detail func() error
 }
 
 // readiness answers GET /api/v1/ready (no auth): 200 {success, status:
@@ -26,23 +30,51 @@ type ReadyCheck struct {
 // configured check passes; else 503 NOT_READY naming each that fails.
 // GET /health stays liveness: it does not look at any of these.
 func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	var failing []string
-	if err := s.auth.DB().Usable(); err != nil {
-		failing = append(failing, "store: "+err.Error())
-	}
-	if !s.ready() {
-		failing = append(failing, "scheduler: not running")
-	}
-	for _, c := range s.readyChecks {
-		if err := c.Check(); err != nil {
-			failing = append(failing, c.Name+": "+err.Error())
+	if failing := s.notReady(false); len(failing) > 0 {
+		parts := make([]string, len(failing))
+		for i, f := range failing {
+			parts[i] = f.String()
 		}
-	}
-	if len(failing) > 0 {
-		return auth.ErrNotReady.With("Not ready: " + strings.Join(failing, "; ") + ".")
+		return auth.ErrNotReady.With("Not ready: " + strings.Join(parts, "; ") + ".")
 	}
 	return ok(w, struct {
 		Success bool   `json:"success"`
 		Status  string `json:"status"`
 	}{true, "ready"})
+}
+
+// readyFailure is one part that keeps the server from being ready.
+type readyFailure struct {
+	Name   string // "store", "scheduler", or a ReadyCheck's Name
+	Reason string
+	Detail string // the check's Detail, when asked for and it says more
+}
+
+func (f readyFailure) String() string { return f.Name + ": " + f.Reason }
+
+// notReady returns what keeps the server from being ready, in the order
+// GET /ready names them; with detail (for the signed-in dashboard),
+// each failing check's Detail too.
+func (s *Server) notReady(detail bool) []readyFailure {
+	var failing []readyFailure
+	if err := s.auth.Usable(); err != nil {
+		failing = append(failing, readyFailure{Name: "store", Reason: err.Error()})
+	}
+	if !s.ready() {
+		failing = append(failing, readyFailure{Name: "scheduler", Reason: "not running"})
+	}
+	for _, c := range s.readyChecks {
+		err := c.Check()
+		if err == nil {
+			continue
+		}
+		f := readyFailure{Name: c.Name, Reason: err.Error()}
+		if detail && c.Detail != nil {
+			if d := c.Detail(); d != nil && d.Error() != f.Reason {
+				f.Detail = d.Error()
+			}
+		}
+		failing = append(failing, f)
+	}
+	return failing
 }

@@ -34,24 +34,148 @@ type envelope struct {
 	Code    string `json:"code,omitempty"`
 }
 
-// writeError writes err as {success:false, error, code} with its status,
-// and a Retry-After header (whole seconds, rounded up) when the error
-// carries a wait. Anything that is not an *auth.Error is logged and
-// answered as 500 INTERNAL_ERROR without internals.
+// writeError writes err as {success:false, error, code} with its status
+// (statusOf, or the route's own: withStatus), and a Retry-After header
+// (whole seconds, rounded up) when the error carries a wait. Anything
+// that is not an *auth.Error is logged and answered as 500
+// INTERNAL_ERROR without internals.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
+	status := statusOf(e)
+	var rs *routeStatus
+	if errors.As(err, &rs) {
+		status = rs.status
+	}
 	// NOT_READY is answered to every readiness probe while it lasts, and
 	// a failed store write (SERVICE_UNAVAILABLE) to every call that
 	// writes: their causes are logged by their owners (the store: once a
 	// minute with the count), not once per request here.
-	quiet := e.Code == auth.ErrNotReady.Code || e.Code == auth.ErrUnavailable.Code
-	if (e.Status >= 500 || e.Code == "INTERNAL_ERROR") && !quiet {
+	quiet := errors.Is(e, auth.ErrNotReady) || errors.Is(e, auth.ErrUnavailable)
+	if (status >= 500 && !quiet) || e.Code == auth.ErrInternal.Code {
 		s.log.Error("request failed", "code", e.Code, "err", err)
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 	}
-	writeJSON(w, e.Status, envelope{Error: e.Message, Code: e.Code})
+	writeJSON(w, status, envelope{Error: e.Message, Code: e.Code})
+}
+
+// statusByCode is the HTTP status of each wire code (interface.md's
+// tables and decisions.md). auth declares the codes and knows no
+// statuses; this table and statusOf are the only place that maps them.
+var statusByCode = map[string]int{
+	"VALIDATION_ERROR":     http.StatusBadRequest,
+	"INVALID_REDIRECT_URL": http.StatusBadRequest,
+	"INVALID_CREDENTIAL":   http.StatusBadRequest, // but see statusOf
+	"CHALLENGE_EXPIRED":    http.StatusBadRequest,
+	"INVALID_PAYLOAD":      http.StatusBadRequest,
+	"WRONG_PATTERN":        http.StatusBadRequest,
+
+	"MISSING_API_KEY":     http.StatusUnauthorized,
+	"INVALID_FORMAT":      http.StatusUnauthorized,
+	"API_KEY_NOT_FOUND":   http.StatusUnauthorized, // but see statusOf
+	"HASH_MISMATCH":       http.StatusUnauthorized,
+	"API_KEY_REVOKED":     http.StatusUnauthorized,
+	"API_KEY_EXPIRED":     http.StatusUnauthorized,
+	"INVALID_API_KEY":     http.StatusUnauthorized,
+	"INVALID_SESSION":     http.StatusUnauthorized,
+	"UNAUTHORIZED":        http.StatusUnauthorized,
+	"INVALID_CODE":        http.StatusUnauthorized,
+	"INVALID_TOKEN":       http.StatusUnauthorized,
+	"VERIFICATION_FAILED": http.StatusUnauthorized,
+	"INVALID_SIGNATURE":   http.StatusUnauthorized,
+	"STALE_TIMESTAMP":     http.StatusUnauthorized,
+	"REPLAYED":            http.StatusUnauthorized,
+
+	"USER_DISABLED":         http.StatusForbidden,
+	"RISK_BLOCKED":          http.StatusForbidden,
+	"STEP_UP_REQUIRED":      http.StatusForbidden,
+	"INACTIVE_REGISTRATION": http.StatusForbidden,
+	"FORBIDDEN":             http.StatusForbidden,
+	"ORIGIN_NOT_ALLOWED":    http.StatusForbidden,
+	"LIVE_KEY_REFUSED":      http.StatusForbidden,
+
+	"NOT_FOUND":                 http.StatusNotFound,
+	"USER_NOT_FOUND":            http.StatusNotFound,
+	"TOTP_NOT_ENROLLED":         http.StatusNotFound,
+	"PASSKEY_NOT_FOUND":         http.StatusNotFound,
+	"PROJECT_NOT_FOUND":         http.StatusNotFound,
+	"EXTERNAL_METHOD_NOT_FOUND": http.StatusNotFound,
+	"SESSION_NOT_FOUND":         http.StatusNotFound,
+
+	"METHOD_NOT_ALLOWED": http.StatusMethodNotAllowed,
+
+	"ALREADY_ENROLLED":       http.StatusConflict,
+	"EMAIL_IN_USE":           http.StatusConflict,
+	"EXTERNAL_ID_CONFLICT":   http.StatusConflict,
+	"USER_EXISTS":            http.StatusConflict,
+	"EXTERNAL_METHOD_EXISTS": http.StatusConflict,
+
+	"PAYLOAD_TOO_LARGE": http.StatusRequestEntityTooLarge,
+
+	"RATE_LIMIT_EXCEEDED": http.StatusTooManyRequests, // but see byExternalKey
+	"TOO_MANY_REQUESTS":   http.StatusTooManyRequests,
+	"TOO_MANY_ATTEMPTS":   http.StatusTooManyRequests,
+
+	"INTERNAL_ERROR": http.StatusInternalServerError, // but see statusOf
+	"SEND_FAILED":    http.StatusBadGateway,
+	"NOT_READY":      http.StatusServiceUnavailable,
+	// A store write failed (disk full): retry later.
+	"SERVICE_UNAVAILABLE": http.StatusServiceUnavailable,
+}
+
+// statusByFailure is the status of the failures the contract answers
+// otherwise than the rest of their wire code, by the declared auth error
+// they derive from (errors.Is).
+var statusByFailure = []struct {
+	err    *auth.Error
+	status int
+}{
+	// A failure inside the service while validating a key is a refused
+	// key, not a server error (interface.md, API key errors).
+	{auth.ErrKeyInternal, http.StatusUnauthorized},
+	// The passkey-login catch-all (interface.md, internal_error).
+	{auth.ErrPasskeyLoginInternal, http.StatusUnauthorized},
+	// An unknown credential on login verify is deliberately generic
+	// (user_not_found: 401 on passkey login verify); a malformed or
+	// refused one stays 400.
+	{auth.ErrUnknownCredential, http.StatusUnauthorized},
+	// An admin call naming an unknown key prefix: the key is a resource
+	// there, not the caller's credential.
+	{auth.ErrKeyNotFound, http.StatusNotFound},
+	// The contract's webhook 404 has no code.
+	{auth.ErrWebhookNotFound, http.StatusNotFound},
+}
+
+// statusOf is the HTTP status an auth error is answered with: its
+// failure's when statusByFailure names it, else its wire code's, else
+// 500.
+func statusOf(e *auth.Error) int {
+	for _, f := range statusByFailure {
+		if errors.Is(e, f.err) {
+			return f.status
+		}
+	}
+	if st, ok := statusByCode[e.Code]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
+}
+
+// routeStatus is an error a route answers with its own status: where the
+// contract gives one route another status for a code than statusOf's
+// (byExternalKey). The route knows its context; auth does not.
+type routeStatus struct {
+	status int
+	err    error
+}
+
+func (e *routeStatus) Error() string { return e.err.Error() }
+func (e *routeStatus) Unwrap() error { return e.err }
+
+// withStatus returns err answered with status instead of statusOf's.
+func withStatus(status int, err error) error {
+	return &routeStatus{status: status, err: err}
 }
 
 // writeJSON writes v as the JSON body with status.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,8 @@ func TestRiskDenyList(t *testing.T) {
 	wantOK(t, ts.do("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, testAdminToken, map[string]any{"denyCidrs": []string{"198.51.100.0/24", "2001:db8::/32"}}))
 	wantError(t, ts.fromIP("198.51.100.23", "POST", "/api/v1/otp/send", `{"email":"a@example.com"}`), 403, "RISK_BLOCKED")
 	wantError(t, ts.fromIP("2001:db8::5", "POST", "/api/v1/otp/verify", `{"email":"a@example.com","code":"123456"}`), 403, "RISK_BLOCKED")
+	// A zone on the address does not take it out of its prefix.
+	wantError(t, ts.fromIP("2001:db8::5%x", "POST", "/api/v1/otp/send", `{"email":"a@example.com"}`), 403, "RISK_BLOCKED")
 	wantOK(t, ts.fromIP("198.51.101.1", "POST", "/api/v1/otp/send", `{"email":"a@example.com"}`))
 	if n := ts.mailCount(); n != 1 {
 		t.Fatalf("mail=%d, want 1", n)
@@ -197,4 +200,22 @@ func TestRiskConcurrentGuessesExact(t *testing.T) {
 	if c := eventCategories(ts); c["invalid_code"] != auth.RiskMaxFailures+1 {
 		t.Fatalf("event categories %v: want %d evaluated guesses", c, auth.RiskMaxFailures+1)
 	}
+}
+
+// TestRiskMagicLinkReplayDoesNotBlock: replaying one's own used link
+// is no guess at a credential, so it does not count towards the
+// velocity block of the address it comes from (an address many users
+// may share, such as a proxy's), and another user's fresh link from that
+// address still signs in. Unknown tokens still answer 401.
+func TestRiskMagicLinkReplayDoesNotBlock(t *testing.T) {
+	ts := newTestServer(t)
+	own := ts.magicToken("attacker@example.com", nil)
+	verify := func(tok string) *response {
+		return ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(tok), "", nil)
+	}
+	wantOK(t, verify(own))
+	for i := 0; i < 40; i++ {
+		wantError(t, verify(own), 401, "INVALID_TOKEN")
+	}
+	wantOK(t, verify(ts.magicToken("victim@example.com", nil)))
 }

@@ -6,13 +6,20 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
+// route is one registered method and path pattern (httprouter syntax).
+type route struct {
+	Method, Path string
+}
+
 // router is httprouter with every route instrumented: a route's
 // requests are counted and timed under its pattern (Metrics.instrument).
-// Register routes through its methods; the embedded router's own
-// ServeFiles is not instrumented.
+// It also remembers what is registered, so the tests can hold every
+// route against the OpenAPI document. Register routes through its
+// methods; the embedded router's own ServeFiles is not instrumented.
 type router struct {
 	*httprouter.Router
 	metrics *Metrics
+	routes  []route
 }
 
 func newRouter(m *Metrics) *router {
@@ -21,6 +28,7 @@ func newRouter(m *Metrics) *router {
 
 // Handle registers h for method and path.
 func (r *router) Handle(method, path string, h httprouter.Handle) {
+	r.routes = append(r.routes, route{method, path})
 	r.Router.Handle(method, path, r.metrics.instrument(method, path, h))
 }
 

@@ -74,7 +74,7 @@ func New(svc *auth.Service, cfg Config) *Server {
 		cfg.Metrics = NewMetrics(MetricsOptions{})
 	}
 	if svc != nil {
-		cfg.Metrics.watchStore(svc.DB())
+		cfg.Metrics.watchStore(svc.StoreStats)
 	}
 	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks,
 		readyChecks: cfg.ReadyChecks, metrics: cfg.Metrics}
@@ -129,6 +129,7 @@ func (s *Server) routes() {
 	r := s.router
 	r.GET("/api/v1/health", s.handle(s.health))
 	r.GET("/api/v1/ready", s.handle(s.readiness))
+	r.GET("/api/v1/openapi.json", s.handle(s.openapi))
 	r.GET("/api/v1/me", s.handle(s.me))
 	r.GET("/api/v1/projects/:projectId/jwks.json", s.handle(s.jwks))
 

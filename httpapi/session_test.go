@@ -88,6 +88,15 @@ func TestPatchAndDeleteUser(t *testing.T) {
 	if u := obj(t, g.Body, "user"); u["email"] != "new@example.com" || u["firstName"] != "Pat" {
 		t.Fatalf("after failed patches: %s", g.Raw)
 	}
+	// Setting what is already there changes nothing: no user.updated
+	// (one per call would let a session flood every webhook).
+	n := len(ts.outbox())
+	for i := 0; i < 3; i++ {
+		wantOK(t, ts.do("PATCH", "/api/v1/user", tok, map[string]any{"firstName": "Pat", "email": "New@example.com"}))
+	}
+	if got := ts.outboxSince(n); len(got) != 0 {
+		t.Fatalf("no-op patches emitted %v", got)
+	}
 
 	wantOK(t, ts.do("DELETE", "/api/v1/user", tok, nil))
 	for _, c := range []struct{ method, path string }{{"GET", "/api/v1/user"}, {"GET", "/api/v1/session"}, {"GET", "/api/v1/me"}, {"DELETE", "/api/v1/user"}, {"POST", "/api/v1/logout"}} {

@@ -158,3 +158,42 @@ func TestSMSPhoneChangeAfterStepUp(t *testing.T) {
 		})
 	}
 }
+
+// TestStolenSessionCannotMintFactors performs the attacker review's
+// bypass of the phone binding: a session that neither signed in nor
+// stepped up in the last 10 minutes, on an account with SMS enrolled,
+// enrolled its own TOTP (a step-up of its own making), or generated
+// backup codes (a backup-code login is a step-up and a new session), or
+// added a passkey (a login that outlives the session). Each is now 403
+// STEP_UP_REQUIRED and changes nothing; after a step-up with the
+// enrolled phone they work. A fresh sign-in counts as recent.
+func TestStolenSessionCannotMintFactors(t *testing.T) {
+	ts, fake := newSMSServer(t)
+	tok := str(t, ts.login("owner@example.com").Body, "token")
+	ts.enrollPhone(fake, tok, phoneOwner)
+	ts.Clock.Advance(auth.StepUpWindow + time.Second)
+
+	attempts := []struct{ path string }{
+		{"/api/v1/totp/enroll"}, {"/api/v1/backup-codes/generate"}, {"/api/v1/passkey/register/start"},
+	}
+	n := len(ts.outbox())
+	for _, c := range attempts {
+		r := ts.do("POST", c.path, tok, map[string]any{})
+		wantError(t, r, 403, "STEP_UP_REQUIRED")
+	}
+	if got := ts.outboxSince(n); len(got) != 0 {
+		t.Fatalf("refused calls emitted %v", got)
+	}
+
+	// A step-up with the enrolled phone's code opens them again.
+	wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{}))
+	_, code := fake.last(t)
+	wantOK(t, ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": code}))
+	for _, c := range attempts {
+		wantOK(t, ts.do("POST", c.path, tok, map[string]any{}))
+	}
+
+	// A fresh sign-in is recent authentication too.
+	fresh := str(t, ts.login("owner@example.com").Body, "token")
+	wantOK(t, ts.do("POST", "/api/v1/backup-codes/generate", fresh, map[string]any{}))
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"latchkey/internal/background"
 	"latchkey/store"
 )
 
@@ -31,10 +32,12 @@ func RetryDelay(n int) time.Duration {
 	return retryDelays[n-1]
 }
 
-// Queue sends the store's queued mail. The scheduler calls RunOnce when
-// a send call has queued something and on a timer; a message leaves the
-// queue only once it was handed over (or failed for good), so a restart
-// loses none and may at worst send one twice.
+// Queue sends the store's queued mail. Start runs it in a goroutine of
+// its own until Close: RunOnce at start, whenever woken (Wake, after a
+// commit that queued a message), at the next retry time and at least
+// every Interval. Tests may call RunOnce themselves instead. A message
+// leaves the queue only once it was handed over (or failed for good), so
+// a restart loses none and may at worst send one twice.
 type Queue struct {
 	DB        *store.DB
 	Keys      *store.Keyring
@@ -44,12 +47,14 @@ type Queue struct {
 	Logger    *slog.Logger
 	// Concurrency bounds sends in flight (default 8).
 	Concurrency int
-	// Wake, when set, is called at the next retry time so the owner runs
-	// RunOnce again.
-	Wake func()
+	// Interval is the longest time between runs once started (default
+	// a minute).
+	Interval time.Duration
 
-	mu    sync.Mutex
-	timer *time.Timer
+	task    background.Task // the goroutine of Start
+	mu      sync.Mutex
+	started bool        // Start was called: retries arm the timer
+	timer   *time.Timer // wakes the task at the next retry
 
 	// The transport's configuration failure, for ConfigError and the
 	// once-a-minute log line.
@@ -239,9 +244,13 @@ func (q *Queue) render(sm *store.Mail) (*Message, error) {
 	return m, nil
 }
 
-// armTimer schedules a wake-up at the earliest pending retry.
+// armTimer schedules a wake-up at the earliest pending retry (once
+// started; a test driving RunOnce by hand retries when it likes).
 func (q *Queue) armTimer() error {
-	if q.Wake == nil {
+	q.mu.Lock()
+	started := q.started
+	q.mu.Unlock()
+	if !started {
 		return nil
 	}
 	var next time.Time
@@ -272,8 +281,32 @@ func (q *Queue) armTimer() error {
 	return nil
 }
 
-// Close stops the retry timer.
+// Start runs the queue until Close: RunOnce at once (mail queued before
+// a restart), whenever woken, at the next retry time and at least every
+// Interval. Sends run under the queue's own context, which Close
+// cancels.
+func (q *Queue) Start() {
+	interval := q.Interval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	q.mu.Lock()
+	q.started = true
+	q.mu.Unlock()
+	q.task.Name, q.task.Interval, q.task.AtStart, q.task.Run, q.task.Logger = "mail", interval, true, q.RunOnce, q.Logger
+	q.task.Quiet = store.WriteFailed // the store logs failed writes once a minute
+	q.task.Start()
+}
+
+// Wake makes the queue run again soon (a send call queued a message). It
+// never blocks.
+func (q *Queue) Wake() { q.task.Wake() }
+
+// Close stops the queue: it cancels its context (a send in progress is
+// abandoned; its message stays queued), waits for the run in progress,
+// and stops the retry timer.
 func (q *Queue) Close() {
+	q.task.Close()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.timer != nil {

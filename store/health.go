@@ -16,6 +16,10 @@ import (
 // the same write may succeed later. errors.Is finds the cause too.
 var ErrWriteFailed = errors.New("store: write failed")
 
+// WriteFailed reports whether err is (or wraps) ErrWriteFailed: a write
+// the store could not commit, which it logs itself once a minute.
+func WriteFailed(err error) bool { return errors.Is(err, ErrWriteFailed) }
+
 // WriteFailureLogInterval is how often failing writes are logged: one
 // line per interval with their count, not one per failed write.
 const WriteFailureLogInterval = time.Minute

@@ -118,3 +118,29 @@ func (tx *Tx) DeleteUserSessions(userID string) error {
 	}
 	return nil
 }
+
+// RecentUserSessions returns up to limit of userID's sessions, newest
+// first (ids are time-ordered UUIDs), and whether older ones remain. It
+// reads at most limit+1 index entries, so a user with many sessions costs
+// no more than one with limit of them.
+func (tx *Tx) RecentUserSessions(userID string, limit int) ([]*Session, bool, error) {
+	out := []*Session{}
+	prefix := compound(userID, "")
+	c := tx.bucket(bucketUserSessions).Cursor()
+	k, _ := c.Seek(append(clone(prefix), 0xff))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Prev() {
+		s, err := tx.Session(string(k[len(prefix):]))
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, false, err
+		}
+		out = append(out, s)
+	}
+	return out, k != nil && bytes.HasPrefix(k, prefix), nil
+}

@@ -291,3 +291,30 @@ func (tx *Tx) DeliveryCount(webhookID string) int {
 	}
 	return n
 }
+
+// DeliveriesBefore returns up to limit attempts for webhookID whose Seq
+// is below before (0: from the newest), newest first, and whether older
+// ones remain: a page that costs its own rows at any depth.
+func (tx *Tx) DeliveriesBefore(webhookID string, before uint64, limit int) ([]*Delivery, bool, error) {
+	out := []*Delivery{}
+	prefix := compound(webhookID, "")
+	c := tx.bucket(bucketDeliveries).Cursor()
+	seek := append(clone(prefix), u64(before)...)
+	if before == 0 {
+		seek = append(clone(prefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	}
+	k, v := c.Seek(seek)
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Prev() {
+		var d Delivery
+		if err := jsonDecode(v, &d); err != nil {
+			return nil, false, err
+		}
+		out = append(out, &d)
+	}
+	return out, k != nil && bytes.HasPrefix(k, prefix), nil
+}

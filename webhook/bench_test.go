@@ -73,7 +73,7 @@ func benchDelivery(b *testing.B, hooks int, ordered bool) {
 	want := int64(events * hooks)
 	wake := make(chan struct{}, 1)
 	w := &webhook.Worker{DB: db, Keys: keys, Now: time.Now, Logger: slog.New(slog.DiscardHandler),
-		Wake: func() {
+		OnWake: func() {
 			select {
 			case wake <- struct{}{}:
 			default:

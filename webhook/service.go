@@ -209,12 +209,17 @@ func (s *Service) AdminList(projectID string) ([]AdminView, error) {
 		}
 		slices.SortStableFunc(ws, func(a, b *store.Webhook) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		for _, w := range ws {
-			out = append(out, AdminView{ID: w.ID, ProjectID: w.ProjectID, URL: w.URL, EventTypes: w.EventTypes,
-				Mode: w.Mode, CreatedAt: w.CreatedAt.UTC().Format(timeFormat)})
+			out = append(out, adminView(w))
 		}
 		return nil
 	})
 	return out, err
+}
+
+// adminView returns the operator's view of w.
+func adminView(w *store.Webhook) AdminView {
+	return AdminView{ID: w.ID, ProjectID: w.ProjectID, URL: w.URL, EventTypes: w.EventTypes,
+		Mode: w.Mode, CreatedAt: w.CreatedAt.UTC().Format(timeFormat)}
 }
 
 // timeFormat is RFC 3339 UTC with milliseconds.
@@ -258,26 +263,31 @@ func (s *Service) Deliveries(projectID, mode, id string, limit int) ([]DeliveryV
 		}
 		ds, err := tx.Deliveries(id, limit)
 		for _, d := range ds {
-			v := DeliveryView{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Attempt: d.Attempt, Status: d.Status,
-				DurationMS: d.DurationMS, CreatedAt: d.CreatedAt.UTC().Format(timeFormat)}
-			if v.ID == "" {
-				v.ID = strconv.FormatUint(d.Seq, 10) // a record from before ids
-			}
-			if d.ResponseStatus != 0 {
-				rs := d.ResponseStatus
-				v.ResponseStatus = &rs
-			}
-			if d.Error != "" {
-				e := d.Error
-				v.Error = &e
-			}
-			if d.NextAttemptAt != nil {
-				n := d.NextAttemptAt.UTC().Format(timeFormat)
-				v.NextAttemptAt = &n
-			}
-			out = append(out, v)
+			out = append(out, viewDelivery(d))
 		}
 		return err
 	})
 	return out, err
+}
+
+// viewDelivery returns the API view of d.
+func viewDelivery(d *store.Delivery) DeliveryView {
+	v := DeliveryView{ID: d.ID, EventID: d.EventID, EventType: d.EventType, Attempt: d.Attempt, Status: d.Status,
+		DurationMS: d.DurationMS, CreatedAt: d.CreatedAt.UTC().Format(timeFormat)}
+	if v.ID == "" {
+		v.ID = strconv.FormatUint(d.Seq, 10) // a record from before ids
+	}
+	if d.ResponseStatus != 0 {
+		rs := d.ResponseStatus
+		v.ResponseStatus = &rs
+	}
+	if d.Error != "" {
+		e := d.Error
+		v.Error = &e
+	}
+	if d.NextAttemptAt != nil {
+		n := d.NextAttemptAt.UTC().Format(timeFormat)
+		v.NextAttemptAt = &n
+	}
+	return v
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"latchkey/internal/background"
 	"latchkey/store"
 )
 
@@ -30,6 +31,10 @@ import (
 // them at once, in due order but without ordering between them, so a
 // backlog drains at full speed; it returns to one at a time once the
 // backlog is down to Backlog.
+//
+// Start runs the worker in a goroutine of its own (RunOnce at start,
+// when woken and every Interval) until Close; tests may instead call
+// RunOnce themselves, with OnWake telling them when to call it again.
 type Worker struct {
 	DB     *store.DB
 	Keys   *store.Keyring
@@ -48,9 +53,13 @@ type Worker struct {
 	// Backlog is how many due jobs a webhook may have waiting before its
 	// deliveries stop being one at a time (default 64).
 	Backlog int
-	// Wake is called when an attempt's outcome is recorded, so the owner
-	// runs RunOnce again (a retry may need the timer, a slot may be free).
-	Wake func()
+	// Interval is the longest time between runs once started (default
+	// a minute): Wake and the retry timers start most of them.
+	Interval time.Duration
+	// OnWake, when set, is called whenever the worker wakes itself (an
+	// attempt's outcome is recorded, a retry or the pacing falls due), so
+	// a test driving RunOnce by hand runs it again.
+	OnWake func()
 	// Busy, when set, reports that the API is saturated. While it does,
 	// the worker yields to the API: it starts at most one delivery per
 	// BusyPace (default 2 ms), so a backlog keeps draining at a small,
@@ -63,6 +72,8 @@ type Worker struct {
 	// commits: "succeeded", "pending" (failed, retried later) or
 	// "failed" (failed for good). It must be quick (metrics).
 	Outcome func(status string)
+
+	task background.Task // the goroutine of Start
 
 	mu        sync.Mutex
 	inflight  map[uint64]bool  // seqs of claimed jobs: attempts in flight and outcomes being recorded
@@ -111,9 +122,6 @@ func (w *Worker) init() {
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
-	if w.Wake == nil {
-		w.Wake = func() {}
-	}
 	if w.BusyPace <= 0 {
 		w.BusyPace = 2 * time.Millisecond
 	}
@@ -140,12 +148,36 @@ func (w *Worker) RunOnce(ctx context.Context) error {
 	return w.dispatch(ctx)
 }
 
+// Start runs the worker until Close: RunOnce at once (deliveries left
+// from before a restart), whenever woken, and at least every Interval.
+// Deliveries run under the worker's own context, which Close cancels.
+func (w *Worker) Start() {
+	interval := w.Interval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	w.task.Name, w.task.Interval, w.task.AtStart, w.task.Run, w.task.Logger = "webhooks", interval, true, w.RunOnce, w.Logger
+	w.task.Quiet = store.WriteFailed // the store logs failed writes once a minute
+	w.task.Start()
+}
+
+// Wake makes the worker run again soon: after a commit that wrote
+// outbox events, and when it wakes itself. It never blocks.
+func (w *Worker) Wake() {
+	w.task.Wake()
+	if w.OnWake != nil {
+		w.OnWake()
+	}
+}
+
 // Wait blocks until every delivery in flight has finished.
 func (w *Worker) Wait() { w.wg.Wait() }
 
-// Close stops the retry timer, starts no more deliveries and waits for
-// those in flight.
+// Close stops the worker: it cancels its context (a delivery in flight
+// ends, its job stays queued for a later attempt), stops the retry
+// timers, starts no more deliveries, and waits for those in flight.
 func (w *Worker) Close() {
+	w.task.Close()
 	w.mu.Lock()
 	w.closed = true
 	if w.timer != nil {

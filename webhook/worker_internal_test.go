@@ -51,7 +51,7 @@ func TestWorkerForgetsSecrets(t *testing.T) {
 		}
 	}
 	recorded := make(chan struct{}, 16)
-	w := &Worker{DB: db, Keys: keys, Now: time.Now, Logger: slog.New(slog.DiscardHandler), Wake: func() { recorded <- struct{}{} }}
+	w := &Worker{DB: db, Keys: keys, Now: time.Now, Logger: slog.New(slog.DiscardHandler), OnWake: func() { recorded <- struct{}{} }}
 	t.Cleanup(w.Close)
 	lanes := func() []string {
 		w.mu.Lock()

@@ -51,7 +51,7 @@ func newWorker(t *testing.T, n int, urls ...string) (*webhook.Worker, <-chan str
 	}
 	wake := make(chan struct{}, 1)
 	w := &webhook.Worker{DB: db, Keys: keys, Now: time.Now, Logger: slog.New(slog.DiscardHandler),
-		Wake: func() {
+		OnWake: func() {
 			select {
 			case wake <- struct{}{}:
 			default:

@@ -1,0 +1,269 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/config"
+	"github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/helpers"
+)
+
+// The test servers validate every request and response that passes
+// through them against the OpenAPI document (httpapi/openapi.json), so
+// each handler test also checks that the document describes what the
+// server really answers. A mismatch fails the test that made the call.
+//
+// The rules, for each request outside the HTML dashboard and the demo
+// page (specSkipped), and other than a CORS preflight (checkPreflight):
+//   - a method and path the document lacks must be answered 404
+//     NOT_FOUND or 405 METHOD_NOT_ALLOWED, as the router does for what it
+//     does not serve;
+//   - a request the document calls invalid (a missing required field, a
+//     wrong type, no Authorization header where one is required) must
+//     not succeed: its answer must be 4xx or 5xx;
+//   - every answer must be documented for its operation: its status, its
+//     content type, its required headers, and its body against the
+//     schema, strictly: a field the schema does not declare is a
+//     mismatch, so a field the server adds must be added to the
+//     document too (the document itself lets clients ignore unknown
+//     fields; the tests do not).
+
+// specValidators are the OpenAPI document's validators, built once per
+// test binary.
+type specValidators struct {
+	// responses checks answers strictly: undeclared fields are errors.
+	responses validator.Validator
+	// requests checks requests as the server reads them: unknown body
+	// fields are allowed (the server ignores them).
+	requests validator.Validator
+	// mu serialises validation: the validators' schema caches are
+	// shared by every test server's handler goroutines.
+	mu sync.Mutex
+}
+
+var loadSpec = sync.OnceValues(func() (*specValidators, error) {
+	raw, err := os.ReadFile("openapi.json")
+	if err != nil {
+		return nil, err
+	}
+	build := func(opts ...config.Option) (validator.Validator, error) {
+		doc, err := libopenapi.NewDocument(raw)
+		if err != nil {
+			return nil, err
+		}
+		v, errs := validator.NewValidator(doc, append(opts, config.WithFormatAssertions())...)
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("openapi.json: %v", errs)
+		}
+		return v, nil
+	}
+	// The WebAuthn options are go-webauthn's JSON, passed through to
+	// the browser library as they are: not described field by field.
+	// CORS answer headers are described once, in info.description, not
+	// on every response of every browser endpoint.
+	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**"),
+		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"))
+	if err != nil {
+		return nil, err
+	}
+	req, err := build()
+	if err != nil {
+		return nil, err
+	}
+	return &specValidators{responses: res, requests: req}, nil
+})
+
+// specSkipped reports the paths that are not API: the dashboard's HTML
+// pages and the passkey demo page with its forwarding calls.
+func specSkipped(path string) bool {
+	return path == "/admin" || strings.HasPrefix(path, "/admin/") || strings.HasPrefix(path, "/demo/")
+}
+
+// specChecked wraps an API handler so that every exchange through it is
+// validated against the document; mismatches fail t.
+func specChecked(t testing.TB, next http.Handler) http.Handler {
+	spec, err := loadSpec()
+	if err != nil {
+		t.Fatalf("OpenAPI document: %v", err)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if specSkipped(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("OpenAPI check: reading the request body: %v", err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		req := r.Clone(r.Context())
+		rec := &specRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if !rec.wrote {
+			rec.status = http.StatusOK
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if len(body) > 0 && req.Header.Get("Content-Type") == "" {
+			// The server reads a body without a Content-Type as JSON.
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res := &http.Response{StatusCode: rec.status, Header: w.Header().Clone(), Request: req,
+			Body: io.NopCloser(bytes.NewReader(rec.body.Bytes()))}
+		if problems := spec.check(req, body, res, rec.body.Bytes()); len(problems) > 0 {
+			t.Errorf("OpenAPI mismatch: %s %s -> %d\n  %s\n  request body: %s\n  response body: %s",
+				r.Method, r.URL.RequestURI(), rec.status, strings.Join(problems, "\n  "), clipBody(body), clipBody(rec.body.Bytes()))
+		}
+	})
+}
+
+// check returns the ways an exchange disagrees with the document.
+func (s *specValidators) check(req *http.Request, reqBody []byte, res *http.Response, resBody []byte) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var problems []string
+	if req.Method == http.MethodOptions {
+		// CORS preflights are not operations of the document (its
+		// description explains them): 204, or the refusal envelope.
+		return checkPreflight(res, resBody)
+	}
+	if p := req.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		// No documented path ends in a slash; the validator would
+		// match one that differs only by it, the router does not.
+		if res.StatusCode != http.StatusNotFound {
+			return []string{fmt.Sprintf("a path with a trailing slash answered %d, want 404", res.StatusCode)}
+		}
+		return checkUnrouted(res, resBody)
+	}
+	_, reqErrs := s.requests.ValidateHttpRequestSync(req)
+	for _, e := range reqErrs {
+		if e.ValidationType == helpers.PathValidation {
+			// Not an operation of the document: the server must not
+			// serve it either.
+			if res.StatusCode != http.StatusNotFound && res.StatusCode != http.StatusMethodNotAllowed {
+				return []string{fmt.Sprintf("not in the document (%s), but the server answered %d", e.Message, res.StatusCode)}
+			}
+			return checkUnrouted(res, resBody)
+		}
+	}
+	if res.StatusCode < 400 {
+		for _, e := range reqErrs {
+			problems = append(problems, "the server accepted a request the document calls invalid: "+describe(e))
+		}
+	}
+	strict := s.responses
+	if req.URL.Path == "/api/v1/openapi.json" {
+		// The document describes its own top level only; its validity
+		// is TestOpenAPIDocumentValid's.
+		strict = s.requests
+	}
+	if _, resErrs := strict.ValidateHttpResponse(req, res); len(resErrs) > 0 {
+		for _, e := range resErrs {
+			problems = append(problems, "response: "+describe(e))
+		}
+	}
+	return problems
+}
+
+// checkUnrouted checks the router's own answer to an unknown path or
+// method: the error envelope with NOT_FOUND or METHOD_NOT_ALLOWED.
+func checkUnrouted(res *http.Response, body []byte) []string {
+	var env struct {
+		Success *bool  `json:"success"`
+		Error   string `json:"error"`
+		Code    string `json:"code"`
+	}
+	want := map[int]string{http.StatusNotFound: "NOT_FOUND", http.StatusMethodNotAllowed: "METHOD_NOT_ALLOWED"}[res.StatusCode]
+	if err := json.Unmarshal(body, &env); err != nil || env.Success == nil || *env.Success || env.Error == "" || env.Code != want {
+		return []string{fmt.Sprintf("an unrouted request's answer is not the %s envelope", want)}
+	}
+	return nil
+}
+
+// checkPreflight checks the answer to an OPTIONS request: 204 without a
+// body, 403 ORIGIN_NOT_ALLOWED, or the router's 404/405.
+func checkPreflight(res *http.Response, body []byte) []string {
+	switch res.StatusCode {
+	case http.StatusNoContent:
+		if len(body) > 0 {
+			return []string{"a preflight's 204 has a body"}
+		}
+		return nil
+	case http.StatusForbidden:
+		var env struct {
+			Success *bool  `json:"success"`
+			Code    string `json:"code"`
+		}
+		if json.Unmarshal(body, &env) != nil || env.Success == nil || *env.Success || env.Code != "ORIGIN_NOT_ALLOWED" {
+			return []string{"a preflight's 403 is not the ORIGIN_NOT_ALLOWED envelope"}
+		}
+		return nil
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		return checkUnrouted(res, body)
+	}
+	return []string{fmt.Sprintf("a preflight answered %d, want 204, 403, 404 or 405", res.StatusCode)}
+}
+
+// describe words one validation error with its schema failures.
+func describe(e *errors.ValidationError) string {
+	var b strings.Builder
+	b.WriteString(e.Message)
+	if e.Reason != "" && e.Reason != e.Message {
+		b.WriteString(": " + e.Reason)
+	}
+	for _, f := range e.SchemaValidationErrors {
+		fmt.Fprintf(&b, "\n      - %s (at %s)", f.Reason, f.FieldPath)
+	}
+	return b.String()
+}
+
+func clipBody(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
+}
+
+// specRecorder passes a response through while keeping its status and
+// (the first MiB of) its body.
+type specRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (r *specRecorder) WriteHeader(code int) {
+	if !r.wrote && code >= 200 {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *specRecorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.body.Len() < 1<<20 {
+		r.body.Write(b)
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *specRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *specRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
