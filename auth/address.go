@@ -108,7 +108,7 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 				return err
 			}
 			if direct {
-				u.Email, u.EmailVerified, u.Provisional, changed = email, boolPtr(false), false, true
+				u.Email, u.EmailVerified, changed = email, boolPtr(false), true
 			} else {
 				if e, err := s.sendAddressCode(tx, p, u, email, now); err != nil {
 					return err
@@ -295,7 +295,7 @@ func (s *Service) VerifyAddress(pr *Principal, code string, m Meta) (*store.User
 			return err
 		}
 		old := u.Email
-		u.Email, u.EmailVerified, u.Provisional, u.UpdatedAt = c.Email, boolPtr(true), false, now
+		u.Email, u.EmailVerified, u.UpdatedAt = c.Email, boolPtr(true), now
 		if err := tx.PutUser(u); err != nil {
 			return err
 		}

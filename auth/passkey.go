@@ -360,7 +360,7 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 			}
 			// Nobody proved the address: the account is unverified
 			// until its user confirms it (decisions.md §15).
-			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now, EmailVerified: boolPtr(false), Provisional: true}
+			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now, EmailVerified: boolPtr(false)}
 			wu = &waUser{id: u.ID, name: u.Email}
 		} else {
 			if u, err = s.sessionUserTx(tx, pr); err != nil {

@@ -11,11 +11,9 @@ import (
 // the address from their session, or an app vouched for it (an external
 // method); a passkey sign-up by email, and an address changed directly
 // (emailChange "direct"), leave it false. A sign-in by code or link that
-// proves the address of a provisional account (a passkey sign-up that
-// never proved its address) replaces that account (replaceUnverified):
-// whoever registered the address first without proving it cannot keep
-// it. An account left unverified by a direct change (the app vouched for
-// the address) is only marked verified by such a sign-in.
+// proves the address of an unverified account replaces that account
+// (replaceUnverified): whoever registered the address first without
+// proving it cannot keep it.
 
 // settleVerified makes u.EmailVerified definite and reports whether it
 // was not (a row written before the field existed), so the caller may
@@ -42,7 +40,6 @@ func settleVerified(tx *store.Tx, u *store.User) (changed bool, err error) {
 		}
 	}
 	u.EmailVerified = &verified
-	u.Provisional = !verified
 	return true, nil
 }
 
@@ -55,7 +52,7 @@ func (s *Service) setVerified(tx *store.Tx, u *store.User) error {
 	if isVerified(u) {
 		return nil
 	}
-	u.EmailVerified, u.Provisional = boolPtr(true), false
+	u.EmailVerified = boolPtr(true)
 	u.UpdatedAt = s.now().UTC()
 	return tx.PutUser(u)
 }
@@ -63,9 +60,8 @@ func (s *Service) setVerified(tx *store.Tx, u *store.User) error {
 // provenUser returns p's user with email for a sign-in that proved the
 // address (an email code or a magic link; an app vouching for it): a new
 // user when there is none (user.registered), the account marked verified
-// when it is, and, when the account is provisional (created unproven by
-// a passkey sign-up), a new user replacing it (replaceUnverified); an
-// account left unverified by a direct address change is marked verified. A disabled account is returned as it is, for
+// when it is, and, when the account is unverified, a new user replacing
+// it (replaceUnverified). A disabled account is returned as it is, for
 // the caller's 403. isNew is true for a created user.
 func (s *Service) provenUser(tx *store.Tx, p *store.Project, email string) (u *store.User, isNew bool, err error) {
 	u, err = tx.UserByEmail(p.ID, email)
@@ -87,11 +83,6 @@ func (s *Service) provenUser(tx *store.Tx, p *store.Project, email string) (u *s
 			err = tx.PutUser(u)
 		}
 		return u, false, err
-	}
-	if !u.Provisional {
-		// Unverified after a direct address change: the app vouched
-		// for the address then, and this sign-in proves it now.
-		return u, false, s.setVerified(tx, u)
 	}
 	u, err = s.replaceUnverified(tx, p, u)
 	return u, err == nil, err

@@ -63,8 +63,8 @@ func TestSettleVerified(t *testing.T) {
 
 func ptrTime(t time.Time) *time.Time { return &t }
 
-// TestProvenUserReplacesUnverified: proving the address of a provisional
-// (unverified, never proven) account deletes it (its sessions, factors and passkeys; user.deleted)
+// TestProvenUserReplacesUnverified: proving the address of an unverified
+// account deletes it (its sessions, factors and passkeys; user.deleted)
 // and creates a new verified user (user.registered) in one transaction;
 // a verified account is kept; a disabled one is returned as it is.
 func TestProvenUserReplacesUnverified(t *testing.T) {
@@ -72,7 +72,7 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 	p := f.project()
 	victim, pr := f.signIn(p, "victim@example.com")
 	if err := f.db.Update(func(tx *store.Tx) error {
-		victim.EmailVerified, victim.Provisional = boolPtr(false), true
+		victim.EmailVerified = boolPtr(false)
 		if err := tx.PutUser(victim); err != nil {
 			return err
 		}

@@ -22,12 +22,6 @@ type User struct {
 	// sent to it, or an app vouching for it). Nil in rows written before
 	// the field existed; auth settles those (see auth's settleVerified).
 	EmailVerified *bool `json:"emailVerified,omitempty"`
-	// Provisional marks an account created without proof of its address
-	// (a passkey sign-up by email) that has not proven it since. Only a
-	// provisional account is replaced when someone proves its address;
-	// an address changed directly (emailChange "direct") is unverified
-	// but not provisional.
-	Provisional bool `json:"provisional,omitempty"`
 }
 
 // User returns the user with id.
