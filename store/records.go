@@ -28,9 +28,6 @@ func encodeUser(u *User) []byte {
 			flags |= 4
 		}
 	}
-	if u.Provisional {
-		flags |= 8
-	}
 	b = append(b, flags)
 	b = appendTime(b, u.CreatedAt)
 	return appendTime(b, u.UpdatedAt)
@@ -54,7 +51,6 @@ func decodeUser(k, v []byte) (*User, error) {
 		verified := flags&4 != 0
 		u.EmailVerified = &verified
 	}
-	u.Provisional = flags&8 != 0
 	u.CreatedAt = d.time()
 	u.UpdatedAt = d.time()
 	return u, d.done()
