@@ -23,9 +23,9 @@ import (
 	"time"
 
 	"latchkey/auth"
+	"latchkey/internal/storetest"
 	"latchkey/mail"
 	"latchkey/store"
-	"latchkey/internal/storetest"
 )
 
 // The growth benchmark's data: what the product is built for, a million

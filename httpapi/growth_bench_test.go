@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"latchkey/auth"
-	"latchkey/store"
 	"latchkey/internal/storetest"
+	"latchkey/store"
 )
 
 // BenchmarkLoginBytes measures how much of the data file an email OTP
