@@ -77,7 +77,7 @@ var ErrBadEventField = errors.New("store: project id or failure code holds a NUL
 // project's and all projects') and its project's event count, in tx. When
 // the project is over the cap its oldest events go, a few per call. It
 // sets e.Pos.
-func (tx *Tx) AddAuthEvent(e *AuthEvent) error {
+func (tx *boltTx) AddAuthEvent(e *AuthEvent) error {
 	kind := e.kind()
 	if strings.IndexByte(e.ProjectID, 0) >= 0 || strings.IndexByte(kind, 0) >= 0 {
 		return ErrBadEventField
@@ -117,7 +117,7 @@ func (tx *Tx) AddAuthEvent(e *AuthEvent) error {
 	return nil
 }
 
-func (tx *Tx) maxEvents() int {
+func (tx *boltTx) maxEvents() int {
 	if tx.db == nil || tx.db.maxEvents <= 0 {
 		return DefaultMaxEventsPerProject
 	}
@@ -126,7 +126,7 @@ func (tx *Tx) maxEvents() int {
 
 // kindPrefixes returns the index prefixes of scope's kinds, one seek per
 // kind.
-func (tx *Tx) kindPrefixes(scope string) [][]byte {
+func (tx *boltTx) kindPrefixes(scope string) [][]byte {
 	var out [][]byte
 	base := compound(scope, "")
 	c := tx.bucket(bucketEventIndex).Cursor()
@@ -145,7 +145,7 @@ func (tx *Tx) kindPrefixes(scope string) [][]byte {
 
 // indexScopes returns every scope that has indexed events, one seek per
 // scope.
-func (tx *Tx) indexScopes() []string {
+func (tx *boltTx) indexScopes() []string {
 	var out []string
 	c := tx.bucket(bucketEventIndex).Cursor()
 	for k, _ := c.First(); k != nil; {
@@ -161,7 +161,7 @@ func (tx *Tx) indexScopes() []string {
 
 // deleteOldestEvent deletes scope's oldest event and returns how many the
 // scope keeps.
-func (tx *Tx) deleteOldestEvent(scope string) (uint64, error) {
+func (tx *boltTx) deleteOldestEvent(scope string) (uint64, error) {
 	var oldest []byte
 	c := tx.bucket(bucketEventIndex).Cursor()
 	for _, p := range tx.kindPrefixes(scope) {
@@ -202,7 +202,7 @@ type AuthEventFilter struct {
 // AuthEvents returns up to f.Limit events matching f, newest first, and
 // whether more match after them. It reads only matching events: one index
 // range per (project, outcome) it needs, merged.
-func (tx *Tx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
+func (tx *boltTx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = int(^uint(0) >> 1)
@@ -253,7 +253,7 @@ func (tx *Tx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
 // first, with their index entries, and returns how many it deleted; while
 // that is max, more may be left for another transaction. It walks only
 // the events it deletes.
-func (tx *Tx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
+func (tx *boltTx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
 	events, index := tx.bucket(bucketEvents), tx.bucket(bucketEventIndex)
 	end := PosBefore(cutoff).key()
 	removed := map[string]int64{}
@@ -284,7 +284,7 @@ func (tx *Tx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
 // TrimAuthEvents deletes, oldest first, up to max events of projects that
 // hold more than the cap (after the cap was lowered, or from a file that
 // predates it) and returns how many it deleted.
-func (tx *Tx) TrimAuthEvents(max int) (int, error) {
+func (tx *boltTx) TrimAuthEvents(max int) (int, error) {
 	limit := uint64(tx.maxEvents())
 	n := 0
 	for _, t := range tx.totals() {
@@ -300,6 +300,6 @@ func (tx *Tx) TrimAuthEvents(max int) (int, error) {
 
 // AuthEventCount returns how many events projectID keeps ("" for the
 // events that name no project).
-func (tx *Tx) AuthEventCount(projectID string) int {
-	return int(getU64(tx.bucket(bucketEventCounts).Get(totalKey(projectID))))
+func (tx *boltTx) AuthEventCount(projectID string) (int, error) {
+	return int(getU64(tx.bucket(bucketEventCounts).Get(totalKey(projectID)))), nil
 }

@@ -14,9 +14,9 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-func openTestDB(t *testing.T, opt Options) *DB {
+func openTestDB(t *testing.T, opt Options) *boltDB {
 	t.Helper()
-	db, _, err := Open(filepath.Join(t.TempDir(), "ev.db"), opt)
+	db, _, err := openBolt(filepath.Join(t.TempDir(), "ev.db"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,9 +31,9 @@ func openTestDB(t *testing.T, opt Options) *DB {
 
 // checkEventIndex fails unless every event has exactly its index entry
 // and every scope's total equals its events.
-func checkEventIndex(t *testing.T, db *DB) {
+func checkEventIndex(t *testing.T, db *boltDB) {
 	t.Helper()
-	db.View(func(tx *Tx) error {
+	db.viewTx(func(tx *boltTx) error {
 		want := map[string]bool{}
 		per := map[string]uint64{}
 		tx.bucket(bucketEvents).ForEach(func(k, v []byte) error {
@@ -57,7 +57,7 @@ func checkEventIndex(t *testing.T, db *DB) {
 			t.Fatalf("%d index keys for %d events", n, len(want))
 		}
 		for scope, c := range per {
-			if got := tx.AuthEventCount(scope); got != int(c) {
+			if got := must(tx.AuthEventCount(scope)); got != int(c) {
 				t.Fatalf("scope %q: total %d, holds %d", scope, got, c)
 			}
 		}
@@ -135,9 +135,9 @@ func TestEventPos(t *testing.T) {
 }
 
 // addEvents stores events in one transaction.
-func addEvents(t *testing.T, db *DB, evs []*AuthEvent) {
+func addEvents(t *testing.T, db *boltDB, evs []*AuthEvent) {
 	t.Helper()
-	if err := db.Update(func(tx *Tx) error {
+	if err := db.updateTx(func(tx *boltTx) error {
 		for _, e := range evs {
 			if err := tx.AddAuthEvent(e); err != nil {
 				return err
@@ -202,7 +202,7 @@ func TestAuthEventQueries(t *testing.T) {
 					}
 					var evs []*AuthEvent
 					var more bool
-					db.View(func(tx *Tx) error {
+					db.viewTx(func(tx *boltTx) error {
 						var err error
 						evs, more, err = tx.AuthEvents(f)
 						return err
@@ -225,7 +225,7 @@ func TestAuthEventQueries(t *testing.T) {
 		}
 	}
 	// Before a time: events older than it.
-	db.View(func(tx *Tx) error {
+	db.viewTx(func(tx *boltTx) error {
 		evs, _, _ := tx.AuthEvents(AuthEventFilter{Before: PosBefore(t0.Add(time.Second)), Limit: 10})
 		if len(evs) != 3 || !evs[0].CreatedAt.Equal(t0) {
 			t.Fatalf("before t0+1s: %d events", len(evs))
@@ -249,7 +249,7 @@ func TestAuthEventCap(t *testing.T) {
 	evs = append(evs, &AuthEvent{ID: "n0", FailureCode: "invalid_code", CreatedAt: t0})
 	addEvents(t, db, evs)
 	checkEventIndex(t, db)
-	db.View(func(tx *Tx) error {
+	db.viewTx(func(tx *boltTx) error {
 		got, _, _ := tx.AuthEvents(AuthEventFilter{ProjectID: "A", Limit: 100})
 		var ids []string
 		for _, e := range got {
@@ -258,11 +258,11 @@ func TestAuthEventCap(t *testing.T) {
 		if want := []string{"a11", "a10", "a9", "a8", "a7"}; !slices.Equal(ids, want) {
 			t.Fatalf("A keeps %v, want %v", ids, want)
 		}
-		if n := tx.AuthEventCount("A"); n != 5 {
+		if n := must(tx.AuthEventCount("A")); n != 5 {
 			t.Fatalf("A total %d", n)
 		}
-		if tx.AuthEventCount("B") != 1 || tx.AuthEventCount("") != 1 {
-			t.Fatalf("B %d, none %d", tx.AuthEventCount("B"), tx.AuthEventCount(""))
+		if must(tx.AuthEventCount("B")) != 1 || must(tx.AuthEventCount("")) != 1 {
+			t.Fatalf("B %d, none %d", must(tx.AuthEventCount("B")), must(tx.AuthEventCount("")))
 		}
 		// The hourly counters keep counting what happened.
 		hc, _ := tx.HourlyCounts("A", t0, t0)
@@ -279,15 +279,15 @@ func TestAuthEventCap(t *testing.T) {
 	// Lowering the cap: each new event trims a few, TrimAuthEvents the rest.
 	db.maxEvents = 2
 	addEvents(t, db, []*AuthEvent{{ID: "a12", ProjectID: "A", Success: true, CreatedAt: t0.Add(time.Hour)}})
-	db.Update(func(tx *Tx) error {
-		if n := tx.AuthEventCount("A"); n != 2 {
+	db.updateTx(func(tx *boltTx) error {
+		if n := must(tx.AuthEventCount("A")); n != 2 {
 			t.Fatalf("after one add under cap 2: %d", n)
 		}
 		return nil
 	})
 	db.maxEvents = 1
 	var trimmed int
-	db.Update(func(tx *Tx) error {
+	db.updateTx(func(tx *boltTx) error {
 		var err error
 		trimmed, err = tx.TrimAuthEvents(1000)
 		return err
@@ -309,13 +309,13 @@ func TestSweepAuthEvents(t *testing.T) {
 			CreatedAt: t0.Add(time.Duration(i) * time.Hour)})
 	}
 	addEvents(t, db, evs)
-	db.Update(func(tx *Tx) error {
+	db.updateTx(func(tx *boltTx) error {
 		return tx.AddSuppressed(SuppressedCount{Hour: t0, ProjectID: "A", Method: "magic_link", Action: "verify", FailureCode: "invalid_code", N: 3})
 	})
 	cutoff := t0.Add(20 * time.Hour)
 	due := func() (d bool) {
-		db.View(func(tx *Tx) error {
-			a, b, c := tx.EventSweepDue(cutoff)
+		db.viewTx(func(tx *boltTx) error {
+			a, b, c, _ := tx.EventSweepDue(cutoff)
 			d = a || b || c
 			return nil
 		})
@@ -327,7 +327,7 @@ func TestSweepAuthEvents(t *testing.T) {
 	total := 0
 	for {
 		var n int
-		if err := db.Update(func(tx *Tx) error {
+		if err := db.updateTx(func(tx *boltTx) error {
 			var err error
 			n, err = tx.SweepAuthEvents(cutoff, 7)
 			return err
@@ -343,7 +343,7 @@ func TestSweepAuthEvents(t *testing.T) {
 		t.Fatalf("swept %d, want 20", total)
 	}
 	checkEventIndex(t, db)
-	db.Update(func(tx *Tx) error {
+	db.updateTx(func(tx *boltTx) error {
 		evs, _, _ := tx.AuthEvents(AuthEventFilter{Limit: 1000})
 		if len(evs) != 30 || evs[len(evs)-1].ID != "20" {
 			t.Fatalf("%d events left, oldest %s", len(evs), evs[len(evs)-1].ID)
@@ -389,7 +389,7 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 		{ProjectID: "B", FailureCode: "expired", CreatedAt: t0},
 		{FailureCode: "invalid_code", CreatedAt: t0},
 	})
-	db.Update(func(tx *Tx) error {
+	db.updateTx(func(tx *boltTx) error {
 		for _, c := range []SuppressedCount{
 			{Hour: t0.Add(30 * time.Minute), Method: "magic_link", Action: "verify", FailureCode: "invalid_code", N: 40},
 			{Hour: t0, ProjectID: "A", Method: "external", Action: "confirm", FailureCode: "external_method_error", N: 5},
@@ -420,7 +420,7 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 		}
 		return out
 	}
-	db.View(func(tx *Tx) error {
+	db.viewTx(func(tx *boltTx) error {
 		a, _ := tx.HourlyCounts("A", t0, t0.Add(time.Hour))
 		if got, want := rows(a), []row{{0, "+", 1}, {0, "expired", 1}, {0, "external_method_error", 6}, {0, "suppressed", 6},
 			{1, "expired", 1}, {1, "external_method_error", 2}, {1, "suppressed", 2}}; !slices.Equal(got, want) {
@@ -457,7 +457,7 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 		}
 		return nil
 	})
-	if err := db.Update(func(tx *Tx) error {
+	if err := db.updateTx(func(tx *boltTx) error {
 		return tx.AddSuppressed(SuppressedCount{Hour: t0, ProjectID: "A\x00B", N: 1})
 	}); err != ErrBadEventField {
 		t.Fatalf("NUL in a project id: %v", err)
@@ -489,7 +489,7 @@ func TestMigrateEvents(t *testing.T) {
 				ev.SetSequence(n)
 				if interrupted {
 					// An upgrade that indexed the first chunk and stopped.
-					bt := &Tx{tx: tx}
+					bt := &boltTx{tx: tx}
 					for _, name := range allBuckets {
 						tx.CreateBucketIfNotExists(name)
 					}
@@ -511,20 +511,20 @@ func TestMigrateEvents(t *testing.T) {
 				return nil
 			})
 			b.Close()
-			db, _, err := Open(path, Options{})
+			db, _, err := openBolt(path, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer db.Close()
 			checkEventIndex(t, db)
-			db.View(func(tx *Tx) error {
+			db.viewTx(func(tx *boltTx) error {
 				if v := tx.bucket(bucketMeta).Get(keySchema); getU64(v) != SchemaVersion {
 					t.Fatalf("schema %d after the upgrade", getU64(v))
 				}
 				if tx.bucket(bucketMeta).Get(keyEventMigration) != nil {
 					t.Fatal("migration progress left behind")
 				}
-				if a, none := tx.AuthEventCount("A"), tx.AuthEventCount(""); a+none != n || a != n/2 {
+				if a, none := must(tx.AuthEventCount("A")), must(tx.AuthEventCount("")); a+none != n || a != n/2 {
 					t.Fatalf("totals A %d, none %d", a, none)
 				}
 				evs, _, _ := tx.AuthEvents(AuthEventFilter{ProjectID: "A", FailureCode: "expired", Limit: 3})
@@ -567,7 +567,7 @@ func TestAuthEventBytes(t *testing.T) {
 		addEvents(t, db, evs[i:i+5000])
 	}
 	var size int64
-	db.View(func(tx *Tx) error { size = tx.tx.Size(); return nil })
+	db.viewTx(func(tx *boltTx) error { size = tx.tx.Size(); return nil })
 	perEvent := float64(size) / n
 	t.Logf("%.0f bytes of file per event (%d events, %d bytes)", perEvent, n, size)
 	if perEvent > 400 {

@@ -28,21 +28,18 @@ type groupCommit struct {
 }
 
 type batchCall struct {
-	fn      func(*Tx) error
+	fn      func(Tx) error
 	err     chan error
 	start   time.Time     // when Batch was called (set with ObserveBatch)
 	durable time.Duration // from start to the commit that held fn
 }
-
-// ErrClosed is returned by Batch after Close.
-var ErrClosed = errors.New("store: the data file is closed")
 
 // errSolo tells a caller its function failed inside a shared
 // transaction and must be run on its own to get its own error.
 var errSolo = errors.New("batch function failed; run it alone")
 
 // startCommitter starts the committer goroutine; Open calls it.
-func (db *DB) startCommitter() {
+func (db *boltDB) startCommitter() {
 	g := &db.group
 	ctx, cancel := context.WithCancel(context.Background())
 	g.wake = make(chan struct{}, 1)
@@ -56,7 +53,7 @@ func (db *DB) startCommitter() {
 
 // stopCommitter refuses new Batch calls, lets the committer commit those
 // already queued, and waits for it to return.
-func (db *DB) stopCommitter() {
+func (db *boltDB) stopCommitter() {
 	g := &db.group
 	g.mu.Lock()
 	g.closed = true
@@ -71,8 +68,11 @@ func (db *DB) stopCommitter() {
 // Batch calls (group commit). fn may run more than once, so every effect
 // it has must be inside tx. It returns fn's error, or the commit's, or
 // ErrClosed after Close. It returns as soon as the commit that holds fn
-// is done.
-func (db *DB) Batch(fn func(tx *Tx) error) error {
+// is done. A ctx already done refuses the call before it is queued.
+func (db *boltDB) Batch(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	c := &batchCall{fn: fn, err: make(chan error, 1)}
 	if db.batchWait != nil {
 		c.start = time.Now()
@@ -92,7 +92,7 @@ func (db *DB) Batch(fn func(tx *Tx) error) error {
 	}
 	err := <-c.err
 	if err == errSolo {
-		err = db.Update(fn)
+		err = db.Update(context.WithoutCancel(ctx), fn)
 		c.durable = time.Since(c.start)
 	}
 	return err
@@ -100,7 +100,7 @@ func (db *DB) Batch(fn func(tx *Tx) error) error {
 
 // committer commits queued calls whenever woken, until ctx ends; then it
 // commits what is still queued and returns.
-func (db *DB) committer(ctx context.Context) {
+func (db *boltDB) committer(ctx context.Context) {
 	g := &db.group
 	for {
 		select {
@@ -115,7 +115,7 @@ func (db *DB) committer(ctx context.Context) {
 
 // commitPending commits queued calls, one transaction per round, until
 // none are left.
-func (db *DB) commitPending() {
+func (db *boltDB) commitPending() {
 	g := &db.group
 	for {
 		g.mu.Lock()
@@ -131,10 +131,10 @@ func (db *DB) commitPending() {
 
 // commit runs calls in one transaction. A failing call is taken out and
 // told to run alone; the rest are retried without it.
-func (db *DB) commit(calls []*batchCall) {
+func (db *boltDB) commit(calls []*batchCall) {
 	for len(calls) > 0 {
 		failed := -1
-		err, storeErr := db.update(func(tx *Tx) error {
+		err, storeErr := db.update(func(tx Tx) error {
 			for i, c := range calls {
 				if err := safeCall(c.fn, tx); err != nil {
 					failed = i
@@ -166,7 +166,7 @@ func (db *DB) commit(calls []*batchCall) {
 
 // safeCall runs fn, turning a panic into an error so one bad call
 // cannot take the committer down.
-func safeCall(fn func(*Tx) error, tx *Tx) (err error) {
+func safeCall(fn func(Tx) error, tx Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic in batch function: %v", p)
@@ -177,7 +177,7 @@ func safeCall(fn func(*Tx) error, tx *Tx) (err error) {
 
 // BatchQueued reports whether Batch calls wait for the committer (for
 // tests that line calls up behind a running commit).
-func (db *DB) BatchQueued() bool {
+func (db *boltDB) BatchQueued() bool {
 	g := &db.group
 	g.mu.Lock()
 	defer g.mu.Unlock()

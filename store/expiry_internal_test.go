@@ -12,28 +12,28 @@ import (
 )
 
 // mustTx runs fn in a write transaction and fails t on its error.
-func mustTx(t *testing.T, db *DB, fn func(tx *Tx) error) {
+func mustTx(t *testing.T, db *boltDB, fn func(tx *boltTx) error) {
 	t.Helper()
-	if err := db.Update(fn); err != nil {
+	if err := db.updateTx(fn); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // count returns the keys of bucket.
-func count(db *DB, bucket []byte) int {
+func count(db *boltDB, bucket []byte) int {
 	n := 0
-	db.View(func(tx *Tx) error { n = tx.bucket(bucket).Stats().KeyN; return nil })
+	db.viewTx(func(tx *boltTx) error { n = tx.bucket(bucket).Stats().KeyN; return nil })
 	return n
 }
 
 // sweepAll sweeps kind at now in transactions of at most max rows and
 // returns the sizes of the transactions that deleted something.
-func sweepAll(t *testing.T, db *DB, kind Expiring, now time.Time, max int) []int {
+func sweepAll(t *testing.T, db *boltDB, kind Expiring, now time.Time, max int) []int {
 	t.Helper()
 	var sizes []int
 	for {
 		var n int
-		mustTx(t, db, func(tx *Tx) (err error) { n, err = tx.SweepExpired(kind, now, max); return })
+		mustTx(t, db, func(tx *boltTx) (err error) { n, err = tx.SweepExpired(kind, now, max); return })
 		if n == 0 {
 			return sizes
 		}
@@ -49,68 +49,71 @@ func TestExpiryKinds(t *testing.T) {
 	cases := []struct {
 		kind Expiring
 		due  time.Time
-		put  func(tx *Tx, at time.Time) error // stores the row, due at at
-		live func(tx *Tx) bool
+		put  func(tx *boltTx, at time.Time) error // stores the row, due at at
+		live func(tx *boltTx) bool
 	}{
-		{ExpiringSessions, t0.Add(time.Hour), func(tx *Tx, at time.Time) error {
+		{ExpiringSessions, t0.Add(time.Hour), func(tx *boltTx, at time.Time) error {
 			return tx.PutSession(&Session{ID: "s1", UserID: "u1", ProjectID: "p", IssuedAt: t0, ExpiresAt: at})
-		}, func(tx *Tx) bool { return tx.SessionExists("s1") && len(tx.UserSessions("u1")) == 1 }},
-		{ExpiringCodes, t0.Add(10 * time.Minute), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool { return must(tx.SessionExists("s1")) && len(must(tx.UserSessions("u1"))) == 1 }},
+		{ExpiringCodes, t0.Add(10 * time.Minute), func(tx *boltTx, at time.Time) error {
 			return tx.PutCode(&Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", Hash: []byte{1}, CreatedAt: t0, ExpiresAt: at})
-		}, func(tx *Tx) bool { _, err := tx.Code("otp", "p", "a@example.com"); return err == nil }},
-		{ExpiringCodes, t0.Add(2 * time.Hour), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool { _, err := tx.Code("otp", "p", "a@example.com"); return err == nil }},
+		{ExpiringCodes, t0.Add(2 * time.Hour), func(tx *boltTx, at time.Time) error {
 			// A send history: due ThrottleIdle after its newest send.
 			return tx.PutThrottle("otp", "p", "b@example.com", &Throttle{Sends: []time.Time{t0, at.Add(-ThrottleIdle)}})
-		}, func(tx *Tx) bool { th, _ := tx.Throttle("otp", "p", "b@example.com"); return len(th.Sends) == 2 }},
-		{ExpiringCodes, t0.Add(25 * time.Hour), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool { th, _ := tx.Throttle("otp", "p", "b@example.com"); return len(th.Sends) == 2 }},
+		{ExpiringCodes, t0.Add(25 * time.Hour), func(tx *boltTx, at time.Time) error {
 			// A failure history kept past its newest entry.
 			return tx.PutThrottle("email_fail", "p", "c@example.com", &Throttle{Sends: []time.Time{t0}, KeepUntil: at.Add(-ThrottleIdle)})
-		}, func(tx *Tx) bool { th, _ := tx.Throttle("email_fail", "p", "c@example.com"); return len(th.Sends) == 1 }},
-		{ExpiringMagicLinks, t0.Add(15 * time.Minute), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool {
+			th, _ := tx.Throttle("email_fail", "p", "c@example.com")
+			return len(th.Sends) == 1
+		}},
+		{ExpiringMagicLinks, t0.Add(15 * time.Minute), func(tx *boltTx, at time.Time) error {
 			return tx.PutMagicLink(&MagicLink{Hash: []byte("h1"), ProjectID: "p", Email: "a@example.com", CreatedAt: t0, ExpiresAt: at})
-		}, func(tx *Tx) bool { _, err := tx.MagicLink([]byte("h1")); return err == nil }},
-		{ExpiringChallenges, t0.Add(5 * time.Minute), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool { _, err := tx.MagicLink([]byte("h1")); return err == nil }},
+		{ExpiringChallenges, t0.Add(5 * time.Minute), func(tx *boltTx, at time.Time) error {
 			return tx.PutChallenge(&Challenge{ID: "c1", ProjectID: "p", Kind: "login", Session: []byte(`{}`), ExpiresAt: at})
-		}, func(tx *Tx) bool { _, err := tx.Challenge("c1"); return err == nil }},
-		{ExpiringGrants, t0.Add(5 * time.Minute), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool { _, err := tx.Challenge("c1"); return err == nil }},
+		{ExpiringGrants, t0.Add(5 * time.Minute), func(tx *boltTx, at time.Time) error {
 			return tx.PutGrant(&Grant{Hash: []byte("g1"), ProjectID: "p", ExternalUserID: "x", CreatedAt: t0, ExpiresAt: at})
-		}, func(tx *Tx) bool { _, err := tx.Grant([]byte("g1")); return err == nil }},
-		{ExpiringDevices, t0.Add(DeviceLifetime + 3*day), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool { _, err := tx.Grant([]byte("g1")); return err == nil }},
+		{ExpiringDevices, t0.Add(DeviceLifetime + 3*day), func(tx *boltTx, at time.Time) error {
 			// Last used three days after it was created.
 			return tx.PutDevice(&Device{Key: []byte("dev1"), Hash: []byte{1}, UserID: "u1", ProjectID: "p", CreatedAt: t0, LastUsedAt: at.Add(-DeviceLifetime)})
-		}, func(tx *Tx) bool { _, err := tx.Device([]byte("dev1")); return err == nil }},
-		{ExpiringDeliveries, t0.Add(DeliveryLifetime), func(tx *Tx, at time.Time) error {
+		}, func(tx *boltTx) bool { _, err := tx.Device([]byte("dev1")); return err == nil }},
+		{ExpiringDeliveries, t0.Add(DeliveryLifetime), func(tx *boltTx, at time.Time) error {
 			return tx.AddDelivery(&Delivery{ID: "d1", WebhookID: "w1", EventID: "evt_1", Attempt: 1, Status: "succeeded", CreatedAt: at.Add(-DeliveryLifetime)})
-		}, func(tx *Tx) bool { ds, _ := tx.Deliveries("w1", 10); return len(ds) == 1 }},
+		}, func(tx *boltTx) bool { ds, _ := tx.Deliveries("w1", 10); return len(ds) == 1 }},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {
 			db := openTestDB(t, Options{})
 			// First due a day earlier, then rewritten: the index follows.
-			mustTx(t, db, func(tx *Tx) error { return c.put(tx, c.due.Add(-day)) })
+			mustTx(t, db, func(tx *boltTx) error { return c.put(tx, c.due.Add(-day)) })
 			if c.kind != ExpiringDeliveries { // a delivery record is never rewritten
-				mustTx(t, db, func(tx *Tx) error { return c.put(tx, c.due) })
+				mustTx(t, db, func(tx *boltTx) error { return c.put(tx, c.due) })
 			} else {
-				mustTx(t, db, func(tx *Tx) error {
+				mustTx(t, db, func(tx *boltTx) error {
 					_, err := tx.deleteExpiringWhere(&expiries[c.kind], func(_, _ []byte, _ expiryRow) (bool, error) { return true, nil })
 					return err
 				})
-				mustTx(t, db, func(tx *Tx) error { return c.put(tx, c.due) })
+				mustTx(t, db, func(tx *boltTx) error { return c.put(tx, c.due) })
 			}
 			if n := count(db, expiries[c.kind].index); n != 1 {
 				t.Fatalf("%d index entries, want 1", n)
 			}
 			before := c.due.Add(-time.Nanosecond)
-			db.View(func(tx *Tx) error {
-				if tx.ExpiryDue(c.kind, before) || !tx.ExpiryDue(c.kind, c.due) {
-					t.Fatalf("ExpiryDue(before)=%v, ExpiryDue(due)=%v", tx.ExpiryDue(c.kind, before), tx.ExpiryDue(c.kind, c.due))
+			db.viewTx(func(tx *boltTx) error {
+				if must(tx.ExpiryDue(c.kind, before)) || !must(tx.ExpiryDue(c.kind, c.due)) {
+					t.Fatalf("ExpiryDue(before)=%v, ExpiryDue(due)=%v", must(tx.ExpiryDue(c.kind, before)), must(tx.ExpiryDue(c.kind, c.due)))
 				}
 				return nil
 			})
 			if got := sweepAll(t, db, c.kind, before, 1000); len(got) != 0 {
 				t.Fatalf("swept %v a nanosecond early", got)
 			}
-			db.View(func(tx *Tx) error {
+			db.viewTx(func(tx *boltTx) error {
 				if !c.live(tx) {
 					t.Fatal("row gone before its time")
 				}
@@ -119,7 +122,7 @@ func TestExpiryKinds(t *testing.T) {
 			if got := sweepAll(t, db, c.kind, c.due, 1000); len(got) != 1 || got[0] != 1 {
 				t.Fatalf("swept %v at its time, want [1]", got)
 			}
-			db.View(func(tx *Tx) error {
+			db.viewTx(func(tx *boltTx) error {
 				if c.live(tx) {
 					t.Fatal("row still there after the sweep")
 				}
@@ -137,7 +140,7 @@ func TestExpiryKinds(t *testing.T) {
 // users' index entries.
 func TestSweepExpiredBounded(t *testing.T) {
 	db := openTestDB(t, Options{})
-	mustTx(t, db, func(tx *Tx) error {
+	mustTx(t, db, func(tx *boltTx) error {
 		for i := range 3000 {
 			s := &Session{ID: fmt.Sprintf("s%05d", i), UserID: fmt.Sprint("u", i%7), ProjectID: "p", IssuedAt: t0,
 				ExpiresAt: t0.Add(time.Duration(i) * time.Second)}
@@ -149,9 +152,9 @@ func TestSweepExpiredBounded(t *testing.T) {
 	})
 	now := t0.Add(2499 * time.Second)
 	var first int
-	mustTx(t, db, func(tx *Tx) (err error) { first, err = tx.SweepExpired(ExpiringSessions, now, 1000); return })
-	db.View(func(tx *Tx) error {
-		if first != 1000 || tx.SessionExists("s00999") || !tx.SessionExists("s01000") {
+	mustTx(t, db, func(tx *boltTx) (err error) { first, err = tx.SweepExpired(ExpiringSessions, now, 1000); return })
+	db.viewTx(func(tx *boltTx) error {
+		if first != 1000 || must(tx.SessionExists("s00999")) || !must(tx.SessionExists("s01000")) {
 			t.Fatalf("first transaction deleted %d, not the oldest 1,000", first)
 		}
 		return nil
@@ -172,12 +175,12 @@ func TestSweepExpiredBounded(t *testing.T) {
 // takes their index entries along (openTestDB's Check verifies it).
 func TestExpiringDeletes(t *testing.T) {
 	db := openTestDB(t, Options{})
-	mustTx(t, db, func(tx *Tx) error {
+	mustTx(t, db, func(tx *boltTx) error {
 		fillProject(t, tx, "a")
 		fillProject(t, tx, "b")
 		return nil
 	})
-	mustTx(t, db, func(tx *Tx) error {
+	mustTx(t, db, func(tx *boltTx) error {
 		if err := tx.DeleteUserSessions("u-a"); err != nil {
 			return err
 		}
@@ -199,9 +202,9 @@ func TestExpiringDeletes(t *testing.T) {
 	if err := db.Check(); err != nil {
 		t.Fatal(err)
 	}
-	mustTx(t, db, func(tx *Tx) error { _, err := tx.DeleteProject("p-a"); return err })
+	mustTx(t, db, func(tx *boltTx) error { _, err := tx.DeleteProject("p-a"); return err })
 	for i := range expiries {
-		db.View(func(tx *Tx) error {
+		db.viewTx(func(tx *boltTx) error {
 			if n := mentions(tx, "-a")[string(expiries[i].index)]; n != 0 {
 				t.Fatalf("%s: %d index entries of the deleted project left", expiries[i].name, n)
 			}
@@ -265,7 +268,7 @@ func TestMigrateExpiry(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.Close()
-			db2, _, err := Open(path, Options{})
+			db2, _, err := openBolt(path, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,7 +276,7 @@ func TestMigrateExpiry(t *testing.T) {
 			if err := db2.Check(); err != nil {
 				t.Fatal(err)
 			}
-			db2.View(func(tx *Tx) error {
+			db2.viewTx(func(tx *boltTx) error {
 				if v := getU64(tx.bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
 					t.Fatalf("schema %d after the upgrade", v)
 				}
@@ -471,19 +474,19 @@ func TestRecordsKeepEveryField(t *testing.T) {
 // use within grace of its sign-in; later uses are, and never move back.
 func TestTouchSessionGrace(t *testing.T) {
 	db := openTestDB(t, Options{})
-	mustTx(t, db, func(tx *Tx) error {
+	mustTx(t, db, func(tx *boltTx) error {
 		return tx.PutSession(&Session{ID: "s", UserID: "u", ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)})
 	})
 	seen := func() time.Time {
 		var s *Session
-		db.View(func(tx *Tx) (err error) { s, err = tx.Session("s"); return })
+		db.viewTx(func(tx *boltTx) (err error) { s, err = tx.Session("s"); return })
 		return s.LastSeenAt
 	}
 	for _, c := range []struct {
 		at   time.Duration
 		want time.Duration // -1: never written
 	}{{30 * time.Second, -1}, {time.Minute, time.Minute}, {70 * time.Second, 70 * time.Second}, {65 * time.Second, 70 * time.Second}} {
-		mustTx(t, db, func(tx *Tx) error { return tx.TouchSession("s", t0.Add(c.at), time.Minute) })
+		mustTx(t, db, func(tx *boltTx) error { return tx.TouchSession("s", t0.Add(c.at), time.Minute) })
 		want := time.Time{}
 		if c.want >= 0 {
 			want = t0.Add(c.want)

@@ -80,7 +80,7 @@ func (h *writeHealth) succeeded() {
 // WriteError returns the error of the last write transaction while it
 // failed and none has succeeded since, else nil (for readiness probes:
 // cheap, never blocks on the writer).
-func (db *DB) WriteError() error {
+func (db *boltDB) WriteError() error {
 	h := &db.health
 	if !h.failing.Load() {
 		return nil

@@ -52,22 +52,22 @@ func TestWriteHealthLog(t *testing.T) {
 // comes back as it is, not as a failed write, and so does a closed
 // file's (the disk-full test in the root package makes real ones).
 func TestWriteFailedOnlyForTheStore(t *testing.T) {
-	db, _, err := Open(t.TempDir()+"/w.db", Options{})
+	db, _, err := openBolt(t.TempDir()+"/w.db", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mine := errors.New("mine")
-	if err := db.Update(func(*Tx) error { return mine }); err != mine {
+	if err := db.updateTx(func(*boltTx) error { return mine }); err != mine {
 		t.Fatalf("Update=%v, want fn's error as is", err)
 	}
-	if err := db.Batch(func(*Tx) error { return mine }); err != mine {
+	if err := db.batchTx(func(*boltTx) error { return mine }); err != mine {
 		t.Fatalf("Batch=%v, want fn's error as is", err)
 	}
 	if db.WriteError() != nil {
 		t.Fatal("a function's error counted as a failed write")
 	}
 	db.Close()
-	if err := db.Update(func(*Tx) error { return nil }); err == nil || errors.Is(err, ErrWriteFailed) {
+	if err := db.updateTx(func(*boltTx) error { return nil }); err == nil || errors.Is(err, ErrWriteFailed) {
 		t.Fatalf("Update on a closed file=%v, want an error that is not ErrWriteFailed", err)
 	}
 }

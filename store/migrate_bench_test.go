@@ -51,15 +51,15 @@ func BenchmarkMigrateEvents(b *testing.B) {
 		raw.Close()
 		b.StartTimer()
 		start := time.Now()
-		db, _, err := Open(path, Options{})
+		db, _, err := openBolt(path, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		took := time.Since(start)
 		b.StopTimer()
 		var count int
-		db.View(func(tx *Tx) error {
-			count = tx.AuthEventCount(fmt.Sprintf("%08x-0000-4000-8000-00000000beef", 0))
+		db.viewTx(func(tx *boltTx) error {
+			count = must(tx.AuthEventCount(fmt.Sprintf("%08x-0000-4000-8000-00000000beef", 0)))
 			return nil
 		})
 		db.Close()
@@ -118,15 +118,15 @@ func BenchmarkMigrateExpiry(b *testing.B) {
 		raw.Close()
 		b.StartTimer()
 		start := time.Now()
-		db, _, err := Open(path, Options{})
+		db, _, err := openBolt(path, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		took := time.Since(start)
 		b.StopTimer()
 		var indexed int
-		db.View(func(tx *Tx) error {
-			indexed = tx.ExpiringCount(ExpiringSessions) + tx.ExpiringCount(ExpiringDevices)
+		db.viewTx(func(tx *boltTx) error {
+			indexed = must(tx.ExpiringCount(ExpiringSessions)) + must(tx.ExpiringCount(ExpiringDevices))
 			return nil
 		})
 		db.Close()

@@ -11,7 +11,7 @@ import (
 // fillProject writes one row of every kind that belongs to project p
 // ("p-<name>"); every id it makes contains name, so a scan can tell the
 // project's rows apart.
-func fillProject(t *testing.T, tx *Tx, name string) {
+func fillProject(t *testing.T, tx *boltTx, name string) {
 	t.Helper()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	later := now.Add(time.Hour)
@@ -52,7 +52,7 @@ func fillProject(t *testing.T, tx *Tx, name string) {
 }
 
 // mentions counts, per bucket, the rows whose key or value contains s.
-func mentions(tx *Tx, s string) map[string]int {
+func mentions(tx *boltTx, s string) map[string]int {
 	out := map[string]int{}
 	for _, name := range allBuckets {
 		tx.bucket(name).ForEach(func(k, v []byte) error {
@@ -71,12 +71,12 @@ func mentions(tx *Tx, s string) map[string]int {
 // and the mail queue; its
 // key is detached; another project's rows are untouched.
 func TestDeleteProjectRemovesItsRows(t *testing.T) {
-	db, _, err := Open(filepath.Join(t.TempDir(), "d.db"), Options{})
+	db, _, err := openBolt(filepath.Join(t.TempDir(), "d.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.Update(func(tx *Tx) error {
+	err = db.updateTx(func(tx *boltTx) error {
 		fillProject(t, tx, "doomed")
 		fillProject(t, tx, "kept")
 		return nil
@@ -85,13 +85,13 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	var keptBefore map[string]int
-	db.View(func(tx *Tx) error { keptBefore = mentions(tx, "kept"); return nil })
+	db.viewTx(func(tx *boltTx) error { keptBefore = mentions(tx, "kept"); return nil })
 	if len(keptBefore) < 15 {
 		t.Fatalf("fixture touches only %d buckets: %v", len(keptBefore), keptBefore)
 	}
 
 	var detached []string
-	err = db.Update(func(tx *Tx) error {
+	err = db.updateTx(func(tx *boltTx) error {
 		var err error
 		detached, err = tx.DeleteProject("p-doomed")
 		return err
@@ -102,7 +102,7 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 	if len(detached) != 1 || detached[0] != "sk_test_doomed" {
 		t.Fatalf("detached=%v, want [sk_test_doomed]", detached)
 	}
-	db.View(func(tx *Tx) error {
+	db.viewTx(func(tx *boltTx) error {
 		got := mentions(tx, "doomed")
 		// The event is kept with its index entry and its counters (the
 		// hour's and the project's total).
@@ -124,7 +124,7 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 		}
 		return nil
 	})
-	err = db.Update(func(tx *Tx) error {
+	err = db.updateTx(func(tx *boltTx) error {
 		_, err := tx.DeleteProject("p-doomed")
 		return err
 	})
@@ -156,12 +156,12 @@ func BenchmarkDeleteProject(b *testing.B) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		db, _, err := Open(filepath.Join(b.TempDir(), "d.db"), Options{})
+		db, _, err := openBolt(filepath.Join(b.TempDir(), "d.db"), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, pid := range []string{"p-doomed", "p-kept"} {
-			err = db.Update(func(tx *Tx) error {
+			err = db.updateTx(func(tx *boltTx) error {
 				if err := tx.PutProject(&Project{ID: pid, CreatedAt: now}); err != nil {
 					return err
 				}
@@ -187,7 +187,7 @@ func BenchmarkDeleteProject(b *testing.B) {
 			}
 		}
 		b.StartTimer()
-		err = db.Update(func(tx *Tx) error {
+		err = db.updateTx(func(tx *boltTx) error {
 			_, err := tx.DeleteProject("p-doomed")
 			return err
 		})

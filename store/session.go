@@ -27,7 +27,7 @@ type Session struct {
 }
 
 // Session returns the session with id.
-func (tx *Tx) Session(id string) (*Session, error) {
+func (tx *boltTx) Session(id string) (*Session, error) {
 	v := tx.bucket(bucketSessions).Get([]byte(id))
 	if v == nil {
 		return nil, ErrNotFound
@@ -37,12 +37,12 @@ func (tx *Tx) Session(id string) (*Session, error) {
 
 // SessionExists reports whether a session row with id exists, without
 // decoding it (the hot path of every user call).
-func (tx *Tx) SessionExists(id string) bool {
-	return tx.bucket(bucketSessions).Get([]byte(id)) != nil
+func (tx *boltTx) SessionExists(id string) (bool, error) {
+	return tx.bucket(bucketSessions).Get([]byte(id)) != nil, nil
 }
 
 // PutSession stores a session, indexed under its user and by its expiry.
-func (tx *Tx) PutSession(s *Session) error {
+func (tx *boltTx) PutSession(s *Session) error {
 	if err := tx.bucket(bucketUserSessions).Put(compound(s.UserID, s.ID), nil); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (tx *Tx) PutSession(s *Session) error {
 }
 
 // DeleteSession removes one session and its index entries.
-func (tx *Tx) DeleteSession(s *Session) error {
+func (tx *boltTx) DeleteSession(s *Session) error {
 	if err := tx.deleteExpiring(&expiries[ExpiringSessions], []byte(s.ID)); err != nil {
 		return err
 	}
@@ -59,20 +59,23 @@ func (tx *Tx) DeleteSession(s *Session) error {
 }
 
 // UserSessions returns the ids of userID's sessions.
-func (tx *Tx) UserSessions(userID string) []string {
+func (tx *boltTx) UserSessions(userID string) ([]string, error) {
 	var ids []string
 	prefix := compound(userID, "")
 	c := tx.bucket(bucketUserSessions).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		ids = append(ids, string(k[len(prefix):]))
 	}
-	return ids
+	return ids, nil
 }
 
 // UserSessionRows returns userID's sessions, in id order (ids are
 // time-ordered UUIDs, so oldest first).
-func (tx *Tx) UserSessionRows(userID string) ([]*Session, error) {
-	ids := tx.UserSessions(userID)
+func (tx *boltTx) UserSessionRows(userID string) ([]*Session, error) {
+	ids, err := tx.UserSessions(userID)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*Session, 0, len(ids))
 	for _, id := range ids {
 		s, err := tx.Session(id)
@@ -92,7 +95,7 @@ func (tx *Tx) UserSessionRows(userID string) ([]*Session, error) {
 // as it is too: shown as last seen at its sign-in, it is off by less than
 // grace, and most sessions are used right after their sign-in. The row
 // keeps its size and its expiry.
-func (tx *Tx) TouchSession(id string, t time.Time, grace time.Duration) error {
+func (tx *boltTx) TouchSession(id string, t time.Time, grace time.Duration) error {
 	s, err := tx.Session(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -107,8 +110,12 @@ func (tx *Tx) TouchSession(id string, t time.Time, grace time.Duration) error {
 }
 
 // DeleteUserSessions removes every session of userID.
-func (tx *Tx) DeleteUserSessions(userID string) error {
-	for _, id := range tx.UserSessions(userID) {
+func (tx *boltTx) DeleteUserSessions(userID string) error {
+	ids, err := tx.UserSessions(userID)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
 		if err := tx.deleteExpiring(&expiries[ExpiringSessions], []byte(id)); err != nil {
 			return err
 		}
@@ -123,7 +130,7 @@ func (tx *Tx) DeleteUserSessions(userID string) error {
 // first (ids are time-ordered UUIDs), and whether older ones remain. It
 // reads at most limit+1 index entries, so a user with many sessions costs
 // no more than one with limit of them.
-func (tx *Tx) RecentUserSessions(userID string, limit int) ([]*Session, bool, error) {
+func (tx *boltTx) RecentUserSessions(userID string, limit int) ([]*Session, bool, error) {
 	out := []*Session{}
 	prefix := compound(userID, "")
 	c := tx.bucket(bucketUserSessions).Cursor()

@@ -20,7 +20,7 @@ func (s Space) InUse() int64 { return s.FileSize - int64(s.FreePages)*int64(s.Pa
 
 // Space reports how the file's pages are used, as of the last write
 // transaction. It reads no page.
-func (db *DB) Space() Space {
+func (db *boltDB) Space() Space {
 	st := db.bolt.Stats()
 	var size int64
 	db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })

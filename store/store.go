@@ -1,118 +1,175 @@
 // Package store holds latchkey's state: projects, API keys, users, codes,
-// sessions, factors, passkeys, webhooks, the event outbox and the mail queue.
+// sessions, factors, passkeys, webhooks, the event outbox and the mail
+// queue.
 //
-// It is the only package that knows bbolt. Callers work through DB.View,
-// DB.Update and DB.Batch, each handing a *Tx with typed methods; one use
-// case is one transaction. Values are JSON (authentication events, the
-// bulkiest rows, a compact binary record); keys are UUIDs, big-endian
-// sequence numbers or keyed hashes, never raw secrets. A second backend
-// would provide the same exported types and methods.
+// Callers see two interfaces, DB and Tx (tx.go), and the record types
+// (User, Session, Project...). One use case is one transaction: DB.View,
+// DB.Update or DB.Batch hands its function a Tx with typed methods. The
+// interfaces are the contract every backend implements: their doc
+// comments say what each method does, in what order it returns rows and
+// what it returns when nothing matches, so that a second backend can be
+// written from them alone.
+//
+// A backend registers itself with Register, the way a database/sql
+// driver does, and Open picks one by the DSN: a postgres:// or
+// postgresql:// URL opens the "postgres" driver (package
+// latchkey/store/postgres registers it; main imports it), anything else
+// is the path of a bbolt data file, opened by the "bolt" driver that this
+// package registers itself. The bbolt backend lives here, unexported
+// (bolt.go and the files beside it: buckets, record encodings,
+// migrations, group commit); what only a file can do (Check, Space,
+// WriteTo...) is reached through the File interface, and CheckFile and
+// Compact take a path.
+//
+// Secrets never reach the store in the clear: auth hands it keyed hashes
+// (Keyring.Hash) and AES-GCM ciphertexts (Keyring.Seal). The store
+// imports nothing of latchkey's own.
 package store
 
 import (
-	"encoding/binary"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strconv"
+	"strings"
+	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// SchemaVersion is the version of the data layout this binary writes.
-// Opening a file with a newer version fails; an older one is migrated.
-// Version 2 indexes and counts authentication events; version 3 indexes
-// every expiring row by its expiry.
-const SchemaVersion = 3
-
-// ErrNotFound is returned by lookups that find nothing.
-var ErrNotFound = errors.New("not found")
-
-// ErrInUse is returned by Open when another process holds the data file.
-var ErrInUse = errors.New("data file is in use by another process")
-
-// ErrConflict is returned when a unique index already holds another owner.
-var ErrConflict = errors.New("conflict")
-
-// Bucket names. Open creates them all in one transaction.
+// Errors of every backend. Callers test them with errors.Is: a backend
+// may wrap them with detail.
 var (
-	bucketMeta         = []byte("meta")
-	bucketProjects     = []byte("projects")
-	bucketKeys         = []byte("keys")
-	bucketUsers        = []byte("users")
-	bucketUsersByEmail = []byte("users_by_email")
-	bucketUsersByExt   = []byte("users_by_external_id")
-	bucketSessions     = []byte("sessions")
-	bucketUserSessions = []byte("sessions_by_user")
-	bucketCodes        = []byte("codes")
-	bucketThrottles    = bucketCodes // send histories sit beside their codes
-	bucketMagic        = []byte("magic_links")
-	bucketDevices      = []byte("devices")
-	bucketFactors      = []byte("factors")
-	bucketBackupCodes  = []byte("backup_codes")
-	bucketPasskeys     = []byte("passkeys")
-	bucketChallenges   = []byte("challenges")
-	bucketWebhooks     = []byte("webhooks")
-	bucketDeliveries   = []byte("deliveries")
-	bucketOutbox       = []byte("outbox")
-	bucketEvents       = []byte("events")
-	bucketMethods      = []byte("external_methods")
-	bucketGrants       = []byte("grants")
-	bucketMail         = []byte("mail")
-	bucketJobs         = []byte("delivery_queue")
-	bucketUserPasskeys = []byte("passkeys_by_user")
-	// Authentication events: their index, hourly counters and suppressed
-	// failures (authevent.go, eventcount.go).
-	bucketEventIndex      = []byte("events_by_scope")
-	bucketEventCounts     = []byte("event_counts")
-	bucketEventSuppressed = []byte("events_suppressed")
-	// Expiry indexes: rows by the time the sweep deletes them
-	// (expiry.go).
-	bucketSessionsExpiry   = []byte("sessions_by_expiry")
-	bucketCodesExpiry      = []byte("codes_by_expiry")
-	bucketMagicExpiry      = []byte("magic_links_by_expiry")
-	bucketChallengesExpiry = []byte("challenges_by_expiry")
-	bucketGrantsExpiry     = []byte("grants_by_expiry")
-	bucketDevicesExpiry    = []byte("devices_by_expiry")
-	bucketDeliveriesExpiry = []byte("deliveries_by_expiry")
+	// ErrNotFound is returned by lookups of one row that find nothing,
+	// and by DeleteProject for an unknown project. Methods that list
+	// rows return an empty result instead; methods that delete rows
+	// return nil for a row that is already gone.
+	ErrNotFound = errors.New("not found")
 
-	allBuckets = [][]byte{
-		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
-		bucketUsersByExt, bucketSessions, bucketUserSessions, bucketCodes,
-		bucketMagic, bucketDevices, bucketFactors,
-		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
-		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
-		bucketMail, bucketJobs, bucketUserPasskeys,
-		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
-		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
-	}
+	// ErrConflict is returned when a unique index already holds another
+	// owner (PutUser: the project's email or external id).
+	ErrConflict = errors.New("conflict")
 
-	keySchema      = []byte("schema_version")
-	keyAdminToken  = []byte("admin_token_hash")
-	keyInitialized = []byte("initialized")
-	keyKeyCheck    = []byte("master_key_check")
+	// ErrInUse is returned by Open when another process holds the data
+	// file.
+	ErrInUse = errors.New("data file is in use by another process")
+
+	// ErrClosed is returned by View, Update and Batch after Close.
+	ErrClosed = errors.New("store: closed")
+
+	// ErrNotSupported is returned by an operation the backend does not
+	// have: Backup on PostgreSQL (use pg_dump).
+	ErrNotSupported = errors.New("store: not supported by this backend")
+
+	// ErrUnavailable is wrapped around the error of a call that could
+	// not reach the database (PostgreSQL down, unreachable, or out of
+	// connections): nothing was written, and the same call may succeed
+	// later. Callers answer it as they answer ErrWriteFailed (503).
+	ErrUnavailable = errors.New("store: database unavailable")
 )
 
-// DB is an open latchkey data file. It is safe for concurrent use.
-type DB struct {
-	bolt      *bolt.DB
-	path      string
-	group     groupCommit
-	health    writeHealth
-	maxEvents int
-	observe   func(time.Duration)                   // Options.ObserveCommit
-	batchWait func(durable, answered time.Duration) // Options.ObserveBatch
+// DB is an open store. Every implementation is safe for concurrent use.
+//
+// A transaction function (View, Update, Batch) gets a Tx that is valid
+// only until the function returns and is not safe for concurrent use.
+// Its error is returned as is (unwrapped), so callers may return their
+// own errors from it and test them after.
+//
+// A function passed to Update or Batch may run more than once: Batch
+// shares a transaction with other callers and reruns a function on its
+// own when another in the same transaction failed, and a backend with
+// optimistic concurrency (PostgreSQL's SERIALIZABLE) reruns a function
+// whose transaction lost a conflict. So a function's every effect stays
+// inside the Tx: it may set variables of its caller only by assignments
+// that a rerun repeats (reset them at its start), and anything that must
+// happen once, after the data is durable (waking a worker, counting a
+// metric), goes in Tx.OnCommit.
+//
+// Update and Batch are serializable: their functions behave as if no
+// other write transaction ran at the same time, so a read-modify-write
+// inside one (counting a failed try, consuming a code) never loses an
+// update. A View sees one consistent snapshot of committed data.
+type DB interface {
+	// View runs fn in a read-only transaction. A write method called in
+	// it returns an error. It returns fn's error, or the store's (then
+	// fn may not have run), ErrClosed after Close.
+	View(ctx context.Context, fn func(Tx) error) error
+
+	// Update runs fn in a read-write transaction and commits it when fn
+	// returns nil, durably (fsync on bbolt; a synchronous commit on
+	// PostgreSQL) before it returns; the functions fn registered with
+	// Tx.OnCommit then run. When fn returns an error nothing fn wrote is
+	// kept and the error is returned as is. When the transaction cannot
+	// begin or commit for a reason of the store's own (disk full, I/O
+	// error) the error wraps ErrWriteFailed; when the database cannot be
+	// reached, ErrUnavailable. fn may run more than once (see DB).
+	// When ctx is done before the transaction begins, Update returns
+	// ctx's error and writes nothing.
+	Update(ctx context.Context, fn func(Tx) error) error
+
+	// Batch is Update for many concurrent small writers: fn may share one
+	// transaction and one commit with other Batch calls (group commit).
+	// When fn fails, it is rerun alone so that its error is its own, and
+	// the others commit without it: fn must have no effect outside tx
+	// (see DB). It returns once the commit holding fn is durable, with
+	// Update's errors.
+	Batch(ctx context.Context, fn func(Tx) error) error
+
+	// Close stops the store's own goroutines (Batch calls already
+	// queued are committed first) and releases the file or the
+	// connections. Calls after Close return ErrClosed.
+	Close() error
+
+	// Usable returns nil when the store can serve reads and writes now,
+	// else why not in words safe to show an operator (readiness probes:
+	// GET /api/v1/ready). It writes nothing and is cheap enough to call
+	// for every probe: a backend may answer from what its recent calls
+	// saw rather than with a round trip.
+	Usable(ctx context.Context) error
+
+	// Stats reads the sizes of the queues and of the store (metrics, at
+	// scrape time; not for every request).
+	Stats(ctx context.Context) (Stats, error)
+
+	// Backup writes a consistent copy of the whole store to w without
+	// blocking writers (a hot backup) and returns the bytes written,
+	// calling before with the copy's size first (for a Content-Length).
+	// A backend that cannot (PostgreSQL: pg_dump is the tool) returns
+	// ErrNotSupported without calling before or writing to w.
+	Backup(ctx context.Context, w io.Writer, before func(size int64)) (int64, error)
 }
 
-// Options tune Open. The zero value is fine.
+// File is implemented by the DB of a bbolt data file (Open with a path):
+// what only a single file has. Reach it with a type assertion:
+//
+//	if f, ok := db.(store.File); ok { ... }
+type File interface {
+	// Path returns the data file's path.
+	Path() string
+	// Check verifies the file's page structure and that every expiring
+	// row and its expiry index entry go together; tests call it after
+	// each run. It reads the whole file.
+	Check() error
+	// Space reports how the file's pages are used, as of the last write
+	// transaction. It reads no page.
+	Space() Space
+	// WriteTo writes a consistent copy of the file to w (Backup without
+	// the size first).
+	WriteTo(w io.Writer) (int64, error)
+	// WriteError returns the error of the last write transaction while
+	// it failed and none has succeeded since, else nil.
+	WriteError() error
+	// CommitID returns the id of the newest committed write transaction:
+	// it grows by one with every commit, so a test can tell whether a
+	// call wrote.
+	CommitID() int
+}
+
+// Options tune Open. The zero value is fine. Fields that do not apply to
+// a backend are ignored by it.
 type Options struct {
-	// LockTimeout bounds the wait for another process's file lock (default 2 s).
+	// LockTimeout bounds the wait for another process's file lock
+	// (bbolt; default 2 s).
 	LockTimeout time.Duration
 	// ObserveCommit, when set, is told how long each commit of a
 	// read-write transaction took: writing the pages, the fsyncs and the
@@ -131,400 +188,113 @@ type Options struct {
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int
 	// Logger receives what Open does that takes long (upgrading an older
-	// file) and the store's write failures (default: discarded).
+	// file or schema) and the store's write failures (default:
+	// discarded).
 	Logger *slog.Logger
 	// Now is the clock of the write-failure log's interval (default
 	// time.Now).
 	Now func() time.Time
 }
 
-// Open opens or creates the data file at path, creates every bucket and
-// checks the schema version. created reports whether the file was new.
-// A bbolt file of another program is ErrNotLatchkey. Call CheckFile
-// first: bbolt crashes the process on a truncated file.
-func Open(path string, opt Options) (db *DB, created bool, err error) {
-	if opt.LockTimeout == 0 {
-		opt.LockTimeout = 2 * time.Second
+// maxEventsPerProject returns the cap Options set, or the default.
+func (opt Options) maxEventsPerProject() int {
+	if opt.MaxEventsPerProject <= 0 {
+		return DefaultMaxEventsPerProject
 	}
-	log := opt.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	_, statErr := os.Stat(path)
-	created = errors.Is(statErr, os.ErrNotExist)
-	b, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: opt.LockTimeout,
-		// The freelist is written at every commit (NoFreelistSync false),
-		// so that opening reads it instead of walking every page of the
-		// file to rebuild it: a 1.3 GB file opened in 20 s with a cold
-		// page cache, reading 1.2 GB, and now opens in a few
-		// milliseconds. Writing it costs each commit about 0.1 ms with
-		// ten thousand free pages; the array type keeps it sorted, which
-		// made commits of a fragmented file (140,000 free pages) faster
-		// than the hash-map type (0.8 ms against 2 ms). A file last
-		// written without a freelist is walked once at its first open.
-		NoFreelistSync: false,
-		FreelistType:   bolt.FreelistArrayType,
-		// Reserve address space so a growing file rarely remaps: a remap
-		// waits for every reader and blocks every transaction while the
-		// old mapping is torn down (0.4-0.6 s for a 2 GB file in page
-		// cache), and bbolt remaps at every further gigabyte. Four times
-		// the file's size (at least 1 GB) is only address space: it costs
-		// no memory and the file does not grow to it.
-		InitialMmapSize: mmapReserve(path),
-	})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, false, ErrInUse
-	} else if err != nil {
-		return nil, false, fmt.Errorf("open data file: %w", err)
-	}
-	var version uint64
-	err = b.Update(func(tx *bolt.Tx) error {
-		// Never turn another program's bbolt file into ours.
-		if err := checkBuckets(tx, path); err != nil {
-			return err
-		}
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		v := meta.Get(keySchema)
-		if v == nil {
-			version = SchemaVersion
-			return meta.Put(keySchema, u64(SchemaVersion))
-		}
-		version = binary.BigEndian.Uint64(v) // checkBuckets refused a newer one
-		return nil
-	})
-	if err == nil && version < 2 {
-		err = migrateEvents(b)
-	}
-	if err == nil && version < 3 {
-		err = migrateExpiry(b, log)
-	}
-	if err != nil {
-		b.Close()
-		return nil, false, err
-	}
-	db = &DB{bolt: b, path: path, maxEvents: opt.MaxEventsPerProject, observe: opt.ObserveCommit, batchWait: opt.ObserveBatch}
-	db.health.log, db.health.now = log, opt.Now
-	if db.health.now == nil {
-		db.health.now = time.Now
-	}
-	db.startCommitter()
-	return db, created, nil
+	return opt.MaxEventsPerProject
 }
 
-// mmapReserve is the address space Open maps for the file at path: four
-// times its size, at least 1 GB, at most 1 TB (1 GB where int has 32
-// bits).
-func mmapReserve(path string) int {
-	size := int64(0)
-	if fi, err := os.Stat(path); err == nil {
-		size = fi.Size()
+// Driver opens a store for a DSN: it connects, brings the schema up to
+// date and returns the DB. created reports that the store held no
+// latchkey data before (a new file, an empty database): the first
+// start. An unreachable database is an error naming it, wrapping
+// ErrUnavailable.
+type Driver func(ctx context.Context, dsn string, opt Options) (db DB, created bool, err error)
+
+var (
+	driversMu sync.RWMutex
+	drivers   = map[string]Driver{}
+)
+
+// Register makes a driver available to Open under name. A backend calls
+// it from its package's init. It panics when name is registered twice or
+// d is nil.
+func Register(name string, d Driver) {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	if d == nil {
+		panic("store: Register driver is nil")
 	}
-	limit := int64(1 << 40)
-	if strconv.IntSize == 32 {
-		limit = 1 << 30
+	if _, dup := drivers[name]; dup {
+		panic("store: Register called twice for driver " + name)
 	}
-	return int(min(max(4*size, 1<<30), limit))
+	drivers[name] = d
 }
 
-// Path returns the data file's path.
-func (db *DB) Path() string { return db.path }
-
-// Close stops the group commit (committing the Batch calls already
-// queued; later ones get ErrClosed) and closes the data file.
-func (db *DB) Close() error {
-	db.stopCommitter()
-	return db.bolt.Close()
-}
-
-// View runs fn in a read-only transaction.
-func (db *DB) View(fn func(tx *Tx) error) error {
-	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, db: db}) })
-}
-
-// Update runs fn in a read-write transaction and commits it (with fsync)
-// when fn returns nil. Functions registered with Tx.OnCommit run after.
-// It returns fn's error as is; when the transaction cannot begin or
-// commit (disk full, I/O error) it returns an error wrapping
-// ErrWriteFailed and its cause, and the store notes the failure
-// (WriteError, one log line per minute).
-func (db *DB) Update(fn func(tx *Tx) error) error {
-	err, storeErr := db.update(fn)
-	if storeErr {
-		db.health.failed(err, 1)
-		return fmt.Errorf("%w: %w", ErrWriteFailed, err)
+// driverName returns the name of the driver Open uses for dsn: "postgres"
+// for a postgres:// or postgresql:// URL, else "bolt" (dsn is the path of
+// a data file).
+func driverName(dsn string) string {
+	if IsURL(dsn) {
+		return "postgres"
 	}
-	return err
+	return "bolt"
 }
 
-// update runs fn in a read-write transaction, which commits when fn
-// returns nil and rolls back otherwise, or when fn panics; the commit is
-// timed for ObserveCommit. storeErr reports that err is the store's (the
-// open file could not begin or commit the transaction), not fn's, nor
-// that of a file already closed. A committed transaction clears the
-// failed state.
-func (db *DB) update(fn func(tx *Tx) error) (err error, storeErr bool) {
-	btx, err := db.bolt.Begin(true)
-	if err != nil {
-		return err, !errors.Is(err, bolterrors.ErrDatabaseNotOpen)
+// IsURL reports whether dsn is a database URL (postgres:// or
+// postgresql://) rather than the path of a data file.
+func IsURL(dsn string) bool {
+	l := strings.ToLower(dsn)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// Open opens the store dsn names with the driver its form picks (see
+// IsURL). A path is a bbolt data file, created when missing (call CheckFile
+// first: see there). created reports that the store held no latchkey
+// data before. A URL whose driver is not registered is an error naming
+// the package to import.
+func Open(ctx context.Context, dsn string, opt Options) (db DB, created bool, err error) {
+	name := driverName(dsn)
+	driversMu.RLock()
+	d := drivers[name]
+	driversMu.RUnlock()
+	if d == nil {
+		return nil, false, fmt.Errorf("store: no %q driver is registered (import latchkey/store/%s)", name, name)
 	}
-	done := false
-	defer func() {
-		if !done {
-			btx.Rollback()
-		}
-	}()
-	if err := fn(&Tx{tx: btx, db: db}); err != nil {
-		return err, false
-	}
-	start := time.Now()
-	done = true // Commit rolls back itself when it fails
-	if err := btx.Commit(); err != nil {
-		return err, true
-	}
-	if db.observe != nil {
-		db.observe(time.Since(start))
-	}
-	db.health.succeeded()
-	return nil, false
+	return d(ctx, dsn, opt)
 }
 
-// WriteTo writes a consistent copy of the whole data file to w without
-// blocking writers (a hot backup).
-func (db *DB) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
-}
-
-// Backup is WriteTo that first tells before the copy's size (for a
-// Content-Length), from the same transaction.
-func (db *DB) Backup(w io.Writer, before func(size int64)) (int64, error) {
-	var n int64
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		before(tx.Size())
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
-}
-
-// Usable returns nil when the data file can serve reads and writes: it
-// is open, not read-only, still at its path (a file deleted or moved
-// under a running server takes every later write with it), and its last
-// write did not fail (WriteError: a full disk, say; the next write that
-// succeeds clears it). It writes nothing, so readiness probes may call it
-// as often as they like.
-func (db *DB) Usable() error {
-	if db.bolt.IsReadOnly() {
-		return errors.New("data file is open read-only")
-	}
-	if err := db.bolt.View(func(*bolt.Tx) error { return nil }); err != nil {
-		return errors.New("data file is not open")
-	}
-	if _, err := os.Stat(db.path); err != nil {
-		return fmt.Errorf("data file %s is gone", db.path)
-	}
-	return db.WriteError()
-}
-
-// Check verifies the file's page structure and that every expiring row
-// and its expiry index entry go together; tests call it after each run.
-// It reads the whole file.
-func (db *DB) Check() error {
-	return db.bolt.View(func(btx *bolt.Tx) error {
-		var first error
-		for err := range btx.Check() {
-			if first == nil {
-				first = err
-			}
-		}
-		if first != nil {
-			return first
-		}
-		return (&Tx{tx: btx, db: db}).checkExpiries()
-	})
-}
-
-// Tx is one transaction. Byte slices read inside it are copied or decoded
-// before it ends; a Tx is not safe for concurrent use.
-type Tx struct {
-	tx *bolt.Tx
-	db *DB
-}
-
-// CommitID returns the id of the newest write transaction this one sees
-// committed (in a write transaction, its own): it grows by one with every
-// commit, so a test can tell whether a call wrote.
-func (tx *Tx) CommitID() int {
-	if tx.tx.Writable() {
-		return tx.tx.ID() - 1
-	}
-	return tx.tx.ID()
-}
-
-// Size returns the size in bytes of the data file as tx sees it.
-func (tx *Tx) Size() int64 { return tx.tx.Size() }
-
-// OnCommit registers fn to run after the transaction commits.
-func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }
-
-// bucket returns the named bucket; in a write transaction with its
-// FillPercent set (fillPercent).
-func (tx *Tx) bucket(name []byte) *bolt.Bucket {
-	b := tx.tx.Bucket(name)
-	if b != nil && tx.tx.Writable() {
-		if f := fillPercent[string(name)]; f != 0 {
-			b.FillPercent = f
-		}
-	}
-	return b
-}
-
-// fillPercent is the FillPercent of the buckets that do not split at
-// bbolt's default half. A page that overflows is split into pages filled
-// up to FillPercent. At one half, pages that only ever receive keys at
-// their end stay half empty for good, so buckets whose keys grow at the
-// end (of the bucket, or of each of a few prefixes) split nearly full
-// (appendFill): time-ordered UUIDs (users, sessions and their user
-// index, devices), sequence numbers (outbox, mail, events, delivery
-// records) and times (the event and expiry indexes, queued deliveries).
-// Buckets keyed by address take new keys anywhere; they split at
-// randomFill, which leaves room for a page's next inserts, but less than
-// half (their pages were 47-53% full, now about 68%).
-var fillPercent = map[string]float64{}
-
-// randomFill is the FillPercent of buckets whose new keys land anywhere.
-const randomFill = 0.75
-
-func init() {
-	for _, b := range [][]byte{
-		bucketUsers, bucketSessions, bucketUserSessions, bucketDevices, bucketOutbox, bucketMail,
-		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
-		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
-	} {
-		fillPercent[string(b)] = appendFill
-	}
-	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketCodes} {
-		fillPercent[string(b)] = randomFill
-	}
-}
-
-// get decodes the JSON value at key into v; ErrNotFound when absent.
-func (tx *Tx) get(bucket, key []byte, v any) error {
-	data := tx.bucket(bucket).Get(key)
-	if data == nil {
-		return ErrNotFound
-	}
-	return json.Unmarshal(data, v)
-}
-
-// put encodes v as JSON at key.
-func (tx *Tx) put(bucket, key []byte, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.bucket(bucket).Put(key, data)
-}
-
-func (tx *Tx) del(bucket, key []byte) error { return tx.bucket(bucket).Delete(key) }
-
-// nextSeq returns the bucket's next sequence number as an 8-byte key.
-func (tx *Tx) nextSeq(bucket []byte) ([]byte, uint64, error) {
-	n, err := tx.bucket(bucket).NextSequence()
-	if err != nil {
-		return nil, 0, err
-	}
-	return u64(n), n, nil
-}
-
-// AdminTokenHash returns the stored keyed hash of the admin token, or nil.
-func (tx *Tx) AdminTokenHash() []byte {
-	return clone(tx.bucket(bucketMeta).Get(keyAdminToken))
-}
-
-// SetAdminTokenHash stores the keyed hash of the admin token.
-func (tx *Tx) SetAdminTokenHash(h []byte) error {
-	return tx.bucket(bucketMeta).Put(keyAdminToken, h)
-}
-
-// Initialized reports whether the first-start state (default project, test
-// key, admin token) was committed.
-func (tx *Tx) Initialized() bool {
-	return tx.bucket(bucketMeta).Get(keyInitialized) != nil
-}
-
-// SetInitialized records that the first-start state is committed; call it
-// in the transaction that creates that state.
-func (tx *Tx) SetInitialized() error {
-	return tx.bucket(bucketMeta).Put(keyInitialized, []byte{1})
-}
-
-// ErrWrongMasterKey is returned by CheckKeyring when the data file was
+// ErrWrongMasterKey is returned by CheckKeyring when the store was
 // written under another master key.
 var ErrWrongMasterKey = errors.New("the master key does not match this data file: use the key it was created with (the <data>.key file or LATCHKEY_MASTER_KEY)")
 
-// CheckKeyring makes sure k is the keyring the data file was written
-// with: the first call stores a keyed check value in meta, later calls
+// CheckKeyring makes sure k is the keyring db was written with: the first
+// call stores a keyed check value (Tx.SetMasterKeyCheck), later calls
 // compare against it. A mismatch is ErrWrongMasterKey, so a lost or
 // swapped key fails at start instead of as HASH_MISMATCH on every call.
-func (db *DB) CheckKeyring(k *Keyring) error {
+func CheckKeyring(ctx context.Context, db DB, k *Keyring) error {
 	check := k.HashString("master-key-check", "latchkey")
 	var stored []byte
-	if err := db.View(func(tx *Tx) error {
-		stored = clone(tx.bucket(bucketMeta).Get(keyKeyCheck))
-		return nil
-	}); err != nil {
+	err := db.View(ctx, func(tx Tx) (err error) {
+		stored, err = tx.MasterKeyCheck()
+		return err
+	})
+	if err != nil || stored != nil {
+		if err == nil && !Equal(stored, check[:]) {
+			err = ErrWrongMasterKey
+		}
 		return err
 	}
-	if stored != nil {
-		if !Equal(stored, check[:]) {
+	return db.Update(ctx, func(tx Tx) error {
+		stored, err := tx.MasterKeyCheck()
+		switch {
+		case err != nil:
+			return err
+		case stored == nil:
+			return tx.SetMasterKeyCheck(check[:])
+		case !Equal(stored, check[:]):
 			return ErrWrongMasterKey
 		}
 		return nil
-	}
-	return db.Update(func(tx *Tx) error { return tx.bucket(bucketMeta).Put(keyKeyCheck, check[:]) })
+	})
 }
-
-func u64(n uint64) []byte {
-	b := make([]byte, 8)
-	binary.BigEndian.PutUint64(b, n)
-	return b
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
-}
-
-// compound joins parts with a NUL byte into one index key.
-func compound(parts ...string) []byte {
-	n := len(parts) - 1
-	for _, p := range parts {
-		n += len(p)
-	}
-	b := make([]byte, 0, n)
-	for i, p := range parts {
-		if i > 0 {
-			b = append(b, 0)
-		}
-		b = append(b, p...)
-	}
-	return b
-}
-
-func jsonDecode(data []byte, v any) error { return json.Unmarshal(data, v) }
