@@ -1,0 +1,2 @@
+-- Placeholder: the tables of this domain are being written.
+SELECT 1;

@@ -1,0 +1,193 @@
+// Package postgres is latchkey's PostgreSQL backend: the store.DB and
+// store.Tx contract (package store's doc comments) on a PostgreSQL
+// database through github.com/jackc/pgx/v5, for running many stateless
+// replicas of latchkey on one database.
+//
+// Importing the package registers the "postgres" driver, which store.Open
+// uses for postgres:// and postgresql:// URLs.
+//
+// Every Update and Batch runs at SERIALIZABLE and is retried, with its
+// function run again, when PostgreSQL aborts it for a serialization
+// failure or a deadlock; a View runs READ ONLY at REPEATABLE READ (one
+// snapshot). The schema is versioned (migrations/NNNN_name.sql, applied
+// in order at Open under a row lock, recorded in schema_migrations).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"latchkey/store"
+)
+
+func init() { store.Register("postgres", Open) }
+
+// maxAttempts bounds the runs of one transaction function that lose a
+// serialization conflict.
+const maxAttempts = 20
+
+// DB is a latchkey store on a PostgreSQL database.
+type DB struct {
+	pool *pgxpool.Pool
+	opt  store.Options
+	log  *slog.Logger
+}
+
+var _ store.DB = (*DB)(nil)
+
+// Open connects to the database dsn names, applies the migrations it
+// lacks and returns the store. created reports an empty database (no
+// latchkey schema before): the first start.
+func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, false, fmt.Errorf("database URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, false, fmt.Errorf("database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, false, fmt.Errorf("database %s:%d unreachable: %w: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, store.ErrUnavailable, err)
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	db := &DB{pool: pool, opt: opt, log: log}
+	created, err := db.migrate(ctx)
+	if err != nil {
+		pool.Close()
+		return nil, false, err
+	}
+	return db, created, nil
+}
+
+// Close closes the connections.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// Usable reports whether the database answers.
+func (db *DB) Usable(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := db.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Backup is not supported on PostgreSQL: back the database up with
+// pg_dump or the service's own backups.
+func (db *DB) Backup(context.Context, io.Writer, func(int64)) (int64, error) {
+	return 0, fmt.Errorf("%w: back up a PostgreSQL database with pg_dump", store.ErrNotSupported)
+}
+
+// View runs fn in a read-only transaction that sees one snapshot.
+func (db *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// Update runs fn in a serializable transaction, again when PostgreSQL
+// aborts it for a conflict.
+func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+}
+
+// Batch is Update: PostgreSQL commits concurrent transactions in
+// parallel, so there is no group commit to join.
+func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	start := time.Now()
+	err := db.Update(ctx, fn)
+	if db.opt.ObserveBatch != nil {
+		d := time.Since(start)
+		db.opt.ObserveBatch(d, d)
+	}
+	return err
+}
+
+// run runs fn in a transaction with opts, retrying serialization
+// failures and deadlocks with a jittered backoff.
+func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	backoff := time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := db.once(ctx, opts, fn)
+		if err == nil || !retryable(err) || attempt == maxAttempts {
+			return err
+		}
+		t := time.NewTimer(backoff/2 + rand.N(backoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+// once runs fn in one transaction.
+func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
+	ptx, err := db.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return unavailable(err)
+	}
+	t := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: opts.AccessMode == pgx.ReadOnly}
+	if err := fn(t); err != nil {
+		ptx.Rollback(context.WithoutCancel(ctx))
+		if t.err != nil {
+			// The function's error may be its answer to a failed
+			// statement: the statement's error decides a retry.
+			return t.err
+		}
+		return err
+	}
+	start := time.Now()
+	if err := ptx.Commit(ctx); err != nil {
+		return unavailable(err)
+	}
+	if !t.readOnly && db.opt.ObserveCommit != nil {
+		db.opt.ObserveCommit(time.Since(start))
+	}
+	for _, f := range t.onCommit {
+		f()
+	}
+	return nil
+}
+
+// retryable reports whether err is a serialization failure or a deadlock,
+// after which the transaction may run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40001" || pe.Code == "40P01"
+	}
+	return false
+}
+
+// unavailable wraps store.ErrUnavailable around err when it means the
+// database could not be reached (not an SQL error of the statement).
+func unavailable(err error) error {
+	var pe *pgconn.PgError
+	if err == nil || errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+}

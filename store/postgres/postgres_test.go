@@ -1,0 +1,119 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"latchkey/store"
+	"latchkey/store/pgtest"
+	"latchkey/store/postgres"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
+
+// newDatabase returns the URL of a fresh database, dropped at cleanup.
+// Without PostgreSQL the test is skipped, unless LATCHKEY_REQUIRE_POSTGRES
+// is set (CI), where it fails.
+func newDatabase(t *testing.T) string {
+	t.Helper()
+	c, err := pgtest.Shared()
+	if err != nil {
+		if os.Getenv("LATCHKEY_REQUIRE_POSTGRES") == "" && errors.Is(err, pgtest.ErrNoPostgres) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	url, drop, err := c.NewDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return url
+}
+
+func TestOpenMigratesOnce(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	db, created, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !created {
+		t.Error("created = false on an empty database")
+	}
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.SetAdminTokenHash([]byte("h")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db, created, err = store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if created {
+		t.Error("created = true on the second open")
+	}
+	var h []byte
+	if err := db.View(ctx, func(tx store.Tx) (err error) { h, err = tx.AdminTokenHash(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if string(h) != "h" {
+		t.Errorf("admin token hash = %q after reopening", h)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	db, _, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := postgres.SchemaVersion() + 1
+	if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, 'future')`, next); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	_, _, err = store.Open(ctx, url, store.Options{})
+	if err == nil {
+		t.Fatal("opened a database with a newer schema")
+	}
+	for _, want := range []string{"version", "newer"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	_, _, err := store.Open(context.Background(), "postgres://latchkey@127.0.0.1:1/latchkey?connect_timeout=2", store.Options{})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestBackupNotSupported(t *testing.T) {
+	db, _, err := store.Open(context.Background(), newDatabase(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Backup(context.Background(), nil, nil); !errors.Is(err, store.ErrNotSupported) {
+		t.Fatalf("Backup: %v, want ErrNotSupported", err)
+	}
+}
