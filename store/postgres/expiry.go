@@ -2,14 +2,15 @@ package postgres
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"latchkey/store"
 )
 
-// due is a table whose rows expire: column holds when each row is due,
-// indexed (CREATE INDEX ON table (column)) so that the sweep reads only
-// due rows.
+// due is a table whose rows expire: column holds when each row is due
+// (a bigint written with dueNanos), indexed (CREATE INDEX ON table
+// (column)) so that the sweep reads only due rows.
 type due struct {
 	table, column string
 }
@@ -22,6 +23,25 @@ var expiring = map[store.Expiring][]due{}
 func expires(kind store.Expiring, tables ...due) {
 	expiring[kind] = append(expiring[kind], tables...)
 }
+
+// dueNanos is the value of a due column for a row due at t: its Unix
+// nanoseconds, as bbolt's expiry index keys it: times before 1970 (the
+// zero time too) are 0, long due, and times past 2262 the largest value.
+func dueNanos(t time.Time) int64 {
+	switch {
+	case t.Before(epoch): // the zero time too
+		return 0
+	case t.After(lastNano):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// The range of times dueNanos tells apart.
+var (
+	epoch    = time.Unix(0, 0)
+	lastNano = time.Unix(0, math.MaxInt64)
+)
 
 // tables returns kind's tables, or an error for a kind no file
 // registered.
@@ -41,7 +61,7 @@ func (tx *txn) ExpiryDue(kind store.Expiring, now time.Time) (bool, error) {
 	}
 	for _, d := range ts {
 		var yes bool
-		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{now}, &yes); err != nil || yes {
+		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{dueNanos(now)}, &yes); err != nil || yes {
 			return yes, err
 		}
 	}
@@ -79,7 +99,7 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		}
 		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid IN (
 			SELECT ctid FROM `+d.table+` WHERE `+d.column+` <= $1
-			ORDER BY `+d.column+` LIMIT $2)`, now, max-deleted)
+			ORDER BY `+d.column+` LIMIT $2)`, dueNanos(now), max-deleted)
 		if err != nil {
 			return deleted, err
 		}
