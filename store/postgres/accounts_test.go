@@ -225,9 +225,9 @@ func TestPutUserConflict(t *testing.T) {
 	})
 	update(t, db, func(tx store.Tx) error {
 		for _, u := range []*store.User{
-			{ID: "u2", ProjectID: "p", Email: "ada@example.com"},                      // the address
+			{ID: "u2", ProjectID: "p", Email: "ada@example.com"},                       // the address
 			{ID: "u2", ProjectID: "p", Email: "bob@example.com", ExternalUserID: "x1"}, // the external id
-			{ID: "u9", ProjectID: "p", Email: "ada@example.com"},                      // a new user
+			{ID: "u9", ProjectID: "p", Email: "ada@example.com"},                       // a new user
 		} {
 			if err := tx.PutUser(u); !errors.Is(err, store.ErrConflict) {
 				t.Errorf("PutUser(%s, %s, %q) = %v, want ErrConflict", u.ID, u.Email, u.ExternalUserID, err)
@@ -601,7 +601,10 @@ func TestAccountsExpiry(t *testing.T) {
 		db := openDB(t)
 		update(t, db, func(tx store.Tx) error { return tx.PutSession(&store.Session{ID: "s0", UserID: "u"}) })
 		var n int
-		update(t, db, func(tx store.Tx) (err error) { n, err = tx.SweepExpired(store.ExpiringSessions, time.Unix(1, 0), 100); return })
+		update(t, db, func(tx store.Tx) (err error) {
+			n, err = tx.SweepExpired(store.ExpiringSessions, time.Unix(1, 0), 100)
+			return
+		})
 		if n != 1 {
 			t.Fatalf("a session without an expiry: swept %d, want 1", n)
 		}
