@@ -60,8 +60,12 @@ func (tx *txn) ExpiryDue(kind store.Expiring, now time.Time) (bool, error) {
 		return false, err
 	}
 	for _, d := range ts {
+		// min() reads the first entry of the column's index, whatever
+		// the plan: EXISTS (... WHERE column <= $1) may get a generic
+		// plan (after five runs of the prepared statement) that scans
+		// the table when nothing is due.
 		var yes bool
-		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{dueNanos(now)}, &yes); err != nil || yes {
+		if err := tx.one(`SELECT coalesce(min(`+d.column+`) <= $1, false) FROM `+d.table, []any{dueNanos(now)}, &yes); err != nil || yes {
 			return yes, err
 		}
 	}
@@ -97,9 +101,12 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		if deleted >= max {
 			break
 		}
-		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid IN (
+		// ctid = ANY (ARRAY(...)): a TID scan of the rows the index
+		// found; ctid IN (SELECT ...) may get a generic plan that joins
+		// with a scan of the whole table.
+		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid = ANY (ARRAY(
 			SELECT ctid FROM `+d.table+` WHERE `+d.column+` <= $1
-			ORDER BY `+d.column+` LIMIT $2)`, dueNanos(now), max-deleted)
+			ORDER BY `+d.column+` LIMIT $2))`, dueNanos(now), max-deleted)
 		if err != nil {
 			return deleted, err
 		}
