@@ -46,7 +46,7 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	var project string
-	db.View(func(tx *store.Tx) error {
+	db.View(func(tx store.Tx) error {
 		u, err := tx.UserByEmail(firstProject(t, tx), "kept@example.com")
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +55,7 @@ func TestCompact(t *testing.T) {
 		return nil
 	})
 	for i := range 4 {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			for j := range 5000 {
 				u := &store.User{ID: fmt.Sprintf("u%d-%d", i, j), ProjectID: project, Email: fmt.Sprintf("gone%d-%d@example.com", i, j)}
 				if err := tx.PutUser(u); err != nil {
@@ -69,7 +69,7 @@ func TestCompact(t *testing.T) {
 		}
 	}
 	for i := range 4 {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			for j := range 5000 {
 				if err := tx.DeleteUser(&store.User{ID: fmt.Sprintf("u%d-%d", i, j), ProjectID: project, Email: fmt.Sprintf("gone%d-%d@example.com", i, j)}); err != nil {
 					return err
@@ -136,7 +136,7 @@ func TestCompact(t *testing.T) {
 }
 
 // firstProject returns the id of the file's only project.
-func firstProject(t *testing.T, tx *store.Tx) string {
+func firstProject(t *testing.T, tx store.Tx) string {
 	t.Helper()
 	ps, err := tx.Projects()
 	if err != nil || len(ps) != 1 {

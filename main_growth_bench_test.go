@@ -23,9 +23,9 @@ import (
 	"time"
 
 	"latchkey/auth"
-	"latchkey/internal/storetest"
 	"latchkey/mail"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // The growth benchmark's data: what the product is built for, a million
@@ -374,7 +374,7 @@ type slowCommits struct {
 	list []string
 }
 
-func (s *slowCommits) add(d time.Duration, db *store.DB) {
+func (s *slowCommits) add(d time.Duration, db store.DB) {
 	if d < 20*time.Millisecond {
 		return
 	}

@@ -64,7 +64,7 @@ func TestLastSeenFlushedAtShutdown(t *testing.T) {
 	}
 	defer db.Close()
 	var row *store.Session
-	if err := db.View(func(tx *store.Tx) error {
+	if err := db.View(func(tx store.Tx) error {
 		row, err = tx.Session(id)
 		return err
 	}); err != nil {

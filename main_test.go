@@ -636,7 +636,7 @@ func TestSMTPConfigErrorKeepsMail(t *testing.T) {
 		t.Fatalf("health: %d, want 200 (liveness)", st)
 	}
 	var queued int
-	m.DB.View(func(tx *store.Tx) error {
+	m.DB.View(func(tx store.Tx) error {
 		return tx.RecentMail(func(*store.Mail) bool { queued++; return true })
 	})
 	if queued != 1 || len(srv.Messages()) != 0 {

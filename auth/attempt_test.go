@@ -19,8 +19,8 @@ func TestAttemptRunsAfresh(t *testing.T) {
 	a.email = "a@example.com"
 	errAgain := errors.New("run again")
 	runs := 0
-	twice := func(fn func(*store.Tx) error) error {
-		if err := s.db.Update(func(tx *store.Tx) error {
+	twice := func(fn func(store.Tx) error) error {
+		if err := s.db.Update(func(tx store.Tx) error {
 			if err := fn(tx); err != nil {
 				return err
 			}
@@ -30,7 +30,7 @@ func TestAttemptRunsAfresh(t *testing.T) {
 		}
 		return s.db.Update(fn)
 	}
-	err := a.run(twice, func(tx *store.Tx) error {
+	err := a.run(twice, func(tx store.Tx) error {
 		runs++
 		if a.userID != "" || a.failure != nil {
 			t.Fatalf("run %d starts with user %q, failure %v", runs, a.userID, a.failure)
@@ -50,7 +50,7 @@ func TestAttemptRunsAfresh(t *testing.T) {
 	}
 
 	conflict := ErrExternalIDConflict
-	err = a.update(func(tx *store.Tx) error {
+	err = a.update(func(tx store.Tx) error {
 		a.userID = "u2"
 		if err := a.ok(tx); err != nil {
 			return err

@@ -67,7 +67,7 @@ func TestTOTPEscalationAndCap(t *testing.T) {
 		t.Fatalf("message %q, want the capped text", err.(*Error).Message)
 	}
 
-	if err := f.db.Update(func(tx *store.Tx) error { return clearTOTPFailures(tx, f.u.ID) }); err != nil {
+	if err := f.db.Update(func(tx store.Tx) error { return clearTOTPFailures(tx, f.u.ID) }); err != nil {
 		t.Fatal(err)
 	}
 	if fa := f.factor(); fa.Failures != 0 || !fa.LockedUntil.IsZero() || fa.Secret == nil {
@@ -104,7 +104,7 @@ func TestAddressGuessLog(t *testing.T) {
 	start := f.now
 	fail := func(n int) {
 		t.Helper()
-		err := f.db.Update(func(tx *store.Tx) error {
+		err := f.db.Update(func(tx store.Tx) error {
 			for i := 0; i < n; i++ {
 				g, err := addressGuesses(tx, "p", "a@example.com", f.now)
 				if err != nil {
@@ -123,7 +123,7 @@ func TestAddressGuessLog(t *testing.T) {
 	locked := func() bool {
 		t.Helper()
 		var l bool
-		f.db.View(func(tx *store.Tx) error {
+		f.db.View(func(tx store.Tx) error {
 			g, err := addressGuesses(tx, "p", "a@example.com", f.now)
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +140,7 @@ func TestAddressGuessLog(t *testing.T) {
 	f.now = start.Add(23 * time.Hour)
 	// The sweep keeps the history (its KeepUntil is a day after the
 	// newest failure).
-	if err := f.db.Update(func(tx *store.Tx) error { _, err := tx.SweepExpired(store.ExpiringCodes, f.now, 1000); return err }); err != nil {
+	if err := f.db.Update(func(tx store.Tx) error { _, err := tx.SweepExpired(store.ExpiringCodes, f.now, 1000); return err }); err != nil {
 		t.Fatal(err)
 	}
 	fail(1)

@@ -199,7 +199,7 @@ func TestTakeChallenge(t *testing.T) {
 	put := func(kind, user string) string {
 		t.Helper()
 		ch := &store.Challenge{ProjectID: p.ID, Kind: kind, UserID: user}
-		if _, err := s.putChallenge(ch, nil, map[string]any{}); err != nil {
+		if _, err := s.putChallenge(ctx, ch, nil, map[string]any{}); err != nil {
 			t.Fatal(err)
 		}
 		return ch.ID
@@ -207,7 +207,7 @@ func TestTakeChallenge(t *testing.T) {
 	// take commits a refusal as the verify calls do (with its event).
 	take := func(p *store.Project, id, kind string, belongs func(*store.Challenge) bool) error {
 		var fail error
-		err := s.db.Update(func(tx *store.Tx) error {
+		err := s.db.Update(func(tx store.Tx) error {
 			_, _, fail = s.takeChallenge(tx, p, id, kind, belongs)
 			if isAuthError(fail) {
 				return nil
@@ -220,7 +220,7 @@ func TestTakeChallenge(t *testing.T) {
 		return fail
 	}
 	exists := func(id string) bool {
-		err := s.db.View(func(tx *store.Tx) error { _, err := tx.Challenge(id); return err })
+		err := s.db.View(func(tx store.Tx) error { _, err := tx.Challenge(id); return err })
 		return err == nil
 	}
 
@@ -257,7 +257,7 @@ func TestTakeChallenge(t *testing.T) {
 	stale := put(challengeLogin, "")
 	*now = now.Add(ChallengeLifetime)
 	var swept int
-	if err := s.db.Update(func(tx *store.Tx) (err error) {
+	if err := s.db.Update(func(tx store.Tx) (err error) {
 		swept, err = tx.SweepExpired(store.ExpiringChallenges, *now, 1000)
 		return
 	}); err != nil {

@@ -36,7 +36,7 @@ func TestTokenCacheDroppedWithSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	var content store.MailContent
-	db.View(func(tx *store.Tx) error {
+	db.View(func(tx store.Tx) error {
 		ms, err := tx.DueMail(now.Add(time.Hour), 10)
 		if err != nil || len(ms) != 1 {
 			t.Fatalf("queued mail: %v %d", err, len(ms))

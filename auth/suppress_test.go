@@ -13,7 +13,7 @@ import (
 func commitID(t *testing.T, s *Service) int {
 	t.Helper()
 	var id int
-	s.db.View(func(tx *store.Tx) error { id = tx.CommitID(); return nil })
+	s.db.View(func(tx store.Tx) error { id = tx.CommitID(); return nil })
 	return id
 }
 
@@ -21,7 +21,7 @@ func commitID(t *testing.T, s *Service) int {
 func storedEvents(t *testing.T, s *Service) []*store.AuthEvent {
 	t.Helper()
 	var evs []*store.AuthEvent
-	s.db.View(func(tx *store.Tx) error {
+	s.db.View(func(tx store.Tx) error {
 		var err error
 		evs, _, err = tx.AuthEvents(store.AuthEventFilter{})
 		return err
@@ -75,7 +75,7 @@ func TestSuppressUnknownToken(t *testing.T) {
 	}
 	// The flush writes the counts in one transaction; the API shows the
 	// same, now from the store.
-	if err := s.FlushSuppressed(); err != nil {
+	if err := s.FlushSuppressed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if d := commitID(t, s) - before; d != 1 {
@@ -127,7 +127,7 @@ func TestSuppressKeys(t *testing.T) {
 		fail("2001:db8:1:3::1", "email_otp", "verify", "")      // another /64
 		fail("203.0.113.1", "totp", "verify", "u1")             // names a user
 	}
-	if err := s.db.Update(func(tx *store.Tx) error {
+	if err := s.db.Update(func(tx store.Tx) error {
 		for range 15 {
 			a := s.attempt(p.ID, "email_otp", "verify", Meta{IP: "203.0.113.1"})
 			a.userID = "u2"

@@ -14,7 +14,7 @@ import (
 func TestSweepEvents(t *testing.T) {
 	s, p, now := newPasskeyService(t)
 	start := *now
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		for i := range 2500 {
 			e := &store.AuthEvent{ProjectID: p.ID, Method: "email_otp", Action: "send", Success: true, CreatedAt: start.Add(time.Duration(i) * time.Millisecond)}
 			if err := tx.AddAuthEvent(e); err != nil {
@@ -50,7 +50,7 @@ func TestSweepEvents(t *testing.T) {
 	if n := suppressedTotal(page.Suppressed); n != 10 {
 		t.Fatalf("suppressed %d after the flush, want 10", n)
 	}
-	s.db.View(func(tx *store.Tx) error {
+	s.db.View(func(tx store.Tx) error {
 		if n := tx.AuthEventCount(p.ID); n != 1 {
 			t.Fatalf("project keeps %d events by its count, want 1", n)
 		}

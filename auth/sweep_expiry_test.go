@@ -16,7 +16,7 @@ import (
 func TestSweepExpiredBounded(t *testing.T) {
 	s, p, now := newPasskeyService(t)
 	start := *now
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(func(tx store.Tx) error {
 		for i := range 2600 {
 			ttl := time.Minute
 			if i >= 2500 {
@@ -48,7 +48,7 @@ func TestSweepExpiredBounded(t *testing.T) {
 	if want := (2500 + 3 + sweepRows - 1) / sweepRows; commitID(t, s)-before != want {
 		t.Fatalf("the sweep wrote %d transactions, want %d", commitID(t, s)-before, want)
 	}
-	s.db.View(func(tx *store.Tx) error {
+	s.db.View(func(tx store.Tx) error {
 		if n := tx.ExpiringCount(store.ExpiringSessions); n != 100 {
 			t.Fatalf("%d sessions left, want the 100 live ones", n)
 		}

@@ -16,7 +16,7 @@ import (
 type totpFixture struct {
 	t   *testing.T
 	svc *Service
-	db  *store.DB
+	db  store.DB
 	now time.Time
 	pr  *Principal
 	u   *store.User
@@ -56,7 +56,7 @@ func newTOTPFixture(t *testing.T) *totpFixture {
 func (f *totpFixture) signIn(p *store.Project, email string) (*store.User, *Principal) {
 	var u *store.User
 	var sess *store.Session
-	err := f.db.Update(func(tx *store.Tx) error {
+	err := f.db.Update(func(tx store.Tx) error {
 		var err error
 		if u, _, err = f.svc.provenUser(tx, p, email); err != nil {
 			return err
@@ -78,7 +78,7 @@ func (f *totpFixture) putSecret(secret []byte) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	err = f.db.Update(func(tx *store.Tx) error {
+	err = f.db.Update(func(tx store.Tx) error {
 		return tx.PutFactor(&store.Factor{UserID: f.u.ID, ProjectID: f.u.ProjectID, Kind: "totp", Status: "pending", Secret: sealed, CreatedAt: f.now})
 	})
 	if err != nil {
@@ -89,7 +89,7 @@ func (f *totpFixture) putSecret(secret []byte) {
 func (f *totpFixture) factor() *store.Factor {
 	f.t.Helper()
 	var fa *store.Factor
-	err := f.db.View(func(tx *store.Tx) error {
+	err := f.db.View(func(tx store.Tx) error {
 		var err error
 		fa, err = tx.Factor(f.u.ID, "totp")
 		return err
@@ -113,7 +113,7 @@ func (f *totpFixture) code(secret []byte, offset int64) string {
 // categories counts the failure codes of the TOTP events, "" for successes.
 func (f *totpFixture) categories(action string) map[string]int {
 	out := map[string]int{}
-	f.db.View(func(tx *store.Tx) error {
+	f.db.View(func(tx store.Tx) error {
 		evs, _, err := tx.AuthEvents(store.AuthEventFilter{})
 		if err != nil {
 			f.t.Fatal(err)
@@ -133,7 +133,7 @@ func (f *totpFixture) categories(action string) map[string]int {
 
 func (f *totpFixture) outbox(typ string) int {
 	n := 0
-	f.db.View(func(tx *store.Tx) error {
+	f.db.View(func(tx store.Tx) error {
 		evs, _ := tx.EventsAfter(0, 1<<20)
 		for _, e := range evs {
 			if e.Type == typ {
@@ -322,7 +322,7 @@ func TestTOTPSecretBoundToUser(t *testing.T) {
 	sealed := f.factor().Secret
 	p, _ := f.svc.project(f.u.ProjectID)
 	f.u, f.pr = f.signIn(p, "other@example.com")
-	err := f.db.Update(func(tx *store.Tx) error {
+	err := f.db.Update(func(tx store.Tx) error {
 		return tx.PutFactor(&store.Factor{UserID: f.u.ID, ProjectID: f.u.ProjectID, Kind: "totp", Status: "enrolled", Secret: sealed, CreatedAt: f.now})
 	})
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 type testService struct {
 	*auth.Service
 	t       testing.TB
-	db      *store.DB
+	db      store.DB
 	keys    *store.Keyring
 	clock   *clock
 	sms     *smsOutbox
@@ -166,7 +166,7 @@ type sentMail struct {
 func (ts *testService) mailTo(to string) []sentMail {
 	ts.t.Helper()
 	var out []sentMail
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool {
 			if m.To != to {
 				return true
@@ -286,7 +286,7 @@ func wantEvent(t testing.TB, e auth.EventView, method, action, category string, 
 func (ts *testService) outbox(typ string) []map[string]string {
 	ts.t.Helper()
 	var out []map[string]string
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(func(tx store.Tx) error {
 		evs, err := tx.EventsAfter(0, 1<<20)
 		for _, e := range evs {
 			if e.Type != typ {
@@ -310,7 +310,7 @@ func (ts *testService) outbox(typ string) []map[string]string {
 func (ts *testService) user(addr string) *store.User {
 	ts.t.Helper()
 	var u *store.User
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(func(tx store.Tx) error {
 		var err error
 		u, err = tx.UserByEmail(ts.project.ID, addr)
 		if errors.Is(err, store.ErrNotFound) {

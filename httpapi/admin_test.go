@@ -213,7 +213,7 @@ func TestAdminBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	db.View(func(tx *store.Tx) error {
+	db.View(func(tx store.Tx) error {
 		ps, _ := tx.Projects()
 		n = len(ps)
 		return nil

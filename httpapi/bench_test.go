@@ -29,7 +29,7 @@ type benchEnv struct {
 	url     string
 	svc     *auth.Service
 	server  *Server
-	db      *store.DB
+	db      store.DB
 	keys    *store.Keyring
 	key     string
 	project *store.Project
@@ -225,7 +225,7 @@ func (e *benchEnv) loginDirect(b *testing.B, email string) string {
 // mail worker, which would delete it, is not running).
 func (e *benchEnv) code(email string) string {
 	var found *store.Mail
-	e.db.View(func(tx *store.Tx) error {
+	e.db.View(func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool {
 			if m.To == email {
 				found = m
@@ -261,7 +261,7 @@ func BenchmarkOTPLogin(b *testing.B) {
 func BenchmarkStoreCommit(b *testing.B) {
 	e := newBenchEnv(b)
 	e.load(b, 64, func(w, i int) error {
-		return e.db.Update(func(tx *store.Tx) error {
+		return e.db.Update(func(tx store.Tx) error {
 			return tx.AddAuthEvent(&store.AuthEvent{ID: fmt.Sprint(w, i), CreatedAt: time.Now()})
 		})
 	})
@@ -272,7 +272,7 @@ func BenchmarkStoreCommit(b *testing.B) {
 func BenchmarkStoreBatch(b *testing.B) {
 	e := newBenchEnv(b)
 	e.load(b, 64, func(w, i int) error {
-		return e.db.Batch(func(tx *store.Tx) error {
+		return e.db.Batch(func(tx store.Tx) error {
 			return tx.AddAuthEvent(&store.AuthEvent{ID: fmt.Sprint(w, i), CreatedAt: time.Now()})
 		})
 	})
@@ -348,7 +348,7 @@ func benchDrain(b *testing.B, conc int) {
 		idle, _ := measure(idleStop)
 		data, _ := json.Marshal(map[string]string{"user_id": "u", "email": "drain@example.com"})
 		for done := 0; done < events; {
-			if err := e.db.Update(func(tx *store.Tx) error {
+			if err := e.db.Update(func(tx store.Tx) error {
 				for i := 0; i < 5000 && done < events; i++ {
 					if err := tx.AppendEvent(&store.Event{ID: fmt.Sprint("evt_", done), ProjectID: e.project.ID, Type: "user.updated", CreatedAt: time.Now(), Data: data}); err != nil {
 						return err

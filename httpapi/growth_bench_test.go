@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"latchkey/auth"
-	"latchkey/internal/storetest"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // BenchmarkLoginBytes measures how much of the data file an email OTP
@@ -91,7 +91,7 @@ func (e *benchEnv) purgeQueues(b *testing.B) {
 	b.Helper()
 	for {
 		n := 0
-		err := e.db.Update(func(tx *store.Tx) error {
+		err := e.db.Update(func(tx store.Tx) error {
 			var ids []uint64
 			tx.RecentMail(func(m *store.Mail) bool { ids = append(ids, m.ID); return len(ids) < 5000 })
 			for _, id := range ids {

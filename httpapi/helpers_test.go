@@ -49,7 +49,7 @@ func (c *clock) Advance(d time.Duration) {
 type testServer struct {
 	t       testing.TB
 	URL     string
-	DB      *store.DB
+	DB      store.DB
 	Keys    *store.Keyring
 	Svc     *auth.Service
 	Clock   *clock
@@ -182,7 +182,7 @@ func (ts *testServer) restart() {
 // was written.
 func (ts *testServer) commitID() int {
 	var id int
-	ts.DB.View(func(tx *store.Tx) error { id = tx.CommitID(); return nil })
+	ts.DB.View(func(tx store.Tx) error { id = tx.CommitID(); return nil })
 	return id
 }
 
@@ -333,7 +333,7 @@ func (ts *testServer) lastMail(addr string) store.MailContent {
 func (ts *testServer) lastMailOf(addr, kind string) store.MailContent {
 	ts.t.Helper()
 	var found *store.Mail
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(func(tx store.Tx) error {
 		// Every queued message, whether the clock is ahead of the
 		// machine's or behind it.
 		ms, err := tx.DueMail(later(time.Now(), ts.Clock.Now()).Add(1000*time.Hour), 1<<20)
@@ -372,7 +372,7 @@ func later(a, b time.Time) time.Time {
 // mailCount returns how many messages are queued.
 func (ts *testServer) mailCount() int {
 	var n int
-	ts.DB.View(func(tx *store.Tx) error { n = tx.MailCount(); return nil })
+	ts.DB.View(func(tx store.Tx) error { n = tx.MailCount(); return nil })
 	return n
 }
 
@@ -427,7 +427,7 @@ func (ts *testServer) methodEvents(method, action string) map[string]int {
 // outbox returns the types of the outbox's events in order.
 func (ts *testServer) outbox() []string {
 	var types []string
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(func(tx store.Tx) error {
 		evs, _ := tx.EventsAfter(0, 1<<20)
 		for _, e := range evs {
 			types = append(types, e.Type)
@@ -447,7 +447,7 @@ type outboxEvent struct {
 func (ts *testServer) outboxSince(n int) []outboxEvent {
 	ts.t.Helper()
 	var out []outboxEvent
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(func(tx store.Tx) error {
 		evs, err := tx.EventsAfter(0, 1<<20)
 		if err != nil {
 			ts.t.Fatal(err)

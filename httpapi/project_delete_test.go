@@ -111,7 +111,7 @@ func TestDeleteProjectRemovesItsData(t *testing.T) {
 			t.Fatalf("%s: err=%v, want it deleted", what, err)
 		}
 	}
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(func(tx store.Tx) error {
 		for _, id := range []string{uid, extUID} {
 			_, err := tx.User(id)
 			gone("user "+id, err)

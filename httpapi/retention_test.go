@@ -24,7 +24,7 @@ func (ts *testServer) loginWithDevice(addr, deviceToken string) string {
 func (ts *testServer) devices() int {
 	ts.t.Helper()
 	n := 0
-	ts.DB.View(func(tx *store.Tx) error { n = tx.ExpiringCount(store.ExpiringDevices); return nil })
+	ts.DB.View(func(tx store.Tx) error { n = tx.ExpiringCount(store.ExpiringDevices); return nil })
 	return n
 }
 

@@ -126,20 +126,20 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-func dataSize(db *store.DB) int64 {
+func dataSize(db store.DB) int64 {
 	var n int64
-	db.View(func(tx *store.Tx) error { n = tx.Size(); return nil })
+	db.View(func(tx store.Tx) error { n = tx.Size(); return nil })
 	return n
 }
 
 // loadUsers stores scaleUsers users of project in email order of random
 // addresses (as sign-ups arrive), and returns their addresses sorted.
-func loadUsers(b *testing.B, db *store.DB, project string) []string {
+func loadUsers(b *testing.B, db store.DB, project string) []string {
 	b.Helper()
 	emails := make([]string, 0, scaleUsers)
 	now := time.Now().UTC()
 	for i := 0; i < scaleUsers; i += scaleChunk {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			for j := i; j < i+scaleChunk; j++ {
 				h := fnv.New32a()
 				fmt.Fprint(h, j)
@@ -167,7 +167,7 @@ type scaleCursors struct{ deep string }
 // others; 70% successes, the failures invalid_code, expired or
 // rate_limited; plus suppressed counters for every hour. It returns the
 // cursor of an event in the middle of the month.
-func loadEvents(b *testing.B, db *store.DB, projects []string) scaleCursors {
+func loadEvents(b *testing.B, db store.DB, projects []string) scaleCursors {
 	b.Helper()
 	now := time.Now().UTC()
 	span := 29 * 24 * time.Hour
@@ -175,7 +175,7 @@ func loadEvents(b *testing.B, db *store.DB, projects []string) scaleCursors {
 	var cur scaleCursors
 	const ua = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15"
 	for i := 0; i < scaleEvents; i += scaleChunk {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			for j := i; j < i+scaleChunk; j++ {
 				e := &store.AuthEvent{ID: uuid.NewString(), UserID: uuid.NewString(), Email: fmt.Sprintf("user%d@example.com", j%scaleUsers),
 					Method: "email_otp", Action: []string{"send", "verify"}[j%2], IP: fmt.Sprintf("203.0.%d.%d", j>>8&255, j&255),
@@ -206,7 +206,7 @@ func loadEvents(b *testing.B, db *store.DB, projects []string) scaleCursors {
 			b.Fatal(err)
 		}
 	}
-	err := db.Update(func(tx *store.Tx) error {
+	err := db.Update(func(tx store.Tx) error {
 		for h := first.Truncate(time.Hour); h.Before(now); h = h.Add(time.Hour) {
 			for _, p := range []string{projects[0], ""} {
 				c := store.SuppressedCount{Hour: h, ProjectID: p, Method: "magic_link", Action: "verify", FailureCode: auth.CatInvalidCode, N: 500}

@@ -67,7 +67,7 @@ func wantTime(t testing.TB, m map[string]any, key string, want time.Time) {
 func (ts *testServer) storedSession(id string) *store.Session {
 	ts.t.Helper()
 	var s *store.Session
-	err := ts.DB.View(func(tx *store.Tx) error {
+	err := ts.DB.View(func(tx store.Tx) error {
 		var err error
 		s, err = tx.Session(id)
 		return err
@@ -305,7 +305,7 @@ func (ts *testServer) countChallenges() int {
 	ts.t.Helper()
 	var n int
 	errCount := errors.New("count only")
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(func(tx store.Tx) error {
 		n, _ = tx.SweepExpired(store.ExpiringChallenges, ts.Clock.Now().Add(24*time.Hour), 1<<30)
 		return errCount // roll back: only counted
 	})

@@ -38,7 +38,7 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("%d events older than 30 days kept", n)
 	}
 	var live bool
-	ts.DB.View(func(tx *store.Tx) error { live = tx.SessionExists(sid); return nil })
+	ts.DB.View(func(tx store.Tx) error { live = tx.SessionExists(sid); return nil })
 	if live {
 		t.Fatal("expired session row not swept")
 	}

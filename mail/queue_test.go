@@ -48,7 +48,7 @@ func (f *fakeTransport) Send(_ context.Context, m *mail.Message) error {
 }
 
 type queueFixture struct {
-	db    *store.DB
+	db    store.DB
 	keys  *store.Keyring
 	clock *clock
 	path  string
@@ -77,7 +77,7 @@ func (f *queueFixture) enqueue(t *testing.T, kind, to string, c store.MailConten
 		t.Fatal(err)
 	}
 	now := f.clock.Now()
-	if err := f.db.Update(func(tx *store.Tx) error {
+	if err := f.db.Update(func(tx store.Tx) error {
 		return tx.EnqueueMail(&store.Mail{ProjectID: "p", To: to, Kind: kind, Body: sealed, CreatedAt: now, NextAttemptAt: now})
 	}); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func (f *queueFixture) queue(tr mail.Transport, logs io.Writer) *mail.Queue {
 func (f *queueFixture) queued(t *testing.T) []*store.Mail {
 	t.Helper()
 	var out []*store.Mail
-	f.db.View(func(tx *store.Tx) error {
+	f.db.View(func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool { out = append(out, m); return true })
 	})
 	return out

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -302,4 +303,42 @@ func (tx *boltTx) TrimAuthEvents(max int) (int, error) {
 // events that name no project).
 func (tx *boltTx) AuthEventCount(projectID string) (int, error) {
 	return int(getU64(tx.bucket(bucketEventCounts).Get(totalKey(projectID)))), nil
+}
+
+// checkEvents verifies that every event has exactly its index entry and
+// that every scope's kept-event count equals its events (for tests,
+// through Check).
+func (tx *boltTx) checkEvents() error {
+	index := tx.bucket(bucketEventIndex)
+	per := map[string]uint64{}
+	events := 0
+	err := tx.bucket(bucketEvents).ForEach(func(k, v []byte) error {
+		scope, kind, err := eventHead(v)
+		if err != nil {
+			return fmt.Errorf("events: row %x: %w", k, err)
+		}
+		if index.Get(append(indexPrefix(scope, kind), k...)) == nil {
+			return fmt.Errorf("events: row %x of scope %q has no index entry", k, scope)
+		}
+		per[scope]++
+		events++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n := index.Stats().KeyN; n != events {
+		return fmt.Errorf("events: %d index entries for %d events", n, events)
+	}
+	for scope, c := range per {
+		if got, _ := tx.addTotal(scope, 0); got != c {
+			return fmt.Errorf("events: scope %q counts %d, holds %d", scope, got, c)
+		}
+	}
+	for _, st := range tx.totals() {
+		if per[st.scope] != st.n {
+			return fmt.Errorf("events: scope %q counts %d, holds %d", st.scope, st.n, per[st.scope])
+		}
+	}
+	return nil
 }

@@ -337,9 +337,10 @@ func (db *boltDB) Usable(context.Context) error {
 	return db.WriteError()
 }
 
-// Check verifies the file's page structure and that every expiring row
-// and its expiry index entry go together; tests call it after each run.
-// It reads the whole file.
+// Check verifies the file's page structure, that every expiring row and
+// its expiry index entry go together, and that the authentication
+// events, their index and their counts agree; tests call it after each
+// run. It reads the whole file.
 func (db *boltDB) Check() error {
 	return db.bolt.View(func(btx *bolt.Tx) error {
 		var first error
@@ -351,7 +352,11 @@ func (db *boltDB) Check() error {
 		if first != nil {
 			return first
 		}
-		return (&boltTx{tx: btx, db: db}).checkExpiries()
+		tx := &boltTx{tx: btx, db: db}
+		if err := tx.checkExpiries(); err != nil {
+			return err
+		}
+		return tx.checkEvents()
 	})
 }
 

@@ -57,7 +57,7 @@ func benchDelivery(b *testing.B, hooks int, ordered bool) {
 	}
 	data, _ := json.Marshal(map[string]string{"user_id": "0193", "email": "bench@example.com"})
 	for done := 0; done < events; {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			for i := 0; i < 1000 && done < events; i++ {
 				if err := tx.AppendEvent(&store.Event{ID: fmt.Sprintf("evt_%d", done), ProjectID: "p1", Type: "user.registered", CreatedAt: time.Now(), Data: data}); err != nil {
 					return err
@@ -100,7 +100,7 @@ func benchDelivery(b *testing.B, hooks int, ordered bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(want)/elapsed.Seconds(), "deliveries/s")
 	var left int
-	db.View(func(tx *store.Tx) error { left = tx.JobCount(); return nil })
+	db.View(func(tx store.Tx) error { left = tx.JobCount(); return nil })
 	if left != 0 {
 		b.Fatalf("%d jobs left", left)
 	}

@@ -43,7 +43,7 @@ func TestWorkerForgetsSecrets(t *testing.T) {
 	}
 	emit := func() {
 		t.Helper()
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(func(tx store.Tx) error {
 			return tx.AppendEvent(&store.Event{ID: newID(), ProjectID: "p1", Type: "user.registered", CreatedAt: time.Now(), Data: []byte(`{}`)})
 		})
 		if err != nil {

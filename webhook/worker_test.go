@@ -37,7 +37,7 @@ func newWorker(t *testing.T, n int, urls ...string) (*webhook.Worker, <-chan str
 			t.Fatal(err)
 		}
 	}
-	err = db.Update(func(tx *store.Tx) error {
+	err = db.Update(func(tx store.Tx) error {
 		for i := range n {
 			e := &store.Event{ID: fmt.Sprint("evt_", i), ProjectID: "p1", Type: "user.registered", CreatedAt: time.Now(), Data: []byte(`{}`)}
 			if err := tx.AppendEvent(e); err != nil {

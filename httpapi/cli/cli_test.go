@@ -38,7 +38,7 @@ type testServer struct {
 	AdminToken string
 	Project    *store.Project // "default"
 	Key        string         // a test key of Project
-	db         *store.DB
+	db         store.DB
 }
 
 // newTestServer starts a server on a fresh data file with the "default"
@@ -467,7 +467,7 @@ func checkBackup(t *testing.T, file, projectID string) {
 	if err := db.Check(); err != nil {
 		t.Fatalf("backup check: %v", err)
 	}
-	if err := db.View(func(tx *store.Tx) error {
+	if err := db.View(func(tx store.Tx) error {
 		_, err := tx.Project(projectID)
 		return err
 	}); err != nil {
@@ -887,7 +887,7 @@ func (ts *testServer) lastCode(addr string) string {
 		ts.t.Fatal(err)
 	}
 	code := ""
-	ts.db.View(func(tx *store.Tx) error {
+	ts.db.View(func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool {
 			if m.To != addr {
 				return true
@@ -909,7 +909,7 @@ func (ts *testServer) lastCode(addr string) string {
 func (ts *testServer) totpFactor(userID string) *store.Factor {
 	ts.t.Helper()
 	var f *store.Factor
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(func(tx store.Tx) error {
 		var err error
 		f, err = tx.Factor(userID, "totp")
 		return err
