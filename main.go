@@ -213,6 +213,9 @@ type Main struct {
 	mailOverride  mail.Transport
 	observeBatch  func(durable, answered time.Duration)
 	observeCommit func(time.Duration)
+	// For tests on a database: the outbox directory (default: see
+	// outboxDir).
+	outbox string
 }
 
 // defaultMailFrom is the sender address when none is configured.
@@ -760,6 +763,9 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 // outboxDir is where mail and logged text messages are written without
 // a provider: <data>.outbox, or ./latchkey.outbox with a database URL.
 func (m *Main) outboxDir() string {
+	if m.outbox != "" {
+		return m.outbox
+	}
 	if m.Config.DatabaseURL != "" {
 		return "latchkey.outbox"
 	}

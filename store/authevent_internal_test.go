@@ -39,7 +39,7 @@ func checkEventIndex(t *testing.T, db *boltDB) {
 // addEvents stores events in one transaction.
 func addEvents(t *testing.T, db *boltDB, evs []*AuthEvent) {
 	t.Helper()
-	if err := db.updateTx(func(tx *boltTx) error {
+	if err := db.updateTx(func(tx boltTx) error {
 		for _, e := range evs {
 			if err := tx.AddAuthEvent(e); err != nil {
 				return err
@@ -140,7 +140,7 @@ func TestMigrateEvents(t *testing.T) {
 				ev.SetSequence(n)
 				if interrupted {
 					// An upgrade that indexed the first chunk and stopped.
-					bt := &boltTx{tx: tx}
+					bt := boltTx{tx}
 					for _, name := range allBuckets {
 						tx.CreateBucketIfNotExists(name)
 					}
@@ -168,7 +168,7 @@ func TestMigrateEvents(t *testing.T) {
 			}
 			defer db.Close()
 			checkEventIndex(t, db)
-			db.viewTx(func(tx *boltTx) error {
+			db.viewTx(func(tx boltTx) error {
 				if v := tx.bucket(bucketMeta).Get(keySchema); getU64(v) != SchemaVersion {
 					t.Fatalf("schema %d after the upgrade", getU64(v))
 				}
@@ -218,7 +218,7 @@ func TestAuthEventBytes(t *testing.T) {
 		addEvents(t, db, evs[i:i+5000])
 	}
 	var size int64
-	db.viewTx(func(tx *boltTx) error { size = tx.tx.Size(); return nil })
+	db.viewTx(func(tx boltTx) error { size = tx.tx.Size(); return nil })
 	perEvent := float64(size) / n
 	t.Logf("%.0f bytes of file per event (%d events, %d bytes)", perEvent, n, size)
 	if perEvent > 400 {

@@ -12,7 +12,7 @@ import (
 )
 
 // mustTx runs fn in a write transaction and fails t on its error.
-func mustTx(t *testing.T, db *boltDB, fn func(tx *boltTx) error) {
+func mustTx(t *testing.T, db *boltDB, fn func(tx boltTx) error) {
 	t.Helper()
 	if err := db.updateTx(fn); err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ func mustTx(t *testing.T, db *boltDB, fn func(tx *boltTx) error) {
 // count returns the keys of bucket.
 func count(db *boltDB, bucket []byte) int {
 	n := 0
-	db.viewTx(func(tx *boltTx) error { n = tx.bucket(bucket).Stats().KeyN; return nil })
+	db.viewTx(func(tx boltTx) error { n = tx.bucket(bucket).Stats().KeyN; return nil })
 	return n
 }
 
@@ -33,7 +33,7 @@ func sweepAll(t *testing.T, db *boltDB, kind Expiring, now time.Time, max int) [
 	var sizes []int
 	for {
 		var n int
-		mustTx(t, db, func(tx *boltTx) (err error) { n, err = tx.SweepExpired(kind, now, max); return })
+		mustTx(t, db, func(tx boltTx) (err error) { n, err = tx.SweepExpired(kind, now, max); return })
 		if n == 0 {
 			return sizes
 		}
@@ -46,12 +46,12 @@ func sweepAll(t *testing.T, db *boltDB, kind Expiring, now time.Time, max int) [
 // takes their index entries along (openTestDB's Check verifies it).
 func TestExpiringDeletes(t *testing.T) {
 	db := openTestDB(t, Options{})
-	mustTx(t, db, func(tx *boltTx) error {
+	mustTx(t, db, func(tx boltTx) error {
 		fillProject(t, tx, "a")
 		fillProject(t, tx, "b")
 		return nil
 	})
-	mustTx(t, db, func(tx *boltTx) error {
+	mustTx(t, db, func(tx boltTx) error {
 		if err := tx.DeleteUserSessions("u-a"); err != nil {
 			return err
 		}
@@ -73,9 +73,9 @@ func TestExpiringDeletes(t *testing.T) {
 	if err := db.Check(); err != nil {
 		t.Fatal(err)
 	}
-	mustTx(t, db, func(tx *boltTx) error { _, err := tx.DeleteProject("p-a"); return err })
+	mustTx(t, db, func(tx boltTx) error { _, err := tx.DeleteProject("p-a"); return err })
 	for i := range expiries {
-		db.viewTx(func(tx *boltTx) error {
+		db.viewTx(func(tx boltTx) error {
 			if n := mentions(tx, "-a")[string(expiries[i].index)]; n != 0 {
 				t.Fatalf("%s: %d index entries of the deleted project left", expiries[i].name, n)
 			}
@@ -147,7 +147,7 @@ func TestMigrateExpiry(t *testing.T) {
 			if err := db2.Check(); err != nil {
 				t.Fatal(err)
 			}
-			db2.viewTx(func(tx *boltTx) error {
+			db2.viewTx(func(tx boltTx) error {
 				if v := getU64(tx.bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
 					t.Fatalf("schema %d after the upgrade", v)
 				}
