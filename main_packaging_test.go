@@ -24,6 +24,8 @@ import (
 // same user signs in with the same key (isNewUser false, the same id);
 // the live key and the admin token still work, and a user made after the
 // backup is not there.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: a backup is a data file.
 func TestRestoreFromBackup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns server processes")

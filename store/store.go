@@ -146,9 +146,10 @@ type DB interface {
 type File interface {
 	// Path returns the data file's path.
 	Path() string
-	// Check verifies the file's page structure and that every expiring
-	// row and its expiry index entry go together; tests call it after
-	// each run. It reads the whole file.
+	// Check verifies the file's page structure and its indexes (every
+	// expiring row and its expiry index entry, every authentication
+	// event and its index entry and count); tests call it after each
+	// run. It reads the whole file.
 	Check() error
 	// Space reports how the file's pages are used, as of the last write
 	// transaction. It reads no page.
