@@ -149,6 +149,10 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	if err != nil {
 		return unavailable(err)
 	}
+	// Should fn panic or exit its goroutine (t.Fatal in a test), the
+	// transaction still ends and its connection goes back to the pool
+	// (Rollback after Commit does nothing).
+	defer ptx.Rollback(context.WithoutCancel(ctx))
 	t := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: opts.AccessMode == pgx.ReadOnly}
 	if err := fn(t); err != nil {
 		ptx.Rollback(context.WithoutCancel(ctx))
