@@ -51,6 +51,8 @@ func run(args []string) int {
 	case "version", "--version", "-version":
 		printVersion(os.Stdout)
 		return 0
+	case "compact":
+		return runCompact(args[1:], os.Stdout, os.Stderr)
 	}
 	if args[0] != "serve" {
 		env := cli.Env{Getenv: os.Getenv}
@@ -85,7 +87,75 @@ func usage(w io.Writer) {
 	cli.Usage(w)
 }
 
-// Config is the server's configuration (decisions.md §1).
+// runCompact is `latchkey compact --data FILE --out FILE`: it writes a
+// compacted copy of the data file of a stopped server (store.Compact)
+// and prints both sizes. Exit codes: 0 done, 1 refused or failed, 2 bad
+// usage.
+func runCompact(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("latchkey compact", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	data := fs.String("data", os.Getenv("LATCHKEY_DATA"), "")
+	out := fs.String("out", "", "")
+	help := func(w io.Writer) {
+		fmt.Fprint(w, `Usage: latchkey compact --data FILE --out FILE
+
+Write a compacted copy of the data file to a new file: every row, in pages
+filled completely, without the free pages the file keeps once it has grown.
+Stop the server first; a file in use is refused. The copy is read with the
+same master key: move it over the data file (FILE.key stays valid), or copy
+FILE.key to OUT.key.
+
+Flags:
+  --data FILE   the data file (env LATCHKEY_DATA; default ./latchkey.db)
+  --out FILE    the new file (must not exist)
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			help(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "latchkey compact: %v\n", err)
+		help(stderr)
+		return 2
+	}
+	if *data == "" {
+		*data = "./latchkey.db"
+	}
+	if *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "latchkey compact: --out FILE is required (and nothing else)")
+		help(stderr)
+		return 2
+	}
+	start := time.Now()
+	before, after, err := store.Compact(*data, *out, time.Second)
+	if errors.Is(err, store.ErrInUse) {
+		fmt.Fprintf(stderr, "latchkey compact: %s: %v: stop the server first\n", *data, err)
+		return 1
+	} else if err != nil {
+		fmt.Fprintf(stderr, "latchkey compact: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "Compacted %s (%s) into %s (%s, %.1f%% of it) in %v.\n", *data, sizeText(before), *out, sizeText(after),
+		100*float64(after)/float64(max(before, 1)), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "The copy needs the same master key: move it over %s, or copy %s.key to %s.key.\n", *data, *data, *out)
+	return 0
+}
+
+// sizeText writes n bytes for people: "1.46 GB", "812 KB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Config is the server's configuration (the flags of `latchkey serve`).
 type Config struct {
 	Addr                string
 	Data                string
@@ -135,6 +205,12 @@ type Main struct {
 	// and the webhook worker run their own.
 	tasks []*background.Task
 	ready atomic.Bool
+
+	// For benchmarks: a mail transport used instead of the configured
+	// one, the store's ObserveBatch, and a second ObserveCommit.
+	mailOverride  mail.Transport
+	observeBatch  func(durable, answered time.Duration)
+	observeCommit func(time.Duration)
 }
 
 // defaultMailFrom is the sender address when none is configured.
@@ -145,7 +221,7 @@ func NewMain() *Main {
 	return &Main{Stdout: os.Stdout, Now: time.Now, Getenv: os.Getenv, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 }
 
-// serveFlag is one flag of `latchkey serve` (decisions.md §1).
+// serveFlag is one flag of `latchkey serve`.
 type serveFlag struct {
 	name, env string
 	arg       string // placeholder in --help ("ADDR"); empty for a boolean
@@ -155,7 +231,7 @@ type serveFlag struct {
 }
 
 // ParseFlags reads the serve flags, falling back to LATCHKEY_* environment
-// variables, then to the defaults of decisions.md §1: flags beat
+// variables, then to the defaults: flags beat
 // environment. --help prints every flag with its environment variable and
 // default to m.Stdout and returns flag.ErrHelp; it never shows a value
 // taken from the environment, so no secret reaches the terminal.
@@ -327,7 +403,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	// The lock wait is 1 s so that, with start-up, a second serve on the
-	// same file exits well within 2 s (decisions.md §2).
+	// same file exits well within 2 s.
 	fresh, err := store.CheckFile(c.Data, time.Second)
 	if err != nil {
 		return err
@@ -349,7 +425,12 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Metrics = httpapi.NewMetrics(httpapi.MetricsOptions{Version: Version(), Now: m.Now})
-	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: m.Metrics.ObserveCommit})
+	observeCommit := m.Metrics.ObserveCommit
+	if m.observeCommit != nil {
+		observeCommit = func(d time.Duration) { m.Metrics.ObserveCommit(d); m.observeCommit(d) }
+	}
+	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: observeCommit,
+		Logger: m.Logger, Now: m.Now, ObserveBatch: m.observeBatch})
 	if err != nil {
 		return err
 	}
@@ -386,6 +467,9 @@ func (m *Main) Run(ctx context.Context) error {
 		m.Logger.Info("mail goes through SMTP", "server", t.String(), "auth", t.Auth, "implicit_tls", t.ImplicitTLS, "require_starttls", t.RequireTLS)
 	}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
+	if m.mailOverride != nil {
+		chk.mail = m.mailOverride
+	}
 	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger}
 	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
 		Metrics: m.Metrics,
@@ -397,8 +481,10 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
 		Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
 	m.tasks = []*background.Task{
-		{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Run: func(context.Context) error { return svc.Sweep() }},
-		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Run: func(context.Context) error { return svc.FlushLastSeen() }},
+		// A failed store write is logged by the store, once a minute
+		// with the count (Quiet).
+		{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: func(context.Context) error { return svc.Sweep() }},
+		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: func(context.Context) error { return svc.FlushLastSeen() }},
 	}
 	for _, t := range m.tasks {
 		t.Start()
@@ -610,7 +696,7 @@ func (m *Main) showAdminToken(tok string) {
 	}
 }
 
-// smsSender picks the SMS provider (decisions.md §8); nil is "none".
+// smsSender picks the SMS provider; nil is "none".
 func (m *Main) smsSender() (auth.SMSSender, error) {
 	switch m.Config.SMSProvider {
 	case "log":

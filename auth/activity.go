@@ -18,8 +18,13 @@ const (
 	// a minute, then any (whose count then restarts and whose last-seen
 	// time waits for their next request).
 	ActivityMaxTracked = 1 << 18
-	// lastSeenBatch is how many sessions one flush transaction writes.
-	lastSeenBatch = 1000
+	// lastSeenBatch is how many sessions one flush transaction writes
+	// (a function of the group commit, like the sweep's: sweepRows).
+	lastSeenBatch = 250
+	// lastSeenLag is how far a shown lastSeenAt may lag (up to a
+	// minute). A session used only within it of its sign-in is not
+	// written: shown as last seen at its sign-in, it is within the lag.
+	lastSeenLag = time.Minute
 )
 
 // activity keeps, per session, its requests over the last rolling minute

@@ -140,7 +140,7 @@ func (a *attempt) reject(fail error) error {
 		tx.OnCommit(func() { s.observe(e) })
 		return tx.AddAuthEvent(e)
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrWriteFailed) { // the store logs those
 		s.log.Error("record event", "err", err)
 	}
 	return fail

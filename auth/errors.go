@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"latchkey/store"
 )
 
 // Error is a failure the caller may see: the contract's wire code, the
@@ -208,11 +210,31 @@ func Invalid(format string, args ...any) *Error {
 	return ErrValidation.With(fmt.Sprintf(format, args...))
 }
 
-// AsError returns err as an *Error; anything else becomes INTERNAL_ERROR
-// carrying err as its cause.
+// ErrUnavailable is the answer to a call whose write the store could not
+// commit (disk full, I/O error: store.ErrWriteFailed). Nothing was
+// changed; the same call may succeed later (AsError gives it a
+// RetryAfter of UnavailableRetry). The store logs these once a minute
+// with their count, not once per call.
+var ErrUnavailable = newErr("SERVICE_UNAVAILABLE", CatInternal, "The service cannot store data right now; retry later.")
+
+// UnavailableRetry is the Retry-After of ErrUnavailable.
+const UnavailableRetry = 10 * time.Second
+
+// AsError returns err as an *Error. A failed store write
+// (store.ErrWriteFailed), alone or under an INTERNAL_ERROR, is
+// ErrUnavailable with a RetryAfter of UnavailableRetry; anything else
+// that is not an *Error becomes INTERNAL_ERROR carrying err as its
+// cause.
 func AsError(err error) *Error {
 	var e *Error
-	if errors.As(err, &e) {
+	found := errors.As(err, &e)
+	if found && e.Code != ErrInternal.Code {
+		return e
+	}
+	if errors.Is(err, store.ErrWriteFailed) {
+		return ErrUnavailable.Because(err).WithRetry(UnavailableRetry)
+	}
+	if found {
 		return e
 	}
 	return ErrInternal.Because(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"github.com/google/uuid"
+	"time"
 
 	"latchkey/store"
 )
@@ -79,13 +80,24 @@ func (s *Service) finish(l *Login) (*Login, error) {
 	return l, nil
 }
 
+// deviceUseResolution is how precisely a device's last use is kept: a
+// sign-in with a device token notes its use when the last noted one is at
+// least this old, so most sign-ins do not rewrite the row.
+const deviceUseResolution = 24 * time.Hour
+
 // bindDevice returns presented when it is a device token already bound
-// to u, or a new token bound to u. A token is 32 bytes, base64url: a
-// time-ordered 16-byte row id and 16 random bytes. The row holds only the
-// keyed hash of the whole token and sorts by time, so new devices land on
-// the same B+tree page.
+// to u, noting its use (a device lasts store.DeviceLifetime after its
+// last sign-in, counted to the day: deviceUseResolution), or a new token
+// bound to u. A token is 32 bytes,
+// base64url: a time-ordered 16-byte row id and 16 random bytes. The row
+// holds only the keyed hash of the whole token and sorts by time, so new
+// devices land on the same B+tree page.
 func (s *Service) bindDevice(tx *store.Tx, u *store.User, presented string) (string, error) {
 	if d, ok := s.device(tx, presented); ok && d.UserID == u.ID {
+		if now := s.now().UTC(); now.Sub(d.LastUsedAt) >= deviceUseResolution {
+			d.LastUsedAt = now
+			return presented, tx.PutDevice(d)
+		}
 		return presented, nil
 	}
 	id, err := uuid.NewV7()
@@ -98,14 +110,15 @@ func (s *Service) bindDevice(tx *store.Tx, u *store.User, presented string) (str
 	return tok, tx.PutDevice(&store.Device{Key: id[:], Hash: h[:], UserID: u.ID, ProjectID: u.ProjectID, CreatedAt: s.now().UTC()})
 }
 
-// device returns the device row of a presented token, checking its hash.
+// device returns the device row of a presented token, checking its hash;
+// a device unused for store.DeviceLifetime is unknown.
 func (s *Service) device(tx *store.Tx, tok string) (*store.Device, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil || len(raw) != 32 {
 		return nil, false
 	}
 	d, err := tx.Device(raw[:16])
-	if err != nil {
+	if err != nil || d.Expired(s.now()) {
 		return nil, false
 	}
 	h := s.keys.HashString("device", tok)

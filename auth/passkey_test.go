@@ -257,7 +257,10 @@ func TestTakeChallenge(t *testing.T) {
 	stale := put(challengeLogin, "")
 	*now = now.Add(ChallengeLifetime)
 	var swept int
-	if err := s.db.Update(func(tx *store.Tx) (err error) { swept, err = tx.SweepChallenges(*now); return }); err != nil {
+	if err := s.db.Update(func(tx *store.Tx) (err error) {
+		swept, err = tx.SweepExpired(store.ExpiringChallenges, *now, 1000)
+		return
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if swept != 2 || exists(fresh) || exists(stale) {

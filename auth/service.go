@@ -154,16 +154,13 @@ func (s *Service) Now() time.Time { return s.now() }
 // BaseURL returns the public origin.
 func (s *Service) BaseURL() string { return s.baseURL }
 
-// internal wraps an unexpected error as INTERNAL_ERROR.
+// internal wraps an unexpected error as INTERNAL_ERROR (SERVICE_UNAVAILABLE
+// for a failed store write: AsError).
 func internal(err error) error {
 	if err == nil {
 		return nil
 	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return ErrInternal.Because(err)
+	return AsError(err)
 }
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

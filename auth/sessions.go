@@ -186,8 +186,9 @@ func (s *Service) revokeSession(tx *store.Tx, sess *store.Session) error {
 
 // FlushLastSeen writes the last-seen times the session check noted since
 // the previous flush, sorted by session id, in transactions of at most
-// 1,000 sessions, so each session's row is written at most once per
-// flush and the writer is never held for long. Sessions deleted
+// lastSeenBatch sessions, each a function of the group commit, so each
+// session's row is written at most once per flush and the writer is
+// never held for long. Sessions deleted
 // meanwhile stay deleted. The scheduler calls it every minute and once
 // more at shutdown; times a failed transaction could not write are kept
 // for the next flush.
@@ -196,9 +197,12 @@ func (s *Service) FlushLastSeen() error {
 	slices.SortFunc(entries, func(a, b seenEntry) int { return cmp.Compare(a.id, b.id) })
 	for i := 0; i < len(entries); i += lastSeenBatch {
 		chunk := entries[i:min(len(entries), i+lastSeenBatch)]
-		err := s.db.Update(func(tx *store.Tx) error {
+		// One function of a group commit: background work shares the
+		// requests' commits instead of holding the writer. Touching twice
+		// is harmless (a later time wins).
+		err := s.db.Batch(func(tx *store.Tx) error {
 			for _, e := range chunk {
-				if err := tx.TouchSession(e.id, unixTime(e.seen)); err != nil {
+				if err := tx.TouchSession(e.id, unixTime(e.seen), lastSeenLag); err != nil {
 					return err
 				}
 			}

@@ -77,7 +77,8 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	return &benchEnv{url: url, svc: svc, server: s, db: db, keys: keys, key: boot.APIKey, project: boot.Project, client: &http.Client{Transport: tr}}
 }
 
-// load runs b.N requests from conc goroutines and reports req/s and p99.
+// load runs b.N requests from conc goroutines and reports req/s, p99,
+// p99.9 and the slowest.
 func (e *benchEnv) load(b *testing.B, conc int, do func(worker, i int) error) {
 	b.Helper()
 	lat := make([][]time.Duration, conc)
@@ -118,6 +119,8 @@ func (e *benchEnv) load(b *testing.B, conc int, do func(worker, i int) error) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	if len(all) > 0 {
 		b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(all[len(all)*999/1000].Microseconds()), "p99.9-µs")
+		b.ReportMetric(float64(all[len(all)-1].Microseconds()), "max-µs")
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"latchkey/store"
 )
 
-// Metrics are latchkey's Prometheus metrics (README, "Metrics"). Make
+// Metrics are latchkey's Prometheus metrics (docs/operations.md, "Metrics"). Make
 // one with NewMetrics and hand it to every part that feeds it: the
 // store (ObserveCommit in store.Options), the auth service
 // (auth.Config.Observer), the webhook worker (WebhookOutcome) and the
@@ -301,11 +301,13 @@ var (
 		"Size of the data file on disk.", nil, nil)
 	descDataSize = prometheus.NewDesc("latchkey_store_data_size_bytes",
 		"Bytes of the data file in use by pages (what a backup copies).", nil, nil)
+	descFreeSize = prometheus.NewDesc("latchkey_store_free_bytes",
+		"Bytes of the data file's pages that hold no data: reused by later writes, given back only by latchkey compact.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize} {
+	for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize, descFreeSize} {
 		ch <- d
 	}
 }
@@ -314,7 +316,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	st, err := c.stats()
 	if err != nil {
-		for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize} {
+		for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize, descFreeSize} {
 			ch <- prometheus.NewInvalidMetric(d, err)
 		}
 		return
@@ -332,4 +334,5 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descHookOutbox, float64(st.OutboxEvents))
 	gauge(descFileSize, float64(st.FileSize))
 	gauge(descDataSize, float64(st.DataSize))
+	gauge(descFreeSize, float64(st.FreeSize))
 }

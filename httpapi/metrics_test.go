@@ -138,6 +138,9 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want a positive byte count", name, v)
 		}
 	}
+	if v := value(sample(t, fams, "latchkey_store_free_bytes", gauge, nil)); v < 0 || v != math.Trunc(v) {
+		t.Errorf("latchkey_store_free_bytes = %v, want a byte count", v)
+	}
 	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("family %s missing", name)

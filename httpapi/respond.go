@@ -46,9 +46,12 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	if errors.As(err, &rs) {
 		status = rs.status
 	}
-	// NOT_READY is answered to every readiness probe while it lasts; its
-	// cause is logged by its owner, not once per probe here.
-	if (status >= 500 && !errors.Is(e, auth.ErrNotReady)) || e.Code == auth.ErrInternal.Code {
+	// NOT_READY is answered to every readiness probe while it lasts, and
+	// a failed store write (SERVICE_UNAVAILABLE) to every call that
+	// writes: their causes are logged by their owners (the store: once a
+	// minute with the count), not once per request here.
+	quiet := errors.Is(e, auth.ErrNotReady) || errors.Is(e, auth.ErrUnavailable)
+	if (status >= 500 && !quiet) || e.Code == auth.ErrInternal.Code {
 		s.log.Error("request failed", "code", e.Code, "err", err)
 	}
 	if e.RetryAfter > 0 {
@@ -117,6 +120,8 @@ var statusByCode = map[string]int{
 	"INTERNAL_ERROR": http.StatusInternalServerError, // but see statusOf
 	"SEND_FAILED":    http.StatusBadGateway,
 	"NOT_READY":      http.StatusServiceUnavailable,
+	// A store write failed (disk full): retry later.
+	"SERVICE_UNAVAILABLE": http.StatusServiceUnavailable,
 }
 
 // statusByFailure is the status of the failures the contract answers

@@ -306,7 +306,7 @@ func (ts *testServer) countChallenges() int {
 	var n int
 	errCount := errors.New("count only")
 	err := ts.DB.Update(func(tx *store.Tx) error {
-		n, _ = tx.SweepChallenges(ts.Clock.Now().Add(24 * time.Hour))
+		n, _ = tx.SweepExpired(store.ExpiringChallenges, ts.Clock.Now().Add(24*time.Hour), 1<<30)
 		return errCount // roll back: only counted
 	})
 	if !errors.Is(err, errCount) {

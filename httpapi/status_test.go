@@ -31,6 +31,7 @@ var statusTable = []struct {
 	{"ErrInternal", auth.ErrInternal, 500},
 	{"ErrUnauthorized", auth.ErrUnauthorized, 401},
 	{"ErrNotReady", auth.ErrNotReady, 503},
+	{"ErrUnavailable", auth.ErrUnavailable, 503},
 	{"ErrOriginNotAllowed", auth.ErrOriginNotAllowed, 403},
 	{"ErrMissingAPIKey", auth.ErrMissingAPIKey, 401},
 	{"ErrInvalidFormat", auth.ErrInvalidFormat, 401},

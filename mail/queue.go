@@ -163,7 +163,10 @@ func (q *Queue) sendAll(ctx context.Context, due []*store.Mail) error {
 		return nil // shutting down: unsent messages stay queued
 	}
 	now := q.Now()
-	return q.DB.Update(func(tx *store.Tx) error {
+	// One function of a group commit, beside the requests' writes: the
+	// queue's bookkeeping never holds the writer on its own. The
+	// function may run twice, so it changes copies.
+	return q.DB.Batch(func(tx *store.Tx) error {
 		for _, o := range out {
 			if o.drop {
 				if err := tx.DeleteMail(o.m.ID); err != nil {
@@ -171,10 +174,11 @@ func (q *Queue) sendAll(ctx context.Context, due []*store.Mail) error {
 				}
 				continue
 			}
-			o.m.Attempts++
-			o.m.LastError = o.err.Error()
-			o.m.NextAttemptAt = now.Add(RetryDelay(o.m.Attempts))
-			if err := tx.PutMail(o.m); err != nil {
+			m := *o.m
+			m.Attempts++
+			m.LastError = o.err.Error()
+			m.NextAttemptAt = now.Add(RetryDelay(m.Attempts))
+			if err := tx.PutMail(&m); err != nil {
 				return err
 			}
 		}
@@ -290,6 +294,7 @@ func (q *Queue) Start() {
 	q.started = true
 	q.mu.Unlock()
 	q.task.Name, q.task.Interval, q.task.AtStart, q.task.Run, q.task.Logger = "mail", interval, true, q.RunOnce, q.Logger
+	q.task.Quiet = store.WriteFailed // the store logs failed writes once a minute
 	q.task.Start()
 }
 

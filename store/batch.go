@@ -1,88 +1,140 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
+	"sync"
+	"time"
 )
 
 // groupCommit gathers concurrent Batch calls into shared transactions.
+// One goroutine, the committer, owns the commit loop: Open starts it and
+// Close stops it. A caller queues its function, wakes the committer and
+// waits for the answer of the one commit that holds its function, so no
+// caller is kept past its own commit (with a leader chosen among the
+// callers, the leader ran commits for others until the queue was empty).
 // There is no timer: while one commit (and its fsync) runs, new calls
 // queue, and the next commit takes all of them. Batch sizes follow the
 // load by themselves.
 type groupCommit struct {
-	mu         chanMutex
-	pending    []batchCall
-	committing bool
+	mu      sync.Mutex
+	pending []*batchCall
+	closed  bool
+
+	wake   chan struct{} // capacity 1: a pending wake-up
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 type batchCall struct {
-	fn  func(*Tx) error
-	err chan error
+	fn      func(*Tx) error
+	err     chan error
+	start   time.Time     // when Batch was called (set with ObserveBatch)
+	durable time.Duration // from start to the commit that held fn
 }
 
-// chanMutex is a plain mutex; named for clarity at the call sites.
-type chanMutex struct{ ch chan struct{} }
-
-func (m *chanMutex) lock() {
-	if m.ch == nil {
-		panic("groupCommit used before init")
-	}
-	m.ch <- struct{}{}
-}
-func (m *chanMutex) unlock() { <-m.ch }
+// ErrClosed is returned by Batch after Close.
+var ErrClosed = errors.New("store: the data file is closed")
 
 // errSolo tells a caller its function failed inside a shared
 // transaction and must be run on its own to get its own error.
 var errSolo = errors.New("batch function failed; run it alone")
 
+// startCommitter starts the committer goroutine; Open calls it.
+func (db *DB) startCommitter() {
+	g := &db.group
+	ctx, cancel := context.WithCancel(context.Background())
+	g.wake = make(chan struct{}, 1)
+	g.cancel = cancel
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		db.committer(ctx)
+	}()
+}
+
+// stopCommitter refuses new Batch calls, lets the committer commit those
+// already queued, and waits for it to return.
+func (db *DB) stopCommitter() {
+	g := &db.group
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	if g.cancel != nil {
+		g.cancel()
+		g.wg.Wait()
+	}
+}
+
 // Batch runs fn in a read-write transaction shared with other concurrent
 // Batch calls (group commit). fn may run more than once, so every effect
-// it has must be inside tx. It returns fn's error, or the commit's.
+// it has must be inside tx. It returns fn's error, or the commit's, or
+// ErrClosed after Close. It returns as soon as the commit that holds fn
+// is done.
 func (db *DB) Batch(fn func(tx *Tx) error) error {
-	c := batchCall{fn: fn, err: make(chan error, 1)}
+	c := &batchCall{fn: fn, err: make(chan error, 1)}
+	if db.batchWait != nil {
+		c.start = time.Now()
+		defer func() { db.batchWait(c.durable, time.Since(c.start)) }()
+	}
 	g := &db.group
-	g.mu.lock()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return ErrClosed
+	}
 	g.pending = append(g.pending, c)
-	lead := !g.committing
-	g.committing = true
-	g.mu.unlock()
-	if lead {
-		db.commitLoop()
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default: // a wake-up is pending already
 	}
 	err := <-c.err
 	if err == errSolo {
-		return db.Update(fn)
+		err = db.Update(fn)
+		c.durable = time.Since(c.start)
 	}
 	return err
 }
 
-// commitLoop commits queued calls until none are left. Only one runs at
-// a time (the leader).
-func (db *DB) commitLoop() {
+// committer commits queued calls whenever woken, until ctx ends; then it
+// commits what is still queued and returns.
+func (db *DB) committer(ctx context.Context) {
 	g := &db.group
 	for {
-		g.mu.lock()
+		select {
+		case <-ctx.Done():
+			db.commitPending()
+			return
+		case <-g.wake:
+		}
+		db.commitPending()
+	}
+}
+
+// commitPending commits queued calls, one transaction per round, until
+// none are left.
+func (db *DB) commitPending() {
+	g := &db.group
+	for {
+		g.mu.Lock()
 		calls := g.pending
 		g.pending = nil
+		g.mu.Unlock()
 		if len(calls) == 0 {
-			g.committing = false
-			g.mu.unlock()
 			return
 		}
-		g.mu.unlock()
 		db.commit(calls)
 	}
 }
 
 // commit runs calls in one transaction. A failing call is taken out and
 // told to run alone; the rest are retried without it.
-func (db *DB) commit(calls []batchCall) {
+func (db *DB) commit(calls []*batchCall) {
 	for len(calls) > 0 {
 		failed := -1
-		err := db.update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx, db: db}
+		err, storeErr := db.update(func(tx *Tx) error {
 			for i, c := range calls {
 				if err := safeCall(c.fn, tx); err != nil {
 					failed = i
@@ -96,6 +148,15 @@ func (db *DB) commit(calls []batchCall) {
 			calls = append(calls[:failed], calls[failed+1:]...)
 			continue
 		}
+		if storeErr { // every call's write failed
+			db.health.failed(err, len(calls))
+			err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		}
+		if db.batchWait != nil {
+			for _, c := range calls {
+				c.durable = time.Since(c.start)
+			}
+		}
 		for _, c := range calls {
 			c.err <- err
 		}
@@ -104,7 +165,7 @@ func (db *DB) commit(calls []batchCall) {
 }
 
 // safeCall runs fn, turning a panic into an error so one bad call
-// cannot take the leader down.
+// cannot take the committer down.
 func safeCall(fn func(*Tx) error, tx *Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -112,4 +173,13 @@ func safeCall(fn func(*Tx) error, tx *Tx) (err error) {
 		}
 	}()
 	return fn(tx)
+}
+
+// BatchQueued reports whether Batch calls wait for the committer (for
+// tests that line calls up behind a running commit).
+func (db *DB) BatchQueued() bool {
+	g := &db.group
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending) > 0
 }

@@ -20,34 +20,22 @@ func codeKey(kind, projectID, subject string) []byte { return compound(kind, pro
 
 // Code returns the pending code, expired or not; callers check ExpiresAt.
 func (tx *Tx) Code(kind, projectID, subject string) (*Code, error) {
-	var c Code
-	if err := tx.get(bucketCodes, codeKey(kind, projectID, subject), &c); err != nil {
-		return nil, err
+	v := tx.bucket(bucketCodes).Get(codeKey(kind, projectID, subject))
+	if v == nil {
+		return nil, ErrNotFound
 	}
-	return &c, nil
+	return decodeCode(v)
 }
 
-// PutCode stores c, replacing any pending code for the same subject.
+// PutCode stores c, replacing any pending code for the same subject; the
+// sweep deletes it at its ExpiresAt.
 func (tx *Tx) PutCode(c *Code) error {
-	return tx.put(bucketCodes, codeKey(c.Kind, c.ProjectID, c.Subject), c)
+	return tx.putExpiring(&expiries[ExpiringCodes], codeKey(c.Kind, c.ProjectID, c.Subject), encodeCode(c), c.ExpiresAt)
 }
 
 // DeleteCode removes a pending code.
 func (tx *Tx) DeleteCode(c *Code) error {
-	return tx.del(bucketCodes, codeKey(c.Kind, c.ProjectID, c.Subject))
-}
-
-// SweepCodes removes codes that expired before now (send histories
-// share the bucket and are left to SweepThrottles).
-func (tx *Tx) SweepCodes(now time.Time) (int, error) {
-	return tx.sweepKeys(bucketCodes, func(k, v []byte) (bool, error) {
-		if isThrottleKey(k) {
-			return false, nil
-		}
-		var c Code
-		err := jsonDecode(v, &c)
-		return err == nil && !now.Before(c.ExpiresAt), err
-	})
+	return tx.deleteExpiring(&expiries[ExpiringCodes], codeKey(c.Kind, c.ProjectID, c.Subject))
 }
 
 func isThrottleKey(k []byte) bool {
@@ -55,9 +43,10 @@ func isThrottleKey(k []byte) bool {
 }
 
 // Throttle is the recent history of one (kind, project, subject): sends
-// for per-address send limits, or failures for a guessing limit.
-// KeepUntil, when set, keeps the row from the sweep until then, for
-// histories whose window is longer than the sweep's hour.
+// for per-address send limits, or failures for a guessing limit. The
+// sweep deletes it ThrottleIdle after its newest entry; KeepUntil, when
+// set, keeps it until ThrottleIdle after then, for histories whose
+// window is longer.
 type Throttle struct {
 	Sends     []time.Time `json:"sends"`
 	KeepUntil time.Time   `json:"keepUntil,omitzero"`
@@ -71,46 +60,24 @@ func throttleKey(kind, projectID, subject string) []byte {
 
 // Throttle returns the history; an unknown key gives an empty one.
 func (tx *Tx) Throttle(kind, projectID, subject string) (*Throttle, error) {
-	var t Throttle
-	err := tx.get(bucketThrottles, throttleKey(kind, projectID, subject), &t)
-	if err == ErrNotFound {
-		return &t, nil
+	v := tx.bucket(bucketThrottles).Get(throttleKey(kind, projectID, subject))
+	if v == nil {
+		return &Throttle{}, nil
 	}
-	return &t, err
+	return decodeThrottle(v)
 }
 
 // PutThrottle stores the history (deleting it when empty).
 func (tx *Tx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
+	x, key := &expiries[ExpiringCodes], throttleKey(kind, projectID, subject)
 	if len(t.Sends) == 0 {
-		return tx.del(bucketThrottles, throttleKey(kind, projectID, subject))
+		return tx.deleteExpiring(x, key)
 	}
-	return tx.put(bucketThrottles, throttleKey(kind, projectID, subject), t)
+	return tx.putExpiring(x, key, encodeThrottle(t), t.due())
 }
 
-// SweepThrottles removes histories whose newest entry is older than
-// cutoff, unless their KeepUntil is after it.
-func (tx *Tx) SweepThrottles(cutoff time.Time) (int, error) {
-	return tx.sweepKeys(bucketThrottles, func(k, v []byte) (bool, error) {
-		if !isThrottleKey(k) {
-			return false, nil
-		}
-		var t Throttle
-		if err := jsonDecode(v, &t); err != nil {
-			return false, err
-		}
-		if t.KeepUntil.After(cutoff) {
-			return false, nil
-		}
-		return len(t.Sends) == 0 || t.Sends[len(t.Sends)-1].Before(cutoff), nil
-	})
-}
-
-// sweep deletes every row of bucket for which expired says so.
-func (tx *Tx) sweep(bucket []byte, expired func(v []byte) (bool, error)) (int, error) {
-	return tx.sweepKeys(bucket, func(_, v []byte) (bool, error) { return expired(v) })
-}
-
-// sweepKeys is sweep with the key given too.
+// sweepKeys deletes every row of bucket for which expired says so. It
+// reads the whole bucket.
 func (tx *Tx) sweepKeys(bucket []byte, expired func(k, v []byte) (bool, error)) (int, error) {
 	var keys [][]byte
 	err := tx.bucket(bucket).ForEach(func(k, v []byte) error {

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Factor is a user's step-up factor: kind "totp" (Secret sealed) or
 // "sms" (Phone). Status is "pending" until the first correct code, then
@@ -98,25 +101,25 @@ func (tx *Tx) Grant(hash []byte) (*Grant, error) {
 	return &g, nil
 }
 
-// PutGrant stores g.
-func (tx *Tx) PutGrant(g *Grant) error { return tx.put(bucketGrants, g.Hash, g) }
-
-// DeleteGrants removes projectID's grants for externalUserID and
-// returns how many it removed. Grants are keyed by hash, so it scans
-// the bucket (which holds at most 5 minutes of grants).
-func (tx *Tx) DeleteGrants(projectID, externalUserID string) (int, error) {
-	return tx.sweep(bucketGrants, func(v []byte) (bool, error) {
-		var g Grant
-		err := jsonDecode(v, &g)
-		return err == nil && g.ProjectID == projectID && g.ExternalUserID == externalUserID, err
-	})
+// PutGrant stores g; the sweep deletes it at its ExpiresAt.
+func (tx *Tx) PutGrant(g *Grant) error {
+	v, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	return tx.putExpiring(&expiries[ExpiringGrants], g.Hash, v, g.ExpiresAt)
 }
 
-// SweepGrants removes grants that expired before now.
-func (tx *Tx) SweepGrants(now time.Time) (int, error) {
-	return tx.sweep(bucketGrants, func(v []byte) (bool, error) {
+// DeleteGrants removes projectID's grants for externalUserID and
+// returns how many it removed. Grants are keyed by hash, so it reads
+// the bucket (which holds at most 5 minutes of grants).
+func (tx *Tx) DeleteGrants(projectID, externalUserID string) (int, error) {
+	return tx.deleteExpiringWhere(&expiries[ExpiringGrants], func(_, v []byte, h expiryRow) (bool, error) {
+		if h.projectID != projectID {
+			return false, nil
+		}
 		var g Grant
 		err := jsonDecode(v, &g)
-		return err == nil && !now.Before(g.ExpiresAt), err
+		return err == nil && g.ExternalUserID == externalUserID, err
 	})
 }

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // MagicLink is a pending sign-in link, keyed by the keyed hash of its token.
 type MagicLink struct {
@@ -22,48 +25,63 @@ func (tx *Tx) MagicLink(hash []byte) (*MagicLink, error) {
 	return &m, nil
 }
 
-// PutMagicLink stores m.
-func (tx *Tx) PutMagicLink(m *MagicLink) error { return tx.put(bucketMagic, m.Hash, m) }
-
-// SweepMagicLinks removes links that expired before now (used links are
-// kept until then so reuse answers "already used").
-func (tx *Tx) SweepMagicLinks(now time.Time) (int, error) {
-	return tx.sweep(bucketMagic, func(v []byte) (bool, error) {
-		var m MagicLink
-		err := jsonDecode(v, &m)
-		return err == nil && !now.Before(m.ExpiresAt), err
-	})
+// PutMagicLink stores m; the sweep deletes it at its ExpiresAt (a used
+// link is kept until then, so reuse answers "already used").
+func (tx *Tx) PutMagicLink(m *MagicLink) error {
+	v, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return tx.putExpiring(&expiries[ExpiringMagicLinks], m.Hash, v, m.ExpiresAt)
 }
 
 // DeleteMagicLinks removes projectID's links for email, used or not,
 // and returns how many it removed. Links are keyed by token hash, so it
-// scans the bucket (which holds at most 15 minutes of links).
+// reads the bucket (which holds at most 15 minutes of links).
 func (tx *Tx) DeleteMagicLinks(projectID, email string) (int, error) {
-	return tx.sweep(bucketMagic, func(v []byte) (bool, error) {
+	return tx.deleteExpiringWhere(&expiries[ExpiringMagicLinks], func(_, v []byte, h expiryRow) (bool, error) {
+		if h.projectID != projectID {
+			return false, nil
+		}
 		var m MagicLink
 		err := jsonDecode(v, &m)
-		return err == nil && m.ProjectID == projectID && m.Email == email, err
+		return err == nil && m.Email == email, err
 	})
 }
 
 // Device is a remembered device: a deviceToken's row id and the keyed
-// hash of the whole token, bound to a user.
+// hash of the whole token, bound to a user. It lasts DeviceLifetime
+// after its last use.
 type Device struct {
-	Key       []byte    `json:"key"`
-	Hash      []byte    `json:"hash"`
-	UserID    string    `json:"userId"`
-	ProjectID string    `json:"projectId"`
-	CreatedAt time.Time `json:"createdAt"`
+	Key        []byte    `json:"key"`
+	Hash       []byte    `json:"hash"`
+	UserID     string    `json:"userId"`
+	ProjectID  string    `json:"projectId"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
 }
 
-// Device returns the device row with key.
+// expiresAt is when the sweep deletes d.
+func (d *Device) expiresAt() time.Time { return d.LastUsedAt.Add(DeviceLifetime) }
+
+// Expired reports whether d has not been used for DeviceLifetime at now:
+// lookups treat it as absent until the sweep deletes it.
+func (d *Device) Expired(now time.Time) bool { return !now.Before(d.expiresAt()) }
+
+// Device returns the device row with key, expired or not.
 func (tx *Tx) Device(key []byte) (*Device, error) {
-	var d Device
-	if err := tx.get(bucketDevices, key, &d); err != nil {
-		return nil, err
+	v := tx.bucket(bucketDevices).Get(key)
+	if v == nil {
+		return nil, ErrNotFound
 	}
-	return &d, nil
+	return decodeDevice(key, v)
 }
 
-// PutDevice stores d.
-func (tx *Tx) PutDevice(d *Device) error { return tx.put(bucketDevices, d.Key, d) }
+// PutDevice stores d (a LastUsedAt of zero is CreatedAt); the sweep
+// deletes it DeviceLifetime after its LastUsedAt.
+func (tx *Tx) PutDevice(d *Device) error {
+	if d.LastUsedAt.IsZero() {
+		d.LastUsedAt = d.CreatedAt
+	}
+	return tx.putExpiring(&expiries[ExpiringDevices], d.Key, encodeDevice(d), d.expiresAt())
+}

@@ -26,7 +26,7 @@ func (tx *Tx) EnqueueMail(m *Mail) error {
 		return err
 	}
 	m.ID = n
-	return tx.put(bucketMail, key, m)
+	return tx.bucket(bucketMail).Put(key, encodeMail(m))
 }
 
 // DueMail returns up to limit queued messages whose next attempt is at or
@@ -35,19 +35,19 @@ func (tx *Tx) DueMail(now time.Time, limit int) ([]*Mail, error) {
 	var out []*Mail
 	c := tx.bucket(bucketMail).Cursor()
 	for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
-		var m Mail
-		if err := jsonDecode(v, &m); err != nil {
+		m, err := decodeMail(k, v)
+		if err != nil {
 			return nil, err
 		}
 		if !m.NextAttemptAt.After(now) {
-			out = append(out, &m)
+			out = append(out, m)
 		}
 	}
 	return out, nil
 }
 
 // PutMail updates a queued message (after a failed attempt).
-func (tx *Tx) PutMail(m *Mail) error { return tx.put(bucketMail, u64(m.ID), m) }
+func (tx *Tx) PutMail(m *Mail) error { return tx.bucket(bucketMail).Put(u64(m.ID), encodeMail(m)) }
 
 // DeleteMail removes a message from the queue.
 func (tx *Tx) DeleteMail(id uint64) error {
@@ -76,11 +76,11 @@ var MailAAD = []byte("mail")
 func (tx *Tx) RecentMail(fn func(m *Mail) bool) error {
 	c := tx.bucket(bucketMail).Cursor()
 	for k, v := c.Last(); k != nil; k, v = c.Prev() {
-		var m Mail
-		if err := jsonDecode(v, &m); err != nil {
+		m, err := decodeMail(k, v)
+		if err != nil {
 			return err
 		}
-		if !fn(&m) {
+		if !fn(m) {
 			return nil
 		}
 	}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"fmt"
+	"log/slog"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -76,5 +78,76 @@ func migrateEvents(b *bolt.DB) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// keyExpiryMigration holds, while a version 2 file is being upgraded, the
+// expiring kind being indexed (one byte) and the key of its last row
+// already indexed.
+var keyExpiryMigration = []byte("migrate_expiry_upto")
+
+// migrateExpiry upgrades a version 2 file to version 3: it builds the
+// expiry index of every expiring kind (sessions, codes and send
+// histories, magic links, challenges, grants, devices, webhook delivery
+// records) from the rows already stored, migrateChunk rows per
+// transaction, with its progress in meta so an interrupted upgrade
+// resumes where it stopped; the last transaction sets version 3. Rows
+// keep their encoding (every decoder reads the old JSON rows). It runs
+// once, at the first start of a binary that knows version 3, reads every
+// expiring row, and says so in the log.
+func migrateExpiry(b *bolt.DB, log *slog.Logger) error {
+	start := time.Now()
+	log.Info("upgrading the data file to version 3: indexing sessions, codes, devices and other expiring rows by expiry (once; an interrupted upgrade resumes at the next start)")
+	total := 0
+	for done := false; !done; {
+		n := 0
+		err := b.Update(func(btx *bolt.Tx) error {
+			tx := &Tx{tx: btx}
+			meta := tx.bucket(bucketMeta)
+			kind, from := 0, []byte(nil)
+			if pos := meta.Get(keyExpiryMigration); len(pos) > 0 {
+				kind, from = int(pos[0]), clone(pos[1:])
+			}
+			for ; kind < numExpiring; kind, from = kind+1, nil {
+				x := &expiries[kind]
+				index := tx.bucket(x.index)
+				c := tx.bucket(x.rows).Cursor()
+				k, v := c.First()
+				if from != nil {
+					if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+						k, v = c.Next()
+					}
+				}
+				var last []byte
+				for ; k != nil && n < migrateChunk; k, v = c.Next() {
+					h, err := x.head(k, v)
+					if err != nil {
+						return fmt.Errorf("upgrade: %s row %q: %w", x.name, k, err)
+					}
+					if err := index.Put(dueKey(h.due, k), nil); err != nil {
+						return err
+					}
+					last = k
+					n++
+				}
+				if k != nil { // the chunk is full: resume after last
+					return meta.Put(keyExpiryMigration, append([]byte{byte(kind)}, last...))
+				}
+			}
+			done = true
+			if err := meta.Delete(keyExpiryMigration); err != nil {
+				return err
+			}
+			return meta.Put(keySchema, u64(3))
+		})
+		if err != nil {
+			return err
+		}
+		total += n
+		if !done {
+			log.Info("upgrading the data file", "rows_indexed", total)
+		}
+	}
+	log.Info("data file upgraded to version 3", "rows_indexed", total, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

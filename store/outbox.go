@@ -23,7 +23,7 @@ func (tx *Tx) AppendEvent(e *Event) error {
 		return err
 	}
 	e.Seq = n
-	return tx.put(bucketOutbox, key, e)
+	return tx.bucket(bucketOutbox).Put(key, encodeEvent(e))
 }
 
 // HasEvents reports whether the outbox holds any event.
@@ -38,11 +38,11 @@ func (tx *Tx) EventsAfter(seq uint64, limit int) ([]*Event, error) {
 	var out []*Event
 	c := tx.bucket(bucketOutbox).Cursor()
 	for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
-		var e Event
-		if err := jsonDecode(v, &e); err != nil {
+		e, err := decodeEvent(k, v)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, &e)
+		out = append(out, e)
 	}
 	return out, nil
 }

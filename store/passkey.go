@@ -88,17 +88,16 @@ func (tx *Tx) Challenge(id string) (*Challenge, error) {
 	return &c, nil
 }
 
-// PutChallenge stores c.
-func (tx *Tx) PutChallenge(c *Challenge) error { return tx.put(bucketChallenges, []byte(c.ID), c) }
+// PutChallenge stores c; the sweep deletes it at its ExpiresAt.
+func (tx *Tx) PutChallenge(c *Challenge) error {
+	v, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return tx.putExpiring(&expiries[ExpiringChallenges], []byte(c.ID), v, c.ExpiresAt)
+}
 
 // DeleteChallenge removes a challenge.
-func (tx *Tx) DeleteChallenge(id string) error { return tx.del(bucketChallenges, []byte(id)) }
-
-// SweepChallenges removes challenges that expired before now.
-func (tx *Tx) SweepChallenges(now time.Time) (int, error) {
-	return tx.sweep(bucketChallenges, func(v []byte) (bool, error) {
-		var c Challenge
-		err := jsonDecode(v, &c)
-		return err == nil && !now.Before(c.ExpiresAt), err
-	})
+func (tx *Tx) DeleteChallenge(id string) error {
+	return tx.deleteExpiring(&expiries[ExpiringChallenges], []byte(id))
 }

@@ -81,7 +81,7 @@ func (tx *Tx) DeleteProject(id string) (detached []string, err error) {
 	var userIDs []string
 	c := tx.bucket(bucketUsersByEmail).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		userIDs = append(userIDs, string(v))
+		userIDs = append(userIDs, userIDOf(v))
 	}
 	for _, uid := range userIDs {
 		u, err := tx.User(uid)
@@ -131,14 +131,19 @@ func (tx *Tx) DeleteProject(id string) (detached []string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	owned := ownedBy(id)
-	for _, b := range [][]byte{bucketMethods, bucketMagic, bucketDevices, bucketChallenges, bucketGrants} {
-		if _, err := tx.sweepKeys(b, owned); err != nil {
+	if _, err := tx.sweepKeys(bucketMethods, ownedBy(id)); err != nil {
+		return nil, err
+	}
+	for _, kind := range []Expiring{ExpiringMagicLinks, ExpiringDevices, ExpiringChallenges, ExpiringGrants} {
+		_, err := tx.deleteExpiringWhere(&expiries[kind], func(_, _ []byte, h expiryRow) (bool, error) {
+			return h.projectID == id, nil
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
 	// Codes and send histories: kind NUL scope NUL subject [NUL 't'].
-	_, err = tx.sweepKeys(bucketCodes, func(k, _ []byte) (bool, error) {
+	_, err = tx.deleteExpiringWhere(&expiries[ExpiringCodes], func(k, _ []byte, _ expiryRow) (bool, error) {
 		parts := bytes.SplitN(k, []byte{0}, 3)
 		return len(parts) == 3 && scopes[string(parts[1])], nil
 	})

@@ -28,11 +28,11 @@ type Session struct {
 
 // Session returns the session with id.
 func (tx *Tx) Session(id string) (*Session, error) {
-	var s Session
-	if err := tx.get(bucketSessions, []byte(id), &s); err != nil {
-		return nil, err
+	v := tx.bucket(bucketSessions).Get([]byte(id))
+	if v == nil {
+		return nil, ErrNotFound
 	}
-	return &s, nil
+	return decodeSession([]byte(id), v)
 }
 
 // SessionExists reports whether a session row with id exists, without
@@ -41,20 +41,21 @@ func (tx *Tx) SessionExists(id string) bool {
 	return tx.bucket(bucketSessions).Get([]byte(id)) != nil
 }
 
-// PutSession stores a session and indexes it under its user.
+// PutSession stores a session, indexed under its user and by its expiry.
 func (tx *Tx) PutSession(s *Session) error {
 	if err := tx.bucket(bucketUserSessions).Put(compound(s.UserID, s.ID), nil); err != nil {
 		return err
 	}
-	return tx.put(bucketSessions, []byte(s.ID), s)
+	return tx.putExpiring(&expiries[ExpiringSessions], []byte(s.ID), encodeSession(s), s.ExpiresAt)
 }
 
-// DeleteSession removes one session.
+// DeleteSession removes one session and its index entries.
 func (tx *Tx) DeleteSession(s *Session) error {
-	if err := tx.del(bucketUserSessions, compound(s.UserID, s.ID)); err != nil {
+	if err := tx.deleteExpiring(&expiries[ExpiringSessions], []byte(s.ID)); err != nil {
 		return err
 	}
-	return tx.del(bucketSessions, []byte(s.ID))
+	// The user's index entry, should the row have been gone.
+	return tx.del(bucketUserSessions, compound(s.UserID, s.ID))
 }
 
 // UserSessions returns the ids of userID's sessions.
@@ -86,25 +87,29 @@ func (tx *Tx) UserSessionRows(userID string) ([]*Session, error) {
 }
 
 // TouchSession sets the session's LastSeenAt to t when t is later. A
-// session that no longer exists is left absent (never recreated).
-func (tx *Tx) TouchSession(id string, t time.Time) error {
+// session that no longer exists is left absent (never recreated). A
+// session never touched whose t is within grace of its IssuedAt is left
+// as it is too: shown as last seen at its sign-in, it is off by less than
+// grace, and most sessions are used right after their sign-in. The row
+// keeps its size and its expiry.
+func (tx *Tx) TouchSession(id string, t time.Time, grace time.Duration) error {
 	s, err := tx.Session(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	if !t.After(s.LastSeenAt) {
+	if !t.After(s.LastSeenAt) || (s.LastSeenAt.IsZero() && t.Sub(s.IssuedAt) < grace) {
 		return nil
 	}
 	s.LastSeenAt = t
-	return tx.put(bucketSessions, []byte(s.ID), s)
+	return tx.bucket(bucketSessions).Put([]byte(s.ID), encodeSession(s))
 }
 
 // DeleteUserSessions removes every session of userID.
 func (tx *Tx) DeleteUserSessions(userID string) error {
 	for _, id := range tx.UserSessions(userID) {
-		if err := tx.del(bucketSessions, []byte(id)); err != nil {
+		if err := tx.deleteExpiring(&expiries[ExpiringSessions], []byte(id)); err != nil {
 			return err
 		}
 		if err := tx.del(bucketUserSessions, compound(userID, id)); err != nil {
@@ -112,31 +117,6 @@ func (tx *Tx) DeleteUserSessions(userID string) error {
 		}
 	}
 	return nil
-}
-
-// SweepSessions deletes sessions that expired before now and returns
-// how many it removed.
-func (tx *Tx) SweepSessions(now time.Time) (int, error) {
-	var expired []*Session
-	err := tx.bucket(bucketSessions).ForEach(func(_, v []byte) error {
-		var s Session
-		if err := jsonDecode(v, &s); err != nil {
-			return err
-		}
-		if !now.Before(s.ExpiresAt) {
-			expired = append(expired, &s)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, s := range expired {
-		if err := tx.DeleteSession(s); err != nil {
-			return 0, err
-		}
-	}
-	return len(expired), nil
 }
 
 // RecentUserSessions returns up to limit of userID's sessions, newest

@@ -21,6 +21,9 @@ type Stats struct {
 	// that holds pages (what a backup writes).
 	FileSize int64
 	DataSize int64
+	// FreeSize is the part of DataSize in pages that hold no data: later
+	// writes reuse them, only a compaction gives them back.
+	FreeSize int64
 }
 
 // Stats reads the sizes. Counting a queue walks its bucket's pages, so
@@ -30,9 +33,9 @@ func (db *DB) Stats() (Stats, error) {
 	var st Stats
 	err := db.View(func(tx *Tx) error {
 		st.MailQueued = tx.MailCount()
-		if _, v := tx.bucket(bucketMail).Cursor().First(); v != nil {
-			var m Mail
-			if err := jsonDecode(v, &m); err != nil {
+		if k, v := tx.bucket(bucketMail).Cursor().First(); v != nil {
+			m, err := decodeMail(k, v)
+			if err != nil {
 				return err
 			}
 			st.OldestMail = m.CreatedAt
@@ -40,6 +43,7 @@ func (db *DB) Stats() (Stats, error) {
 		st.DeliveriesQueued = tx.JobCount()
 		st.OutboxEvents = tx.bucket(bucketOutbox).Stats().KeyN
 		st.DataSize = tx.tx.Size()
+		st.FreeSize = int64(db.bolt.Stats().FreePageN+db.bolt.Stats().PendingPageN) * int64(db.bolt.Info().PageSize)
 		return nil
 	})
 	if err != nil {

@@ -26,11 +26,11 @@ type User struct {
 
 // User returns the user with id.
 func (tx *Tx) User(id string) (*User, error) {
-	var u User
-	if err := tx.get(bucketUsers, []byte(id), &u); err != nil {
-		return nil, err
+	v := tx.bucket(bucketUsers).Get([]byte(id))
+	if v == nil {
+		return nil, ErrNotFound
 	}
-	return &u, nil
+	return decodeUser([]byte(id), v)
 }
 
 // UserByEmail returns projectID's user with the (normalized) email.
@@ -39,7 +39,7 @@ func (tx *Tx) UserByEmail(projectID, email string) (*User, error) {
 	if id == nil {
 		return nil, ErrNotFound
 	}
-	return tx.User(string(id))
+	return tx.User(userIDOf(id))
 }
 
 // UserByExternalID returns projectID's user with the external id.
@@ -48,7 +48,7 @@ func (tx *Tx) UserByExternalID(projectID, ext string) (*User, error) {
 	if id == nil {
 		return nil, ErrNotFound
 	}
-	return tx.User(string(id))
+	return tx.User(userIDOf(id))
 }
 
 // PutUser creates or updates u and keeps the email and external-id indexes
@@ -61,13 +61,13 @@ func (tx *Tx) PutUser(u *User) error {
 	}
 	byEmail, byExt := tx.bucket(bucketUsersByEmail), tx.bucket(bucketUsersByExt)
 	emailKey := compound(u.ProjectID, u.Email)
-	if id := byEmail.Get(emailKey); id != nil && string(id) != u.ID {
+	if id := byEmail.Get(emailKey); id != nil && userIDOf(id) != u.ID {
 		return ErrConflict
 	}
 	var extKey []byte
 	if u.ExternalUserID != "" {
 		extKey = compound(u.ProjectID, u.ExternalUserID)
-		if id := byExt.Get(extKey); id != nil && string(id) != u.ID {
+		if id := byExt.Get(extKey); id != nil && userIDOf(id) != u.ID {
 			return ErrConflict
 		}
 	}
@@ -83,15 +83,16 @@ func (tx *Tx) PutUser(u *User) error {
 			}
 		}
 	}
-	if err := byEmail.Put(emailKey, []byte(u.ID)); err != nil {
+	ref := userRef(u.ID)
+	if err := byEmail.Put(emailKey, ref); err != nil {
 		return err
 	}
 	if extKey != nil {
-		if err := byExt.Put(extKey, []byte(u.ID)); err != nil {
+		if err := byExt.Put(extKey, ref); err != nil {
 			return err
 		}
 	}
-	return tx.put(bucketUsers, []byte(u.ID), u)
+	return tx.bucket(bucketUsers).Put([]byte(u.ID), encodeUser(u))
 }
 
 // DeleteUser removes the user, its indexes and its sessions.
@@ -132,11 +133,29 @@ func (tx *Tx) Users(projectID, emailPrefix, after string, limit int) (users []*U
 		if limit > 0 && len(users) >= limit {
 			return users, true, nil
 		}
-		u, err := tx.User(string(v))
+		u, err := tx.User(userIDOf(v))
 		if err != nil {
 			return nil, false, err
 		}
 		users = append(users, u)
 	}
 	return users, false, nil
+}
+
+// userRef is the value of a user's index entries: 17 bytes (tagUUID and
+// the 16 bytes) for a canonical UUID, else the id itself. Entries written
+// before it hold the id as text; userIDOf reads both.
+func userRef(id string) []byte {
+	if u, ok := parseUUID(id); ok {
+		return append([]byte{tagUUID}, u[:]...)
+	}
+	return []byte(id)
+}
+
+// userIDOf reads a value written by userRef (or the id as text).
+func userIDOf(v []byte) string {
+	if len(v) == 17 && v[0] == tagUUID {
+		return formatUUID(v[1:])
+	}
+	return string(v)
 }

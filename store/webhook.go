@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"time"
 )
 
@@ -61,9 +62,13 @@ func (tx *Tx) DeleteWebhook(w *Webhook) error {
 		}
 	}
 	prefix := compound(w.ID, "")
+	var keys [][]byte
 	c := tx.bucket(bucketDeliveries).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
-		if err := c.Delete(); err != nil {
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, clone(k))
+	}
+	for _, k := range keys {
+		if err := tx.deleteExpiring(&expiries[ExpiringDeliveries], k); err != nil {
 			return err
 		}
 	}
@@ -237,7 +242,8 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"nextAttemptAt"`
 }
 
-// AddDelivery records an attempt under its webhook and assigns its Seq.
+// AddDelivery records an attempt under its webhook and assigns its Seq;
+// the sweep deletes the record DeliveryLifetime after its CreatedAt.
 func (tx *Tx) AddDelivery(d *Delivery) error {
 	n, err := tx.bucket(bucketDeliveries).NextSequence()
 	if err != nil {
@@ -245,7 +251,11 @@ func (tx *Tx) AddDelivery(d *Delivery) error {
 	}
 	d.Seq = n
 	k := append(compound(d.WebhookID, ""), u64(n)...)
-	return tx.put(bucketDeliveries, k, d)
+	v, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return tx.putExpiring(&expiries[ExpiringDeliveries], k, v, d.CreatedAt.Add(DeliveryLifetime))
 }
 
 // Deliveries returns up to limit attempts for webhookID, newest first.

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -156,6 +157,7 @@ func (w *Worker) Start() {
 		interval = time.Minute
 	}
 	w.task.Name, w.task.Interval, w.task.AtStart, w.task.Run, w.task.Logger = "webhooks", interval, true, w.RunOnce, w.Logger
+	w.task.Quiet = store.WriteFailed // the store logs failed writes once a minute
 	w.task.Start()
 }
 
@@ -211,7 +213,9 @@ func (w *Worker) fanOut() (int, error) {
 		return 0, err
 	}
 	n := 0
-	err := w.DB.Update(func(tx *store.Tx) error {
+	// One function of a group commit, beside the requests' writes; it
+	// may run twice (n starts over, lastDue only grows).
+	err := w.DB.Batch(func(tx *store.Tx) error {
 		n = 0
 		evs, err := tx.EventsAfter(0, fanOutChunk)
 		if err != nil {
@@ -253,7 +257,7 @@ func (w *Worker) fanOut() (int, error) {
 			}
 			n++
 		}
-		w.lastDue = now // only inside the write transaction: bbolt serialises them
+		w.lastDue = now // only inside the write transaction: the committer runs them one at a time
 		return nil
 	})
 	return n, err
@@ -523,7 +527,7 @@ func (w *Worker) record(j *store.Job, res Result) {
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrWriteFailed) { // the store logs those
 		w.Logger.Error("record webhook delivery", "webhook", j.WebhookID, "event", j.EventID, "err", err)
 	} else if recorded && w.Outcome != nil {
 		w.Outcome(d.Status)

@@ -1,5 +1,5 @@
-// Package cli implements latchkey's operator subcommands (decisions.md
-// §3): `latchkey project|key|method|webhook|user|events|backup` call the
+// Package cli implements latchkey's operator subcommands
+// (docs/operations.md, CLI): `latchkey project|key|method|webhook|user|events|backup` call the
 // admin API of a running server and print a table, or the response body
 // with --json.
 //
@@ -27,7 +27,7 @@ const (
 	exitUsage = 2 // unknown command or flag, missing argument or required flag
 )
 
-// Defaults for the common flags (decisions.md §1, §3).
+// Defaults for the common flags.
 const (
 	defaultServer = "http://127.0.0.1:8080"
 	defaultData   = "./latchkey.db"
@@ -86,6 +86,7 @@ var commands = []*command{
 func Usage(w io.Writer) {
 	fmt.Fprintf(w, "  %-28s%s\n", "latchkey serve [flags]", "run the server (latchkey serve --help lists its flags)")
 	fmt.Fprintf(w, "  %-28s%s\n", "latchkey version", "print the version and the Go version (also --version)")
+	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey compact --data FILE --out FILE", "write a compacted copy of a stopped server's data file")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}

@@ -28,9 +28,13 @@ type Task struct {
 	// a restart), instead of one Interval later.
 	AtStart bool
 	// Run does one round of the work. ctx is cancelled by Close: Run
-	// returns soon after. An error is logged (unless ctx was cancelled)
-	// and the task goes on.
+	// returns soon after. An error is logged (unless ctx was cancelled,
+	// or Quiet says so) and the task goes on. Each run's duration is
+	// logged at debug level.
 	Run func(ctx context.Context) error
+	// Quiet, when set, tells errors its owner logs elsewhere (a failed
+	// store write: the store logs those once a minute with their count).
+	Quiet func(error) bool
 	// Logger receives the errors of Run; nil means slog.Default().
 	Logger *slog.Logger
 
@@ -79,11 +83,14 @@ func (t *Task) loop(ctx context.Context) {
 }
 
 func (t *Task) runOnce(ctx context.Context) {
-	if err := t.Run(ctx); err != nil && ctx.Err() == nil {
-		log := t.Logger
-		if log == nil {
-			log = slog.Default()
-		}
+	log := t.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	start := time.Now()
+	err := t.Run(ctx)
+	log.Debug("background task ran", "task", t.Name, "took", time.Since(start))
+	if err != nil && ctx.Err() == nil && (t.Quiet == nil || !t.Quiet(err)) {
 		log.Error("background task failed", "task", t.Name, "err", err)
 	}
 }

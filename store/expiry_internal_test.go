@@ -1,0 +1,495 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// mustTx runs fn in a write transaction and fails t on its error.
+func mustTx(t *testing.T, db *DB, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// count returns the keys of bucket.
+func count(db *DB, bucket []byte) int {
+	n := 0
+	db.View(func(tx *Tx) error { n = tx.bucket(bucket).Stats().KeyN; return nil })
+	return n
+}
+
+// sweepAll sweeps kind at now in transactions of at most max rows and
+// returns the sizes of the transactions that deleted something.
+func sweepAll(t *testing.T, db *DB, kind Expiring, now time.Time, max int) []int {
+	t.Helper()
+	var sizes []int
+	for {
+		var n int
+		mustTx(t, db, func(tx *Tx) (err error) { n, err = tx.SweepExpired(kind, now, max); return })
+		if n == 0 {
+			return sizes
+		}
+		sizes = append(sizes, n)
+	}
+}
+
+// TestExpiryKinds: every expiring kind is swept at its due time, not a
+// nanosecond before, through its index (ExpiryDue agrees), and a row
+// rewritten with a later expiry moves in the index.
+func TestExpiryKinds(t *testing.T) {
+	day := 24 * time.Hour
+	cases := []struct {
+		kind Expiring
+		due  time.Time
+		put  func(tx *Tx, at time.Time) error // stores the row, due at at
+		live func(tx *Tx) bool
+	}{
+		{ExpiringSessions, t0.Add(time.Hour), func(tx *Tx, at time.Time) error {
+			return tx.PutSession(&Session{ID: "s1", UserID: "u1", ProjectID: "p", IssuedAt: t0, ExpiresAt: at})
+		}, func(tx *Tx) bool { return tx.SessionExists("s1") && len(tx.UserSessions("u1")) == 1 }},
+		{ExpiringCodes, t0.Add(10 * time.Minute), func(tx *Tx, at time.Time) error {
+			return tx.PutCode(&Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", Hash: []byte{1}, CreatedAt: t0, ExpiresAt: at})
+		}, func(tx *Tx) bool { _, err := tx.Code("otp", "p", "a@example.com"); return err == nil }},
+		{ExpiringCodes, t0.Add(2 * time.Hour), func(tx *Tx, at time.Time) error {
+			// A send history: due ThrottleIdle after its newest send.
+			return tx.PutThrottle("otp", "p", "b@example.com", &Throttle{Sends: []time.Time{t0, at.Add(-ThrottleIdle)}})
+		}, func(tx *Tx) bool { th, _ := tx.Throttle("otp", "p", "b@example.com"); return len(th.Sends) == 2 }},
+		{ExpiringCodes, t0.Add(25 * time.Hour), func(tx *Tx, at time.Time) error {
+			// A failure history kept past its newest entry.
+			return tx.PutThrottle("email_fail", "p", "c@example.com", &Throttle{Sends: []time.Time{t0}, KeepUntil: at.Add(-ThrottleIdle)})
+		}, func(tx *Tx) bool { th, _ := tx.Throttle("email_fail", "p", "c@example.com"); return len(th.Sends) == 1 }},
+		{ExpiringMagicLinks, t0.Add(15 * time.Minute), func(tx *Tx, at time.Time) error {
+			return tx.PutMagicLink(&MagicLink{Hash: []byte("h1"), ProjectID: "p", Email: "a@example.com", CreatedAt: t0, ExpiresAt: at})
+		}, func(tx *Tx) bool { _, err := tx.MagicLink([]byte("h1")); return err == nil }},
+		{ExpiringChallenges, t0.Add(5 * time.Minute), func(tx *Tx, at time.Time) error {
+			return tx.PutChallenge(&Challenge{ID: "c1", ProjectID: "p", Kind: "login", Session: []byte(`{}`), ExpiresAt: at})
+		}, func(tx *Tx) bool { _, err := tx.Challenge("c1"); return err == nil }},
+		{ExpiringGrants, t0.Add(5 * time.Minute), func(tx *Tx, at time.Time) error {
+			return tx.PutGrant(&Grant{Hash: []byte("g1"), ProjectID: "p", ExternalUserID: "x", CreatedAt: t0, ExpiresAt: at})
+		}, func(tx *Tx) bool { _, err := tx.Grant([]byte("g1")); return err == nil }},
+		{ExpiringDevices, t0.Add(DeviceLifetime + 3*day), func(tx *Tx, at time.Time) error {
+			// Last used three days after it was created.
+			return tx.PutDevice(&Device{Key: []byte("dev1"), Hash: []byte{1}, UserID: "u1", ProjectID: "p", CreatedAt: t0, LastUsedAt: at.Add(-DeviceLifetime)})
+		}, func(tx *Tx) bool { _, err := tx.Device([]byte("dev1")); return err == nil }},
+		{ExpiringDeliveries, t0.Add(DeliveryLifetime), func(tx *Tx, at time.Time) error {
+			return tx.AddDelivery(&Delivery{ID: "d1", WebhookID: "w1", EventID: "evt_1", Attempt: 1, Status: "succeeded", CreatedAt: at.Add(-DeliveryLifetime)})
+		}, func(tx *Tx) bool { ds, _ := tx.Deliveries("w1", 10); return len(ds) == 1 }},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {
+			db := openTestDB(t, Options{})
+			// First due a day earlier, then rewritten: the index follows.
+			mustTx(t, db, func(tx *Tx) error { return c.put(tx, c.due.Add(-day)) })
+			if c.kind != ExpiringDeliveries { // a delivery record is never rewritten
+				mustTx(t, db, func(tx *Tx) error { return c.put(tx, c.due) })
+			} else {
+				mustTx(t, db, func(tx *Tx) error {
+					_, err := tx.deleteExpiringWhere(&expiries[c.kind], func(_, _ []byte, _ expiryRow) (bool, error) { return true, nil })
+					return err
+				})
+				mustTx(t, db, func(tx *Tx) error { return c.put(tx, c.due) })
+			}
+			if n := count(db, expiries[c.kind].index); n != 1 {
+				t.Fatalf("%d index entries, want 1", n)
+			}
+			before := c.due.Add(-time.Nanosecond)
+			db.View(func(tx *Tx) error {
+				if tx.ExpiryDue(c.kind, before) || !tx.ExpiryDue(c.kind, c.due) {
+					t.Fatalf("ExpiryDue(before)=%v, ExpiryDue(due)=%v", tx.ExpiryDue(c.kind, before), tx.ExpiryDue(c.kind, c.due))
+				}
+				return nil
+			})
+			if got := sweepAll(t, db, c.kind, before, 1000); len(got) != 0 {
+				t.Fatalf("swept %v a nanosecond early", got)
+			}
+			db.View(func(tx *Tx) error {
+				if !c.live(tx) {
+					t.Fatal("row gone before its time")
+				}
+				return nil
+			})
+			if got := sweepAll(t, db, c.kind, c.due, 1000); len(got) != 1 || got[0] != 1 {
+				t.Fatalf("swept %v at its time, want [1]", got)
+			}
+			db.View(func(tx *Tx) error {
+				if c.live(tx) {
+					t.Fatal("row still there after the sweep")
+				}
+				return nil
+			})
+			if n := count(db, expiries[c.kind].index) + count(db, expiries[c.kind].rows); n != 0 {
+				t.Fatalf("%d rows and index entries left", n)
+			}
+		})
+	}
+}
+
+// TestSweepExpiredBounded: 2,500 due sessions go in transactions of at
+// most 1,000, oldest first; the sessions not yet due stay, with their
+// users' index entries.
+func TestSweepExpiredBounded(t *testing.T) {
+	db := openTestDB(t, Options{})
+	mustTx(t, db, func(tx *Tx) error {
+		for i := range 3000 {
+			s := &Session{ID: fmt.Sprintf("s%05d", i), UserID: fmt.Sprint("u", i%7), ProjectID: "p", IssuedAt: t0,
+				ExpiresAt: t0.Add(time.Duration(i) * time.Second)}
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	now := t0.Add(2499 * time.Second)
+	var first int
+	mustTx(t, db, func(tx *Tx) (err error) { first, err = tx.SweepExpired(ExpiringSessions, now, 1000); return })
+	db.View(func(tx *Tx) error {
+		if first != 1000 || tx.SessionExists("s00999") || !tx.SessionExists("s01000") {
+			t.Fatalf("first transaction deleted %d, not the oldest 1,000", first)
+		}
+		return nil
+	})
+	if got := sweepAll(t, db, ExpiringSessions, now, 1000); fmt.Sprint(got) != "[1000 500]" {
+		t.Fatalf("transactions deleted %v, want [1000 500]", got)
+	}
+	if n := count(db, bucketSessions); n != 500 {
+		t.Fatalf("%d sessions left, want 500", n)
+	}
+	if n := count(db, bucketUserSessions); n != 500 {
+		t.Fatalf("%d user index entries left, want 500", n)
+	}
+}
+
+// TestExpiringDeletes: deleting rows (a user's sessions, a webhook's
+// history, a project, links and grants by owner, an emptied history)
+// takes their index entries along (openTestDB's Check verifies it).
+func TestExpiringDeletes(t *testing.T) {
+	db := openTestDB(t, Options{})
+	mustTx(t, db, func(tx *Tx) error {
+		fillProject(t, tx, "a")
+		fillProject(t, tx, "b")
+		return nil
+	})
+	mustTx(t, db, func(tx *Tx) error {
+		if err := tx.DeleteUserSessions("u-a"); err != nil {
+			return err
+		}
+		w, err := tx.Webhook("p-b", "w-b")
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteWebhook(w); err != nil {
+			return err
+		}
+		if n, err := tx.DeleteMagicLinks("p-b", "link@example.com"); n != 1 || err != nil {
+			return fmt.Errorf("DeleteMagicLinks: %d, %v", n, err)
+		}
+		if n, err := tx.DeleteGrants("p-b", "x"); n != 1 || err != nil {
+			return fmt.Errorf("DeleteGrants: %d, %v", n, err)
+		}
+		return tx.PutThrottle("otp", "p-b", "pending-b@example.com", &Throttle{})
+	})
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	mustTx(t, db, func(tx *Tx) error { _, err := tx.DeleteProject("p-a"); return err })
+	for i := range expiries {
+		db.View(func(tx *Tx) error {
+			if n := mentions(tx, "-a")[string(expiries[i].index)]; n != 0 {
+				t.Fatalf("%s: %d index entries of the deleted project left", expiries[i].name, n)
+			}
+			return nil
+		})
+	}
+}
+
+// TestMigrateExpiry: a version 2 file (JSON rows, no expiry indexes)
+// gets every expiring row indexed at its first open, also when an
+// earlier upgrade stopped part of the way; the rows read back as written
+// and are swept at their time.
+func TestMigrateExpiry(t *testing.T) {
+	for _, interrupted := range []bool{false, true} {
+		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "v2.db")
+			b, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const sessions = migrateChunk + 500
+			err = b.Update(func(tx *bolt.Tx) error {
+				for _, name := range allBuckets {
+					if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+						return err
+					}
+				}
+				tx.Bucket(bucketMeta).Put(keySchema, u64(2))
+				put := func(bucket, k []byte, v any) {
+					raw, _ := json.Marshal(v)
+					tx.Bucket(bucket).Put(k, raw)
+				}
+				for i := range sessions {
+					s := Session{ID: fmt.Sprintf("s%06d", i), UserID: "u1", ProjectID: "p", Method: "email_otp", IssuedAt: t0,
+						ExpiresAt: t0.Add(time.Duration(i) * time.Second)}
+					put(bucketSessions, []byte(s.ID), s)
+					tx.Bucket(bucketUserSessions).Put(compound(s.UserID, s.ID), nil)
+				}
+				put(bucketCodes, codeKey("otp", "p", "a@example.com"), Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", ExpiresAt: t0.Add(time.Minute)})
+				put(bucketCodes, throttleKey("otp", "p", "a@example.com"), Throttle{Sends: []time.Time{t0}})
+				put(bucketDevices, []byte("dev1"), map[string]any{"key": []byte("dev1"), "hash": []byte{1}, "userId": "u1", "projectId": "p", "createdAt": t0})
+				put(bucketDeliveries, append(compound("w1", ""), u64(1)...), Delivery{Seq: 1, WebhookID: "w1", CreatedAt: t0})
+				put(bucketMagic, []byte("h1"), MagicLink{Hash: []byte("h1"), ProjectID: "p", ExpiresAt: t0.Add(time.Minute)})
+				if interrupted {
+					// An upgrade that indexed 100 sessions and stopped.
+					c := tx.Bucket(bucketSessions).Cursor()
+					k, v := c.First()
+					var last []byte
+					for range 100 {
+						var s Session
+						json.Unmarshal(v, &s)
+						tx.Bucket(bucketSessionsExpiry).Put(dueKey(s.ExpiresAt, k), nil)
+						last = clone(k)
+						k, v = c.Next()
+					}
+					tx.Bucket(bucketMeta).Put(keyExpiryMigration, append([]byte{byte(ExpiringSessions)}, last...))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			db2, _, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db2.Close()
+			if err := db2.Check(); err != nil {
+				t.Fatal(err)
+			}
+			db2.View(func(tx *Tx) error {
+				if v := getU64(tx.bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
+					t.Fatalf("schema %d after the upgrade", v)
+				}
+				if tx.bucket(bucketMeta).Get(keyExpiryMigration) != nil {
+					t.Fatal("migration progress left behind")
+				}
+				s, err := tx.Session("s000007")
+				if err != nil || s.UserID != "u1" || !s.ExpiresAt.Equal(t0.Add(7*time.Second)) || s.Method != "email_otp" {
+					t.Fatalf("old session reads %+v, %v", s, err)
+				}
+				d, err := tx.Device([]byte("dev1"))
+				if err != nil || !d.LastUsedAt.Equal(t0) || d.Expired(t0.Add(DeviceLifetime-time.Second)) || !d.Expired(t0.Add(DeviceLifetime)) {
+					t.Fatalf("old device reads %+v, %v", d, err)
+				}
+				return nil
+			})
+			if n := count(db2, bucketSessionsExpiry); n != sessions {
+				t.Fatalf("%d sessions indexed, want %d", n, sessions)
+			}
+			if got := sweepAll(t, db2, ExpiringSessions, t0.Add(999*time.Second), 1000); fmt.Sprint(got) != "[1000]" {
+				t.Fatalf("swept %v, want [1000]", got)
+			}
+			for _, k := range []Expiring{ExpiringCodes, ExpiringDevices, ExpiringDeliveries, ExpiringMagicLinks} {
+				if got := sweepAll(t, db2, k, t0.Add(DeviceLifetime), 1000); len(got) != 1 {
+					t.Fatalf("%s: swept %v", k, got)
+				}
+			}
+			if err := db2.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRecordEncodings: the compact records read back as written, and
+// JSON rows written before them still read.
+func TestRecordEncodings(t *testing.T) {
+	verified := true
+	u := &User{ID: "0193a0d5-c3d2-7e80-9000-0000000000aa", ProjectID: "0193a0d5-c3d2-7e80-9000-0000000000bb", Email: "ada@example.com",
+		ExternalUserID: "ext-1", FirstName: "Ada", CompanyID: "0193a0d5-c3d2-7e80-9000-0000000000cc", Disabled: true,
+		CreatedAt: t0, UpdatedAt: t0.Add(time.Second), EmailVerified: &verified}
+	s := &Session{ID: "0193a0d5-c3d2-7e80-9000-0000000000dd", UserID: u.ID, ProjectID: u.ProjectID, Method: "passkey",
+		IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour), SteppedUpAt: t0.Add(time.Minute), LastSeenAt: t0.Add(time.Hour),
+		IP: "2001:db8::1", UserAgent: "curl/8.5.0"}
+	c := &Code{Kind: "sms", ProjectID: u.ProjectID, Subject: u.ID, Phone: "+15551234567", Email: "new@example.com", Hash: []byte{1, 2, 3},
+		Attempts: 2, CreatedAt: t0, ExpiresAt: t0.Add(10 * time.Minute)}
+	th := &Throttle{Sends: []time.Time{t0, t0.Add(time.Second)}, KeepUntil: t0.Add(24 * time.Hour)}
+	dv := &Device{Key: []byte("0123456789abcdef"), Hash: []byte("hash"), UserID: u.ID, ProjectID: u.ProjectID, CreatedAt: t0, LastUsedAt: t0.Add(time.Hour)}
+	ev := &Event{Seq: 7, ID: "evt_x", ProjectID: u.ProjectID, Type: "user.registered", CreatedAt: t0, Data: json.RawMessage(`{"a":1}`)}
+	m := &Mail{ID: 9, ProjectID: u.ProjectID, To: "ada@example.com", Kind: "otp", Body: []byte("sealed"), Attempts: 1, LastError: "boom",
+		CreatedAt: t0, NextAttemptAt: t0.Add(5 * time.Second)}
+	check := func(name string, want, got any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w, _ := json.Marshal(want)
+		g, _ := json.Marshal(got)
+		if string(w) != string(g) {
+			t.Fatalf("%s:\n got %s\nwant %s", name, g, w)
+		}
+	}
+	for _, old := range []bool{false, true} {
+		enc := func(v any, compact []byte) []byte {
+			if old {
+				raw, _ := json.Marshal(v)
+				return raw
+			}
+			return compact
+		}
+		gu, err := decodeUser([]byte(u.ID), enc(u, encodeUser(u)))
+		check("user", u, gu, err)
+		gs, err := decodeSession([]byte(s.ID), enc(s, encodeSession(s)))
+		check("session", s, gs, err)
+		gc, err := decodeCode(enc(c, encodeCode(c)))
+		check("code", c, gc, err)
+		gt, err := decodeThrottle(enc(th, encodeThrottle(th)))
+		check("throttle", th, gt, err)
+		gd, err := decodeDevice(dv.Key, enc(dv, encodeDevice(dv)))
+		if old { // JSON devices predate LastUsedAt: last used when created
+			want := *dv
+			want.LastUsedAt = dv.CreatedAt
+			raw, _ := json.Marshal(map[string]any{"key": dv.Key, "hash": dv.Hash, "userId": dv.UserID, "projectId": dv.ProjectID, "createdAt": dv.CreatedAt})
+			gd, err = decodeDevice(dv.Key, raw)
+			check("device", &want, gd, err)
+		} else {
+			check("device", dv, gd, err)
+		}
+		ge, err := decodeEvent(u64(ev.Seq), enc(ev, encodeEvent(ev)))
+		check("event", ev, ge, err)
+		gm, err := decodeMail(u64(m.ID), enc(m, encodeMail(m)))
+		check("mail", m, gm, err)
+	}
+	if len(encodeSession(s)) > 110 {
+		t.Fatalf("a session takes %d bytes, want at most 110", len(encodeSession(s)))
+	}
+	for _, bad := range [][]byte{nil, {}, {9}, {recordFormat}, {recordFormat, tagUUID, 1}} {
+		if _, err := decodeSession([]byte("s"), bad); err == nil {
+			t.Fatalf("decodeSession(%v) took a malformed record", bad)
+		}
+	}
+	// Setting a session's last-seen time does not grow the row.
+	later := *s
+	later.LastSeenAt, later.SteppedUpAt = time.Time{}, time.Time{}
+	if len(encodeSession(&later)) != len(encodeSession(s)) {
+		t.Fatal("a session's size depends on its times")
+	}
+}
+
+// fillAll sets every exported field of the struct v points to to a value
+// that is not its zero value (strings that are not UUIDs, distinct times,
+// true, 1 and so on), so that a field the compact encoding forgets shows.
+func fillAll(t *testing.T, v any) {
+	t.Helper()
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		f, sf := rv.Field(i), rv.Type().Field(i)
+		if !sf.IsExported() || sf.Tag.Get("json") == "-" {
+			continue
+		}
+		switch {
+		case f.Type() == reflect.TypeOf(time.Time{}):
+			f.Set(reflect.ValueOf(t0.Add(time.Duration(i) * time.Hour)))
+		case f.Type() == reflect.TypeOf(json.RawMessage{}):
+			f.Set(reflect.ValueOf(json.RawMessage(`{"k":1}`)))
+		case f.Kind() == reflect.String:
+			f.SetString("v-" + sf.Name)
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64 || f.Kind() == reflect.Uint64:
+			if f.CanInt() {
+				f.SetInt(int64(i + 1))
+			} else {
+				f.SetUint(uint64(i + 1))
+			}
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
+			f.SetBytes([]byte("b-" + sf.Name))
+		case f.Kind() == reflect.Slice && f.Type().Elem() == reflect.TypeOf(time.Time{}):
+			f.Set(reflect.ValueOf([]time.Time{t0, t0.Add(time.Minute)}))
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Bool:
+			b := true
+			f.Set(reflect.ValueOf(&b))
+		default:
+			t.Fatalf("fillAll: field %s of type %s: teach this test the type", sf.Name, f.Type())
+		}
+	}
+}
+
+// TestRecordsKeepEveryField: a field added to a record type must be
+// added to its compact encoding too, or this test fails.
+func TestRecordsKeepEveryField(t *testing.T) {
+	same := func(name string, want, got any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w, _ := json.Marshal(want)
+		g, _ := json.Marshal(got)
+		if string(w) != string(g) {
+			t.Fatalf("%s loses a field in the compact encoding:\n got %s\nwant %s", name, g, w)
+		}
+	}
+	var u User
+	fillAll(t, &u)
+	gu, err := decodeUser([]byte(u.ID), encodeUser(&u))
+	same("User", &u, gu, err)
+	var s Session
+	fillAll(t, &s)
+	s.IP = "192.0.2.1"
+	gs, err := decodeSession([]byte(s.ID), encodeSession(&s))
+	same("Session", &s, gs, err)
+	var c Code
+	fillAll(t, &c)
+	gc, err := decodeCode(encodeCode(&c))
+	same("Code", &c, gc, err)
+	var th Throttle
+	fillAll(t, &th)
+	gt, err := decodeThrottle(encodeThrottle(&th))
+	same("Throttle", &th, gt, err)
+	var d Device
+	fillAll(t, &d)
+	gd, err := decodeDevice(d.Key, encodeDevice(&d))
+	same("Device", &d, gd, err)
+	var e Event
+	fillAll(t, &e)
+	ge, err := decodeEvent(u64(e.Seq), encodeEvent(&e))
+	same("Event", &e, ge, err)
+	var m Mail
+	fillAll(t, &m)
+	gm, err := decodeMail(u64(m.ID), encodeMail(&m))
+	same("Mail", &m, gm, err)
+}
+
+// TestTouchSessionGrace: a session never touched is not written for a
+// use within grace of its sign-in; later uses are, and never move back.
+func TestTouchSessionGrace(t *testing.T) {
+	db := openTestDB(t, Options{})
+	mustTx(t, db, func(tx *Tx) error {
+		return tx.PutSession(&Session{ID: "s", UserID: "u", ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+	})
+	seen := func() time.Time {
+		var s *Session
+		db.View(func(tx *Tx) (err error) { s, err = tx.Session("s"); return })
+		return s.LastSeenAt
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want time.Duration // -1: never written
+	}{{30 * time.Second, -1}, {time.Minute, time.Minute}, {70 * time.Second, 70 * time.Second}, {65 * time.Second, 70 * time.Second}} {
+		mustTx(t, db, func(tx *Tx) error { return tx.TouchSession("s", t0.Add(c.at), time.Minute) })
+		want := time.Time{}
+		if c.want >= 0 {
+			want = t0.Add(c.want)
+		}
+		if got := seen(); !got.Equal(want) {
+			t.Fatalf("after a use at +%v: LastSeenAt %v, want %v", c.at, got, want)
+		}
+	}
+}

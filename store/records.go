@@ -1,0 +1,238 @@
+package store
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// Encoders and decoders of the compact records (see codec.go). A field
+// that the row's key holds (a session's id, a device's key, a mail's or
+// an outbox event's sequence number, a user's id) is not repeated in the
+// value; decoders take the key.
+
+func encodeUser(u *User) []byte {
+	b := make([]byte, 0, 64+len(u.Email)+len(u.ExternalUserID)+len(u.FirstName)+len(u.CompanyID))
+	b = append(b, recordFormat)
+	b = appendID(b, u.ProjectID)
+	b = appendString(b, u.Email)
+	b = appendString(b, u.ExternalUserID)
+	b = appendString(b, u.FirstName)
+	b = appendID(b, u.CompanyID)
+	var flags byte
+	if u.Disabled {
+		flags |= 1
+	}
+	if u.EmailVerified != nil {
+		flags |= 2
+		if *u.EmailVerified {
+			flags |= 4
+		}
+	}
+	b = append(b, flags)
+	b = appendTime(b, u.CreatedAt)
+	return appendTime(b, u.UpdatedAt)
+}
+
+func decodeUser(k, v []byte) (*User, error) {
+	u := &User{}
+	done, d, err := decodeRecord(v, u)
+	if err != nil || done {
+		return u, err
+	}
+	u.ID = string(k)
+	u.ProjectID = d.id()
+	u.Email = d.string()
+	u.ExternalUserID = d.string()
+	u.FirstName = d.string()
+	u.CompanyID = d.id()
+	flags := d.byte()
+	u.Disabled = flags&1 != 0
+	if flags&2 != 0 {
+		verified := flags&4 != 0
+		u.EmailVerified = &verified
+	}
+	u.CreatedAt = d.time()
+	u.UpdatedAt = d.time()
+	return u, d.done()
+}
+
+// Every time of a session has a fixed place, so the minute's last-seen
+// flush and a step-up rewrite a row without growing it.
+func encodeSession(s *Session) []byte {
+	b := make([]byte, 0, 80+len(s.Method)+len(s.IP)+len(s.UserAgent))
+	b = append(b, recordFormat)
+	b = appendID(b, s.UserID)
+	b = appendID(b, s.ProjectID)
+	b = appendString(b, s.Method)
+	b = appendTime(b, s.IssuedAt)
+	b = appendTime(b, s.ExpiresAt)
+	b = appendTime(b, s.SteppedUpAt)
+	b = appendTime(b, s.LastSeenAt)
+	b = appendIP(b, s.IP)
+	return appendString(b, s.UserAgent)
+}
+
+func decodeSession(k, v []byte) (*Session, error) {
+	s := &Session{}
+	done, d, err := decodeRecord(v, s)
+	if err != nil || done {
+		return s, err
+	}
+	s.ID = string(k)
+	s.UserID = d.id()
+	s.ProjectID = d.id()
+	s.Method = d.string()
+	s.IssuedAt = d.time()
+	s.ExpiresAt = d.time()
+	s.SteppedUpAt = d.time()
+	s.LastSeenAt = d.time()
+	s.IP = d.ip()
+	s.UserAgent = d.string()
+	return s, d.done()
+}
+
+func encodeCode(c *Code) []byte {
+	b := make([]byte, 0, 64+len(c.Kind)+len(c.Subject)+len(c.Phone)+len(c.Email)+len(c.Hash))
+	b = append(b, recordFormat)
+	b = appendString(b, c.Kind)
+	b = appendID(b, c.ProjectID)
+	b = appendString(b, c.Subject)
+	b = appendString(b, c.Phone)
+	b = appendString(b, c.Email)
+	b = appendBlob(b, c.Hash)
+	b = binary.AppendUvarint(b, uint64(max(c.Attempts, 0)))
+	b = appendTime(b, c.CreatedAt)
+	return appendTime(b, c.ExpiresAt)
+}
+
+func decodeCode(v []byte) (*Code, error) {
+	c := &Code{}
+	done, d, err := decodeRecord(v, c)
+	if err != nil || done {
+		return c, err
+	}
+	c.Kind = d.string()
+	c.ProjectID = d.id()
+	c.Subject = d.string()
+	c.Phone = d.string()
+	c.Email = d.string()
+	c.Hash = d.blob()
+	c.Attempts = int(d.uvarint())
+	c.CreatedAt = d.time()
+	c.ExpiresAt = d.time()
+	return c, d.done()
+}
+
+func encodeThrottle(t *Throttle) []byte {
+	b := make([]byte, 0, 12+8*len(t.Sends))
+	b = append(b, recordFormat)
+	b = binary.AppendUvarint(b, uint64(len(t.Sends)))
+	for _, s := range t.Sends {
+		b = appendTime(b, s)
+	}
+	return appendTime(b, t.KeepUntil)
+}
+
+func decodeThrottle(v []byte) (*Throttle, error) {
+	t := &Throttle{}
+	done, d, err := decodeRecord(v, t)
+	if err != nil || done {
+		return t, err
+	}
+	n := d.uvarint()
+	if n > uint64(len(d.b)/8) {
+		return nil, errBadRecord
+	}
+	t.Sends = make([]time.Time, n)
+	for i := range t.Sends {
+		t.Sends[i] = d.time()
+	}
+	t.KeepUntil = d.time()
+	return t, d.done()
+}
+
+func encodeDevice(dv *Device) []byte {
+	b := make([]byte, 0, 96+len(dv.Hash))
+	b = append(b, recordFormat)
+	b = appendBlob(b, dv.Hash)
+	b = appendID(b, dv.UserID)
+	b = appendID(b, dv.ProjectID)
+	b = appendTime(b, dv.CreatedAt)
+	return appendTime(b, dv.LastUsedAt)
+}
+
+func decodeDevice(k, v []byte) (*Device, error) {
+	dv := &Device{}
+	done, d, err := decodeRecord(v, dv)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		// Written before devices expired: last used when created.
+		dv.LastUsedAt = dv.CreatedAt
+		return dv, nil
+	}
+	dv.Key = clone(k)
+	dv.Hash = d.blob()
+	dv.UserID = d.id()
+	dv.ProjectID = d.id()
+	dv.CreatedAt = d.time()
+	dv.LastUsedAt = d.time()
+	return dv, d.done()
+}
+
+func encodeEvent(e *Event) []byte {
+	b := make([]byte, 0, 48+len(e.ID)+len(e.Type)+len(e.Data))
+	b = append(b, recordFormat)
+	b = appendString(b, e.ID)
+	b = appendID(b, e.ProjectID)
+	b = appendString(b, e.Type)
+	b = appendTime(b, e.CreatedAt)
+	return appendBlob(b, e.Data)
+}
+
+func decodeEvent(k, v []byte) (*Event, error) {
+	e := &Event{}
+	done, d, err := decodeRecord(v, e)
+	if err != nil || done {
+		return e, err
+	}
+	e.Seq = binary.BigEndian.Uint64(k)
+	e.ID = d.string()
+	e.ProjectID = d.id()
+	e.Type = d.string()
+	e.CreatedAt = d.time()
+	e.Data = d.blob()
+	return e, d.done()
+}
+
+func encodeMail(m *Mail) []byte {
+	b := make([]byte, 0, 64+len(m.To)+len(m.Kind)+len(m.Body)+len(m.LastError))
+	b = append(b, recordFormat)
+	b = appendID(b, m.ProjectID)
+	b = appendString(b, m.To)
+	b = appendString(b, m.Kind)
+	b = appendBlob(b, m.Body)
+	b = binary.AppendUvarint(b, uint64(max(m.Attempts, 0)))
+	b = appendString(b, m.LastError)
+	b = appendTime(b, m.CreatedAt)
+	return appendTime(b, m.NextAttemptAt)
+}
+
+func decodeMail(k, v []byte) (*Mail, error) {
+	m := &Mail{}
+	done, d, err := decodeRecord(v, m)
+	if err != nil || done {
+		return m, err
+	}
+	m.ID = binary.BigEndian.Uint64(k)
+	m.ProjectID = d.id()
+	m.To = d.string()
+	m.Kind = d.string()
+	m.Body = d.blob()
+	m.Attempts = int(d.uvarint())
+	m.LastError = d.string()
+	m.CreatedAt = d.time()
+	m.NextAttemptAt = d.time()
+	return m, d.done()
+}

@@ -1,0 +1,28 @@
+package store
+
+import bolt "go.etcd.io/bbolt"
+
+// Space is how the data file's pages are used: a B+tree file never
+// shrinks by itself, it reuses free pages.
+type Space struct {
+	// FileSize is the file's size as the newest transaction sees it
+	// (pages up to the high-water mark).
+	FileSize int64
+	// PageSize is the size of one page in bytes.
+	PageSize int
+	// FreePages counts pages inside FileSize that hold no data (free, or
+	// freed by a transaction that readers may still see).
+	FreePages int
+}
+
+// InUse returns the bytes of the file's pages that hold data.
+func (s Space) InUse() int64 { return s.FileSize - int64(s.FreePages)*int64(s.PageSize) }
+
+// Space reports how the file's pages are used, as of the last write
+// transaction. It reads no page.
+func (db *DB) Space() Space {
+	st := db.bolt.Stats()
+	var size int64
+	db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
+	return Space{FileSize: size, PageSize: db.bolt.Info().PageSize, FreePages: st.FreePageN + st.PendingPageN}
+}
