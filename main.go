@@ -231,10 +231,10 @@ type serveFlag struct {
 }
 
 // ParseFlags reads the serve flags, falling back to LATCHKEY_* environment
-// variables, then to the defaults: flags beat
-// environment. --help prints every flag with its environment variable and
-// default to m.Stdout and returns flag.ErrHelp; it never shows a value
-// taken from the environment, so no secret reaches the terminal.
+// variables, then to the defaults: flags beat environment. --help prints
+// every flag with its environment variable and default to m.Stdout and
+// returns flag.ErrHelp; it never shows a value taken from the
+// environment, so no secret reaches the terminal.
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	m.Getenv = getenv
 	c := &m.Config

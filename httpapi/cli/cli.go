@@ -1,7 +1,7 @@
 // Package cli implements latchkey's operator subcommands
-// (docs/operations.md, CLI): `latchkey project|key|method|webhook|user|events|backup` call the
-// admin API of a running server and print a table, or the response body
-// with --json.
+// (docs/operations.md, CLI): `latchkey
+// project|key|method|webhook|user|events|backup` call the admin API of a
+// running server and print a table, or the response body with --json.
 //
 // The package is a plain HTTP client of the admin API: it decodes the wire
 // shapes itself and imports nothing of the server.
