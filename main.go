@@ -156,7 +156,7 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// Config is the server's configuration (decisions.md §1).
+// Config is the server's configuration (the flags of `latchkey serve`).
 type Config struct {
 	Addr                string
 	Data                string
@@ -226,7 +226,7 @@ func NewMain() *Main {
 	return &Main{Stdout: os.Stdout, Now: time.Now, Getenv: os.Getenv, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 }
 
-// serveFlag is one flag of `latchkey serve` (decisions.md §1).
+// serveFlag is one flag of `latchkey serve`.
 type serveFlag struct {
 	name, env string
 	arg       string // placeholder in --help ("ADDR"); empty for a boolean
@@ -236,10 +236,10 @@ type serveFlag struct {
 }
 
 // ParseFlags reads the serve flags, falling back to LATCHKEY_* environment
-// variables, then to the defaults of decisions.md §1: flags beat
-// environment. --help prints every flag with its environment variable and
-// default to m.Stdout and returns flag.ErrHelp; it never shows a value
-// taken from the environment, so no secret reaches the terminal.
+// variables, then to the defaults: flags beat environment. --help prints
+// every flag with its environment variable and default to m.Stdout and
+// returns flag.ErrHelp; it never shows a value taken from the
+// environment, so no secret reaches the terminal.
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	m.Getenv = getenv
 	c := &m.Config
@@ -419,7 +419,7 @@ func (m *Main) Run(ctx context.Context) error {
 	dsn, keyFile, fresh := c.DatabaseURL, "", false
 	if dsn == "" {
 		// The lock wait is 1 s so that, with start-up, a second serve on
-		// the same file exits well within 2 s (decisions.md §2).
+		// the same file exits well within 2 s.
 		if fresh, err = store.CheckFile(c.Data, time.Second); err != nil {
 			return err
 		}
@@ -726,7 +726,7 @@ func (m *Main) showAdminToken(tok string) {
 	}
 }
 
-// smsSender picks the SMS provider (decisions.md §8); nil is "none".
+// smsSender picks the SMS provider; nil is "none".
 func (m *Main) smsSender() (auth.SMSSender, error) {
 	switch m.Config.SMSProvider {
 	case "log":

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// TestRestoreFromBackup performs the restore procedure the README gives:
+// TestRestoreFromBackup performs the restore procedure docs/operations.md gives:
 // a running server with a user who signed in and a live key is backed up
 // with `latchkey backup --out` while it runs; it is stopped; the backup
 // goes into a new location as the data file with the same master key

@@ -18,7 +18,7 @@ import (
 	"latchkey/store"
 )
 
-// Metrics are latchkey's Prometheus metrics (README, "Metrics"). Make
+// Metrics are latchkey's Prometheus metrics (docs/operations.md, "Metrics"). Make
 // one with NewMetrics and hand it to every part that feeds it: the
 // store (ObserveCommit in store.Options), the auth service
 // (auth.Config.Observer), the webhook worker (WebhookOutcome) and the

@@ -209,7 +209,7 @@ func (opt Options) maxEventsPerProject() int {
 // date and returns the DB. created reports that the store held no
 // latchkey data before (a new file, an empty database): the first
 // start. An unreachable database is an error naming it, wrapping
-// ErrUnavailable.
+// ErrUnavailable. ctx bounds the opening only: the DB lives until Close.
 type Driver func(ctx context.Context, dsn string, opt Options) (db DB, created bool, err error)
 
 var (
