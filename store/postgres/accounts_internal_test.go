@@ -55,6 +55,8 @@ type countingConn struct {
 	read atomic.Bool // read since the last counted write
 }
 
+// Write counts a round trip when the server has answered since the last
+// one.
 func (c *countingConn) Write(b []byte) (int, error) {
 	if c.read.Swap(false) {
 		c.n.Add(1)
@@ -62,6 +64,7 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// Read notes that the server answered.
 func (c *countingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
