@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"latchkey/store"
@@ -23,6 +24,15 @@ func expires(kind store.Expiring, tables ...due) {
 	expiring[kind] = append(expiring[kind], tables...)
 }
 
+// dueNanos returns now as due columns hold times (bigint Unix
+// nanoseconds), the zero time as the smallest bigint.
+func dueNanos(now time.Time) int64 {
+	if now.IsZero() {
+		return math.MinInt64
+	}
+	return unixNano(now)
+}
+
 // tables returns kind's tables, or an error for a kind no file
 // registered.
 func tables(kind store.Expiring) ([]due, error) {
@@ -41,7 +51,7 @@ func (tx *txn) ExpiryDue(kind store.Expiring, now time.Time) (bool, error) {
 	}
 	for _, d := range ts {
 		var yes bool
-		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{now}, &yes); err != nil || yes {
+		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{dueNanos(now)}, &yes); err != nil || yes {
 			return yes, err
 		}
 	}
@@ -79,7 +89,7 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		}
 		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid IN (
 			SELECT ctid FROM `+d.table+` WHERE `+d.column+` <= $1
-			ORDER BY `+d.column+` LIMIT $2)`, now, max-deleted)
+			ORDER BY `+d.column+` LIMIT $2)`, dueNanos(now), max-deleted)
 		if err != nil {
 			return deleted, err
 		}
