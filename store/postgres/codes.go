@@ -2,7 +2,7 @@ package postgres
 
 import (
 	"errors"
-	"math"
+	"time"
 
 	"latchkey/store"
 )
@@ -93,15 +93,15 @@ func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) e
 }
 
 // throttleDue returns when the sweep deletes t, as the due column holds
-// it: ThrottleIdle after its newest (last) entry or its KeepUntil,
-// whichever is later; at once (the smallest bigint) when both are zero.
+// it (dueNanos): ThrottleIdle after its newest (last) entry or its
+// KeepUntil, whichever is later; at once when both are zero.
 func throttleDue(t *store.Throttle) int64 {
 	last := t.KeepUntil
 	if n := len(t.Sends); n > 0 && t.Sends[n-1].After(last) {
 		last = t.Sends[n-1]
 	}
 	if last.IsZero() {
-		return math.MinInt64
+		return dueNanos(time.Time{})
 	}
-	return unixNano(last.Add(store.ThrottleIdle))
+	return dueNanos(last.Add(store.ThrottleIdle))
 }

@@ -873,12 +873,12 @@ func TestFactorPlans(t *testing.T) {
 	for name, q := range postgres.FactorStatements {
 		stmts[name] = q
 	}
-	// The generic sweep (expiry.go) over the domain's tables.
+	// The generic sweep's statements (expiry.go) on the domain's tables.
 	for _, table := range []string{"codes", "throttles", "magic_links", "grants", "challenges"} {
-		stmts["ExpiryDue/"+table] = `SELECT EXISTS (SELECT 1 FROM ` + table + ` WHERE due <= $1)`
+		stmts["ExpiryDue/"+table] = `SELECT coalesce(min(due) <= $1, false) FROM ` + table
 		args["ExpiryDue/"+table] = []any{int64(1e12 + 10)}
-		stmts["SweepExpired/"+table] = `DELETE FROM ` + table + ` WHERE ctid IN (
-			SELECT ctid FROM ` + table + ` WHERE due <= $1 ORDER BY due LIMIT $2)`
+		stmts["SweepExpired/"+table] = `DELETE FROM ` + table + ` WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM ` + table + ` WHERE due <= $1 ORDER BY due LIMIT $2))`
 		args["SweepExpired/"+table] = []any{int64(1e12 + 10), 1000}
 	}
 	for name, q := range stmts {
