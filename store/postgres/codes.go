@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"errors"
-	"time"
 
 	"latchkey/store"
 )
@@ -93,15 +92,16 @@ func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) e
 }
 
 // throttleDue returns when the sweep deletes t, as the due column holds
-// it (dueNanos): ThrottleIdle after its newest (last) entry or its
-// KeepUntil, whichever is later; at once when both are zero.
+// it: ThrottleIdle after its newest (last) entry or its KeepUntil,
+// whichever is later, in Unix nanoseconds; 0 (1970, long due) when both
+// are zero or before 1970, as expiry.go's sweep counts times.
 func throttleDue(t *store.Throttle) int64 {
 	last := t.KeepUntil
 	if n := len(t.Sends); n > 0 && t.Sends[n-1].After(last) {
 		last = t.Sends[n-1]
 	}
 	if last.IsZero() {
-		return dueNanos(time.Time{})
+		return 0
 	}
-	return dueNanos(last.Add(store.ThrottleIdle))
+	return max(unixNano(last.Add(store.ThrottleIdle)), 0)
 }
