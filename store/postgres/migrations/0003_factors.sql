@@ -3,10 +3,10 @@
 -- passkeys and WebAuthn ceremonies.
 --
 -- Times are bigint Unix nanoseconds, NULL for the zero time. Rows the
--- sweep deletes have a NOT NULL, indexed "due" column holding what
--- dueNanos (expiry.go) makes of their due time: times before 1970, the
--- zero time (NULL) too, are 0, long due. No foreign keys to users or
--- projects: DeleteUser and DeleteProject remove these rows themselves.
+-- sweep deletes have a NOT NULL, indexed "due" column: when they are
+-- due, in Unix nanoseconds, times before 1970 (the zero time, NULL, too)
+-- as 0, long due. No foreign keys to users or projects: DeleteUser and
+-- DeleteProject remove these rows themselves.
 
 -- Pending one-time codes and replay marks, one per (project, kind,
 -- subject); project_id may be an external method's id (replay marks).
