@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"math"
 
 	"latchkey/store"
 )
@@ -93,15 +94,15 @@ func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) e
 
 // throttleDue returns when the sweep deletes t, as the due column holds
 // it: ThrottleIdle after its newest (last) entry or its KeepUntil,
-// whichever is later, in Unix nanoseconds; 0 (1970, long due) when both
-// are zero or before 1970, as expiry.go's sweep counts times.
+// whichever is later, in Unix nanoseconds; the smallest bigint (due at
+// once) when both are zero.
 func throttleDue(t *store.Throttle) int64 {
 	last := t.KeepUntil
 	if n := len(t.Sends); n > 0 && t.Sends[n-1].After(last) {
 		last = t.Sends[n-1]
 	}
 	if last.IsZero() {
-		return 0
+		return math.MinInt64
 	}
-	return max(unixNano(last.Add(store.ThrottleIdle)), 0)
+	return unixNano(last.Add(store.ThrottleIdle))
 }

@@ -4,8 +4,8 @@
 --
 -- Times are bigint Unix nanoseconds, NULL for the zero time. Rows the
 -- sweep deletes have a NOT NULL, indexed "due" column: when they are
--- due, in Unix nanoseconds, times before 1970 (the zero time, NULL, too)
--- as 0, long due. No foreign keys to users or projects: DeleteUser and
+-- due, in Unix nanoseconds, the zero time (NULL) as the smallest bigint,
+-- due at once. No foreign keys to users or projects: DeleteUser and
 -- DeleteProject remove these rows themselves.
 
 -- Pending one-time codes and replay marks, one per (project, kind,
@@ -22,7 +22,7 @@ CREATE TABLE codes (
 	attempts   bigint NOT NULL,
 	created_at bigint,
 	expires_at bigint,
-	due        bigint NOT NULL GENERATED ALWAYS AS (greatest(expires_at, 0)) STORED,
+	due        bigint NOT NULL GENERATED ALWAYS AS (coalesce(expires_at, '-9223372036854775808'::bigint)) STORED,
 	PRIMARY KEY (project_id, kind, subject)
 );
 CREATE INDEX codes_due ON codes (due);
@@ -50,7 +50,7 @@ CREATE TABLE magic_links (
 	created_at   bigint,
 	expires_at   bigint,
 	used_at      bigint,
-	due          bigint NOT NULL GENERATED ALWAYS AS (greatest(expires_at, 0)) STORED
+	due          bigint NOT NULL GENERATED ALWAYS AS (coalesce(expires_at, '-9223372036854775808'::bigint)) STORED
 );
 CREATE INDEX magic_links_project_email ON magic_links (project_id, email);
 CREATE INDEX magic_links_due ON magic_links (due);
@@ -108,7 +108,7 @@ CREATE TABLE grants (
 	created_at       bigint,
 	expires_at       bigint,
 	used_at          bigint,
-	due              bigint NOT NULL GENERATED ALWAYS AS (greatest(expires_at, 0)) STORED
+	due              bigint NOT NULL GENERATED ALWAYS AS (coalesce(expires_at, '-9223372036854775808'::bigint)) STORED
 );
 CREATE INDEX grants_project_user ON grants (project_id, external_user_id);
 CREATE INDEX grants_due ON grants (due);
@@ -135,7 +135,7 @@ CREATE TABLE challenges (
 	email      text NOT NULL,
 	session    bytea,
 	expires_at bigint,
-	due        bigint NOT NULL GENERATED ALWAYS AS (greatest(expires_at, 0)) STORED
+	due        bigint NOT NULL GENERATED ALWAYS AS (coalesce(expires_at, '-9223372036854775808'::bigint)) STORED
 );
 CREATE INDEX challenges_project ON challenges (project_id);
 CREATE INDEX challenges_due ON challenges (due);
