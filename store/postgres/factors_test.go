@@ -799,7 +799,8 @@ func TestFactorWritesInView(t *testing.T) {
 }
 
 // TestFactorPlans: with enough rows for the planner to care, no
-// statement of the domain, nor the sweep's, reads a table whole.
+// statement of the domain, nor the sweep's on its tables, reads a table
+// whole, planned for its values or generically.
 func TestFactorPlans(t *testing.T) {
 	_, url := openFactorDB(t)
 	ctx := context.Background()
@@ -882,25 +883,77 @@ func TestFactorPlans(t *testing.T) {
 			SELECT ctid FROM ` + table + ` WHERE due <= $1 ORDER BY due LIMIT $2))`
 		args["SweepExpired/"+table] = []any{int64(1e12 + 10), 1000}
 	}
+	// Each statement as PostgreSQL plans it for its values (custom) and
+	// as a prepared statement may end up planned once for any values
+	// (generic: pgx prepares every statement it runs).
+	i := 0
 	for name, q := range stmts {
 		a, ok := args[name]
 		if !ok {
 			t.Errorf("%s: no arguments to explain it with", name)
 			continue
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+q, a...)
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
+		i++
+		ps := fmt.Sprint("factors_q", i)
+		if _, err := conn.Exec(ctx, "PREPARE "+ps+" AS "+q); err != nil {
+			t.Errorf("%s: PREPARE: %v", name, err)
 			continue
 		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
+		params := make([]string, len(a))
+		for j, v := range a {
+			params[j] = sqlLiteral(t, v)
 		}
-		plan := strings.Join(lines, "\n")
-		if strings.Contains(plan, "Seq Scan") {
-			t.Errorf("%s reads a table whole:\n%s", name, plan)
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+ps+" ("+strings.Join(params, ", ")+")")
+			if err != nil {
+				t.Errorf("%s (%s): %v", name, mode, err)
+				continue
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Errorf("%s (%s): %v", name, mode, err)
+				continue
+			}
+			plan := strings.Join(lines, "\n")
+			if strings.Contains(plan, "Seq Scan") {
+				t.Errorf("%s (%s) reads a table whole:\n%s", name, mode, plan)
+			}
 		}
 	}
+}
+
+// sqlLiteral returns v, an argument of a statement, as an SQL literal
+// (EXECUTE takes no parameters).
+func sqlLiteral(t *testing.T, v any) string {
+	t.Helper()
+	list := func(typ string, n int, elem func(i int) string) string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = elem(i)
+		}
+		return "ARRAY[" + strings.Join(out, ", ") + "]::" + typ + "[]"
+	}
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case []byte:
+		return fmt.Sprintf(`'\\x%x'::bytea`, v)
+	case int, int64:
+		return fmt.Sprint(v)
+	case []int64:
+		return list("bigint", len(v), func(i int) string { return fmt.Sprint(v[i]) })
+	case []bool:
+		return list("boolean", len(v), func(i int) string { return fmt.Sprint(v[i]) })
+	case []string:
+		return list("text", len(v), func(i int) string { return sqlLiteral(t, v[i]) })
+	case [][]byte:
+		return list("bytea", len(v), func(i int) string { return sqlLiteral(t, v[i]) })
+	}
+	t.Fatalf("no SQL literal for %T", v)
+	return ""
 }
