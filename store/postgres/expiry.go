@@ -41,7 +41,7 @@ func (tx *txn) ExpiryDue(kind store.Expiring, now time.Time) (bool, error) {
 	}
 	for _, d := range ts {
 		var yes bool
-		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{now}, &yes); err != nil || yes {
+		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{now.UnixNano()}, &yes); err != nil || yes {
 			return yes, err
 		}
 	}
@@ -79,7 +79,7 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		}
 		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid IN (
 			SELECT ctid FROM `+d.table+` WHERE `+d.column+` <= $1
-			ORDER BY `+d.column+` LIMIT $2)`, now, max-deleted)
+			ORDER BY `+d.column+` LIMIT $2)`, now.UnixNano(), max-deleted)
 		if err != nil {
 			return deleted, err
 		}
