@@ -41,7 +41,7 @@ func (tx *txn) ExpiryDue(kind store.Expiring, now time.Time) (bool, error) {
 	}
 	for _, d := range ts {
 		var yes bool
-		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{now.UnixNano()}, &yes); err != nil || yes {
+		if err := tx.one(`SELECT coalesce((SELECT min(`+d.column+`) FROM `+d.table+`) <= $1, false)`, []any{now.UnixNano()}, &yes); err != nil || yes {
 			return yes, err
 		}
 	}
