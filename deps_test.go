@@ -12,7 +12,10 @@ import (
 // TestDependencyDirection: the packages import one another one way
 // (STYLE.md): main → httpapi → auth, mail, webhook → store; store (and
 // internal/background, which runs background tasks for main, mail and
-// webhook) imports none of ours; store is the only one to import bbolt;
+// webhook) imports none of ours; store's backends and test helpers
+// (store/postgres, store/storetest, store/pgtest) import only store and
+// one another; store is the only one to import bbolt, and only they
+// import pgx;
 // webhook and auth never import each other; httpapi is the only one that
 // serves HTTP or knows statuses (auth imports neither net/http nor
 // httprouter).
@@ -22,6 +25,8 @@ func TestDependencyDirection(t *testing.T) {
 	// must not have; a refused entry ending in "/" is a prefix.
 	refused := map[string][]string{
 		"latchkey/store":               {"latchkey/"},
+		"latchkey/store/postgres":      {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
+		"latchkey/store/storetest":     {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
 		"latchkey/internal/background": {"latchkey/"},
 		"latchkey/auth":                {"latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/webhook":             {"latchkey/auth", "latchkey/httpapi", "latchkey/mail", "github.com/julienschmidt/httprouter"},
@@ -55,9 +60,15 @@ func TestDependencyDirection(t *testing.T) {
 			if imp == "go.etcd.io/bbolt" && ip != "latchkey/store" {
 				t.Errorf("%s imports bbolt: only store may", ip)
 			}
+			if strings.HasPrefix(imp, "github.com/jackc/pgx") && !strings.HasPrefix(ip, "latchkey/store/") {
+				t.Errorf("%s imports pgx: only store's backends may", ip)
+			}
 			for owner, bad := range refused {
 				if ip != owner && !strings.HasPrefix(ip, owner+"/") {
 					continue
+				}
+				if owner == "latchkey/store" && ip != owner && (imp == "latchkey/store" || strings.HasPrefix(imp, "latchkey/store/")) {
+					continue // a backend or helper of store may use store
 				}
 				for _, b := range bad {
 					if imp == b || strings.HasSuffix(b, "/") && strings.HasPrefix(imp, b) {

@@ -32,6 +32,7 @@ import (
 	"latchkey/internal/background"
 	"latchkey/mail"
 	"latchkey/store"
+	_ "latchkey/store/postgres" // registers the "postgres" driver (--database-url)
 	"latchkey/webhook"
 )
 
@@ -155,10 +156,11 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// Config is the server's configuration (decisions.md §1).
+// Config is the server's configuration (the flags of `latchkey serve`).
 type Config struct {
 	Addr                string
 	Data                string
+	DatabaseURL         string // when set, the store is this database, not the Data file
 	BaseURL             string
 	SMTPURL             string
 	SMTPCAFile          string
@@ -184,7 +186,7 @@ type Main struct {
 	// Now is the clock (tests inject one).
 	Now func() time.Time
 
-	DB      *store.DB
+	DB      store.DB
 	Service *auth.Service
 	Server  *httpapi.Server
 	Mail    *mail.Queue
@@ -211,6 +213,9 @@ type Main struct {
 	mailOverride  mail.Transport
 	observeBatch  func(durable, answered time.Duration)
 	observeCommit func(time.Duration)
+	// For tests on a database: the outbox directory (default: see
+	// outboxDir).
+	outbox string
 }
 
 // defaultMailFrom is the sender address when none is configured.
@@ -221,7 +226,7 @@ func NewMain() *Main {
 	return &Main{Stdout: os.Stdout, Now: time.Now, Getenv: os.Getenv, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 }
 
-// serveFlag is one flag of `latchkey serve` (decisions.md §1).
+// serveFlag is one flag of `latchkey serve`.
 type serveFlag struct {
 	name, env string
 	arg       string // placeholder in --help ("ADDR"); empty for a boolean
@@ -231,10 +236,10 @@ type serveFlag struct {
 }
 
 // ParseFlags reads the serve flags, falling back to LATCHKEY_* environment
-// variables, then to the defaults of decisions.md §1: flags beat
-// environment. --help prints every flag with its environment variable and
-// default to m.Stdout and returns flag.ErrHelp; it never shows a value
-// taken from the environment, so no secret reaches the terminal.
+// variables, then to the defaults: flags beat environment. --help prints
+// every flag with its environment variable and default to m.Stdout and
+// returns flag.ErrHelp; it never shows a value taken from the
+// environment, so no secret reaches the terminal.
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	m.Getenv = getenv
 	c := &m.Config
@@ -242,13 +247,14 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	flags := []serveFlag{
 		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
+		{"database-url", "LATCHKEY_DATABASE_URL", "URL", "empty: the --data file", "PostgreSQL database (postgres://user:password@host:5432/dbname?sslmode=...) instead of --data, for several replicas on one database; needs --master-key", &c.DatabaseURL},
 		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin (http:// or https://, no path) for magic links, JWT iss and WebAuthn", &c.BaseURL},
-		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS); options ?tls=opportunistic|required, ?auth=auto|plain|login|cram-md5, ?ca=FILE", &c.SMTPURL},
+		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml (./latchkey.outbox with --database-url)", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS); options ?tls=opportunistic|required, ?auth=auto|plain|login|cram-md5, ?ca=FILE", &c.SMTPURL},
 		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "FILE", "none: the system's CAs", "PEM file of CA certificates trusted for the SMTP server besides the system's (also ?ca= on --smtp-url)", &c.SMTPCAFile},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "ADDRESS", c.MailFrom, "sender address", &c.MailFrom},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "NAME", c.SMSProvider, "none, log or twilio", &c.SMSProvider},
-		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated, printed once, saved to <data>.admin-token", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
-		{"master-key", "LATCHKEY_MASTER_KEY", "KEY", "the <data>.key file", "32-byte key, base64; encrypts secrets at rest", &c.MasterKey},
+		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated, printed once, saved to <data>.admin-token (only printed with --database-url)", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
+		{"master-key", "LATCHKEY_MASTER_KEY", "KEY", "the <data>.key file; required with --database-url", "32-byte key, base64; encrypts secrets at rest", &c.MasterKey},
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "CIDRS", "empty", "comma-separated CIDRs whose X-Forwarded-For is believed", &c.TrustedProxies},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let webhooks of both modes target private, loopback and link-local addresses (without it: live mode public only, test mode public and loopback)", nil},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
@@ -298,6 +304,14 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	case "none", "log", "twilio":
 	default:
 		return fmt.Errorf("--sms-provider must be none, log or twilio")
+	}
+	if c.DatabaseURL != "" {
+		if set["data"] || getenv("LATCHKEY_DATA") != "" {
+			return fmt.Errorf("--database-url and --data name two stores: set only one")
+		}
+		if !store.IsURL(c.DatabaseURL) {
+			return fmt.Errorf("--database-url must be a postgres:// or postgresql:// URL")
+		}
 	}
 	if c.AdminToken != "" && (!strings.HasPrefix(c.AdminToken, "adm_") || len(c.AdminToken) < 24) {
 		return fmt.Errorf("--admin-token must start with adm_ and be at least 24 characters")
@@ -402,14 +416,16 @@ func (m *Main) Run(ctx context.Context) error {
 			return listenError("--metrics-addr", c.MetricsAddr, err)
 		}
 	}
-	// The lock wait is 1 s so that, with start-up, a second serve on the
-	// same file exits well within 2 s (decisions.md §2).
-	fresh, err := store.CheckFile(c.Data, time.Second)
-	if err != nil {
-		return err
+	dsn, keyFile, fresh := c.DatabaseURL, "", false
+	if dsn == "" {
+		// The lock wait is 1 s so that, with start-up, a second serve on
+		// the same file exits well within 2 s.
+		if fresh, err = store.CheckFile(c.Data, time.Second); err != nil {
+			return err
+		}
+		dsn, keyFile = c.Data, c.Data+".key"
 	}
-	keyFile := c.Data + ".key"
-	if c.MasterKey == "" && !fresh {
+	if c.MasterKey == "" && !fresh && keyFile != "" {
 		// An existing data file needs the key it was written with: never
 		// generate a fresh one beside it.
 		if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
@@ -429,13 +445,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.observeCommit != nil {
 		observeCommit = func(d time.Duration) { m.Metrics.ObserveCommit(d); m.observeCommit(d) }
 	}
-	db, _, err := store.Open(c.Data, store.Options{LockTimeout: time.Second, ObserveCommit: observeCommit,
+	db, _, err := store.Open(ctx, dsn, store.Options{LockTimeout: time.Second, ObserveCommit: observeCommit,
 		Logger: m.Logger, Now: m.Now, ObserveBatch: m.observeBatch})
 	if err != nil {
 		return err
 	}
 	m.DB = db
-	if err := db.CheckKeyring(keys); err != nil {
+	if err := store.CheckKeyring(ctx, db, keys); err != nil {
 		return err
 	}
 	baseURL := chk.baseURL
@@ -451,15 +467,15 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Service = svc
-	initialized, err := svc.Initialized()
+	initialized, err := svc.Initialized(ctx)
 	if err != nil {
 		return err
 	}
 	if !initialized {
-		if err := m.firstStart(baseURL); err != nil {
+		if err := m.firstStart(ctx, baseURL); err != nil {
 			return err
 		}
-	} else if err := m.ensureAdminToken(); err != nil {
+	} else if err := m.ensureAdminToken(ctx); err != nil {
 		return err
 	}
 
@@ -483,8 +499,8 @@ func (m *Main) Run(ctx context.Context) error {
 	m.tasks = []*background.Task{
 		// A failed store write is logged by the store, once a minute
 		// with the count (Quiet).
-		{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: func(context.Context) error { return svc.Sweep() }},
-		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: func(context.Context) error { return svc.FlushLastSeen() }},
+		{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.Sweep},
+		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.FlushLastSeen},
 	}
 	for _, t := range m.tasks {
 		t.Start()
@@ -508,7 +524,11 @@ func (m *Main) Run(ctx context.Context) error {
 			m.Logger.Error("http server", "err", err)
 		}
 	}()
-	m.Logger.Info("latchkey listening", "addr", ln.Addr().String(), "base_url", baseURL, "data", c.Data)
+	where := []any{"data", c.Data}
+	if c.DatabaseURL != "" {
+		where = []any{"database", redactURL(c.DatabaseURL)}
+	}
+	m.Logger.Info("latchkey listening", append([]any{"addr", ln.Addr().String(), "base_url", baseURL}, where...)...)
 	if m.metricsListener != nil {
 		m.serveMetrics()
 	}
@@ -574,8 +594,13 @@ func (m *Main) checkConfig() (*checked, error) {
 	c := m.Config
 	var out checked
 	var err error
-	if c.Data == "" {
+	if c.Data == "" && c.DatabaseURL == "" {
 		return nil, errors.New("--data must name the data file")
+	}
+	if c.DatabaseURL != "" && c.MasterKey == "" {
+		// Every replica must use the same key: none is generated into a
+		// file beside a database.
+		return nil, errors.New("--database-url needs --master-key (LATCHKEY_MASTER_KEY), the same on every replica: make one with `openssl rand -base64 32`")
 	}
 	if out.baseURL, err = checkBaseURL(c.BaseURL); err != nil {
 		return nil, err
@@ -634,8 +659,8 @@ func listenError(name, addr string, err error) error {
 // firstStart creates the default project, a test key and the admin
 // token, printing them once; the admin token also goes to
 // <data>.admin-token (0600) unless it is configured.
-func (m *Main) firstStart(baseURL string) error {
-	b, err := m.Service.Init()
+func (m *Main) firstStart(ctx context.Context, baseURL string) error {
+	b, err := m.Service.Init(ctx)
 	if err != nil {
 		return err
 	}
@@ -670,8 +695,8 @@ func browserURL(baseURL string) string {
 // ensureAdminToken gives a later start an admin token when none is
 // configured and none is stored (the first start had one configured):
 // it generates one and shows it as a first start does.
-func (m *Main) ensureAdminToken() error {
-	tok, err := m.Service.EnsureAdminToken()
+func (m *Main) ensureAdminToken(ctx context.Context) error {
+	tok, err := m.Service.EnsureAdminToken(ctx)
 	if err != nil || tok == "" {
 		return err
 	}
@@ -681,10 +706,15 @@ func (m *Main) ensureAdminToken() error {
 }
 
 // showAdminToken prints a generated admin token once and writes it to
-// <data>.admin-token (0600) for the CLI.
+// <data>.admin-token (0600) for the CLI; with a database URL there is no
+// data file to put it beside, so it is only printed.
 func (m *Main) showAdminToken(tok string) {
 	w := m.Stdout
 	fmt.Fprintf(w, "  admin token (shown once):  %s\n", tok)
+	if m.Config.DatabaseURL != "" {
+		fmt.Fprintln(w, "  pass it to the CLI with --admin-token or LATCHKEY_ADMIN_TOKEN")
+		return
+	}
 	file := m.Config.Data + ".admin-token"
 	// Replace a file left over from an earlier data file of the same
 	// name. The token is committed and printed already, so a failure
@@ -696,11 +726,11 @@ func (m *Main) showAdminToken(tok string) {
 	}
 }
 
-// smsSender picks the SMS provider (decisions.md §8); nil is "none".
+// smsSender picks the SMS provider; nil is "none".
 func (m *Main) smsSender() (auth.SMSSender, error) {
 	switch m.Config.SMSProvider {
 	case "log":
-		return &sms.Log{Logger: m.Logger, Dir: m.Config.Data + ".outbox"}, nil
+		return &sms.Log{Logger: m.Logger, Dir: m.outboxDir()}, nil
 	case "twilio":
 		g := m.Getenv
 		return sms.NewTwilio(g("LATCHKEY_TWILIO_ACCOUNT_SID"), g("LATCHKEY_TWILIO_AUTH_TOKEN"), g("LATCHKEY_TWILIO_FROM"), g("LATCHKEY_TWILIO_BASE_URL"))
@@ -716,7 +746,7 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 		if m.Config.SMTPCAFile != "" {
 			return nil, errors.New("--smtp-ca-file is set but --smtp-url is empty (mail would go to the outbox)")
 		}
-		return &mail.Outbox{Dir: m.Config.Data + ".outbox"}, nil
+		return &mail.Outbox{Dir: m.outboxDir()}, nil
 	}
 	t, err := mail.NewSMTP(m.Config.SMTPURL)
 	if err != nil {
@@ -728,6 +758,27 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 		}
 	}
 	return t, nil
+}
+
+// outboxDir is where mail and logged text messages are written without
+// a provider: <data>.outbox, or ./latchkey.outbox with a database URL.
+func (m *Main) outboxDir() string {
+	if m.outbox != "" {
+		return m.outbox
+	}
+	if m.Config.DatabaseURL != "" {
+		return "latchkey.outbox"
+	}
+	return m.Config.Data + ".outbox"
+}
+
+// redactURL returns a database URL without its password, for logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // Addr returns the address the server listens on.

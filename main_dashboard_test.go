@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ import (
 // the sign-in page shows nothing.
 func TestDashboardShowsMailConfigError(t *testing.T) {
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "right-password"})
-	m, out := startMain(t, Config{Data: filepath.Join(t.TempDir(), "latchkey.db"),
+	m, out := startMain(t, Config{
 		SMTPURL: "smtp://mailer:wrong-password@" + srv.Addr, SMTPCAFile: srv.CAFile(t)})
 	key, admin := match(t, keyLine, out.String()), match(t, adminLine, out.String())
 	base := "http://" + m.Addr()

@@ -93,6 +93,8 @@ func rawDo(t *testing.T, method, url, auth string, body any) (*http.Response, ma
 // 200), the log gets one line about it (not one per request), and once
 // space is freed writes succeed again and /ready is 200 without a
 // restart, nothing lost.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: a data file on a full file system.
 func TestDiskFull(t *testing.T) {
 	dir := smallFS(t, 16<<20)
 	data := filepath.Join(dir, "latchkey.db")
@@ -144,7 +146,7 @@ func TestDiskFull(t *testing.T) {
 	if res, _ := rawDo(t, "POST", base+"/api/v1/otp/send", key, map[string]any{"email": "last@example.com"}); res.StatusCode != 503 {
 		t.Fatalf("write on the full disk: %d", res.StatusCode)
 	}
-	if err := m.DB.WriteError(); err == nil || !errors.Is(err, syscall.ENOSPC) {
+	if err := m.DB.(store.File).WriteError(); err == nil || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("WriteError()=%v, want ENOSPC", err)
 	}
 	if st, body := c.do("GET", "/api/v1/ready", "", nil); st != 503 || !strings.Contains(fmt.Sprint(body["error"]), "last write failed") {
@@ -173,7 +175,7 @@ func TestDiskFull(t *testing.T) {
 	if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "after@example.com"}); st != 200 {
 		t.Fatalf("send after space came back: %d %v", st, body)
 	}
-	if err := m.DB.WriteError(); err != nil {
+	if err := m.DB.(store.File).WriteError(); err != nil {
 		t.Fatalf("WriteError()=%v after a write succeeded", err)
 	}
 	if st, body := c.do("GET", "/api/v1/ready", "", nil); st != 200 {
@@ -186,12 +188,12 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("the session before the disk filled: %d", st)
 	}
 	m.Close()
-	db, _, err := store.Open(data, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	db, _, err := store.Open(ctx, data, store.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Check(); err != nil {
+	if err := db.(store.File).Check(); err != nil {
 		t.Fatalf("data file after the full disk: %v", err)
 	}
 }

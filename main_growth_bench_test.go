@@ -23,9 +23,9 @@ import (
 	"time"
 
 	"latchkey/auth"
-	"latchkey/internal/storetest"
 	"latchkey/mail"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // The growth benchmark's data: what the product is built for, a million
@@ -115,7 +115,7 @@ func loadGrowth(b *testing.B, path string) growthMeta {
 	meta := growthMeta{Users: growthUsers}
 	meta.APIKey = regexp.MustCompile(`test API key \(shown once\): (\S+)`).FindStringSubmatch(out.String())[1]
 	meta.ProjectID = regexp.MustCompile(`created project "default" \((\S+)\)`).FindStringSubmatch(out.String())[1]
-	db, _, err := store.Open(path, store.Options{})
+	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func loadGrowth(b *testing.B, path string) growthMeta {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("loaded in %v: file %d MB", time.Since(start).Round(time.Second), db.Space().FileSize>>20)
+	b.Logf("loaded in %v: file %d MB", time.Since(start).Round(time.Second), db.(store.File).Space().FileSize>>20)
 	return meta
 }
 
@@ -374,14 +374,14 @@ type slowCommits struct {
 	list []string
 }
 
-func (s *slowCommits) add(d time.Duration, db *store.DB) {
+func (s *slowCommits) add(d time.Duration, db store.DB) {
 	if d < 20*time.Millisecond {
 		return
 	}
 	at := time.Now().Format("15:04:05.000")
 	size := int64(-1)
 	if db != nil {
-		size = db.Space().FileSize >> 20
+		size = db.(store.File).Space().FileSize >> 20
 	}
 	s.mu.Lock()
 	s.list = append(s.list, fmt.Sprintf("%v at %s (file %d MB)", d.Round(time.Millisecond), at, size))
@@ -514,7 +514,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 
 	const clients = 64
 	var sends, verifies, sessions latencies
-	before := m.DB.Space()
+	before := m.DB.(store.File).Space()
 	batch.reset()
 	answered.reset()
 	commits.reset()
@@ -567,7 +567,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-	after := m.DB.Space()
+	after := m.DB.(store.File).Space()
 	n := logins.Load()
 	report("login load: %d clients for %v (%s at start, %s at end): %d logins, %.0f logins/s",
 		clients, elapsed.Round(time.Second), load, loadAverage(), n, float64(n)/elapsed.Seconds())
@@ -610,7 +610,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 // flush run at their real period. It reports every store write.
 func serviceLoad(b *testing.B, m *Main, box *codeBox, meta growthMeta, d time.Duration, batch, answered *latencies, writes *timedWrites, logs *lockedBuffer) {
 	b.Helper()
-	p, err := m.Service.Project(meta.ProjectID)
+	p, err := m.Service.Project(ctx, meta.ProjectID)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -632,7 +632,7 @@ func serviceLoad(b *testing.B, m *Main, box *codeBox, meta growthMeta, d time.Du
 			defer wg.Done()
 			for i := 0; time.Now().Before(deadline); i++ {
 				addr := fmt.Sprintf("direct-%d-%d-%d@example.com", start.UnixNano(), w, i)
-				if err := m.Service.SendOTP(p, addr, auth.Meta{}); err != nil {
+				if err := m.Service.SendOTP(ctx, p, addr, auth.Meta{}); err != nil {
 					failed.Store(err)
 					return
 				}
@@ -641,12 +641,12 @@ func serviceLoad(b *testing.B, m *Main, box *codeBox, meta growthMeta, d time.Du
 					failed.Store(err)
 					return
 				}
-				l, err := m.Service.VerifyOTP(p, auth.OTPInput{Email: addr, Code: code}, auth.Meta{})
+				l, err := m.Service.VerifyOTP(ctx, p, auth.OTPInput{Email: addr, Code: code}, auth.Meta{})
 				if err != nil {
 					failed.Store(err)
 					return
 				}
-				if _, err := m.Service.AuthenticateSession("Bearer " + l.Token); err != nil {
+				if _, err := m.Service.AuthenticateSession(ctx, "Bearer "+l.Token); err != nil {
 					failed.Store(err)
 					return
 				}

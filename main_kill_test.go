@@ -20,6 +20,8 @@ import (
 // wrote to the page cache, so this proves that no answer precedes its
 // commit; surviving power loss rests on bbolt's fsync per commit, which
 // the group commit keeps.)
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: kill -9 of a child process serving a data file.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns server processes")

@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,8 +12,7 @@ import (
 // listener it still needs the admin token. /api/v1/ready answers ready
 // once the server runs.
 func TestMetricsAddrAndReady(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "latchkey.db")
-	m, out := startMain(t, Config{Data: data, MetricsAddr: "127.0.0.1:0"})
+	m, out := startMain(t, Config{MetricsAddr: "127.0.0.1:0"})
 	admin := match(t, adminLine, out.String())
 	c := client{t, "http://" + m.Addr()}
 

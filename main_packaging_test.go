@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// TestRestoreFromBackup performs the restore procedure the README gives:
+// TestRestoreFromBackup performs the restore procedure docs/operations.md gives:
 // a running server with a user who signed in and a live key is backed up
 // with `latchkey backup --out` while it runs; it is stopped; the backup
 // goes into a new location as the data file with the same master key
@@ -24,6 +24,8 @@ import (
 // same user signs in with the same key (isNewUser false, the same id);
 // the live key and the admin token still work, and a user made after the
 // backup is not there.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: a backup is a data file.
 func TestRestoreFromBackup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns server processes")

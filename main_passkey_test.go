@@ -17,7 +17,7 @@ import (
 // a log line that name the origin.
 func TestPasskeyDemoOnFreshStart(t *testing.T) {
 	var logs lockedBuffer
-	m, out := startMain(t, Config{Data: t.TempDir() + "/latchkey.db"}, &logs)
+	m, out := startMain(t, Config{}, &logs)
 	key := match(t, keyLine, out.String())
 	admin := match(t, adminLine, out.String())
 	base := "http://" + m.Addr()

@@ -54,7 +54,7 @@ func TestUsage(t *testing.T) {
 	if code != 0 {
 		t.Errorf("serve --help: exit %d, want 0", code)
 	}
-	for _, f := range []string{"--addr", "--data", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--log-format", "--metrics-addr"} {
+	for _, f := range []string{"--addr", "--data", "--database-url", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--log-format", "--metrics-addr"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("serve --help lacks %s:\n%s", f, out)
 		}
@@ -66,6 +66,8 @@ func TestUsage(t *testing.T) {
 
 // TestSignalAndLock: SIGTERM stops the server with exit code 0; a second
 // serve on a data file in use exits within 2 s with a clear message.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: the data file's lock.
 func TestSignalAndLock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns server processes")
@@ -101,6 +103,8 @@ func TestSignalAndLock(t *testing.T) {
 // TestConfiguredAdminToken: with LATCHKEY_ADMIN_TOKEN set, the first
 // start neither prints the admin token nor writes a file, and the token
 // works.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: the token file beside the data file.
 func TestConfiguredAdminToken(t *testing.T) {
 	const token = "adm_configuredconfiguredconfigured"
 	data := filepath.Join(t.TempDir(), "latchkey.db")
@@ -122,6 +126,8 @@ func TestConfiguredAdminToken(t *testing.T) {
 // start generates one, prints it once and writes <data>.admin-token
 // (0600), as a first start does; the start after it prints nothing and
 // the generated token keeps working.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: the token file beside the data file.
 func TestAdminTokenAfterConfiguredStart(t *testing.T) {
 	const configured = "adm_configuredconfiguredconfigured"
 	data := filepath.Join(t.TempDir(), "latchkey.db")
@@ -162,6 +168,8 @@ func TestAdminTokenAfterConfiguredStart(t *testing.T) {
 // first start; a stale admin-token file is replaced; an existing data
 // file without its key file, or with another master key, refuses to
 // start instead of minting a key that matches nothing.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: the files beside the data file.
 func TestFirstStartEdgeCases(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "latchkey.db")

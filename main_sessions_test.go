@@ -10,17 +10,23 @@ import (
 
 	"latchkey/internal/background"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // TestLastSeenFlushedAtShutdown: the session check notes a session's
 // last request in memory; serve flushes it every minute and once more
 // at shutdown, so a clean stop loses none.
 func TestLastSeenFlushedAtShutdown(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "latchkey.db")
+	dsn := storetest.New(t)
 	m := NewMain()
 	var out bytes.Buffer
 	m.Stdout = &out
-	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--data", data}, func(string) string { return "" }); err != nil {
+	args := []string{"--addr", "127.0.0.1:0", "--data", dsn}
+	if store.IsURL(dsn) {
+		args = []string{"--addr", "127.0.0.1:0", "--database-url", dsn, "--master-key", testMasterKey}
+		m.outbox = filepath.Join(t.TempDir(), "outbox")
+	}
+	if err := m.ParseFlags(args, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
 	m.Logger = discardLogger()
@@ -43,7 +49,7 @@ func TestLastSeenFlushedAtShutdown(t *testing.T) {
 	key := match(t, keyLine, out.String())
 	c := client{t, "http://" + m.Addr()}
 	c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "seen@example.com"})
-	st, login := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "seen@example.com", "code": waitForCode(t, data+".outbox")})
+	st, login := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "seen@example.com", "code": waitForCode(t, m.outboxDir())})
 	if st != 200 {
 		t.Fatalf("otp verify: %d %v", st, login)
 	}
@@ -58,13 +64,13 @@ func TestLastSeenFlushedAtShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, _, err := store.Open(data, store.Options{})
+	db, _, err := store.Open(ctx, dsn, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var row *store.Session
-	if err := db.View(func(tx *store.Tx) error {
+	if err := db.View(ctx, func(tx store.Tx) error {
 		row, err = tx.Session(id)
 		return err
 	}); err != nil {

@@ -50,6 +50,8 @@ func signIn(t *testing.T, c client, key, data, addr string) string {
 // LATCHKEY_TWILIO_*; LATCHKEY_TWILIO_BASE_URL is scheme, host and port,
 // and the client appends the Messages API path. Provider errors never
 // carry the credentials, store nothing and use no send slot.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestTwilioFromEnvironment(t *testing.T) {
 	var mu sync.Mutex
 	var path, user, pass string
@@ -113,6 +115,8 @@ func TestTwilioFromEnvironment(t *testing.T) {
 
 // TestTwilioSettingsChecked: a missing setting or a base URL with a path
 // stops the start with a clear message.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestTwilioSettingsChecked(t *testing.T) {
 	full := map[string]string{"LATCHKEY_TWILIO_ACCOUNT_SID": "AC1", "LATCHKEY_TWILIO_AUTH_TOKEN": "tok", "LATCHKEY_TWILIO_FROM": "+15550001111"}
 	for name, change := range map[string][2]string{
@@ -156,6 +160,8 @@ func TestTwilioSettingsChecked(t *testing.T) {
 
 // TestSMSLogProvider: --sms-provider log writes each message to
 // <data>.outbox/*.sms.txt, and its code verifies.
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file, the outbox beside it.
 func TestSMSLogProvider(t *testing.T) {
 	m, c, key := startWithEnv(t, []string{"--sms-provider", "log"}, nil)
 	tok := signIn(t, c, key, m.Config.Data, "log@example.com")

@@ -43,6 +43,8 @@ func snapshot(t *testing.T, dir string) map[string]string {
 // prints nothing on stdout (no first-start secret), never dumps a crash,
 // and leaves the data directory exactly as it was (no data file, no key
 // file, no outbox; an existing file unchanged).
+//
+// bbolt only, whatever LATCHKEY_TEST_STORE says: a data file and its cold start.
 func TestStartupChecks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns server processes")

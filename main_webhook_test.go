@@ -31,8 +31,7 @@ func TestWebhookFirstDeliveryIsRegistration(t *testing.T) {
 		hits <- hit{r.URL.Path, ev.Type, ev.Data.Email}
 	}))
 	t.Cleanup(recv.Close)
-	data := filepath.Join(t.TempDir(), "latchkey.db")
-	m, out := startMain(t, Config{Data: data})
+	m, out := startMain(t, Config{})
 	key := match(t, keyLine, out.String())
 	c := client{t, "http://" + m.Addr()}
 	for i := range 10 {
@@ -45,7 +44,7 @@ func TestWebhookFirstDeliveryIsRegistration(t *testing.T) {
 		if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": addr}); st != 200 {
 			t.Fatalf("send: %d %v", st, body)
 		}
-		if st, body := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": addr, "code": codeFor(t, data+".outbox", addr)}); st != 200 {
+		if st, body := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": addr, "code": codeFor(t, m.outboxDir(), addr)}); st != 200 {
 			t.Fatalf("verify: %d %v", st, body)
 		}
 		var got []hit

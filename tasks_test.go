@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,8 +14,7 @@ import (
 // (TestWebhookFirstDeliveryIsRegistration shows the same of webhooks).
 // The loop itself is tested in internal/background.
 func TestBackgroundTasks(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "latchkey.db")
-	m, out := startMain(t, Config{Data: data})
+	m, out := startMain(t, Config{})
 	got := map[string]*background.Task{}
 	for _, tk := range m.tasks {
 		got[tk.Name] = tk
@@ -31,5 +29,5 @@ func TestBackgroundTasks(t *testing.T) {
 	if st, body := c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "woken@example.com"}); st != 200 {
 		t.Fatalf("send: %d %v", st, body)
 	}
-	codeFor(t, data+".outbox", "woken@example.com") // fails after 10 s
+	codeFor(t, m.outboxDir(), "woken@example.com") // fails after 10 s
 }

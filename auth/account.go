@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"unicode/utf8"
@@ -10,9 +11,9 @@ import (
 
 // SessionUser returns the user of a verified session (401 INVALID_SESSION
 // when it is gone or disabled), its emailVerified settled.
-func (s *Service) SessionUser(pr *Principal) (*store.User, error) {
+func (s *Service) SessionUser(ctx context.Context, pr *Principal) (*store.User, error) {
 	var u *store.User
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		if u, err = tx.User(pr.UserID); err != nil {
 			return err
@@ -39,8 +40,8 @@ func checkFirstName(raw string) (string, error) {
 // DeleteUser deletes the session user, all their sessions, factors and
 // passkeys, and what could still sign their address or identity in
 // (dropPending), and emits user.deleted, in one transaction.
-func (s *Service) DeleteUser(pr *Principal) error {
-	err := s.db.Update(func(tx *store.Tx) error {
+func (s *Service) DeleteUser(ctx context.Context, pr *Principal) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(pr.UserID)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrInvalidSession
@@ -56,8 +57,8 @@ func (s *Service) DeleteUser(pr *Principal) error {
 // everything that belongs to the user, in one transaction (deleteAccount);
 // user.deleted (and session.revoked for each session) is emitted. An
 // unknown id is 404 USER_NOT_FOUND.
-func (s *Service) AdminDeleteUser(id string) error {
-	err := s.db.Update(func(tx *store.Tx) error {
+func (s *Service) AdminDeleteUser(ctx context.Context, id string) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
@@ -73,7 +74,7 @@ func (s *Service) AdminDeleteUser(id string) error {
 // (session.revoked each), factors, backup codes and passkeys, what could
 // still sign the address or identity in (dropPending), the user and its
 // indexes; it emits user.deleted.
-func (s *Service) deleteAccount(tx *store.Tx, u *store.User) error {
+func (s *Service) deleteAccount(tx store.Tx, u *store.User) error {
 	if err := s.revokeAll(tx, u); err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (s *Service) deleteAccount(tx *store.Tx, u *store.User) error {
 // which is never reused). The address's email send histories and the
 // guessing limits of the address and of backup-code identifiers stay:
 // they hold for the address or identifier, whoever holds it.
-func (s *Service) dropPending(tx *store.Tx, u *store.User) error {
+func (s *Service) dropPending(tx store.Tx, u *store.User) error {
 	for _, c := range []*store.Code{
 		{Kind: codeKindOTP, ProjectID: u.ProjectID, Subject: u.Email},
 		{Kind: codeKindSMS, ProjectID: u.ProjectID, Subject: u.ID},

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -58,7 +59,7 @@ type UserUpdate struct {
 // a bad body; 409 EMAIL_IN_USE when another user of the project holds
 // the address; 429 TOO_MANY_REQUESTS past the address's send throttle.
 // A failure changes nothing (the first name included).
-func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, error) {
+func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m Meta) (*UserUpdate, error) {
 	if in.Email == nil && in.FirstName == nil {
 		return nil, Invalid("Send email or firstName.")
 	}
@@ -76,8 +77,8 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 		}
 	}
 	var out *UserUpdate
-	a := s.attempt(pr.ProjectID, methodEmailChange, "send", m)
-	err := a.update(func(tx *store.Tx) error {
+	a := s.attempt(ctx, pr.ProjectID, methodEmailChange, "send", m)
+	err := a.update(func(tx store.Tx) error {
 		out = nil
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
@@ -146,9 +147,9 @@ func (s *Service) UpdateUser(pr *Principal, in UserPatch, m Meta) (*UserUpdate, 
 // a pending confirmation, a pending address change included. Errors: 401
 // INVALID_SESSION; 429 TOO_MANY_REQUESTS past the address's send
 // throttle (with the wait).
-func (s *Service) SendAddressCode(pr *Principal, m Meta) error {
-	a := s.attempt(pr.ProjectID, methodEmailVerify, "send", m)
-	err := a.update(func(tx *store.Tx) error {
+func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) error {
+	a := s.attempt(ctx, pr.ProjectID, methodEmailVerify, "send", m)
+	err := a.update(func(tx store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
@@ -172,7 +173,7 @@ func (s *Service) SendAddressCode(pr *Principal, m Meta) error {
 // and queues its mail, inside tx, under the address's send throttle
 // (shared by the current-address and new-address codes). Over the
 // throttle it changes nothing and returns fail, the 429.
-func (s *Service) sendAddressCode(tx *store.Tx, p *store.Project, u *store.User, to string, now time.Time) (fail, err error) {
+func (s *Service) sendAddressCode(tx store.Tx, p *store.Project, u *store.User, to string, now time.Time) (fail, err error) {
 	th, err := tx.Throttle(codeKindEmail, p.ID, to)
 	if err != nil {
 		return nil, err
@@ -195,7 +196,7 @@ func (s *Service) sendAddressCode(tx *store.Tx, p *store.Project, u *store.User,
 
 // enqueueMail seals content and queues it for to inside tx; the mail
 // task is woken after commit.
-func (s *Service) enqueueMail(tx *store.Tx, projectID, to, kind string, content store.MailContent, now time.Time) error {
+func (s *Service) enqueueMail(tx store.Tx, projectID, to, kind string, content store.MailContent, now time.Time) error {
 	body, err := json.Marshal(content)
 	if err != nil {
 		return err
@@ -222,13 +223,13 @@ func (s *Service) enqueueMail(tx *store.Tx, projectID, to, kind string, content 
 // failed guesses in 24 hours (the locked text); 409 EMAIL_IN_USE when
 // another user took the new address meanwhile (the confirmation is
 // dropped).
-func (s *Service) VerifyAddress(pr *Principal, code string, m Meta) (*store.User, error) {
-	a := s.attempt(pr.ProjectID, methodEmailVerify, "verify", m)
+func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string, m Meta) (*store.User, error) {
+	a := s.attempt(ctx, pr.ProjectID, methodEmailVerify, "verify", m)
 	if err := checkCodeShape(code); err != nil {
 		return nil, s.rejectStepUp(pr, a, err)
 	}
 	var out *store.User
-	err := a.update(func(tx *store.Tx) error {
+	err := a.update(func(tx store.Tx) error {
 		out = nil
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
@@ -74,11 +75,11 @@ type Bootstrap struct {
 }
 
 // Initialized reports whether first-start state exists (Init has run).
-func (s *Service) Initialized() (bool, error) {
+func (s *Service) Initialized(ctx context.Context) (bool, error) {
 	var ok bool
-	err := s.db.View(func(tx *store.Tx) error {
-		ok = tx.Initialized()
-		return nil
+	err := s.db.View(ctx, func(tx store.Tx) (err error) {
+		ok, err = tx.Initialized()
+		return err
 	})
 	return ok, err
 }
@@ -89,7 +90,7 @@ func (s *Service) Initialized() (bool, error) {
 // for it and, unless one is configured, the admin token; it marks the
 // data file initialized, so a crash before the commit leaves nothing
 // behind and the next start tries again.
-func (s *Service) Init() (*Bootstrap, error) {
+func (s *Service) Init(ctx context.Context) (*Bootstrap, error) {
 	name, origins := "default", s.firstOrigins()
 	p, err := s.newProject(ProjectInput{Name: &name, AllowedOrigins: &origins})
 	if err != nil {
@@ -103,7 +104,7 @@ func (s *Service) Init() (*Bootstrap, error) {
 		adminHash = h[:]
 	}
 	k := &store.APIKey{ProjectID: p.ID, Mode: modeTest, CreatedAt: s.now().UTC()}
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.db.Update(ctx, func(tx store.Tx) error {
 		if err := tx.PutProject(p); err != nil {
 			return err
 		}
@@ -156,13 +157,13 @@ func (s *Service) firstOrigins() []string {
 // a later one has not) it generates a token, stores its keyed hash and
 // returns it, to be shown once as on a first start. Call it at start,
 // before serving (it sets the hash the admin check reads).
-func (s *Service) EnsureAdminToken() (string, error) {
+func (s *Service) EnsureAdminToken(ctx context.Context) (string, error) {
 	if s.adminToken != "" || len(s.adminHash) > 0 {
 		return "", nil
 	}
 	tok := adminPrefix + randomString(base62, 40)
 	h := s.keys.HashString(hashDomainAdm, tok)
-	if err := s.db.Update(func(tx *store.Tx) error { return tx.SetAdminTokenHash(h[:]) }); err != nil {
+	if err := s.db.Update(ctx, func(tx store.Tx) error { return tx.SetAdminTokenHash(h[:]) }); err != nil {
 		return "", internal(err)
 	}
 	s.adminHash = h[:]
@@ -204,7 +205,7 @@ func ViewKey(k *store.APIKey) KeyView {
 // only here. A nil or empty projectId makes a key without a project
 // (it authenticates but cannot call project endpoints). An expiresAt in
 // the past is allowed.
-func (s *Service) CreateKey(in KeyInput) (string, *store.APIKey, error) {
+func (s *Service) CreateKey(ctx context.Context, in KeyInput) (string, *store.APIKey, error) {
 	if in.Mode != modeLive && in.Mode != modeTest {
 		return "", nil, Invalid(`mode must be "live" or "test".`)
 	}
@@ -218,7 +219,7 @@ func (s *Service) CreateKey(in KeyInput) (string, *store.APIKey, error) {
 		k.ExpiresAt = &t
 	}
 	var key string
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		if in.ProjectID != nil && *in.ProjectID != "" {
 			if _, err := tx.Project(*in.ProjectID); errors.Is(err, store.ErrNotFound) {
 				return ErrProjectNotFound
@@ -239,7 +240,7 @@ func (s *Service) CreateKey(in KeyInput) (string, *store.APIKey, error) {
 
 // putNewKey gives k a fresh key of its mode (a lookup id no other key
 // has), stores k with the key's keyed hash and returns the key.
-func (s *Service) putNewKey(tx *store.Tx, k *store.APIKey) (string, error) {
+func (s *Service) putNewKey(tx store.Tx, k *store.APIKey) (string, error) {
 	for {
 		key := newAPIKey(k.Mode)
 		k.Prefix = key[:KeyPrefixLen]
@@ -257,9 +258,9 @@ func (s *Service) putNewKey(tx *store.Tx, k *store.APIKey) (string, error) {
 }
 
 // Keys lists keys, all or one project's.
-func (s *Service) Keys(projectID string) ([]*store.APIKey, error) {
+func (s *Service) Keys(ctx context.Context, projectID string) ([]*store.APIKey, error) {
 	var out []*store.APIKey
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		out, err = tx.APIKeys(projectID)
 		return err
@@ -268,8 +269,8 @@ func (s *Service) Keys(projectID string) ([]*store.APIKey, error) {
 }
 
 // RevokeKey revokes the key with prefix (404 API_KEY_NOT_FOUND).
-func (s *Service) RevokeKey(prefix string) error {
-	err := s.db.Update(func(tx *store.Tx) error {
+func (s *Service) RevokeKey(ctx context.Context, prefix string) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		k, err := tx.APIKey(prefix)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrKeyNotFound
@@ -306,7 +307,7 @@ func viewMethod(m *store.ExternalMethod) MethodView {
 
 // CreateMethod registers an external method for a project and returns it
 // with its secret (64 hex characters), shown only here.
-func (s *Service) CreateMethod(projectID, method, pattern string) (MethodView, error) {
+func (s *Service) CreateMethod(ctx context.Context, projectID, method, pattern string) (MethodView, error) {
 	if !methodName.MatchString(method) {
 		return MethodView{}, Invalid("method must match [a-z0-9_-]{1,64}.")
 	}
@@ -320,7 +321,7 @@ func (s *Service) CreateMethod(projectID, method, pattern string) (MethodView, e
 		return MethodView{}, internal(err)
 	}
 	m.Secret = sealed
-	err = s.db.Update(func(tx *store.Tx) error {
+	err = s.db.Update(ctx, func(tx store.Tx) error {
 		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
 			return ErrProjectNotFound
 		} else if err != nil {
@@ -344,9 +345,9 @@ func (s *Service) CreateMethod(projectID, method, pattern string) (MethodView, e
 // Methods lists a project's external-method registrations, oldest
 // first, without their secrets. An unknown project is 404
 // PROJECT_NOT_FOUND.
-func (s *Service) Methods(projectID string) ([]MethodView, error) {
+func (s *Service) Methods(ctx context.Context, projectID string) ([]MethodView, error) {
 	out := []MethodView{}
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
 			return ErrProjectNotFound
 		} else if err != nil {
@@ -362,12 +363,12 @@ func (s *Service) Methods(projectID string) ([]MethodView, error) {
 }
 
 // SetMethodStatus activates or deactivates a registration.
-func (s *Service) SetMethodStatus(id, status string) (MethodView, error) {
+func (s *Service) SetMethodStatus(ctx context.Context, id, status string) (MethodView, error) {
 	if status != "active" && status != "inactive" {
 		return MethodView{}, Invalid(`status must be "active" or "inactive".`)
 	}
 	var m *store.ExternalMethod
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		var err error
 		m, err = tx.ExternalMethod(id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -399,7 +400,7 @@ type AdminUser struct {
 
 // viewAdminUser returns the admin view of u, settling its emailVerified
 // inside tx.
-func viewAdminUser(tx *store.Tx, u *store.User) (AdminUser, error) {
+func viewAdminUser(tx store.Tx, u *store.User) (AdminUser, error) {
 	if _, err := settleVerified(tx, u); err != nil {
 		return AdminUser{}, err
 	}
@@ -429,7 +430,7 @@ type UserPage struct {
 // an address prefix (a search). Each page costs the same at any depth: a
 // seek in the index, then limit rows. 400 VALIDATION_ERROR for a cursor
 // that is not one, 404 PROJECT_NOT_FOUND for an unknown project.
-func (s *Service) AdminUsers(projectID, email, cursor string, limit int) (UserPage, error) {
+func (s *Service) AdminUsers(ctx context.Context, projectID, email, cursor string, limit int) (UserPage, error) {
 	if projectID == "" {
 		return UserPage{}, Invalid("projectId is required.")
 	}
@@ -440,7 +441,7 @@ func (s *Service) AdminUsers(projectID, email, cursor string, limit int) (UserPa
 	}
 	email = strings.ToLower(strings.TrimSpace(email))
 	page := UserPage{Users: []AdminUser{}}
-	err = s.db.View(func(tx *store.Tx) error {
+	err = s.db.View(ctx, func(tx store.Tx) error {
 		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
 			return ErrProjectNotFound
 		} else if err != nil {
@@ -512,13 +513,13 @@ func (n *NullableString) UnmarshalJSON(b []byte) error {
 // SetUserCompany sets a user's companyId, or with null clears it. The
 // field is required: a body without it is 400 VALIDATION_ERROR and
 // changes nothing.
-func (s *Service) SetUserCompany(id string, in NullableString) (AdminUser, error) {
+func (s *Service) SetUserCompany(ctx context.Context, id string, in NullableString) (AdminUser, error) {
 	if !in.Set {
 		return AdminUser{}, Invalid("companyId is required: a string, or null to clear it.")
 	}
 	companyID := in.Value
 	var view AdminUser
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
@@ -548,8 +549,8 @@ func (s *Service) SetUserCompany(id string, in NullableString) (AdminUser, error
 
 // SetUserDisabled disables or enables a user. Disabling revokes every
 // session of the user in the same transaction.
-func (s *Service) SetUserDisabled(id string, disabled bool) error {
-	err := s.db.Update(func(tx *store.Tx) error {
+func (s *Service) SetUserDisabled(ctx context.Context, id string, disabled bool) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"strings"
@@ -71,7 +72,7 @@ type cachedKey struct {
 // the decided order: MISSING_API_KEY, INVALID_FORMAT, API_KEY_NOT_FOUND,
 // HASH_MISMATCH, API_KEY_REVOKED, API_KEY_EXPIRED, INVALID_API_KEY; a
 // store failure is 401 INTERNAL_ERROR. Rate limiting is separate (Allow).
-func (s *Service) AuthenticateKey(header string) (*Caller, error) {
+func (s *Service) AuthenticateKey(ctx context.Context, header string) (*Caller, error) {
 	key, ok := ParseBearer(header)
 	if !ok {
 		return nil, ErrMissingAPIKey
@@ -80,7 +81,7 @@ func (s *Service) AuthenticateKey(header string) (*Caller, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := s.lookupKey(prefix)
+	ck, err := s.lookupKey(ctx, prefix)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrAPIKeyNotFound
 	} else if err != nil {
@@ -105,7 +106,7 @@ func (s *Service) AuthenticateKey(header string) (*Caller, error) {
 	if ck.projectID == "" {
 		return nil, ErrInvalidAPIKey
 	}
-	p, err := s.project(ck.projectID)
+	p, err := s.project(ctx, ck.projectID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrInvalidAPIKey
 	} else if err != nil {
@@ -127,13 +128,13 @@ func (s *Service) Allow(c *Caller) RateResult {
 // ForgetIdleLimits releases rate windows of idle keys.
 func (s *Service) ForgetIdleLimits() { s.limiter.Forget() }
 
-func (s *Service) lookupKey(prefix string) (*cachedKey, error) {
+func (s *Service) lookupKey(ctx context.Context, prefix string) (*cachedKey, error) {
 	if ck, ok := s.apiKeys.get(prefix); ok {
 		return ck, nil
 	}
 	gen := s.apiKeys.generation()
 	var k *store.APIKey
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		k, err = tx.APIKey(prefix)
 		return err
@@ -151,13 +152,13 @@ func (s *Service) lookupKey(prefix string) (*cachedKey, error) {
 }
 
 // project returns a project from the cache or the store.
-func (s *Service) project(id string) (*store.Project, error) {
+func (s *Service) project(ctx context.Context, id string) (*store.Project, error) {
 	if p, ok := s.projects.get(id); ok {
 		return p, nil
 	}
 	gen := s.projects.generation()
 	var p *store.Project
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		p, err = tx.Project(id)
 		return err

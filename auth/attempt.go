@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"context"
 	"errors"
+
 	"github.com/google/uuid"
 
 	"latchkey/store"
@@ -15,9 +17,10 @@ import (
 // it with ok or fail; a failure outside any transaction (a malformed
 // request, a refusal before anything is read, or one whose transaction
 // must change nothing) is reject. One per request; not safe for
-// concurrent use.
+// concurrent use. ctx is the request's: its transactions run under it.
 type attempt struct {
 	s                        *Service
+	ctx                      context.Context
 	projectID, userID, email string
 	method, action           string
 	m                        Meta
@@ -26,9 +29,9 @@ type attempt struct {
 }
 
 // attempt starts recording an attempt at method and action in projectID
-// ("" when the request names no project).
-func (s *Service) attempt(projectID, method, action string, m Meta) *attempt {
-	return &attempt{s: s, projectID: projectID, method: method, action: action, m: m}
+// ("" when the request names no project), for the request of ctx.
+func (s *Service) attempt(ctx context.Context, projectID, method, action string, m Meta) *attempt {
+	return &attempt{s: s, ctx: ctx, projectID: projectID, method: method, action: action, m: m}
 }
 
 // of names u as the attempt's user: its project, id and address as they
@@ -39,13 +42,13 @@ func (a *attempt) of(u *store.User) *attempt {
 }
 
 // ok records the attempt's success inside tx.
-func (a *attempt) ok(tx *store.Tx) error { return a.record(tx, nil) }
+func (a *attempt) ok(tx store.Tx) error { return a.record(tx, nil) }
 
 // fail records failure inside tx, to commit with what else the
 // transaction changed (a counted try, a lockout), and keeps it as the
 // use case's answer (result). It returns the store's error, nil when the
 // event is written: the transaction commits.
-func (a *attempt) fail(tx *store.Tx, failure error) error {
+func (a *attempt) fail(tx store.Tx, failure error) error {
 	a.failure = failure
 	return a.record(tx, failure)
 }
@@ -57,14 +60,14 @@ func (a *attempt) fail(tx *store.Tx, failure error) error {
 // reject after a rolled-back transaction names only what was known
 // before. They return the transaction's error (result turns it into the
 // use case's answer).
-func (a *attempt) update(fn func(tx *store.Tx) error) error { return a.run(a.s.db.Update, fn) }
+func (a *attempt) update(fn func(tx store.Tx) error) error { return a.run(a.s.db.Update, fn) }
 
 // batch is update through the group commit (see update).
-func (a *attempt) batch(fn func(tx *store.Tx) error) error { return a.run(a.s.db.Batch, fn) }
+func (a *attempt) batch(fn func(tx store.Tx) error) error { return a.run(a.s.db.Batch, fn) }
 
-func (a *attempt) run(txn func(func(*store.Tx) error) error, fn func(*store.Tx) error) error {
+func (a *attempt) run(txn func(context.Context, func(store.Tx) error) error, fn func(store.Tx) error) error {
 	before := *a
-	err := txn(func(tx *store.Tx) error {
+	err := txn(a.ctx, func(tx store.Tx) error {
 		*a = before
 		return fn(tx)
 	})
@@ -88,7 +91,7 @@ func (a *attempt) result(err error) error {
 // (Service.reserveRisk): RISK_BLOCKED, or nil and the slot held until
 // release, which settles it with the failure the attempt's commit marked.
 func (a *attempt) reserveRisk(p *store.Project, who subject) error {
-	slot, err := a.s.reserveRisk(p, a.m, who)
+	slot, err := a.s.reserveRisk(a.ctx, p, a.m, who)
 	if err != nil {
 		return err
 	}
@@ -104,7 +107,7 @@ func (a *attempt) release() { a.s.releaseRisk(a.risk) }
 // login verification marks the risk slot failed once tx commits. A
 // failure that names no user may be suppressed (suppress.go): then it is
 // only counted, once tx commits.
-func (a *attempt) record(tx *store.Tx, fail error) error {
+func (a *attempt) record(tx store.Tx, fail error) error {
 	s := a.s
 	e := a.event(fail)
 	if slot := a.velocitySlot(fail); slot != nil {
@@ -133,7 +136,7 @@ func (a *attempt) reject(fail error) error {
 		s.observe(e)
 		return fail
 	}
-	err := s.db.Batch(func(tx *store.Tx) error {
+	err := s.db.Batch(context.WithoutCancel(a.ctx), func(tx store.Tx) error {
 		if slot != nil {
 			tx.OnCommit(func() { slot.failed = true })
 		}

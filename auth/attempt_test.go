@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -15,12 +16,12 @@ import (
 // before.
 func TestAttemptRunsAfresh(t *testing.T) {
 	s, p, _ := newPasskeyService(t)
-	a := s.attempt(p.ID, "email_otp", "verify", Meta{IP: "203.0.113.7"})
+	a := s.attempt(ctx, p.ID, "email_otp", "verify", Meta{IP: "203.0.113.7"})
 	a.email = "a@example.com"
 	errAgain := errors.New("run again")
 	runs := 0
-	twice := func(fn func(*store.Tx) error) error {
-		if err := s.db.Update(func(tx *store.Tx) error {
+	twice := func(ctx context.Context, fn func(store.Tx) error) error {
+		if err := s.db.Update(ctx, func(tx store.Tx) error {
 			if err := fn(tx); err != nil {
 				return err
 			}
@@ -28,9 +29,9 @@ func TestAttemptRunsAfresh(t *testing.T) {
 		}); !errors.Is(err, errAgain) {
 			return err
 		}
-		return s.db.Update(fn)
+		return s.db.Update(ctx, fn)
 	}
-	err := a.run(twice, func(tx *store.Tx) error {
+	err := a.run(twice, func(tx store.Tx) error {
 		runs++
 		if a.userID != "" || a.failure != nil {
 			t.Fatalf("run %d starts with user %q, failure %v", runs, a.userID, a.failure)
@@ -50,7 +51,7 @@ func TestAttemptRunsAfresh(t *testing.T) {
 	}
 
 	conflict := ErrExternalIDConflict
-	err = a.update(func(tx *store.Tx) error {
+	err = a.update(func(tx store.Tx) error {
 		a.userID = "u2"
 		if err := a.ok(tx); err != nil {
 			return err
@@ -73,7 +74,7 @@ func TestAttemptRunsAfresh(t *testing.T) {
 // returned by the transaction is answered as it is.
 func TestAttemptResult(t *testing.T) {
 	s, p, _ := newPasskeyService(t)
-	a := s.attempt(p.ID, "totp", "verify", Meta{})
+	a := s.attempt(ctx, p.ID, "totp", "verify", Meta{})
 	if got := a.result(errors.New("disk full")); !errors.Is(got, ErrInternal) {
 		t.Fatalf("result(store error)=%v, want INTERNAL_ERROR", got)
 	}

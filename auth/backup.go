@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"strings"
@@ -26,7 +27,7 @@ const (
 // GenerateBackupCodes makes a new batch of 10 codes for the session user,
 // replacing (invalidating) the whole previous batch in the same
 // transaction. The codes are returned once; only keyed hashes are kept.
-func (s *Service) GenerateBackupCodes(pr *Principal, m Meta) ([]string, error) {
+func (s *Service) GenerateBackupCodes(ctx context.Context, pr *Principal, m Meta) ([]string, error) {
 	codes := make([]string, BackupBatchSize)
 	hashes := make([][]byte, BackupBatchSize)
 	for i := range codes {
@@ -35,8 +36,8 @@ func (s *Service) GenerateBackupCodes(pr *Principal, m Meta) ([]string, error) {
 		h := s.keys.HashString(hashDomainBackup, pr.UserID+"\x00"+c)
 		hashes[i] = h[:]
 	}
-	a := s.attempt(pr.ProjectID, "backup_code", "generate", m)
-	err := a.update(func(tx *store.Tx) error {
+	a := s.attempt(ctx, pr.ProjectID, "backup_code", "generate", m)
+	err := a.update(func(tx store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
@@ -62,8 +63,10 @@ func (s *Service) GenerateBackupCodes(pr *Principal, m Meta) ([]string, error) {
 
 // sessionUserTx returns the principal's user inside tx, checking the
 // session row again (401 INVALID_SESSION).
-func (s *Service) sessionUserTx(tx *store.Tx, pr *Principal) (*store.User, error) {
-	if !tx.SessionExists(pr.SessionID) {
+func (s *Service) sessionUserTx(tx store.Tx, pr *Principal) (*store.User, error) {
+	if live, err := tx.SessionExists(pr.SessionID); err != nil {
+		return nil, err
+	} else if !live {
 		return nil, ErrInvalidSession
 	}
 	u, err := tx.User(pr.UserID)
@@ -138,8 +141,8 @@ func normalizeBackupCode(code string) (string, bool) {
 // disabled user is 403 USER_DISABLED. A login clears the user's TOTP
 // failures and lockout (the way out of TOTP's permanent lock) and
 // counts as a step-up for the session it creates.
-func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*Login, error) {
-	a := s.attempt(p.ID, "backup_code", "verify", m)
+func (s *Service) VerifyBackupCode(ctx context.Context, p *store.Project, in BackupInput, m Meta) (*Login, error) {
+	a := s.attempt(ctx, p.ID, "backup_code", "verify", m)
 	if (in.Email == nil) == (in.ExternalUserID == nil) {
 		return nil, a.reject(Invalid("Send either email or externalUserId."))
 	}
@@ -170,7 +173,7 @@ func (s *Service) VerifyBackupCode(p *store.Project, in BackupInput, m Meta) (*L
 	defer a.release()
 	code, wellFormed := normalizeBackupCode(in.Code)
 	var login *Login
-	err := a.update(func(tx *store.Tx) error {
+	err := a.update(func(tx store.Tx) error {
 		login = nil
 		now := s.now().UTC()
 		var u *store.User

@@ -2,24 +2,20 @@ package auth
 
 import (
 	"bytes"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // newCacheService is a service on a fresh data file with its first-start
 // project and key, and no cached entry yet.
 func newCacheService(t *testing.T) (*Service, *Bootstrap) {
 	t.Helper()
-	db, _, err := store.Open(filepath.Join(t.TempDir(), "c.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{5}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +25,7 @@ func newCacheService(t *testing.T) (*Service, *Bootstrap) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := s.Init()
+	boot, err := s.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,19 +64,19 @@ func TestProjectChangeNotLostToStaleFill(t *testing.T) {
 	read, release := raceFill(t, id)
 	done := make(chan error)
 	go func() {
-		_, err := s.project(id) // a request's lookup, stalled before its fill
+		_, err := s.project(ctx, id) // a request's lookup, stalled before its fill
 		done <- err
 	}()
 	<-read
 	deny := []string{"198.51.100.0/24"}
-	if _, err := s.UpdateProject(id, ProjectInput{DenyCIDRs: &deny}); err != nil {
+	if _, err := s.UpdateProject(ctx, id, ProjectInput{DenyCIDRs: &deny}); err != nil {
 		t.Fatal(err)
 	}
 	release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.project(id) // the next request
+	p, err := s.project(ctx, id) // the next request
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,18 +94,18 @@ func TestKeyRevokeNotLostToStaleFill(t *testing.T) {
 	read, release := raceFill(t, prefix)
 	done := make(chan error)
 	go func() {
-		_, err := s.AuthenticateKey("Bearer " + boot.APIKey)
+		_, err := s.AuthenticateKey(ctx, "Bearer "+boot.APIKey)
 		done <- err
 	}()
 	<-read
-	if err := s.RevokeKey(prefix); err != nil {
+	if err := s.RevokeKey(ctx, prefix); err != nil {
 		t.Fatal(err)
 	}
 	release()
 	if err := <-done; err != nil {
 		t.Fatalf("the request in flight: %v (it read the key before the revocation)", err)
 	}
-	if _, err := s.AuthenticateKey("Bearer " + boot.APIKey); err != ErrAPIKeyRevoked {
+	if _, err := s.AuthenticateKey(ctx, "Bearer "+boot.APIKey); err != ErrAPIKeyRevoked {
 		t.Fatalf("next request: %v, want API_KEY_REVOKED: a stale key was cached back", err)
 	}
 }

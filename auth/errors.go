@@ -211,7 +211,8 @@ func Invalid(format string, args ...any) *Error {
 }
 
 // ErrUnavailable is the answer to a call whose write the store could not
-// commit (disk full, I/O error: store.ErrWriteFailed). Nothing was
+// commit (disk full, I/O error: store.ErrWriteFailed), or whose database
+// could not be reached (store.ErrUnavailable). Nothing was
 // changed; the same call may succeed later (AsError gives it a
 // RetryAfter of UnavailableRetry). The store logs these once a minute
 // with their count, not once per call.
@@ -221,7 +222,8 @@ var ErrUnavailable = newErr("SERVICE_UNAVAILABLE", CatInternal, "The service can
 const UnavailableRetry = 10 * time.Second
 
 // AsError returns err as an *Error. A failed store write
-// (store.ErrWriteFailed), alone or under an INTERNAL_ERROR, is
+// (store.ErrWriteFailed) or a database out of reach
+// (store.ErrUnavailable), alone or under an INTERNAL_ERROR, is
 // ErrUnavailable with a RetryAfter of UnavailableRetry; anything else
 // that is not an *Error becomes INTERNAL_ERROR carrying err as its
 // cause.
@@ -231,7 +233,7 @@ func AsError(err error) *Error {
 	if found && e.Code != ErrInternal.Code {
 		return e
 	}
-	if errors.Is(err, store.ErrWriteFailed) {
+	if errors.Is(err, store.ErrWriteFailed) || errors.Is(err, store.ErrUnavailable) {
 		return ErrUnavailable.Because(err).WithRetry(UnavailableRetry)
 	}
 	if found {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"time"
@@ -93,7 +94,7 @@ type EventPage struct {
 // Events returns a page of authentication events. Every filter walks an
 // index: a page costs about its own rows whatever the number of events.
 // 400 VALIDATION_ERROR for an unknown failureCode or a bad before.
-func (s *Service) Events(q EventQuery) (EventPage, error) {
+func (s *Service) Events(ctx context.Context, q EventQuery) (EventPage, error) {
 	if q.FailureCode != "" && !slices.Contains(FailureCategories, q.FailureCode) {
 		return EventPage{}, Invalid("failureCode must be one of %s.", strings.Join(FailureCategories, ", "))
 	}
@@ -112,7 +113,7 @@ func (s *Service) Events(q EventQuery) (EventPage, error) {
 	}
 	page := EventPage{Events: []EventView{}, Suppressed: []SuppressedView{}}
 	var rows []store.SuppressedCount
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		evs, more, err := tx.AuthEvents(f)
 		if err != nil {
 			return err
@@ -191,10 +192,10 @@ type FailureHours struct {
 // current hour included) of projectID, or of every project when it is
 // empty. It reads the hourly counters only: at most 24 rows per category
 // (and one per hour for the suppressed total).
-func (s *Service) FailureChart(projectID string) (FailureHours, error) {
+func (s *Service) FailureChart(ctx context.Context, projectID string) (FailureHours, error) {
 	now := s.now().UTC()
 	out := FailureHours{Start: now.Truncate(time.Hour).Add(-23 * time.Hour)}
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		counts, err := tx.HourlyCounts(projectID, out.Start, now)
 		if err != nil {
 			return err

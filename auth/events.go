@@ -24,7 +24,7 @@ type Meta struct {
 
 // emit writes a webhook event into the outbox inside tx and wakes the
 // delivery worker after commit.
-func (s *Service) emit(tx *store.Tx, projectID, typ string, data any) error {
+func (s *Service) emit(tx store.Tx, projectID, typ string, data any) error {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return err

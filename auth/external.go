@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -101,7 +102,7 @@ func parseVerifiedAt(at string) (time.Time, error) {
 // checkSigned applies the shared checks after the registration is known:
 // status, pattern, signature over the raw body, freshness and replay.
 // It runs inside tx so the replay mark commits with the login.
-func (s *Service) checkSigned(tx *store.Tx, reg *store.ExternalMethod, pattern string, raw []byte, sig string, at time.Time) error {
+func (s *Service) checkSigned(tx store.Tx, reg *store.ExternalMethod, pattern string, raw []byte, sig string, at time.Time) error {
 	if reg.Status != "active" {
 		return ErrInactiveRegistration
 	}
@@ -143,8 +144,8 @@ type ExternalLogin struct {
 // payload, registration status, pattern, signature, freshness, replay.
 // A refused confirmation changes nothing (not even the replay mark) and
 // is recorded on its own.
-func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Meta) (*ExternalLogin, error) {
-	a := s.attempt(p.ID, "external", "confirm", m)
+func (s *Service) ConfirmExternal(ctx context.Context, p *store.Project, raw []byte, sig string, m Meta) (*ExternalLogin, error) {
+	a := s.attempt(ctx, p.ID, "external", "confirm", m)
 	b, err := parseConfirm(raw, "method")
 	if err != nil {
 		return nil, a.reject(err)
@@ -155,7 +156,7 @@ func (s *Service) ConfirmExternal(p *store.Project, raw []byte, sig string, m Me
 	defer a.release()
 	a.email = b.Email
 	var login *Login
-	err = a.update(func(tx *store.Tx) error {
+	err = a.update(func(tx store.Tx) error {
 		login = nil
 		reg, err := tx.ExternalMethodByName(p.ID, b.Method)
 		if errors.Is(err, store.ErrNotFound) {
@@ -190,7 +191,7 @@ var errInvalidReference = ErrInvalidToken.With("Unknown, used or expired referen
 // address, so the user ends verified, and an unverified account the
 // email would attach to is replaced by a new user as an email-code
 // sign-in would (provenUser).
-func (s *Service) externalLogin(tx *store.Tx, a *attempt, p *store.Project, ext, rawEmail, method string) (*Login, error) {
+func (s *Service) externalLogin(tx store.Tx, a *attempt, p *store.Project, ext, rawEmail, method string) (*Login, error) {
 	u, err := tx.UserByExternalID(p.ID, ext)
 	isNew := false
 	if errors.Is(err, store.ErrNotFound) {
@@ -251,7 +252,7 @@ func newExternalEmail(raw string) (string, error) {
 // externalUserId needs a valid email (400 INVALID_PAYLOAD), and that
 // email must not belong to a user holding another externalUserId (409
 // EXTERNAL_ID_CONFLICT).
-func checkExternalUser(tx *store.Tx, projectID, ext, rawEmail string) error {
+func checkExternalUser(tx store.Tx, projectID, ext, rawEmail string) error {
 	if _, err := tx.UserByExternalID(projectID, ext); err == nil {
 		return nil
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -281,15 +282,15 @@ func checkExternalUser(tx *store.Tx, projectID, ext, rawEmail string) error {
 // INVALID_PAYLOAD, one whose email holds another externalUserId 409
 // EXTERNAL_ID_CONFLICT. A reference already used for this registration
 // is 401 REPLAYED. Every outcome is recorded as an event.
-func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string, m Meta) error {
+func (s *Service) ExternalCallback(ctx context.Context, registrationID string, raw []byte, sig string, m Meta) error {
 	projectID := ""
-	s.db.View(func(tx *store.Tx) error {
+	s.db.View(ctx, func(tx store.Tx) error {
 		if reg, err := tx.ExternalMethod(registrationID); err == nil {
 			projectID = reg.ProjectID
 		}
 		return nil
 	})
-	a := s.attempt(projectID, "external", "callback", m)
+	a := s.attempt(ctx, projectID, "external", "callback", m)
 	b, err := parseConfirm(raw, "reference")
 	if err != nil {
 		return a.reject(err)
@@ -297,7 +298,7 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 	a.email = b.Email
 	// A refused callback changes nothing (no write for an
 	// unauthenticated failure, no replay mark) and is recorded on its own.
-	err = a.update(func(tx *store.Tx) error {
+	err = a.update(func(tx store.Tx) error {
 		reg, err := tx.ExternalMethod(registrationID)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrInvalidPayload.With("Unknown registration.")
@@ -335,8 +336,8 @@ func (s *Service) ExternalCallback(registrationID string, raw []byte, sig string
 // INVALID_TOKEN; an inactive registration 403 INACTIVE_REGISTRATION; a
 // disabled user 403 USER_DISABLED (the grant stays unused). A refused
 // redeem changes nothing and is recorded on its own.
-func (s *Service) RedeemExternal(p *store.Project, method, reference string, m Meta) (*ExternalLogin, error) {
-	a := s.attempt(p.ID, "external", "redeem", m)
+func (s *Service) RedeemExternal(ctx context.Context, p *store.Project, method, reference string, m Meta) (*ExternalLogin, error) {
+	a := s.attempt(ctx, p.ID, "external", "redeem", m)
 	if method == "" || reference == "" {
 		return nil, a.reject(Invalid("method and reference are required."))
 	}
@@ -346,7 +347,7 @@ func (s *Service) RedeemExternal(p *store.Project, method, reference string, m M
 	defer a.release()
 	var login *Login
 	var ext string
-	err := a.update(func(tx *store.Tx) error {
+	err := a.update(func(tx store.Tx) error {
 		login = nil
 		reg, err := tx.ExternalMethodByName(p.ID, method)
 		if errors.Is(err, store.ErrNotFound) {

@@ -45,7 +45,7 @@ func TestTOTPEscalationAndCap(t *testing.T) {
 	}
 	for run := 1; run <= TOTPFailureCap/TOTPMaxFailures; run++ {
 		for i := 0; i < TOTPMaxFailures; i++ {
-			wantErr(t, f.svc.VerifyTOTP(f.pr, wrong(), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
+			wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, wrong(), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
 		}
 		fa := f.factor()
 		if fa.Failures != run*TOTPMaxFailures {
@@ -54,35 +54,35 @@ func TestTOTPEscalationAndCap(t *testing.T) {
 		if run < TOTPFailureCap/TOTPMaxFailures && !fa.LockedUntil.Equal(f.now.Add(totpLockout(fa.Failures))) {
 			t.Fatalf("run %d: locked until %v, want %v later", run, fa.LockedUntil, totpLockout(fa.Failures))
 		}
-		wantErr(t, f.svc.VerifyTOTP(f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatRateLimited)
+		wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatRateLimited)
 		if got := f.factor().Failures; got != run*TOTPMaxFailures {
 			t.Fatalf("a try while locked counted: %d", got)
 		}
 		f.now = f.now.Add(TOTPMaxLockout)
 	}
 	f.now = f.now.Add(365 * 24 * time.Hour)
-	err := f.svc.VerifyTOTP(f.pr, f.code(secret, 0), Meta{})
+	err := f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 0), Meta{})
 	wantErr(t, err, "VERIFICATION_FAILED", CatRateLimited)
 	if err.(*Error).Message != errTOTPCapped.Message {
 		t.Fatalf("message %q, want the capped text", err.(*Error).Message)
 	}
 
-	if err := f.db.Update(func(tx *store.Tx) error { return clearTOTPFailures(tx, f.u.ID) }); err != nil {
+	if err := f.db.Update(ctx, func(tx store.Tx) error { return clearTOTPFailures(tx, f.u.ID) }); err != nil {
 		t.Fatal(err)
 	}
 	if fa := f.factor(); fa.Failures != 0 || !fa.LockedUntil.IsZero() || fa.Secret == nil {
 		t.Fatalf("after clearing: %+v", fa)
 	}
-	if err := f.svc.VerifyTOTP(f.pr, f.code(secret, 0), Meta{}); err != nil {
+	if err := f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 0), Meta{}); err != nil {
 		t.Fatalf("after clearing: %v", err)
 	}
 
 	// ResetTOTP does the same for the operator, and says what is missing.
 	f.now = f.now.Add(time.Minute)
 	for i := 0; i < TOTPMaxFailures; i++ {
-		f.svc.VerifyTOTP(f.pr, wrong(), Meta{})
+		f.svc.VerifyTOTP(ctx, f.pr, wrong(), Meta{})
 	}
-	if err := f.svc.ResetTOTP(f.u.ID, Meta{}); err != nil {
+	if err := f.svc.ResetTOTP(ctx, f.u.ID, Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	if fa := f.factor(); fa.Failures != 0 || !fa.LockedUntil.IsZero() || fa.Status != factorEnrolled {
@@ -91,9 +91,9 @@ func TestTOTPEscalationAndCap(t *testing.T) {
 	if c := f.categories("reset"); c[""] != 1 {
 		t.Fatalf("reset events %v", c)
 	}
-	wantErr(t, f.svc.ResetTOTP("no-such-user", Meta{}), "USER_NOT_FOUND", CatUserNotFound)
+	wantErr(t, f.svc.ResetTOTP(ctx, "no-such-user", Meta{}), "USER_NOT_FOUND", CatUserNotFound)
 	other, _ := f.signIn(f.project(), "other@example.com")
-	wantErr(t, f.svc.ResetTOTP(other.ID, Meta{}), "TOTP_NOT_ENROLLED", CatUserNotFound)
+	wantErr(t, f.svc.ResetTOTP(ctx, other.ID, Meta{}), "TOTP_NOT_ENROLLED", CatUserNotFound)
 }
 
 // TestAddressGuessLog: the failed-guess history keeps the rolling 24
@@ -104,7 +104,7 @@ func TestAddressGuessLog(t *testing.T) {
 	start := f.now
 	fail := func(n int) {
 		t.Helper()
-		err := f.db.Update(func(tx *store.Tx) error {
+		err := f.db.Update(ctx, func(tx store.Tx) error {
 			for i := 0; i < n; i++ {
 				g, err := addressGuesses(tx, "p", "a@example.com", f.now)
 				if err != nil {
@@ -123,7 +123,7 @@ func TestAddressGuessLog(t *testing.T) {
 	locked := func() bool {
 		t.Helper()
 		var l bool
-		f.db.View(func(tx *store.Tx) error {
+		f.db.View(ctx, func(tx store.Tx) error {
 			g, err := addressGuesses(tx, "p", "a@example.com", f.now)
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +140,7 @@ func TestAddressGuessLog(t *testing.T) {
 	f.now = start.Add(23 * time.Hour)
 	// The sweep keeps the history (its KeepUntil is a day after the
 	// newest failure).
-	if err := f.db.Update(func(tx *store.Tx) error { _, err := tx.SweepExpired(store.ExpiringCodes, f.now, 1000); return err }); err != nil {
+	if err := f.db.Update(ctx, func(tx store.Tx) error { _, err := tx.SweepExpired(store.ExpiringCodes, f.now, 1000); return err }); err != nil {
 		t.Fatal(err)
 	}
 	fail(1)
@@ -156,7 +156,7 @@ func TestAddressGuessLog(t *testing.T) {
 // project returns the fixture user's project.
 func (f *totpFixture) project() *store.Project {
 	f.t.Helper()
-	p, err := f.svc.Project(f.u.ProjectID)
+	p, err := f.svc.Project(ctx, f.u.ProjectID)
 	if err != nil {
 		f.t.Fatal(err)
 	}

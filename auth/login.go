@@ -42,7 +42,7 @@ type Login struct {
 // session.created inside tx; a user row from before emailVerified
 // existed gets it settled and stored. The JWT is signed after commit
 // (finish).
-func (s *Service) startLogin(tx *store.Tx, p *store.Project, u *store.User, method string, m Meta) (*Login, error) {
+func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, method string, m Meta) (*Login, error) {
 	if changed, err := settleVerified(tx, u); err != nil {
 		return nil, err
 	} else if changed {
@@ -92,7 +92,7 @@ const deviceUseResolution = 24 * time.Hour
 // base64url: a time-ordered 16-byte row id and 16 random bytes. The row
 // holds only the keyed hash of the whole token and sorts by time, so new
 // devices land on the same B+tree page.
-func (s *Service) bindDevice(tx *store.Tx, u *store.User, presented string) (string, error) {
+func (s *Service) bindDevice(tx store.Tx, u *store.User, presented string) (string, error) {
 	if d, ok := s.device(tx, presented); ok && d.UserID == u.ID {
 		if now := s.now().UTC(); now.Sub(d.LastUsedAt) >= deviceUseResolution {
 			d.LastUsedAt = now
@@ -112,7 +112,7 @@ func (s *Service) bindDevice(tx *store.Tx, u *store.User, presented string) (str
 
 // device returns the device row of a presented token, checking its hash;
 // a device unused for store.DeviceLifetime is unknown.
-func (s *Service) device(tx *store.Tx, tok string) (*store.Device, bool) {
+func (s *Service) device(tx store.Tx, tok string) (*store.Device, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil || len(raw) != 32 {
 		return nil, false
@@ -128,7 +128,7 @@ func (s *Service) device(tx *store.Tx, tok string) (*store.Device, bool) {
 // attachExternalID gives u the external id ext when it has none; 409
 // EXTERNAL_ID_CONFLICT when u has another one (ErrExternalIDMismatch) or
 // another user holds ext (ErrExternalIDConflict).
-func (s *Service) attachExternalID(tx *store.Tx, u *store.User, ext string) error {
+func (s *Service) attachExternalID(tx store.Tx, u *store.User, ext string) error {
 	if ext == "" || u.ExternalUserID == ext {
 		return nil
 	}

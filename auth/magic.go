@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"net/url"
@@ -21,8 +22,8 @@ const (
 // SendMagicLink emails a single-use sign-in link. redirectURL, when not
 // empty, must have one of the project's allowed origins (400
 // INVALID_REDIRECT_URL); other errors as SendOTP.
-func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, m Meta) error {
-	a := s.attempt(p.ID, "magic_link", "send", m)
+func (s *Service) SendMagicLink(ctx context.Context, p *store.Project, rawEmail, redirectURL string, m Meta) error {
+	a := s.attempt(ctx, p.ID, "magic_link", "send", m)
 	email, err := NormalizeEmail(rawEmail)
 	if err != nil {
 		return a.reject(err)
@@ -38,7 +39,7 @@ func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, 
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	h := s.keys.HashString(hashDomainMagic, token)
 	link := s.baseURL + MagicPath + "?token=" + url.QueryEscape(token)
-	return s.queueSend(a, p, codeKindMagic, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
+	return s.queueSend(a, p, codeKindMagic, func(tx store.Tx, now time.Time) (store.MailContent, error) {
 		ml := &store.MagicLink{Hash: h[:], ProjectID: p.ID, Email: email, RedirectURL: redirectURL, CreatedAt: now, ExpiresAt: now.Add(MagicLifetime)}
 		return store.MailContent{Project: p.Name, Link: link, TTLSeconds: int(MagicLifetime / time.Second)}, tx.PutMagicLink(ml)
 	})
@@ -47,13 +48,13 @@ func (s *Service) SendMagicLink(p *store.Project, rawEmail, redirectURL string, 
 // MagicLinkProject returns the project of a pending link without using
 // it (for the confirm page); 401 INVALID_TOKEN when unknown, used or
 // expired.
-func (s *Service) MagicLinkProject(token string) (*store.Project, error) {
+func (s *Service) MagicLinkProject(ctx context.Context, token string) (*store.Project, error) {
 	if token == "" {
 		return nil, Invalid("token is required.")
 	}
 	h := s.keys.HashString(hashDomainMagic, token)
 	var ml *store.MagicLink
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		ml, err = tx.MagicLink(h[:])
 		return err
@@ -63,15 +64,15 @@ func (s *Service) MagicLinkProject(token string) (*store.Project, error) {
 	} else if err != nil {
 		return nil, internal(err)
 	}
-	return s.Project(ml.ProjectID)
+	return s.Project(ctx, ml.ProjectID)
 }
 
 // VerifyMagicLink consumes a link token and signs its user in. A
 // redirectURI outside the project's allowed origins is 400
 // INVALID_REDIRECT_URL and leaves the link unused. Unknown, used or
 // expired tokens are 401 INVALID_TOKEN.
-func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, error) {
-	a := s.attempt("", "magic_link", "verify", m)
+func (s *Service) VerifyMagicLink(ctx context.Context, token, redirectURI string, m Meta) (*Login, error) {
+	a := s.attempt(ctx, "", "magic_link", "verify", m)
 	if token == "" {
 		return nil, a.reject(Invalid("token is required."))
 	}
@@ -84,7 +85,7 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 	// suppression rate, no event either). A known link names its project
 	// and address: the velocity slot is reserved before the transaction
 	// (which may run twice).
-	p, email, err := s.pendingLink(h[:])
+	p, email, err := s.pendingLink(ctx, h[:])
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, a.reject(ErrInvalidToken)
 	} else if err != nil {
@@ -99,7 +100,7 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 		defer a.release()
 	}
 	var login *Login
-	err = a.batch(func(tx *store.Tx) error {
+	err = a.batch(func(tx store.Tx) error {
 		login = nil
 		now := s.now()
 		ml, err := tx.MagicLink(h[:])
@@ -155,16 +156,16 @@ func (s *Service) VerifyMagicLink(token, redirectURI string, m Meta) (*Login, er
 // pendingLink returns the project and address of the link with hash h,
 // used or not: store.ErrNotFound for an unknown hash, a nil project when
 // the link's project was deleted.
-func (s *Service) pendingLink(h []byte) (*store.Project, string, error) {
+func (s *Service) pendingLink(ctx context.Context, h []byte) (*store.Project, string, error) {
 	var ml *store.MagicLink
-	if err := s.db.View(func(tx *store.Tx) error {
+	if err := s.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		ml, err = tx.MagicLink(h)
 		return err
 	}); err != nil {
 		return nil, "", err
 	}
-	p, err := s.project(ml.ProjectID)
+	p, err := s.project(ctx, ml.ProjectID)
 	if err != nil { // the project was deleted: the transaction answers
 		return nil, "", nil
 	}

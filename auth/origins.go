@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"slices"
 
 	"latchkey/store"
@@ -17,18 +18,18 @@ type originIndex struct {
 // OriginAllowed reports whether origin (a request's Origin header) is
 // one of the allowed origins of project projectID or, with projectID
 // "", of any project. A project change is seen by the next call.
-func (s *Service) OriginAllowed(origin, projectID string) bool {
+func (s *Service) OriginAllowed(ctx context.Context, origin, projectID string) bool {
 	o, err := NormalizeOrigin(origin)
 	if err != nil {
 		return false // "null", or not an origin at all
 	}
 	if projectID != "" {
-		p, err := s.project(projectID)
+		p, err := s.project(ctx, projectID)
 		return err == nil && slices.Contains(p.AllowedOrigins, o)
 	}
 	idx := s.origins.Load()
 	if idx == nil || idx.version != s.projectsVersion.Load() {
-		if idx, err = s.buildOriginIndex(); err != nil {
+		if idx, err = s.buildOriginIndex(ctx); err != nil {
 			s.log.Error("load allowed origins", "err", err)
 			return false
 		}
@@ -39,9 +40,9 @@ func (s *Service) OriginAllowed(origin, projectID string) bool {
 // buildOriginIndex reads every project's origins. The version is taken
 // before the read: a change committed meanwhile bumps it after its
 // commit, so an index that may have missed the change is never current.
-func (s *Service) buildOriginIndex() (*originIndex, error) {
+func (s *Service) buildOriginIndex(ctx context.Context) (*originIndex, error) {
 	idx := &originIndex{version: s.projectsVersion.Load(), set: map[string]bool{}}
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		ps, err := tx.Projects()
 		for _, p := range ps {
 			for _, o := range p.AllowedOrigins {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"time"
@@ -34,7 +35,7 @@ type guessLog struct{ th *store.Throttle }
 
 // addressGuesses reads the failed guesses at email's codes in the last
 // AddressFailWindow (one index read).
-func addressGuesses(tx *store.Tx, projectID, email string, now time.Time) (guessLog, error) {
+func addressGuesses(tx store.Tx, projectID, email string, now time.Time) (guessLog, error) {
 	th, err := tx.Throttle(throttleAddressFail, projectID, email)
 	if err != nil {
 		return guessLog{}, err
@@ -54,7 +55,7 @@ func (g guessLog) locked() bool { return len(g.th.Sends) >= AddressFailLimit }
 
 // fail records one more failed guess at email's codes inside tx; the row
 // is kept from the sweep for the whole window.
-func (g guessLog) fail(tx *store.Tx, projectID, email string, now time.Time) error {
+func (g guessLog) fail(tx store.Tx, projectID, email string, now time.Time) error {
 	g.th.Sends = append(g.th.Sends, now)
 	g.th.KeepUntil = now.Add(AddressFailWindow)
 	return tx.PutThrottle(throttleAddressFail, projectID, email, g.th)
@@ -63,8 +64,8 @@ func (g guessLog) fail(tx *store.Tx, projectID, email string, now time.Time) err
 // SendOTP emails a new 6-digit code to email, replacing any pending one.
 // It returns once the message is queued: 400 VALIDATION_ERROR for a bad
 // address, 403 USER_DISABLED, 429 TOO_MANY_REQUESTS past the throttle.
-func (s *Service) SendOTP(p *store.Project, rawEmail string, m Meta) error {
-	a := s.attempt(p.ID, "email_otp", "send", m)
+func (s *Service) SendOTP(ctx context.Context, p *store.Project, rawEmail string, m Meta) error {
+	a := s.attempt(ctx, p.ID, "email_otp", "send", m)
 	email, err := NormalizeEmail(rawEmail)
 	if err != nil {
 		return a.reject(err)
@@ -75,7 +76,7 @@ func (s *Service) SendOTP(p *store.Project, rawEmail string, m Meta) error {
 	}
 	code := randomDigits(6)
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+code)
-	return s.queueSend(a, p, codeKindOTP, func(tx *store.Tx, now time.Time) (store.MailContent, error) {
+	return s.queueSend(a, p, codeKindOTP, func(tx store.Tx, now time.Time) (store.MailContent, error) {
 		c := &store.Code{Kind: codeKindOTP, ProjectID: p.ID, Subject: email, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)}
 		return store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, tx.PutCode(c)
 	})
@@ -85,9 +86,9 @@ func (s *Service) SendOTP(p *store.Project, rawEmail string, m Meta) error {
 // the disabled check, the per-address throttle, the code or link row
 // (made by put), the queued message of kind and the event, in one
 // transaction.
-func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(*store.Tx, time.Time) (store.MailContent, error)) error {
+func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(store.Tx, time.Time) (store.MailContent, error)) error {
 	email := a.email
-	return a.result(a.batch(func(tx *store.Tx) error {
+	return a.result(a.batch(func(tx store.Tx) error {
 		now := s.now().UTC()
 		if u, err := tx.UserByEmail(p.ID, email); err == nil {
 			a.userID = u.ID
@@ -165,8 +166,8 @@ type OTPInput struct {
 // INVALID_CODE with their own texts; a wrong code counts an attempt and
 // a failed guess at the address, and an address with AddressFailLimit
 // failed guesses in AddressFailWindow answers the locked text.
-func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, error) {
-	a := s.attempt(p.ID, "email_otp", "verify", m)
+func (s *Service) VerifyOTP(ctx context.Context, p *store.Project, in OTPInput, m Meta) (*Login, error) {
+	a := s.attempt(ctx, p.ID, "email_otp", "verify", m)
 	email, err := NormalizeEmail(in.Email)
 	if err != nil {
 		return nil, a.reject(err)
@@ -188,7 +189,7 @@ func (s *Service) VerifyOTP(p *store.Project, in OTPInput, m Meta) (*Login, erro
 	defer a.release()
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+in.Code)
 	var login *Login
-	err = a.batch(func(tx *store.Tx) error {
+	err = a.batch(func(tx store.Tx) error {
 		login = nil
 		now := s.now()
 		disabled := false
@@ -278,12 +279,12 @@ func isExternalIDConflict(err error) bool {
 // (malformed JSON, wrong field types) as a failed authentication event of
 // project p, and returns err. Handlers call it so that every send and
 // verify leaves an event, as decisions.md §12 asks.
-func (s *Service) Rejected(p *store.Project, method, action string, err error, m Meta) error {
+func (s *Service) Rejected(ctx context.Context, p *store.Project, method, action string, err error, m Meta) error {
 	projectID := ""
 	if p != nil {
 		projectID = p.ID
 	}
-	return s.attempt(projectID, method, action, m).reject(err)
+	return s.attempt(ctx, projectID, method, action, m).reject(err)
 }
 
 // checkCodeShape rejects an empty or non-digit code (400); the length is

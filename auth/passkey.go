@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -129,7 +130,7 @@ func (u *waUser) WebAuthnDisplayName() string                { return u.name }
 func (u *waUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
 
 // loadWAUser returns u with its stored credentials.
-func loadWAUser(tx *store.Tx, u *store.User) (*waUser, error) {
+func loadWAUser(tx store.Tx, u *store.User) (*waUser, error) {
 	pks, err := tx.UserPasskeys(u.ProjectID, u.ID)
 	if err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func ceremonyOptions(opts any) (json.RawMessage, error) {
 // putChallenge stores ch (project, kind and owner set by the caller) with
 // a fresh random id, a 5-minute expiry and go-webauthn's session data, and
 // returns the ceremony for opts.
-func (s *Service) putChallenge(ch *store.Challenge, sess *webauthn.SessionData, opts any) (*Ceremony, error) {
+func (s *Service) putChallenge(ctx context.Context, ch *store.Challenge, sess *webauthn.SessionData, opts any) (*Ceremony, error) {
 	ch.ID = uuid.NewString() // random: the id is the only handle on it
 	ch.ExpiresAt = s.now().Add(ChallengeLifetime).UTC()
 	var err error
@@ -184,7 +185,7 @@ func (s *Service) putChallenge(ch *store.Challenge, sess *webauthn.SessionData, 
 	if cer.Options, err = ceremonyOptions(opts); err != nil {
 		return nil, internal(err)
 	}
-	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutChallenge(ch) }); err != nil {
+	if err := s.db.Update(ctx, func(tx store.Tx) error { return tx.PutChallenge(ch) }); err != nil {
 		return nil, internal(err)
 	}
 	return cer, nil
@@ -195,7 +196,7 @@ func (s *Service) putChallenge(ch *store.Challenge, sess *webauthn.SessionData, 
 // refuses, is left alone; an expired one is deleted. All of these,
 // and an unknown id, are 400 CHALLENGE_EXPIRED. A challenge is consumed
 // before its ceremony is verified, so a failed verify cannot be retried.
-func (s *Service) takeChallenge(tx *store.Tx, p *store.Project, id, kind string, belongs func(*store.Challenge) bool) (*store.Challenge, *webauthn.SessionData, error) {
+func (s *Service) takeChallenge(tx store.Tx, p *store.Project, id, kind string, belongs func(*store.Challenge) bool) (*store.Challenge, *webauthn.SessionData, error) {
 	ch, err := tx.Challenge(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, ErrChallengeExpired
@@ -236,9 +237,9 @@ func checkFinish(challengeID string, credential json.RawMessage) error {
 // otherwise it is a sign-up for rawEmail, which must not have an account
 // (409 USER_EXISTS). Bad email: 400 VALIDATION_ERROR; a denied IP: 403
 // RISK_BLOCKED.
-func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawEmail string, m Meta) (*Ceremony, error) {
+func (s *Service) BeginPasskeyRegistration(ctx context.Context, p *store.Project, pr *Principal, rawEmail string, m Meta) (*Ceremony, error) {
 	ch := &store.Challenge{ProjectID: p.ID, Kind: challengeRegister}
-	a := s.attempt(p.ID, "passkey", "register_start", m)
+	a := s.attempt(ctx, p.ID, "passkey", "register_start", m)
 	if pr == nil {
 		if err := s.checkRisk(p, m); err != nil {
 			return nil, a.reject(err)
@@ -249,7 +250,7 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 		return nil, err
 	}
 	var wu *waUser
-	err = s.db.View(func(tx *store.Tx) error {
+	err = s.db.View(ctx, func(tx store.Tx) error {
 		if pr != nil {
 			u, err := s.sessionUserTx(tx, pr)
 			if err != nil {
@@ -294,7 +295,7 @@ func (s *Service) BeginPasskeyRegistration(p *store.Project, pr *Principal, rawE
 	if err != nil {
 		return nil, internal(err)
 	}
-	return s.putChallenge(ch, sess, creation.Response)
+	return s.putChallenge(ctx, ch, sess, creation.Response)
 }
 
 // PasskeyRegistration is the outcome of a registration: the new
@@ -314,12 +315,12 @@ type PasskeyRegistration struct {
 // not verify or is already registered; 409 USER_EXISTS when the email got
 // an account meanwhile. Consuming the challenge, the failure's event or
 // the new passkey, user, session and events are one transaction.
-func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, challengeID string, credential json.RawMessage, m Meta) (*PasskeyRegistration, error) {
+func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Project, pr *Principal, challengeID string, credential json.RawMessage, m Meta) (*PasskeyRegistration, error) {
 	if err := checkFinish(challengeID, credential); err != nil {
 		return nil, err
 	}
 	signup := pr == nil
-	a := s.attempt(p.ID, "passkey", "register", m)
+	a := s.attempt(ctx, p.ID, "passkey", "register", m)
 	if signup {
 		// The sign-up names no account before its challenge is read: it
 		// is counted per end-user IP only (none without one).
@@ -340,7 +341,7 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 		return ch.Email == "" && ch.UserID == pr.UserID
 	}
 	var out PasskeyRegistration
-	err = a.update(func(tx *store.Tx) error {
+	err = a.update(func(tx store.Tx) error {
 		out = PasskeyRegistration{}
 		ch, sess, err := s.takeChallenge(tx, p, challengeID, challengeRegister, belongs)
 		if isAuthError(err) {
@@ -429,9 +430,9 @@ func (s *Service) FinishPasskeyRegistration(p *store.Project, pr *Principal, cha
 // for a bad email; 404 USER_NOT_FOUND when the email has no account or no
 // passkey (the contract's enrollment lookup); 403 USER_DISABLED; 403
 // RISK_BLOCKED.
-func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (*Ceremony, error) {
+func (s *Service) BeginPasskeyLogin(ctx context.Context, p *store.Project, rawEmail string, m Meta) (*Ceremony, error) {
 	email, _ := NormalizeEmail(rawEmail) // a bad address fails in passkeyUser
-	a := s.attempt(p.ID, "passkey", "login_start", m)
+	a := s.attempt(ctx, p.ID, "passkey", "login_start", m)
 	if err := a.reserveRisk(p, subject{email: email}); err != nil {
 		return nil, a.reject(err)
 	}
@@ -448,7 +449,7 @@ func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (
 		assertion, sess, err = rp.BeginDiscoverableLogin()
 	} else {
 		var wu *waUser
-		if wu, err = s.passkeyUser(a, p, rawEmail); err != nil {
+		if wu, err = s.passkeyUser(ctx, a, p, rawEmail); err != nil {
 			return nil, err
 		}
 		assertion, sess, err = rp.BeginLogin(wu)
@@ -456,20 +457,20 @@ func (s *Service) BeginPasskeyLogin(p *store.Project, rawEmail string, m Meta) (
 	if err != nil {
 		return nil, internal(err)
 	}
-	return s.putChallenge(&store.Challenge{ProjectID: p.ID, Kind: challengeLogin}, sess, assertion.Response)
+	return s.putChallenge(ctx, &store.Challenge{ProjectID: p.ID, Kind: challengeLogin}, sess, assertion.Response)
 }
 
 // passkeyUser returns the user with rawEmail and their passkeys for a
 // sign-in: 404 USER_NOT_FOUND when there is no account or no passkey,
 // 403 USER_DISABLED for a disabled account, both recorded as a's.
-func (s *Service) passkeyUser(a *attempt, p *store.Project, rawEmail string) (*waUser, error) {
+func (s *Service) passkeyUser(ctx context.Context, a *attempt, p *store.Project, rawEmail string) (*waUser, error) {
 	email, err := NormalizeEmail(rawEmail)
 	if err != nil {
 		return nil, err
 	}
 	var u *store.User
 	var wu *waUser
-	err = s.db.View(func(tx *store.Tx) error {
+	err = s.db.View(ctx, func(tx store.Tx) error {
 		u, err = tx.UserByEmail(p.ID, email)
 		if errors.Is(err, store.ErrNotFound) {
 			u = nil
@@ -505,7 +506,7 @@ func (s *Service) passkeyUser(a *attempt, p *store.Project, rawEmail string) (*w
 // failure inside the service, the contract's passkey-login catch-all 401
 // INTERNAL_ERROR. Consuming the challenge, the failure's event or the
 // updated counter, session and events are one transaction.
-func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, credential json.RawMessage, m Meta) (*Login, error) {
+func (s *Service) FinishPasskeyLogin(ctx context.Context, p *store.Project, challengeID string, credential json.RawMessage, m Meta) (*Login, error) {
 	if err := checkFinish(challengeID, credential); err != nil {
 		return nil, err
 	}
@@ -514,7 +515,7 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 	if parseErr == nil {
 		who.credential = base64.RawURLEncoding.EncodeToString(parsed.RawID)
 	}
-	a := s.attempt(p.ID, "passkey", "login", m)
+	a := s.attempt(ctx, p.ID, "passkey", "login", m)
 	if err := a.reserveRisk(p, who); err != nil {
 		return nil, a.reject(err)
 	}
@@ -524,7 +525,7 @@ func (s *Service) FinishPasskeyLogin(p *store.Project, challengeID string, crede
 		return nil, err
 	}
 	var login *Login
-	err = a.update(func(tx *store.Tx) error {
+	err = a.update(func(tx store.Tx) error {
 		login = nil
 		_, sess, err := s.takeChallenge(tx, p, challengeID, challengeLogin, nil)
 		if isAuthError(err) {
@@ -667,9 +668,9 @@ const passkeyTime = "2006-01-02T15:04:05.000000"
 
 // Passkeys lists the passkeys of projectID's user userID, oldest first
 // (an empty list when there are none).
-func (s *Service) Passkeys(projectID, userID string) ([]PasskeyView, error) {
+func (s *Service) Passkeys(ctx context.Context, projectID, userID string) ([]PasskeyView, error) {
 	out := []PasskeyView{}
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		pks, err := tx.UserPasskeys(projectID, userID)
 		for _, pk := range pks {
 			out = append(out, PasskeyView{CredentialID: pk.ID, CreatedAt: pk.CreatedAt.UTC().Format(passkeyTime)})
@@ -681,12 +682,12 @@ func (s *Service) Passkeys(projectID, userID string) ([]PasskeyView, error) {
 
 // UserIDByExternal resolves a project's user by external id: 400
 // VALIDATION_ERROR when ext is empty, 404 USER_NOT_FOUND when no user has it.
-func (s *Service) UserIDByExternal(projectID, ext string) (string, error) {
+func (s *Service) UserIDByExternal(ctx context.Context, projectID, ext string) (string, error) {
 	if ext == "" {
 		return "", Invalid("externalUserId is required.")
 	}
 	var id string
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		u, err := tx.UserByExternalID(projectID, ext)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
@@ -703,10 +704,10 @@ func (s *Service) UserIDByExternal(projectID, ext string) (string, error) {
 // passkey.removed in the same transaction; 404 PASSKEY_NOT_FOUND when the
 // user has no such credential in the project (another user's or project's
 // credential is "not found" too).
-func (s *Service) DeletePasskey(projectID, userID, credentialID string, m Meta) error {
-	a := s.attempt(projectID, "passkey", "remove", m)
+func (s *Service) DeletePasskey(ctx context.Context, projectID, userID, credentialID string, m Meta) error {
+	a := s.attempt(ctx, projectID, "passkey", "remove", m)
 	a.userID = userID
-	err := a.update(func(tx *store.Tx) error {
+	err := a.update(func(tx store.Tx) error {
 		pk, err := tx.Passkey(projectID, credentialID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && pk.UserID != userID) {
 			return ErrPasskeyNotFound

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -13,17 +12,14 @@ import (
 
 	"latchkey/auth/passkeytest"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // newPasskeyService returns a Service on a fresh data file with the
 // default project, and its clock.
 func newPasskeyService(t *testing.T) (*Service, *store.Project, *time.Time) {
 	t.Helper()
-	db, _, err := store.Open(filepath.Join(t.TempDir(), "latchkey.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{9}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +29,7 @@ func newPasskeyService(t *testing.T) (*Service, *store.Project, *time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Init()
+	b, err := s.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +195,7 @@ func TestTakeChallenge(t *testing.T) {
 	put := func(kind, user string) string {
 		t.Helper()
 		ch := &store.Challenge{ProjectID: p.ID, Kind: kind, UserID: user}
-		if _, err := s.putChallenge(ch, nil, map[string]any{}); err != nil {
+		if _, err := s.putChallenge(ctx, ch, nil, map[string]any{}); err != nil {
 			t.Fatal(err)
 		}
 		return ch.ID
@@ -207,7 +203,7 @@ func TestTakeChallenge(t *testing.T) {
 	// take commits a refusal as the verify calls do (with its event).
 	take := func(p *store.Project, id, kind string, belongs func(*store.Challenge) bool) error {
 		var fail error
-		err := s.db.Update(func(tx *store.Tx) error {
+		err := s.db.Update(ctx, func(tx store.Tx) error {
 			_, _, fail = s.takeChallenge(tx, p, id, kind, belongs)
 			if isAuthError(fail) {
 				return nil
@@ -220,7 +216,7 @@ func TestTakeChallenge(t *testing.T) {
 		return fail
 	}
 	exists := func(id string) bool {
-		err := s.db.View(func(tx *store.Tx) error { _, err := tx.Challenge(id); return err })
+		err := s.db.View(ctx, func(tx store.Tx) error { _, err := tx.Challenge(id); return err })
 		return err == nil
 	}
 
@@ -257,7 +253,7 @@ func TestTakeChallenge(t *testing.T) {
 	stale := put(challengeLogin, "")
 	*now = now.Add(ChallengeLifetime)
 	var swept int
-	if err := s.db.Update(func(tx *store.Tx) (err error) {
+	if err := s.db.Update(ctx, func(tx store.Tx) (err error) {
 		swept, err = tx.SweepExpired(store.ExpiringChallenges, *now, 1000)
 		return
 	}); err != nil {

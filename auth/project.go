@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -170,12 +171,12 @@ func (s *Service) RPID(p *store.Project) string {
 
 // CreateProject validates in and creates a project with its own ES256
 // signing key. name is required.
-func (s *Service) CreateProject(in ProjectInput) (*store.Project, error) {
+func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (*store.Project, error) {
 	p, err := s.newProject(in)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.db.Update(func(tx *store.Tx) error { return tx.PutProject(p) }); err != nil {
+	if err := s.db.Update(ctx, func(tx store.Tx) error { return tx.PutProject(p) }); err != nil {
 		return nil, internal(err)
 	}
 	s.projectsChanged()
@@ -233,8 +234,8 @@ func (s *Service) newSigningKey(p *store.Project) error {
 }
 
 // Project returns the project with id (404 PROJECT_NOT_FOUND).
-func (s *Service) Project(id string) (*store.Project, error) {
-	p, err := s.project(id)
+func (s *Service) Project(ctx context.Context, id string) (*store.Project, error) {
+	p, err := s.project(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrProjectNotFound
 	}
@@ -242,9 +243,9 @@ func (s *Service) Project(id string) (*store.Project, error) {
 }
 
 // Projects lists every project.
-func (s *Service) Projects() ([]*store.Project, error) {
+func (s *Service) Projects(ctx context.Context) ([]*store.Project, error) {
 	var out []*store.Project
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		out, err = tx.Projects()
 		return err
@@ -253,9 +254,9 @@ func (s *Service) Projects() ([]*store.Project, error) {
 }
 
 // UpdateProject applies in to project id.
-func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, error) {
+func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput) (*store.Project, error) {
 	var p *store.Project
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		var err error
 		p, err = tx.Project(id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -282,9 +283,9 @@ func (s *Service) UpdateProject(id string, in ProjectInput) (*store.Project, err
 // API keys are detached and answer INVALID_API_KEY from now on. No
 // webhook event is emitted: the project's webhooks are gone with it.
 // Authentication events and already queued mail stay.
-func (s *Service) DeleteProject(id string) error {
+func (s *Service) DeleteProject(ctx context.Context, id string) error {
 	var detached []string
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		var err error
 		detached, err = tx.DeleteProject(id)
 		if errors.Is(err, store.ErrNotFound) {

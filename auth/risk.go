@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"hash/maphash"
 	"net/netip"
 	"sync"
@@ -303,7 +304,7 @@ type riskSlot struct {
 // §5) passes a velocity refusal, its failures still counted. Use cases
 // take it through their attempt (attempt.reserveRisk), which settles it
 // with releaseRisk once the outcome is committed.
-func (s *Service) reserveRisk(p *store.Project, m Meta, who subject) (*riskSlot, error) {
+func (s *Service) reserveRisk(ctx context.Context, p *store.Project, m Meta, who subject) (*riskSlot, error) {
 	ip, ipErr := netip.ParseAddr(m.IP)
 	if ipErr == nil {
 		ip = ip.Unmap()
@@ -331,7 +332,7 @@ func (s *Service) reserveRisk(p *store.Project, m Meta, who subject) (*riskSlot,
 		slot.held = true
 		return slot, nil
 	}
-	if s.knownDevice(p.ID, m.DeviceToken, who) {
+	if s.knownDevice(ctx, p.ID, m.DeviceToken, who) {
 		return slot, nil
 	}
 	return nil, ErrRiskBlocked
@@ -347,12 +348,12 @@ func (s *Service) releaseRisk(slot *riskSlot) {
 
 // knownDevice reports whether token is a device token bound to who, a
 // user of project.
-func (s *Service) knownDevice(projectID, token string, who subject) bool {
+func (s *Service) knownDevice(ctx context.Context, projectID, token string, who subject) bool {
 	if token == "" || (who.email == "" && who.externalID == "") {
 		return false
 	}
 	known := false
-	s.db.View(func(tx *store.Tx) error {
+	s.db.View(ctx, func(tx store.Tx) error {
 		d, ok := s.device(tx, token)
 		if !ok || d.ProjectID != projectID {
 			return nil

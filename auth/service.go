@@ -59,7 +59,7 @@ type SMSSender interface {
 
 // Service runs the use cases against one store. It is safe for concurrent use.
 type Service struct {
-	db      *store.DB
+	db      store.DB
 	keys    *store.Keyring
 	baseURL string
 	now     func() time.Time
@@ -92,7 +92,7 @@ type Service struct {
 }
 
 // New returns a Service over db. It loads the admin token hash.
-func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
+func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -117,9 +117,9 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	if s.sessionLimit <= 0 {
 		s.sessionLimit = DefaultSessionRateLimit
 	}
-	err := db.View(func(tx *store.Tx) error {
-		s.adminHash = tx.AdminTokenHash()
-		return nil
+	err := db.View(context.Background(), func(tx store.Tx) (err error) {
+		s.adminHash, err = tx.AdminTokenHash()
+		return err
 	})
 	return s, err
 }
@@ -128,25 +128,28 @@ func New(db *store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 // last-seen times of sessions and the counts of suppressed failures.
 // Call it once requests have stopped, before the store closes.
 func (s *Service) Close() error {
-	return errors.Join(s.FlushLastSeen(), s.FlushSuppressed())
+	ctx := context.Background()
+	return errors.Join(s.FlushLastSeen(ctx), s.FlushSuppressed(ctx))
 }
 
 // Backup writes a consistent copy of the store to w while the service
 // runs (a hot backup), telling before the copy's size first (for a
 // Content-Length), and returns the bytes written. Safe for concurrent
-// use with every other call; writers are not blocked.
-func (s *Service) Backup(w io.Writer, before func(size int64)) (int64, error) {
-	return s.db.Backup(w, before)
+// use with every other call; writers are not blocked. A store that
+// cannot (PostgreSQL) returns store.ErrNotSupported without calling
+// before.
+func (s *Service) Backup(ctx context.Context, w io.Writer, before func(size int64)) (int64, error) {
+	return s.db.Backup(ctx, w, before)
 }
 
 // Usable returns nil while the store can serve reads and writes, else
 // why not, in words safe to show (GET /ready). It writes nothing and is
 // cheap enough for every readiness probe.
-func (s *Service) Usable() error { return s.db.Usable() }
+func (s *Service) Usable(ctx context.Context) error { return s.db.Usable(ctx) }
 
 // StoreStats reads the sizes of the store and its queues (metrics, at
 // scrape time). It walks the queues: not for every request.
-func (s *Service) StoreStats() (store.Stats, error) { return s.db.Stats() }
+func (s *Service) StoreStats(ctx context.Context) (store.Stats, error) { return s.db.Stats(ctx) }
 
 // Now returns the service clock's time.
 func (s *Service) Now() time.Time { return s.now() }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/base64"
@@ -102,7 +103,7 @@ func (s *Service) signSession(p *store.Project, sess *store.Session) (string, er
 // the session's rate (120 per rolling minute; past it 429
 // RATE_LIMIT_EXCEEDED with a retry time) and notes the session as seen
 // now, in memory: FlushLastSeen writes it later, off the request path.
-func (s *Service) AuthenticateSession(header string) (*Principal, error) {
+func (s *Service) AuthenticateSession(ctx context.Context, header string) (*Principal, error) {
 	tok, ok := ParseBearer(header)
 	if !ok || len(tok) > 4096 {
 		return nil, ErrInvalidSession
@@ -113,13 +114,13 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 		// The project may have been deleted since the token was cached
 		// (its session rows outlive it); an uncached token would fail
 		// verification, so the cached one must too.
-		if _, err := s.project(pr.ProjectID); err != nil {
+		if _, err := s.project(ctx, pr.ProjectID); err != nil {
 			s.tokens.drop(tok)
 			return nil, ErrInvalidSession.Because(err)
 		}
 	} else {
 		var err error
-		pr, err = s.verifyToken(tok)
+		pr, err = s.verifyToken(ctx, tok)
 		if err != nil {
 			return nil, ErrInvalidSession.Because(err)
 		}
@@ -129,12 +130,10 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 		s.tokens.drop(tok)
 		return nil, ErrInvalidSession
 	}
-	var live bool
-	err := s.db.View(func(tx *store.Tx) error {
-		live = tx.SessionExists(pr.SessionID)
-		return nil
-	})
-	if err != nil {
+	live, err := s.sessionLive(ctx, pr.SessionID)
+	if errors.Is(err, store.ErrUnavailable) {
+		return nil, internal(err) // 503: the database, not the token
+	} else if err != nil {
 		return nil, ErrInvalidSession.Because(err)
 	}
 	if !live {
@@ -149,8 +148,38 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 	return &pr, nil
 }
 
+// sessionProbe asks the store whether a session row exists through a
+// function bound once: AuthenticateSession runs on every user call, and
+// a closure handed to DB.View (an interface method, so the closure
+// escapes) would cost an allocation per call.
+type sessionProbe struct {
+	id   string
+	live bool
+	run  func(store.Tx) error
+}
+
+var sessionProbes = sync.Pool{New: func() any {
+	p := &sessionProbe{}
+	p.run = func(tx store.Tx) (err error) {
+		p.live, err = tx.SessionExists(p.id)
+		return err
+	}
+	return p
+}}
+
+// sessionLive reports whether session id's row exists.
+func (s *Service) sessionLive(ctx context.Context, id string) (bool, error) {
+	p := sessionProbes.Get().(*sessionProbe)
+	p.id, p.live = id, false
+	err := s.db.View(ctx, p.run)
+	live := p.live
+	p.id = ""
+	sessionProbes.Put(p)
+	return live, err
+}
+
 // verifyToken does the full cryptographic check of a token.
-func (s *Service) verifyToken(tok string) (Principal, error) {
+func (s *Service) verifyToken(ctx context.Context, tok string) (Principal, error) {
 	var c claims
 	var p *store.Project
 	_, err := jwt.ParseWithClaims(tok, &c, func(t *jwt.Token) (any, error) {
@@ -158,7 +187,7 @@ func (s *Service) verifyToken(tok string) (Principal, error) {
 			return nil, errors.New("no audience")
 		}
 		var err error
-		p, err = s.project(c.Aud)
+		p, err = s.project(ctx, c.Aud)
 		if err != nil {
 			return nil, err
 		}
@@ -206,8 +235,8 @@ type JWK struct {
 }
 
 // JWKS returns the public keys that verify projectID's session tokens.
-func (s *Service) JWKS(projectID string) ([]JWK, error) {
-	p, err := s.Project(projectID)
+func (s *Service) JWKS(ctx context.Context, projectID string) ([]JWK, error) {
+	p, err := s.Project(ctx, projectID)
 	if err != nil {
 		return nil, err
 	}
@@ -226,8 +255,12 @@ func b64coord(n *big.Int) string {
 
 // revokeAll deletes every session of u inside tx and emits a
 // session.revoked event for each.
-func (s *Service) revokeAll(tx *store.Tx, u *store.User) error {
-	for _, id := range tx.UserSessions(u.ID) {
+func (s *Service) revokeAll(tx store.Tx, u *store.User) error {
+	ids, err := tx.UserSessions(u.ID)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
 		if err := s.emit(tx, u.ProjectID, "session.revoked", map[string]string{"user_id": u.ID, "session_id": id}); err != nil {
 			return err
 		}

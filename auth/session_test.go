@@ -3,22 +3,18 @@ package auth
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // TestTokenCacheDroppedWithSession: a verified token is cached; once its
 // session row is gone (logout here; deletion and disabling delete the
 // rows the same way) the next check fails and evicts it.
 func TestTokenCacheDroppedWithSession(t *testing.T) {
-	db, _, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{3}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -28,15 +24,15 @@ func TestTokenCacheDroppedWithSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	boot, err := s.Init()
+	boot, err := s.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SendOTP(boot.Project, "c@example.com", Meta{}); err != nil {
+	if err := s.SendOTP(ctx, boot.Project, "c@example.com", Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	var content store.MailContent
-	db.View(func(tx *store.Tx) error {
+	db.View(ctx, func(tx store.Tx) error {
 		ms, err := tx.DueMail(now.Add(time.Hour), 10)
 		if err != nil || len(ms) != 1 {
 			t.Fatalf("queued mail: %v %d", err, len(ms))
@@ -47,27 +43,78 @@ func TestTokenCacheDroppedWithSession(t *testing.T) {
 		}
 		return json.Unmarshal(body, &content)
 	})
-	l, err := s.VerifyOTP(boot.Project, OTPInput{Email: "c@example.com", Code: content.Code}, Meta{})
+	l, err := s.VerifyOTP(ctx, boot.Project, OTPInput{Email: "c@example.com", Code: content.Code}, Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.tokens.cached(l.Token) {
 		t.Fatal("cached before first use")
 	}
-	pr, err := s.AuthenticateSession("Bearer " + l.Token)
+	pr, err := s.AuthenticateSession(ctx, "Bearer "+l.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !s.tokens.cached(l.Token) {
 		t.Fatal("not cached after a successful check")
 	}
-	if err := s.Logout(pr, LogoutThis); err != nil {
+	if err := s.Logout(ctx, pr, LogoutThis); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AuthenticateSession("Bearer " + l.Token); err != ErrInvalidSession {
+	if _, err := s.AuthenticateSession(ctx, "Bearer "+l.Token); err != ErrInvalidSession {
 		t.Fatalf("after logout: %v, want ErrInvalidSession", err)
 	}
 	if s.tokens.cached(l.Token) {
 		t.Fatal("dead token still cached")
+	}
+}
+
+// TestAuthenticateSessionAllocs: the session check on the path of every
+// user call allocates no more than before the store became an interface
+// (10 with a cached token on a bbolt file, bbolt's own read transaction
+// included). A closure handed to DB.View, an interface method, would be
+// one more: see sessionProbe. Other backends allocate what they must.
+func TestAuthenticateSessionAllocs(t *testing.T) {
+	if storetest.Backend(t) != storetest.Bolt {
+		t.Skip("the bound is bbolt's")
+	}
+	db := storetest.Open(t)
+	keys, err := store.NewKeyring(bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	s, err := New(db, keys, Config{BaseURL: "http://127.0.0.1:1", Now: func() time.Time { return now }, SessionRateLimit: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := s.Init(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendOTP(ctx, boot.Project, "c@example.com", Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	var content store.MailContent
+	db.View(ctx, func(tx store.Tx) error {
+		ms, err := tx.DueMail(now.Add(time.Hour), 10)
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("queued mail: %v %d", err, len(ms))
+		}
+		body, err := keys.Open(ms[0].Body, store.MailAAD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return json.Unmarshal(body, &content)
+	})
+	l, err := s.VerifyOTP(ctx, boot.Project, OTPInput{Email: "c@example.com", Code: content.Code}, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "Bearer " + l.Token
+	if _, err := s.AuthenticateSession(ctx, header); err != nil { // caches the token
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() { s.AuthenticateSession(ctx, header) }); n > 10 {
+		t.Fatalf("AuthenticateSession allocates %v times, want at most 10", n)
 	}
 }

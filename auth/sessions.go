@@ -2,6 +2,7 @@ package auth
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"slices"
 	"time"
@@ -33,10 +34,12 @@ type SessionView struct {
 
 // Sessions lists the live sessions of the principal's user, newest first
 // (401 INVALID_SESSION when the calling session is gone).
-func (s *Service) Sessions(pr *Principal) ([]SessionView, error) {
+func (s *Service) Sessions(ctx context.Context, pr *Principal) ([]SessionView, error) {
 	var rows []*store.Session
-	err := s.db.View(func(tx *store.Tx) error {
-		if !tx.SessionExists(pr.SessionID) {
+	err := s.db.View(ctx, func(tx store.Tx) error {
+		if live, err := tx.SessionExists(pr.SessionID); err != nil {
+			return err
+		} else if !live {
 			return ErrInvalidSession
 		}
 		var err error
@@ -51,9 +54,9 @@ func (s *Service) Sessions(pr *Principal) ([]SessionView, error) {
 
 // AdminSessions lists the live sessions of user id, newest first (404
 // USER_NOT_FOUND).
-func (s *Service) AdminSessions(id string) ([]SessionView, error) {
+func (s *Service) AdminSessions(ctx context.Context, id string) ([]SessionView, error) {
 	var rows []*store.Session
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		if _, err := tx.User(id); errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
 		} else if err != nil {
@@ -101,9 +104,11 @@ func (s *Service) viewSessions(rows []*store.Session) []SessionView {
 // session.revoked. Any other id (another user's, unknown, expired) is 404
 // SESSION_NOT_FOUND and changes nothing. The calling session may end
 // itself this way.
-func (s *Service) RevokeSession(pr *Principal, id string) error {
-	err := s.db.Update(func(tx *store.Tx) error {
-		if !tx.SessionExists(pr.SessionID) {
+func (s *Service) RevokeSession(ctx context.Context, pr *Principal, id string) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
+		if live, err := tx.SessionExists(pr.SessionID); err != nil {
+			return err
+		} else if !live {
 			return ErrInvalidSession
 		}
 		sess, err := tx.Session(id)
@@ -124,11 +129,11 @@ func (s *Service) RevokeSession(pr *Principal, id string) error {
 // for each: scope LogoutThis the calling session, LogoutOthers every
 // other one, LogoutAll all of them. Another scope is 400
 // VALIDATION_ERROR; a calling session that is gone 401 INVALID_SESSION.
-func (s *Service) Logout(pr *Principal, scope string) error {
+func (s *Service) Logout(ctx context.Context, pr *Principal, scope string) error {
 	if scope != LogoutThis && scope != LogoutOthers && scope != LogoutAll {
 		return Invalid(`scope must be "others" or "all" (or omitted: this session).`)
 	}
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		sess, err := tx.Session(pr.SessionID)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrInvalidSession
@@ -158,16 +163,20 @@ func (s *Service) Logout(pr *Principal, scope string) error {
 // AdminRevokeSessions ends every session of user id, emitting
 // session.revoked for each, and returns how many ended (404
 // USER_NOT_FOUND).
-func (s *Service) AdminRevokeSessions(id string) (int, error) {
+func (s *Service) AdminRevokeSessions(ctx context.Context, id string) (int, error) {
 	var n int
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
 		} else if err != nil {
 			return err
 		}
-		n = len(tx.UserSessions(u.ID))
+		ids, err := tx.UserSessions(u.ID)
+		if err != nil {
+			return err
+		}
+		n = len(ids)
 		return s.revokeAll(tx, u)
 	})
 	if err != nil {
@@ -177,7 +186,7 @@ func (s *Service) AdminRevokeSessions(id string) (int, error) {
 }
 
 // revokeSession deletes one session inside tx and emits session.revoked.
-func (s *Service) revokeSession(tx *store.Tx, sess *store.Session) error {
+func (s *Service) revokeSession(tx store.Tx, sess *store.Session) error {
 	if err := tx.DeleteSession(sess); err != nil {
 		return err
 	}
@@ -192,7 +201,7 @@ func (s *Service) revokeSession(tx *store.Tx, sess *store.Session) error {
 // meanwhile stay deleted. The scheduler calls it every minute and once
 // more at shutdown; times a failed transaction could not write are kept
 // for the next flush.
-func (s *Service) FlushLastSeen() error {
+func (s *Service) FlushLastSeen(ctx context.Context) error {
 	entries := s.activity.take(s.now().Unix())
 	slices.SortFunc(entries, func(a, b seenEntry) int { return cmp.Compare(a.id, b.id) })
 	for i := 0; i < len(entries); i += lastSeenBatch {
@@ -200,7 +209,7 @@ func (s *Service) FlushLastSeen() error {
 		// One function of a group commit: background work shares the
 		// requests' commits instead of holding the writer. Touching twice
 		// is harmless (a later time wins).
-		err := s.db.Batch(func(tx *store.Tx) error {
+		err := s.db.Batch(ctx, func(tx store.Tx) error {
 			for _, e := range chunk {
 				if err := tx.TouchSession(e.id, unixTime(e.seen), lastSeenLag); err != nil {
 					return err

@@ -61,15 +61,15 @@ const StepUpWindow = 10 * time.Minute
 // cannot slip past the throttle together; a failed send gives the slot
 // back.
 func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, m Meta) error {
-	u, err := s.SessionUser(pr)
+	u, err := s.SessionUser(ctx, pr)
 	if err != nil {
 		return err
 	}
-	a := s.attempt(u.ProjectID, "sms", "send", m).of(u)
+	a := s.attempt(ctx, u.ProjectID, "sms", "send", m).of(u)
 	if phone != "" && !ValidPhone(phone) {
 		return a.reject(Invalid("phone must be in E.164 format: + then 8 to 15 digits."))
 	}
-	p, err := s.project(u.ProjectID)
+	p, err := s.project(ctx, u.ProjectID)
 	if err != nil {
 		return internal(err)
 	}
@@ -79,9 +79,14 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 		return err
 	}
 	body := fmt.Sprintf("Your %s code is %s. It expires in %d minutes.", p.Name, code, int(SMSLifetime/time.Minute))
-	if err := s.sms.SendSMS(ctx, phone, body); err != nil {
+	err = s.sms.SendSMS(ctx, phone, body)
+	// What follows records the provider's answer: the text went out, or
+	// the slot goes back. A caller that hangs up now must not make the
+	// store forget either.
+	a.ctx = context.WithoutCancel(a.ctx)
+	if err != nil {
 		fail := ErrSendFailed.Because(err)
-		err := a.update(func(tx *store.Tx) error {
+		err := a.update(func(tx store.Tx) error {
 			if err := s.releaseSMSSend(tx, u, slot); err != nil {
 				return err
 			}
@@ -93,7 +98,7 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 		return fail
 	}
 	h := s.keys.HashString(hashDomainSMS, u.ID+"\x00"+phone+"\x00"+code)
-	return a.result(a.update(func(tx *store.Tx) error {
+	return a.result(a.update(func(tx store.Tx) error {
 		now := s.now().UTC()
 		c := &store.Code{Kind: codeKindSMS, ProjectID: u.ProjectID, Subject: u.ID, Phone: phone, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(SMSLifetime)}
 		if err := tx.PutCode(c); err != nil {
@@ -112,7 +117,7 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 // the phone to text. Refusals are recorded as a's failures.
 func (s *Service) reserveSMSSend(pr *Principal, a *attempt, phone string) (time.Time, string, error) {
 	slot := s.now().UTC()
-	err := a.update(func(tx *store.Tx) error {
+	err := a.update(func(tx store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
@@ -154,7 +159,7 @@ func (s *Service) reserveSMSSend(pr *Principal, a *attempt, phone string) (time.
 }
 
 // releaseSMSSend gives back a slot taken by reserveSMSSend, inside tx.
-func (s *Service) releaseSMSSend(tx *store.Tx, u *store.User, slot time.Time) error {
+func (s *Service) releaseSMSSend(tx store.Tx, u *store.User, slot time.Time) error {
 	th, err := tx.Throttle(throttleSMSSend, u.ProjectID, u.ID)
 	if err != nil {
 		return err
@@ -172,7 +177,7 @@ func (s *Service) releaseSMSSend(tx *store.Tx, u *store.User, slot time.Time) er
 // emitted only when the factor becomes enrolled or its phone changes
 // (the new phone replaces the old one). A code of the enrolled phone
 // changes nothing there and is a step-up: stepUp reports it.
-func (s *Service) enrollPhone(tx *store.Tx, u *store.User, phone string, now time.Time) (stepUp bool, err error) {
+func (s *Service) enrollPhone(tx store.Tx, u *store.User, phone string, now time.Time) (stepUp bool, err error) {
 	f, err := tx.Factor(u.ID, factorSMS)
 	if errors.Is(err, store.ErrNotFound) {
 		f = &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorSMS, CreatedAt: now}
@@ -194,12 +199,12 @@ func (s *Service) enrollPhone(tx *store.Tx, u *store.User, phone string, now tim
 // enrolled phone's own code is a step-up recorded on the session. An empty or non-digit code is 400 VALIDATION_ERROR
 // (no try counted); wrong, reused, expired, locked or missing codes are
 // 401 VERIFICATION_FAILED, recorded under their own categories.
-func (s *Service) VerifySMSCode(pr *Principal, code string, m Meta) error {
-	a := s.attempt(pr.ProjectID, "sms", "verify", m)
+func (s *Service) VerifySMSCode(ctx context.Context, pr *Principal, code string, m Meta) error {
+	a := s.attempt(ctx, pr.ProjectID, "sms", "verify", m)
 	if err := checkCodeShape(code); err != nil {
 		return s.rejectStepUp(pr, a, err)
 	}
-	err := a.update(func(tx *store.Tx) error {
+	err := a.update(func(tx store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err

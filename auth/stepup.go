@@ -23,7 +23,7 @@ var errRecentAuthRequired = ErrStepUpRequired.With("Sign in again, or verify wit
 // requireRecentAuth returns errRecentAuthRequired when u has TOTP or SMS
 // enrolled and the session pr neither signed in nor stepped up within
 // StepUpWindow of now; nil otherwise. Reads only, inside tx.
-func requireRecentAuth(tx *store.Tx, pr *Principal, u *store.User, now time.Time) error {
+func requireRecentAuth(tx store.Tx, pr *Principal, u *store.User, now time.Time) error {
 	guarded := false
 	for _, kind := range []string{factorTOTP, factorSMS} {
 		f, err := tx.Factor(u.ID, kind)

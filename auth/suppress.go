@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"net/netip"
 	"sync"
 	"time"
@@ -154,14 +155,14 @@ func (p *suppressor) pendingRows(projectID, failure string, from, to time.Time) 
 // store's hourly counters, in one transaction. The scheduler calls it
 // every minute (through Sweep) and Close at shutdown; on failure the
 // counts stay in memory for the next try.
-func (s *Service) FlushSuppressed() error {
+func (s *Service) FlushSuppressed(ctx context.Context) error {
 	s.suppress.flush.Lock()
 	defer s.suppress.flush.Unlock()
 	batch := s.suppress.take()
 	if len(batch) == 0 {
 		return nil
 	}
-	err := s.db.Update(func(tx *store.Tx) error {
+	err := s.db.Update(ctx, func(tx store.Tx) error {
 		for k, n := range batch {
 			c := store.SuppressedCount{Hour: time.Unix(k.hour*3600, 0).UTC(), ProjectID: k.project, Method: k.method,
 				Action: k.action, FailureCode: k.failure, N: n}

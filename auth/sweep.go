@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -17,14 +18,14 @@ const EventRetention = 30 * 24 * time.Hour
 // (sweepEvents). Every deletion runs in transactions of at most sweepRows
 // rows that read only the rows they delete. The scheduler calls it every
 // minute.
-func (s *Service) Sweep() error {
+func (s *Service) Sweep(ctx context.Context) error {
 	now := s.now().UTC()
-	err := s.sweepExpired(now)
+	err := s.sweepExpired(ctx, now)
 	s.limiter.Forget()
 	s.adminFails.Forget()
 	s.risk.Sweep()
 	s.suppress.prune(now)
-	return errors.Join(err, s.FlushSuppressed(), s.sweepEvents(now))
+	return errors.Join(err, s.FlushSuppressed(ctx), s.sweepEvents(ctx, now))
 }
 
 // sweepRows bounds the rows one sweep transaction deletes, so background
@@ -39,11 +40,13 @@ const sweepRows = 250
 // transaction (kinds share a transaction while it has room; each
 // transaction is a function of the group commit); with nothing due it
 // costs one seek per kind in a read transaction and writes nothing.
-func (s *Service) sweepExpired(now time.Time) error {
+func (s *Service) sweepExpired(ctx context.Context, now time.Time) error {
 	var due []store.Expiring
-	if err := s.db.View(func(tx *store.Tx) error {
+	if err := s.db.View(ctx, func(tx store.Tx) error {
 		for _, k := range store.ExpiringKinds() {
-			if tx.ExpiryDue(k, now) {
+			if ok, err := tx.ExpiryDue(k, now); err != nil {
+				return err
+			} else if ok {
 				due = append(due, k)
 			}
 		}
@@ -53,7 +56,7 @@ func (s *Service) sweepExpired(now time.Time) error {
 	}
 	for len(due) > 0 {
 		finished := 0 // kinds done in this transaction
-		err := s.db.Batch(func(tx *store.Tx) error {
+		err := s.db.Batch(ctx, func(tx store.Tx) error {
 			finished = 0 // the function may run twice
 			room := sweepRows
 			for _, kind := range due {
@@ -81,23 +84,23 @@ func (s *Service) sweepExpired(now time.Time) error {
 // retention, and events of projects over the cap, in transactions of at
 // most sweepRows rows (functions of the group commit). It walks only the rows it deletes (the events'
 // time order and index, the counters' hour order).
-func (s *Service) sweepEvents(now time.Time) error {
+func (s *Service) sweepEvents(ctx context.Context, now time.Time) error {
 	cutoff := now.Add(-EventRetention)
 	var due [3]bool
-	if err := s.db.View(func(tx *store.Tx) error {
-		due[0], due[1], due[2] = tx.EventSweepDue(cutoff)
-		return nil
+	if err := s.db.View(ctx, func(tx store.Tx) (err error) {
+		due[0], due[1], due[2], err = tx.EventSweepDue(cutoff)
+		return err
 	}); err != nil {
 		return err
 	}
-	steps := [3]func(tx *store.Tx) (int, error){
-		func(tx *store.Tx) (int, error) { return tx.SweepAuthEvents(cutoff, sweepRows) },
-		func(tx *store.Tx) (int, error) { return tx.SweepEventCounts(cutoff, sweepRows) },
-		func(tx *store.Tx) (int, error) { return tx.TrimAuthEvents(sweepRows) },
+	steps := [3]func(tx store.Tx) (int, error){
+		func(tx store.Tx) (int, error) { return tx.SweepAuthEvents(cutoff, sweepRows) },
+		func(tx store.Tx) (int, error) { return tx.SweepEventCounts(cutoff, sweepRows) },
+		func(tx store.Tx) (int, error) { return tx.TrimAuthEvents(sweepRows) },
 	}
 	for i, step := range steps {
 		for n := sweepRows; due[i] && n == sweepRows; {
-			if err := s.db.Batch(func(tx *store.Tx) error {
+			if err := s.db.Batch(ctx, func(tx store.Tx) error {
 				var err error
 				n, err = step(tx)
 				return err

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -60,12 +61,12 @@ func totpAAD(userID string) []byte { return []byte("totp:" + userID) }
 // project's name, account = the user's email) and stores it sealed as a
 // pending factor, replacing a pending one. 409 ALREADY_ENROLLED once the
 // factor is enrolled.
-func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
-	u, err := s.SessionUser(pr)
+func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPEnrollment, error) {
+	u, err := s.SessionUser(ctx, pr)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.project(u.ProjectID)
+	p, err := s.project(ctx, u.ProjectID)
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -81,8 +82,8 @@ func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
 	if err != nil {
 		return nil, internal(err)
 	}
-	a := s.attempt(u.ProjectID, "totp", "enroll", m)
-	err = a.update(func(tx *store.Tx) error {
+	a := s.attempt(ctx, u.ProjectID, "totp", "enroll", m)
+	err = a.update(func(tx store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
@@ -119,12 +120,12 @@ func (s *Service) EnrollTOTP(pr *Principal, m Meta) (*TOTPEnrollment, error) {
 // failure), for every try during a lockout (totpLockout; tries then
 // count nothing) and, after TOTPFailureCap consecutive failures, for
 // every try until a backup-code login or ResetTOTP.
-func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
-	a := s.attempt(pr.ProjectID, "totp", "verify", m)
+func (s *Service) VerifyTOTP(ctx context.Context, pr *Principal, code string, m Meta) error {
+	a := s.attempt(ctx, pr.ProjectID, "totp", "verify", m)
 	if err := checkCodeShape(code); err != nil {
 		return s.rejectStepUp(pr, a, err)
 	}
-	err := a.update(func(tx *store.Tx) error {
+	err := a.update(func(tx store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
 			return err
@@ -181,7 +182,7 @@ func (s *Service) VerifyTOTP(pr *Principal, code string, m Meta) error {
 
 // markStepUp records on session sessionID, inside tx, that it passed a
 // step-up check at now.
-func (s *Service) markStepUp(tx *store.Tx, sessionID string, now time.Time) error {
+func (s *Service) markStepUp(tx store.Tx, sessionID string, now time.Time) error {
 	sess, err := tx.Session(sessionID)
 	if err != nil {
 		return err
@@ -192,7 +193,7 @@ func (s *Service) markStepUp(tx *store.Tx, sessionID string, now time.Time) erro
 
 // clearTOTPFailures resets userID's TOTP failure count and lockout inside
 // tx (a backup-code login, an admin reset); ErrNotFound without a factor.
-func clearTOTPFailures(tx *store.Tx, userID string) error {
+func clearTOTPFailures(tx store.Tx, userID string) error {
 	f, err := tx.Factor(userID, factorTOTP)
 	if err != nil {
 		return err
@@ -210,9 +211,9 @@ func clearTOTPFailures(tx *store.Tx, userID string) error {
 // is recorded as an authentication event (method totp, action reset).
 // Errors: 404 USER_NOT_FOUND, 404 TOTP_NOT_ENROLLED when the user has no
 // TOTP factor.
-func (s *Service) ResetTOTP(userID string, m Meta) error {
-	a := s.attempt("", "totp", "reset", m)
-	err := a.update(func(tx *store.Tx) error {
+func (s *Service) ResetTOTP(ctx context.Context, userID string, m Meta) error {
+	a := s.attempt(ctx, "", "totp", "reset", m)
+	err := a.update(func(tx store.Tx) error {
 		u, err := tx.User(userID)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound
@@ -234,7 +235,7 @@ func (s *Service) ResetTOTP(userID string, m Meta) error {
 // (a malformed code) against the session's user and returns fail; an
 // invalid session answers with its own error instead.
 func (s *Service) rejectStepUp(pr *Principal, a *attempt, fail error) error {
-	u, err := s.SessionUser(pr)
+	u, err := s.SessionUser(a.ctx, pr)
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,12 @@ package auth
 import (
 	"bytes"
 	"encoding/base32"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"latchkey/auth/totp"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // totpFixture is a Service on a real data file with one signed-in user
@@ -16,7 +16,7 @@ import (
 type totpFixture struct {
 	t   *testing.T
 	svc *Service
-	db  *store.DB
+	db  store.DB
 	now time.Time
 	pr  *Principal
 	u   *store.User
@@ -25,16 +25,7 @@ type totpFixture struct {
 func newTOTPFixture(t *testing.T) *totpFixture {
 	t.Helper()
 	f := &totpFixture{t: t, now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	db, _, err := store.Open(filepath.Join(t.TempDir(), "latchkey.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.Check(); err != nil {
-			t.Errorf("data file check: %v", err)
-		}
-		db.Close()
-	})
+	db := storetest.Open(t) // checked when the test ends
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{9}, store.MasterKeySize))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +35,7 @@ func newTOTPFixture(t *testing.T) *totpFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.svc.Init()
+	b, err := f.svc.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +47,7 @@ func newTOTPFixture(t *testing.T) *totpFixture {
 func (f *totpFixture) signIn(p *store.Project, email string) (*store.User, *Principal) {
 	var u *store.User
 	var sess *store.Session
-	err := f.db.Update(func(tx *store.Tx) error {
+	err := f.db.Update(ctx, func(tx store.Tx) error {
 		var err error
 		if u, _, err = f.svc.provenUser(tx, p, email); err != nil {
 			return err
@@ -78,7 +69,7 @@ func (f *totpFixture) putSecret(secret []byte) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	err = f.db.Update(func(tx *store.Tx) error {
+	err = f.db.Update(ctx, func(tx store.Tx) error {
 		return tx.PutFactor(&store.Factor{UserID: f.u.ID, ProjectID: f.u.ProjectID, Kind: "totp", Status: "pending", Secret: sealed, CreatedAt: f.now})
 	})
 	if err != nil {
@@ -89,7 +80,7 @@ func (f *totpFixture) putSecret(secret []byte) {
 func (f *totpFixture) factor() *store.Factor {
 	f.t.Helper()
 	var fa *store.Factor
-	err := f.db.View(func(tx *store.Tx) error {
+	err := f.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		fa, err = tx.Factor(f.u.ID, "totp")
 		return err
@@ -113,7 +104,7 @@ func (f *totpFixture) code(secret []byte, offset int64) string {
 // categories counts the failure codes of the TOTP events, "" for successes.
 func (f *totpFixture) categories(action string) map[string]int {
 	out := map[string]int{}
-	f.db.View(func(tx *store.Tx) error {
+	f.db.View(ctx, func(tx store.Tx) error {
 		evs, _, err := tx.AuthEvents(store.AuthEventFilter{})
 		if err != nil {
 			f.t.Fatal(err)
@@ -133,7 +124,7 @@ func (f *totpFixture) categories(action string) map[string]int {
 
 func (f *totpFixture) outbox(typ string) int {
 	n := 0
-	f.db.View(func(tx *store.Tx) error {
+	f.db.View(ctx, func(tx store.Tx) error {
 		evs, _ := tx.EventsAfter(0, 1<<20)
 		for _, e := range evs {
 			if e.Type == typ {
@@ -176,13 +167,13 @@ func TestVerifyTOTPRFC6238(t *testing.T) {
 	} {
 		f.now = time.Unix(v.unix, 0).UTC()
 		code := v.code[len(v.code)-6:]
-		if err := f.svc.VerifyTOTP(f.pr, code, Meta{}); err != nil {
+		if err := f.svc.VerifyTOTP(ctx, f.pr, code, Meta{}); err != nil {
 			t.Fatalf("T=%d code %s: %v", v.unix, code, err)
 		}
 		if got := f.factor().LastStep; got != v.unix/30 {
 			t.Fatalf("T=%d: last step %d, want %d", v.unix, got, v.unix/30)
 		}
-		wantErr(t, f.svc.VerifyTOTP(f.pr, code, Meta{}), "VERIFICATION_FAILED", CatAlreadyUsed)
+		wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, code, Meta{}), "VERIFICATION_FAILED", CatAlreadyUsed)
 	}
 	// The last reuse counted as one failure.
 	if fa := f.factor(); fa.Status != "enrolled" || fa.EnrolledAt == nil || !fa.EnrolledAt.Equal(time.Unix(59, 0)) || fa.Failures != 1 {
@@ -198,7 +189,7 @@ func TestVerifyTOTPRFC6238(t *testing.T) {
 
 func TestEnrollTOTP(t *testing.T) {
 	f := newTOTPFixture(t)
-	e1, err := f.svc.EnrollTOTP(f.pr, Meta{})
+	e1, err := f.svc.EnrollTOTP(ctx, f.pr, Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +199,7 @@ func TestEnrollTOTP(t *testing.T) {
 	}
 	// Re-enrolling while pending replaces the secret: the first one's
 	// codes no longer verify.
-	e2, err := f.svc.EnrollTOTP(f.pr, Meta{})
+	e2, err := f.svc.EnrollTOTP(ctx, f.pr, Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,12 +215,12 @@ func TestEnrollTOTP(t *testing.T) {
 	if err != nil || !bytes.Equal(opened, s2) || len(s2) != 20 {
 		t.Fatalf("stored secret does not open to the second one (%v)", err)
 	}
-	wantErr(t, f.svc.VerifyTOTP(f.pr, f.code(s1, 0), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
-	if err := f.svc.VerifyTOTP(f.pr, f.code(s2, 0), Meta{}); err != nil {
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, f.code(s1, 0), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
+	if err := f.svc.VerifyTOTP(ctx, f.pr, f.code(s2, 0), Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	before := f.factor()
-	wantErr(t, func() error { _, err := f.svc.EnrollTOTP(f.pr, Meta{}); return err }(), "ALREADY_ENROLLED", CatValidation)
+	wantErr(t, func() error { _, err := f.svc.EnrollTOTP(ctx, f.pr, Meta{}); return err }(), "ALREADY_ENROLLED", CatValidation)
 	if fa := f.factor(); !bytes.Equal(fa.Secret, before.Secret) || fa.Status != "enrolled" || fa.LastStep != before.LastStep {
 		t.Fatal("409 changed the factor")
 	}
@@ -240,18 +231,18 @@ func TestEnrollTOTP(t *testing.T) {
 
 func TestVerifyTOTPNotEnrolledAndBadInput(t *testing.T) {
 	f := newTOTPFixture(t)
-	wantErr(t, f.svc.VerifyTOTP(f.pr, "123456", Meta{}), "TOTP_NOT_ENROLLED", CatUserNotFound)
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, "123456", Meta{}), "TOTP_NOT_ENROLLED", CatUserNotFound)
 	secret := bytes.Repeat([]byte{1}, 20)
 	f.putSecret(secret)
 	for _, bad := range []string{"", "12a456", " 123456", "123456 ", "١٢٣٤٥٦", "１２３４５６", "12345\n", "12345678901234567"} {
-		wantErr(t, f.svc.VerifyTOTP(f.pr, bad, Meta{}), "VALIDATION_ERROR", CatValidation)
+		wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, bad, Meta{}), "VALIDATION_ERROR", CatValidation)
 	}
 	if fa := f.factor(); fa.Failures != 0 || fa.Status != "pending" {
 		t.Fatalf("bad input changed the factor: %+v", fa)
 	}
 	// Digits of the wrong length are a wrong code and count.
 	for _, c := range []string{"12345", "1234567"} {
-		wantErr(t, f.svc.VerifyTOTP(f.pr, c, Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
+		wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, c, Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
 	}
 	if n := f.factor().Failures; n != 2 {
 		t.Fatalf("failures=%d, want 2", n)
@@ -267,19 +258,19 @@ func TestVerifyTOTPSkewAndLockout(t *testing.T) {
 	f := newTOTPFixture(t)
 	secret := bytes.Repeat([]byte{2}, 20)
 	f.putSecret(secret)
-	wantErr(t, f.svc.VerifyTOTP(f.pr, f.code(secret, -2), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
-	wantErr(t, f.svc.VerifyTOTP(f.pr, f.code(secret, 2), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
-	if err := f.svc.VerifyTOTP(f.pr, f.code(secret, -1), Meta{}); err != nil {
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, -2), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 2), Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
+	if err := f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, -1), Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	if f.factor().Failures != 0 {
 		t.Fatal("success did not reset the failure count")
 	}
-	if err := f.svc.VerifyTOTP(f.pr, f.code(secret, 1), Meta{}); err != nil {
+	if err := f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 1), Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	// Step +1 was accepted: the current step is now older and fails.
-	wantErr(t, f.svc.VerifyTOTP(f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatAlreadyUsed)
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatAlreadyUsed)
 
 	f.now = f.now.Add(time.Minute)
 	wrong := "000000"
@@ -287,20 +278,20 @@ func TestVerifyTOTPSkewAndLockout(t *testing.T) {
 		wrong = "999999"
 	}
 	for i := 1; i < TOTPMaxFailures; i++ { // one failure (already_used) counted above
-		wantErr(t, f.svc.VerifyTOTP(f.pr, wrong, Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
+		wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, wrong, Meta{}), "VERIFICATION_FAILED", CatInvalidCode)
 	}
 	locked := f.factor()
 	if locked.Failures != TOTPMaxFailures || !locked.LockedUntil.Equal(f.now.Add(TOTPLockout)) {
 		t.Fatalf("after 10 failures: %+v", locked)
 	}
-	wantErr(t, f.svc.VerifyTOTP(f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatRateLimited)
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatRateLimited)
 	f.now = f.now.Add(TOTPLockout - time.Second)
-	wantErr(t, f.svc.VerifyTOTP(f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatRateLimited)
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 0), Meta{}), "VERIFICATION_FAILED", CatRateLimited)
 	if fa := f.factor(); fa.Failures != TOTPMaxFailures || !fa.LockedUntil.Equal(locked.LockedUntil) || fa.LastStep != locked.LastStep {
 		t.Fatalf("tries during the lockout changed the factor: %+v", fa)
 	}
 	f.now = f.now.Add(time.Second)
-	if err := f.svc.VerifyTOTP(f.pr, f.code(secret, 0), Meta{}); err != nil {
+	if err := f.svc.VerifyTOTP(ctx, f.pr, f.code(secret, 0), Meta{}); err != nil {
 		t.Fatalf("after the lockout: %v", err)
 	}
 	if fa := f.factor(); fa.Failures != 0 || !fa.LockedUntil.IsZero() {
@@ -316,19 +307,19 @@ func TestVerifyTOTPSkewAndLockout(t *testing.T) {
 // internal_error event, not a pass.
 func TestTOTPSecretBoundToUser(t *testing.T) {
 	f := newTOTPFixture(t)
-	if _, err := f.svc.EnrollTOTP(f.pr, Meta{}); err != nil {
+	if _, err := f.svc.EnrollTOTP(ctx, f.pr, Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	sealed := f.factor().Secret
-	p, _ := f.svc.project(f.u.ProjectID)
+	p, _ := f.svc.project(ctx, f.u.ProjectID)
 	f.u, f.pr = f.signIn(p, "other@example.com")
-	err := f.db.Update(func(tx *store.Tx) error {
+	err := f.db.Update(ctx, func(tx store.Tx) error {
 		return tx.PutFactor(&store.Factor{UserID: f.u.ID, ProjectID: f.u.ProjectID, Kind: "totp", Status: "enrolled", Secret: sealed, CreatedAt: f.now})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, f.svc.VerifyTOTP(f.pr, "123456", Meta{}), "INTERNAL_ERROR", CatInternal)
+	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, "123456", Meta{}), "INTERNAL_ERROR", CatInternal)
 	if c := f.categories("verify"); c[CatInternal] != 1 {
 		t.Fatalf("categories=%v", c)
 	}

@@ -14,7 +14,7 @@ func TestAddressChangeVerified(t *testing.T) {
 	ts := newTestService(t)
 	const old, new = "old@example.com", "new@example.com"
 	l, pr := ts.signIn(old)
-	up, err := ts.UpdateUser(pr, auth.UserPatch{Email: ptr(new)}, ts.meta)
+	up, err := ts.UpdateUser(ctx, pr, auth.UserPatch{Email: ptr(new)}, ts.meta)
 	ok(t, err)
 	if up.User.Email != old || up.PendingEmail != new {
 		t.Fatalf("update %+v, want %s kept and %s pending", up, old, new)
@@ -27,7 +27,7 @@ func TestAddressChangeVerified(t *testing.T) {
 
 	wantErr(t, ts.verifyAddress(pr, wrongCode(code)), auth.ErrInvalidCode, auth.CatInvalidCode)
 	wantEvent(t, ts.lastEvent(), "email_change", "verify", auth.CatInvalidCode, true)
-	u, err := ts.VerifyAddress(pr, code, ts.meta)
+	u, err := ts.VerifyAddress(ctx, pr, code, ts.meta)
 	ok(t, err)
 	if u.Email != new || u.EmailVerified == nil || !*u.EmailVerified || u.ID != l.User.ID {
 		t.Fatalf("user %+v, want %s verified", u, new)
@@ -46,7 +46,7 @@ func TestAddressChangeVerified(t *testing.T) {
 }
 
 func (ts *testService) verifyAddress(pr *auth.Principal, code string) error {
-	_, err := ts.VerifyAddress(pr, code, ts.meta)
+	_, err := ts.VerifyAddress(ctx, pr, code, ts.meta)
 	return err
 }
 
@@ -58,32 +58,32 @@ func TestAddressChangeRefusals(t *testing.T) {
 	ts := newTestService(t)
 	_, pr := ts.signIn("me@example.com")
 	ts.signIn("taken@example.com")
-	_, err := ts.UpdateUser(pr, auth.UserPatch{Email: ptr("taken@example.com")}, ts.meta)
+	_, err := ts.UpdateUser(ctx, pr, auth.UserPatch{Email: ptr("taken@example.com")}, ts.meta)
 	wantErr(t, err, auth.ErrEmailInUse, auth.CatValidation)
 	wantErr(t, ts.verifyAddress(pr, "123456"), auth.ErrInvalidCode, auth.CatInvalidCode)
 
-	_, err = ts.UpdateUser(pr, auth.UserPatch{Email: ptr("later@example.com")}, ts.meta)
+	_, err = ts.UpdateUser(ctx, pr, auth.UserPatch{Email: ptr("later@example.com")}, ts.meta)
 	ok(t, err)
 	code := ts.lastMail("later@example.com", "email_change").Content.Code
 	ts.signIn("later@example.com") // someone takes it meanwhile
 	wantErr(t, ts.verifyAddress(pr, code), auth.ErrEmailInUse, auth.CatValidation)
 
 	ts.clock.Advance(auth.SendInterval)
-	_, err = ts.UpdateUser(pr, auth.UserPatch{Email: ptr("slow@example.com")}, ts.meta)
+	_, err = ts.UpdateUser(ctx, pr, auth.UserPatch{Email: ptr("slow@example.com")}, ts.meta)
 	ok(t, err)
 	code = ts.lastMail("slow@example.com", "email_change").Content.Code
 	ts.clock.Advance(auth.OTPLifetime)
 	wantErr(t, ts.verifyAddress(pr, code), auth.ErrCodeExpired, auth.CatExpired)
 
 	ts.clock.Advance(auth.SendInterval)
-	_, err = ts.UpdateUser(pr, auth.UserPatch{Email: ptr("guess@example.com")}, ts.meta)
+	_, err = ts.UpdateUser(ctx, pr, auth.UserPatch{Email: ptr("guess@example.com")}, ts.meta)
 	ok(t, err)
 	code = ts.lastMail("guess@example.com", "email_change").Content.Code
 	for range auth.OTPMaxAttempts {
 		wantErr(t, ts.verifyAddress(pr, wrongCode(code)), auth.ErrInvalidCode, auth.CatInvalidCode)
 	}
 	wantErr(t, ts.verifyAddress(pr, code), auth.ErrCodeLocked, auth.CatRateLimited)
-	_, err = ts.UpdateUser(pr, auth.UserPatch{}, ts.meta)
+	_, err = ts.UpdateUser(ctx, pr, auth.UserPatch{}, ts.meta)
 	wantErr(t, err, auth.ErrValidation, auth.CatValidation)
 }
 
@@ -91,11 +91,11 @@ func TestAddressChangeRefusals(t *testing.T) {
 // address changes at once, unverified, with user.updated.
 func TestAddressChangeDirect(t *testing.T) {
 	ts := newTestService(t)
-	p, err := ts.UpdateProject(ts.project.ID, auth.ProjectInput{EmailChange: ptr(auth.EmailChangeDirect)})
+	p, err := ts.UpdateProject(ctx, ts.project.ID, auth.ProjectInput{EmailChange: ptr(auth.EmailChangeDirect)})
 	ok(t, err)
 	ts.project = p
 	_, pr := ts.signIn("before@example.com")
-	up, err := ts.UpdateUser(pr, auth.UserPatch{Email: ptr("after@example.com"), FirstName: ptr("Ada")}, ts.meta)
+	up, err := ts.UpdateUser(ctx, pr, auth.UserPatch{Email: ptr("after@example.com"), FirstName: ptr("Ada")}, ts.meta)
 	ok(t, err)
 	if up.User.Email != "after@example.com" || up.PendingEmail != "" || up.User.FirstName != "Ada" ||
 		up.User.EmailVerified == nil || *up.User.EmailVerified {
@@ -118,13 +118,13 @@ func TestAddressProof(t *testing.T) {
 	ts := newTestService(t)
 	const addr = "prove@example.com"
 	_, pr := ts.signIn(addr)
-	ok(t, ts.SendAddressCode(pr, ts.meta))
+	ok(t, ts.SendAddressCode(ctx, pr, ts.meta))
 	wantEvent(t, ts.lastEvent(), "email_verify", "send", "", true)
-	u, err := ts.VerifyAddress(pr, ts.lastMail(addr, "email_change").Content.Code, ts.meta)
+	u, err := ts.VerifyAddress(ctx, pr, ts.lastMail(addr, "email_change").Content.Code, ts.meta)
 	ok(t, err)
 	if u.Email != addr || u.EmailVerified == nil || !*u.EmailVerified {
 		t.Fatalf("user %+v, want %s verified", u, addr)
 	}
 	wantEvent(t, ts.lastEvent(), "email_verify", "verify", "", true)
-	wantErr(t, ts.SendAddressCode(pr, ts.meta), auth.ErrTooManyRequests, auth.CatRateLimited)
+	wantErr(t, ts.SendAddressCode(ctx, pr, ts.meta), auth.ErrTooManyRequests, auth.CatRateLimited)
 }

@@ -13,13 +13,13 @@ import (
 // its id is 404.
 func TestProjectAdmin(t *testing.T) {
 	ts := newTestService(t)
-	p, err := ts.CreateProject(auth.ProjectInput{Name: ptr("Shop"), AllowedOrigins: &[]string{"https://shop.example.com"}})
+	p, err := ts.CreateProject(ctx, auth.ProjectInput{Name: ptr("Shop"), AllowedOrigins: &[]string{"https://shop.example.com"}})
 	ok(t, err)
 	v := ts.ViewProject(p)
 	if v.Name != "Shop" || len(v.AllowedOrigins) != 1 || v.SessionTTLSeconds != auth.DefaultSessionTTL || v.RateLimitPerMinute != 100 || v.CompanyID == "" {
 		t.Fatalf("project %+v, want the defaults filled in", v)
 	}
-	list, err := ts.Projects()
+	list, err := ts.Projects(ctx)
 	ok(t, err)
 	if len(list) != 2 {
 		t.Fatalf("%d projects, want the first start's and Shop", len(list))
@@ -31,27 +31,27 @@ func TestProjectAdmin(t *testing.T) {
 		{Name: ptr("x"), EmailChange: ptr("sometimes")},
 		{Name: ptr("x"), DenyCIDRs: &[]string{"not a cidr"}},
 	} {
-		_, err := ts.CreateProject(bad)
+		_, err := ts.CreateProject(ctx, bad)
 		wantErr(t, err, auth.ErrValidation, auth.CatValidation)
 	}
-	up, err := ts.UpdateProject(p.ID, auth.ProjectInput{Name: ptr("Shop 2"), SessionTTLSeconds: ptr(3600)})
+	up, err := ts.UpdateProject(ctx, p.ID, auth.ProjectInput{Name: ptr("Shop 2"), SessionTTLSeconds: ptr(3600)})
 	ok(t, err)
 	if up.Name != "Shop 2" || up.SessionTTLSeconds != 3600 || up.AllowedOrigins[0] != "https://shop.example.com" {
 		t.Fatalf("updated %+v, want the name and lifetime changed, the rest kept", up)
 	}
-	key, _, err := ts.CreateKey(auth.KeyInput{ProjectID: &p.ID, Mode: "live"})
+	key, _, err := ts.CreateKey(ctx, auth.KeyInput{ProjectID: &p.ID, Mode: "live"})
 	ok(t, err)
-	if _, err := ts.AuthenticateKey("Bearer " + key); err != nil {
+	if _, err := ts.AuthenticateKey(ctx, "Bearer "+key); err != nil {
 		t.Fatal(err)
 	}
-	ok(t, ts.DeleteProject(p.ID))
-	_, err = ts.Project(p.ID)
+	ok(t, ts.DeleteProject(ctx, p.ID))
+	_, err = ts.Project(ctx, p.ID)
 	wantErr(t, err, auth.ErrProjectNotFound, "")
-	if _, err := ts.AuthenticateKey("Bearer " + key); err == nil {
+	if _, err := ts.AuthenticateKey(ctx, "Bearer "+key); err == nil {
 		t.Fatal("a deleted project's key still authenticates")
 	}
-	wantErr(t, ts.DeleteProject(p.ID), auth.ErrProjectNotFound, "")
-	_, err = ts.UpdateProject("nope", auth.ProjectInput{Name: ptr("x")})
+	wantErr(t, ts.DeleteProject(ctx, p.ID), auth.ErrProjectNotFound, "")
+	_, err = ts.UpdateProject(ctx, "nope", auth.ProjectInput{Name: ptr("x")})
 	wantErr(t, err, auth.ErrProjectNotFound, "")
 }
 
@@ -59,24 +59,24 @@ func TestProjectAdmin(t *testing.T) {
 // key's life (revoked, expired, without a project) and the per-key rate.
 func TestKeyValidation(t *testing.T) {
 	ts := newTestService(t)
-	live, k, err := ts.CreateKey(auth.KeyInput{ProjectID: &ts.project.ID, Mode: "live"})
+	live, k, err := ts.CreateKey(ctx, auth.KeyInput{ProjectID: &ts.project.ID, Mode: "live"})
 	ok(t, err)
 	if !strings.HasPrefix(live, "sk_live_") || len(live) != 49 || k.Prefix != live[:auth.KeyPrefixLen] {
 		t.Fatalf("key %q prefix %q", live, k.Prefix)
 	}
-	c, err := ts.AuthenticateKey("Bearer " + live)
+	c, err := ts.AuthenticateKey(ctx, "Bearer "+live)
 	ok(t, err)
 	if c.Project.ID != ts.project.ID || c.Mode != "live" || c.Prefix != k.Prefix {
 		t.Fatalf("caller %+v", c)
 	}
 	soon := ts.clock.Now().Add(time.Hour).Format(time.RFC3339)
-	expiring, _, err := ts.CreateKey(auth.KeyInput{ProjectID: &ts.project.ID, Mode: "test", ExpiresAt: &soon})
+	expiring, _, err := ts.CreateKey(ctx, auth.KeyInput{ProjectID: &ts.project.ID, Mode: "test", ExpiresAt: &soon})
 	ok(t, err)
-	orphan, _, err := ts.CreateKey(auth.KeyInput{Mode: "test"})
+	orphan, _, err := ts.CreateKey(ctx, auth.KeyInput{Mode: "test"})
 	ok(t, err)
-	revoked, rk, err := ts.CreateKey(auth.KeyInput{ProjectID: &ts.project.ID, Mode: "test"})
+	revoked, rk, err := ts.CreateKey(ctx, auth.KeyInput{ProjectID: &ts.project.ID, Mode: "test"})
 	ok(t, err)
-	ok(t, ts.RevokeKey(rk.Prefix))
+	ok(t, ts.RevokeKey(ctx, rk.Prefix))
 	ts.clock.Advance(time.Hour)
 
 	cases := []struct {
@@ -95,18 +95,18 @@ func TestKeyValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ts.AuthenticateKey(tc.header)
+			_, err := ts.AuthenticateKey(ctx, tc.header)
 			wantErr(t, err, tc.want, "")
 		})
 	}
 
-	keys, err := ts.Keys(ts.project.ID)
+	keys, err := ts.Keys(ctx, ts.project.ID)
 	ok(t, err)
 	if len(keys) != 4 { // the first start's, live, expiring, revoked
 		t.Fatalf("%d keys listed, want 4", len(keys))
 	}
-	wantErr(t, ts.RevokeKey("sk_test_nothere1"), auth.ErrKeyNotFound, "")
-	_, _, err = ts.CreateKey(auth.KeyInput{Mode: "prod"})
+	wantErr(t, ts.RevokeKey(ctx, "sk_test_nothere1"), auth.ErrKeyNotFound, "")
+	_, _, err = ts.CreateKey(ctx, auth.KeyInput{Mode: "prod"})
 	wantErr(t, err, auth.ErrValidation, auth.CatValidation)
 
 	for i := range ts.project.RateLimitPerMinute {
@@ -144,24 +144,24 @@ func TestAdminToken(t *testing.T) {
 // checked; its status toggles; lists never show the secret.
 func TestExternalMethodAdmin(t *testing.T) {
 	ts := newTestService(t)
-	m, err := ts.CreateMethod(ts.project.ID, "bank", "direct")
+	m, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
 	ok(t, err)
-	_, err = ts.CreateMethod(ts.project.ID, "bank", "webhook")
+	_, err = ts.CreateMethod(ctx, ts.project.ID, "bank", "webhook")
 	wantErr(t, err, auth.ErrMethodExists, "")
-	_, err = ts.CreateMethod(ts.project.ID, "Bad Name", "direct")
+	_, err = ts.CreateMethod(ctx, ts.project.ID, "Bad Name", "direct")
 	wantErr(t, err, auth.ErrValidation, auth.CatValidation)
-	_, err = ts.CreateMethod(ts.project.ID, "other", "carrier-pigeon")
+	_, err = ts.CreateMethod(ctx, ts.project.ID, "other", "carrier-pigeon")
 	wantErr(t, err, auth.ErrValidation, auth.CatValidation)
-	_, err = ts.CreateMethod("nope", "bank", "direct")
+	_, err = ts.CreateMethod(ctx, "nope", "bank", "direct")
 	wantErr(t, err, auth.ErrProjectNotFound, "")
-	off, err := ts.SetMethodStatus(m.ID, "inactive")
+	off, err := ts.SetMethodStatus(ctx, m.ID, "inactive")
 	ok(t, err)
 	if off.Status != "inactive" || off.Secret != "" {
 		t.Fatalf("after disabling: %+v", off)
 	}
-	_, err = ts.SetMethodStatus("nope", "active")
+	_, err = ts.SetMethodStatus(ctx, "nope", "active")
 	wantErr(t, err, auth.ErrMethodNotFound, "")
-	list, err := ts.Methods(ts.project.ID)
+	list, err := ts.Methods(ctx, ts.project.ID)
 	ok(t, err)
 	if len(list) != 1 || list[0].Secret != "" {
 		t.Fatalf("methods %+v", list)

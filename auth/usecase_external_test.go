@@ -36,13 +36,13 @@ func (ts *testService) confirmation(ext, method, email string) map[string]any {
 // method external:<name>); a later one needs no email and finds them.
 func TestExternalConfirm(t *testing.T) {
 	ts := newTestService(t)
-	m, err := ts.CreateMethod(ts.project.ID, "bank", "direct")
+	m, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
 	ok(t, err)
 	if m.Secret == "" || m.Status != "active" {
 		t.Fatalf("registration %+v", m)
 	}
 	raw, sig := signed(t, m.Secret, ts.confirmation("ext-1", "bank", "Ext@Example.com"))
-	l, err := ts.ConfirmExternal(ts.project, raw, sig, ts.meta)
+	l, err := ts.ConfirmExternal(ctx, ts.project, raw, sig, ts.meta)
 	ok(t, err)
 	if !l.IsNewUser || l.ExternalUserID != "ext-1" || l.User.Email != "ext@example.com" || l.User.EmailVerified == nil || !*l.User.EmailVerified {
 		t.Fatalf("login %+v user %+v, want a new verified external user", l, l.User)
@@ -55,7 +55,7 @@ func TestExternalConfirm(t *testing.T) {
 
 	ts.clock.Advance(time.Second)
 	raw, sig = signed(t, m.Secret, ts.confirmation("ext-1", "bank", ""))
-	again, err := ts.ConfirmExternal(ts.project, raw, sig, ts.meta)
+	again, err := ts.ConfirmExternal(ctx, ts.project, raw, sig, ts.meta)
 	ok(t, err)
 	if again.IsNewUser || again.User.ID != l.User.ID {
 		t.Fatalf("second confirm %+v, want the same user", again)
@@ -92,7 +92,7 @@ func TestExternalConfirmFailures(t *testing.T) {
 			return signed(t, f.webhook.Secret, f.ts.confirmation("ext-2", "kyc", "a@example.com"))
 		}, auth.ErrWrongPattern, auth.CatExternalMethod},
 		{"inactive", func(f fixture) ([]byte, string) {
-			_, err := f.ts.SetMethodStatus(f.direct.ID, "inactive")
+			_, err := f.ts.SetMethodStatus(ctx, f.direct.ID, "inactive")
 			ok(t, err)
 			return signed(t, f.direct.Secret, f.ts.confirmation("ext-2", "bank", "a@example.com"))
 		}, auth.ErrInactiveRegistration, auth.CatExternalMethod},
@@ -101,7 +101,7 @@ func TestExternalConfirmFailures(t *testing.T) {
 		}, auth.ErrInvalidPayload, auth.CatExternalMethod},
 		{"address held by another id", func(f fixture) ([]byte, string) {
 			raw, sig := signed(t, f.direct.Secret, f.ts.confirmation("ext-held", "bank", "a@example.com"))
-			_, err := f.ts.ConfirmExternal(f.ts.project, raw, sig, f.ts.meta)
+			_, err := f.ts.ConfirmExternal(ctx, f.ts.project, raw, sig, f.ts.meta)
 			ok(t, err)
 			return signed(t, f.direct.Secret, f.ts.confirmation("ext-2", "bank", "a@example.com"))
 		}, auth.ErrExternalIDMismatch, auth.CatUserExists},
@@ -109,16 +109,16 @@ func TestExternalConfirmFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := newTestService(t)
-			direct, err := ts.CreateMethod(ts.project.ID, "bank", "direct")
+			direct, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
 			ok(t, err)
-			hook, err := ts.CreateMethod(ts.project.ID, "kyc", "webhook")
+			hook, err := ts.CreateMethod(ctx, ts.project.ID, "kyc", "webhook")
 			ok(t, err)
 			f := fixture{ts, direct, hook}
 			raw, sig := tc.call(f)
-			_, err = ts.ConfirmExternal(ts.project, raw, sig, ts.meta)
+			_, err = ts.ConfirmExternal(ctx, ts.project, raw, sig, ts.meta)
 			wantErr(t, err, tc.want, tc.category)
 			wantEvent(t, ts.lastEvent(), "external", "confirm", tc.category, false)
-			if _, err := ts.UserIDByExternal(ts.project.ID, "ext-2"); err == nil {
+			if _, err := ts.UserIDByExternal(ctx, ts.project.ID, "ext-2"); err == nil {
 				t.Fatal("a refused confirmation created the user")
 			}
 		})
@@ -126,18 +126,18 @@ func TestExternalConfirmFailures(t *testing.T) {
 
 	// Replay: the same signed body twice; a refused one leaves no mark.
 	ts := newTestService(t)
-	m, err := ts.CreateMethod(ts.project.ID, "bank", "direct")
+	m, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
 	ok(t, err)
-	_, err = ts.SetMethodStatus(m.ID, "inactive")
+	_, err = ts.SetMethodStatus(ctx, m.ID, "inactive")
 	ok(t, err)
 	raw, sig := signed(t, m.Secret, ts.confirmation("ext-3", "bank", "r@example.com"))
-	_, err = ts.ConfirmExternal(ts.project, raw, sig, ts.meta)
+	_, err = ts.ConfirmExternal(ctx, ts.project, raw, sig, ts.meta)
 	wantErr(t, err, auth.ErrInactiveRegistration, auth.CatExternalMethod)
-	_, err = ts.SetMethodStatus(m.ID, "active")
+	_, err = ts.SetMethodStatus(ctx, m.ID, "active")
 	ok(t, err)
-	_, err = ts.ConfirmExternal(ts.project, raw, sig, ts.meta)
+	_, err = ts.ConfirmExternal(ctx, ts.project, raw, sig, ts.meta)
 	ok(t, err)
-	_, err = ts.ConfirmExternal(ts.project, raw, sig, ts.meta)
+	_, err = ts.ConfirmExternal(ctx, ts.project, raw, sig, ts.meta)
 	wantErr(t, err, auth.ErrReplayed, auth.CatExternalMethod)
 }
 
@@ -149,7 +149,7 @@ func TestExternalConfirmFailures(t *testing.T) {
 // unused.
 func TestExternalCallbackAndRedeem(t *testing.T) {
 	ts := newTestService(t)
-	m, err := ts.CreateMethod(ts.project.ID, "kyc", "webhook")
+	m, err := ts.CreateMethod(ctx, ts.project.ID, "kyc", "webhook")
 	ok(t, err)
 	callback := func(ext, email, ref string) error {
 		t.Helper()
@@ -158,42 +158,42 @@ func TestExternalCallbackAndRedeem(t *testing.T) {
 			b["email"] = email
 		}
 		raw, sig := signed(t, m.Secret, b)
-		return ts.ExternalCallback(m.ID, raw, sig, ts.meta)
+		return ts.ExternalCallback(ctx, m.ID, raw, sig, ts.meta)
 	}
 	ok(t, callback("kyc-1", "kyc@example.com", "ref-1"))
 	wantEvent(t, ts.lastEvent(), "external", "callback", "", false)
-	l, err := ts.RedeemExternal(ts.project, "kyc", "ref-1", ts.meta)
+	l, err := ts.RedeemExternal(ctx, ts.project, "kyc", "ref-1", ts.meta)
 	ok(t, err)
 	if !l.IsNewUser || l.ExternalUserID != "kyc-1" || l.User.Email != "kyc@example.com" {
 		t.Fatalf("redeem %+v", l)
 	}
 	wantEvent(t, ts.lastEvent(), "external", "redeem", "", true)
-	_, err = ts.RedeemExternal(ts.project, "kyc", "ref-1", ts.meta)
+	_, err = ts.RedeemExternal(ctx, ts.project, "kyc", "ref-1", ts.meta)
 	wantErr(t, err, auth.ErrInvalidToken, auth.CatAlreadyUsed)
 	wantEvent(t, ts.lastEvent(), "external", "redeem", auth.CatAlreadyUsed, false)
-	_, err = ts.RedeemExternal(ts.project, "kyc", "ref-unknown", ts.meta)
+	_, err = ts.RedeemExternal(ctx, ts.project, "kyc", "ref-unknown", ts.meta)
 	wantErr(t, err, auth.ErrInvalidToken, auth.CatInvalidCode)
 	wantErr(t, callback("kyc-1", "", "ref-1"), auth.ErrReplayed, auth.CatExternalMethod)
-	wantErr(t, ts.ExternalCallback("no-such-registration", []byte(`{}`), "00", ts.meta), auth.ErrInvalidPayload, auth.CatExternalMethod)
+	wantErr(t, ts.ExternalCallback(ctx, "no-such-registration", []byte(`{}`), "00", ts.meta), auth.ErrInvalidPayload, auth.CatExternalMethod)
 
 	ok(t, callback("kyc-1", "", "ref-2"))
 	ts.clock.Advance(auth.GrantLifetime)
-	_, err = ts.RedeemExternal(ts.project, "kyc", "ref-2", ts.meta)
+	_, err = ts.RedeemExternal(ctx, ts.project, "kyc", "ref-2", ts.meta)
 	wantErr(t, err, auth.ErrInvalidToken, auth.CatExpired)
 
 	ok(t, callback("kyc-1", "", "ref-3"))
-	ok(t, ts.SetUserDisabled(l.User.ID, true))
-	_, err = ts.RedeemExternal(ts.project, "kyc", "ref-3", ts.meta)
+	ok(t, ts.SetUserDisabled(ctx, l.User.ID, true))
+	_, err = ts.RedeemExternal(ctx, ts.project, "kyc", "ref-3", ts.meta)
 	wantErr(t, err, auth.ErrUserDisabled, auth.CatUserDisabled)
-	ok(t, ts.SetUserDisabled(l.User.ID, false))
-	_, err = ts.RedeemExternal(ts.project, "kyc", "ref-3", ts.meta)
+	ok(t, ts.SetUserDisabled(ctx, l.User.ID, false))
+	_, err = ts.RedeemExternal(ctx, ts.project, "kyc", "ref-3", ts.meta)
 	ok(t, err)
 
 	ok(t, callback("kyc-1", "", "ref-4"))
-	_, err = ts.SetMethodStatus(m.ID, "inactive")
+	_, err = ts.SetMethodStatus(ctx, m.ID, "inactive")
 	ok(t, err)
-	_, err = ts.RedeemExternal(ts.project, "kyc", "ref-4", ts.meta)
+	_, err = ts.RedeemExternal(ctx, ts.project, "kyc", "ref-4", ts.meta)
 	wantErr(t, err, auth.ErrInactiveRegistration, auth.CatExternalMethod)
-	_, err = ts.RedeemExternal(ts.project, "", "", ts.meta)
+	_, err = ts.RedeemExternal(ctx, ts.project, "", "", ts.meta)
 	wantErr(t, err, auth.ErrValidation, auth.CatValidation)
 }

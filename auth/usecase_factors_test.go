@@ -22,7 +22,7 @@ func TestBackupCodes(t *testing.T) {
 	ts := newTestService(t)
 	const addr = "backup@example.com"
 	l, pr := ts.signIn(addr)
-	codes, err := ts.GenerateBackupCodes(pr, ts.meta)
+	codes, err := ts.GenerateBackupCodes(ctx, pr, ts.meta)
 	ok(t, err)
 	if len(codes) != auth.BackupBatchSize {
 		t.Fatalf("%d codes, want %d", len(codes), auth.BackupBatchSize)
@@ -38,7 +38,7 @@ func TestBackupCodes(t *testing.T) {
 	}
 
 	verify := func(in auth.BackupInput) (*auth.Login, error) {
-		return ts.VerifyBackupCode(ts.project, in, ts.meta)
+		return ts.VerifyBackupCode(ctx, ts.project, in, ts.meta)
 	}
 	sloppy := strings.ToLower(strings.Replace(codes[0], "-", "", 1))
 	got, err := verify(auth.BackupInput{Email: ptr(addr), Code: sloppy})
@@ -53,13 +53,13 @@ func TestBackupCodes(t *testing.T) {
 
 	// By externalUserId too.
 	ts.clock.Advance(auth.SendInterval)
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
-	_, err = ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr), ExternalUserID: ptr("ext-backup")}, ts.meta)
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
+	_, err = ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr), ExternalUserID: ptr("ext-backup")}, ts.meta)
 	ok(t, err)
 	_, err = verify(auth.BackupInput{ExternalUserID: ptr("ext-backup"), Code: codes[1]})
 	ok(t, err)
 
-	fresh, err := ts.GenerateBackupCodes(pr, ts.meta)
+	fresh, err := ts.GenerateBackupCodes(ctx, pr, ts.meta)
 	ok(t, err)
 	_, err = verify(auth.BackupInput{Email: ptr(addr), Code: codes[2]})
 	wantErr(t, err, auth.ErrInvalidCode, auth.CatInvalidCode)
@@ -81,13 +81,13 @@ func TestBackupCodeLockout(t *testing.T) {
 			var right string
 			if known {
 				_, pr := ts.signIn(addr)
-				codes, err := ts.GenerateBackupCodes(pr, ts.meta)
+				codes, err := ts.GenerateBackupCodes(ctx, pr, ts.meta)
 				ok(t, err)
 				right = codes[0]
 			}
 			category := map[bool]string{true: auth.CatInvalidCode, false: auth.CatUserNotFound}[known]
 			for range auth.BackupMaxFailures {
-				_, err := ts.VerifyBackupCode(ts.project, auth.BackupInput{Email: ptr(addr), Code: "AAAAA-AAAAA"}, ts.meta)
+				_, err := ts.VerifyBackupCode(ctx, ts.project, auth.BackupInput{Email: ptr(addr), Code: "AAAAA-AAAAA"}, ts.meta)
 				wantErr(t, err, auth.ErrInvalidCode, category)
 				ts.clock.Advance(time.Minute)
 			}
@@ -95,14 +95,14 @@ func TestBackupCodeLockout(t *testing.T) {
 			if known {
 				try = right
 			}
-			_, err := ts.VerifyBackupCode(ts.project, auth.BackupInput{Email: ptr(addr), Code: try}, ts.meta)
+			_, err := ts.VerifyBackupCode(ctx, ts.project, auth.BackupInput{Email: ptr(addr), Code: try}, ts.meta)
 			e := wantErr(t, err, auth.ErrTooManyAttempts, auth.CatRateLimited)
 			if want := auth.BackupFailWindow - 5*time.Minute; e.RetryAfter != want {
 				t.Fatalf("retry after %v, want %v", e.RetryAfter, want)
 			}
 			wantEvent(t, ts.lastEvent(), "backup_code", "verify", auth.CatRateLimited, known)
 			ts.clock.Advance(e.RetryAfter)
-			_, err = ts.VerifyBackupCode(ts.project, auth.BackupInput{Email: ptr(addr), Code: try}, ts.meta)
+			_, err = ts.VerifyBackupCode(ctx, ts.project, auth.BackupInput{Email: ptr(addr), Code: try}, ts.meta)
 			if known {
 				ok(t, err)
 			} else {
@@ -124,11 +124,11 @@ func TestBackupCodeInput(t *testing.T) {
 		{ExternalUserID: ptr(""), Code: "AAAAA-AAAAA"},
 	} {
 		for range auth.BackupMaxFailures + 1 {
-			_, err := ts.VerifyBackupCode(ts.project, in, ts.meta)
+			_, err := ts.VerifyBackupCode(ctx, ts.project, in, ts.meta)
 			wantErr(t, err, auth.ErrValidation, auth.CatValidation)
 		}
 	}
-	_, err := ts.VerifyBackupCode(ts.project, auth.BackupInput{Email: ptr("a@example.com"), Code: "AAAAA-AAAAA"}, ts.meta)
+	_, err := ts.VerifyBackupCode(ctx, ts.project, auth.BackupInput{Email: ptr("a@example.com"), Code: "AAAAA-AAAAA"}, ts.meta)
 	wantErr(t, err, auth.ErrInvalidCode, auth.CatUserNotFound)
 }
 
@@ -147,30 +147,30 @@ func totpCode(t *testing.T, secret string, at time.Time) string {
 func TestTOTPEnrollAndVerify(t *testing.T) {
 	ts := newTestService(t)
 	l, pr := ts.signIn("totp@example.com")
-	en, err := ts.EnrollTOTP(pr, ts.meta)
+	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
 	ok(t, err)
 	if en.Secret == "" || !strings.HasPrefix(en.OtpauthURL, "otpauth://totp/") || !strings.HasPrefix(en.QRCodeDataURL, "data:image/png;base64,") {
 		t.Fatalf("enrollment %+v", en)
 	}
 	wantEvent(t, ts.lastEvent(), "totp", "enroll", "", true)
 	code := totpCode(t, en.Secret, ts.clock.Now())
-	ok(t, ts.VerifyTOTP(pr, code, ts.meta))
+	ok(t, ts.VerifyTOTP(ctx, pr, code, ts.meta))
 	wantEvent(t, ts.lastEvent(), "totp", "verify", "", true)
 	if got := ts.outbox("totp.enrolled"); len(got) != 1 || got[0]["user_id"] != l.User.ID {
 		t.Fatalf("totp.enrolled events %v", got)
 	}
-	wantErr(t, ts.VerifyTOTP(pr, code, ts.meta), auth.ErrVerificationFailed, auth.CatAlreadyUsed)
+	wantErr(t, ts.VerifyTOTP(ctx, pr, code, ts.meta), auth.ErrVerificationFailed, auth.CatAlreadyUsed)
 	ts.clock.Advance(30 * time.Second)
-	ok(t, ts.VerifyTOTP(pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
+	ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
 	if got := ts.outbox("totp.enrolled"); len(got) != 1 {
 		t.Fatalf("a step-up emitted totp.enrolled again: %d", len(got))
 	}
-	_, err = ts.EnrollTOTP(pr, ts.meta)
+	_, err = ts.EnrollTOTP(ctx, pr, ts.meta)
 	wantErr(t, err, auth.ErrAlreadyEnrolled, auth.CatValidation)
 
 	_, other := ts.signIn("none@example.com")
-	wantErr(t, ts.VerifyTOTP(other, "123456", ts.meta), auth.ErrTOTPNotEnrolled, auth.CatUserNotFound)
-	wantErr(t, ts.VerifyTOTP(other, "", ts.meta), auth.ErrValidation, auth.CatValidation)
+	wantErr(t, ts.VerifyTOTP(ctx, other, "123456", ts.meta), auth.ErrTOTPNotEnrolled, auth.CatUserNotFound)
+	wantErr(t, ts.VerifyTOTP(ctx, other, "", ts.meta), auth.ErrValidation, auth.CatValidation)
 }
 
 // TestTOTPLockout: ten wrong codes lock TOTP for 15 minutes (the right
@@ -181,39 +181,39 @@ func TestTOTPLockout(t *testing.T) {
 	ts := newTestService(t)
 	const addr = "lock@example.com"
 	_, pr := ts.signIn(addr)
-	en, err := ts.EnrollTOTP(pr, ts.meta)
+	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
 	ok(t, err)
-	ok(t, ts.VerifyTOTP(pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
+	ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
 	wrong := func(n int) {
 		t.Helper()
 		for range n {
 			right := totpCode(t, en.Secret, ts.clock.Now())
-			wantErr(t, ts.VerifyTOTP(pr, wrongCode(right), ts.meta), auth.ErrVerificationFailed, auth.CatInvalidCode)
+			wantErr(t, ts.VerifyTOTP(ctx, pr, wrongCode(right), ts.meta), auth.ErrVerificationFailed, auth.CatInvalidCode)
 		}
 	}
 	now := func() string { ts.clock.Advance(30 * time.Second); return totpCode(t, en.Secret, ts.clock.Now()) }
 
 	wrong(auth.TOTPMaxFailures)
-	wantErr(t, ts.VerifyTOTP(pr, now(), ts.meta), auth.ErrVerificationFailed, auth.CatRateLimited)
+	wantErr(t, ts.VerifyTOTP(ctx, pr, now(), ts.meta), auth.ErrVerificationFailed, auth.CatRateLimited)
 	ts.clock.Advance(auth.TOTPLockout)
-	ok(t, ts.VerifyTOTP(pr, now(), ts.meta))
+	ok(t, ts.VerifyTOTP(ctx, pr, now(), ts.meta))
 
 	// Nine failures, a backup-code login, nine more: no lockout.
-	codes, err := ts.GenerateBackupCodes(pr, ts.meta)
+	codes, err := ts.GenerateBackupCodes(ctx, pr, ts.meta)
 	ok(t, err)
 	ts.clock.Advance(30 * time.Second)
 	wrong(auth.TOTPMaxFailures - 1)
-	_, err = ts.VerifyBackupCode(ts.project, auth.BackupInput{Email: ptr(addr), Code: codes[0]}, ts.meta)
+	_, err = ts.VerifyBackupCode(ctx, ts.project, auth.BackupInput{Email: ptr(addr), Code: codes[0]}, ts.meta)
 	ok(t, err)
 	wrong(auth.TOTPMaxFailures - 1)
-	ok(t, ts.VerifyTOTP(pr, now(), ts.meta))
+	ok(t, ts.VerifyTOTP(ctx, pr, now(), ts.meta))
 
 	wrong(auth.TOTPMaxFailures)
 	u := ts.user(addr)
-	ok(t, ts.ResetTOTP(u.ID, ts.meta))
+	ok(t, ts.ResetTOTP(ctx, u.ID, ts.meta))
 	wantEvent(t, ts.lastEvent(), "totp", "reset", "", true)
-	ok(t, ts.VerifyTOTP(pr, now(), ts.meta))
-	wantErr(t, ts.ResetTOTP("no-such-user", ts.meta), auth.ErrUserNotFound, "")
+	ok(t, ts.VerifyTOTP(ctx, pr, now(), ts.meta))
+	wantErr(t, ts.ResetTOTP(ctx, "no-such-user", ts.meta), auth.ErrUserNotFound, "")
 }
 
 // TestSMSEnrollAndStepUp: a texted code enrolls the phone
@@ -228,7 +228,7 @@ func TestSMSEnrollAndStepUp(t *testing.T) {
 	wantErr(t, ts.SendSMSCode(ctx, pr, "", ts.meta), auth.ErrValidation, auth.CatValidation) // none enrolled yet
 	ok(t, ts.SendSMSCode(ctx, pr, phone, ts.meta))
 	wantEvent(t, ts.lastEvent(), "sms", "send", "", true)
-	ok(t, ts.VerifySMSCode(pr, ts.smsCode(phone), ts.meta))
+	ok(t, ts.VerifySMSCode(ctx, pr, ts.smsCode(phone), ts.meta))
 	wantEvent(t, ts.lastEvent(), "sms", "verify", "", true)
 	if got := ts.outbox("sms.enrolled"); len(got) != 1 || got[0]["user_id"] != l.User.ID {
 		t.Fatalf("sms.enrolled events %v", got)
@@ -236,7 +236,7 @@ func TestSMSEnrollAndStepUp(t *testing.T) {
 
 	ts.clock.Advance(auth.SMSSendInterval)
 	ok(t, ts.SendSMSCode(ctx, pr, "", ts.meta))
-	ok(t, ts.VerifySMSCode(pr, ts.smsCode(phone), ts.meta)) // the enrolled phone's code: a step-up
+	ok(t, ts.VerifySMSCode(ctx, pr, ts.smsCode(phone), ts.meta)) // the enrolled phone's code: a step-up
 	if got := ts.outbox("sms.enrolled"); len(got) != 1 {
 		t.Fatalf("the enrolled phone's code emitted sms.enrolled again: %d", len(got))
 	}
@@ -248,16 +248,16 @@ func TestSMSEnrollAndStepUp(t *testing.T) {
 
 	// Nor can that session enroll TOTP, which would be a step-up of its
 	// own making; the enrolled phone's code is one.
-	_, err := ts.EnrollTOTP(pr, ts.meta)
+	_, err := ts.EnrollTOTP(ctx, pr, ts.meta)
 	wantErr(t, err, auth.ErrStepUpRequired, auth.CatRiskBlocked)
 	ok(t, ts.SendSMSCode(ctx, pr, "", ts.meta))
-	ok(t, ts.VerifySMSCode(pr, ts.smsCode(phone), ts.meta))
-	en, err := ts.EnrollTOTP(pr, ts.meta)
+	ok(t, ts.VerifySMSCode(ctx, pr, ts.smsCode(phone), ts.meta))
+	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
 	ok(t, err)
 	ts.clock.Advance(auth.StepUpWindow + time.Second)
-	ok(t, ts.VerifyTOTP(pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta)) // the step-up
+	ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta)) // the step-up
 	ok(t, ts.SendSMSCode(ctx, pr, other, ts.meta))
-	ok(t, ts.VerifySMSCode(pr, ts.smsCode(other), ts.meta))
+	ok(t, ts.VerifySMSCode(ctx, pr, ts.smsCode(other), ts.meta))
 	if got := ts.outbox("sms.enrolled"); len(got) != 2 {
 		t.Fatalf("%d sms.enrolled events, want 2 (the new phone replaces the old)", len(got))
 	}
@@ -275,15 +275,15 @@ func TestSMSFailures(t *testing.T) {
 	_, pr := ts.signIn("smsfail@example.com")
 	ctx := t.Context()
 	const phone = "+15551230003"
-	wantErr(t, ts.VerifySMSCode(pr, "123456", ts.meta), auth.ErrVerificationFailed, auth.CatInvalidCode)
+	wantErr(t, ts.VerifySMSCode(ctx, pr, "123456", ts.meta), auth.ErrVerificationFailed, auth.CatInvalidCode)
 	wantErr(t, ts.SendSMSCode(ctx, pr, "5551230003", ts.meta), auth.ErrValidation, auth.CatValidation)
 
 	ok(t, ts.SendSMSCode(ctx, pr, phone, ts.meta))
 	code := ts.smsCode(phone)
 	for range auth.SMSMaxAttempts {
-		wantErr(t, ts.VerifySMSCode(pr, wrongCode(code), ts.meta), auth.ErrVerificationFailed, auth.CatInvalidCode)
+		wantErr(t, ts.VerifySMSCode(ctx, pr, wrongCode(code), ts.meta), auth.ErrVerificationFailed, auth.CatInvalidCode)
 	}
-	wantErr(t, ts.VerifySMSCode(pr, code, ts.meta), auth.ErrVerificationFailed, auth.CatRateLimited)
+	wantErr(t, ts.VerifySMSCode(ctx, pr, code, ts.meta), auth.ErrVerificationFailed, auth.CatRateLimited)
 
 	ts.clock.Advance(10 * time.Second)
 	e := wantErr(t, ts.SendSMSCode(ctx, pr, phone, ts.meta), auth.ErrTooManyRequests, auth.CatRateLimited)
@@ -294,7 +294,7 @@ func TestSMSFailures(t *testing.T) {
 	ok(t, ts.SendSMSCode(ctx, pr, phone, ts.meta))
 	code = ts.smsCode(phone)
 	ts.clock.Advance(auth.SMSLifetime)
-	wantErr(t, ts.VerifySMSCode(pr, code, ts.meta), auth.ErrVerificationFailed, auth.CatExpired)
+	wantErr(t, ts.VerifySMSCode(ctx, pr, code, ts.meta), auth.ErrVerificationFailed, auth.CatExpired)
 
 	_, sent := ts.sms.last()
 	ts.sms.failing(errors.New("provider down"))

@@ -11,22 +11,23 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"latchkey/auth"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
-// testService is an auth.Service on a real data file in t.TempDir(),
-// with its clock, its SMS provider and the mail it queues in the test's
-// hands, and the first-start project and test key.
+// testService is an auth.Service on a store of the backend the tests
+// run on (storetest: by default a data file in t.TempDir()), with its
+// clock, its SMS provider and the mail it queues in the test's hands,
+// and the first-start project and test key.
 type testService struct {
 	*auth.Service
 	t       testing.TB
-	db      *store.DB
+	db      store.DB
 	keys    *store.Keyring
 	clock   *clock
 	sms     *smsOutbox
@@ -37,19 +38,19 @@ type testService struct {
 	meta auth.Meta
 }
 
+// ctx is the context of the tests' calls: never cancelled, so cleanups
+// may write too.
+var ctx = context.Background()
+
 // start is the test clock's first reading.
 var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // newTestService returns a fresh service; configure, when given, adjusts
-// its Config first. At cleanup the service is closed and the data file
-// reopened and checked for consistency.
+// its Config first. At cleanup the service is closed, then the store (a
+// data file is reopened and checked for consistency).
 func newTestService(t testing.TB, configure ...func(*auth.Config)) *testService {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -63,25 +64,16 @@ func newTestService(t testing.TB, configure ...func(*auth.Config)) *testService 
 	if ts.Service, err = auth.New(db, keys, cfg); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ts.Init()
+	b, err := ts.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts.project, ts.apiKey = b.Project, b.APIKey
+	// Before the store closes (storetest.Open's cleanup, registered
+	// first, runs after this one).
 	t.Cleanup(func() {
 		if err := ts.Service.Close(); err != nil {
 			t.Errorf("close service: %v", err)
-		}
-		if err := db.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-		again, _, err := store.Open(path, store.Options{})
-		if err != nil {
-			t.Fatalf("reopen: %v", err)
-		}
-		defer again.Close()
-		if err := again.Check(); err != nil {
-			t.Errorf("data file inconsistent after the test: %v", err)
 		}
 	})
 	return ts
@@ -166,7 +158,7 @@ type sentMail struct {
 func (ts *testService) mailTo(to string) []sentMail {
 	ts.t.Helper()
 	var out []sentMail
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(ctx, func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool {
 			if m.To != to {
 				return true
@@ -222,10 +214,10 @@ func (ts *testService) linkToken(addr string) string {
 // session principal.
 func (ts *testService) signIn(addr string) (*auth.Login, *auth.Principal) {
 	ts.t.Helper()
-	if err := ts.SendOTP(ts.project, addr, ts.meta); err != nil {
+	if err := ts.SendOTP(ctx, ts.project, addr, ts.meta); err != nil {
 		ts.t.Fatalf("send code to %s: %v", addr, err)
 	}
-	l, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, ts.meta)
+	l, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, ts.meta)
 	if err != nil {
 		ts.t.Fatalf("sign in %s: %v", addr, err)
 	}
@@ -236,7 +228,7 @@ func (ts *testService) signIn(addr string) (*auth.Login, *auth.Principal) {
 // principal authenticates the login's token as a user call does.
 func (ts *testService) principal(l *auth.Login) *auth.Principal {
 	ts.t.Helper()
-	pr, err := ts.AuthenticateSession("Bearer " + l.Token)
+	pr, err := ts.AuthenticateSession(ctx, "Bearer "+l.Token)
 	if err != nil {
 		ts.t.Fatalf("session of a fresh login: %v", err)
 	}
@@ -246,7 +238,7 @@ func (ts *testService) principal(l *auth.Login) *auth.Principal {
 // events returns the project's authentication events, oldest first.
 func (ts *testService) events() []auth.EventView {
 	ts.t.Helper()
-	page, err := ts.Events(auth.EventQuery{ProjectID: ts.project.ID, Limit: auth.MaxPageSize})
+	page, err := ts.Events(ctx, auth.EventQuery{ProjectID: ts.project.ID, Limit: auth.MaxPageSize})
 	if err != nil {
 		ts.t.Fatal(err)
 	}
@@ -286,7 +278,7 @@ func wantEvent(t testing.TB, e auth.EventView, method, action, category string, 
 func (ts *testService) outbox(typ string) []map[string]string {
 	ts.t.Helper()
 	var out []map[string]string
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(ctx, func(tx store.Tx) error {
 		evs, err := tx.EventsAfter(0, 1<<20)
 		for _, e := range evs {
 			if e.Type != typ {
@@ -310,7 +302,7 @@ func (ts *testService) outbox(typ string) []map[string]string {
 func (ts *testService) user(addr string) *store.User {
 	ts.t.Helper()
 	var u *store.User
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		u, err = tx.UserByEmail(ts.project.ID, addr)
 		if errors.Is(err, store.ErrNotFound) {

@@ -16,14 +16,14 @@ import (
 func TestOTPSignIn(t *testing.T) {
 	ts := newTestService(t)
 	const addr = "new@example.com"
-	ok(t, ts.SendOTP(ts.project, " New@Example.com ", ts.meta))
+	ok(t, ts.SendOTP(ctx, ts.project, " New@Example.com ", ts.meta))
 	m := ts.lastMail(addr, "otp")
 	if len(m.Content.Code) != 6 || !isDigits(m.Content.Code) || m.Content.TTLSeconds != 600 || m.Content.Project != ts.project.Name {
 		t.Fatalf("mail %+v, want a 6-digit code for 10 minutes naming the project", m)
 	}
 	wantEvent(t, ts.lastEvent(), "email_otp", "send", "", false)
 
-	l, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: m.Content.Code}, ts.meta)
+	l, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: m.Content.Code}, ts.meta)
 	ok(t, err)
 	if !l.IsNewUser || l.User.Email != addr || l.Token == "" || l.DeviceToken == "" {
 		t.Fatalf("login %+v, want a new user with a token and a device token", l)
@@ -41,8 +41,8 @@ func TestOTPSignIn(t *testing.T) {
 	}
 
 	ts.clock.Advance(auth.SendInterval)
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
-	again, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr), DeviceToken: l.DeviceToken}, ts.meta)
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
+	again, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr), DeviceToken: l.DeviceToken}, ts.meta)
 	ok(t, err)
 	if again.IsNewUser || again.User.ID != l.User.ID || again.DeviceToken != l.DeviceToken {
 		t.Fatalf("second login %+v, want the same user and device", again)
@@ -65,21 +65,21 @@ func TestOTPVerifyFailures(t *testing.T) {
 		namesUser bool
 	}{
 		{"wrong code", func(ts *testService) string {
-			ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+			ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 			return wrongCode(ts.otpCode(addr))
 		}, auth.ErrInvalidCode, auth.CatInvalidCode, "Invalid code", false},
 		{"none pending", func(ts *testService) string { return "123456" },
 			auth.ErrInvalidCode, auth.CatInvalidCode, "No code is pending", false},
 		{"expired", func(ts *testService) string {
-			ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+			ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 			ts.clock.Advance(auth.OTPLifetime)
 			return ts.otpCode(addr)
 		}, auth.ErrCodeExpired, auth.CatExpired, "expired", false},
 		{"locked after five tries", func(ts *testService) string {
-			ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+			ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 			code := ts.otpCode(addr)
 			for i := range auth.OTPMaxAttempts {
-				_, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: wrongCode(code)}, ts.meta)
+				_, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: wrongCode(code)}, ts.meta)
 				e := wantErr(t, err, auth.ErrInvalidCode, auth.CatInvalidCode)
 				if locked := strings.Contains(e.Message, "Too many attempts"); locked != (i == auth.OTPMaxAttempts-1) {
 					t.Fatalf("try %d: %q", i+1, e.Message)
@@ -93,9 +93,9 @@ func TestOTPVerifyFailures(t *testing.T) {
 			auth.ErrValidation, auth.CatValidation, "digits", false},
 		{"disabled user", func(ts *testService) string {
 			l, _ := ts.signIn(addr)
-			ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+			ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 			code := ts.otpCode(addr)
-			ok(t, ts.SetUserDisabled(l.User.ID, true))
+			ok(t, ts.SetUserDisabled(ctx, l.User.ID, true))
 			return code
 		}, auth.ErrUserDisabled, auth.CatUserDisabled, "disabled", true},
 	}
@@ -103,7 +103,7 @@ func TestOTPVerifyFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := newTestService(t)
 			code := tc.setup(ts)
-			l, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: code}, ts.meta)
+			l, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: code}, ts.meta)
 			if l != nil {
 				t.Fatalf("login %+v on a failure", l)
 			}
@@ -136,10 +136,10 @@ func TestOTPAddressFailCap(t *testing.T) {
 	const addr = "capped@example.com"
 	failures := 0
 	for failures < auth.AddressFailLimit {
-		ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+		ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 		code := ts.otpCode(addr)
 		for range auth.OTPMaxAttempts {
-			_, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: wrongCode(code)}, ts.meta)
+			_, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: wrongCode(code)}, ts.meta)
 			wantErr(t, err, auth.ErrInvalidCode, auth.CatInvalidCode)
 			failures++
 		}
@@ -147,12 +147,12 @@ func TestOTPAddressFailCap(t *testing.T) {
 		// ten-minute window.
 		ts.clock.Advance(7 * time.Minute)
 	}
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
-	_, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, ts.meta)
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
+	_, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, ts.meta)
 	wantErr(t, err, auth.ErrCodeLocked, auth.CatRateLimited)
 
-	ok(t, ts.SendMagicLink(ts.project, addr, "", ts.meta))
-	if _, err := ts.VerifyMagicLink(ts.linkToken(addr), "", ts.meta); err != nil {
+	ok(t, ts.SendMagicLink(ctx, ts.project, addr, "", ts.meta))
+	if _, err := ts.VerifyMagicLink(ctx, ts.linkToken(addr), "", ts.meta); err != nil {
 		t.Fatalf("magic link while codes are capped: %v", err)
 	}
 
@@ -166,25 +166,25 @@ func TestOTPAddressFailCap(t *testing.T) {
 func TestOTPSendThrottle(t *testing.T) {
 	ts := newTestService(t)
 	const addr = "busy@example.com"
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 	ts.clock.Advance(10 * time.Second)
-	e := wantErr(t, ts.SendOTP(ts.project, addr, ts.meta), auth.ErrTooManyRequests, auth.CatRateLimited)
+	e := wantErr(t, ts.SendOTP(ctx, ts.project, addr, ts.meta), auth.ErrTooManyRequests, auth.CatRateLimited)
 	if e.RetryAfter != 20*time.Second {
 		t.Fatalf("retry after %v, want 20s", e.RetryAfter)
 	}
 	wantEvent(t, ts.lastEvent(), "email_otp", "send", auth.CatRateLimited, false)
-	ok(t, ts.SendOTP(ts.project, "other@example.com", ts.meta))
+	ok(t, ts.SendOTP(ctx, ts.project, "other@example.com", ts.meta))
 	ts.clock.Advance(20 * time.Second)
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 	for range auth.SendsPerHour - 2 {
 		ts.clock.Advance(auth.SendInterval)
-		ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+		ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 	}
 	if n := len(ts.mailTo(addr)); n != auth.SendsPerHour {
 		t.Fatalf("%d messages queued, want %d", n, auth.SendsPerHour)
 	}
 	ts.clock.Advance(auth.SendInterval)
-	wantErr(t, ts.SendOTP(ts.project, addr, ts.meta), auth.ErrTooManyRequests, auth.CatRateLimited)
+	wantErr(t, ts.SendOTP(ctx, ts.project, addr, ts.meta), auth.ErrTooManyRequests, auth.CatRateLimited)
 	if n := len(ts.mailTo(addr)); n != auth.SendsPerHour {
 		t.Fatalf("a refused send queued mail: %d messages", n)
 	}
@@ -195,18 +195,18 @@ func TestOTPSendThrottle(t *testing.T) {
 // queues mail.
 func TestOTPSendRefusals(t *testing.T) {
 	ts := newTestService(t)
-	wantErr(t, ts.SendOTP(ts.project, "not an address", ts.meta), auth.ErrValidation, auth.CatValidation)
+	wantErr(t, ts.SendOTP(ctx, ts.project, "not an address", ts.meta), auth.ErrValidation, auth.CatValidation)
 	l, _ := ts.signIn("off@example.com")
-	ok(t, ts.SetUserDisabled(l.User.ID, true))
+	ok(t, ts.SetUserDisabled(ctx, l.User.ID, true))
 	before := len(ts.mailTo("off@example.com"))
-	wantErr(t, ts.SendOTP(ts.project, "off@example.com", ts.meta), auth.ErrUserDisabled, auth.CatUserDisabled)
+	wantErr(t, ts.SendOTP(ctx, ts.project, "off@example.com", ts.meta), auth.ErrUserDisabled, auth.CatUserDisabled)
 	wantEvent(t, ts.lastEvent(), "email_otp", "send", auth.CatUserDisabled, true)
 	if n := len(ts.mailTo("off@example.com")); n != before {
 		t.Fatal("a disabled account was sent a code")
 	}
-	p, err := ts.UpdateProject(ts.project.ID, auth.ProjectInput{DenyCIDRs: &[]string{"198.51.100.0/24"}})
+	p, err := ts.UpdateProject(ctx, ts.project.ID, auth.ProjectInput{DenyCIDRs: &[]string{"198.51.100.0/24"}})
 	ok(t, err)
-	wantErr(t, ts.SendOTP(p, "deny@example.com", ts.meta), auth.ErrRiskBlocked, auth.CatRiskBlocked)
+	wantErr(t, ts.SendOTP(ctx, p, "deny@example.com", ts.meta), auth.ErrRiskBlocked, auth.CatRiskBlocked)
 	if n := len(ts.mailTo("deny@example.com")); n != 0 {
 		t.Fatal("a denied address was sent a code")
 	}
@@ -220,8 +220,8 @@ func TestOTPExternalUserID(t *testing.T) {
 	verify := func(addr, ext string) (*auth.Login, error) {
 		t.Helper()
 		ts.clock.Advance(auth.SendInterval)
-		ok(t, ts.SendOTP(ts.project, addr, ts.meta))
-		return ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr), ExternalUserID: &ext}, ts.meta)
+		ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
+		return ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr), ExternalUserID: &ext}, ts.meta)
 	}
 	l, err := verify("a@example.com", "ext-a")
 	ok(t, err)

@@ -19,42 +19,42 @@ func TestRiskBlocksVelocity(t *testing.T) {
 	const addr = "target@example.com"
 	l, _ := ts.signIn(addr)
 	attacker := auth.Meta{IP: "203.0.113.66", EndUserIP: true, UserAgent: "bot"}
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 	code := ts.otpCode(addr)
 	for range auth.RiskMaxFailures + 1 {
-		_, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: "other@example.com", Code: "123456"}, attacker)
+		_, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: "other@example.com", Code: "123456"}, attacker)
 		wantErr(t, err, auth.ErrInvalidCode, "")
 	}
 	ts.clock.Advance(time.Minute) // past the suppression of failures naming no user
-	_, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: code}, attacker)
+	_, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: code}, attacker)
 	wantErr(t, err, auth.ErrRiskBlocked, auth.CatRiskBlocked)
 	wantEvent(t, ts.lastEvent(), "email_otp", "verify", auth.CatRiskBlocked, false)
 
 	withDevice := attacker
 	withDevice.DeviceToken = l.DeviceToken
-	if _, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: code}, withDevice); err != nil {
+	if _, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: code}, withDevice); err != nil {
 		t.Fatalf("a known device from a blocked address: %v", err)
 	}
 	ts.clock.Advance(auth.SendInterval)
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
 	neighbour := auth.Meta{IP: "203.0.113.67", EndUserIP: true}
-	if _, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, neighbour); err != nil {
+	if _, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, neighbour); err != nil {
 		t.Fatalf("another address: %v", err)
 	}
 	ts.clock.Advance(auth.RiskBlockFor)
-	_, err = ts.VerifyOTP(ts.project, auth.OTPInput{Email: "other@example.com", Code: "123456"}, attacker)
+	_, err = ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: "other@example.com", Code: "123456"}, attacker)
 	wantErr(t, err, auth.ErrInvalidCode, auth.CatInvalidCode)
 
 	// The app's backend (no end-user address): the account is counted.
 	for range auth.RiskMaxFailures + 1 {
-		_, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: "acct@example.com", Code: "123456"}, ts.meta)
+		_, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: "acct@example.com", Code: "123456"}, ts.meta)
 		wantErr(t, err, auth.ErrInvalidCode, "")
 	}
-	_, err = ts.VerifyOTP(ts.project, auth.OTPInput{Email: "acct@example.com", Code: "123456"}, ts.meta)
+	_, err = ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: "acct@example.com", Code: "123456"}, ts.meta)
 	wantErr(t, err, auth.ErrRiskBlocked, auth.CatRiskBlocked)
 	ts.clock.Advance(auth.SendInterval)
-	ok(t, ts.SendOTP(ts.project, addr, ts.meta))
-	if _, err := ts.VerifyOTP(ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, ts.meta); err != nil {
+	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
+	if _, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, ts.meta); err != nil {
 		t.Fatalf("another account from the same backend: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ func TestSessionsListAndRevoke(t *testing.T) {
 		logins, prs = append(logins, l), append(prs, pr)
 		ts.clock.Advance(time.Second)
 	}
-	list, err := ts.Sessions(prs[0])
+	list, err := ts.Sessions(ctx, prs[0])
 	ok(t, err)
 	if len(list) != 3 || list[0].ID != logins[2].Session.ID || list[2].ID != logins[0].Session.ID {
 		t.Fatalf("sessions %+v, want the three newest first", list)
@@ -34,16 +34,16 @@ func TestSessionsListAndRevoke(t *testing.T) {
 	}
 
 	_, stranger := ts.signIn("stranger@example.com")
-	wantErr(t, ts.RevokeSession(stranger, logins[1].Session.ID), auth.ErrSessionNotFound, "")
-	wantErr(t, ts.RevokeSession(prs[0], "no-such-session"), auth.ErrSessionNotFound, "")
-	ok(t, ts.RevokeSession(prs[0], logins[1].Session.ID))
-	if _, err := ts.AuthenticateSession("Bearer " + logins[1].Token); !errors.Is(err, auth.ErrInvalidSession) {
+	wantErr(t, ts.RevokeSession(ctx, stranger, logins[1].Session.ID), auth.ErrSessionNotFound, "")
+	wantErr(t, ts.RevokeSession(ctx, prs[0], "no-such-session"), auth.ErrSessionNotFound, "")
+	ok(t, ts.RevokeSession(ctx, prs[0], logins[1].Session.ID))
+	if _, err := ts.AuthenticateSession(ctx, "Bearer "+logins[1].Token); !errors.Is(err, auth.ErrInvalidSession) {
 		t.Fatalf("revoked session's token: %v", err)
 	}
 	if got := ts.outbox("session.revoked"); len(got) != 1 || got[0]["session_id"] != logins[1].Session.ID {
 		t.Fatalf("session.revoked events %v", got)
 	}
-	list, err = ts.Sessions(prs[0])
+	list, err = ts.Sessions(ctx, prs[0])
 	ok(t, err)
 	if len(list) != 2 {
 		t.Fatalf("%d sessions after revoking one, want 2", len(list))
@@ -75,10 +75,10 @@ func TestLogoutScopes(t *testing.T) {
 				}
 			}
 			_, bystander := ts.signIn("by@example.com")
-			ok(t, ts.Logout(caller, tc.scope))
+			ok(t, ts.Logout(ctx, caller, tc.scope))
 			ended := 0
 			for i, l := range logins {
-				_, err := ts.AuthenticateSession("Bearer " + l.Token)
+				_, err := ts.AuthenticateSession(ctx, "Bearer "+l.Token)
 				if alive := err == nil; alive != tc.survivors[i] {
 					t.Fatalf("session %d alive=%v, want %v", i, alive, tc.survivors[i])
 				}
@@ -89,17 +89,17 @@ func TestLogoutScopes(t *testing.T) {
 			if got := ts.outbox("session.revoked"); len(got) != ended {
 				t.Fatalf("%d session.revoked events, want %d", len(got), ended)
 			}
-			if _, err := ts.Sessions(bystander); err != nil {
+			if _, err := ts.Sessions(ctx, bystander); err != nil {
 				t.Fatalf("another user's session ended: %v", err)
 			}
 		})
 	}
 	ts := newTestService(t)
 	_, pr := ts.signIn("bad@example.com")
-	wantErr(t, ts.Logout(pr, "everything"), auth.ErrValidation, auth.CatValidation)
-	ok(t, ts.Logout(pr, auth.LogoutThis))
-	wantErr(t, ts.Logout(pr, auth.LogoutThis), auth.ErrInvalidSession, "")
-	_, err := ts.Sessions(pr)
+	wantErr(t, ts.Logout(ctx, pr, "everything"), auth.ErrValidation, auth.CatValidation)
+	ok(t, ts.Logout(ctx, pr, auth.LogoutThis))
+	wantErr(t, ts.Logout(ctx, pr, auth.LogoutThis), auth.ErrInvalidSession, "")
+	_, err := ts.Sessions(ctx, pr)
 	wantErr(t, err, auth.ErrInvalidSession, "")
 }
 
@@ -113,43 +113,43 @@ func TestAdminSessionsAndDisable(t *testing.T) {
 	l1, _ := ts.signIn(addr)
 	l2, _ := ts.signIn(addr)
 	id := l1.User.ID
-	list, err := ts.AdminSessions(id)
+	list, err := ts.AdminSessions(ctx, id)
 	ok(t, err)
 	if len(list) != 2 {
 		t.Fatalf("%d sessions, want 2", len(list))
 	}
-	n, err := ts.AdminRevokeSessions(id)
+	n, err := ts.AdminRevokeSessions(ctx, id)
 	ok(t, err)
 	if n != 2 {
 		t.Fatalf("revoked %d, want 2", n)
 	}
 	for _, l := range []*auth.Login{l1, l2} {
-		if _, err := ts.AuthenticateSession("Bearer " + l.Token); err == nil {
+		if _, err := ts.AuthenticateSession(ctx, "Bearer "+l.Token); err == nil {
 			t.Fatal("a session survived the admin revoke")
 		}
 	}
-	_, err = ts.AdminSessions("nobody")
+	_, err = ts.AdminSessions(ctx, "nobody")
 	wantErr(t, err, auth.ErrUserNotFound, "")
 
 	l3, _ := ts.signIn(addr)
-	ok(t, ts.SetUserDisabled(id, true))
-	if _, err := ts.AuthenticateSession("Bearer " + l3.Token); err == nil {
+	ok(t, ts.SetUserDisabled(ctx, id, true))
+	if _, err := ts.AuthenticateSession(ctx, "Bearer "+l3.Token); err == nil {
 		t.Fatal("a disabled user's session still works")
 	}
-	ok(t, ts.SendMagicLink(ts.project, "fresh@example.com", "", ts.meta)) // others are unaffected
-	wantErr(t, ts.SendMagicLink(ts.project, addr, "", ts.meta), auth.ErrUserDisabled, auth.CatUserDisabled)
-	ok(t, ts.SetUserDisabled(id, false))
+	ok(t, ts.SendMagicLink(ctx, ts.project, "fresh@example.com", "", ts.meta)) // others are unaffected
+	wantErr(t, ts.SendMagicLink(ctx, ts.project, addr, "", ts.meta), auth.ErrUserDisabled, auth.CatUserDisabled)
+	ok(t, ts.SetUserDisabled(ctx, id, false))
 	ts.clock.Advance(auth.SendInterval)
 	_, pr := ts.signIn(addr)
 
-	ok(t, ts.DeleteUser(pr))
+	ok(t, ts.DeleteUser(ctx, pr))
 	if got := ts.outbox("user.deleted"); len(got) != 1 || got[0]["user_id"] != id {
 		t.Fatalf("user.deleted events %v", got)
 	}
 	if u := ts.user(addr); u != nil {
 		t.Fatalf("deleted user still there: %+v", u)
 	}
-	_, err = ts.SessionUser(pr)
+	_, err = ts.SessionUser(ctx, pr)
 	wantErr(t, err, auth.ErrInvalidSession, "")
 }
 
@@ -157,7 +157,7 @@ func TestAdminSessionsAndDisable(t *testing.T) {
 // session lifetime has passed.
 func TestSessionExpires(t *testing.T) {
 	ts := newTestService(t)
-	p, err := ts.UpdateProject(ts.project.ID, auth.ProjectInput{SessionTTLSeconds: ptr(300)})
+	p, err := ts.UpdateProject(ctx, ts.project.ID, auth.ProjectInput{SessionTTLSeconds: ptr(300)})
 	ok(t, err)
 	ts.project = p
 	l, _ := ts.signIn("short@example.com")
@@ -167,6 +167,6 @@ func TestSessionExpires(t *testing.T) {
 	ts.clock.Advance(l.Session.ExpiresAt.Sub(ts.clock.Now()) - time.Second)
 	ts.principal(l)
 	ts.clock.Advance(time.Second)
-	_, err = ts.AuthenticateSession("Bearer " + l.Token)
+	_, err = ts.AuthenticateSession(ctx, "Bearer "+l.Token)
 	wantErr(t, err, auth.ErrInvalidSession, "")
 }

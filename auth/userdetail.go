@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 
 	"latchkey/store"
@@ -44,11 +45,11 @@ type UserDetail struct {
 // sessionLimit (at most MaxUserSessions) of its newest sessions, in one
 // read transaction that reads at most sessionLimit+1 session index
 // entries. 404 USER_NOT_FOUND for an unknown id.
-func (s *Service) AdminUserDetail(id string, sessionLimit int) (UserDetail, error) {
+func (s *Service) AdminUserDetail(ctx context.Context, id string, sessionLimit int) (UserDetail, error) {
 	sessionLimit = min(max(sessionLimit, 1), MaxUserSessions)
 	var d UserDetail
 	var rows []*store.Session
-	err := s.db.View(func(tx *store.Tx) error {
+	err := s.db.View(ctx, func(tx store.Tx) error {
 		u, err := tx.User(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrUserNotFound

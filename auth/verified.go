@@ -22,7 +22,7 @@ import (
 // passkey sign-ups, which created the user and its first passkey in one
 // transaction at one instant and never named an externalUserId; those
 // count as unverified, like every passkey sign-up since.
-func settleVerified(tx *store.Tx, u *store.User) (changed bool, err error) {
+func settleVerified(tx store.Tx, u *store.User) (changed bool, err error) {
 	if u.EmailVerified != nil {
 		return false, nil
 	}
@@ -48,7 +48,7 @@ func isVerified(u *store.User) bool { return u.EmailVerified != nil && *u.EmailV
 
 // setVerified marks u's address proven inside tx, writing the row only
 // when that changes it.
-func (s *Service) setVerified(tx *store.Tx, u *store.User) error {
+func (s *Service) setVerified(tx store.Tx, u *store.User) error {
 	if isVerified(u) {
 		return nil
 	}
@@ -63,7 +63,7 @@ func (s *Service) setVerified(tx *store.Tx, u *store.User) error {
 // when it is, and, when the account is unverified, a new user replacing
 // it (replaceUnverified). A disabled account is returned as it is, for
 // the caller's 403. isNew is true for a created user.
-func (s *Service) provenUser(tx *store.Tx, p *store.Project, email string) (u *store.User, isNew bool, err error) {
+func (s *Service) provenUser(tx store.Tx, p *store.Project, email string) (u *store.User, isNew bool, err error) {
 	u, err = tx.UserByEmail(p.ID, email)
 	if errors.Is(err, store.ErrNotFound) {
 		u, err = s.newUser(tx, p, email, true)
@@ -92,7 +92,7 @@ func (s *Service) provenUser(tx *store.Tx, p *store.Project, email string) (u *s
 // /user does (sessions, factors, backup codes, passkeys, pending codes,
 // links and grants; user.deleted) and creates a new, verified user with
 // its address (user.registered), inside tx.
-func (s *Service) replaceUnverified(tx *store.Tx, p *store.Project, old *store.User) (*store.User, error) {
+func (s *Service) replaceUnverified(tx store.Tx, p *store.Project, old *store.User) (*store.User, error) {
 	if err := s.deleteAccount(tx, old); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (s *Service) replaceUnverified(tx *store.Tx, p *store.Project, old *store.U
 
 // newUser creates p's user with email inside tx and emits
 // user.registered.
-func (s *Service) newUser(tx *store.Tx, p *store.Project, email string, verified bool) (*store.User, error) {
+func (s *Service) newUser(tx store.Tx, p *store.Project, email string, verified bool) (*store.User, error) {
 	now := s.now().UTC()
 	u := &store.User{ID: newID(), ProjectID: p.ID, Email: email, CreatedAt: now, UpdatedAt: now, EmailVerified: boolPtr(verified)}
 	if err := tx.PutUser(u); err != nil {

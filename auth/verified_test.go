@@ -32,7 +32,7 @@ func TestSettleVerified(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			u := &store.User{ID: newID(), ProjectID: f.u.ProjectID, Email: newID() + "@example.com", ExternalUserID: c.ext, CreatedAt: created, EmailVerified: c.verified}
-			err := f.db.Update(func(tx *store.Tx) error {
+			err := f.db.Update(ctx, func(tx store.Tx) error {
 				if err := tx.PutUser(u); err != nil {
 					return err
 				}
@@ -46,7 +46,7 @@ func TestSettleVerified(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.db.View(func(tx *store.Tx) error {
+			f.db.View(ctx, func(tx store.Tx) error {
 				got, err := tx.User(u.ID) // as stored, JSON round trip included
 				if err != nil {
 					t.Fatal(err)
@@ -71,7 +71,7 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 	f := newTOTPFixture(t)
 	p := f.project()
 	victim, pr := f.signIn(p, "victim@example.com")
-	if err := f.db.Update(func(tx *store.Tx) error {
+	if err := f.db.Update(ctx, func(tx store.Tx) error {
 		victim.EmailVerified = boolPtr(false)
 		if err := tx.PutUser(victim); err != nil {
 			return err
@@ -86,7 +86,7 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 	deleted, registered := f.outbox("user.deleted"), f.outbox("user.registered")
 	var u *store.User
 	var isNew bool
-	err := f.db.Update(func(tx *store.Tx) error {
+	err := f.db.Update(ctx, func(tx store.Tx) error {
 		var err error
 		u, isNew, err = f.svc.provenUser(tx, p, "victim@example.com")
 		return err
@@ -100,9 +100,9 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 	if f.outbox("user.deleted") != deleted+1 || f.outbox("user.registered") != registered+1 {
 		t.Fatal("replacement did not emit user.deleted and user.registered")
 	}
-	f.db.View(func(tx *store.Tx) error {
-		if tx.SessionExists(pr.SessionID) {
-			t.Fatal("the replaced account's session lives")
+	f.db.View(ctx, func(tx store.Tx) error {
+		if live, err := tx.SessionExists(pr.SessionID); err != nil || live {
+			t.Fatalf("the replaced account's session lives (%v)", err)
 		}
 		if _, err := tx.Factor(victim.ID, factorSMS); err == nil {
 			t.Fatal("the replaced account's factor lives")
@@ -114,7 +114,7 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 	})
 
 	// Proving it again keeps the (now verified) account.
-	err = f.db.Update(func(tx *store.Tx) error {
+	err = f.db.Update(ctx, func(tx store.Tx) error {
 		again, isNew, err := f.svc.provenUser(tx, p, "victim@example.com")
 		if err == nil && (isNew || again.ID != u.ID) {
 			t.Fatalf("verified account replaced: %+v new %v", again, isNew)
@@ -127,7 +127,7 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 
 	// A disabled unverified account is left for the caller's 403.
 	off, _ := f.signIn(p, "off@example.com")
-	err = f.db.Update(func(tx *store.Tx) error {
+	err = f.db.Update(ctx, func(tx store.Tx) error {
 		off.EmailVerified, off.Disabled = boolPtr(false), true
 		if err := tx.PutUser(off); err != nil {
 			return err

@@ -73,7 +73,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, p httprouter.Params)
 }
 
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
-	u, err := s.auth.SessionUser(pr)
+	u, err := s.auth.SessionUser(r.Context(), pr)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	up, err := s.auth.UpdateUser(pr, in, s.meta(r, false))
+	up, err := s.auth.UpdateUser(r.Context(), pr, in, s.meta(r, false))
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Server) emailSend(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	if err := s.auth.SendAddressCode(pr, s.meta(r, false)); err != nil {
+	if err := s.auth.SendAddressCode(r.Context(), pr, s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -120,7 +120,7 @@ func (s *Server) emailVerify(w http.ResponseWriter, r *http.Request, _ httproute
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	u, err := s.auth.VerifyAddress(pr, in.Code, s.meta(r, false))
+	u, err := s.auth.VerifyAddress(r.Context(), pr, in.Code, s.meta(r, false))
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Server) emailVerify(w http.ResponseWriter, r *http.Request, _ httproute
 }
 
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
-	if err := s.auth.DeleteUser(pr); err != nil {
+	if err := s.auth.DeleteUser(r.Context(), pr); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -156,7 +156,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	if err := s.auth.Logout(pr, in.Scope); err != nil {
+	if err := s.auth.Logout(r.Context(), pr, in.Scope); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -170,7 +170,7 @@ type userSession struct {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
-	views, err := s.auth.Sessions(pr)
+	views, err := s.auth.Sessions(r.Context(), pr)
 	if err != nil {
 		return err
 	}
@@ -185,14 +185,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, p httprouter.Params, pr *auth.Principal) error {
-	if err := s.auth.RevokeSession(pr, p.ByName("id")); err != nil {
+	if err := s.auth.RevokeSession(r.Context(), pr, p.ByName("id")); err != nil {
 		return err
 	}
 	return ok(w, nil)
 }
 
 func (s *Server) jwks(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	keys, err := s.auth.JWKS(p.ByName("projectId"))
+	keys, err := s.auth.JWKS(r.Context(), p.ByName("projectId"))
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func TestDeleteUserDropsPendingCredentials(t *testing.T) {
 	if users := ts.admin("GET", "/api/v1/admin/users?projectId="+ts.Project.ID, nil).Body["users"].([]any); len(users) != 0 {
 		t.Fatalf("users after deletion: %v", users)
 	}
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(ctx, func(tx store.Tx) error {
 		if _, err := tx.Code("sms", ts.Project.ID, uid); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("SMS code: err=%v, want deleted", err)
 		}

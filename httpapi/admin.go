@@ -47,7 +47,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ httprou
 	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	p, err := s.auth.CreateProject(in)
+	p, err := s.auth.CreateProject(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	ps, err := s.auth.Projects()
+	ps, err := s.auth.Projects(r.Context())
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 func (s *Server) getProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	proj, err := s.auth.Project(p.ByName("id"))
+	proj, err := s.auth.Project(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, p httprou
 	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	proj, err := s.auth.UpdateProject(p.ByName("id"), in)
+	proj, err := s.auth.UpdateProject(r.Context(), p.ByName("id"), in)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Server) updateProject(w http.ResponseWriter, r *http.Request, p httprou
 }
 
 func (s *Server) deleteProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	if err := s.auth.DeleteProject(p.ByName("id")); err != nil {
+	if err := s.auth.DeleteProject(r.Context(), p.ByName("id")); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -109,7 +109,7 @@ func (s *Server) createMethod(w http.ResponseWriter, r *http.Request, p httprout
 	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	m, err := s.auth.CreateMethod(p.ByName("id"), in.Method, in.Pattern)
+	m, err := s.auth.CreateMethod(r.Context(), p.ByName("id"), in.Method, in.Pattern)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Server) createMethod(w http.ResponseWriter, r *http.Request, p httprout
 // listMethods lists a project's external-method registrations without
 // their secrets.
 func (s *Server) listMethods(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	ms, err := s.auth.Methods(p.ByName("id"))
+	ms, err := s.auth.Methods(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
@@ -133,10 +133,10 @@ func (s *Server) listMethods(w http.ResponseWriter, r *http.Request, p httproute
 // their secrets.
 func (s *Server) listProjectWebhooks(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	id := p.ByName("id")
-	if _, err := s.auth.Project(id); err != nil {
+	if _, err := s.auth.Project(r.Context(), id); err != nil {
 		return err
 	}
-	hooks, err := s.hooks.AdminList(id)
+	hooks, err := s.hooks.AdminList(r.Context(), id)
 	if err != nil {
 		return webhookErr(err)
 	}
@@ -153,7 +153,7 @@ func (s *Server) updateMethod(w http.ResponseWriter, r *http.Request, p httprout
 	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	m, err := s.auth.SetMethodStatus(p.ByName("id"), in.Status)
+	m, err := s.auth.SetMethodStatus(r.Context(), p.ByName("id"), in.Status)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	key, k, err := s.auth.CreateKey(in)
+	key, k, err := s.auth.CreateKey(r.Context(), in)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, _ httprouter.
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	ks, err := s.auth.Keys(r.URL.Query().Get("projectId"))
+	ks, err := s.auth.Keys(r.Context(), r.URL.Query().Get("projectId"))
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err := noFields(w, r); err != nil {
 		return err
 	}
-	if err := s.auth.RevokeKey(p.ByName("prefix")); err != nil {
+	if err := s.auth.RevokeKey(r.Context(), p.ByName("prefix")); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -207,7 +207,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err != nil {
 		return err
 	}
-	page, err := s.auth.AdminUsers(q.Get("projectId"), q.Get("email"), q.Get("cursor"), limit)
+	page, err := s.auth.AdminUsers(r.Context(), q.Get("projectId"), q.Get("email"), q.Get("cursor"), limit)
 	if err != nil {
 		return err
 	}
@@ -225,7 +225,7 @@ func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httpro
 	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	u, err := s.auth.SetUserCompany(p.ByName("id"), in.CompanyID)
+	u, err := s.auth.SetUserCompany(r.Context(), p.ByName("id"), in.CompanyID)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httpro
 // deleteAdminUser deletes a user with everything that is theirs, as
 // DELETE /user does (user.deleted is emitted).
 func (s *Server) deleteAdminUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	if err := s.auth.AdminDeleteUser(p.ByName("id")); err != nil {
+	if err := s.auth.AdminDeleteUser(r.Context(), p.ByName("id")); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -248,7 +248,7 @@ func (s *Server) disableUser(w http.ResponseWriter, r *http.Request, p httproute
 	if err := noFields(w, r); err != nil {
 		return err
 	}
-	if err := s.auth.SetUserDisabled(p.ByName("id"), true); err != nil {
+	if err := s.auth.SetUserDisabled(r.Context(), p.ByName("id"), true); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -258,14 +258,14 @@ func (s *Server) enableUser(w http.ResponseWriter, r *http.Request, p httprouter
 	if err := noFields(w, r); err != nil {
 		return err
 	}
-	if err := s.auth.SetUserDisabled(p.ByName("id"), false); err != nil {
+	if err := s.auth.SetUserDisabled(r.Context(), p.ByName("id"), false); err != nil {
 		return err
 	}
 	return ok(w, nil)
 }
 
 func (s *Server) listUserSessions(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	views, err := s.auth.AdminSessions(p.ByName("id"))
+	views, err := s.auth.AdminSessions(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (s *Server) revokeUserSessions(w http.ResponseWriter, r *http.Request, p ht
 	if err := noFields(w, r); err != nil {
 		return err
 	}
-	n, err := s.auth.AdminRevokeSessions(p.ByName("id"))
+	n, err := s.auth.AdminRevokeSessions(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (s *Server) resetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err := noFields(w, r); err != nil {
 		return err
 	}
-	if err := s.auth.ResetTOTP(p.ByName("id"), s.meta(r, false)); err != nil {
+	if err := s.auth.ResetTOTP(r.Context(), p.ByName("id"), s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -308,7 +308,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
-	page, err := s.auth.Events(auth.EventQuery{ProjectID: q.Get("projectId"), FailureCode: q.Get("failureCode"), Before: q.Get("before"), Limit: limit})
+	page, err := s.auth.Events(r.Context(), auth.EventQuery{ProjectID: q.Get("projectId"), FailureCode: q.Get("failureCode"), Before: q.Get("before"), Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	// A large file takes longer than the server's write timeout: lift it
 	// for this response (the client going away still ends it).
 	http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	_, err := s.auth.Backup(w, func(size int64) {
+	_, err := s.auth.Backup(r.Context(), w, func(size int64) {
 		h := w.Header()
 		h.Set("Content-Type", "application/octet-stream")
 		h.Set("Content-Disposition", `attachment; filename="latchkey-backup.db"`)

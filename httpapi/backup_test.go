@@ -100,7 +100,7 @@ func TestBackupCodeOldAlphabet(t *testing.T) {
 		h := ts.Keys.HashString("backup", uid+"\x00"+strings.ReplaceAll(c, "-", ""))
 		b.Hashes = append(b.Hashes, h[:])
 	}
-	if err := ts.DB.Update(func(tx *store.Tx) error { return tx.PutBackupCodes(b) }); err != nil {
+	if err := ts.DB.Update(ctx, func(tx store.Tx) error { return tx.PutBackupCodes(b) }); err != nil {
 		t.Fatal(err)
 	}
 	verify := func(code string) *response {

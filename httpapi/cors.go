@@ -9,7 +9,7 @@ import (
 	"latchkey/auth"
 )
 
-// CORS for browser calls (README, "CORS"). A web app calls the user-JWT
+// CORS for browser calls (docs/api.md, "CORS"). A web app calls the user-JWT
 // endpoints and the passkey ceremonies from its pages, on one of its
 // project's allowed origins. Bearer tokens, not cookies, authenticate
 // those calls, so no Access-Control-Allow-Credentials is sent. API-key
@@ -83,7 +83,7 @@ func (s *Server) answerPreflight(w http.ResponseWriter, r *http.Request, methods
 	h.Add("Vary", "Origin")
 	h.Add("Vary", "Access-Control-Request-Method")
 	h.Add("Vary", "Access-Control-Request-Headers")
-	if !s.auth.OriginAllowed(origin, "") {
+	if !s.auth.OriginAllowed(r.Context(), origin, "") {
 		s.writeError(w, auth.ErrOriginNotAllowed)
 		return
 	}
@@ -105,7 +105,7 @@ func (s *Server) allowOrigin(w http.ResponseWriter, r *http.Request, projectID s
 	}
 	h := w.Header()
 	h.Add("Vary", "Origin")
-	if s.auth.OriginAllowed(origin, projectID) {
+	if s.auth.OriginAllowed(r.Context(), origin, projectID) {
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 	}

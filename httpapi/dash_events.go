@@ -44,11 +44,11 @@ func nameOf(names map[string]string, id *string) projectName {
 func (s *Server) dashEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params, page dashPage) error {
 	q := r.URL.Query()
 	f := auth.EventQuery{ProjectID: q.Get("project"), FailureCode: q.Get("failure"), Before: q.Get("before")}
-	evs, err := s.auth.Events(f)
+	evs, err := s.auth.Events(r.Context(), f)
 	if err != nil {
 		return err
 	}
-	ps, err := s.auth.Projects()
+	ps, err := s.auth.Projects(r.Context())
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) dashEvents(w http.ResponseWriter, r *http.Request, _ httprouter
 		supp = append(supp, suppressedRow{c, nameOf(names, c.ProjectID)})
 		suppressed += c.Count
 	}
-	chart, err := s.failureChart(f.ProjectID)
+	chart, err := s.failureChart(r.Context(), f.ProjectID)
 	if err != nil {
 		return err
 	}

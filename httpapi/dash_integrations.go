@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 
@@ -20,11 +21,11 @@ const deliveryPageSize = 50
 // dashWebhooks lists a project's webhooks of both modes, each with its
 // newest delivery attempt; never a secret.
 func (s *Server) dashWebhooks(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	proj, err := s.auth.Project(p.ByName("id"))
+	proj, err := s.auth.Project(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
-	hooks, err := s.hooks.AdminSummaries(proj.ID)
+	hooks, err := s.hooks.AdminSummaries(r.Context(), proj.ID)
 	if err != nil {
 		return webhookErr(err)
 	}
@@ -40,12 +41,12 @@ func (s *Server) dashWebhooks(w http.ResponseWriter, r *http.Request, p httprout
 // dashDeliveries shows a page of one webhook's delivery attempts,
 // newest first, with a link to older ones.
 func (s *Server) dashDeliveries(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	proj, err := s.auth.Project(p.ByName("id"))
+	proj, err := s.auth.Project(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
 	before := r.URL.Query().Get("before")
-	ds, err := s.hooks.AdminDeliveries(proj.ID, p.ByName("hook"), before, deliveryPageSize)
+	ds, err := s.hooks.AdminDeliveries(r.Context(), proj.ID, p.ByName("hook"), before, deliveryPageSize)
 	if err != nil {
 		return webhookErr(err)
 	}
@@ -67,11 +68,11 @@ func (s *Server) dashDeliveries(w http.ResponseWriter, r *http.Request, p httpro
 // register one; right after a registration it shows the new secret,
 // the only time it is ever shown.
 func (s *Server) dashMethods(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	proj, err := s.auth.Project(p.ByName("id"))
+	proj, err := s.auth.Project(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
-	ms, err := s.auth.Methods(proj.ID)
+	ms, err := s.auth.Methods(r.Context(), proj.ID)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func (s *Server) dashMethods(w http.ResponseWriter, r *http.Request, p httproute
 // methods page, which shows its secret once.
 func (s *Server) dashCreateMethod(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
 	id := p.ByName("id")
-	m, err := s.auth.CreateMethod(id, r.PostForm.Get("method"), r.PostForm.Get("pattern"))
+	m, err := s.auth.CreateMethod(r.Context(), id, r.PostForm.Get("method"), r.PostForm.Get("pattern"))
 	if err != nil {
 		return refused(page, "new-method", err, func(page dashPage) error { return s.dashMethods(w, r, p, page) })
 	}
@@ -102,8 +103,8 @@ func (s *Server) dashCreateMethod(w http.ResponseWriter, r *http.Request, p http
 
 // projectMethod returns project id's external method mid (404
 // EXTERNAL_METHOD_NOT_FOUND when the project has none).
-func (s *Server) projectMethod(id, mid string) (auth.MethodView, error) {
-	ms, err := s.auth.Methods(id)
+func (s *Server) projectMethod(ctx context.Context, id, mid string) (auth.MethodView, error) {
+	ms, err := s.auth.Methods(ctx, id)
 	if err != nil {
 		return auth.MethodView{}, err
 	}
@@ -116,7 +117,7 @@ func (s *Server) projectMethod(id, mid string) (auth.MethodView, error) {
 }
 
 func (s *Server) confirmDisableMethod(r *http.Request, p httprouter.Params) (confirmation, error) {
-	m, err := s.projectMethod(p.ByName("id"), p.ByName("method"))
+	m, err := s.projectMethod(r.Context(), p.ByName("id"), p.ByName("method"))
 	if err != nil {
 		return confirmation{}, err
 	}
@@ -138,11 +139,11 @@ func (s *Server) dashEnableMethod(w http.ResponseWriter, r *http.Request, p http
 
 func (s *Server) setMethodStatus(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage, status, done string) error {
 	id := p.ByName("id")
-	m, err := s.projectMethod(id, p.ByName("method"))
+	m, err := s.projectMethod(r.Context(), id, p.ByName("method"))
 	if err != nil {
 		return err
 	}
-	if _, err := s.auth.SetMethodStatus(m.ID, status); err != nil {
+	if _, err := s.auth.SetMethodStatus(r.Context(), m.ID, status); err != nil {
 		return err
 	}
 	return s.done(w, r, page, projectPath(id, "methods"), "Method "+m.Method+" "+done+".")

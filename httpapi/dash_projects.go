@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -17,7 +18,7 @@ import (
 // users), creation, settings, deletion, keys.
 
 func (s *Server) dashProjects(w http.ResponseWriter, r *http.Request, _ httprouter.Params, page dashPage) error {
-	ps, err := s.auth.Projects()
+	ps, err := s.auth.Projects(r.Context())
 	if err != nil {
 		return err
 	}
@@ -25,7 +26,7 @@ func (s *Server) dashProjects(w http.ResponseWriter, r *http.Request, _ httprout
 	for _, p := range ps {
 		views = append(views, s.auth.ViewProject(p))
 	}
-	chart, err := s.failureChart("")
+	chart, err := s.failureChart(r.Context(), "")
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, p htt
 		if in.Name == nil {
 			in.Name = new(string) // refused by the name check
 		}
-		proj, err = s.auth.CreateProject(in)
+		proj, err = s.auth.CreateProject(r.Context(), in)
 	}
 	if err != nil {
 		return refused(page, "new-project", err, func(page dashPage) error { return s.dashProjects(w, r, p, page) })
@@ -134,11 +135,11 @@ func (f settingsForm) kept(form url.Values) settingsForm {
 // refused settings or key form is shown again with the operator's input.
 func (s *Server) dashProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
 	id := p.ByName("id")
-	proj, err := s.auth.Project(id)
+	proj, err := s.auth.Project(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	keys, err := s.auth.Keys(id)
+	keys, err := s.auth.Keys(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (s *Server) dashProject(w http.ResponseWriter, r *http.Request, p httproute
 		kv = append(kv, auth.ViewKey(k))
 	}
 	q := r.URL.Query()
-	users, err := s.auth.AdminUsers(id, q.Get("q"), q.Get("cursor"), auth.DefaultPageSize)
+	users, err := s.auth.AdminUsers(r.Context(), id, q.Get("q"), q.Get("cursor"), auth.DefaultPageSize)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func (s *Server) dashUpdateProject(w http.ResponseWriter, r *http.Request, p htt
 	id := p.ByName("id")
 	in, err := projectInput(r.PostForm)
 	if err == nil {
-		_, err = s.auth.UpdateProject(id, in)
+		_, err = s.auth.UpdateProject(r.Context(), id, in)
 	}
 	if err != nil {
 		return refused(page, "settings", err, func(page dashPage) error { return s.dashProject(w, r, p, page) })
@@ -190,7 +191,7 @@ func (s *Server) dashUpdateProject(w http.ResponseWriter, r *http.Request, p htt
 }
 
 func (s *Server) confirmDeleteProject(r *http.Request, p httprouter.Params) (confirmation, error) {
-	proj, err := s.auth.Project(p.ByName("id"))
+	proj, err := s.auth.Project(r.Context(), p.ByName("id"))
 	if err != nil {
 		return confirmation{}, err
 	}
@@ -207,11 +208,11 @@ func (s *Server) confirmDeleteProject(r *http.Request, p httprouter.Params) (con
 }
 
 func (s *Server) dashDeleteProject(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	proj, err := s.auth.Project(p.ByName("id"))
+	proj, err := s.auth.Project(r.Context(), p.ByName("id"))
 	if err != nil {
 		return err
 	}
-	if err := s.auth.DeleteProject(proj.ID); err != nil {
+	if err := s.auth.DeleteProject(r.Context(), proj.ID); err != nil {
 		return err
 	}
 	return s.done(w, r, page, "/admin/", "Project "+proj.Name+" deleted.")
@@ -226,7 +227,7 @@ func (s *Server) dashCreateKey(w http.ResponseWriter, r *http.Request, p httprou
 	if e := strings.TrimSpace(r.PostForm.Get("expiresAt")); e != "" {
 		in.ExpiresAt = &e
 	}
-	key, _, err := s.auth.CreateKey(in)
+	key, _, err := s.auth.CreateKey(r.Context(), in)
 	if err != nil {
 		return refused(page, "key", err, func(page dashPage) error { return s.dashProject(w, r, p, page) })
 	}
@@ -236,11 +237,11 @@ func (s *Server) dashCreateKey(w http.ResponseWriter, r *http.Request, p httprou
 
 // projectKey returns the key of project id with prefix (404
 // API_KEY_NOT_FOUND when the project has none).
-func (s *Server) projectKey(id, prefix string) (auth.KeyView, error) {
-	if _, err := s.auth.Project(id); err != nil {
+func (s *Server) projectKey(ctx context.Context, id, prefix string) (auth.KeyView, error) {
+	if _, err := s.auth.Project(ctx, id); err != nil {
 		return auth.KeyView{}, err
 	}
-	keys, err := s.auth.Keys(id)
+	keys, err := s.auth.Keys(ctx, id)
 	if err != nil {
 		return auth.KeyView{}, err
 	}
@@ -253,7 +254,7 @@ func (s *Server) projectKey(id, prefix string) (auth.KeyView, error) {
 }
 
 func (s *Server) confirmRevokeKey(r *http.Request, p httprouter.Params) (confirmation, error) {
-	k, err := s.projectKey(p.ByName("id"), p.ByName("prefix"))
+	k, err := s.projectKey(r.Context(), p.ByName("id"), p.ByName("prefix"))
 	if err != nil {
 		return confirmation{}, err
 	}
@@ -271,11 +272,11 @@ func (s *Server) confirmRevokeKey(r *http.Request, p httprouter.Params) (confirm
 
 func (s *Server) dashRevokeKey(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
 	id := p.ByName("id")
-	k, err := s.projectKey(id, p.ByName("prefix"))
+	k, err := s.projectKey(r.Context(), id, p.ByName("prefix"))
 	if err != nil {
 		return err
 	}
-	if err := s.auth.RevokeKey(k.Prefix); err != nil {
+	if err := s.auth.RevokeKey(r.Context(), k.Prefix); err != nil {
 		return err
 	}
 	return s.done(w, r, page, projectPath(id)+"#keys", "Key "+k.Prefix+" revoked.")

@@ -22,11 +22,11 @@ func userPath(id string) string { return "/admin/users/" + url.PathEscape(id) }
 // dashUser shows a user: the admin view, factors, and the newest
 // sessions, with the actions.
 func (s *Server) dashUser(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(p.ByName("id"), userSessionsShown)
+	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), userSessionsShown)
 	if err != nil {
 		return err
 	}
-	proj, err := s.auth.Project(d.User.ProjectID)
+	proj, err := s.auth.Project(r.Context(), d.User.ProjectID)
 	if err != nil {
 		return err
 	}
@@ -59,24 +59,24 @@ func sessionCount(d auth.UserDetail) string {
 // userConfirmation starts the confirmation of an action on user id:
 // the facts that name the user; Cancel returns where the action would.
 func (s *Server) userConfirmation(r *http.Request, id string) (auth.UserDetail, confirmation, error) {
-	d, err := s.auth.AdminUserDetail(id, userSessionsShown)
+	d, err := s.auth.AdminUserDetail(r.Context(), id, userSessionsShown)
 	if err != nil {
 		return d, confirmation{}, err
 	}
 	c := confirmation{Facts: []fact{{"Email", d.User.Email}, {"User ID", d.User.ID}, {"Created", d.User.CreatedAt}, {"Live sessions", sessionCount(d)}},
 		Cancel: userBack(r, d.User)}
-	if proj, err := s.auth.Project(d.User.ProjectID); err == nil {
+	if proj, err := s.auth.Project(r.Context(), d.User.ProjectID); err == nil {
 		c.Facts = append([]fact{{"Project", proj.Name}}, c.Facts...)
 	}
 	return d, c, nil
 }
 
 func (s *Server) dashEnableUser(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(p.ByName("id"), 1)
+	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
 	if err != nil {
 		return err
 	}
-	if err := s.auth.SetUserDisabled(d.User.ID, false); err != nil {
+	if err := s.auth.SetUserDisabled(r.Context(), d.User.ID, false); err != nil {
 		return err
 	}
 	return s.done(w, r, page, userBack(r, d.User), d.User.Email+" enabled.")
@@ -92,11 +92,11 @@ func (s *Server) confirmDisableUser(r *http.Request, p httprouter.Params) (confi
 }
 
 func (s *Server) dashDisableUser(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(p.ByName("id"), 1)
+	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
 	if err != nil {
 		return err
 	}
-	if err := s.auth.SetUserDisabled(d.User.ID, true); err != nil {
+	if err := s.auth.SetUserDisabled(r.Context(), d.User.ID, true); err != nil {
 		return err
 	}
 	return s.done(w, r, page, userBack(r, d.User), d.User.Email+" disabled.")
@@ -111,11 +111,11 @@ func (s *Server) confirmRevokeSessions(r *http.Request, p httprouter.Params) (co
 }
 
 func (s *Server) dashRevokeSessions(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(p.ByName("id"), 1)
+	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
 	if err != nil {
 		return err
 	}
-	n, err := s.auth.AdminRevokeSessions(d.User.ID)
+	n, err := s.auth.AdminRevokeSessions(r.Context(), d.User.ID)
 	if err != nil {
 		return err
 	}
@@ -142,11 +142,11 @@ func (s *Server) confirmResetTOTP(r *http.Request, p httprouter.Params) (confirm
 }
 
 func (s *Server) dashResetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(p.ByName("id"), 1)
+	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
 	if err != nil {
 		return err
 	}
-	if err := s.auth.ResetTOTP(d.User.ID, s.meta(r, false)); err != nil {
+	if err := s.auth.ResetTOTP(r.Context(), d.User.ID, s.meta(r, false)); err != nil {
 		return err
 	}
 	return s.done(w, r, page, userBack(r, d.User), "TOTP lockout of "+d.User.Email+" reset.")
@@ -162,11 +162,11 @@ func (s *Server) confirmDeleteUser(r *http.Request, p httprouter.Params) (confir
 }
 
 func (s *Server) dashDeleteUser(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(p.ByName("id"), 1)
+	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
 	if err != nil {
 		return err
 	}
-	if err := s.auth.AdminDeleteUser(d.User.ID); err != nil {
+	if err := s.auth.AdminDeleteUser(r.Context(), d.User.ID); err != nil {
 		return err
 	}
 	return s.done(w, r, page, projectPath(d.User.ProjectID)+"#users", d.User.Email+" deleted.")

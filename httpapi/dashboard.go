@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
@@ -231,7 +232,7 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 				return
 			}
 		}
-		page := dashPage{LoggedIn: true, CSRF: sess.csrf, sid: c.Value, NotReady: s.notReady(true)}
+		page := dashPage{LoggedIn: true, CSRF: sess.csrf, sid: c.Value, NotReady: s.notReady(r.Context(), true)}
 		if r.Method == http.MethodGet {
 			page.Notice = s.dashSess.takeNotice(c.Value)
 		}
@@ -431,8 +432,8 @@ var chartColors = map[string]string{
 // failureChart renders failed events per hour over the last 24 hours,
 // stacked by category, as inline SVG. It reads the hourly counters (at
 // most 24 rows per category), never the events.
-func (s *Server) failureChart(projectID string) (template.HTML, error) {
-	fh, err := s.auth.FailureChart(projectID)
+func (s *Server) failureChart(ctx context.Context, projectID string) (template.HTML, error) {
+	fh, err := s.auth.FailureChart(ctx, projectID)
 	if err != nil {
 		return "", err
 	}

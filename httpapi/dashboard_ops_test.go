@@ -182,7 +182,7 @@ func TestDashboardConfirmations(t *testing.T) {
 	}
 	totpFailures := func() int {
 		var n int
-		ts.DB.View(func(tx *store.Tx) error {
+		ts.DB.View(ctx, func(tx store.Tx) error {
 			f, err := tx.Factor(uid, "totp")
 			if err == nil {
 				n = f.Failures
@@ -405,7 +405,7 @@ func TestDashboardWebhooks(t *testing.T) {
 	}
 
 	// 120 more attempts: pages of 50, newest first, each once.
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		for i := range 120 {
 			if err := tx.AddDelivery(&store.Delivery{ID: fmt.Sprintf("d-%03d", i), WebhookID: id, EventID: fmt.Sprintf("evt-%03d", i), EventType: "user.registered",
 				Attempt: 1, Status: "succeeded", ResponseStatus: 200, DurationMS: 7, CreatedAt: ts.Clock.Now()}); err != nil {
@@ -478,7 +478,7 @@ func TestDashboardUser(t *testing.T) {
 		t.Fatal("says there are more sessions")
 	}
 	// 150 sessions: the page lists the newest 100 and says there are more.
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		for i := range 150 {
 			s := &store.Session{ID: fmt.Sprintf("01ff%04d-0000-7000-8000-000000000000", i), UserID: ann, ProjectID: ts.Project.ID, Method: "email_otp",
 				IssuedAt: ts.Clock.Now(), ExpiresAt: ts.Clock.Now().Add(time.Hour), IP: fmt.Sprintf("bulk-%03d", i)}
@@ -506,7 +506,7 @@ func TestDashboardEventsProject(t *testing.T) {
 	ts := newTestServer(t)
 	c, _ := signedInCSRF(t, ts)
 	gone := str(t, obj(t, ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "Gone"}).Body, "project"), "id")
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		for i, p := range []string{ts.Project.ID, gone, ""} {
 			e := &store.AuthEvent{ID: fmt.Sprint("ev-", i), ProjectID: p, Email: fmt.Sprintf("p%d@example.com", i), Method: "email_otp", Action: "verify",
 				FailureCode: "expired", CreatedAt: ts.Clock.Now().Add(time.Duration(i) * time.Second)}

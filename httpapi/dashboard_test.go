@@ -156,7 +156,7 @@ func TestDashboardPages(t *testing.T) {
 	ts := newTestServer(t)
 	all := ts.addUsers(230)
 	start := ts.Clock.Now().Add(-time.Hour)
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		for i := range 250 {
 			e := &store.AuthEvent{ID: fmt.Sprint("ev-", i), ProjectID: ts.Project.ID, Email: fmt.Sprintf("ev%03d@example.com", i), Method: "email_otp",
 				Action: "verify", FailureCode: "expired", CreatedAt: start.Add(time.Duration(i) * time.Second)}

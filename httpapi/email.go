@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -21,10 +22,10 @@ func (s *Server) otpSend(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	var in sendInput
 	m := s.meta(r, true)
 	if err := decode(w, r, &in); err != nil {
-		return s.auth.Rejected(c.Project, "email_otp", "send", err, m)
+		return s.auth.Rejected(r.Context(), c.Project, "email_otp", "send", err, m)
 	}
 	m.DeviceToken = in.DeviceToken
-	if err := s.auth.SendOTP(c.Project, in.Email, m); err != nil {
+	if err := s.auth.SendOTP(r.Context(), c.Project, in.Email, m); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -42,9 +43,9 @@ func (s *Server) otpVerify(w http.ResponseWriter, r *http.Request, _ httprouter.
 	var in auth.OTPInput
 	m := s.meta(r, true)
 	if err := decode(w, r, &in); err != nil {
-		return s.auth.Rejected(c.Project, "email_otp", "verify", err, m)
+		return s.auth.Rejected(r.Context(), c.Project, "email_otp", "verify", err, m)
 	}
-	l, err := s.auth.VerifyOTP(c.Project, in, m)
+	l, err := s.auth.VerifyOTP(r.Context(), c.Project, in, m)
 	if err != nil {
 		return err
 	}
@@ -56,10 +57,10 @@ func (s *Server) magicSend(w http.ResponseWriter, r *http.Request, _ httprouter.
 	var in sendInput
 	m := s.meta(r, true)
 	if err := decode(w, r, &in); err != nil {
-		return s.auth.Rejected(c.Project, "magic_link", "send", err, m)
+		return s.auth.Rejected(r.Context(), c.Project, "magic_link", "send", err, m)
 	}
 	m.DeviceToken = in.DeviceToken
-	if err := s.auth.SendMagicLink(c.Project, in.Email, in.RedirectURL, m); err != nil {
+	if err := s.auth.SendMagicLink(r.Context(), c.Project, in.Email, in.RedirectURL, m); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -88,7 +89,7 @@ func (s *Server) magicVerify(w http.ResponseWriter, r *http.Request, _ httproute
 	q := r.URL.Query()
 	token, redirect := q.Get("token"), q.Get("redirect_uri")
 	if wantsHTML(r) {
-		return s.magicConfirmPage(w, token, redirect)
+		return s.magicConfirmPage(r.Context(), w, token, redirect)
 	}
 	return s.magicLogin(w, r, token, redirect, false)
 }
@@ -112,7 +113,7 @@ func (s *Server) magicConfirm(w http.ResponseWriter, r *http.Request, _ httprout
 			RedirectURI string `json:"redirect_uri"`
 		}
 		if err := decode(w, r, &in); err != nil {
-			return s.auth.Rejected(nil, "magic_link", "verify", err, s.meta(r, false))
+			return s.auth.Rejected(r.Context(), nil, "magic_link", "verify", err, s.meta(r, false))
 		}
 		return s.magicLogin(w, r, in.Token, in.RedirectURI, false)
 	}
@@ -143,7 +144,7 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 }
 
 func (s *Server) magicLogin(w http.ResponseWriter, r *http.Request, token, redirect string, browser bool) error {
-	l, err := s.auth.VerifyMagicLink(token, redirect, s.meta(r, false))
+	l, err := s.auth.VerifyMagicLink(r.Context(), token, redirect, s.meta(r, false))
 	if err != nil {
 		if browser {
 			e := auth.AsError(err)
@@ -186,8 +187,8 @@ func withToken(target, jwt string) string {
 	return target + sep + "token=" + url.QueryEscape(jwt) + frag
 }
 
-func (s *Server) magicConfirmPage(w http.ResponseWriter, token, redirect string) error {
-	p, err := s.auth.MagicLinkProject(token)
+func (s *Server) magicConfirmPage(ctx context.Context, w http.ResponseWriter, token, redirect string) error {
+	p, err := s.auth.MagicLinkProject(ctx, token)
 	if err != nil {
 		e := auth.AsError(err)
 		return page(w, statusOf(e), "Link not valid", e.Message, nil)

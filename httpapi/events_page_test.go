@@ -19,7 +19,7 @@ func TestEventsPages(t *testing.T) {
 	otherID := str(t, obj(t, other.Body, "project"), "id")
 	start := ts.Clock.Now().Add(-2 * time.Hour)
 	const n = 2500
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		for i := range n {
 			e := &store.AuthEvent{ID: fmt.Sprintf("ev-%04d", i), Method: "email_otp", Action: "verify", IP: "203.0.113.1",
 				CreatedAt: start.Add(time.Duration(i) * time.Second)}

@@ -39,7 +39,7 @@ func (s *Server) externalConfirm(w http.ResponseWriter, r *http.Request, _ httpr
 	if err != nil {
 		return err
 	}
-	l, err := s.auth.ConfirmExternal(c.Project, raw, r.Header.Get("X-Service-Signature"), s.meta(r, true))
+	l, err := s.auth.ConfirmExternal(r.Context(), c.Project, raw, r.Header.Get("X-Service-Signature"), s.meta(r, true))
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Server) externalCallback(w http.ResponseWriter, r *http.Request, p http
 	if err != nil {
 		return err
 	}
-	if err := s.auth.ExternalCallback(p.ByName("registrationId"), raw, r.Header.Get("X-Service-Signature"), s.meta(r, false)); err != nil {
+	if err := s.auth.ExternalCallback(r.Context(), p.ByName("registrationId"), raw, r.Header.Get("X-Service-Signature"), s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -65,7 +65,7 @@ func (s *Server) externalRedeem(w http.ResponseWriter, r *http.Request, _ httpro
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	l, err := s.auth.RedeemExternal(c.Project, in.Method, in.Reference, s.meta(r, true))
+	l, err := s.auth.RedeemExternal(r.Context(), c.Project, in.Method, in.Reference, s.meta(r, true))
 	if err != nil {
 		return err
 	}

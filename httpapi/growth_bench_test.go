@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"latchkey/auth"
-	"latchkey/internal/storetest"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // BenchmarkLoginBytes measures how much of the data file an email OTP
@@ -44,11 +44,11 @@ func BenchmarkLoginBytes(b *testing.B) {
 		done += n
 		e.purgeQueues(b)
 		if r == 0 {
-			start = e.db.Space()
+			start = e.file(b).Space()
 		}
 	}
 	b.StopTimer()
-	end := e.db.Space()
+	end := e.file(b).Space()
 	if n := b.N - min(round, b.N); n > 0 {
 		b.ReportMetric(float64(end.InUse()-start.InUse())/float64(n), "in-use-B/login")
 		b.ReportMetric(float64(end.FileSize-start.FileSize)/float64(n), "file-B/login")
@@ -91,7 +91,7 @@ func (e *benchEnv) purgeQueues(b *testing.B) {
 	b.Helper()
 	for {
 		n := 0
-		err := e.db.Update(func(tx *store.Tx) error {
+		err := e.db.Update(ctx, func(tx store.Tx) error {
 			var ids []uint64
 			tx.RecentMail(func(m *store.Mail) bool { ids = append(ids, m.ID); return len(ids) < 5000 })
 			for _, id := range ids {
@@ -128,7 +128,7 @@ func keepBench(e *benchEnv) {
 		if err != nil {
 			return
 		}
-		e.db.WriteTo(f)
+		e.db.(store.File).WriteTo(f)
 		f.Close()
 	}
 }
@@ -158,7 +158,7 @@ func BenchmarkRatiosAtScale(b *testing.B) {
 		projects := []string{e.project.ID}
 		for i := 1; i < 10; i++ {
 			name := fmt.Sprint("p", i)
-			p, err := e.svc.CreateProject(auth.ProjectInput{Name: &name})
+			p, err := e.svc.CreateProject(ctx, auth.ProjectInput{Name: &name})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func BenchmarkRatiosAtScale(b *testing.B) {
 			Users: users, Sessions: true, Devices: true, Events: 2 * users}); err != nil {
 			b.Fatal(err)
 		}
-		fmt.Printf("ratios: users=%d loaded in %v, file %d MB\n", users, time.Since(start).Round(time.Second), e.db.Space().FileSize>>20)
+		fmt.Printf("ratios: users=%d loaded in %v, file %d MB\n", users, time.Since(start).Round(time.Second), e.file(b).Space().FileSize>>20)
 		tokens[k] = make([]string, benchConc)
 		for i := range tokens[k] {
 			tokens[k][i] = e.loginDirect(b, fmt.Sprintf("ratio%d@example.com", i))

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 	"latchkey/store"
 )
 
-// Metrics are latchkey's Prometheus metrics (README, "Metrics"). Make
+// Metrics are latchkey's Prometheus metrics (docs/operations.md, "Metrics"). Make
 // one with NewMetrics and hand it to every part that feeds it: the
 // store (ObserveCommit in store.Options), the auth service
 // (auth.Config.Observer), the webhook worker (WebhookOutcome) and the
@@ -139,7 +140,7 @@ func (m *Metrics) WebhookOutcome(status string) {
 }
 
 // watchStore registers the gauges read through stats when scraped.
-func (m *Metrics) watchStore(stats func() (store.Stats, error)) {
+func (m *Metrics) watchStore(stats func(context.Context) (store.Stats, error)) {
 	m.once.Do(func() { m.reg.MustRegister(&storeCollector{stats: stats, now: m.now}) })
 }
 
@@ -284,7 +285,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // storeCollector reads the queue and file sizes from the store at scrape
 // time, in one read transaction.
 type storeCollector struct {
-	stats func() (store.Stats, error)
+	stats func(context.Context) (store.Stats, error)
 	now   func() time.Time
 }
 
@@ -314,7 +315,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	st, err := c.stats()
+	st, err := c.stats(context.Background()) // a Collector gets no context
 	if err != nil {
 		for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize, descFreeSize} {
 			ch <- prometheus.NewInvalidMetric(d, err)

@@ -45,7 +45,7 @@ func (s *Server) keyWith(h keyHandler, authKey func(http.ResponseWriter, *http.R
 // authKey validates the request's API key and counts it against the
 // rate, setting the X-RateLimit headers.
 func (s *Server) authKey(w http.ResponseWriter, r *http.Request) (*auth.Caller, error) {
-	c, err := s.auth.AuthenticateKey(r.Header.Get("Authorization"))
+	c, err := s.auth.AuthenticateKey(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *Server) session(h sessionHandler) httprouter.Handle {
 // when it fails (401, or 429 over the rate), for any project's origin, so
 // the page can read the answer.
 func (s *Server) authSession(w http.ResponseWriter, r *http.Request) (*auth.Principal, error) {
-	pr, err := s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	pr, err := s.auth.AuthenticateSession(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {
 		s.allowOrigin(w, r, "")
 		return nil, err

@@ -40,7 +40,7 @@ func (s *Server) keyOrSession(w http.ResponseWriter, r *http.Request) (*auth.Cal
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := s.auth.Project(pr.ProjectID)
+	p, err := s.auth.Project(r.Context(), pr.ProjectID)
 	if err != nil {
 		return nil, nil, auth.ErrInvalidSession
 	}
@@ -58,7 +58,7 @@ func (s *Server) passkeyRegisterStart(w http.ResponseWriter, r *http.Request, _ 
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	cer, err := s.auth.BeginPasskeyRegistration(c.Project, pr, in.Email, s.meta(r, pr == nil))
+	cer, err := s.auth.BeginPasskeyRegistration(r.Context(), c.Project, pr, in.Email, s.meta(r, pr == nil))
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (s *Server) passkeyRegisterVerify(w http.ResponseWriter, r *http.Request, _
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	reg, err := s.auth.FinishPasskeyRegistration(c.Project, pr, in.ChallengeID, in.Credential, s.meta(r, pr == nil))
+	reg, err := s.auth.FinishPasskeyRegistration(r.Context(), c.Project, pr, in.ChallengeID, in.Credential, s.meta(r, pr == nil))
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *Server) passkeyLoginStart(w http.ResponseWriter, r *http.Request, _ htt
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	cer, err := s.auth.BeginPasskeyLogin(c.Project, in.Email, s.meta(r, true))
+	cer, err := s.auth.BeginPasskeyLogin(r.Context(), c.Project, in.Email, s.meta(r, true))
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (s *Server) passkeyLoginVerify(w http.ResponseWriter, r *http.Request, _ ht
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	l, err := s.auth.FinishPasskeyLogin(c.Project, in.ChallengeID, in.Credential, s.meta(r, true))
+	l, err := s.auth.FinishPasskeyLogin(r.Context(), c.Project, in.ChallengeID, in.Credential, s.meta(r, true))
 	if err != nil {
 		return err
 	}
@@ -127,10 +127,10 @@ type passkeyList struct {
 }
 
 func (s *Server) listPasskeys(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
-	if _, err := s.auth.SessionUser(pr); err != nil {
+	if _, err := s.auth.SessionUser(r.Context(), pr); err != nil {
 		return err
 	}
-	list, err := s.auth.Passkeys(pr.ProjectID, pr.UserID)
+	list, err := s.auth.Passkeys(r.Context(), pr.ProjectID, pr.UserID)
 	if err != nil {
 		return err
 	}
@@ -138,11 +138,11 @@ func (s *Server) listPasskeys(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 func (s *Server) listPasskeysByExternal(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
-	uid, err := s.auth.UserIDByExternal(c.Project.ID, r.URL.Query().Get("externalUserId"))
+	uid, err := s.auth.UserIDByExternal(r.Context(), c.Project.ID, r.URL.Query().Get("externalUserId"))
 	if err != nil {
 		return err
 	}
-	list, err := s.auth.Passkeys(c.Project.ID, uid)
+	list, err := s.auth.Passkeys(r.Context(), c.Project.ID, uid)
 	if err != nil {
 		return err
 	}
@@ -159,14 +159,14 @@ func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, p httprou
 		if err != nil {
 			return err
 		}
-		uid, err := s.auth.UserIDByExternal(c.Project.ID, r.URL.Query().Get("externalUserId"))
+		uid, err := s.auth.UserIDByExternal(r.Context(), c.Project.ID, r.URL.Query().Get("externalUserId"))
 		if err != nil {
 			if errors.Is(err, auth.ErrUserNotFound) {
 				return auth.ErrPasskeyNotFound
 			}
 			return err
 		}
-		if err := s.auth.DeletePasskey(c.Project.ID, uid, id, s.meta(r, true)); err != nil {
+		if err := s.auth.DeletePasskey(r.Context(), c.Project.ID, uid, id, s.meta(r, true)); err != nil {
 			return err
 		}
 		return ok(w, nil)
@@ -178,7 +178,7 @@ func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, p httprou
 	if err != nil {
 		return err
 	}
-	if err := s.auth.DeletePasskey(pr.ProjectID, pr.UserID, rest, s.meta(r, false)); err != nil {
+	if err := s.auth.DeletePasskey(r.Context(), pr.ProjectID, pr.UserID, rest, s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)

@@ -176,7 +176,7 @@ func (ts *testServer) wantAuthEvent(action string, failureCode any) {
 func (ts *testServer) storedCredential(credentialID string) (*store.Passkey, webauthn.Credential) {
 	ts.t.Helper()
 	var pk *store.Passkey
-	err := ts.DB.View(func(tx *store.Tx) error {
+	err := ts.DB.View(ctx, func(tx store.Tx) error {
 		var err error
 		pk, err = tx.Passkey(ts.Project.ID, credentialID)
 		return err

@@ -111,12 +111,12 @@ func TestDeleteProjectRemovesItsData(t *testing.T) {
 			t.Fatalf("%s: err=%v, want it deleted", what, err)
 		}
 	}
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(ctx, func(tx store.Tx) error {
 		for _, id := range []string{uid, extUID} {
 			_, err := tx.User(id)
 			gone("user "+id, err)
-			if s := tx.UserSessions(id); len(s) != 0 {
-				t.Fatalf("sessions of %s: %v", id, s)
+			if s, err := tx.UserSessions(id); err != nil || len(s) != 0 {
+				t.Fatalf("sessions of %s: %v (%v)", id, s, err)
 			}
 		}
 		for _, addr := range []string{"ada@example.com", "ext@example.com"} {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -30,7 +31,7 @@ type ReadyCheck struct {
 // configured check passes; else 503 NOT_READY naming each that fails.
 // GET /health stays liveness: it does not look at any of these.
 func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	if failing := s.notReady(false); len(failing) > 0 {
+	if failing := s.notReady(r.Context(), false); len(failing) > 0 {
 		parts := make([]string, len(failing))
 		for i, f := range failing {
 			parts[i] = f.String()
@@ -55,9 +56,9 @@ func (f readyFailure) String() string { return f.Name + ": " + f.Reason }
 // notReady returns what keeps the server from being ready, in the order
 // GET /ready names them; with detail (for the signed-in dashboard),
 // each failing check's Detail too.
-func (s *Server) notReady(detail bool) []readyFailure {
+func (s *Server) notReady(ctx context.Context, detail bool) []readyFailure {
 	var failing []readyFailure
-	if err := s.auth.Usable(); err != nil {
+	if err := s.auth.Usable(ctx); err != nil {
 		failing = append(failing, readyFailure{Name: "store", Reason: err.Error()})
 	}
 	if !s.ready() {

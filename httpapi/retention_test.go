@@ -24,7 +24,7 @@ func (ts *testServer) loginWithDevice(addr, deviceToken string) string {
 func (ts *testServer) devices() int {
 	ts.t.Helper()
 	n := 0
-	ts.DB.View(func(tx *store.Tx) error { n = tx.ExpiringCount(store.ExpiringDevices); return nil })
+	ts.DB.View(ctx, func(tx store.Tx) (err error) { n, err = tx.ExpiringCount(store.ExpiringDevices); return err })
 	return n
 }
 
@@ -47,14 +47,14 @@ func TestDeviceRetention(t *testing.T) {
 	// 90 days after the first sign-in the device is still known: the
 	// second one extended it.
 	ts.Clock.Advance(89 * day)
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ts.devices() != 1 {
 		t.Fatal("a device used 89 days ago was swept")
 	}
 	ts.Clock.Advance(lastUse.Add(store.DeviceLifetime).Sub(ts.Clock.Now()))
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := ts.devices(); n != 0 {
@@ -91,14 +91,14 @@ func TestDeliveryRetention(t *testing.T) {
 		t.Fatalf("%d delivery records, want 2", n)
 	}
 	ts.Clock.Advance(20*24*time.Hour - time.Minute)
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(ts.history(ts.Key, id)); n != 2 {
 		t.Fatalf("%d delivery records a minute before the first is 30 days old, want 2", n)
 	}
 	ts.Clock.Advance(2 * time.Minute)
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(ts.history(ts.Key, id)); n != 1 {

@@ -46,7 +46,7 @@ func BenchmarkScale(b *testing.B) {
 	projects := []string{e.project.ID}
 	for i := 1; i < scaleProjects; i++ {
 		name := fmt.Sprint("p", i)
-		p, err := e.svc.CreateProject(auth.ProjectInput{Name: &name})
+		p, err := e.svc.CreateProject(ctx, auth.ProjectInput{Name: &name})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,20 +126,23 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-func dataSize(db *store.DB) int64 {
-	var n int64
-	db.View(func(tx *store.Tx) error { n = tx.Size(); return nil })
-	return n
+// dataSize returns the size of the data file under db (0 on a backend
+// without one).
+func dataSize(db store.DB) int64 {
+	if f, ok := db.(store.File); ok {
+		return f.Space().FileSize
+	}
+	return 0
 }
 
 // loadUsers stores scaleUsers users of project in email order of random
 // addresses (as sign-ups arrive), and returns their addresses sorted.
-func loadUsers(b *testing.B, db *store.DB, project string) []string {
+func loadUsers(b *testing.B, db store.DB, project string) []string {
 	b.Helper()
 	emails := make([]string, 0, scaleUsers)
 	now := time.Now().UTC()
 	for i := 0; i < scaleUsers; i += scaleChunk {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(ctx, func(tx store.Tx) error {
 			for j := i; j < i+scaleChunk; j++ {
 				h := fnv.New32a()
 				fmt.Fprint(h, j)
@@ -167,7 +170,7 @@ type scaleCursors struct{ deep string }
 // others; 70% successes, the failures invalid_code, expired or
 // rate_limited; plus suppressed counters for every hour. It returns the
 // cursor of an event in the middle of the month.
-func loadEvents(b *testing.B, db *store.DB, projects []string) scaleCursors {
+func loadEvents(b *testing.B, db store.DB, projects []string) scaleCursors {
 	b.Helper()
 	now := time.Now().UTC()
 	span := 29 * 24 * time.Hour
@@ -175,7 +178,7 @@ func loadEvents(b *testing.B, db *store.DB, projects []string) scaleCursors {
 	var cur scaleCursors
 	const ua = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15"
 	for i := 0; i < scaleEvents; i += scaleChunk {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(ctx, func(tx store.Tx) error {
 			for j := i; j < i+scaleChunk; j++ {
 				e := &store.AuthEvent{ID: uuid.NewString(), UserID: uuid.NewString(), Email: fmt.Sprintf("user%d@example.com", j%scaleUsers),
 					Method: "email_otp", Action: []string{"send", "verify"}[j%2], IP: fmt.Sprintf("203.0.%d.%d", j>>8&255, j&255),
@@ -206,7 +209,7 @@ func loadEvents(b *testing.B, db *store.DB, projects []string) scaleCursors {
 			b.Fatal(err)
 		}
 	}
-	err := db.Update(func(tx *store.Tx) error {
+	err := db.Update(ctx, func(tx store.Tx) error {
 		for h := first.Truncate(time.Hour); h.Before(now); h = h.Add(time.Hour) {
 			for _, p := range []string{projects[0], ""} {
 				c := store.SuppressedCount{Hour: h, ProjectID: p, Method: "magic_link", Action: "verify", FailureCode: auth.CatInvalidCode, N: 500}

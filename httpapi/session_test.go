@@ -56,7 +56,7 @@ func TestSessionExpiry(t *testing.T) {
 	ts.Clock.Advance(300 * time.Second)
 	wantError(t, ts.do("GET", "/api/v1/session", tok, nil), 401, "INVALID_SESSION")
 	// The scheduler's sweep removes the row.
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

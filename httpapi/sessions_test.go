@@ -67,7 +67,7 @@ func wantTime(t testing.TB, m map[string]any, key string, want time.Time) {
 func (ts *testServer) storedSession(id string) *store.Session {
 	ts.t.Helper()
 	var s *store.Session
-	err := ts.DB.View(func(tx *store.Tx) error {
+	err := ts.DB.View(ctx, func(tx store.Tx) error {
 		var err error
 		s, err = tx.Session(id)
 		return err
@@ -130,7 +130,7 @@ func TestSessionsLastSeen(t *testing.T) {
 	tok := ts.loginFrom("ada@example.com", "203.0.113.5", "Firefox")
 	gone := ts.loginFrom("ada@example.com", "203.0.113.5", "Firefox")
 	id, goneID := ts.sessionID(tok), ts.sessionID(gone)
-	if err := ts.Svc.FlushLastSeen(); err != nil {
+	if err := ts.Svc.FlushLastSeen(ctx); err != nil {
 		t.Fatal(err)
 	}
 	flushed := ts.storedSession(id).LastSeenAt
@@ -147,7 +147,7 @@ func TestSessionsLastSeen(t *testing.T) {
 	wantTime(t, ts.listSessions(tok)[1], "lastSeenAt", seen) // [0] is gone's, newer
 	wantOK(t, ts.do("POST", "/api/v1/logout", gone, nil))
 
-	if err := ts.Svc.FlushLastSeen(); err != nil {
+	if err := ts.Svc.FlushLastSeen(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if row := ts.storedSession(id); !row.LastSeenAt.Equal(seen) {
@@ -305,7 +305,7 @@ func (ts *testServer) countChallenges() int {
 	ts.t.Helper()
 	var n int
 	errCount := errors.New("count only")
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		n, _ = tx.SweepExpired(store.ExpiringChallenges, ts.Clock.Now().Add(24*time.Hour), 1<<30)
 		return errCount // roll back: only counted
 	})

@@ -50,7 +50,7 @@ func (ts *testServer) enrollPhone(f *fakeTwilio, tok, phone string) {
 func (ts *testServer) smsPhone(userID string) string {
 	ts.t.Helper()
 	var phone string
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(ctx, func(tx store.Tx) error {
 		if f, err := tx.Factor(userID, "sms"); err == nil {
 			phone = f.Phone
 		}

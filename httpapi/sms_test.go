@@ -106,7 +106,7 @@ func TestSMSTwilio(t *testing.T) {
 		t.Fatalf("outbox=%v", types)
 	}
 	var phone string
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(ctx, func(tx store.Tx) error {
 		f, err := tx.Factor(uid, "sms")
 		if err != nil {
 			t.Fatal(err)
@@ -230,7 +230,7 @@ func TestSMSEnrolledEvent(t *testing.T) {
 		if n := ts.countOutbox("sms.enrolled"); n != step.events {
 			t.Fatalf("after verify %d (%s): %d sms.enrolled events, want %d", sent, step.phone, n, step.events)
 		}
-		ts.DB.View(func(tx *store.Tx) error {
+		ts.DB.View(ctx, func(tx store.Tx) error {
 			f, err := tx.Factor(uid, "sms")
 			if err != nil || f.Phone != step.phone || f.Status != "enrolled" {
 				t.Fatalf("factor=%+v err=%v, want %s enrolled", f, err, step.phone)

@@ -13,7 +13,7 @@ func (s *Server) backupGenerate(w http.ResponseWriter, r *http.Request, _ httpro
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	codes, err := s.auth.GenerateBackupCodes(pr, s.meta(r, false))
+	codes, err := s.auth.GenerateBackupCodes(r.Context(), pr, s.meta(r, false))
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (s *Server) backupVerify(w http.ResponseWriter, r *http.Request, _ httprout
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	l, err := s.auth.VerifyBackupCode(c.Project, in, s.meta(r, true))
+	l, err := s.auth.VerifyBackupCode(r.Context(), c.Project, in, s.meta(r, true))
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (s *Server) smsVerify(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	if err := s.auth.VerifySMSCode(pr, in.Code, s.meta(r, false)); err != nil {
+	if err := s.auth.VerifySMSCode(r.Context(), pr, in.Code, s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, enrolled{true, true})

@@ -24,21 +24,21 @@ func TestSweep(t *testing.T) {
 	}
 
 	ts.Clock.Advance(29 * 24 * time.Hour)
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if events() == 0 {
 		t.Fatal("events younger than 30 days swept")
 	}
 	ts.Clock.Advance(24*time.Hour + time.Second)
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := events(); n != 0 {
 		t.Fatalf("%d events older than 30 days kept", n)
 	}
 	var live bool
-	ts.DB.View(func(tx *store.Tx) error { live = tx.SessionExists(sid); return nil })
+	ts.DB.View(ctx, func(tx store.Tx) (err error) { live, err = tx.SessionExists(sid); return err })
 	if live {
 		t.Fatal("expired session row not swept")
 	}
@@ -50,7 +50,7 @@ func TestSweep(t *testing.T) {
 	}
 	// A fresh login after the sweep is untouched by the next sweep.
 	tok = str(t, ts.login("new@example.com").Body, "token")
-	if err := ts.Svc.Sweep(); err != nil {
+	if err := ts.Svc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantOK(t, ts.do("GET", "/api/v1/session", tok, nil))

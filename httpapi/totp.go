@@ -13,7 +13,7 @@ func (s *Server) totpEnroll(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	e, err := s.auth.EnrollTOTP(pr, s.meta(r, false))
+	e, err := s.auth.EnrollTOTP(r.Context(), pr, s.meta(r, false))
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (s *Server) totpVerify(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	if err := s.auth.VerifyTOTP(pr, in.Code, s.meta(r, false)); err != nil {
+	if err := s.auth.VerifyTOTP(r.Context(), pr, in.Code, s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, enrolled{true, true})

@@ -36,7 +36,7 @@ func (ts *testServer) totpCode(secret string, offset int) string {
 func (ts *testServer) totpRow(userID string) []byte {
 	ts.t.Helper()
 	var raw []byte
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(ctx, func(tx store.Tx) error {
 		f, err := tx.Factor(userID, "totp")
 		if err == nil {
 			raw, _ = json.Marshal(f)

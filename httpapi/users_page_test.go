@@ -15,7 +15,7 @@ import (
 func (ts *testServer) addUsers(n int) []string {
 	ts.t.Helper()
 	var emails []string
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		for i := range n {
 			u := &store.User{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), ProjectID: ts.Project.ID,
 				Email: fmt.Sprintf("user%04d@example.com", i), CreatedAt: ts.Clock.Now()}

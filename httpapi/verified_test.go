@@ -197,7 +197,7 @@ func TestExternalConfirmReplacesUnverified(t *testing.T) {
 // changed directly).
 func (ts *testServer) setExternalID(userID, ext string, verified bool) {
 	ts.t.Helper()
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(userID)
 		if err != nil {
 			return err
@@ -239,7 +239,7 @@ func TestEmailVerifiedOfOldRows(t *testing.T) {
 	if l := ts.login("old-pk@example.com"); l.Body["userId"] == pkID || l.Body["isNewUser"] != true {
 		t.Fatalf("old passkey sign-up's address proven by code: %s, want a new user", l.Raw)
 	}
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(ctx, func(tx store.Tx) error {
 		u, err := tx.User(otpID)
 		if err != nil || u.EmailVerified == nil || !*u.EmailVerified {
 			t.Fatalf("settled value not stored: %+v %v", u, err)
@@ -252,7 +252,7 @@ func TestEmailVerifiedOfOldRows(t *testing.T) {
 // before the field existed lack it.
 func (ts *testServer) forgetVerified(userID string) {
 	ts.t.Helper()
-	err := ts.DB.Update(func(tx *store.Tx) error {
+	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(userID)
 		if err != nil {
 			return err
@@ -269,7 +269,7 @@ func (ts *testServer) forgetVerified(userID string) {
 func (ts *testServer) lastMailKind(addr string) string {
 	ts.t.Helper()
 	kind := ""
-	ts.DB.View(func(tx *store.Tx) error {
+	ts.DB.View(ctx, func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool {
 			if m.To == addr {
 				kind = m.Kind

@@ -43,7 +43,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
-	list, err := s.hooks.List(c.Project.ID, c.Mode)
+	list, err := s.hooks.List(r.Context(), c.Project.ID, c.Mode)
 	if err != nil {
 		return webhookErr(err)
 	}
@@ -54,7 +54,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, p httprouter.Params, c *auth.Caller) error {
-	if err := s.hooks.Delete(c.Project.ID, c.Mode, p.ByName("id")); err != nil {
+	if err := s.hooks.Delete(r.Context(), c.Project.ID, c.Mode, p.ByName("id")); err != nil {
 		return webhookErr(err)
 	}
 	return ok(w, nil)
@@ -65,7 +65,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p httpro
 	if err != nil {
 		return err
 	}
-	ds, err := s.hooks.Deliveries(c.Project.ID, c.Mode, p.ByName("id"), min(limit, 1000))
+	ds, err := s.hooks.Deliveries(r.Context(), c.Project.ID, c.Mode, p.ByName("id"), min(limit, 1000))
 	if err != nil {
 		return webhookErr(err)
 	}

@@ -95,7 +95,7 @@ func TestWebhookRetryScheduleToFailed(t *testing.T) {
 		}
 	}
 	var jobs int
-	ts.DB.View(func(tx *store.Tx) error { jobs = tx.JobCount(); return nil })
+	ts.DB.View(ctx, func(tx store.Tx) (err error) { jobs, err = tx.JobCount(); return err })
 	if jobs != 0 {
 		t.Fatalf("%d deliveries still queued after the final failure", jobs)
 	}
@@ -294,7 +294,7 @@ func TestWebhookProjectDeleted(t *testing.T) {
 		t.Fatalf("a deleted project's webhook was retried: %d deliveries", n)
 	}
 	var jobs int
-	ts.DB.View(func(tx *store.Tx) error { jobs = tx.JobCount(); return nil })
+	ts.DB.View(ctx, func(tx store.Tx) (err error) { jobs, err = tx.JobCount(); return err })
 	if jobs != 0 {
 		t.Fatalf("%d deliveries still queued", jobs)
 	}

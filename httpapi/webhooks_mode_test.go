@@ -106,7 +106,7 @@ func TestWebhookWithoutMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := &store.Webhook{ID: "old-hook", ProjectID: ts.Project.ID, URL: rcv.URL, Secret: sealed, CreatedAt: ts.Clock.Now()}
-	if err := ts.DB.Update(func(tx *store.Tx) error { return tx.PutWebhook(old) }); err != nil {
+	if err := ts.DB.Update(ctx, func(tx store.Tx) error { return tx.PutWebhook(old) }); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(ts.do("GET", "/api/v1/webhooks", ts.Key, nil).Body["webhooks"].([]any)); n != 0 {

@@ -39,7 +39,7 @@ func RetryDelay(n int) time.Duration {
 // leaves the queue only once it was handed over (or failed for good), so
 // a restart loses none and may at worst send one twice.
 type Queue struct {
-	DB        *store.DB
+	DB        store.DB
 	Keys      *store.Keyring
 	Transport Transport
 	From      string
@@ -117,7 +117,7 @@ func (q *Queue) RunOnce(ctx context.Context) error {
 	for ctx.Err() == nil {
 		now := q.Now()
 		var due []*store.Mail
-		if err := q.DB.View(func(tx *store.Tx) (err error) {
+		if err := q.DB.View(ctx, func(tx store.Tx) (err error) {
 			due, err = tx.DueMail(now, batchSize)
 			return err
 		}); err != nil {
@@ -133,7 +133,7 @@ func (q *Queue) RunOnce(ctx context.Context) error {
 			break
 		}
 	}
-	return q.armTimer()
+	return q.armTimer(ctx)
 }
 
 type outcome struct {
@@ -166,7 +166,7 @@ func (q *Queue) sendAll(ctx context.Context, due []*store.Mail) error {
 	// One function of a group commit, beside the requests' writes: the
 	// queue's bookkeeping never holds the writer on its own. The
 	// function may run twice, so it changes copies.
-	return q.DB.Batch(func(tx *store.Tx) error {
+	return q.DB.Batch(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		for _, o := range out {
 			if o.drop {
 				if err := tx.DeleteMail(o.m.ID); err != nil {
@@ -246,7 +246,7 @@ func (q *Queue) render(sm *store.Mail) (*Message, error) {
 
 // armTimer schedules a wake-up at the earliest pending retry (once
 // started; a test driving RunOnce by hand retries when it likes).
-func (q *Queue) armTimer() error {
+func (q *Queue) armTimer(ctx context.Context) error {
 	q.mu.Lock()
 	started := q.started
 	q.mu.Unlock()
@@ -254,7 +254,7 @@ func (q *Queue) armTimer() error {
 		return nil
 	}
 	var next time.Time
-	if err := q.DB.View(func(tx *store.Tx) error {
+	if err := q.DB.View(ctx, func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool {
 			if next.IsZero() || m.NextAttemptAt.Before(next) {
 				next = m.NextAttemptAt

@@ -20,6 +20,7 @@ import (
 	"latchkey/mail"
 	"latchkey/mail/mailtest"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 type clock struct {
@@ -47,8 +48,13 @@ func (f *fakeTransport) Send(_ context.Context, m *mail.Message) error {
 	return nil
 }
 
+func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
+
+// ctx is the context of the tests' store calls: never cancelled.
+var ctx = context.Background()
+
 type queueFixture struct {
-	db    *store.DB
+	db    store.DB
 	keys  *store.Keyring
 	clock *clock
 	path  string
@@ -56,8 +62,8 @@ type queueFixture struct {
 
 func mustOpen(t *testing.T) *queueFixture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
+	path := storetest.New(t)
+	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +83,7 @@ func (f *queueFixture) enqueue(t *testing.T, kind, to string, c store.MailConten
 		t.Fatal(err)
 	}
 	now := f.clock.Now()
-	if err := f.db.Update(func(tx *store.Tx) error {
+	if err := f.db.Update(ctx, func(tx store.Tx) error {
 		return tx.EnqueueMail(&store.Mail{ProjectID: "p", To: to, Kind: kind, Body: sealed, CreatedAt: now, NextAttemptAt: now})
 	}); err != nil {
 		t.Fatal(err)
@@ -92,7 +98,7 @@ func (f *queueFixture) queue(tr mail.Transport, logs io.Writer) *mail.Queue {
 func (f *queueFixture) queued(t *testing.T) []*store.Mail {
 	t.Helper()
 	var out []*store.Mail
-	f.db.View(func(tx *store.Tx) error {
+	f.db.View(ctx, func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool { out = append(out, m); return true })
 	})
 	return out
@@ -196,7 +202,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Acme", Code: "222222", TTLSeconds: 600})
 	f.db.Close()
-	db, _, err := store.Open(f.path, store.Options{})
+	db, _, err := store.Open(ctx, f.path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

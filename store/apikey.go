@@ -15,7 +15,7 @@ type APIKey struct {
 }
 
 // APIKey returns the key with prefix.
-func (tx *boltTx) APIKey(prefix string) (*APIKey, error) {
+func (tx boltTx) APIKey(prefix string) (*APIKey, error) {
 	var k APIKey
 	if err := tx.get(bucketKeys, []byte(prefix), &k); err != nil {
 		return nil, err
@@ -24,12 +24,12 @@ func (tx *boltTx) APIKey(prefix string) (*APIKey, error) {
 }
 
 // PutAPIKey creates or replaces a key.
-func (tx *boltTx) PutAPIKey(k *APIKey) error {
+func (tx boltTx) PutAPIKey(k *APIKey) error {
 	return tx.put(bucketKeys, []byte(k.Prefix), k)
 }
 
 // APIKeys returns every key, or only projectID's when it is not empty.
-func (tx *boltTx) APIKeys(projectID string) ([]*APIKey, error) {
+func (tx boltTx) APIKeys(projectID string) ([]*APIKey, error) {
 	var out []*APIKey
 	err := tx.bucket(bucketKeys).ForEach(func(_, v []byte) error {
 		var k APIKey

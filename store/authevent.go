@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -77,7 +78,7 @@ var ErrBadEventField = errors.New("store: project id or failure code holds a NUL
 // project's and all projects') and its project's event count, in tx. When
 // the project is over the cap its oldest events go, a few per call. It
 // sets e.Pos.
-func (tx *boltTx) AddAuthEvent(e *AuthEvent) error {
+func (tx boltTx) AddAuthEvent(e *AuthEvent) error {
 	kind := e.kind()
 	if strings.IndexByte(e.ProjectID, 0) >= 0 || strings.IndexByte(kind, 0) >= 0 {
 		return ErrBadEventField
@@ -117,16 +118,16 @@ func (tx *boltTx) AddAuthEvent(e *AuthEvent) error {
 	return nil
 }
 
-func (tx *boltTx) maxEvents() int {
-	if tx.db == nil || tx.db.maxEvents <= 0 {
-		return DefaultMaxEventsPerProject
+func (tx boltTx) maxEvents() int {
+	if db := tx.db(); db != nil && db.maxEvents > 0 {
+		return db.maxEvents
 	}
-	return tx.db.maxEvents
+	return DefaultMaxEventsPerProject
 }
 
 // kindPrefixes returns the index prefixes of scope's kinds, one seek per
 // kind.
-func (tx *boltTx) kindPrefixes(scope string) [][]byte {
+func (tx boltTx) kindPrefixes(scope string) [][]byte {
 	var out [][]byte
 	base := compound(scope, "")
 	c := tx.bucket(bucketEventIndex).Cursor()
@@ -145,7 +146,7 @@ func (tx *boltTx) kindPrefixes(scope string) [][]byte {
 
 // indexScopes returns every scope that has indexed events, one seek per
 // scope.
-func (tx *boltTx) indexScopes() []string {
+func (tx boltTx) indexScopes() []string {
 	var out []string
 	c := tx.bucket(bucketEventIndex).Cursor()
 	for k, _ := c.First(); k != nil; {
@@ -161,7 +162,7 @@ func (tx *boltTx) indexScopes() []string {
 
 // deleteOldestEvent deletes scope's oldest event and returns how many the
 // scope keeps.
-func (tx *boltTx) deleteOldestEvent(scope string) (uint64, error) {
+func (tx boltTx) deleteOldestEvent(scope string) (uint64, error) {
 	var oldest []byte
 	c := tx.bucket(bucketEventIndex).Cursor()
 	for _, p := range tx.kindPrefixes(scope) {
@@ -202,7 +203,7 @@ type AuthEventFilter struct {
 // AuthEvents returns up to f.Limit events matching f, newest first, and
 // whether more match after them. It reads only matching events: one index
 // range per (project, outcome) it needs, merged.
-func (tx *boltTx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
+func (tx boltTx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = int(^uint(0) >> 1)
@@ -253,7 +254,7 @@ func (tx *boltTx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
 // first, with their index entries, and returns how many it deleted; while
 // that is max, more may be left for another transaction. It walks only
 // the events it deletes.
-func (tx *boltTx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
+func (tx boltTx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
 	events, index := tx.bucket(bucketEvents), tx.bucket(bucketEventIndex)
 	end := PosBefore(cutoff).key()
 	removed := map[string]int64{}
@@ -284,7 +285,7 @@ func (tx *boltTx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
 // TrimAuthEvents deletes, oldest first, up to max events of projects that
 // hold more than the cap (after the cap was lowered, or from a file that
 // predates it) and returns how many it deleted.
-func (tx *boltTx) TrimAuthEvents(max int) (int, error) {
+func (tx boltTx) TrimAuthEvents(max int) (int, error) {
 	limit := uint64(tx.maxEvents())
 	n := 0
 	for _, t := range tx.totals() {
@@ -300,6 +301,44 @@ func (tx *boltTx) TrimAuthEvents(max int) (int, error) {
 
 // AuthEventCount returns how many events projectID keeps ("" for the
 // events that name no project).
-func (tx *boltTx) AuthEventCount(projectID string) (int, error) {
+func (tx boltTx) AuthEventCount(projectID string) (int, error) {
 	return int(getU64(tx.bucket(bucketEventCounts).Get(totalKey(projectID)))), nil
+}
+
+// checkEvents verifies that every event has exactly its index entry and
+// that every scope's kept-event count equals its events (for tests,
+// through Check).
+func (tx boltTx) checkEvents() error {
+	index := tx.bucket(bucketEventIndex)
+	per := map[string]uint64{}
+	events := 0
+	err := tx.bucket(bucketEvents).ForEach(func(k, v []byte) error {
+		scope, kind, err := eventHead(v)
+		if err != nil {
+			return fmt.Errorf("events: row %x: %w", k, err)
+		}
+		if index.Get(append(indexPrefix(scope, kind), k...)) == nil {
+			return fmt.Errorf("events: row %x of scope %q has no index entry", k, scope)
+		}
+		per[scope]++
+		events++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n := index.Stats().KeyN; n != events {
+		return fmt.Errorf("events: %d index entries for %d events", n, events)
+	}
+	for scope, c := range per {
+		if got, _ := tx.addTotal(scope, 0); got != c {
+			return fmt.Errorf("events: scope %q counts %d, holds %d", scope, got, c)
+		}
+	}
+	for _, st := range tx.totals() {
+		if per[st.scope] != st.n {
+			return fmt.Errorf("events: scope %q counts %d, holds %d", st.scope, st.n, per[st.scope])
+		}
+	}
+	return nil
 }

@@ -9,18 +9,20 @@ import (
 	"latchkey/store"
 )
 
+// The group commit's own tests (bbolt only).
+
 // TestBatchCallerNotHeld: a Batch call returns once the commit holding
 // its function is done, while the committer goes on with later calls
 // (with a leader chosen among callers, the first caller ran the later
 // commits too and was held until the queue was empty).
 func TestBatchCallerNotHeld(t *testing.T) {
-	db := mustOpen(t)
+	db, _ := openFile(t, store.Options{})
 	aRunning, releaseA := make(chan struct{}), make(chan struct{})
 	bRunning, releaseB := make(chan struct{}), make(chan struct{})
 	aDone, bDone := make(chan error, 1), make(chan error, 1)
 	first := true
 	go func() {
-		aDone <- db.Batch(func(tx *store.Tx) error {
+		aDone <- db.Batch(ctx, func(tx store.Tx) error {
 			if first { // a function may run twice: block only the first time
 				first = false
 				close(aRunning)
@@ -32,7 +34,7 @@ func TestBatchCallerNotHeld(t *testing.T) {
 	<-aRunning
 	bFirst := true
 	go func() {
-		bDone <- db.Batch(func(tx *store.Tx) error {
+		bDone <- db.Batch(ctx, func(tx store.Tx) error {
 			if bFirst {
 				bFirst = false
 				close(bRunning)
@@ -60,10 +62,10 @@ func TestBatchCallerNotHeld(t *testing.T) {
 
 // waitQueued waits (polling, for at most 10 s) until a Batch call is
 // queued behind the running commit.
-func waitQueued(t *testing.T, db *store.DB) {
+func waitQueued(t *testing.T, db store.DB) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !db.BatchQueued() {
+	for !db.(interface{ BatchQueued() bool }).BatchQueued() {
 		if time.Now().After(deadline) {
 			t.Fatal("the second Batch call was never queued")
 		}
@@ -75,7 +77,7 @@ func waitQueued(t *testing.T, db *store.DB) {
 // calls get ErrClosed.
 func TestBatchClose(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
+	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestBatchClose(t *testing.T) {
 	done := make(chan error, 2)
 	once := true
 	go func() {
-		done <- db.Batch(func(tx *store.Tx) error {
+		done <- db.Batch(ctx, func(tx store.Tx) error {
 			if once {
 				once = false
 				close(running)
@@ -93,7 +95,9 @@ func TestBatchClose(t *testing.T) {
 		})
 	}()
 	<-running
-	go func() { done <- db.Batch(func(tx *store.Tx) error { return tx.SetAdminTokenHash([]byte("queued")) }) }()
+	go func() {
+		done <- db.Batch(ctx, func(tx store.Tx) error { return tx.SetAdminTokenHash([]byte("queued")) })
+	}()
 	waitQueued(t, db)
 	closed := make(chan error, 1)
 	go func() { closed <- db.Close() }()
@@ -106,16 +110,16 @@ func TestBatchClose(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Batch(func(*store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
+	if err := db.Batch(ctx, func(store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Batch after Close: %v, want ErrClosed", err)
 	}
-	db, _, err = store.Open(path, store.Options{})
+	db, _, err = store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	db.View(func(tx *store.Tx) error {
-		if got := string(tx.AdminTokenHash()); got != "queued" {
+	db.View(ctx, func(tx store.Tx) error {
+		if got, _ := tx.AdminTokenHash(); string(got) != "queued" {
 			t.Fatalf("stored %q, want the queued call's write", got)
 		}
 		return nil

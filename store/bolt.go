@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -112,7 +113,7 @@ type boltDB struct {
 var (
 	_ DB   = (*boltDB)(nil)
 	_ File = (*boltDB)(nil)
-	_ Tx   = (*boltTx)(nil)
+	_ Tx   = boltTx{}
 )
 
 // openBolt is the "bolt" driver: it opens or creates the data file at
@@ -192,6 +193,7 @@ func openBolt(path string, opt Options) (db *boltDB, created bool, err error) {
 	if db.health.now == nil {
 		db.health.now = time.Now
 	}
+	openFiles.Store(b, db)
 	db.startCommitter()
 	return db, created, nil
 }
@@ -218,6 +220,7 @@ func (db *boltDB) Path() string { return db.path }
 // queued; later ones get ErrClosed) and closes the data file.
 func (db *boltDB) Close() error {
 	db.stopCommitter()
+	openFiles.Delete(db.bolt)
 	return db.bolt.Close()
 }
 
@@ -233,12 +236,12 @@ func closedErr(err error) error {
 // View runs fn in a read-only transaction. ctx is not used: a read
 // transaction of bbolt cannot block and is not interrupted.
 func (db *boltDB) View(_ context.Context, fn func(Tx) error) error {
-	tx := &boltTx{db: db}
+	began := false
 	err := db.bolt.View(func(btx *bolt.Tx) error {
-		tx.tx = btx
-		return fn(tx)
+		began = true
+		return fn(boltTx{btx})
 	})
-	if err != nil && tx.tx == nil { // the transaction did not begin
+	if err != nil && !began {
 		return closedErr(err)
 	}
 	return err
@@ -284,7 +287,7 @@ func (db *boltDB) update(fn func(Tx) error) (err error, storeErr bool) {
 			btx.Rollback()
 		}
 	}()
-	if err := fn(&boltTx{tx: btx, db: db}); err != nil {
+	if err := fn(boltTx{btx}); err != nil {
 		return err, false
 	}
 	start := time.Now()
@@ -337,9 +340,10 @@ func (db *boltDB) Usable(context.Context) error {
 	return db.WriteError()
 }
 
-// Check verifies the file's page structure and that every expiring row
-// and its expiry index entry go together; tests call it after each run.
-// It reads the whole file.
+// Check verifies the file's page structure, that every expiring row and
+// its expiry index entry go together, and that the authentication
+// events, their index and their counts agree; tests call it after each
+// run. It reads the whole file.
 func (db *boltDB) Check() error {
 	return db.bolt.View(func(btx *bolt.Tx) error {
 		var first error
@@ -351,7 +355,11 @@ func (db *boltDB) Check() error {
 		if first != nil {
 			return first
 		}
-		return (&boltTx{tx: btx, db: db}).checkExpiries()
+		tx := boltTx{btx}
+		if err := tx.checkExpiries(); err != nil {
+			return err
+		}
+		return tx.checkEvents()
 	})
 }
 
@@ -366,21 +374,35 @@ func (db *boltDB) CommitID() int {
 
 // boltTx is one transaction of a boltDB. Byte slices read inside it are
 // copied or decoded before it ends; a boltTx is not safe for concurrent
-// use.
+// use. It is one pointer, so that handing it to a transaction function
+// as a Tx allocates nothing (GET /session's read transaction is on the
+// path of every user call); the few methods that need the boltDB find
+// it with db.
 type boltTx struct {
 	tx *bolt.Tx
-	db *boltDB
+}
+
+// openFiles maps each open bbolt file to its boltDB, for boltTx.db.
+var openFiles sync.Map // *bolt.DB → *boltDB
+
+// db returns the boltDB of tx's file (nil for a file opened by a
+// migration or a test without openBolt).
+func (tx boltTx) db() *boltDB {
+	if v, ok := openFiles.Load(tx.tx.DB()); ok {
+		return v.(*boltDB)
+	}
+	return nil
 }
 
 // Size returns the size in bytes of the data file as tx sees it.
-func (tx *boltTx) Size() int64 { return tx.tx.Size() }
+func (tx boltTx) Size() int64 { return tx.tx.Size() }
 
 // OnCommit registers fn to run after the transaction commits.
-func (tx *boltTx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }
+func (tx boltTx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }
 
 // bucket returns the named bucket; in a write transaction with its
 // FillPercent set (fillPercent).
-func (tx *boltTx) bucket(name []byte) *bolt.Bucket {
+func (tx boltTx) bucket(name []byte) *bolt.Bucket {
 	b := tx.tx.Bucket(name)
 	if b != nil && tx.tx.Writable() {
 		if f := fillPercent[string(name)]; f != 0 {
@@ -421,7 +443,7 @@ func init() {
 }
 
 // get decodes the JSON value at key into v; ErrNotFound when absent.
-func (tx *boltTx) get(bucket, key []byte, v any) error {
+func (tx boltTx) get(bucket, key []byte, v any) error {
 	data := tx.bucket(bucket).Get(key)
 	if data == nil {
 		return ErrNotFound
@@ -430,7 +452,7 @@ func (tx *boltTx) get(bucket, key []byte, v any) error {
 }
 
 // put encodes v as JSON at key.
-func (tx *boltTx) put(bucket, key []byte, v any) error {
+func (tx boltTx) put(bucket, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -438,10 +460,10 @@ func (tx *boltTx) put(bucket, key []byte, v any) error {
 	return tx.bucket(bucket).Put(key, data)
 }
 
-func (tx *boltTx) del(bucket, key []byte) error { return tx.bucket(bucket).Delete(key) }
+func (tx boltTx) del(bucket, key []byte) error { return tx.bucket(bucket).Delete(key) }
 
 // nextSeq returns the bucket's next sequence number as an 8-byte key.
-func (tx *boltTx) nextSeq(bucket []byte) ([]byte, uint64, error) {
+func (tx boltTx) nextSeq(bucket []byte) ([]byte, uint64, error) {
 	n, err := tx.bucket(bucket).NextSequence()
 	if err != nil {
 		return nil, 0, err
@@ -450,35 +472,35 @@ func (tx *boltTx) nextSeq(bucket []byte) ([]byte, uint64, error) {
 }
 
 // AdminTokenHash returns the stored keyed hash of the admin token, or nil.
-func (tx *boltTx) AdminTokenHash() ([]byte, error) {
+func (tx boltTx) AdminTokenHash() ([]byte, error) {
 	return clone(tx.bucket(bucketMeta).Get(keyAdminToken)), nil
 }
 
 // SetAdminTokenHash stores the keyed hash of the admin token.
-func (tx *boltTx) SetAdminTokenHash(h []byte) error {
+func (tx boltTx) SetAdminTokenHash(h []byte) error {
 	return tx.bucket(bucketMeta).Put(keyAdminToken, h)
 }
 
 // Initialized reports whether the first-start state (default project, test
 // key, admin token) was committed.
-func (tx *boltTx) Initialized() (bool, error) {
+func (tx boltTx) Initialized() (bool, error) {
 	return tx.bucket(bucketMeta).Get(keyInitialized) != nil, nil
 }
 
 // SetInitialized records that the first-start state is committed; call it
 // in the transaction that creates that state.
-func (tx *boltTx) SetInitialized() error {
+func (tx boltTx) SetInitialized() error {
 	return tx.bucket(bucketMeta).Put(keyInitialized, []byte{1})
 }
 
 // MasterKeyCheck returns the stored check value of the master key, or
 // nil.
-func (tx *boltTx) MasterKeyCheck() ([]byte, error) {
+func (tx boltTx) MasterKeyCheck() ([]byte, error) {
 	return clone(tx.bucket(bucketMeta).Get(keyKeyCheck)), nil
 }
 
 // SetMasterKeyCheck stores the check value of the master key.
-func (tx *boltTx) SetMasterKeyCheck(v []byte) error {
+func (tx boltTx) SetMasterKeyCheck(v []byte) error {
 	return tx.bucket(bucketMeta).Put(keyKeyCheck, v)
 }
 

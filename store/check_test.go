@@ -21,12 +21,12 @@ import (
 func latchkeyFile(t *testing.T) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
+	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 200; i++ {
-		if err := db.Update(func(tx *store.Tx) error {
+		if err := db.Update(ctx, func(tx store.Tx) error {
 			return tx.PutProject(&store.Project{ID: strings.Repeat("p", 30) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Name: strings.Repeat("n", 400)})
 		}); err != nil {
 			t.Fatal(err)
@@ -67,6 +67,8 @@ func boltFile(t *testing.T, buckets ...string) []byte {
 	data, _ := os.ReadFile(path)
 	return data
 }
+
+// CheckFile, Open and a data file of another program: bbolt only.
 
 // TestCheckFile: CheckFile tells a first start (no file, empty file) from
 // a usable data file, and refuses garbage, another program's bbolt file,
@@ -161,11 +163,11 @@ func TestCheckFile(t *testing.T) {
 				t.Fatal("CheckFile changed the file")
 			}
 			if tc.wantErr == nil && tc.text == "" {
-				db, _, err := store.Open(path, store.Options{})
+				db, _, err := store.Open(ctx, path, store.Options{})
 				if err != nil {
 					t.Fatalf("Open after a passing check: %v", err)
 				}
-				if err := db.Check(); err != nil {
+				if err := db.(store.File).Check(); err != nil {
 					t.Fatal(err)
 				}
 				db.Close()
@@ -183,7 +185,7 @@ func TestCheckFile(t *testing.T) {
 // is ErrInUse after the lock timeout.
 func TestCheckFileInUse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
+	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +201,7 @@ func TestOpenRefusesAnotherProgramsFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "other.db")
 	data := boltFile(t, "widgets")
 	os.WriteFile(path, data, 0o600)
-	if _, _, err := store.Open(path, store.Options{}); !errors.Is(err, store.ErrNotLatchkey) {
+	if _, _, err := store.Open(ctx, path, store.Options{}); !errors.Is(err, store.ErrNotLatchkey) {
 		t.Fatalf("err = %v, want ErrNotLatchkey", err)
 	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})

@@ -19,7 +19,7 @@ type Code struct {
 func codeKey(kind, projectID, subject string) []byte { return compound(kind, projectID, subject) }
 
 // Code returns the pending code, expired or not; callers check ExpiresAt.
-func (tx *boltTx) Code(kind, projectID, subject string) (*Code, error) {
+func (tx boltTx) Code(kind, projectID, subject string) (*Code, error) {
 	v := tx.bucket(bucketCodes).Get(codeKey(kind, projectID, subject))
 	if v == nil {
 		return nil, ErrNotFound
@@ -29,12 +29,12 @@ func (tx *boltTx) Code(kind, projectID, subject string) (*Code, error) {
 
 // PutCode stores c, replacing any pending code for the same subject; the
 // sweep deletes it at its ExpiresAt.
-func (tx *boltTx) PutCode(c *Code) error {
+func (tx boltTx) PutCode(c *Code) error {
 	return tx.putExpiring(&expiries[ExpiringCodes], codeKey(c.Kind, c.ProjectID, c.Subject), encodeCode(c), c.ExpiresAt)
 }
 
 // DeleteCode removes a pending code.
-func (tx *boltTx) DeleteCode(c *Code) error {
+func (tx boltTx) DeleteCode(c *Code) error {
 	return tx.deleteExpiring(&expiries[ExpiringCodes], codeKey(c.Kind, c.ProjectID, c.Subject))
 }
 
@@ -59,7 +59,7 @@ func throttleKey(kind, projectID, subject string) []byte {
 }
 
 // Throttle returns the history; an unknown key gives an empty one.
-func (tx *boltTx) Throttle(kind, projectID, subject string) (*Throttle, error) {
+func (tx boltTx) Throttle(kind, projectID, subject string) (*Throttle, error) {
 	v := tx.bucket(bucketThrottles).Get(throttleKey(kind, projectID, subject))
 	if v == nil {
 		return &Throttle{}, nil
@@ -68,7 +68,7 @@ func (tx *boltTx) Throttle(kind, projectID, subject string) (*Throttle, error) {
 }
 
 // PutThrottle stores the history (deleting it when empty).
-func (tx *boltTx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
+func (tx boltTx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
 	x, key := &expiries[ExpiringCodes], throttleKey(kind, projectID, subject)
 	if len(t.Sends) == 0 {
 		return tx.deleteExpiring(x, key)
@@ -78,7 +78,7 @@ func (tx *boltTx) PutThrottle(kind, projectID, subject string, t *Throttle) erro
 
 // sweepKeys deletes every row of bucket for which expired says so. It
 // reads the whole bucket.
-func (tx *boltTx) sweepKeys(bucket []byte, expired func(k, v []byte) (bool, error)) (int, error) {
+func (tx boltTx) sweepKeys(bucket []byte, expired func(k, v []byte) (bool, error)) (int, error) {
 	var keys [][]byte
 	err := tx.bucket(bucket).ForEach(func(k, v []byte) error {
 		ok, err := expired(k, v)

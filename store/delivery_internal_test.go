@@ -14,7 +14,7 @@ func TestDeliveryOldRecord(t *testing.T) {
 	}
 	defer db.Close()
 	old := []byte(`{"id":5,"webhookId":"w1","eventId":"evt_1","eventType":"user.registered","attempt":1,"status":"succeeded","responseStatus":200,"error":"","durationMs":3,"createdAt":"2026-11-22T10:00:00Z","nextAttemptAt":null}`)
-	err = db.updateTx(func(tx *boltTx) error {
+	err = db.updateTx(func(tx boltTx) error {
 		b := tx.bucket(bucketDeliveries)
 		if err := b.SetSequence(5); err != nil { // as AddDelivery left it
 			return err
@@ -24,13 +24,13 @@ func TestDeliveryOldRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.updateTx(func(tx *boltTx) error {
+	err = db.updateTx(func(tx boltTx) error {
 		return tx.AddDelivery(&Delivery{ID: "0193-new", WebhookID: "w1", EventID: "evt_2", Attempt: 1, Status: "pending"})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.viewTx(func(tx *boltTx) error {
+	db.viewTx(func(tx boltTx) error {
 		ds, err := tx.Deliveries("w1", 10)
 		if err != nil {
 			t.Fatal(err)

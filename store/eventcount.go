@@ -70,7 +70,7 @@ func addTo(b interface {
 	return uint64(n), b.Put(k, u64(uint64(n)))
 }
 
-func (tx *boltTx) addCount(k []byte, d int64) error {
+func (tx boltTx) addCount(k []byte, d int64) error {
 	b := tx.bucket(bucketEventCounts)
 	b.FillPercent = appendFill
 	_, err := addTo(b, k, d)
@@ -78,7 +78,7 @@ func (tx *boltTx) addCount(k []byte, d int64) error {
 }
 
 // addTotal adds d to how many events scope keeps and returns the result.
-func (tx *boltTx) addTotal(scope string, d int64) (uint64, error) {
+func (tx boltTx) addTotal(scope string, d int64) (uint64, error) {
 	b := tx.bucket(bucketEventCounts)
 	if d == 0 {
 		return getU64(b.Get(totalKey(scope))), nil
@@ -93,7 +93,7 @@ type scopeTotal struct {
 }
 
 // totals returns every scope's kept-event count, one seek per scope.
-func (tx *boltTx) totals() []scopeTotal {
+func (tx boltTx) totals() []scopeTotal {
 	var out []scopeTotal
 	b := tx.bucket(bucketEventCounts)
 	c := b.Cursor()
@@ -125,7 +125,7 @@ type HourCount struct {
 // HourlyCounts returns the hourly counters of projectID ("" for the sum
 // over all projects) for the hours from from to to, both included, oldest
 // first. Failure counters include suppressed failures (AddSuppressed).
-func (tx *boltTx) HourlyCounts(projectID string, from, to time.Time) ([]HourCount, error) {
+func (tx boltTx) HourlyCounts(projectID string, from, to time.Time) ([]HourCount, error) {
 	scope := projectID
 	if scope == "" {
 		scope = allScope
@@ -168,7 +168,7 @@ func suppressedKey(c *SuppressedCount) []byte {
 // AddSuppressed adds c.N to its suppressed counter, and to the hourly
 // counters of its project and of all projects: its failure category's
 // (so a chart of failures counts it) and the hour's suppressed total.
-func (tx *boltTx) AddSuppressed(c SuppressedCount) error {
+func (tx boltTx) AddSuppressed(c SuppressedCount) error {
 	if c.N <= 0 {
 		return nil
 	}
@@ -199,7 +199,7 @@ func (tx *boltTx) AddSuppressed(c SuppressedCount) error {
 // it is set. It reads at most limit counters, so a long busy window keeps
 // its newest hours. Every project: one range; one project: one seek per
 // hour of the window.
-func (tx *boltTx) SuppressedCounts(projectID, failureCode string, from, to time.Time, limit int) ([]SuppressedCount, error) {
+func (tx boltTx) SuppressedCounts(projectID, failureCode string, from, to time.Time, limit int) ([]SuppressedCount, error) {
 	c := tx.bucket(bucketEventSuppressed).Cursor()
 	lo, hi := hourOf(from), hourOf(to)
 	var out []SuppressedCount
@@ -242,7 +242,7 @@ func (tx *boltTx) SuppressedCounts(projectID, failureCode string, from, to time.
 // hours before cutoff, and returns how many it deleted. It walks only what
 // it deletes: the suppressed counters from the oldest hour, the hourly ones
 // from each scope's oldest hour.
-func (tx *boltTx) SweepEventCounts(cutoff time.Time, max int) (int, error) {
+func (tx boltTx) SweepEventCounts(cutoff time.Time, max int) (int, error) {
 	n := 0
 	end := binary.BigEndian.AppendUint32(nil, hourOf(cutoff))
 	sc := tx.bucket(bucketEventSuppressed).Cursor()
@@ -275,7 +275,7 @@ func (tx *boltTx) SweepEventCounts(cutoff time.Time, max int) (int, error) {
 // TrimAuthEvents would delete anything, with a few seeks (one per scope):
 // the sweep checks it in a read transaction so that an idle sweep writes
 // nothing.
-func (tx *boltTx) EventSweepDue(cutoff time.Time) (events, counters, overCap bool, err error) {
+func (tx boltTx) EventSweepDue(cutoff time.Time) (events, counters, overCap bool, err error) {
 	if k, _ := tx.bucket(bucketEvents).Cursor().First(); k != nil && bytes.Compare(k, PosBefore(cutoff).key()) < 0 {
 		events = true
 	}

@@ -86,7 +86,7 @@ type expiry struct {
 	// remove, when set, deletes what else belongs to the row (a
 	// session's entry in its user's index); the row and its index
 	// entry are deleted by the caller.
-	remove func(tx *boltTx, k, v []byte) error
+	remove func(tx boltTx, k, v []byte) error
 }
 
 var expiries = [numExpiring]expiry{
@@ -98,7 +98,7 @@ var expiries = [numExpiring]expiry{
 			}
 			return expiryRow{s.ExpiresAt, s.ProjectID}, nil
 		},
-		remove: func(tx *boltTx, k, v []byte) error {
+		remove: func(tx boltTx, k, v []byte) error {
 			s, err := decodeSession(k, v)
 			if err != nil {
 				return err
@@ -194,7 +194,7 @@ var (
 
 // putExpiring stores value at key in x's rows and moves the row's index
 // entry to due, in tx.
-func (tx *boltTx) putExpiring(x *expiry, key, value []byte, due time.Time) error {
+func (tx boltTx) putExpiring(x *expiry, key, value []byte, due time.Time) error {
 	rows, index := tx.bucket(x.rows), tx.bucket(x.index)
 	ik := dueKey(due, key)
 	if old := rows.Get(key); old != nil {
@@ -216,7 +216,7 @@ func (tx *boltTx) putExpiring(x *expiry, key, value []byte, due time.Time) error
 
 // deleteExpiring deletes the row at key of x's rows, its index entry and
 // what else belongs to it; a missing row is no error.
-func (tx *boltTx) deleteExpiring(x *expiry, key []byte) error {
+func (tx boltTx) deleteExpiring(x *expiry, key []byte) error {
 	rows := tx.bucket(x.rows)
 	v := rows.Get(key)
 	if v == nil {
@@ -240,7 +240,7 @@ func (tx *boltTx) deleteExpiring(x *expiry, key []byte) error {
 // deleteExpiringWhere deletes, with their index entries, the rows of x
 // for which match says so. It reads the whole bucket: for deleting a
 // project, or for buckets that hold only minutes of rows.
-func (tx *boltTx) deleteExpiringWhere(x *expiry, match func(k, v []byte, h expiryRow) (bool, error)) (int, error) {
+func (tx boltTx) deleteExpiringWhere(x *expiry, match func(k, v []byte, h expiryRow) (bool, error)) (int, error) {
 	var keys [][]byte
 	err := tx.bucket(x.rows).ForEach(func(k, v []byte) error {
 		h, err := x.head(k, v)
@@ -266,14 +266,14 @@ func (tx *boltTx) deleteExpiringWhere(x *expiry, match func(k, v []byte, h expir
 
 // ExpiryDue reports whether a row of kind is due at now (one seek, no
 // row read), so that an idle sweep needs no write transaction.
-func (tx *boltTx) ExpiryDue(kind Expiring, now time.Time) (bool, error) {
+func (tx boltTx) ExpiryDue(kind Expiring, now time.Time) (bool, error) {
 	k, _ := tx.bucket(expiries[kind].index).Cursor().First()
 	return k != nil && bytes.Compare(k[:8], dueKey(now, nil)) <= 0, nil
 }
 
 // ExpiringCount returns how many rows of kind are stored. It walks the
 // kind's index: for tests and tools, not for requests.
-func (tx *boltTx) ExpiringCount(kind Expiring) (int, error) {
+func (tx boltTx) ExpiringCount(kind Expiring) (int, error) {
 	return tx.bucket(expiries[kind].index).Stats().KeyN, nil
 }
 
@@ -282,7 +282,7 @@ func (tx *boltTx) ExpiringCount(kind Expiring) (int, error) {
 // to them, and returns how many it deleted; while that is max, more may
 // be left for another transaction. It reads only the index entries and
 // rows it deletes.
-func (tx *boltTx) SweepExpired(kind Expiring, now time.Time, max int) (int, error) {
+func (tx boltTx) SweepExpired(kind Expiring, now time.Time, max int) (int, error) {
 	x := &expiries[kind]
 	rows, index := tx.bucket(x.rows), tx.bucket(x.index)
 	end := dueKey(now, nil)
@@ -310,7 +310,7 @@ func (tx *boltTx) SweepExpired(kind Expiring, now time.Time, max int) (int, erro
 
 // checkExpiries verifies that every expiring row has exactly its index
 // entry and every index entry its row (for tests, through Check).
-func (tx *boltTx) checkExpiries() error {
+func (tx boltTx) checkExpiries() error {
 	for i := range expiries {
 		x := &expiries[i]
 		index := tx.bucket(x.index)

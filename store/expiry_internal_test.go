@@ -12,7 +12,7 @@ import (
 )
 
 // mustTx runs fn in a write transaction and fails t on its error.
-func mustTx(t *testing.T, db *boltDB, fn func(tx *boltTx) error) {
+func mustTx(t *testing.T, db *boltDB, fn func(tx boltTx) error) {
 	t.Helper()
 	if err := db.updateTx(fn); err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ func mustTx(t *testing.T, db *boltDB, fn func(tx *boltTx) error) {
 // count returns the keys of bucket.
 func count(db *boltDB, bucket []byte) int {
 	n := 0
-	db.viewTx(func(tx *boltTx) error { n = tx.bucket(bucket).Stats().KeyN; return nil })
+	db.viewTx(func(tx boltTx) error { n = tx.bucket(bucket).Stats().KeyN; return nil })
 	return n
 }
 
@@ -33,140 +33,11 @@ func sweepAll(t *testing.T, db *boltDB, kind Expiring, now time.Time, max int) [
 	var sizes []int
 	for {
 		var n int
-		mustTx(t, db, func(tx *boltTx) (err error) { n, err = tx.SweepExpired(kind, now, max); return })
+		mustTx(t, db, func(tx boltTx) (err error) { n, err = tx.SweepExpired(kind, now, max); return })
 		if n == 0 {
 			return sizes
 		}
 		sizes = append(sizes, n)
-	}
-}
-
-// TestExpiryKinds: every expiring kind is swept at its due time, not a
-// nanosecond before, through its index (ExpiryDue agrees), and a row
-// rewritten with a later expiry moves in the index.
-func TestExpiryKinds(t *testing.T) {
-	day := 24 * time.Hour
-	cases := []struct {
-		kind Expiring
-		due  time.Time
-		put  func(tx *boltTx, at time.Time) error // stores the row, due at at
-		live func(tx *boltTx) bool
-	}{
-		{ExpiringSessions, t0.Add(time.Hour), func(tx *boltTx, at time.Time) error {
-			return tx.PutSession(&Session{ID: "s1", UserID: "u1", ProjectID: "p", IssuedAt: t0, ExpiresAt: at})
-		}, func(tx *boltTx) bool { return must(tx.SessionExists("s1")) && len(must(tx.UserSessions("u1"))) == 1 }},
-		{ExpiringCodes, t0.Add(10 * time.Minute), func(tx *boltTx, at time.Time) error {
-			return tx.PutCode(&Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", Hash: []byte{1}, CreatedAt: t0, ExpiresAt: at})
-		}, func(tx *boltTx) bool { _, err := tx.Code("otp", "p", "a@example.com"); return err == nil }},
-		{ExpiringCodes, t0.Add(2 * time.Hour), func(tx *boltTx, at time.Time) error {
-			// A send history: due ThrottleIdle after its newest send.
-			return tx.PutThrottle("otp", "p", "b@example.com", &Throttle{Sends: []time.Time{t0, at.Add(-ThrottleIdle)}})
-		}, func(tx *boltTx) bool { th, _ := tx.Throttle("otp", "p", "b@example.com"); return len(th.Sends) == 2 }},
-		{ExpiringCodes, t0.Add(25 * time.Hour), func(tx *boltTx, at time.Time) error {
-			// A failure history kept past its newest entry.
-			return tx.PutThrottle("email_fail", "p", "c@example.com", &Throttle{Sends: []time.Time{t0}, KeepUntil: at.Add(-ThrottleIdle)})
-		}, func(tx *boltTx) bool {
-			th, _ := tx.Throttle("email_fail", "p", "c@example.com")
-			return len(th.Sends) == 1
-		}},
-		{ExpiringMagicLinks, t0.Add(15 * time.Minute), func(tx *boltTx, at time.Time) error {
-			return tx.PutMagicLink(&MagicLink{Hash: []byte("h1"), ProjectID: "p", Email: "a@example.com", CreatedAt: t0, ExpiresAt: at})
-		}, func(tx *boltTx) bool { _, err := tx.MagicLink([]byte("h1")); return err == nil }},
-		{ExpiringChallenges, t0.Add(5 * time.Minute), func(tx *boltTx, at time.Time) error {
-			return tx.PutChallenge(&Challenge{ID: "c1", ProjectID: "p", Kind: "login", Session: []byte(`{}`), ExpiresAt: at})
-		}, func(tx *boltTx) bool { _, err := tx.Challenge("c1"); return err == nil }},
-		{ExpiringGrants, t0.Add(5 * time.Minute), func(tx *boltTx, at time.Time) error {
-			return tx.PutGrant(&Grant{Hash: []byte("g1"), ProjectID: "p", ExternalUserID: "x", CreatedAt: t0, ExpiresAt: at})
-		}, func(tx *boltTx) bool { _, err := tx.Grant([]byte("g1")); return err == nil }},
-		{ExpiringDevices, t0.Add(DeviceLifetime + 3*day), func(tx *boltTx, at time.Time) error {
-			// Last used three days after it was created.
-			return tx.PutDevice(&Device{Key: []byte("dev1"), Hash: []byte{1}, UserID: "u1", ProjectID: "p", CreatedAt: t0, LastUsedAt: at.Add(-DeviceLifetime)})
-		}, func(tx *boltTx) bool { _, err := tx.Device([]byte("dev1")); return err == nil }},
-		{ExpiringDeliveries, t0.Add(DeliveryLifetime), func(tx *boltTx, at time.Time) error {
-			return tx.AddDelivery(&Delivery{ID: "d1", WebhookID: "w1", EventID: "evt_1", Attempt: 1, Status: "succeeded", CreatedAt: at.Add(-DeliveryLifetime)})
-		}, func(tx *boltTx) bool { ds, _ := tx.Deliveries("w1", 10); return len(ds) == 1 }},
-	}
-	for _, c := range cases {
-		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {
-			db := openTestDB(t, Options{})
-			// First due a day earlier, then rewritten: the index follows.
-			mustTx(t, db, func(tx *boltTx) error { return c.put(tx, c.due.Add(-day)) })
-			if c.kind != ExpiringDeliveries { // a delivery record is never rewritten
-				mustTx(t, db, func(tx *boltTx) error { return c.put(tx, c.due) })
-			} else {
-				mustTx(t, db, func(tx *boltTx) error {
-					_, err := tx.deleteExpiringWhere(&expiries[c.kind], func(_, _ []byte, _ expiryRow) (bool, error) { return true, nil })
-					return err
-				})
-				mustTx(t, db, func(tx *boltTx) error { return c.put(tx, c.due) })
-			}
-			if n := count(db, expiries[c.kind].index); n != 1 {
-				t.Fatalf("%d index entries, want 1", n)
-			}
-			before := c.due.Add(-time.Nanosecond)
-			db.viewTx(func(tx *boltTx) error {
-				if must(tx.ExpiryDue(c.kind, before)) || !must(tx.ExpiryDue(c.kind, c.due)) {
-					t.Fatalf("ExpiryDue(before)=%v, ExpiryDue(due)=%v", must(tx.ExpiryDue(c.kind, before)), must(tx.ExpiryDue(c.kind, c.due)))
-				}
-				return nil
-			})
-			if got := sweepAll(t, db, c.kind, before, 1000); len(got) != 0 {
-				t.Fatalf("swept %v a nanosecond early", got)
-			}
-			db.viewTx(func(tx *boltTx) error {
-				if !c.live(tx) {
-					t.Fatal("row gone before its time")
-				}
-				return nil
-			})
-			if got := sweepAll(t, db, c.kind, c.due, 1000); len(got) != 1 || got[0] != 1 {
-				t.Fatalf("swept %v at its time, want [1]", got)
-			}
-			db.viewTx(func(tx *boltTx) error {
-				if c.live(tx) {
-					t.Fatal("row still there after the sweep")
-				}
-				return nil
-			})
-			if n := count(db, expiries[c.kind].index) + count(db, expiries[c.kind].rows); n != 0 {
-				t.Fatalf("%d rows and index entries left", n)
-			}
-		})
-	}
-}
-
-// TestSweepExpiredBounded: 2,500 due sessions go in transactions of at
-// most 1,000, oldest first; the sessions not yet due stay, with their
-// users' index entries.
-func TestSweepExpiredBounded(t *testing.T) {
-	db := openTestDB(t, Options{})
-	mustTx(t, db, func(tx *boltTx) error {
-		for i := range 3000 {
-			s := &Session{ID: fmt.Sprintf("s%05d", i), UserID: fmt.Sprint("u", i%7), ProjectID: "p", IssuedAt: t0,
-				ExpiresAt: t0.Add(time.Duration(i) * time.Second)}
-			if err := tx.PutSession(s); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	now := t0.Add(2499 * time.Second)
-	var first int
-	mustTx(t, db, func(tx *boltTx) (err error) { first, err = tx.SweepExpired(ExpiringSessions, now, 1000); return })
-	db.viewTx(func(tx *boltTx) error {
-		if first != 1000 || must(tx.SessionExists("s00999")) || !must(tx.SessionExists("s01000")) {
-			t.Fatalf("first transaction deleted %d, not the oldest 1,000", first)
-		}
-		return nil
-	})
-	if got := sweepAll(t, db, ExpiringSessions, now, 1000); fmt.Sprint(got) != "[1000 500]" {
-		t.Fatalf("transactions deleted %v, want [1000 500]", got)
-	}
-	if n := count(db, bucketSessions); n != 500 {
-		t.Fatalf("%d sessions left, want 500", n)
-	}
-	if n := count(db, bucketUserSessions); n != 500 {
-		t.Fatalf("%d user index entries left, want 500", n)
 	}
 }
 
@@ -175,12 +46,12 @@ func TestSweepExpiredBounded(t *testing.T) {
 // takes their index entries along (openTestDB's Check verifies it).
 func TestExpiringDeletes(t *testing.T) {
 	db := openTestDB(t, Options{})
-	mustTx(t, db, func(tx *boltTx) error {
+	mustTx(t, db, func(tx boltTx) error {
 		fillProject(t, tx, "a")
 		fillProject(t, tx, "b")
 		return nil
 	})
-	mustTx(t, db, func(tx *boltTx) error {
+	mustTx(t, db, func(tx boltTx) error {
 		if err := tx.DeleteUserSessions("u-a"); err != nil {
 			return err
 		}
@@ -202,9 +73,9 @@ func TestExpiringDeletes(t *testing.T) {
 	if err := db.Check(); err != nil {
 		t.Fatal(err)
 	}
-	mustTx(t, db, func(tx *boltTx) error { _, err := tx.DeleteProject("p-a"); return err })
+	mustTx(t, db, func(tx boltTx) error { _, err := tx.DeleteProject("p-a"); return err })
 	for i := range expiries {
-		db.viewTx(func(tx *boltTx) error {
+		db.viewTx(func(tx boltTx) error {
 			if n := mentions(tx, "-a")[string(expiries[i].index)]; n != 0 {
 				t.Fatalf("%s: %d index entries of the deleted project left", expiries[i].name, n)
 			}
@@ -276,7 +147,7 @@ func TestMigrateExpiry(t *testing.T) {
 			if err := db2.Check(); err != nil {
 				t.Fatal(err)
 			}
-			db2.viewTx(func(tx *boltTx) error {
+			db2.viewTx(func(tx boltTx) error {
 				if v := getU64(tx.bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
 					t.Fatalf("schema %d after the upgrade", v)
 				}
@@ -468,31 +339,4 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	fillAll(t, &m)
 	gm, err := decodeMail(u64(m.ID), encodeMail(&m))
 	same("Mail", &m, gm, err)
-}
-
-// TestTouchSessionGrace: a session never touched is not written for a
-// use within grace of its sign-in; later uses are, and never move back.
-func TestTouchSessionGrace(t *testing.T) {
-	db := openTestDB(t, Options{})
-	mustTx(t, db, func(tx *boltTx) error {
-		return tx.PutSession(&Session{ID: "s", UserID: "u", ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)})
-	})
-	seen := func() time.Time {
-		var s *Session
-		db.viewTx(func(tx *boltTx) (err error) { s, err = tx.Session("s"); return })
-		return s.LastSeenAt
-	}
-	for _, c := range []struct {
-		at   time.Duration
-		want time.Duration // -1: never written
-	}{{30 * time.Second, -1}, {time.Minute, time.Minute}, {70 * time.Second, 70 * time.Second}, {65 * time.Second, 70 * time.Second}} {
-		mustTx(t, db, func(tx *boltTx) error { return tx.TouchSession("s", t0.Add(c.at), time.Minute) })
-		want := time.Time{}
-		if c.want >= 0 {
-			want = t0.Add(c.want)
-		}
-		if got := seen(); !got.Equal(want) {
-			t.Fatalf("after a use at +%v: LastSeenAt %v, want %v", c.at, got, want)
-		}
-	}
 }

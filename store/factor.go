@@ -23,7 +23,7 @@ type Factor struct {
 }
 
 // Factor returns userID's factor of kind.
-func (tx *boltTx) Factor(userID, kind string) (*Factor, error) {
+func (tx boltTx) Factor(userID, kind string) (*Factor, error) {
 	var f Factor
 	if err := tx.get(bucketFactors, compound(userID, kind), &f); err != nil {
 		return nil, err
@@ -32,12 +32,12 @@ func (tx *boltTx) Factor(userID, kind string) (*Factor, error) {
 }
 
 // PutFactor creates or replaces a factor.
-func (tx *boltTx) PutFactor(f *Factor) error {
+func (tx boltTx) PutFactor(f *Factor) error {
 	return tx.put(bucketFactors, compound(f.UserID, f.Kind), f)
 }
 
 // DeleteFactors removes every factor, backup batch and passkey of u.
-func (tx *boltTx) DeleteFactors(u *User) error {
+func (tx boltTx) DeleteFactors(u *User) error {
 	for _, k := range []string{"totp", "sms"} {
 		if err := tx.del(bucketFactors, compound(u.ID, k)); err != nil {
 			return err
@@ -66,7 +66,7 @@ type BackupCodes struct {
 }
 
 // BackupCodes returns userID's batch.
-func (tx *boltTx) BackupCodes(userID string) (*BackupCodes, error) {
+func (tx boltTx) BackupCodes(userID string) (*BackupCodes, error) {
 	var b BackupCodes
 	if err := tx.get(bucketBackupCodes, []byte(userID), &b); err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (tx *boltTx) BackupCodes(userID string) (*BackupCodes, error) {
 }
 
 // PutBackupCodes stores b, replacing the previous batch.
-func (tx *boltTx) PutBackupCodes(b *BackupCodes) error {
+func (tx boltTx) PutBackupCodes(b *BackupCodes) error {
 	return tx.put(bucketBackupCodes, []byte(b.UserID), b)
 }
 
@@ -93,7 +93,7 @@ type Grant struct {
 }
 
 // Grant returns the grant with hash.
-func (tx *boltTx) Grant(hash []byte) (*Grant, error) {
+func (tx boltTx) Grant(hash []byte) (*Grant, error) {
 	var g Grant
 	if err := tx.get(bucketGrants, hash, &g); err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (tx *boltTx) Grant(hash []byte) (*Grant, error) {
 }
 
 // PutGrant stores g; the sweep deletes it at its ExpiresAt.
-func (tx *boltTx) PutGrant(g *Grant) error {
+func (tx boltTx) PutGrant(g *Grant) error {
 	v, err := json.Marshal(g)
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func (tx *boltTx) PutGrant(g *Grant) error {
 // DeleteGrants removes projectID's grants for externalUserID and
 // returns how many it removed. Grants are keyed by hash, so it reads
 // the bucket (which holds at most 5 minutes of grants).
-func (tx *boltTx) DeleteGrants(projectID, externalUserID string) (int, error) {
+func (tx boltTx) DeleteGrants(projectID, externalUserID string) (int, error) {
 	return tx.deleteExpiringWhere(&expiries[ExpiringGrants], func(_, v []byte, h expiryRow) (bool, error) {
 		if h.projectID != projectID {
 			return false, nil

@@ -57,17 +57,17 @@ func TestWriteFailedOnlyForTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine := errors.New("mine")
-	if err := db.updateTx(func(*boltTx) error { return mine }); err != mine {
+	if err := db.updateTx(func(boltTx) error { return mine }); err != mine {
 		t.Fatalf("Update=%v, want fn's error as is", err)
 	}
-	if err := db.batchTx(func(*boltTx) error { return mine }); err != mine {
+	if err := db.batchTx(func(boltTx) error { return mine }); err != mine {
 		t.Fatalf("Batch=%v, want fn's error as is", err)
 	}
 	if db.WriteError() != nil {
 		t.Fatal("a function's error counted as a failed write")
 	}
 	db.Close()
-	if err := db.updateTx(func(*boltTx) error { return nil }); err == nil || errors.Is(err, ErrWriteFailed) {
+	if err := db.updateTx(func(boltTx) error { return nil }); err == nil || errors.Is(err, ErrWriteFailed) {
 		t.Fatalf("Update on a closed file=%v, want an error that is not ErrWriteFailed", err)
 	}
 }

@@ -17,7 +17,7 @@ type MagicLink struct {
 }
 
 // MagicLink returns the link whose token hashes to hash.
-func (tx *boltTx) MagicLink(hash []byte) (*MagicLink, error) {
+func (tx boltTx) MagicLink(hash []byte) (*MagicLink, error) {
 	var m MagicLink
 	if err := tx.get(bucketMagic, hash, &m); err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (tx *boltTx) MagicLink(hash []byte) (*MagicLink, error) {
 
 // PutMagicLink stores m; the sweep deletes it at its ExpiresAt (a used
 // link is kept until then, so reuse answers "already used").
-func (tx *boltTx) PutMagicLink(m *MagicLink) error {
+func (tx boltTx) PutMagicLink(m *MagicLink) error {
 	v, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (tx *boltTx) PutMagicLink(m *MagicLink) error {
 // DeleteMagicLinks removes projectID's links for email, used or not,
 // and returns how many it removed. Links are keyed by token hash, so it
 // reads the bucket (which holds at most 15 minutes of links).
-func (tx *boltTx) DeleteMagicLinks(projectID, email string) (int, error) {
+func (tx boltTx) DeleteMagicLinks(projectID, email string) (int, error) {
 	return tx.deleteExpiringWhere(&expiries[ExpiringMagicLinks], func(_, v []byte, h expiryRow) (bool, error) {
 		if h.projectID != projectID {
 			return false, nil
@@ -69,7 +69,7 @@ func (d *Device) expiresAt() time.Time { return d.LastUsedAt.Add(DeviceLifetime)
 func (d *Device) Expired(now time.Time) bool { return !now.Before(d.expiresAt()) }
 
 // Device returns the device row with key, expired or not.
-func (tx *boltTx) Device(key []byte) (*Device, error) {
+func (tx boltTx) Device(key []byte) (*Device, error) {
 	v := tx.bucket(bucketDevices).Get(key)
 	if v == nil {
 		return nil, ErrNotFound
@@ -79,7 +79,7 @@ func (tx *boltTx) Device(key []byte) (*Device, error) {
 
 // PutDevice stores d (a LastUsedAt of zero is CreatedAt); the sweep
 // deletes it DeviceLifetime after its LastUsedAt.
-func (tx *boltTx) PutDevice(d *Device) error {
+func (tx boltTx) PutDevice(d *Device) error {
 	if d.LastUsedAt.IsZero() {
 		d.LastUsedAt = d.CreatedAt
 	}

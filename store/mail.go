@@ -20,7 +20,7 @@ type Mail struct {
 }
 
 // EnqueueMail assigns m an id and queues it.
-func (tx *boltTx) EnqueueMail(m *Mail) error {
+func (tx boltTx) EnqueueMail(m *Mail) error {
 	key, n, err := tx.nextSeq(bucketMail)
 	if err != nil {
 		return err
@@ -31,7 +31,7 @@ func (tx *boltTx) EnqueueMail(m *Mail) error {
 
 // DueMail returns up to limit queued messages whose next attempt is at or
 // before now, oldest first.
-func (tx *boltTx) DueMail(now time.Time, limit int) ([]*Mail, error) {
+func (tx boltTx) DueMail(now time.Time, limit int) ([]*Mail, error) {
 	var out []*Mail
 	c := tx.bucket(bucketMail).Cursor()
 	for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
@@ -47,17 +47,17 @@ func (tx *boltTx) DueMail(now time.Time, limit int) ([]*Mail, error) {
 }
 
 // PutMail updates a queued message (after a failed attempt).
-func (tx *boltTx) PutMail(m *Mail) error { return tx.bucket(bucketMail).Put(u64(m.ID), encodeMail(m)) }
+func (tx boltTx) PutMail(m *Mail) error { return tx.bucket(bucketMail).Put(u64(m.ID), encodeMail(m)) }
 
 // DeleteMail removes a message from the queue.
-func (tx *boltTx) DeleteMail(id uint64) error {
+func (tx boltTx) DeleteMail(id uint64) error {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], id)
 	return tx.del(bucketMail, k[:])
 }
 
 // MailCount returns how many messages are queued.
-func (tx *boltTx) MailCount() (int, error) { return tx.bucket(bucketMail).Stats().KeyN, nil }
+func (tx boltTx) MailCount() (int, error) { return tx.bucket(bucketMail).Stats().KeyN, nil }
 
 // MailContent is what a queued message says, sealed into Mail.Body (the
 // keyring's aad is MailAAD). Kind "otp" carries Code, kind "magic" Link.
@@ -73,7 +73,7 @@ var MailAAD = []byte("mail")
 
 // RecentMail calls fn for queued messages newest first until it returns
 // false.
-func (tx *boltTx) RecentMail(fn func(m *Mail) bool) error {
+func (tx boltTx) RecentMail(fn func(m *Mail) bool) error {
 	c := tx.bucket(bucketMail).Cursor()
 	for k, v := c.Last(); k != nil; k, v = c.Prev() {
 		m, err := decodeMail(k, v)

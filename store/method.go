@@ -19,7 +19,7 @@ type ExternalMethod struct {
 }
 
 // ExternalMethod returns the registration with id.
-func (tx *boltTx) ExternalMethod(id string) (*ExternalMethod, error) {
+func (tx boltTx) ExternalMethod(id string) (*ExternalMethod, error) {
 	var m ExternalMethod
 	if err := tx.get(bucketMethods, []byte(id), &m); err != nil {
 		return nil, err
@@ -28,7 +28,7 @@ func (tx *boltTx) ExternalMethod(id string) (*ExternalMethod, error) {
 }
 
 // ExternalMethodByName returns projectID's registration named method.
-func (tx *boltTx) ExternalMethodByName(projectID, method string) (*ExternalMethod, error) {
+func (tx boltTx) ExternalMethodByName(projectID, method string) (*ExternalMethod, error) {
 	var found *ExternalMethod
 	err := tx.bucket(bucketMethods).ForEach(func(_, v []byte) error {
 		if found != nil {
@@ -55,7 +55,7 @@ func (tx *boltTx) ExternalMethodByName(projectID, method string) (*ExternalMetho
 // ExternalMethods returns projectID's registrations, oldest first. The
 // bucket has no index by project: it is walked whole (registrations are
 // few).
-func (tx *boltTx) ExternalMethods(projectID string) ([]*ExternalMethod, error) {
+func (tx boltTx) ExternalMethods(projectID string) ([]*ExternalMethod, error) {
 	var out []*ExternalMethod
 	err := tx.bucket(bucketMethods).ForEach(func(_, v []byte) error {
 		var m ExternalMethod
@@ -77,6 +77,6 @@ func (tx *boltTx) ExternalMethods(projectID string) ([]*ExternalMethod, error) {
 }
 
 // PutExternalMethod creates or replaces a registration.
-func (tx *boltTx) PutExternalMethod(m *ExternalMethod) error {
+func (tx boltTx) PutExternalMethod(m *ExternalMethod) error {
 	return tx.put(bucketMethods, []byte(m.ID), m)
 }

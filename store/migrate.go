@@ -27,7 +27,7 @@ const migrateChunk = 20_000
 func migrateEvents(b *bolt.DB) error {
 	for done := false; !done; {
 		err := b.Update(func(btx *bolt.Tx) error {
-			tx := &boltTx{tx: btx}
+			tx := boltTx{btx}
 			meta := tx.bucket(bucketMeta)
 			index := tx.bucket(bucketEventIndex)
 			index.FillPercent = appendFill
@@ -102,7 +102,7 @@ func migrateExpiry(b *bolt.DB, log *slog.Logger) error {
 	for done := false; !done; {
 		n := 0
 		err := b.Update(func(btx *bolt.Tx) error {
-			tx := &boltTx{tx: btx}
+			tx := boltTx{btx}
 			meta := tx.bucket(bucketMeta)
 			kind, from := 0, []byte(nil)
 			if pos := meta.Get(keyExpiryMigration); len(pos) > 0 {

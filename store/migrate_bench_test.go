@@ -58,7 +58,7 @@ func BenchmarkMigrateEvents(b *testing.B) {
 		took := time.Since(start)
 		b.StopTimer()
 		var count int
-		db.viewTx(func(tx *boltTx) error {
+		db.viewTx(func(tx boltTx) error {
 			count = must(tx.AuthEventCount(fmt.Sprintf("%08x-0000-4000-8000-00000000beef", 0)))
 			return nil
 		})
@@ -125,7 +125,7 @@ func BenchmarkMigrateExpiry(b *testing.B) {
 		took := time.Since(start)
 		b.StopTimer()
 		var indexed int
-		db.viewTx(func(tx *boltTx) error {
+		db.viewTx(func(tx boltTx) error {
 			indexed = must(tx.ExpiringCount(ExpiringSessions)) + must(tx.ExpiringCount(ExpiringDevices))
 			return nil
 		})

@@ -17,7 +17,7 @@ type Event struct {
 }
 
 // AppendEvent adds e to the outbox and assigns its sequence number.
-func (tx *boltTx) AppendEvent(e *Event) error {
+func (tx boltTx) AppendEvent(e *Event) error {
 	key, n, err := tx.nextSeq(bucketOutbox)
 	if err != nil {
 		return err
@@ -27,14 +27,14 @@ func (tx *boltTx) AppendEvent(e *Event) error {
 }
 
 // HasEvents reports whether the outbox holds any event.
-func (tx *boltTx) HasEvents() (bool, error) {
+func (tx boltTx) HasEvents() (bool, error) {
 	k, _ := tx.bucket(bucketOutbox).Cursor().First()
 	return k != nil, nil
 }
 
 // EventsAfter returns up to limit outbox events with a sequence number
 // greater than seq, in order.
-func (tx *boltTx) EventsAfter(seq uint64, limit int) ([]*Event, error) {
+func (tx boltTx) EventsAfter(seq uint64, limit int) ([]*Event, error) {
 	var out []*Event
 	c := tx.bucket(bucketOutbox).Cursor()
 	for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
@@ -48,4 +48,4 @@ func (tx *boltTx) EventsAfter(seq uint64, limit int) ([]*Event, error) {
 }
 
 // DeleteEvent removes an event from the outbox once it has been fanned out.
-func (tx *boltTx) DeleteEvent(seq uint64) error { return tx.del(bucketOutbox, u64(seq)) }
+func (tx boltTx) DeleteEvent(seq uint64) error { return tx.del(bucketOutbox, u64(seq)) }

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // TestRecentUserSessions: a user's sessions come newest first, limit of
 // them, with whether older ones remain; another user's never show.
 func TestRecentUserSessions(t *testing.T) {
-	db := mustOpen(t)
+	db := storetest.Open(t)
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	err := db.Update(func(tx *store.Tx) error {
+	err := db.Update(ctx, func(tx store.Tx) error {
 		for i := range 5 {
 			for _, u := range []string{"u1", "u2"} {
 				s := &store.Session{ID: fmt.Sprintf("0193-%s-%02d", u, i), UserID: u, ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)}
@@ -38,7 +39,7 @@ func TestRecentUserSessions(t *testing.T) {
 		{"u2", 1, []string{"0193-u2-04"}, true},
 		{"u3", 10, nil, false},
 	} {
-		db.View(func(tx *store.Tx) error {
+		db.View(ctx, func(tx store.Tx) error {
 			got, more, err := tx.RecentUserSessions(c.user, c.limit)
 			if err != nil {
 				t.Fatal(err)
@@ -59,8 +60,8 @@ func TestRecentUserSessions(t *testing.T) {
 // each starting below the last Seq of the previous one, cover every
 // attempt exactly once; another webhook's attempts never show.
 func TestDeliveriesBefore(t *testing.T) {
-	db := mustOpen(t)
-	err := db.Update(func(tx *store.Tx) error {
+	db := storetest.Open(t)
+	err := db.Update(ctx, func(tx store.Tx) error {
 		for i := range 7 {
 			for _, w := range []string{"w1", "w2"} {
 				if err := tx.AddDelivery(&store.Delivery{ID: fmt.Sprint(w, "-", i), WebhookID: w, EventID: "evt", Attempt: 1, Status: "success"}); err != nil {
@@ -80,7 +81,7 @@ func TestDeliveriesBefore(t *testing.T) {
 			t.Fatal("more pages than attempts")
 		}
 		var more bool
-		db.View(func(tx *store.Tx) error {
+		db.View(ctx, func(tx store.Tx) error {
 			ds, m, err := tx.DeliveriesBefore("w1", before, 3)
 			if err != nil {
 				t.Fatal(err)
@@ -99,7 +100,7 @@ func TestDeliveriesBefore(t *testing.T) {
 	if got, want := fmt.Sprint(seen), "[w1-6 w1-5 w1-4 w1-3 w1-2 w1-1 w1-0]"; got != want {
 		t.Fatalf("pages showed %s, want %s", got, want)
 	}
-	db.View(func(tx *store.Tx) error {
+	db.View(ctx, func(tx store.Tx) error {
 		if ds, more, err := tx.DeliveriesBefore("w3", 0, 10); err != nil || len(ds) != 0 || more {
 			t.Fatalf("unknown webhook: %d attempts, more=%v, err %v", len(ds), more, err)
 		}

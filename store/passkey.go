@@ -18,7 +18,7 @@ type Passkey struct {
 }
 
 // Passkey returns projectID's credential id.
-func (tx *boltTx) Passkey(projectID, id string) (*Passkey, error) {
+func (tx boltTx) Passkey(projectID, id string) (*Passkey, error) {
 	var pk Passkey
 	if err := tx.get(bucketPasskeys, compound(projectID, id), &pk); err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (tx *boltTx) Passkey(projectID, id string) (*Passkey, error) {
 }
 
 // PutPasskey creates or updates a credential and its user index.
-func (tx *boltTx) PutPasskey(pk *Passkey) error {
+func (tx boltTx) PutPasskey(pk *Passkey) error {
 	if err := tx.bucket(bucketUserPasskeys).Put(compound(pk.UserID, pk.ID), nil); err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (tx *boltTx) PutPasskey(pk *Passkey) error {
 }
 
 // DeletePasskey removes a credential.
-func (tx *boltTx) DeletePasskey(pk *Passkey) error {
+func (tx boltTx) DeletePasskey(pk *Passkey) error {
 	if err := tx.del(bucketUserPasskeys, compound(pk.UserID, pk.ID)); err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (tx *boltTx) DeletePasskey(pk *Passkey) error {
 }
 
 // UserPasskeys returns a user's credentials, oldest first.
-func (tx *boltTx) UserPasskeys(projectID, userID string) ([]*Passkey, error) {
+func (tx boltTx) UserPasskeys(projectID, userID string) ([]*Passkey, error) {
 	out := []*Passkey{}
 	prefix := compound(userID, "")
 	c := tx.bucket(bucketUserPasskeys).Cursor()
@@ -80,7 +80,7 @@ type Challenge struct {
 }
 
 // Challenge returns the challenge with id.
-func (tx *boltTx) Challenge(id string) (*Challenge, error) {
+func (tx boltTx) Challenge(id string) (*Challenge, error) {
 	var c Challenge
 	if err := tx.get(bucketChallenges, []byte(id), &c); err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (tx *boltTx) Challenge(id string) (*Challenge, error) {
 }
 
 // PutChallenge stores c; the sweep deletes it at its ExpiresAt.
-func (tx *boltTx) PutChallenge(c *Challenge) error {
+func (tx boltTx) PutChallenge(c *Challenge) error {
 	v, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -98,6 +98,6 @@ func (tx *boltTx) PutChallenge(c *Challenge) error {
 }
 
 // DeleteChallenge removes a challenge.
-func (tx *boltTx) DeleteChallenge(id string) error {
+func (tx boltTx) DeleteChallenge(id string) error {
 	return tx.deleteExpiring(&expiries[ExpiringChallenges], []byte(id))
 }

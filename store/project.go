@@ -30,7 +30,7 @@ type Project struct {
 }
 
 // Project returns the project with id.
-func (tx *boltTx) Project(id string) (*Project, error) {
+func (tx boltTx) Project(id string) (*Project, error) {
 	var p Project
 	if err := tx.get(bucketProjects, []byte(id), &p); err != nil {
 		return nil, err
@@ -39,12 +39,12 @@ func (tx *boltTx) Project(id string) (*Project, error) {
 }
 
 // PutProject creates or replaces a project.
-func (tx *boltTx) PutProject(p *Project) error {
+func (tx boltTx) PutProject(p *Project) error {
 	return tx.put(bucketProjects, []byte(p.ID), p)
 }
 
 // Projects returns every project in id order.
-func (tx *boltTx) Projects() ([]*Project, error) {
+func (tx boltTx) Projects() ([]*Project, error) {
 	var out []*Project
 	err := tx.bucket(bucketProjects).ForEach(func(k, v []byte) error {
 		var p Project
@@ -73,7 +73,7 @@ func (tx *boltTx) Projects() ([]*Project, error) {
 // Rows not indexed by project (codes, links, devices, challenges,
 // methods, grants, keys) are found by a scan of their bucket; users,
 // passkeys and webhooks through their per-project keys.
-func (tx *boltTx) DeleteProject(id string) (detached []string, err error) {
+func (tx boltTx) DeleteProject(id string) (detached []string, err error) {
 	if tx.bucket(bucketProjects).Get([]byte(id)) == nil {
 		return nil, ErrNotFound
 	}
@@ -187,7 +187,7 @@ func ownedBy(projectID string) func(k, v []byte) (bool, error) {
 }
 
 // deletePrefix removes every key of bucket that starts with prefix.
-func (tx *boltTx) deletePrefix(bucket, prefix []byte) error {
+func (tx boltTx) deletePrefix(bucket, prefix []byte) error {
 	c := tx.bucket(bucket).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
 		if err := c.Delete(); err != nil {

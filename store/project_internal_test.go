@@ -11,7 +11,7 @@ import (
 // fillProject writes one row of every kind that belongs to project p
 // ("p-<name>"); every id it makes contains name, so a scan can tell the
 // project's rows apart.
-func fillProject(t *testing.T, tx *boltTx, name string) {
+func fillProject(t *testing.T, tx boltTx, name string) {
 	t.Helper()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	later := now.Add(time.Hour)
@@ -52,7 +52,7 @@ func fillProject(t *testing.T, tx *boltTx, name string) {
 }
 
 // mentions counts, per bucket, the rows whose key or value contains s.
-func mentions(tx *boltTx, s string) map[string]int {
+func mentions(tx boltTx, s string) map[string]int {
 	out := map[string]int{}
 	for _, name := range allBuckets {
 		tx.bucket(name).ForEach(func(k, v []byte) error {
@@ -76,7 +76,7 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.updateTx(func(tx *boltTx) error {
+	err = db.updateTx(func(tx boltTx) error {
 		fillProject(t, tx, "doomed")
 		fillProject(t, tx, "kept")
 		return nil
@@ -85,13 +85,13 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	var keptBefore map[string]int
-	db.viewTx(func(tx *boltTx) error { keptBefore = mentions(tx, "kept"); return nil })
+	db.viewTx(func(tx boltTx) error { keptBefore = mentions(tx, "kept"); return nil })
 	if len(keptBefore) < 15 {
 		t.Fatalf("fixture touches only %d buckets: %v", len(keptBefore), keptBefore)
 	}
 
 	var detached []string
-	err = db.updateTx(func(tx *boltTx) error {
+	err = db.updateTx(func(tx boltTx) error {
 		var err error
 		detached, err = tx.DeleteProject("p-doomed")
 		return err
@@ -102,7 +102,7 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 	if len(detached) != 1 || detached[0] != "sk_test_doomed" {
 		t.Fatalf("detached=%v, want [sk_test_doomed]", detached)
 	}
-	db.viewTx(func(tx *boltTx) error {
+	db.viewTx(func(tx boltTx) error {
 		got := mentions(tx, "doomed")
 		// The event is kept with its index entry and its counters (the
 		// hour's and the project's total).
@@ -124,7 +124,7 @@ func TestDeleteProjectRemovesItsRows(t *testing.T) {
 		}
 		return nil
 	})
-	err = db.updateTx(func(tx *boltTx) error {
+	err = db.updateTx(func(tx boltTx) error {
 		_, err := tx.DeleteProject("p-doomed")
 		return err
 	})
@@ -161,7 +161,7 @@ func BenchmarkDeleteProject(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, pid := range []string{"p-doomed", "p-kept"} {
-			err = db.updateTx(func(tx *boltTx) error {
+			err = db.updateTx(func(tx boltTx) error {
 				if err := tx.PutProject(&Project{ID: pid, CreatedAt: now}); err != nil {
 					return err
 				}
@@ -187,7 +187,7 @@ func BenchmarkDeleteProject(b *testing.B) {
 			}
 		}
 		b.StartTimer()
-		err = db.updateTx(func(tx *boltTx) error {
+		err = db.updateTx(func(tx boltTx) error {
 			_, err := tx.DeleteProject("p-doomed")
 			return err
 		})

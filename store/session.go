@@ -27,7 +27,7 @@ type Session struct {
 }
 
 // Session returns the session with id.
-func (tx *boltTx) Session(id string) (*Session, error) {
+func (tx boltTx) Session(id string) (*Session, error) {
 	v := tx.bucket(bucketSessions).Get([]byte(id))
 	if v == nil {
 		return nil, ErrNotFound
@@ -37,12 +37,12 @@ func (tx *boltTx) Session(id string) (*Session, error) {
 
 // SessionExists reports whether a session row with id exists, without
 // decoding it (the hot path of every user call).
-func (tx *boltTx) SessionExists(id string) (bool, error) {
+func (tx boltTx) SessionExists(id string) (bool, error) {
 	return tx.bucket(bucketSessions).Get([]byte(id)) != nil, nil
 }
 
 // PutSession stores a session, indexed under its user and by its expiry.
-func (tx *boltTx) PutSession(s *Session) error {
+func (tx boltTx) PutSession(s *Session) error {
 	if err := tx.bucket(bucketUserSessions).Put(compound(s.UserID, s.ID), nil); err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (tx *boltTx) PutSession(s *Session) error {
 }
 
 // DeleteSession removes one session and its index entries.
-func (tx *boltTx) DeleteSession(s *Session) error {
+func (tx boltTx) DeleteSession(s *Session) error {
 	if err := tx.deleteExpiring(&expiries[ExpiringSessions], []byte(s.ID)); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (tx *boltTx) DeleteSession(s *Session) error {
 }
 
 // UserSessions returns the ids of userID's sessions.
-func (tx *boltTx) UserSessions(userID string) ([]string, error) {
+func (tx boltTx) UserSessions(userID string) ([]string, error) {
 	var ids []string
 	prefix := compound(userID, "")
 	c := tx.bucket(bucketUserSessions).Cursor()
@@ -71,7 +71,7 @@ func (tx *boltTx) UserSessions(userID string) ([]string, error) {
 
 // UserSessionRows returns userID's sessions, in id order (ids are
 // time-ordered UUIDs, so oldest first).
-func (tx *boltTx) UserSessionRows(userID string) ([]*Session, error) {
+func (tx boltTx) UserSessionRows(userID string) ([]*Session, error) {
 	ids, err := tx.UserSessions(userID)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (tx *boltTx) UserSessionRows(userID string) ([]*Session, error) {
 // as it is too: shown as last seen at its sign-in, it is off by less than
 // grace, and most sessions are used right after their sign-in. The row
 // keeps its size and its expiry.
-func (tx *boltTx) TouchSession(id string, t time.Time, grace time.Duration) error {
+func (tx boltTx) TouchSession(id string, t time.Time, grace time.Duration) error {
 	s, err := tx.Session(id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -110,7 +110,7 @@ func (tx *boltTx) TouchSession(id string, t time.Time, grace time.Duration) erro
 }
 
 // DeleteUserSessions removes every session of userID.
-func (tx *boltTx) DeleteUserSessions(userID string) error {
+func (tx boltTx) DeleteUserSessions(userID string) error {
 	ids, err := tx.UserSessions(userID)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (tx *boltTx) DeleteUserSessions(userID string) error {
 // first (ids are time-ordered UUIDs), and whether older ones remain. It
 // reads at most limit+1 index entries, so a user with many sessions costs
 // no more than one with limit of them.
-func (tx *boltTx) RecentUserSessions(userID string, limit int) ([]*Session, bool, error) {
+func (tx boltTx) RecentUserSessions(userID string, limit int) ([]*Session, bool, error) {
 	out := []*Session{}
 	prefix := compound(userID, "")
 	c := tx.bucket(bucketUserSessions).Cursor()

@@ -38,7 +38,7 @@ type Stats struct {
 func (db *boltDB) Stats(context.Context) (Stats, error) {
 	var st Stats
 	err := db.bolt.View(func(btx *bolt.Tx) error {
-		tx := &boltTx{tx: btx, db: db}
+		tx := boltTx{btx}
 		st.MailQueued = tx.bucket(bucketMail).Stats().KeyN
 		if k, v := tx.bucket(bucketMail).Cursor().First(); v != nil {
 			m, err := decodeMail(k, v)

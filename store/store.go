@@ -146,9 +146,10 @@ type DB interface {
 type File interface {
 	// Path returns the data file's path.
 	Path() string
-	// Check verifies the file's page structure and that every expiring
-	// row and its expiry index entry go together; tests call it after
-	// each run. It reads the whole file.
+	// Check verifies the file's page structure and its indexes (every
+	// expiring row and its expiry index entry, every authentication
+	// event and its index entry and count); tests call it after each
+	// run. It reads the whole file.
 	Check() error
 	// Space reports how the file's pages are used, as of the last write
 	// transaction. It reads no page.
@@ -208,7 +209,7 @@ func (opt Options) maxEventsPerProject() int {
 // date and returns the DB. created reports that the store held no
 // latchkey data before (a new file, an empty database): the first
 // start. An unreachable database is an error naming it, wrapping
-// ErrUnavailable.
+// ErrUnavailable. ctx bounds the opening only: the DB lives until Close.
 type Driver func(ctx context.Context, dsn string, opt Options) (db DB, created bool, err error)
 
 var (

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,25 +16,120 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
-// mustOpen opens a new data file in t.TempDir.
-func mustOpen(t *testing.T) *store.DB {
+// The tests of this package that open their store with storetest.Open
+// run on the backend LATCHKEY_TEST_STORE names; those about what only a
+// bbolt file does (its lock, its pages, its group commit, CheckFile)
+// open a file with openFile and run on bbolt whatever it names.
+
+func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
+
+// ctx is the context of the tests' store calls: never cancelled.
+var ctx = context.Background()
+
+// openFile opens a new bbolt data file in t.TempDir (bbolt-only tests),
+// closed and checked when the test ends.
+func openFile(t *testing.T, opt store.Options) (store.DB, store.File) {
 	t.Helper()
-	db, created, err := store.Open(filepath.Join(t.TempDir(), "latchkey.db"), store.Options{})
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	db, created, err := store.Open(ctx, path, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !created {
 		t.Fatal("new file not reported as created")
 	}
+	t.Cleanup(func() { storetest.CheckFile(t, path) })
+	t.Cleanup(func() { db.Close() })
+	return db, db.(store.File)
+}
+
+// openDSN opens the store at dsn (storetest.New), closed when the test
+// ends.
+func openDSN(t *testing.T, dsn string, opt store.Options) store.DB {
+	t.Helper()
+	db, _, err := store.Open(ctx, dsn, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { db.Close() })
 	return db
 }
 
+// reopen closes db and opens dsn again with opt.
+func reopen(t *testing.T, db store.DB, dsn string, opt store.Options) store.DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openDSN(t, dsn, opt)
+}
+
+// must returns v, failing the test (by a panic) on err: for reads whose
+// error no test expects.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// check runs the file's consistency check in the middle of a test, on
+// bbolt; other backends have nothing to check.
+func check(t *testing.T, db store.DB) {
+	t.Helper()
+	if f, ok := db.(store.File); ok {
+		if err := f.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestClosed: after Close, transactions return ErrClosed.
+func TestClosed(t *testing.T) {
+	db := storetest.Open(t)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	none := func(store.Tx) error { return nil }
+	for name, call := range map[string]func() error{
+		"View":   func() error { return db.View(ctx, none) },
+		"Update": func() error { return db.Update(ctx, none) },
+		"Batch":  func() error { return db.Batch(ctx, none) },
+	} {
+		if err := call(); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+// TestCanceled: a context already done refuses a write, changing nothing.
+func TestCanceled(t *testing.T) {
+	db := storetest.Open(t)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	put := func(tx store.Tx) error { return tx.SetAdminTokenHash([]byte("h")) }
+	if err := db.Update(done, put); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update: %v, want context.Canceled", err)
+	}
+	if err := db.Batch(done, put); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Batch: %v, want context.Canceled", err)
+	}
+	db.View(ctx, func(tx store.Tx) error {
+		if h, err := tx.AdminTokenHash(); err != nil || h != nil {
+			t.Fatalf("stored %q (%v) after refused writes", h, err)
+		}
+		return nil
+	})
+}
+
+// TestOpenRefusesNewerSchema: a data file of a newer latchkey is refused
+// (bbolt only: PostgreSQL has its own migrations).
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
+	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,21 +145,23 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), v)
 	})
 	b.Close()
-	_, _, err = store.Open(path, store.Options{})
+	_, _, err = store.Open(ctx, path, store.Options{})
 	if err == nil || !strings.Contains(err.Error(), "schema version") || !strings.Contains(err.Error(), "upgrade latchkey") {
 		t.Fatalf("err = %v, want a clear schema refusal", err)
 	}
 }
 
+// TestOpenInUse: a data file another process holds is ErrInUse (bbolt
+// only).
 func TestOpenInUse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
+	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	start := time.Now()
-	_, _, err = store.Open(path, store.Options{LockTimeout: 100 * time.Millisecond})
+	_, _, err = store.Open(ctx, path, store.Options{LockTimeout: 100 * time.Millisecond})
 	if !errors.Is(err, store.ErrInUse) {
 		t.Fatalf("err = %v, want ErrInUse", err)
 	}
@@ -78,14 +176,14 @@ func TestOpenInUse(t *testing.T) {
 // TestBatch: concurrent Batch calls all commit; a failing call gets its
 // own error and does not undo the others.
 func TestBatch(t *testing.T) {
-	db := mustOpen(t)
+	db := storetest.Open(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 200)
 	for i := range errs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = db.Batch(func(tx *store.Tx) error {
+			errs[i] = db.Batch(ctx, func(tx store.Tx) error {
 				if i%50 == 7 {
 					return fmt.Errorf("call %d refuses", i)
 				}
@@ -104,7 +202,7 @@ func TestBatch(t *testing.T) {
 		}
 	}
 	var n int
-	db.View(func(tx *store.Tx) error {
+	db.View(ctx, func(tx store.Tx) error {
 		evs, _, err := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 1000})
 		n = len(evs)
 		return err
@@ -114,29 +212,31 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// TestBackupIsAConsistentCopy: a backup is a data file that opens and
+// checks (bbolt only: PostgreSQL's backup is pg_dump).
 func TestBackupIsAConsistentCopy(t *testing.T) {
-	db := mustOpen(t)
-	db.Update(func(tx *store.Tx) error {
+	db, _ := openFile(t, store.Options{})
+	db.Update(ctx, func(tx store.Tx) error {
 		return tx.AddAuthEvent(&store.AuthEvent{ID: "ev1", ProjectID: "p", CreatedAt: time.Now()})
 	})
 	var buf bytes.Buffer
 	var size int64
-	n, err := db.Backup(&buf, func(s int64) { size = s })
+	n, err := db.Backup(ctx, &buf, func(s int64) { size = s })
 	if err != nil || n != size || int64(buf.Len()) != n {
 		t.Fatalf("backup: n=%d size=%d len=%d err=%v", n, size, buf.Len(), err)
 	}
 	path := filepath.Join(t.TempDir(), "copy.db")
 	os.WriteFile(path, buf.Bytes(), 0o600)
-	cp, _, err := store.Open(path, store.Options{})
+	cp, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cp.Close()
-	if err := cp.Check(); err != nil {
+	if err := cp.(store.File).Check(); err != nil {
 		t.Fatal(err)
 	}
 	var found int
-	cp.View(func(tx *store.Tx) error {
+	cp.View(ctx, func(tx store.Tx) error {
 		evs, _, _ := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 10})
 		found = len(evs)
 		return nil
@@ -199,9 +299,9 @@ func TestLoadMasterKey(t *testing.T) {
 // TestDueJobs: each webhook's due jobs come earliest first, a webhook
 // without room is skipped, jobs in flight are skipped, future jobs wait.
 func TestDueJobs(t *testing.T) {
-	db := mustOpen(t)
+	db := storetest.Open(t)
 	t0 := time.Unix(1_800_000_000, 0)
-	db.Update(func(tx *store.Tx) error {
+	db.Update(ctx, func(tx store.Tx) error {
 		for i := 0; i < 5; i++ {
 			tx.EnqueueJob(&store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: t0.Add(time.Duration(i) * time.Second)})
 			tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: fmt.Sprint("b", i), NextAttemptAt: t0.Add(time.Duration(i) * time.Second)})
@@ -210,7 +310,7 @@ func TestDueJobs(t *testing.T) {
 	})
 	due := func(now time.Time, limit int, after string, room map[string]int, skip map[string]bool) []string {
 		var ids []string
-		db.View(func(tx *store.Tx) error {
+		db.View(ctx, func(tx store.Tx) error {
 			seqs := map[uint64]bool{}
 			jobs, err := tx.DueJobs(now, 100, "", 100, func(string, int) int { return 100 }, nil2)
 			if err != nil {
@@ -253,7 +353,7 @@ func TestDueJobs(t *testing.T) {
 		t.Fatalf("due after hook-a = %s, want [b0 b1 a0 a1]", got)
 	}
 	var next time.Time
-	db.View(func(tx *store.Tx) error { next, _ = tx.NextJobAt(); return nil })
+	db.View(ctx, func(tx store.Tx) (err error) { next, _, err = tx.NextJobAt(); return err })
 	if !next.Equal(t0) {
 		t.Fatalf("NextJobAt = %v", next)
 	}
@@ -263,10 +363,10 @@ func TestDueJobs(t *testing.T) {
 // skipped, counted up to peek; a webhook without room even at peek is
 // passed over without counting.
 func TestDueJobsPeek(t *testing.T) {
-	db := mustOpen(t)
+	db := storetest.Open(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	var skipSeq uint64
-	db.Update(func(tx *store.Tx) error {
+	db.Update(ctx, func(tx store.Tx) error {
 		for i := 0; i < 5; i++ {
 			j := &store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: t0}
 			tx.EnqueueJob(j)
@@ -282,7 +382,7 @@ func TestDueJobsPeek(t *testing.T) {
 	})
 	heard := map[string][]int{}
 	var ids []string
-	db.View(func(tx *store.Tx) error {
+	db.View(ctx, func(tx store.Tx) error {
 		jobs, err := tx.DueJobs(t0.Add(time.Minute), 10, "", 3, func(h string, due int) int {
 			heard[h] = append(heard[h], due)
 			switch h {

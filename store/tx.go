@@ -13,7 +13,8 @@ import "time"
 //     except where its comment says "never nil": there an empty, non-nil
 //     slice (callers encode it as a JSON array).
 //   - A method that deletes a row returns nil when the row is already
-//     gone. A write method called in a View returns an error.
+//     gone. Write methods belong in Update and Batch: in a View they
+//     return an error (or nil when they find nothing to change).
 //   - A Put method creates the row or replaces it whole, keyed as its
 //     comment says; the caller keeps ownership of the value it passed,
 //     and a read returns a fresh value that the caller may change.

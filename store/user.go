@@ -25,7 +25,7 @@ type User struct {
 }
 
 // User returns the user with id.
-func (tx *boltTx) User(id string) (*User, error) {
+func (tx boltTx) User(id string) (*User, error) {
 	v := tx.bucket(bucketUsers).Get([]byte(id))
 	if v == nil {
 		return nil, ErrNotFound
@@ -34,7 +34,7 @@ func (tx *boltTx) User(id string) (*User, error) {
 }
 
 // UserByEmail returns projectID's user with the (normalized) email.
-func (tx *boltTx) UserByEmail(projectID, email string) (*User, error) {
+func (tx boltTx) UserByEmail(projectID, email string) (*User, error) {
 	id := tx.bucket(bucketUsersByEmail).Get(compound(projectID, email))
 	if id == nil {
 		return nil, ErrNotFound
@@ -43,7 +43,7 @@ func (tx *boltTx) UserByEmail(projectID, email string) (*User, error) {
 }
 
 // UserByExternalID returns projectID's user with the external id.
-func (tx *boltTx) UserByExternalID(projectID, ext string) (*User, error) {
+func (tx boltTx) UserByExternalID(projectID, ext string) (*User, error) {
 	id := tx.bucket(bucketUsersByExt).Get(compound(projectID, ext))
 	if id == nil {
 		return nil, ErrNotFound
@@ -54,7 +54,7 @@ func (tx *boltTx) UserByExternalID(projectID, ext string) (*User, error) {
 // PutUser creates or updates u and keeps the email and external-id indexes
 // in step. It returns ErrConflict, changing nothing, when another user of
 // the project holds u's email or external id.
-func (tx *boltTx) PutUser(u *User) error {
+func (tx boltTx) PutUser(u *User) error {
 	old, err := tx.User(u.ID)
 	if err != nil && err != ErrNotFound {
 		return err
@@ -96,7 +96,7 @@ func (tx *boltTx) PutUser(u *User) error {
 }
 
 // DeleteUser removes the user, its indexes and its sessions.
-func (tx *boltTx) DeleteUser(u *User) error {
+func (tx boltTx) DeleteUser(u *User) error {
 	if err := tx.DeleteUserSessions(u.ID); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (tx *boltTx) DeleteUser(u *User) error {
 // after the address after ("" from the first); with emailPrefix set, only
 // those whose email starts with it. more reports whether others follow.
 // It seeks once in the email index and reads limit rows, at any depth.
-func (tx *boltTx) Users(projectID, emailPrefix, after string, limit int) (users []*User, more bool, err error) {
+func (tx boltTx) Users(projectID, emailPrefix, after string, limit int) (users []*User, more bool, err error) {
 	c := tx.bucket(bucketUsersByEmail).Cursor()
 	prefix := compound(projectID, emailPrefix)
 	k, v := c.Seek(prefix)

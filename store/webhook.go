@@ -23,7 +23,7 @@ type Webhook struct {
 func webhookKey(projectID, id string) []byte { return compound(projectID, id) }
 
 // Webhook returns projectID's webhook id.
-func (tx *boltTx) Webhook(projectID, id string) (*Webhook, error) {
+func (tx boltTx) Webhook(projectID, id string) (*Webhook, error) {
 	var w Webhook
 	if err := tx.get(bucketWebhooks, webhookKey(projectID, id), &w); err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (tx *boltTx) Webhook(projectID, id string) (*Webhook, error) {
 }
 
 // Webhooks returns projectID's webhooks in id order.
-func (tx *boltTx) Webhooks(projectID string) ([]*Webhook, error) {
+func (tx boltTx) Webhooks(projectID string) ([]*Webhook, error) {
 	var out []*Webhook
 	prefix := compound(projectID, "")
 	c := tx.bucket(bucketWebhooks).Cursor()
@@ -47,13 +47,13 @@ func (tx *boltTx) Webhooks(projectID string) ([]*Webhook, error) {
 }
 
 // PutWebhook creates or replaces a webhook.
-func (tx *boltTx) PutWebhook(w *Webhook) error {
+func (tx boltTx) PutWebhook(w *Webhook) error {
 	return tx.put(bucketWebhooks, webhookKey(w.ProjectID, w.ID), w)
 }
 
 // DeleteWebhook removes a webhook, its queued deliveries and its history.
 // A delivery in flight finds its job gone and records nothing.
-func (tx *boltTx) DeleteWebhook(w *Webhook) error {
+func (tx boltTx) DeleteWebhook(w *Webhook) error {
 	jp := jobPrefix(w.ID)
 	jc := tx.bucket(bucketJobs).Cursor()
 	for k, _ := jc.Seek(jp); k != nil && bytes.HasPrefix(k, jp); k, _ = jc.Seek(jp) {
@@ -114,7 +114,7 @@ func splitJobKey(k []byte) (webhookID []byte, at int64, seq uint64) {
 
 // EnqueueJob queues j at j.NextAttemptAt, assigning its sequence number
 // when it has none.
-func (tx *boltTx) EnqueueJob(j *Job) error {
+func (tx boltTx) EnqueueJob(j *Job) error {
 	if j.Seq == 0 {
 		n, err := tx.bucket(bucketJobs).NextSequence()
 		if err != nil {
@@ -137,7 +137,7 @@ func (tx *boltTx) EnqueueJob(j *Job) error {
 // in turn; each webhook's jobs come in due order (sequence order among
 // jobs due at the same instant). A webhook costs one seek and at most
 // peek keys, whatever its backlog.
-func (tx *boltTx) DueJobs(now time.Time, limit int, after string, peek int, room func(webhookID string, due int) int, skip func(seq uint64) bool) ([]*Job, error) {
+func (tx boltTx) DueJobs(now time.Time, limit int, after string, peek int, room func(webhookID string, due int) int, skip func(seq uint64) bool) ([]*Job, error) {
 	var out []*Job
 	due := now.UnixNano()
 	peek = max(peek, 1)
@@ -194,7 +194,7 @@ func (tx *boltTx) DueJobs(now time.Time, limit int, after string, peek int, room
 }
 
 // NextJobAt returns when the earliest queued job is due, or false.
-func (tx *boltTx) NextJobAt() (time.Time, bool, error) {
+func (tx boltTx) NextJobAt() (time.Time, bool, error) {
 	var first int64
 	found := false
 	c := tx.bucket(bucketJobs).Cursor()
@@ -213,7 +213,7 @@ func (tx *boltTx) NextJobAt() (time.Time, bool, error) {
 
 // DeleteJob removes j (queued at j.NextAttemptAt). It reports false when
 // the job is gone (its webhook was deleted meanwhile).
-func (tx *boltTx) DeleteJob(j *Job) (bool, error) {
+func (tx boltTx) DeleteJob(j *Job) (bool, error) {
 	k := jobKey(j.WebhookID, j.NextAttemptAt, j.Seq)
 	if tx.bucket(bucketJobs).Get(k) == nil {
 		return false, nil
@@ -222,7 +222,7 @@ func (tx *boltTx) DeleteJob(j *Job) (bool, error) {
 }
 
 // JobCount returns how many deliveries are queued.
-func (tx *boltTx) JobCount() (int, error) { return tx.bucket(bucketJobs).Stats().KeyN, nil }
+func (tx boltTx) JobCount() (int, error) { return tx.bucket(bucketJobs).Stats().KeyN, nil }
 
 // Delivery records one delivery attempt. Seq orders a webhook's
 // attempts in the store; ID is the attempt's public id (empty in records
@@ -244,7 +244,7 @@ type Delivery struct {
 
 // AddDelivery records an attempt under its webhook and assigns its Seq;
 // the sweep deletes the record DeliveryLifetime after its CreatedAt.
-func (tx *boltTx) AddDelivery(d *Delivery) error {
+func (tx boltTx) AddDelivery(d *Delivery) error {
 	n, err := tx.bucket(bucketDeliveries).NextSequence()
 	if err != nil {
 		return err
@@ -259,7 +259,7 @@ func (tx *boltTx) AddDelivery(d *Delivery) error {
 }
 
 // Deliveries returns up to limit attempts for webhookID, newest first.
-func (tx *boltTx) Deliveries(webhookID string, limit int) ([]*Delivery, error) {
+func (tx boltTx) Deliveries(webhookID string, limit int) ([]*Delivery, error) {
 	out := []*Delivery{}
 	prefix := compound(webhookID, "")
 	c := tx.bucket(bucketDeliveries).Cursor()
@@ -282,7 +282,7 @@ func (tx *boltTx) Deliveries(webhookID string, limit int) ([]*Delivery, error) {
 }
 
 // DeliveryCount returns how many attempts are recorded for webhookID.
-func (tx *boltTx) DeliveryCount(webhookID string) int {
+func (tx boltTx) DeliveryCount(webhookID string) int {
 	n := 0
 	prefix := compound(webhookID, "")
 	c := tx.bucket(bucketDeliveries).Cursor()
@@ -295,7 +295,7 @@ func (tx *boltTx) DeliveryCount(webhookID string) int {
 // DeliveriesBefore returns up to limit attempts for webhookID whose Seq
 // is below before (0: from the newest), newest first, and whether older
 // ones remain: a page that costs its own rows at any depth.
-func (tx *boltTx) DeliveriesBefore(webhookID string, before uint64, limit int) ([]*Delivery, bool, error) {
+func (tx boltTx) DeliveriesBefore(webhookID string, before uint64, limit int) ([]*Delivery, bool, error) {
 	out := []*Delivery{}
 	prefix := compound(webhookID, "")
 	c := tx.bucket(bucketDeliveries).Cursor()

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strconv"
@@ -23,9 +24,9 @@ type AdminSummary struct {
 // AdminSummaries returns every webhook of projectID, of both modes,
 // oldest first, without secrets, each with its newest attempt. One read
 // transaction of at most MaxPerProject webhooks and one attempt each.
-func (s *Service) AdminSummaries(projectID string) ([]AdminSummary, error) {
+func (s *Service) AdminSummaries(ctx context.Context, projectID string) ([]AdminSummary, error) {
 	out := []AdminSummary{}
-	err := s.DB.View(func(tx *store.Tx) error {
+	err := s.DB.View(ctx, func(tx store.Tx) error {
 		ws, err := tx.Webhooks(projectID)
 		if err != nil {
 			return err
@@ -64,7 +65,7 @@ type DeliveryPage struct {
 // previous page ("" from the newest). A page costs its own rows at any
 // depth. ErrNotFound for an unknown webhook or another project's; an
 // *InputError for a cursor that is not one.
-func (s *Service) AdminDeliveries(projectID, id, before string, limit int) (DeliveryPage, error) {
+func (s *Service) AdminDeliveries(ctx context.Context, projectID, id, before string, limit int) (DeliveryPage, error) {
 	var seq uint64
 	if before != "" {
 		n, err := strconv.ParseUint(before, 10, 64)
@@ -75,7 +76,7 @@ func (s *Service) AdminDeliveries(projectID, id, before string, limit int) (Deli
 	}
 	limit = min(max(limit, 1), MaxDeliveryPage)
 	page := DeliveryPage{Deliveries: []DeliveryView{}}
-	err := s.DB.View(func(tx *store.Tx) error {
+	err := s.DB.View(ctx, func(tx store.Tx) error {
 		w, err := tx.Webhook(projectID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrNotFound

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 	"latchkey/webhook"
 )
 
@@ -39,11 +39,7 @@ func benchDelivery(b *testing.B, hooks int, ordered bool) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer recv.Close()
-	db, _, err := store.Open(filepath.Join(b.TempDir(), "bench.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(b)
 	keys, _ := store.NewKeyring(bytes.Repeat([]byte{3}, 32))
 	svc := &webhook.Service{DB: db, Keys: keys, Now: time.Now}
 	for i := 0; i < hooks; i++ {
@@ -57,7 +53,7 @@ func benchDelivery(b *testing.B, hooks int, ordered bool) {
 	}
 	data, _ := json.Marshal(map[string]string{"user_id": "0193", "email": "bench@example.com"})
 	for done := 0; done < events; {
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(ctx, func(tx store.Tx) error {
 			for i := 0; i < 1000 && done < events; i++ {
 				if err := tx.AppendEvent(&store.Event{ID: fmt.Sprintf("evt_%d", done), ProjectID: "p1", Type: "user.registered", CreatedAt: time.Now(), Data: data}); err != nil {
 					return err
@@ -100,7 +96,7 @@ func benchDelivery(b *testing.B, hooks int, ordered bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(want)/elapsed.Seconds(), "deliveries/s")
 	var left int
-	db.View(func(tx *store.Tx) error { left = tx.JobCount(); return nil })
+	db.View(ctx, func(tx store.Tx) (err error) { left, err = tx.JobCount(); return err })
 	if left != 0 {
 		b.Fatalf("%d jobs left", left)
 	}

@@ -23,7 +23,7 @@ import (
 	"latchkey/webhook"
 )
 
-// The receiver functions below are the README's, verbatim
+// The receiver functions below are docs/api.md's, verbatim
 // (TestREADMESnippets checks it): a receiver needs nothing from latchkey.
 
 // verify checks X-Service-Signature and returns the raw body. secret is
@@ -64,7 +64,7 @@ func verifyStandard(secret string, r *http.Request, body []byte) error {
 
 // A receiver checks each delivery over the raw body before decoding it.
 // Here latchkey's own client posts a signed delivery to a local receiver
-// built from the README's functions.
+// built from docs/api.md's functions.
 func Example_receiver() {
 	secret := "9f86d081884c7d659a2feaa0c55ad015bf4f1b2b0b822cd15d6c15b0f00a08e4" // as returned at registration
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -110,10 +110,11 @@ func ExampleVerifyStandard() {
 	// webhook: timestamp invalid or outside tolerance
 }
 
-// TestREADMESnippets: every Go block of the README's Webhooks section is
-// in this file verbatim, so it compiles and Example_receiver runs it.
+// TestREADMESnippets: every Go block of the Webhooks section of the API
+// reference (docs/api.md) is in this file verbatim, so it compiles and
+// Example_receiver runs it.
 func TestREADMESnippets(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestREADMESnippets(t *testing.T) {
 	section := string(readme)
 	start := strings.Index(section, "\n## Webhooks\n")
 	if start < 0 {
-		t.Fatal("README has no Webhooks section")
+		t.Fatal("docs/api.md has no Webhooks section")
 	}
 	section = section[start+1:]
 	if end := strings.Index(section, "\n## "); end >= 0 {
@@ -132,11 +133,11 @@ func TestREADMESnippets(t *testing.T) {
 	}
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(section, -1)
 	if len(blocks) == 0 {
-		t.Fatal("README's Webhooks section has no Go snippet")
+		t.Fatal("docs/api.md's Webhooks section has no Go snippet")
 	}
 	for _, b := range blocks {
 		if !strings.Contains(string(self), b[1]) {
-			t.Errorf("README snippet is not in example_test.go verbatim:\n%s", b[1])
+			t.Errorf("docs/api.md snippet is not in example_test.go verbatim:\n%s", b[1])
 		}
 	}
 }

@@ -133,7 +133,7 @@ func TestWorkerRetryDoesNotBlock(t *testing.T) {
 		t.Fatalf("received %v, want %v", got, want)
 	}
 	var jobs int
-	w.DB.View(func(tx *store.Tx) error { jobs = tx.JobCount(); return nil })
+	w.DB.View(ctx, func(tx store.Tx) (err error) { jobs, err = tx.JobCount(); return err })
 	if jobs != 0 {
 		t.Fatalf("%d jobs left", jobs)
 	}

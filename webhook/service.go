@@ -40,7 +40,7 @@ func (e *InputError) Error() string { return e.Msg }
 // Service registers, lists and deletes webhooks and lists deliveries.
 // It is safe for concurrent use.
 type Service struct {
-	DB   *store.DB
+	DB   store.DB
 	Keys *store.Keyring
 	Now  func() time.Time
 	// AllowPrivate lets live-mode webhooks target private addresses.
@@ -103,7 +103,7 @@ func (s *Service) Create(ctx context.Context, projectID, mode, rawURL string, ev
 	if w.Secret, err = s.Keys.Seal([]byte(secret), []byte("webhook:"+w.ID)); err != nil {
 		return nil, err
 	}
-	err = s.DB.Update(func(tx *store.Tx) error {
+	err = s.DB.Update(ctx, func(tx store.Tx) error {
 		existing, err := tx.Webhooks(projectID)
 		if err != nil {
 			return err
@@ -147,7 +147,7 @@ func ModeOf(w *store.Webhook) string {
 
 // webhookOf returns projectID's webhook id if it belongs to mode, else
 // ErrNotFound: a key never sees, nor learns of, the other mode's webhooks.
-func webhookOf(tx *store.Tx, projectID, mode, id string) (*store.Webhook, error) {
+func webhookOf(tx store.Tx, projectID, mode, id string) (*store.Webhook, error) {
 	w, err := tx.Webhook(projectID, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && ModeOf(w) != modeName(mode)) {
 		return nil, ErrNotFound
@@ -165,9 +165,9 @@ func modeName(mode string) string {
 
 // List returns projectID's webhooks of mode with their secrets, oldest
 // first; the other mode's webhooks are left out.
-func (s *Service) List(projectID, mode string) ([]View, error) {
+func (s *Service) List(ctx context.Context, projectID, mode string) ([]View, error) {
 	out := []View{}
-	err := s.DB.View(func(tx *store.Tx) error {
+	err := s.DB.View(ctx, func(tx store.Tx) error {
 		ws, err := tx.Webhooks(projectID)
 		if err != nil {
 			return err
@@ -200,9 +200,9 @@ type AdminView struct {
 
 // AdminList returns every webhook of projectID, of both modes, oldest
 // first, without secrets (the operator's view).
-func (s *Service) AdminList(projectID string) ([]AdminView, error) {
+func (s *Service) AdminList(ctx context.Context, projectID string) ([]AdminView, error) {
 	out := []AdminView{}
-	err := s.DB.View(func(tx *store.Tx) error {
+	err := s.DB.View(ctx, func(tx store.Tx) error {
 		ws, err := tx.Webhooks(projectID)
 		if err != nil {
 			return err
@@ -229,8 +229,8 @@ const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 // deliveries and removing its history (decisions.md §11, a deviation
 // from the contract's 500). Another project's or the other mode's
 // webhook is ErrNotFound.
-func (s *Service) Delete(projectID, mode, id string) error {
-	return s.DB.Update(func(tx *store.Tx) error {
+func (s *Service) Delete(ctx context.Context, projectID, mode, id string) error {
+	return s.DB.Update(ctx, func(tx store.Tx) error {
 		w, err := webhookOf(tx, projectID, mode, id)
 		if err != nil {
 			return err
@@ -255,9 +255,9 @@ type DeliveryView struct {
 
 // Deliveries lists the newest delivery attempts of projectID's webhook
 // id; another project's or the other mode's webhook is ErrNotFound.
-func (s *Service) Deliveries(projectID, mode, id string, limit int) ([]DeliveryView, error) {
+func (s *Service) Deliveries(ctx context.Context, projectID, mode, id string, limit int) ([]DeliveryView, error) {
 	out := []DeliveryView{}
-	err := s.DB.View(func(tx *store.Tx) error {
+	err := s.DB.View(ctx, func(tx store.Tx) error {
 		if _, err := webhookOf(tx, projectID, mode, id); err != nil {
 			return err
 		}

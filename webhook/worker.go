@@ -36,7 +36,7 @@ import (
 // when woken and every Interval) until Close; tests may instead call
 // RunOnce themselves, with OnWake telling them when to call it again.
 type Worker struct {
-	DB     *store.DB
+	DB     store.DB
 	Keys   *store.Keyring
 	Client *http.Client
 	Now    func() time.Time
@@ -137,7 +137,7 @@ func (w *Worker) RunOnce(ctx context.Context) error {
 	w.init()
 	w.mu.Unlock()
 	for {
-		n, err := w.fanOut()
+		n, err := w.fanOut(ctx)
 		if err != nil {
 			return err
 		}
@@ -202,20 +202,20 @@ type envelope struct {
 
 // fanOut turns up to fanOutChunk outbox events into jobs, in one
 // transaction, and returns how many events it took.
-func (w *Worker) fanOut() (int, error) {
+func (w *Worker) fanOut(ctx context.Context) (int, error) {
 	// Most wake-ups find the outbox empty: check with a read transaction
 	// rather than paying for a write commit (and its fsync) each time.
 	var pending bool
-	if err := w.DB.View(func(tx *store.Tx) error {
-		pending = tx.HasEvents()
-		return nil
+	if err := w.DB.View(ctx, func(tx store.Tx) (err error) {
+		pending, err = tx.HasEvents()
+		return err
 	}); err != nil || !pending {
 		return 0, err
 	}
 	n := 0
 	// One function of a group commit, beside the requests' writes; it
 	// may run twice (n starts over, lastDue only grows).
-	err := w.DB.Batch(func(tx *store.Tx) error {
+	err := w.DB.Batch(ctx, func(tx store.Tx) error {
 		n = 0
 		evs, err := tx.EventsAfter(0, fanOutChunk)
 		if err != nil {
@@ -271,13 +271,13 @@ func (w *Worker) fanOut() (int, error) {
 func (w *Worker) dispatch(ctx context.Context) error {
 	for ctx.Err() == nil {
 		paced := w.Busy != nil && w.Busy()
-		jobs, room, err := w.claim(paced)
+		jobs, room, err := w.claim(ctx, paced)
 		if err != nil {
 			return err
 		}
 		if len(jobs) == 0 {
 			if room > 0 {
-				w.armTimer()
+				w.armTimer(ctx)
 			}
 			return nil
 		}
@@ -309,7 +309,7 @@ type claimed struct {
 // read transaction begins under w.mu too: a job released before it began
 // (its outcome committed) is not in its snapshot, and one released after
 // is still marked in flight.
-func (w *Worker) claim(paced bool) (jobs []claimed, room int, err error) {
+func (w *Worker) claim(ctx context.Context, paced bool) (jobs []claimed, room int, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -327,7 +327,7 @@ func (w *Worker) claim(paced bool) (jobs []claimed, room int, err error) {
 		return nil, 0, nil
 	}
 	var out []claimed
-	err = w.DB.View(func(tx *store.Tx) error {
+	err = w.DB.View(ctx, func(tx store.Tx) error {
 		jobs, err := tx.DueJobs(w.Now(), room, w.lastHook, w.Backlog+1, w.roomLocked,
 			func(seq uint64) bool { return w.inflight[seq] })
 		if err != nil {
@@ -414,14 +414,14 @@ func (w *Worker) armPaceLocked() {
 }
 
 // armTimer wakes the owner when the earliest queued job falls due.
-func (w *Worker) armTimer() {
+func (w *Worker) armTimer(ctx context.Context) {
 	var next time.Time
 	var ok bool
-	w.DB.View(func(tx *store.Tx) error {
-		next, ok = tx.NextJobAt()
-		return nil
+	err := w.DB.View(ctx, func(tx store.Tx) (err error) {
+		next, ok, err = tx.NextJobAt()
+		return err
 	})
-	if !ok {
+	if err != nil || !ok {
 		return
 	}
 	d := next.Sub(w.Now())
@@ -445,7 +445,7 @@ func (w *Worker) armTimer() {
 
 // load reads j's webhook: its URL, secret and policy. A webhook
 // deleted meanwhile gets an empty entry: the attempt finds its job gone.
-func (w *Worker) load(tx *store.Tx, j *store.Job) (*hookEntry, error) {
+func (w *Worker) load(tx store.Tx, j *store.Job) (*hookEntry, error) {
 	wh, err := tx.Webhook(j.ProjectID, j.WebhookID)
 	if err != nil {
 		return &hookEntry{}, nil
@@ -481,7 +481,9 @@ func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 	if err := w.dispatch(ctx); err != nil {
 		w.Logger.Error("start webhook deliveries", "err", err)
 	}
-	w.record(j, res)
+	// The attempt is made: its outcome is recorded even if Close
+	// cancels ctx meanwhile, or the job would be sent again.
+	w.record(context.WithoutCancel(ctx), j, res)
 	w.mu.Lock()
 	w.releaseLocked(j, false)
 	w.mu.Unlock()
@@ -490,7 +492,7 @@ func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 
 // record commits an attempt's outcome: the job leaves the queue, the
 // attempt is recorded, and a failure is queued again per the schedule.
-func (w *Worker) record(j *store.Job, res Result) {
+func (w *Worker) record(ctx context.Context, j *store.Job, res Result) {
 	now := w.Now().UTC()
 	d := &store.Delivery{ID: newID(), WebhookID: j.WebhookID, EventID: j.EventID, EventType: j.EventType, Attempt: j.Attempt,
 		ResponseStatus: res.Status, DurationMS: res.Duration.Milliseconds(), CreatedAt: now}
@@ -513,7 +515,7 @@ func (w *Worker) record(j *store.Job, res Result) {
 		}
 	}
 	var recorded bool
-	err := w.DB.Batch(func(tx *store.Tx) error {
+	err := w.DB.Batch(ctx, func(tx store.Tx) error {
 		present, err := tx.DeleteJob(j)
 		recorded = present
 		if err != nil || !present {

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // TestWorkerForgetsSecrets: the worker keeps a webhook's decrypted
@@ -26,11 +26,7 @@ func TestWorkerForgetsSecrets(t *testing.T) {
 		}
 	}))
 	t.Cleanup(recv.Close)
-	db, _, err := store.Open(filepath.Join(t.TempDir(), "w.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t)
 	keys, _ := store.NewKeyring(bytes.Repeat([]byte{5}, 32))
 	svc := &Service{DB: db, Keys: keys, Now: time.Now}
 	ctx := context.Background()
@@ -43,7 +39,7 @@ func TestWorkerForgetsSecrets(t *testing.T) {
 	}
 	emit := func() {
 		t.Helper()
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(ctx, func(tx store.Tx) error {
 			return tx.AppendEvent(&store.Event{ID: newID(), ProjectID: "p1", Type: "user.registered", CreatedAt: time.Now(), Data: []byte(`{}`)})
 		})
 		if err != nil {
@@ -80,7 +76,7 @@ func TestWorkerForgetsSecrets(t *testing.T) {
 		t.Fatalf("lanes %v while only %s has a delivery in flight", got, slow.ID)
 	}
 	// Deleting the webhook under its delivery leaves nothing behind either.
-	if err := svc.Delete("p1", "test", slow.ID); err != nil {
+	if err := svc.Delete(ctx, "p1", "test", slow.ID); err != nil {
 		t.Fatal(err)
 	}
 	close(gate)

@@ -47,7 +47,7 @@ func TestWorkerStartAndClose(t *testing.T) {
 		t.Fatalf("Close took %v with a delivery hanging: it must cancel it", took)
 	}
 	queued := false
-	w.DB.View(func(tx *store.Tx) error { _, queued = tx.NextJobAt(); return nil })
+	w.DB.View(ctx, func(tx store.Tx) (err error) { _, queued, err = tx.NextJobAt(); return err })
 	if !queued {
 		t.Fatal("the cancelled delivery's job left the queue: it must stay for a later attempt")
 	}
@@ -74,7 +74,7 @@ func waitHits(t *testing.T, hits <-chan struct{}, n int) {
 // appendEvent queues one more user.registered event in w's outbox.
 func appendEvent(t *testing.T, w *webhook.Worker, id string) {
 	t.Helper()
-	err := w.DB.Update(func(tx *store.Tx) error {
+	err := w.DB.Update(ctx, func(tx store.Tx) error {
 		return tx.AppendEvent(&store.Event{ID: id, ProjectID: "p1", Type: "user.registered", CreatedAt: time.Now(), Data: []byte(`{}`)})
 	})
 	if err != nil {

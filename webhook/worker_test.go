@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 	"latchkey/webhook"
 )
 
@@ -22,11 +22,7 @@ import (
 // channel that receives its wake-ups.
 func newWorker(t *testing.T, n int, urls ...string) (*webhook.Worker, <-chan struct{}) {
 	t.Helper()
-	db, _, err := store.Open(filepath.Join(t.TempDir(), "w.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{5}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +33,7 @@ func newWorker(t *testing.T, n int, urls ...string) (*webhook.Worker, <-chan str
 			t.Fatal(err)
 		}
 	}
-	err = db.Update(func(tx *store.Tx) error {
+	err = db.Update(ctx, func(tx store.Tx) error {
 		for i := range n {
 			e := &store.Event{ID: fmt.Sprint("evt_", i), ProjectID: "p1", Type: "user.registered", CreatedAt: time.Now(), Data: []byte(`{}`)}
 			if err := tx.AppendEvent(e); err != nil {

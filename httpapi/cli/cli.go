@@ -1,7 +1,7 @@
-// Package cli implements latchkey's operator subcommands (decisions.md
-// §3): `latchkey project|key|method|webhook|user|events|backup` call the
-// admin API of a running server and print a table, or the response body
-// with --json.
+// Package cli implements latchkey's operator subcommands
+// (docs/operations.md, CLI): `latchkey
+// project|key|method|webhook|user|events|backup` call the admin API of a
+// running server and print a table, or the response body with --json.
 //
 // The package is a plain HTTP client of the admin API: it decodes the wire
 // shapes itself and imports nothing of the server.
@@ -27,7 +27,7 @@ const (
 	exitUsage = 2 // unknown command or flag, missing argument or required flag
 )
 
-// Defaults for the common flags (decisions.md §1, §3).
+// Defaults for the common flags.
 const (
 	defaultServer = "http://127.0.0.1:8080"
 	defaultData   = "./latchkey.db"

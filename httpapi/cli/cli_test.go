@@ -23,6 +23,7 @@ import (
 	"latchkey/httpapi"
 	"latchkey/httpapi/cli"
 	"latchkey/store"
+	"latchkey/store/storetest"
 	"latchkey/webhook"
 )
 
@@ -30,26 +31,38 @@ const testAdminToken = "adm_clitestclitestclitestclitest"
 
 var testMaster = bytes.Repeat([]byte{7}, 32)
 
-// testServer is the real API on a real bbolt file over loopback HTTP.
+// The tests run on the store backend LATCHKEY_TEST_STORE names
+// (storetest).
+func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
+
+// ctx is the context of the tests' store calls: never cancelled.
+var ctx = context.Background()
+
+// testServer is the real API over loopback HTTP on a real store of the
+// backend the tests run on (storetest: by default a bbolt file).
 type testServer struct {
 	t          testing.TB
 	URL        string
-	Path       string // the data file
+	Path       string // the data file (a name beside which the CLI finds the token file, on other backends)
 	AdminToken string
 	Project    *store.Project // "default"
 	Key        string         // a test key of Project
-	db         *store.DB
+	db         store.DB
 }
 
-// newTestServer starts a server on a fresh data file with the "default"
+// newTestServer starts a server on a fresh store with the "default"
 // project. adminToken configures the token; empty has the server generate
 // one, as a first start without LATCHKEY_ADMIN_TOKEN does.
 func newTestServer(t testing.TB, adminToken string) *testServer {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(path, store.Options{})
+	dsn := storetest.New(t)
+	db, _, err := store.Open(ctx, dsn, store.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	path := dsn
+	if store.IsURL(dsn) {
+		path = filepath.Join(t.TempDir(), "latchkey.db")
 	}
 	keys, err := store.NewKeyring(testMaster)
 	if err != nil {
@@ -62,7 +75,7 @@ func newTestServer(t testing.TB, adminToken string) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := svc.Init()
+	b, err := svc.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +83,7 @@ func newTestServer(t testing.TB, adminToken string) *testServer {
 	hs.Start()
 	t.Cleanup(func() {
 		hs.Close()
-		if err := db.Check(); err != nil {
-			t.Errorf("data file check: %v", err)
-		}
-		db.Close()
+		db.Close() // a data file is checked next (storetest.New)
 	})
 	ts := &testServer{t: t, URL: url, Path: path, AdminToken: adminToken, Project: b.Project, Key: b.APIKey, db: db}
 	if adminToken == "" {
@@ -423,7 +433,12 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 	}
 }
 
+// TestBackup: backups are data files (bbolt only: on PostgreSQL the
+// server answers 501, pg_dump backs it up).
 func TestBackup(t *testing.T) {
+	if storetest.Backend(t) != storetest.Bolt {
+		t.Skip("a backup is a bbolt data file")
+	}
 	ts := newTestServer(t, testAdminToken)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backup.db")
@@ -456,7 +471,7 @@ func TestBackup(t *testing.T) {
 // checkBackup opens file as a data file and finds project id in it.
 func checkBackup(t *testing.T, file, projectID string) {
 	t.Helper()
-	db, created, err := store.Open(file, store.Options{})
+	db, created, err := store.Open(ctx, file, store.Options{})
 	if err != nil {
 		t.Fatalf("open backup: %v", err)
 	}
@@ -464,10 +479,10 @@ func checkBackup(t *testing.T, file, projectID string) {
 	if created {
 		t.Fatal("backup file was missing")
 	}
-	if err := db.Check(); err != nil {
+	if err := db.(store.File).Check(); err != nil {
 		t.Fatalf("backup check: %v", err)
 	}
-	if err := db.View(func(tx *store.Tx) error {
+	if err := db.View(ctx, func(tx store.Tx) error {
 		_, err := tx.Project(projectID)
 		return err
 	}); err != nil {
@@ -887,7 +902,7 @@ func (ts *testServer) lastCode(addr string) string {
 		ts.t.Fatal(err)
 	}
 	code := ""
-	ts.db.View(func(tx *store.Tx) error {
+	ts.db.View(ctx, func(tx store.Tx) error {
 		return tx.RecentMail(func(m *store.Mail) bool {
 			if m.To != addr {
 				return true
@@ -909,7 +924,7 @@ func (ts *testServer) lastCode(addr string) string {
 func (ts *testServer) totpFactor(userID string) *store.Factor {
 	ts.t.Helper()
 	var f *store.Factor
-	err := ts.db.View(func(tx *store.Tx) error {
+	err := ts.db.View(ctx, func(tx store.Tx) error {
 		var err error
 		f, err = tx.Factor(userID, "totp")
 		return err

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Wire shapes of the admin API (decisions.md §3).
+// Wire shapes of the admin API (docs/api.md, Admin API).
 
 type project struct {
 	ID                 string   `json:"id"`

@@ -16,7 +16,7 @@ import (
 func (ts *testServer) addUsers(n int) []string {
 	ts.t.Helper()
 	var emails []string
-	err := ts.db.Update(func(tx *store.Tx) error {
+	err := ts.db.Update(ctx, func(tx store.Tx) error {
 		for i := range n {
 			u := &store.User{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), ProjectID: ts.Project.ID,
 				Email: fmt.Sprintf("u%03d@example.com", i), CreatedAt: time.Now().UTC()}
@@ -94,7 +94,7 @@ func TestUserListPages(t *testing.T) {
 func TestEventsPages(t *testing.T) {
 	ts := newTestServer(t, testAdminToken)
 	t0 := time.Now().UTC().Add(-time.Hour)
-	err := ts.db.Update(func(tx *store.Tx) error {
+	err := ts.db.Update(ctx, func(tx store.Tx) error {
 		for i := range 5 {
 			e := &store.AuthEvent{ID: fmt.Sprint("ev-", i), ProjectID: ts.Project.ID, Email: fmt.Sprintf("e%d@example.com", i),
 				Method: "email_otp", Action: "send", Success: true, CreatedAt: t0.Add(time.Duration(i) * time.Minute)}

@@ -1,10 +1,9 @@
-// Package storetest fills a data file with many rows, for benchmarks
-// only: it writes straight through the store, in large transactions, so
-// that a file with a million users takes minutes to make rather than the
-// hours a million sign-ins over HTTP would.
+// Load: many rows written straight through the store, for benchmarks.
+
 package storetest
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"hash/fnv"
@@ -56,7 +55,7 @@ func Email(i int) string {
 
 // Load writes g's rows into db and returns the ids of the sessions it
 // wrote, in user order (nil without Sessions).
-func Load(db *store.DB, g Growth) (sessions []string, err error) {
+func Load(db store.DB, g Growth) (sessions []string, err error) {
 	if g.Now.IsZero() {
 		g.Now = time.Now()
 	}
@@ -71,7 +70,7 @@ func Load(db *store.DB, g Growth) (sessions []string, err error) {
 	userIDs := make([]string, g.Users)
 	for i := 0; i < g.Users; i += g.Chunk {
 		end := min(i+g.Chunk, g.Users)
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
 			for j := i; j < end; j++ {
 				created := g.Now.Add(-90 * day).Add(time.Duration(float64(j) / float64(g.Users) * float64(90*day)))
 				u := &store.User{ID: v7At(created), ProjectID: g.ProjectID, Email: Email(j), CreatedAt: created, UpdatedAt: created}
@@ -107,7 +106,7 @@ func Load(db *store.DB, g Growth) (sessions []string, err error) {
 		}
 		for i := 0; i < g.Users; i += g.Chunk {
 			end := min(i+g.Chunk, g.Users)
-			err := db.Update(func(tx *store.Tx) error {
+			err := db.Update(context.Background(), func(tx store.Tx) error {
 				for k := i; k < end; k++ {
 					at := g.Now.Add(-window).Add(time.Duration(float64(k) / float64(g.Users) * float64(window))).Truncate(time.Second)
 					j := permute(k, g.Users)
@@ -142,7 +141,7 @@ func Load(db *store.DB, g Growth) (sessions []string, err error) {
 	first := g.Now.Add(-span)
 	for i := 0; i < g.Events; i += g.Chunk {
 		end := min(i+g.Chunk, g.Events)
-		err := db.Update(func(tx *store.Tx) error {
+		err := db.Update(context.Background(), func(tx store.Tx) error {
 			for j := i; j < end; j++ {
 				e := &store.AuthEvent{ID: uuid.NewString(), UserID: uuid.NewString(), Email: Email(j % max(g.Users, 1)),
 					Method: "email_otp", Action: []string{"send", "verify"}[j%2], IP: fmt.Sprintf("203.0.%d.%d", j>>8&255, j&255),

@@ -1,0 +1,17 @@
+package auth
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"latchkey/store/storetest"
+)
+
+// The tests run on the store backend LATCHKEY_TEST_STORE names
+// (storetest).
+func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
+
+// ctx is the context of the tests' calls: never cancelled, so cleanups
+// may write too.
+var ctx = context.Background()

@@ -1,0 +1,139 @@
+// Package storetest gives tests a store on the backend they are asked to
+// run on, and fills stores with many rows for benchmarks (Load).
+//
+// The environment variable LATCHKEY_TEST_STORE picks the backend: "bolt"
+// (the default) is a data file in the test's temporary directory,
+// reopened and checked (store.File.Check) when the test ends; "postgres"
+// is a fresh database on the throwaway cluster of package pgtest,
+// dropped when the test ends. Without PostgreSQL server binaries the
+// postgres tests are skipped, unless LATCHKEY_REQUIRE_POSTGRES is set.
+//
+// A package whose tests open stores declares
+//
+//	func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
+//
+// so that the cluster, when one was started, stops with the tests.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"latchkey/store"
+	"latchkey/store/pgtest"
+	_ "latchkey/store/postgres" // the "postgres" driver
+)
+
+// EnvStore names the backend the tests run on.
+const EnvStore = "LATCHKEY_TEST_STORE"
+
+// EnvRequirePostgres, when set, makes a missing PostgreSQL a failure
+// rather than a skip (CI).
+const EnvRequirePostgres = "LATCHKEY_REQUIRE_POSTGRES"
+
+// The backends.
+const (
+	Bolt     = "bolt"
+	Postgres = "postgres"
+)
+
+// Backend returns the backend EnvStore names: Bolt (the default) or
+// Postgres. Another value fails the test.
+func Backend(t testing.TB) string {
+	t.Helper()
+	switch b := os.Getenv(EnvStore); b {
+	case "", Bolt:
+		return Bolt
+	case Postgres:
+		return Postgres
+	default:
+		t.Fatalf("%s=%q: want %q or %q", EnvStore, b, Bolt, Postgres)
+		return ""
+	}
+}
+
+// Open returns a new, empty store on the backend EnvStore names, closed
+// when the test ends (see New for what else happens then).
+func Open(t testing.TB) store.DB {
+	t.Helper()
+	return OpenWith(t, store.Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(t testing.TB, opt store.Options) store.DB {
+	t.Helper()
+	dsn := New(t)
+	db, _, err := store.Open(context.Background(), dsn, opt)
+	if err != nil {
+		t.Fatalf("open %s store: %v", Backend(t), err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// New returns where a new, empty store is, without opening it: the path
+// of a data file in t.TempDir() (not created yet), or the URL of a new
+// database. Tests that close and reopen their store (a restart) open it
+// with store.Open. When the test ends, a data file is reopened and
+// checked (its store must be closed by then: register its Close after
+// calling New), a database dropped.
+func New(t testing.TB) string {
+	t.Helper()
+	if Backend(t) == Postgres {
+		return newDatabase(t)
+	}
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	t.Cleanup(func() { CheckFile(t, path) })
+	return path
+}
+
+// CheckFile reopens the data file at path, when there is one, and fails
+// the test unless its pages and expiry indexes are consistent.
+func CheckFile(t testing.TB, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	db, _, err := store.Open(context.Background(), path, store.Options{LockTimeout: 5 * time.Second})
+	if err != nil {
+		t.Errorf("reopen %s to check it: %v", path, err)
+		return
+	}
+	defer db.Close()
+	if err := db.(store.File).Check(); err != nil {
+		t.Errorf("data file inconsistent after the test: %v", err)
+	}
+}
+
+// newDatabase creates a database on the shared cluster, dropped when the
+// test ends, and returns its URL.
+func newDatabase(t testing.TB) string {
+	t.Helper()
+	c, err := pgtest.Shared()
+	if errors.Is(err, pgtest.ErrNoPostgres) && os.Getenv(EnvRequirePostgres) == "" {
+		t.Skip("SKIP: " + err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url, drop, err := c.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return url
+}
+
+// RunMain runs a package's tests (m.Run) and then stops the shared
+// PostgreSQL cluster if they started one; it returns m.Run's exit code.
+func RunMain(m *testing.M) int {
+	code := m.Run()
+	pgtest.StopShared()
+	return code
+}
