@@ -102,10 +102,7 @@ const deliveryColumns = `seq, id, webhook_id, event_id, event_type, attempt, sta
 // AddDelivery records an attempt and assigns d.Seq; the sweep deletes
 // the record DeliveryLifetime after its CreatedAt.
 func (tx *txn) AddDelivery(d *store.Delivery) error {
-	var expires int64 = dueZero
-	if !d.CreatedAt.IsZero() {
-		expires = nanosOf(d.CreatedAt.Add(store.DeliveryLifetime))
-	}
+	expires := dueNanos(d.CreatedAt.Add(store.DeliveryLifetime)) // a zero CreatedAt: due at once
 	var seq int64
 	err := tx.one(`INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, status, response_status,
 			error, duration_ms, created_at, next_attempt_at, expires_at)
