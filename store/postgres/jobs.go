@@ -59,6 +59,8 @@ const (
 	// next chunk visits four times more, up to jobHooksMax.
 	jobHooksFirst = 32
 	jobHooksMax   = 1024
+	// maxPeek bounds peek: room hears a backlog counted up to it.
+	maxPeek = 1 << 20
 )
 
 // dueJobsSQL is the chunk statement: $1 the first webhook id to visit
@@ -116,7 +118,7 @@ func (tx *txn) DueJobs(now time.Time, limit int, after string, peek int, room fu
 	if limit <= 0 {
 		return nil, nil
 	}
-	peek = max(peek, 1)
+	peek = min(max(peek, 1), maxPeek)
 	perHook := int64(peek) + jobSkipSlack
 	if !storable(after) {
 		after = "" // no webhook has such an id: start from the first
