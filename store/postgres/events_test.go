@@ -438,7 +438,11 @@ func TestDeliveries(t *testing.T) {
 		}
 		for i := range 7 {
 			for _, w := range []string{"w1", "w2"} {
-				if err := tx.AddDelivery(&store.Delivery{ID: fmt.Sprint(w, "-", i), WebhookID: w, Status: "succeeded", CreatedAt: evT0.Add(time.Duration(i) * time.Hour)}); err != nil {
+				d := &store.Delivery{ID: fmt.Sprint(w, "-", i), WebhookID: w, Status: "succeeded", CreatedAt: evT0.Add(time.Duration(i) * time.Hour)}
+				if i == 3 {
+					d.NextAttemptAt = &time.Time{} // a pointer to the zero time stays one
+				}
+				if err := tx.AddDelivery(d); err != nil {
 					return err
 				}
 			}
@@ -478,6 +482,9 @@ func TestDeliveries(t *testing.T) {
 		}
 		if ds, err := tx.Deliveries("w2", 2); err != nil || len(ds) != 2 || ds[0].ID != "w2-6" || ds[0].NextAttemptAt != nil {
 			return fmt.Errorf("Deliveries(w2, 2) = %+v, %v", ds, err)
+		}
+		if ds, _ := tx.Deliveries("w2", 4); len(ds) != 4 || ds[3].NextAttemptAt == nil || !ds[3].NextAttemptAt.IsZero() {
+			return fmt.Errorf("a pointer to the zero time came back as %v", ds[3].NextAttemptAt)
 		}
 		if ds, more, err := tx.DeliveriesBefore("w3", 0, 10); err != nil || ds == nil || len(ds) != 0 || more {
 			return fmt.Errorf("unknown webhook: %v, %v, %v", ds, more, err)

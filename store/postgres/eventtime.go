@@ -41,13 +41,24 @@ func nullNanos(t time.Time) *int64 {
 	return &n
 }
 
-// nullNanosPtr is nullNanos for an optional time: nil for nil.
+// nullNanosPtr is the value of a column of an optional time: nil for
+// nil, attemptZero for a pointer to the zero time (nanosOf never
+// returns it).
 func nullNanosPtr(t *time.Time) *int64 {
 	if t == nil {
 		return nil
 	}
-	n := nanosOf(*t)
+	n := attemptNanos(*t)
 	return &n
+}
+
+// timePtrOf reads a column written by nullNanosPtr.
+func timePtrOf(n *int64) *time.Time {
+	if n == nil {
+		return nil
+	}
+	t := attemptTime(*n)
+	return &t
 }
 
 // timeOfNull reads a nullable time column, in UTC.

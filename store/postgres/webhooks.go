@@ -3,7 +3,6 @@ package postgres
 import (
 	"errors"
 	"math"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -156,11 +155,7 @@ func (tx *txn) DeliveriesBefore(webhookID string, before uint64, limit int) ([]*
 			&errText, &d.DurationMS, &created, &next); err != nil {
 			return nil, false, err
 		}
-		d.Seq, d.Error, d.CreatedAt = uint64(seq), string(errText), timeOfNull(created)
-		if next != nil {
-			t := time.Unix(0, *next).UTC()
-			d.NextAttemptAt = &t
-		}
+		d.Seq, d.Error, d.CreatedAt, d.NextAttemptAt = uint64(seq), string(errText), timeOfNull(created), timePtrOf(next)
 		out = append(out, d)
 	}
 	return out, more, tx.note(unavailable(rows.Err()))
