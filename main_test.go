@@ -606,7 +606,7 @@ func TestDatabaseURL(t *testing.T) {
 		want string
 	}{
 		{Config{DatabaseURL: url}, "--master-key"},
-		{Config{DatabaseURL: url, MasterKey: testMasterKey}, "not implemented yet"},
+		{Config{DatabaseURL: url, MasterKey: testMasterKey}, "unreachable"},
 	} {
 		m := NewMain()
 		m.Stdout, m.Logger = io.Discard, discardLogger()
