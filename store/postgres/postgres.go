@@ -40,6 +40,11 @@ type DB struct {
 	pool *pgxpool.Pool
 	opt  store.Options
 	log  *slog.Logger
+
+	// The replica services (feed.go, lease.go): the invalidation feed
+	// with its goroutines, and the session cache it keeps coherent.
+	feed     *feed
+	sessions *sessionCache
 }
 
 var _ store.DB = (*DB)(nil)
@@ -72,11 +77,16 @@ func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, e
 		pool.Close()
 		return nil, false, err
 	}
+	if err := db.startFeed(ctx); err != nil {
+		pool.Close()
+		return nil, false, err
+	}
 	return db, created, nil
 }
 
-// Close closes the connections.
+// Close stops the feed's goroutines, then closes the connections.
 func (db *DB) Close() error {
+	db.stopFeed()
 	db.pool.Close()
 	return nil
 }
@@ -145,10 +155,9 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 
 // once runs fn in one transaction.
 func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
-	ptx, err := db.pool.BeginTx(ctx, opts)
-	if err != nil {
-		return unavailable(err)
-	}
+	// The transaction begins at its first statement (lazyTx): one
+	// answered from memory costs no round trip.
+	ptx := &lazyTx{pool: db.pool, opts: opts}
 	t := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: opts.AccessMode == pgx.ReadOnly}
 	if err := fn(t); err != nil {
 		ptx.Rollback(context.WithoutCancel(ctx))
