@@ -65,26 +65,40 @@ const (
 // whose change caches must see (see store.ChangeKind), near the end of
 // the method.
 func (tx *txn) changed(kind store.ChangeKind, id string) error {
-	if _, err := tx.exec(`INSERT INTO changes (kind, id) VALUES ($1, $2)`, string(kind), id); err != nil {
-		return err
-	}
-	c := store.Change{Kind: kind, ID: id}
-	tx.OnCommit(func() { tx.db.sessions.apply(c) })
-	return nil
+	return tx.changes(store.Change{Kind: kind, ID: id})
 }
 
-// changedAll is changed for many ids of one kind, in one statement.
+// changedAll is changed for many ids of one kind.
 func (tx *txn) changedAll(kind store.ChangeKind, ids []string) error {
-	if len(ids) == 0 {
+	cs := make([]store.Change, len(ids))
+	for i, id := range ids {
+		cs[i] = store.Change{Kind: kind, ID: id}
+	}
+	return tx.changes(cs...)
+}
+
+// changes writes cs to the feed in one statement (see changed).
+func (tx *txn) changes(cs ...store.Change) error {
+	switch len(cs) {
+	case 0:
 		return nil
+	case 1:
+		if _, err := tx.exec(`INSERT INTO changes (kind, id) VALUES ($1, $2)`, string(cs[0].Kind), cs[0].ID); err != nil {
+			return err
+		}
+	default:
+		kinds, ids := make([]string, len(cs)), make([]string, len(cs))
+		for i, c := range cs {
+			kinds[i], ids[i] = string(c.Kind), c.ID
+		}
+		if _, err := tx.exec(`INSERT INTO changes (kind, id) SELECT * FROM unnest($1::text[], $2::text[])`, kinds, ids); err != nil {
+			return err
+		}
 	}
-	if _, err := tx.exec(`INSERT INTO changes (kind, id) SELECT $1, unnest($2::text[])`, string(kind), ids); err != nil {
-		return err
-	}
-	ids = slices.Clone(ids)
+	cs = slices.Clone(cs)
 	tx.OnCommit(func() {
-		for _, id := range ids {
-			tx.db.sessions.apply(store.Change{Kind: kind, ID: id})
+		for _, c := range cs {
+			tx.db.sessions.apply(c)
 		}
 	})
 	return nil
@@ -123,7 +137,7 @@ func (f *feed) mono() int64 { return int64(time.Since(f.epoch)) }
 // trusted reports whether the feed was read within staleAfter: cached
 // copies it keeps coherent may be used.
 func (f *feed) trusted() bool {
-	return !f.stale.Load() && f.mono()-f.lastOK.Load() <= int64(f.staleAfter)
+	return f != nil && !f.stale.Load() && f.mono()-f.lastOK.Load() <= int64(f.staleAfter)
 }
 
 // holderName returns a name for this replica in leases: host, process

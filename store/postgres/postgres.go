@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,7 @@ type DB struct {
 	// with its goroutines, and the session cache it keeps coherent.
 	feed     *feed
 	sessions *sessionCache
+	closed   atomic.Bool // Close was called: transactions answer store.ErrClosed
 }
 
 var _ store.DB = (*DB)(nil)
@@ -86,6 +88,7 @@ func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, e
 
 // Close stops the feed's goroutines, then closes the connections.
 func (db *DB) Close() error {
+	db.closed.Store(true)
 	db.stopFeed()
 	db.pool.Close()
 	return nil
@@ -136,6 +139,9 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := db.once(ctx, opts, fn)
@@ -158,6 +164,10 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	// The transaction begins at its first statement (lazyTx): one
 	// answered from memory costs no round trip.
 	ptx := &lazyTx{pool: db.pool, opts: opts}
+	// Should fn panic or exit its goroutine (t.Fatal in a test), the
+	// transaction still ends and its connection goes back to the pool
+	// (Rollback after Commit does nothing).
+	defer ptx.Rollback(context.WithoutCancel(ctx))
 	t := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: opts.AccessMode == pgx.ReadOnly}
 	if err := fn(t); err != nil {
 		ptx.Rollback(context.WithoutCancel(ctx))

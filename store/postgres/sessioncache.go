@@ -3,7 +3,6 @@ package postgres
 import (
 	"errors"
 	"hash/maphash"
-	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -140,8 +139,12 @@ func (c *sessionCache) dropWhere(match func(sessionEntry) bool) {
 	}
 }
 
-// apply drops what change c makes stale.
+// apply drops what change c makes stale. A nil cache (a DB opened
+// without its feed, in tests) has nothing to drop.
 func (c *sessionCache) apply(ch store.Change) {
+	if c == nil {
+		return
+	}
 	switch ch.Kind {
 	case store.ChangeSession:
 		c.drop(ch.ID)
@@ -168,11 +171,14 @@ func (c *sessionCache) apply(ch store.Change) {
 // younger than the generation read before it).
 func (tx *txn) cachedSessionExists(id string) (bool, error) {
 	c := tx.db.sessions
-	cache := tx.readOnly && tx.db.feed.trusted()
+	cache := c != nil && tx.readOnly && tx.db.feed.trusted()
 	if cache && c.has(id) {
 		return true, nil
 	}
-	gen := c.generation(id)
+	var gen uint64
+	if cache {
+		gen = c.generation(id)
+	}
 	first := !tx.begun()
 	var e sessionEntry
 	err := tx.one(`SELECT user_id, project_id, due FROM sessions WHERE id = $1`, []any{id}, &e.user, &e.project, &e.due)
@@ -196,18 +202,8 @@ func (tx *txn) begun() bool {
 
 // sweptSessions notes, in a transaction that swept the sessions due at
 // now, that session caches must drop them: at once here after the
-// commit, elsewhere through the feed. Due times are Unix nanoseconds,
-// times before 1970 0 and after 2262 the largest (as the sweep compares
-// them); an entry due at or before now's goes.
+// commit, elsewhere through the feed. An entry whose due time (as the
+// sweep compares it: dueNanos) is at or before now's goes.
 func (tx *txn) sweptSessions(now time.Time) error {
-	var upTo int64
-	switch {
-	case now.Before(time.Unix(0, 0)):
-		upTo = 0
-	case now.After(time.Unix(0, math.MaxInt64)):
-		upTo = math.MaxInt64
-	default:
-		upTo = now.UnixNano()
-	}
-	return tx.changed(kindSessionsSwept, strconv.FormatInt(upTo, 10))
+	return tx.changed(kindSessionsSwept, strconv.FormatInt(dueNanos(now), 10))
 }
