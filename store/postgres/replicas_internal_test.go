@@ -187,7 +187,9 @@ func TestFeedAcrossReplicas(t *testing.T) {
 		}
 		return err
 	})
-	mustUpdate(t, a, func(tx store.Tx) error { return tx.PutProject(&store.Project{ID: "p2", SigningKeyID: "k", EmailChange: "verify"}) })
+	mustUpdate(t, a, func(tx store.Tx) error {
+		return tx.PutProject(&store.Project{ID: "p2", SigningKeyID: "k", EmailChange: "verify"})
+	})
 	within(t, time.Second, "a later change told", func() bool { return w.saw(store.Change{Kind: store.ChangeProject, ID: "p2"}) })
 	if slices.Contains(w.kinds(), kindSessionsSwept) {
 		t.Fatal("subscribers were told of the backend's own note of a sweep")
@@ -322,7 +324,9 @@ func TestSessionCacheAcrossReplicas(t *testing.T) {
 	put("s6", "u6", "p1", now.Add(time.Hour))
 	mustUpdate(t, b, func(tx store.Tx) error { _, err := tx.DeleteProject("p1"); return err })
 	gone("project deleted", "s5")
-	mustUpdate(t, b, func(tx store.Tx) error { return tx.PutUser(&store.User{ID: "u6", ProjectID: "p2", Email: "u6@example.com"}) })
+	mustUpdate(t, b, func(tx store.Tx) error {
+		return tx.PutUser(&store.User{ID: "u6", ProjectID: "p2", Email: "u6@example.com"})
+	})
 	put("s7", "u6", "p2", now.Add(time.Hour))
 	mustUpdate(t, b, func(tx store.Tx) error { return tx.DeleteUser(&store.User{ID: "u6", ProjectID: "p2"}) })
 	gone("user deleted", "s7")
@@ -535,7 +539,9 @@ func TestFeedSweep(t *testing.T) {
 	}
 	b := openReplica(t, u, fastFeed)
 	w := watch(b)
-	mustUpdate(t, a, func(tx store.Tx) error { return tx.PutUser(&store.User{ID: "u1", ProjectID: "p", Email: "x@example.com"}) })
+	mustUpdate(t, a, func(tx store.Tx) error {
+		return tx.PutUser(&store.User{ID: "u1", ProjectID: "p", Email: "x@example.com"})
+	})
 	within(t, time.Second, "a change after the start", func() bool { return w.saw(store.Change{Kind: store.ChangeUser, ID: "u1"}) })
 	if w.saw(store.Change{Kind: store.ChangeUser, ID: "old1"}) {
 		t.Fatal("a replica starting read the feed from its beginning")
