@@ -104,6 +104,23 @@ func (tx *txn) changes(cs ...store.Change) error {
 	return nil
 }
 
+// wake writes a wake-up of kind (store.ChangeMail, store.ChangeOutbox)
+// to the feed, once per transaction: the replica that holds the task's
+// lease runs it when it reads the row, wherever the work was queued.
+func (tx *txn) wake(kind store.ChangeKind) error {
+	if tx.woke[kind] {
+		return nil
+	}
+	if err := tx.changed(kind, ""); err != nil {
+		return err
+	}
+	if tx.woke == nil {
+		tx.woke = map[store.ChangeKind]bool{}
+	}
+	tx.woke[kind] = true
+	return nil
+}
+
 // feed reads the changes table for one DB.
 type feed struct {
 	db                   *DB
