@@ -55,11 +55,8 @@ func timeOfNull(n *int64) time.Time {
 	return time.Unix(0, *n).UTC()
 }
 
-// queueDue is the value of a due column of jobs and mail: dueZero for
-// the zero time. (Merge of the domains, rep-sync: renamed from dueNanos,
-// the name of the accounts' function of the expiry columns, which holds
-// the zero time as 0.)
-func queueDue(t time.Time) int64 {
+// queueNanos is the value of a queue's due column (jobs, mail): dueZero for the zero time.
+func queueNanos(t time.Time) int64 {
 	if t.IsZero() {
 		return dueZero
 	}

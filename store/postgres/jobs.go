@@ -13,7 +13,7 @@ import (
 // EnqueueJob queues j, assigning j.Seq first when it is zero. A job
 // already queued under the same key is replaced.
 func (tx *txn) EnqueueJob(j *store.Job) error {
-	args := []any{j.WebhookID, queueDue(j.NextAttemptAt), j.ProjectID, j.EventID, j.EventType, j.Body, j.Attempt, nullNanos(j.CreatedAt)}
+	args := []any{j.WebhookID, queueNanos(j.NextAttemptAt), j.ProjectID, j.EventID, j.EventType, j.Body, j.Attempt, nullNanos(j.CreatedAt)}
 	const upsert = ` ON CONFLICT (webhook_id, next_attempt_at, seq) DO UPDATE SET project_id = excluded.project_id,
 		event_id = excluded.event_id, event_type = excluded.event_type, body = excluded.body,
 		attempt = excluded.attempt, created_at = excluded.created_at, lease_until = NULL`
@@ -334,7 +334,7 @@ func (tx *txn) DeleteJob(j *store.Job) (bool, error) {
 		return false, nil
 	}
 	tag, err := tx.exec(`DELETE FROM jobs WHERE webhook_id = $1 AND next_attempt_at = $2 AND seq = $3`,
-		j.WebhookID, queueDue(j.NextAttemptAt), int64(j.Seq))
+		j.WebhookID, queueNanos(j.NextAttemptAt), int64(j.Seq))
 	return err == nil && tag.RowsAffected() > 0, err
 }
 

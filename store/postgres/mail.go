@@ -28,7 +28,7 @@ func scanMail(row pgx.Row) (*store.Mail, error) {
 
 // mailArgs are m's columns after id, for $2...$9.
 func mailArgs(m *store.Mail) []any {
-	return []any{m.ProjectID, m.To, m.Kind, nonNil(m.Body), m.Attempts, []byte(m.LastError), nullNanos(m.CreatedAt), queueDue(m.NextAttemptAt)}
+	return []any{m.ProjectID, m.To, m.Kind, nonNil(m.Body), m.Attempts, []byte(m.LastError), nullNanos(m.CreatedAt), queueNanos(m.NextAttemptAt)}
 }
 
 // EnqueueMail assigns m.ID and queues m (one statement).
