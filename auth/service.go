@@ -137,7 +137,9 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 // last-seen times of sessions and the counts of suppressed failures.
 // Call it once requests have stopped, before the store closes.
 func (s *Service) Close() error {
-	s.unwatch()
+	if s.unwatch != nil {
+		s.unwatch()
+	}
 	ctx := context.Background()
 	return errors.Join(s.FlushLastSeen(ctx), s.FlushSuppressed(ctx))
 }

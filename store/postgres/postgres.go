@@ -182,7 +182,7 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	if err := ptx.Commit(ctx); err != nil {
 		return unavailable(err)
 	}
-	if !t.readOnly && db.opt.ObserveCommit != nil {
+	if !t.readOnly && ptx.begun() && db.opt.ObserveCommit != nil {
 		db.opt.ObserveCommit(time.Since(start))
 	}
 	for _, f := range t.onCommit {
