@@ -45,7 +45,7 @@ func listEvents(t *testing.T, db store.DB, f store.AuthEventFilter) []string {
 // email, IP and user agent PostgreSQL's text would refuse included), Pos
 // is set, and a NUL in the project or failure code is refused.
 func TestAuthEventRoundTrip(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	e := &store.AuthEvent{ID: "0193-e", ProjectID: "p", UserID: "u", Email: odd, Method: "email_otp", Action: "verify",
 		FailureCode: "invalid_code", IP: "::1%\xff", UserAgent: "UA \xc3(" + odd, CreatedAt: evT0}
 	addEvents(t, db, []*store.AuthEvent{e})
@@ -77,7 +77,7 @@ func TestAuthEventRoundTrip(t *testing.T) {
 // TestAuthEventQueries checks every filter, walked page by page, against
 // a plain filter over all events.
 func TestAuthEventQueries(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	projects := []string{"", "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "p3"}
 	codes := []string{"", "invalid_code", "expired", "validation_error"}
@@ -230,7 +230,7 @@ func TestAuthEventCap(t *testing.T) {
 // bounded transactions, with their kept numbers; counters of old hours go
 // too, and EventSweepDue tells when anything is left to do.
 func TestSweepAuthEvents(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	var evs []*store.AuthEvent
 	for i := range 50 {
 		evs = append(evs, &store.AuthEvent{ID: fmt.Sprint(i), ProjectID: []string{"A", "B", ""}[i%3], Success: i%2 == 0, FailureCode: map[bool]string{true: "", false: "expired"}[i%2 == 0],
@@ -307,7 +307,7 @@ func TestSweepAuthEvents(t *testing.T) {
 // project and for all projects; suppressed failures count in both and in
 // their own counters.
 func TestHourlyAndSuppressedCounts(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	addEvents(t, db, []*store.AuthEvent{
 		{ProjectID: "A", Success: true, CreatedAt: evT0},
 		{ProjectID: "A", FailureCode: "expired", CreatedAt: evT0.Add(time.Minute)},
@@ -397,7 +397,7 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 // write, all commit, and the counters and kept numbers are exact: the
 // counter rows are split by backend, so no two transactions update one.
 func TestConcurrentSignIns(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	const workers, each = 16, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)

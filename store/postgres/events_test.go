@@ -12,10 +12,8 @@ import (
 	"latchkey/store"
 )
 
-// openEventsDB opens a store on a fresh database.
-// (Merge of the domains, rep-sync: the events tests' helpers are
-// renamed ev*, openEventsDB: the factors tests' have the same names.)
-func openEventsDB(t *testing.T, opt store.Options) store.DB {
+// openEvents opens a store on a fresh database.
+func openEvents(t *testing.T, opt store.Options) store.DB {
 	t.Helper()
 	db, _, err := store.Open(context.Background(), newDatabase(t), opt)
 	if err != nil {
@@ -51,7 +49,7 @@ const odd = "a\x00b\xff\xfe c"
 // and empty event types and secrets apart; Put replaces; lookups by ids
 // no row can have find nothing.
 func TestWebhookRoundTrip(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	hooks := []*store.Webhook{
 		{ID: "w1", ProjectID: "p", URL: "https://example.com/h", Secret: []byte{0, 1, 2, 255}, EventTypes: []string{"user.login", "user.created"}, Mode: "live", CreatedAt: evT0},
 		{ID: "w2", ProjectID: "p", URL: "https://example.com/2", Secret: []byte{}, EventTypes: []string{}, Mode: "test"},
@@ -116,7 +114,7 @@ func TestWebhookRoundTrip(t *testing.T) {
 // TestDeleteWebhook: a webhook goes with its jobs and delivery records;
 // another webhook's stay.
 func TestDeleteWebhook(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	var job *store.Job
 	evUpdate(t, db, func(tx store.Tx) error {
 		for _, id := range []string{"w1", "w2"} {
@@ -162,7 +160,7 @@ func TestDeleteWebhook(t *testing.T) {
 // TestJobRoundTrip: every field of a job comes back; a job with a Seq
 // keeps it; DeleteJob needs the exact key; NextJobAt and JobCount.
 func TestJobRoundTrip(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	jobs := []*store.Job{
 		{WebhookID: "w", ProjectID: "p", EventID: "e1", EventType: "user.login", Body: []byte(`{"a":1}`), Attempt: 3, CreatedAt: evT0, NextAttemptAt: evT0.Add(time.Second)},
 		{WebhookID: "w", ProjectID: "p", EventID: "e2", Body: []byte{}, NextAttemptAt: evT0},
@@ -239,7 +237,7 @@ func TestJobRoundTrip(t *testing.T) {
 // without room is skipped, jobs in flight are skipped, future jobs wait,
 // webhooks are served in turn after the last one served.
 func TestDueJobs(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	evT0 := time.Unix(1_800_000_000, 0)
 	evUpdate(t, db, func(tx store.Tx) error {
 		for i := 0; i < 5; i++ {
@@ -301,7 +299,7 @@ func TestDueJobs(t *testing.T) {
 // skipped, counted up to peek; a webhook without room even at peek is
 // passed over without counting; one with only future jobs is visited.
 func TestDueJobsPeek(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	evT0 := time.Unix(1_800_000_000, 0)
 	var skipSeq uint64
 	evUpdate(t, db, func(tx store.Tx) error {
@@ -361,7 +359,7 @@ func TestDueJobsPeek(t *testing.T) {
 // past the first few of a webhook: each job is taken once, in order,
 // with its body.
 func TestDueJobsMany(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	const hooks, backlog = 150, 60
 	evUpdate(t, db, func(tx store.Tx) error {
 		for h := range hooks {
@@ -430,7 +428,7 @@ func TestDueJobsMany(t *testing.T) {
 // cover every record once; the sweep deletes records DeliveryLifetime
 // after the attempt.
 func TestDeliveries(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	next := evT0.Add(time.Minute)
 	d0 := &store.Delivery{ID: "d0", WebhookID: "w1", EventID: "evt", EventType: "user.login", Attempt: 2, Status: "pending",
 		ResponseStatus: 502, Error: odd, DurationMS: 1234, CreatedAt: evT0, NextAttemptAt: &next}
@@ -440,7 +438,11 @@ func TestDeliveries(t *testing.T) {
 		}
 		for i := range 7 {
 			for _, w := range []string{"w1", "w2"} {
-				if err := tx.AddDelivery(&store.Delivery{ID: fmt.Sprint(w, "-", i), WebhookID: w, Status: "succeeded", CreatedAt: evT0.Add(time.Duration(i) * time.Hour)}); err != nil {
+				d := &store.Delivery{ID: fmt.Sprint(w, "-", i), WebhookID: w, Status: "succeeded", CreatedAt: evT0.Add(time.Duration(i) * time.Hour)}
+				if i == 3 {
+					d.NextAttemptAt = &time.Time{} // a pointer to the zero time stays one
+				}
+				if err := tx.AddDelivery(d); err != nil {
 					return err
 				}
 			}
@@ -481,6 +483,9 @@ func TestDeliveries(t *testing.T) {
 		if ds, err := tx.Deliveries("w2", 2); err != nil || len(ds) != 2 || ds[0].ID != "w2-6" || ds[0].NextAttemptAt != nil {
 			return fmt.Errorf("Deliveries(w2, 2) = %+v, %v", ds, err)
 		}
+		if ds, _ := tx.Deliveries("w2", 4); len(ds) != 4 || ds[3].NextAttemptAt == nil || !ds[3].NextAttemptAt.IsZero() {
+			return fmt.Errorf("a pointer to the zero time came back as %v", ds[3].NextAttemptAt)
+		}
 		if ds, more, err := tx.DeliveriesBefore("w3", 0, 10); err != nil || ds == nil || len(ds) != 0 || more {
 			return fmt.Errorf("unknown webhook: %v, %v, %v", ds, more, err)
 		}
@@ -515,7 +520,7 @@ func TestDeliveries(t *testing.T) {
 // TestOutbox: events come back in Seq order with every field, data byte
 // for byte (not as jsonb would); deleted ones go.
 func TestOutbox(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	evs := []*store.Event{
 		{ID: "evt_1", ProjectID: "p", Type: "user.login", CreatedAt: evT0, Data: json.RawMessage(`{"b": 1,  "a":2}`)},
 		{ID: "evt_2", Type: "user.created", Data: json.RawMessage{}},
@@ -580,7 +585,7 @@ func TestOutbox(t *testing.T) {
 // without a next attempt due at once; PutMail replaces (and requeues a
 // deleted one under its id); RecentMail newest first across its pages.
 func TestMailQueue(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	m0 := &store.Mail{ProjectID: "p", To: "a@example.com", Kind: "otp", Body: []byte{1, 2, 3}, Attempts: 2, LastError: odd, CreatedAt: evT0, NextAttemptAt: evT0.Add(time.Minute)}
 	evUpdate(t, db, func(tx store.Tx) error {
 		if err := tx.EnqueueMail(m0); err != nil {
@@ -649,7 +654,7 @@ func TestMailQueue(t *testing.T) {
 
 // TestStats: queue sizes, the oldest queued mail and the database size.
 func TestStats(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	st, err := db.Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"latchkey/store"
 )
 
 // lazyTx is a pgx.Tx that begins its transaction (a connection from the
@@ -20,10 +23,11 @@ import (
 // first statement's error (exec, query and one wrap it as
 // store.ErrUnavailable).
 type lazyTx struct {
-	pool *pgxpool.Pool
-	opts pgx.TxOptions
-	tx   pgx.Tx // nil until the first statement
-	err  error  // the failure to begin, returned by every later call
+	pool   *pgxpool.Pool
+	opts   pgx.TxOptions
+	closed *atomic.Bool // the DB's: a failure to begin after Close is store.ErrClosed
+	tx     pgx.Tx       // nil until the first statement
+	err    error        // the failure to begin, returned by every later call
 }
 
 var _ pgx.Tx = (*lazyTx)(nil)
@@ -32,6 +36,9 @@ var _ pgx.Tx = (*lazyTx)(nil)
 func (l *lazyTx) begin(ctx context.Context) (pgx.Tx, error) {
 	if l.tx == nil && l.err == nil {
 		l.tx, l.err = l.pool.BeginTx(ctx, l.opts)
+		if l.err != nil && l.closed != nil && l.closed.Load() {
+			l.err = store.ErrClosed
+		}
 	}
 	return l.tx, l.err
 }

@@ -38,15 +38,16 @@ const maxAttempts = 20
 
 // DB is a latchkey store on a PostgreSQL database.
 type DB struct {
-	pool *pgxpool.Pool
-	opt  store.Options
-	log  *slog.Logger
+	pool   *pgxpool.Pool
+	opt    store.Options
+	log    *slog.Logger
+	closed atomic.Bool
 
-	// The replica services (feed.go, lease.go): the invalidation feed
-	// with its goroutines, and the session cache it keeps coherent.
+	// The replica services (feed.go, lease.go, sessioncache.go): the
+	// invalidation feed with its goroutines, and the session cache it
+	// keeps coherent.
 	feed     *feed
 	sessions *sessionCache
-	closed   atomic.Bool // Close was called: transactions answer store.ErrClosed
 }
 
 var _ store.DB = (*DB)(nil)
@@ -86,9 +87,11 @@ func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, e
 	return db, created, nil
 }
 
-// Close stops the feed's goroutines, then closes the connections.
+// Close closes the connections.
 func (db *DB) Close() error {
-	db.closed.Store(true)
+	if db.closed.Swap(true) {
+		return nil
+	}
 	db.stopFeed()
 	db.pool.Close()
 	return nil
@@ -96,6 +99,9 @@ func (db *DB) Close() error {
 
 // Usable reports whether the database answers.
 func (db *DB) Usable(ctx context.Context) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := db.pool.Ping(ctx); err != nil {
@@ -136,11 +142,11 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 // run runs fn in a transaction with opts, retrying serialization
 // failures and deadlocks with a jittered backoff.
 func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if db.closed.Load() {
 		return store.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -163,7 +169,7 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
 	// The transaction begins at its first statement (lazyTx): one
 	// answered from memory costs no round trip.
-	ptx := &lazyTx{pool: db.pool, opts: opts}
+	ptx := &lazyTx{pool: db.pool, opts: opts, closed: &db.closed}
 	// Should fn panic or exit its goroutine (t.Fatal in a test), the
 	// transaction still ends and its connection goes back to the pool
 	// (Rollback after Commit does nothing).
