@@ -111,7 +111,7 @@ func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m
 			if direct {
 				u.Email, u.EmailVerified, changed = email, boolPtr(false), true
 			} else {
-				if e, err := s.sendAddressCode(tx, p, u, email, now); err != nil {
+				if e, err := s.sendAddressCode(tx, p, u, email, a.m.Locale, now); err != nil {
 					return err
 				} else if e != nil {
 					return a.fail(tx, e)
@@ -159,7 +159,7 @@ func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) er
 		if err != nil {
 			return err
 		}
-		if fail, err := s.sendAddressCode(tx, p, u, u.Email, s.now().UTC()); err != nil {
+		if fail, err := s.sendAddressCode(tx, p, u, u.Email, a.m.Locale, s.now().UTC()); err != nil {
 			return err
 		} else if fail != nil {
 			return a.fail(tx, fail)
@@ -173,7 +173,7 @@ func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) er
 // and queues its mail, inside tx, under the address's send throttle
 // (shared by the current-address and new-address codes). Over the
 // throttle it changes nothing and returns fail, the 429.
-func (s *Service) sendAddressCode(tx store.Tx, p *store.Project, u *store.User, to string, now time.Time) (fail, err error) {
+func (s *Service) sendAddressCode(tx store.Tx, p *store.Project, u *store.User, to, locale string, now time.Time) (fail, err error) {
 	th, err := tx.Throttle(codeKindEmail, p.ID, to)
 	if err != nil {
 		return nil, err
@@ -191,12 +191,19 @@ func (s *Service) sendAddressCode(tx store.Tx, p *store.Project, u *store.User, 
 	if err := tx.PutCode(c); err != nil {
 		return nil, err
 	}
-	return nil, s.enqueueMail(tx, p.ID, to, mailKindEmailChange, store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, now)
+	return nil, s.enqueueMail(tx, p.ID, to, mailKindEmailChange, locale, store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, now)
 }
 
 // enqueueMail seals content and queues it for to inside tx; the mail
 // task is woken after commit.
-func (s *Service) enqueueMail(tx store.Tx, projectID, to, kind string, content store.MailContent, now time.Time) error {
+//
+// The project's template for kind in locale (or the first of its
+// fallbacks that has one) renders the message here; without one, the
+// built-in English is rendered when the message is sent.
+func (s *Service) enqueueMail(tx store.Tx, projectID, to, kind, locale string, content store.MailContent, now time.Time) error {
+	if err := renderCustom(tx, projectID, kind, to, locale, &content); err != nil {
+		return err
+	}
 	body, err := json.Marshal(content)
 	if err != nil {
 		return err
@@ -303,7 +310,7 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 		if err := s.emit(tx, u.ProjectID, "user.updated", map[string]string{"user_id": u.ID, "email": u.Email}); err != nil {
 			return err
 		}
-		if err := s.enqueueMail(tx, u.ProjectID, old, mailKindEmailChanged, store.MailContent{Project: p.Name}, now); err != nil {
+		if err := s.enqueueMail(tx, u.ProjectID, old, mailKindEmailChanged, a.m.Locale, store.MailContent{Project: p.Name}, now); err != nil {
 			return err
 		}
 		out = u

@@ -188,11 +188,12 @@ var ErrWebhookNotFound = newErr("", "", "Webhook not found")
 
 // Admin errors.
 var (
-	ErrProjectNotFound = newErr("PROJECT_NOT_FOUND", "", "Project not found.")
-	ErrKeyNotFound     = newErr("API_KEY_NOT_FOUND", "", "API key not found.")
-	ErrUserNotFound    = newErr("USER_NOT_FOUND", CatUserNotFound, "User not found.")
-	ErrMethodNotFound  = newErr("EXTERNAL_METHOD_NOT_FOUND", "", "External method not found.")
-	ErrMethodExists    = newErr("EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
+	ErrProjectNotFound  = newErr("PROJECT_NOT_FOUND", "", "Project not found.")
+	ErrKeyNotFound      = newErr("API_KEY_NOT_FOUND", "", "API key not found.")
+	ErrUserNotFound     = newErr("USER_NOT_FOUND", CatUserNotFound, "User not found.")
+	ErrTemplateNotFound = newErr("TEMPLATE_NOT_FOUND", "", "Template not found.")
+	ErrMethodNotFound   = newErr("EXTERNAL_METHOD_NOT_FOUND", "", "External method not found.")
+	ErrMethodExists     = newErr("EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
 )
 
 // Session management and abuse limits (decisions.md §15, §20).

@@ -20,6 +20,10 @@ type Meta struct {
 	// (through a proxy too), and the risk engine then counts against the
 	// account (reserveRisk).
 	EndUserIP bool
+	// Locale is the end user's language as the request gives it: the
+	// send body's locale, else the Accept-Language the app passed on
+	// (decisions.md §18). It picks the project's mail template.
+	Locale string
 }
 
 // emit writes a webhook event into the outbox inside tx and wakes the

@@ -113,7 +113,7 @@ func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(
 		if err != nil {
 			return err
 		}
-		if err := s.enqueueMail(tx, p.ID, email, kind, content, now); err != nil {
+		if err := s.enqueueMail(tx, p.ID, email, kind, a.m.Locale, content, now); err != nil {
 			return err
 		}
 		return a.ok(tx)

@@ -101,11 +101,17 @@ func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, _ httprouter.
 
 // emailSend is POST /user/email/send: a code to the current address.
 func (s *Server) emailSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
-	var in struct{}
+	var in struct {
+		Locale string `json:"locale"`
+	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	if err := s.auth.SendAddressCode(r.Context(), pr, s.meta(r, false)); err != nil {
+	m := s.meta(r, false)
+	if in.Locale != "" {
+		m.Locale = in.Locale
+	}
+	if err := s.auth.SendAddressCode(r.Context(), pr, m); err != nil {
 		return err
 	}
 	return ok(w, nil)
@@ -115,12 +121,17 @@ func (s *Server) emailSend(w http.ResponseWriter, r *http.Request, _ httprouter.
 // (the current one, or a new one from PATCH /user).
 func (s *Server) emailVerify(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
 	var in struct {
-		Code string `json:"code"`
+		Code   string `json:"code"`
+		Locale string `json:"locale"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	u, err := s.auth.VerifyAddress(r.Context(), pr, in.Code, s.meta(r, false))
+	m := s.meta(r, false)
+	if in.Locale != "" {
+		m.Locale = in.Locale
+	}
+	u, err := s.auth.VerifyAddress(r.Context(), pr, in.Code, m)
 	if err != nil {
 		return err
 	}

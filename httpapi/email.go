@@ -16,6 +16,9 @@ type sendInput struct {
 	Email       string `json:"email"`
 	RedirectURL string `json:"redirectUrl"`
 	DeviceToken string `json:"deviceToken"`
+	// Locale picks the mail template (decisions.md §18); without it the
+	// Accept-Language header does.
+	Locale string `json:"locale"`
 }
 
 func (s *Server) otpSend(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
@@ -25,6 +28,9 @@ func (s *Server) otpSend(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return s.auth.Rejected(r.Context(), c.Project, "email_otp", "send", err, m)
 	}
 	m.DeviceToken = in.DeviceToken
+	if in.Locale != "" {
+		m.Locale = in.Locale
+	}
 	if err := s.auth.SendOTP(r.Context(), c.Project, in.Email, m); err != nil {
 		return err
 	}
@@ -60,6 +66,9 @@ func (s *Server) magicSend(w http.ResponseWriter, r *http.Request, _ httprouter.
 		return s.auth.Rejected(r.Context(), c.Project, "magic_link", "send", err, m)
 	}
 	m.DeviceToken = in.DeviceToken
+	if in.Locale != "" {
+		m.Locale = in.Locale
+	}
 	if err := s.auth.SendMagicLink(r.Context(), c.Project, in.Email, in.RedirectURL, m); err != nil {
 		return err
 	}

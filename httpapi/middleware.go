@@ -112,10 +112,11 @@ func (s *Server) admin(h handler) httprouter.Handle {
 // meta describes the request for events and risk: the end user's IP
 // (X-End-User-IP on API-key calls, else the peer or, from a trusted
 // proxy, X-Forwarded-For), whether it is known to be the end user's, and
-// the user agent.
+// the user agent; and the end user's Accept-Language (the app passes it
+// on), which picks the mail template's locale unless the body names one.
 func (s *Server) meta(r *http.Request, keyCall bool) auth.Meta {
 	ip, endUser := s.clientIP(r, keyCall)
-	return auth.Meta{IP: ip, EndUserIP: endUser, UserAgent: r.UserAgent()}
+	return auth.Meta{IP: ip, EndUserIP: endUser, UserAgent: r.UserAgent(), Locale: r.Header.Get("Accept-Language")}
 }
 
 // clientIP returns the request's client address and whether it is the

@@ -102,6 +102,7 @@ var statusByCode = map[string]int{
 	"PROJECT_NOT_FOUND":         http.StatusNotFound,
 	"EXTERNAL_METHOD_NOT_FOUND": http.StatusNotFound,
 	"SESSION_NOT_FOUND":         http.StatusNotFound,
+	"TEMPLATE_NOT_FOUND":        http.StatusNotFound,
 
 	"METHOD_NOT_ALLOWED": http.StatusMethodNotAllowed,
 

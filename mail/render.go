@@ -31,6 +31,11 @@ func Render(kind, to, from string, c store.MailContent) (*Message, error) {
 	}
 	expiry := "This " + noun(kind) + " expires in " + duration(c.TTLSeconds) + "."
 	m := &Message{From: from, To: to}
+	if c.Subject != "" {
+		// The project's template, rendered when the message was queued.
+		m.Subject, m.Text, m.HTML = c.Subject, c.Text, c.HTML
+		return m, nil
+	}
 	var d htmlData
 	d.Project, d.Expiry = project, expiry
 	switch kind {

@@ -65,6 +65,7 @@ var (
 	bucketMail         = []byte("mail")
 	bucketJobs         = []byte("delivery_queue")
 	bucketUserPasskeys = []byte("passkeys_by_user")
+	bucketTemplates    = []byte("mail_templates")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -86,7 +87,7 @@ var (
 		bucketMagic, bucketDevices, bucketFactors,
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
-		bucketMail, bucketJobs, bucketUserPasskeys,
+		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,

@@ -66,6 +66,14 @@ type MailContent struct {
 	Code       string `json:"code,omitempty"`
 	Link       string `json:"link,omitempty"`
 	TTLSeconds int    `json:"ttlSeconds"`
+
+	// Subject, Text and HTML, when Subject is set, are the message as
+	// the project's template for Locale rendered it (decisions.md §18);
+	// without them the mail package renders its built-in English.
+	Subject string `json:"subject,omitempty"`
+	Text    string `json:"text,omitempty"`
+	HTML    string `json:"html,omitempty"`
+	Locale  string `json:"locale,omitempty"`
 }
 
 // MailAAD binds sealed mail bodies to their purpose.

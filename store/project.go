@@ -110,7 +110,7 @@ func (tx boltTx) DeleteProject(id string) (detached []string, err error) {
 			return nil, err
 		}
 	}
-	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt} {
+	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates} {
 		if err := tx.deletePrefix(b, prefix); err != nil {
 			return nil, err
 		}

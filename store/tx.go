@@ -78,7 +78,7 @@ type Tx interface {
 	// project is id or one of its external methods' ids (the replay
 	// marks of those methods); magic links, remembered devices, WebAuthn
 	// challenges, external-method registrations and their grants; its
-	// webhooks with their queued jobs and delivery records. Its API keys
+	// mail templates; its webhooks with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
 	// (in any order) so callers can drop cached copies. Authentication
@@ -432,4 +432,19 @@ type Tx interface {
 	// max, more may be left for another transaction. It costs the rows
 	// it deletes.
 	SweepExpired(kind Expiring, now time.Time, max int) (int, error)
+
+	// Mail templates (decisions.md §18), keyed by (project, kind,
+	// locale). DeleteProject removes a project's templates.
+
+	// Template returns projectID's template of kind in locale (an exact
+	// match: callers do the locale fallback).
+	Template(projectID, kind, locale string) (*Template, error)
+	// Templates returns projectID's templates in (Kind, Locale) byte
+	// order; never nil.
+	Templates(projectID string) ([]*Template, error)
+	// PutTemplate creates or replaces the template (t.ProjectID, t.Kind,
+	// t.Locale).
+	PutTemplate(t *Template) error
+	// DeleteTemplate removes the template (projectID, kind, locale).
+	DeleteTemplate(projectID, kind, locale string) error
 }

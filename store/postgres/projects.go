@@ -97,6 +97,7 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 	err = tx.one(`WITH s AS (DELETE FROM sessions WHERE user_id = ANY($2)),
 			u AS (DELETE FROM users WHERE project_id = $1),
 			d AS (DELETE FROM devices WHERE project_id = $1),
+			t AS (DELETE FROM mail_templates WHERE project_id = $1),
 			k AS (UPDATE api_keys SET project_id = '' WHERE project_id = $1 RETURNING prefix)
 		SELECT ARRAY(SELECT prefix FROM k)`, []any{id, userIDs}, &detached)
 	if len(detached) == 0 {
