@@ -76,6 +76,8 @@ var commands = []*command{
 	methodCreate, methodList, methodDisable, methodEnable,
 	webhookList,
 	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
+	userExport, userImport,
+	templateList, templatePut, templateDelete, templatePreview,
 	events,
 	backup,
 }
