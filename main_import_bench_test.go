@@ -8,16 +8,18 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // BenchmarkImportMillion imports 1,000,000 users as JSON lines into a
-// `latchkey serve` child process on a fresh data file (or, with
-// LATCHKEY_BENCH_DATABASE_URL, on that PostgreSQL database) and reports
+// `latchkey serve` child process on a fresh store of the backend the
+// tests run on (LATCHKEY_TEST_STORE=postgres: a database) and reports
 // lines per second and the server's peak RSS (VmHWM), before and after:
 // the import streams its body, so the peak must not grow with the file
 // (about 55 MB here). Then it exports them back and reports that rate.
@@ -26,12 +28,11 @@ import (
 //	go test -run '^$' -bench ImportMillion -benchtime 1x .
 func BenchmarkImportMillion(b *testing.B) {
 	const lines = 1_000_000
-	dir := b.TempDir()
-	data := filepath.Join(dir, "import.db")
+	data := storetest.New(b)
 	args := "serve --addr 127.0.0.1:0 --data " + data
 	env := os.Environ()
-	if url := os.Getenv("LATCHKEY_BENCH_DATABASE_URL"); url != "" {
-		args = "serve --addr 127.0.0.1:0 --database-url " + url
+	if store.IsURL(data) {
+		args = "serve --addr 127.0.0.1:0 --database-url " + data
 		env = append(env, "LATCHKEY_MASTER_KEY="+testMasterKey)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -140,7 +141,7 @@ func BenchmarkImportMillion(b *testing.B) {
 	b.Logf("import of %d lines (%.1f MB): %v, %.0f lines/s; server peak RSS (VmHWM, with the mapped data file) %d MB before, %d MB after; "+
 		"anonymous memory %d MB before, at most %d MB during the import",
 		lines, float64(<-size)/1e6, took.Round(time.Millisecond), float64(lines)/took.Seconds(), before>>10, after>>10, anonBefore>>10, anon>>10)
-	if fi, err := os.Stat(data); err == nil {
+	if fi, err := os.Stat(data); err == nil && !store.IsURL(data) {
 		b.Logf("data file: %.0f MB", float64(fi.Size())/1e6)
 	}
 

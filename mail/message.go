@@ -29,7 +29,11 @@ type Message struct {
 // text part and an HTML part. A part that is plain ASCII with short lines
 // goes as 7bit, so the code and the link stand in the raw message exactly
 // as the user sees them (a script reading the .eml outbox can grep them);
-// any other part is quoted-printable. The boundary and Message-ID are
+// so does a text part in UTF-8 with such lines (a project's template in
+// another language), as 8bit (RFC 6152; the SMTP client asks for
+// BODY=8BITMIME where the server offers it), since quoted-printable would
+// encode a link's "=" and may break a code across a soft line break; any
+// other part is quoted-printable. The boundary and Message-ID are
 // letters only, so the code is the only run of digits in the message.
 // Header values are stripped of control characters so no input can add a
 // header.
@@ -59,6 +63,9 @@ func (m *Message) Bytes() []byte {
 		body = strings.ReplaceAll(strings.ReplaceAll(body, "\r\n", "\n"), "\n", "\r\n")
 		if is7bit(body) {
 			fmt.Fprintf(&b, "--%s\r\nContent-Type: %s; charset=utf-8\r\nContent-Transfer-Encoding: 7bit\r\n\r\n", boundary, ctype)
+			b.WriteString(body)
+		} else if ctype == "text/plain" && is8bit(body) {
+			fmt.Fprintf(&b, "--%s\r\nContent-Type: %s; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n", boundary, ctype)
 			b.WriteString(body)
 		} else {
 			fmt.Fprintf(&b, "--%s\r\nContent-Type: %s; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n", boundary, ctype)
@@ -118,6 +125,25 @@ func is7bit(body string) bool {
 		}
 		for i := 0; i < len(line); i++ {
 			if c := line[i]; (c < 0x20 && c != '\t') || c > 0x7e {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// is8bit is is7bit for UTF-8 text: valid UTF-8 without control
+// characters other than tab, under is7bit's rules for lines.
+func is8bit(body string) bool {
+	if !utf8.ValidString(body) {
+		return false
+	}
+	for _, line := range strings.Split(body, "\r\n") {
+		if len(line) > 998 || strings.HasPrefix(line, "--") || strings.HasSuffix(line, " ") || strings.HasSuffix(line, "\t") {
+			return false
+		}
+		for _, r := range line {
+			if (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
 				return false
 			}
 		}

@@ -104,3 +104,24 @@ func TestAddressMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestMessageUTF8Text: a text part in UTF-8 (a project's template in
+// another language) goes as 8bit, so a code on a long line and a link's
+// "=" stand in the raw message as shown; the HTML part stays
+// quoted-printable, and a part with a control character too.
+func TestMessageUTF8Text(t *testing.T) {
+	link := "https://auth.example.com/api/v1/magic/verify?token=abc_DEF-123"
+	m := &mail.Message{From: "a@example.com", To: "b@example.com", Subject: "Código",
+		Text: "Olá ada@example.com, o seu código para a Loja Exemplo Ltda. é 123456 e expira em 10 minutos; ou abra " + link + "\n",
+		HTML: "<p>Olá, código <b>123456</b></p>"}
+	raw := string(m.Bytes())
+	for _, want := range []string{"Content-Transfer-Encoding: 8bit", "é 123456 e expira", link, "Content-Transfer-Encoding: quoted-printable"} {
+		if !strings.Contains(raw, want) {
+			t.Fatalf("raw message lacks %q:\n%s", want, raw)
+		}
+	}
+	m.Text = "Olá\x01 123456"
+	if raw := string(m.Bytes()); strings.Contains(raw, "8bit") {
+		t.Fatalf("a control character went 8bit:\n%s", raw)
+	}
+}
