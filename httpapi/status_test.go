@@ -80,6 +80,7 @@ var statusTable = []struct {
 	{"ErrKeyNotFound", auth.ErrKeyNotFound, 404},
 	{"ErrUserNotFound", auth.ErrUserNotFound, 404},
 	{"ErrMethodNotFound", auth.ErrMethodNotFound, 404},
+	{"ErrTemplateNotFound", auth.ErrTemplateNotFound, 404},
 	{"ErrMethodExists", auth.ErrMethodExists, 409},
 	{"ErrSessionNotFound", auth.ErrSessionNotFound, 404},
 	{"ErrSessionRateLimit", auth.ErrSessionRateLimit, 429},
