@@ -304,35 +304,27 @@ type ExportUser struct {
 	Factors        []string `json:"factors"`
 }
 
-// factorNames returns the names of u's factors, inside tx; never nil.
-func factorNames(tx store.Tx, u *store.User) ([]string, error) {
+// factorNames returns the names of a user's factors from its summary,
+// in a fixed order; never nil.
+func factorNames(fs store.FactorSummary) []string {
 	out := []string{}
 	for _, kind := range []string{factorTOTP, factorSMS} {
-		if f, err := tx.Factor(u.ID, kind); err == nil {
-			if f.Status == factorEnrolled {
-				out = append(out, kind)
-			}
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return nil, err
+		if fs.Factors[kind] == factorEnrolled {
+			out = append(out, kind)
 		}
 	}
-	pks, err := tx.UserPasskeys(u.ProjectID, u.ID)
-	if err != nil {
-		return nil, err
-	}
-	if len(pks) > 0 {
+	if fs.Passkeys {
 		out = append(out, "passkey")
 	}
-	if _, err := tx.BackupCodes(u.ID); err == nil {
+	if fs.BackupCodes {
 		out = append(out, "backup_codes")
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return nil, err
 	}
-	return out, nil
+	return out
 }
 
 // ExportUsers calls fn for every user of projectID, in address order, a
-// page of users per read transaction (each page is consistent; the whole
+// page of users per read transaction, which reads the page's factors in
+// one call (FactorSummaries; each page is consistent; the whole
 // export is not one snapshot). fn runs outside the transactions (it may
 // write to the network); its error stops the export and is returned.
 // start, when not nil, is called once the project is found, before the
@@ -361,14 +353,19 @@ func (s *Service) ExportUsers(ctx context.Context, projectID string, start func(
 				return err
 			}
 			more = m
+			ids := make([]string, len(users))
+			for i, u := range users {
+				ids[i] = u.ID
+			}
+			sums, err := tx.FactorSummaries(projectID, ids)
+			if err != nil {
+				return err
+			}
 			for _, u := range users {
 				if _, err := settleVerified(tx, u); err != nil {
 					return err
 				}
-				names, err := factorNames(tx, u)
-				if err != nil {
-					return err
-				}
+				names := factorNames(sums[u.ID])
 				page = append(page, ExportUser{ID: u.ID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
 					FirstName: nullable(u.FirstName), CompanyID: nullable(u.CompanyID), EmailVerified: isVerified(u),
 					Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt), Factors: names})

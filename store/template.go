@@ -19,6 +19,48 @@ type Template struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// FactorSummary is what second factors a user has (Tx.FactorSummaries):
+// the Status of each of its factors by Kind ("totp", "sms"), and whether
+// it has passkeys in the project and a batch of backup codes.
+type FactorSummary struct {
+	Factors     map[string]string
+	Passkeys    bool
+	BackupCodes bool
+}
+
+// FactorSummaries returns the factor summaries of userIDs: three point
+// reads and one index seek per user, in this transaction.
+func (tx boltTx) FactorSummaries(projectID string, userIDs []string) (map[string]FactorSummary, error) {
+	out := make(map[string]FactorSummary, len(userIDs))
+	for _, id := range userIDs {
+		var s FactorSummary
+		for _, kind := range []string{"totp", "sms"} {
+			f, err := tx.Factor(id, kind)
+			if err == ErrNotFound {
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			if s.Factors == nil {
+				s.Factors = map[string]string{}
+			}
+			s.Factors[kind] = f.Status
+		}
+		pks, err := tx.UserPasskeys(projectID, id)
+		if err != nil {
+			return nil, err
+		}
+		s.Passkeys = len(pks) > 0
+		if _, err := tx.BackupCodes(id); err == nil {
+			s.BackupCodes = true
+		} else if err != ErrNotFound {
+			return nil, err
+		}
+		out[id] = s
+	}
+	return out, nil
+}
+
 // templateKey is the key of (projectID, kind, locale) in bucketTemplates:
 // the project's templates are one prefix, in (kind, locale) byte order.
 func templateKey(projectID, kind, locale string) []byte {

@@ -108,3 +108,53 @@ func join(s []string) string {
 	}
 	return out
 }
+
+// TestFactorSummaries: one call reports each user's factors with their
+// statuses, its passkeys in the project and its backup codes.
+func TestFactorSummaries(t *testing.T) {
+	db := storetest.Open(t)
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	err := db.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutProject(&store.Project{ID: "p", Name: "p", CreatedAt: at}); err != nil {
+			return err
+		}
+		for _, id := range []string{"u1", "u2", "u3"} {
+			if err := tx.PutUser(&store.User{ID: id, ProjectID: "p", Email: id + "@example.com", CreatedAt: at}); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutFactor(&store.Factor{UserID: "u1", ProjectID: "p", Kind: "totp", Status: "enrolled", CreatedAt: at}); err != nil {
+			return err
+		}
+		if err := tx.PutFactor(&store.Factor{UserID: "u1", ProjectID: "p", Kind: "sms", Status: "pending", Phone: "+15550100", CreatedAt: at}); err != nil {
+			return err
+		}
+		if err := tx.PutBackupCodes(&store.BackupCodes{UserID: "u1", ProjectID: "p", CreatedAt: at}); err != nil {
+			return err
+		}
+		return tx.PutPasskey(&store.Passkey{ProjectID: "p", ID: "cred", UserID: "u2", CreatedAt: at})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(ctx, func(tx store.Tx) error {
+		got, err := tx.FactorSummaries("p", []string{"u1", "u2", "u3", "nope"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u1 := got["u1"]
+		if u1.Factors["totp"] != "enrolled" || u1.Factors["sms"] != "pending" || len(u1.Factors) != 2 || u1.Passkeys || !u1.BackupCodes {
+			t.Errorf("u1=%+v", u1)
+		}
+		if u2 := got["u2"]; len(u2.Factors) != 0 || !u2.Passkeys || u2.BackupCodes {
+			t.Errorf("u2=%+v", u2)
+		}
+		if u3 := got["u3"]; len(u3.Factors) != 0 || u3.Passkeys || u3.BackupCodes {
+			t.Errorf("u3=%+v", u3)
+		}
+		if none, err := tx.FactorSummaries("p", nil); err != nil || none == nil {
+			t.Errorf("FactorSummaries(none)=%v %v, want empty, non-nil", none, err)
+		}
+		return nil
+	})
+}

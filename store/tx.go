@@ -447,4 +447,11 @@ type Tx interface {
 	PutTemplate(t *Template) error
 	// DeleteTemplate removes the template (projectID, kind, locale).
 	DeleteTemplate(projectID, kind, locale string) error
+
+	// FactorSummaries returns, for each of userIDs (users of
+	// projectID), what second factors it has, in one read whatever
+	// their number (the export reads a page of users at a time). A user
+	// without any has the zero FactorSummary; an unknown id is left out
+	// or given the zero value alike. Never nil.
+	FactorSummaries(projectID string, userIDs []string) (map[string]FactorSummary, error)
 }

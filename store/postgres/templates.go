@@ -60,3 +60,48 @@ func (tx *txn) DeleteTemplate(projectID, kind, locale string) error {
 	_, err := tx.exec(`DELETE FROM mail_templates WHERE project_id = $1 AND kind = $2 AND locale = $3`, projectID, kind, locale)
 	return err
 }
+
+// FactorSummaries returns the factor summaries of userIDs in one
+// statement: per id, its factors' kinds and statuses (primary key
+// prefix), whether it has passkeys in projectID (passkeys_user) and a
+// batch of backup codes (primary key).
+func (tx *txn) FactorSummaries(projectID string, userIDs []string) (map[string]store.FactorSummary, error) {
+	out := make(map[string]store.FactorSummary, len(userIDs))
+	ids := make([]string, 0, len(userIDs))
+	for _, id := range userIDs {
+		if validText(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 || !validText(projectID) {
+		return out, nil
+	}
+	rows, err := tx.query(`SELECT u.id,
+			ARRAY(SELECT f.kind FROM factors f WHERE f.user_id = u.id ORDER BY f.kind),
+			ARRAY(SELECT f.status FROM factors f WHERE f.user_id = u.id ORDER BY f.kind),
+			EXISTS (SELECT 1 FROM passkeys p WHERE p.user_id = u.id AND p.project_id = $1),
+			EXISTS (SELECT 1 FROM backup_codes b WHERE b.user_id = u.id)
+		FROM unnest($2::text[]) AS u(id)`, projectID, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var kinds, statuses []string
+		var s store.FactorSummary
+		if err := rows.Scan(&id, &kinds, &statuses, &s.Passkeys, &s.BackupCodes); err != nil {
+			return nil, err
+		}
+		for i, k := range kinds {
+			if s.Factors == nil {
+				s.Factors = map[string]string{}
+			}
+			if i < len(statuses) {
+				s.Factors[k] = statuses[i]
+			}
+		}
+		out[id] = s
+	}
+	return out, tx.note(unavailable(rows.Err()))
+}
