@@ -2,14 +2,15 @@ package postgres
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"latchkey/store"
 )
 
-// due is a table whose rows expire: column holds when each row is due,
-// indexed (CREATE INDEX ON table (column)) so that the sweep reads only
-// due rows.
+// due is a table whose rows expire: column holds when each row is due
+// (a bigint written with dueNanos), indexed (CREATE INDEX ON table
+// (column)) so that the sweep reads only due rows.
 type due struct {
 	table, column string
 }
@@ -22,6 +23,25 @@ var expiring = map[store.Expiring][]due{}
 func expires(kind store.Expiring, tables ...due) {
 	expiring[kind] = append(expiring[kind], tables...)
 }
+
+// dueNanos is the value of a due column for a row due at t: its Unix
+// nanoseconds, as bbolt's expiry index keys it: times before 1970 (the
+// zero time too) are 0, long due, and times past 2262 the largest value.
+func dueNanos(t time.Time) int64 {
+	switch {
+	case t.Before(epoch): // the zero time too
+		return 0
+	case t.After(lastNano):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// The range of times dueNanos tells apart.
+var (
+	epoch    = time.Unix(0, 0)
+	lastNano = time.Unix(0, math.MaxInt64)
+)
 
 // tables returns kind's tables, or an error for a kind no file
 // registered.
@@ -40,8 +60,12 @@ func (tx *txn) ExpiryDue(kind store.Expiring, now time.Time) (bool, error) {
 		return false, err
 	}
 	for _, d := range ts {
+		// min() reads the first entry of the column's index, whatever
+		// the plan: EXISTS (... WHERE column <= $1) may get a generic
+		// plan (after five runs of the prepared statement) that scans
+		// the table when nothing is due.
 		var yes bool
-		if err := tx.one(`SELECT EXISTS (SELECT 1 FROM `+d.table+` WHERE `+d.column+` <= $1)`, []any{now}, &yes); err != nil || yes {
+		if err := tx.one(`SELECT coalesce(min(`+d.column+`) <= $1, false) FROM `+d.table, []any{dueNanos(now)}, &yes); err != nil || yes {
 			return yes, err
 		}
 	}
@@ -77,9 +101,12 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		if deleted >= max {
 			break
 		}
-		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid IN (
+		// ctid = ANY (ARRAY(...)): a TID scan of the rows the index
+		// found; ctid IN (SELECT ...) may get a generic plan that joins
+		// with a scan of the whole table.
+		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid = ANY (ARRAY(
 			SELECT ctid FROM `+d.table+` WHERE `+d.column+` <= $1
-			ORDER BY `+d.column+` LIMIT $2)`, now, max-deleted)
+			ORDER BY `+d.column+` LIMIT $2))`, dueNanos(now), max-deleted)
 		if err != nil {
 			return deleted, err
 		}

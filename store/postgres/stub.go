@@ -11,44 +11,6 @@ import (
 // errNotImplemented answers the methods not yet written for PostgreSQL.
 var errNotImplemented = errors.New("postgres: not implemented yet")
 
-func (tx *txn) Project(id string) (*store.Project, error) { return nil, errNotImplemented }
-func (tx *txn) PutProject(p *store.Project) error         { return errNotImplemented }
-func (tx *txn) Projects() ([]*store.Project, error)       { return nil, errNotImplemented }
-func (tx *txn) DeleteProject(id string) (detached []string, err error) {
-	err = errNotImplemented
-	return
-}
-func (tx *txn) APIKey(prefix string) (*store.APIKey, error)       { return nil, errNotImplemented }
-func (tx *txn) PutAPIKey(k *store.APIKey) error                   { return errNotImplemented }
-func (tx *txn) APIKeys(projectID string) ([]*store.APIKey, error) { return nil, errNotImplemented }
-func (tx *txn) User(id string) (*store.User, error)               { return nil, errNotImplemented }
-func (tx *txn) UserByEmail(projectID, email string) (*store.User, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) UserByExternalID(projectID, ext string) (*store.User, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) PutUser(u *store.User) error    { return errNotImplemented }
-func (tx *txn) DeleteUser(u *store.User) error { return errNotImplemented }
-func (tx *txn) Users(projectID, emailPrefix, after string, limit int) (users []*store.User, more bool, err error) {
-	err = errNotImplemented
-	return
-}
-func (tx *txn) Session(id string) (*store.Session, error)    { return nil, errNotImplemented }
-func (tx *txn) SessionExists(id string) (bool, error)        { return false, errNotImplemented }
-func (tx *txn) PutSession(s *store.Session) error            { return errNotImplemented }
-func (tx *txn) DeleteSession(s *store.Session) error         { return errNotImplemented }
-func (tx *txn) UserSessions(userID string) ([]string, error) { return nil, errNotImplemented }
-func (tx *txn) UserSessionRows(userID string) ([]*store.Session, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) RecentUserSessions(userID string, limit int) ([]*store.Session, bool, error) {
-	return nil, false, errNotImplemented
-}
-func (tx *txn) TouchSession(id string, t time.Time, grace time.Duration) error {
-	return errNotImplemented
-}
-func (tx *txn) DeleteUserSessions(userID string) error { return errNotImplemented }
 func (tx *txn) Code(kind, projectID, subject string) (*store.Code, error) {
 	return nil, errNotImplemented
 }
@@ -63,8 +25,6 @@ func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) e
 func (tx *txn) MagicLink(hash []byte) (*store.MagicLink, error)       { return nil, errNotImplemented }
 func (tx *txn) PutMagicLink(m *store.MagicLink) error                 { return errNotImplemented }
 func (tx *txn) DeleteMagicLinks(projectID, email string) (int, error) { return 0, errNotImplemented }
-func (tx *txn) Device(key []byte) (*store.Device, error)              { return nil, errNotImplemented }
-func (tx *txn) PutDevice(d *store.Device) error                       { return errNotImplemented }
 func (tx *txn) Factor(userID, kind string) (*store.Factor, error)     { return nil, errNotImplemented }
 func (tx *txn) PutFactor(f *store.Factor) error                       { return errNotImplemented }
 func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) { return nil, errNotImplemented }
@@ -163,6 +123,12 @@ func (tx *txn) deleteUserFactors(userID string) error { return errNotImplemented
 func (tx *txn) deleteProjectAuthRows(projectID string, methodIDs []string) error {
 	return errNotImplemented
 }
+
+// projectMethodIDs returns the ids of projectID's external methods (the
+// scopes of their replay marks), for DeleteProject before
+// deleteProjectAuthRows deletes them. The factors domain implements it
+// (the external_methods table is its own).
+func (tx *txn) projectMethodIDs(projectID string) ([]string, error) { return nil, errNotImplemented }
 
 // deleteProjectWebhooks removes the project's webhooks with their queued
 // jobs and delivery records (DeleteProject).

@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"latchkey/store"
+)
+
+// Projects: one row each in projects; deleting one cascades through its
+// users, their sessions and factors, its remembered devices, the rows of
+// the other domains (deleteProjectAuthRows, deleteProjectWebhooks), and
+// detaches its API keys.
+
+const projectCols = `id, name, company_id, allowed_origins, rp_id, session_ttl_seconds,
+	rate_limit_per_minute, deny_cidrs, created_at, email_change, signing_key_id, signing_key, public_key`
+
+// projectDest returns the scan destinations of projectCols in p.
+func projectDest(p *store.Project) []any {
+	return []any{&p.ID, &p.Name, &p.CompanyID, &p.AllowedOrigins, &p.RPID, &p.SessionTTLSeconds,
+		&p.RateLimitPerMinute, &p.DenyCIDRs, timeDest(&p.CreatedAt), &p.EmailChange, &p.SigningKeyID, &p.SigningKey, &p.PublicKey}
+}
+
+// Project returns the project with id.
+func (tx *txn) Project(id string) (*store.Project, error) {
+	if !validText(id) {
+		return nil, store.ErrNotFound
+	}
+	p := &store.Project{}
+	if err := tx.one(`SELECT `+projectCols+` FROM projects WHERE id = $1`, []any{id}, projectDest(p)...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// PutProject creates or replaces the project p.ID.
+func (tx *txn) PutProject(p *store.Project) error {
+	_, err := tx.exec(`INSERT INTO projects (`+projectCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (id) DO UPDATE SET name = excluded.name, company_id = excluded.company_id,
+			allowed_origins = excluded.allowed_origins, rp_id = excluded.rp_id,
+			session_ttl_seconds = excluded.session_ttl_seconds, rate_limit_per_minute = excluded.rate_limit_per_minute,
+			deny_cidrs = excluded.deny_cidrs, created_at = excluded.created_at, email_change = excluded.email_change,
+			signing_key_id = excluded.signing_key_id, signing_key = excluded.signing_key, public_key = excluded.public_key`,
+		p.ID, p.Name, p.CompanyID, p.AllowedOrigins, p.RPID, p.SessionTTLSeconds,
+		p.RateLimitPerMinute, p.DenyCIDRs, timeArg(p.CreatedAt), p.EmailChange, p.SigningKeyID, p.SigningKey, p.PublicKey)
+	return err
+}
+
+// Projects returns every project in id byte order.
+func (tx *txn) Projects() ([]*store.Project, error) {
+	return scanAll(tx, `SELECT `+projectCols+` FROM projects ORDER BY id`, nil, projectDest)
+}
+
+// DeleteProject removes project id and everything that belongs to it
+// (see store.Tx), and returns the prefixes of the API keys it detached.
+//
+// Round trips: one to delete the project row and read its users' ids,
+// one for the external methods' ids (projectMethodIDs), one per user for
+// its factors (deleteUserFactors), what the other domains' helpers take,
+// and one for the users, their sessions, the devices and the keys.
+func (tx *txn) DeleteProject(id string) (detached []string, err error) {
+	if !validText(id) {
+		return nil, store.ErrNotFound
+	}
+	var found bool
+	var userIDs []string
+	err = tx.one(`WITH p AS (DELETE FROM projects WHERE id = $1 RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM p), ARRAY(SELECT id FROM users WHERE project_id = $1)`,
+		[]any{id}, &found, &userIDs)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, store.ErrNotFound
+	}
+	// The external methods' ids scope their replay marks: read them
+	// before deleteProjectAuthRows deletes the methods.
+	methodIDs, err := tx.projectMethodIDs(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, uid := range userIDs {
+		if err := tx.deleteUserFactors(uid); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.deleteProjectAuthRows(id, methodIDs); err != nil {
+		return nil, err
+	}
+	if err := tx.deleteProjectWebhooks(id); err != nil {
+		return nil, err
+	}
+	detached = []string{}
+	err = tx.one(`WITH s AS (DELETE FROM sessions WHERE user_id = ANY($2)),
+			u AS (DELETE FROM users WHERE project_id = $1),
+			d AS (DELETE FROM devices WHERE project_id = $1),
+			k AS (UPDATE api_keys SET project_id = '' WHERE project_id = $1 RETURNING prefix)
+		SELECT ARRAY(SELECT prefix FROM k)`, []any{id, userIDs}, &detached)
+	if len(detached) == 0 {
+		detached = nil
+	}
+	return detached, err
+}

@@ -1,0 +1,170 @@
+package postgres
+
+import (
+	"time"
+
+	"latchkey/store"
+)
+
+// Sessions: one row each in sessions, indexed by user (sessions_user:
+// user_id, id) and by expiry (sessions_due). A user's sessions need no
+// entries of their own: the index is the list.
+
+func init() {
+	expires(store.ExpiringSessions, due{"sessions", "due"})
+}
+
+const sessionCols = `id, user_id, project_id, method, issued_at, expires_at, stepped_up_at, last_seen_at, ip, user_agent`
+
+// sessionRow is a session as scanned: the IP and the user agent are
+// bytea, which takes any bytes a header brought.
+type sessionRow struct {
+	s         store.Session
+	ip, agent []byte
+}
+
+// dest returns the scan destinations of sessionCols in r.
+func (r *sessionRow) dest() []any {
+	s := &r.s
+	return []any{&s.ID, &s.UserID, &s.ProjectID, &s.Method, timeDest(&s.IssuedAt), timeDest(&s.ExpiresAt),
+		timeDest(&s.SteppedUpAt), timeDest(&s.LastSeenAt), &r.ip, &r.agent}
+}
+
+// session returns the scanned session.
+func (r *sessionRow) session() *store.Session {
+	r.s.IP, r.s.UserAgent = string(r.ip), string(r.agent)
+	return &r.s
+}
+
+// sessions runs a query of sessionCols and returns its sessions, never
+// nil.
+func (tx *txn) sessions(sql string, args ...any) ([]*store.Session, error) {
+	rows, err := scanAll(tx, sql, args, (*sessionRow).dest)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.Session, len(rows))
+	for i, r := range rows {
+		out[i] = r.session()
+	}
+	return out, nil
+}
+
+// Session returns the session with id, expired or not.
+func (tx *txn) Session(id string) (*store.Session, error) {
+	if !validText(id) {
+		return nil, store.ErrNotFound
+	}
+	var r sessionRow
+	if err := tx.one(`SELECT `+sessionCols+` FROM sessions WHERE id = $1`, []any{id}, r.dest()...); err != nil {
+		return nil, err
+	}
+	return r.session(), nil
+}
+
+// SessionExists reports whether a session row with id exists, expired or
+// not: one probe of the primary key, one round trip.
+func (tx *txn) SessionExists(id string) (bool, error) {
+	if !validText(id) {
+		return false, nil
+	}
+	var ok bool
+	err := tx.one(`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, []any{id}, &ok)
+	return ok, err
+}
+
+// PutSession creates or replaces the session s.ID, due for the sweep at
+// its ExpiresAt.
+func (tx *txn) PutSession(s *store.Session) error {
+	_, err := tx.exec(`INSERT INTO sessions (`+sessionCols+`, due)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, project_id = excluded.project_id,
+			method = excluded.method, issued_at = excluded.issued_at, expires_at = excluded.expires_at,
+			stepped_up_at = excluded.stepped_up_at, last_seen_at = excluded.last_seen_at,
+			ip = excluded.ip, user_agent = excluded.user_agent, due = excluded.due`,
+		s.ID, s.UserID, s.ProjectID, s.Method, timeArg(s.IssuedAt), timeArg(s.ExpiresAt),
+		timeArg(s.SteppedUpAt), timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), dueNanos(s.ExpiresAt))
+	return err
+}
+
+// DeleteSession removes the session s.ID.
+func (tx *txn) DeleteSession(s *store.Session) error {
+	if !validText(s.ID) {
+		return nil
+	}
+	_, err := tx.exec(`DELETE FROM sessions WHERE id = $1`, s.ID)
+	return err
+}
+
+// UserSessions returns the ids of userID's sessions in id byte order.
+func (tx *txn) UserSessions(userID string) ([]string, error) {
+	if !validText(userID) {
+		return nil, nil
+	}
+	rows, err := tx.query(`SELECT id FROM sessions WHERE user_id = $1 ORDER BY id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, tx.note(unavailable(rows.Err()))
+}
+
+// UserSessionRows returns userID's sessions in id byte order; never nil.
+func (tx *txn) UserSessionRows(userID string) ([]*store.Session, error) {
+	if !validText(userID) {
+		return []*store.Session{}, nil
+	}
+	return tx.sessions(`SELECT `+sessionCols+` FROM sessions WHERE user_id = $1 ORDER BY id`, userID)
+}
+
+// RecentUserSessions returns up to limit of userID's sessions, newest
+// first, and whether older ones remain; never nil. It reads limit+1
+// rows of sessions_user backwards.
+func (tx *txn) RecentUserSessions(userID string, limit int) ([]*store.Session, bool, error) {
+	if !validText(userID) {
+		return []*store.Session{}, false, nil
+	}
+	limit = max(limit, 0)
+	out, err := tx.sessions(`SELECT `+sessionCols+` FROM sessions WHERE user_id = $1 ORDER BY id DESC LIMIT $2`, userID, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// TouchSession sets session id's LastSeenAt to t when t is later, unless
+// the session was never touched and t is less than grace after its
+// IssuedAt (see store.Tx): one conditional update, which writes nothing
+// when it does not apply.
+func (tx *txn) TouchSession(id string, t time.Time, grace time.Duration) error {
+	if t.IsZero() || !validText(id) {
+		return nil // the zero time is later than no LastSeenAt
+	}
+	// Never touched: written when t.Sub(IssuedAt) >= grace, that is when
+	// IssuedAt <= t - grace (or IssuedAt is zero: t.Sub saturates).
+	_, err := tx.exec(`UPDATE sessions SET last_seen_at = $2
+		WHERE id = $1 AND CASE WHEN last_seen_at IS NULL THEN issued_at IS NULL OR issued_at <= $3
+			ELSE last_seen_at < $2 END`,
+		id, t.UnixNano(), t.Add(-grace).UnixNano())
+	return err
+}
+
+// DeleteUserSessions removes every session of userID.
+func (tx *txn) DeleteUserSessions(userID string) error {
+	if !validText(userID) {
+		return nil
+	}
+	_, err := tx.exec(`DELETE FROM sessions WHERE user_id = $1`, userID)
+	return err
+}
