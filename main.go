@@ -502,6 +502,11 @@ func (m *Main) Run(ctx context.Context) error {
 		{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.Sweep},
 		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.FlushLastSeen},
 	}
+	if _, ok := db.(store.Shared); ok {
+		// Replicas publish and read their request counts (the rate
+		// limits across replicas).
+		m.tasks = append(m.tasks, &background.Task{Name: "limits", Interval: auth.SyncInterval, Logger: m.Logger, Run: svc.SyncLimits})
+	}
 	for _, t := range m.tasks {
 		t.Start()
 	}

@@ -82,6 +82,10 @@ type Service struct {
 	sessionLimit int
 	adminFails   *Limiter // admin-token failures per client IP
 
+	// shared counts the limits across replicas on a store they share
+	// (PostgreSQL); nil on bbolt (shared.go).
+	shared *shared
+
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
 
@@ -116,6 +120,9 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	}
 	if s.sessionLimit <= 0 {
 		s.sessionLimit = DefaultSessionRateLimit
+	}
+	if s.shared = newShared(db); s.shared != nil {
+		s.limiter.share, s.adminFails.share, s.activity.share = s.shared.keys, s.shared.admin, s.shared.sessions
 	}
 	err := db.View(context.Background(), func(tx store.Tx) (err error) {
 		s.adminHash, err = tx.AdminTokenHash()

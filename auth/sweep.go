@@ -25,7 +25,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 	s.adminFails.Forget()
 	s.risk.Sweep()
 	s.suppress.prune(now)
-	return errors.Join(err, s.FlushSuppressed(ctx), s.sweepEvents(ctx, now))
+	return errors.Join(err, s.FlushSuppressed(ctx), s.sweepEvents(ctx, now), s.sweepShared(ctx, now))
 }
 
 // sweepRows bounds the rows one sweep transaction deletes, so background

@@ -1,0 +1,2 @@
+-- Placeholder: another engineer writes this migration (replicas).
+SELECT 1;
