@@ -257,4 +257,3 @@ func (s *Service) settleVelocity(ctx context.Context, k riskKey, held, failed bo
 		s.log.Warn("velocity count not settled", "err", err)
 	}
 }
-
