@@ -143,10 +143,14 @@ func (s *Service) Close() error {
 // runs (a hot backup), telling before the copy's size first (for a
 // Content-Length), and returns the bytes written. Safe for concurrent
 // use with every other call; writers are not blocked. A store that
-// cannot (PostgreSQL) returns store.ErrNotSupported without calling
+// cannot (PostgreSQL) returns ErrBackupNotSupported without calling
 // before.
 func (s *Service) Backup(ctx context.Context, w io.Writer, before func(size int64)) (int64, error) {
-	return s.db.Backup(ctx, w, before)
+	n, err := s.db.Backup(ctx, w, before)
+	if errors.Is(err, store.ErrNotSupported) {
+		return 0, ErrBackupNotSupported.Because(err)
+	}
+	return n, err
 }
 
 // Usable returns nil while the store can serve reads and writes, else
