@@ -669,6 +669,11 @@ func (m *Main) firstStart(ctx context.Context, baseURL string) error {
 	if err != nil {
 		return err
 	}
+	if b == nil {
+		// A replica starting at the same time initialized the database
+		// and printed what it created.
+		return m.ensureAdminToken(ctx)
+	}
 	w := m.Stdout
 	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origins %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))
 	fmt.Fprintf(w, "  passkey demo page: %s/demo/passkeys\n", browserURL(baseURL))

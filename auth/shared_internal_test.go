@@ -155,3 +155,56 @@ func TestRateLimitSyncKeepsOneReplicaExact(t *testing.T) {
 		}
 	}
 }
+
+// TestInitOnceAcrossReplicas: replicas starting together on an empty
+// database create the first-start state once; the others learn the
+// generated admin token's hash, so every replica accepts it.
+func TestInitOnceAcrossReplicas(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	rs := replicas(t, 3, func() time.Time { return now })
+	for _, s := range rs {
+		s.adminToken = "" // the token is generated, not configured
+	}
+	boots := make([]*Bootstrap, len(rs))
+	var wg sync.WaitGroup
+	for i, s := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := s.Init(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			boots[i] = b
+		}()
+	}
+	wg.Wait()
+	var token string
+	for _, b := range boots {
+		if b != nil {
+			if token != "" {
+				t.Fatal("two replicas created the first-start state")
+			}
+			token = b.AdminToken
+		}
+	}
+	if token == "" {
+		t.Fatal("no replica created the first-start state")
+	}
+	var n int
+	if err := rs[0].db.View(ctx, func(tx store.Tx) error {
+		ps, err := tx.Projects()
+		n = len(ps)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d projects after three first starts, want 1", n)
+	}
+	for i, s := range rs {
+		if err := s.CheckAdmin("Bearer " + token); err != nil {
+			t.Fatalf("replica %d refuses the generated admin token: %v", i, err)
+		}
+	}
+}
