@@ -25,7 +25,8 @@ func (s *Service) Sweep(ctx context.Context) error {
 	s.adminFails.Forget()
 	s.risk.Sweep()
 	s.suppress.prune(now)
-	return errors.Join(err, s.FlushSuppressed(ctx), s.sweepEvents(ctx, now), s.sweepShared(ctx, now))
+	_, dashErr := s.db.SweepDashSessions(ctx, now)
+	return errors.Join(err, dashErr, s.FlushSuppressed(ctx), s.sweepEvents(ctx, now), s.sweepShared(ctx, now))
 }
 
 // sweepRows bounds the rows one sweep transaction deletes, so background

@@ -107,6 +107,7 @@ type boltDB struct {
 	maxEvents int
 	observe   func(time.Duration)                   // Options.ObserveCommit
 	batchWait func(durable, answered time.Duration) // Options.ObserveBatch
+	dashMemory                                      // the dashboard's sessions (Dashboard), in memory
 }
 
 // Compile-time checks: the bbolt types implement the interfaces.

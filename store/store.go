@@ -137,6 +137,9 @@ type DB interface {
 	// A backend that cannot (PostgreSQL: pg_dump is the tool) returns
 	// ErrNotSupported without calling before or writing to w.
 	Backup(ctx context.Context, w io.Writer, before func(size int64)) (int64, error)
+
+	// Dashboard keeps the operator dashboard's sessions.
+	Dashboard
 }
 
 // File is implemented by the DB of a bbolt data file (Open with a path):
