@@ -29,19 +29,13 @@ func expires(kind store.Expiring, tables ...due) {
 // zero time too) are 0, long due, and times past 2262 the largest value.
 func dueNanos(t time.Time) int64 {
 	switch {
-	case t.Before(epoch): // the zero time too
+	case t.Before(time.Unix(0, 0)): // the zero time too
 		return 0
-	case t.After(lastNano):
+	case t.After(time.Unix(0, math.MaxInt64)):
 		return math.MaxInt64
 	}
 	return t.UnixNano()
 }
-
-// The range of times dueNanos tells apart.
-var (
-	epoch    = time.Unix(0, 0)
-	lastNano = time.Unix(0, math.MaxInt64)
-)
 
 // tables returns kind's tables, or an error for a kind no file
 // registered.

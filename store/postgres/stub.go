@@ -11,48 +11,6 @@ import (
 // errNotImplemented answers the methods not yet written for PostgreSQL.
 var errNotImplemented = errors.New("postgres: not implemented yet")
 
-func (tx *txn) Code(kind, projectID, subject string) (*store.Code, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) PutCode(c *store.Code) error    { return errNotImplemented }
-func (tx *txn) DeleteCode(c *store.Code) error { return errNotImplemented }
-func (tx *txn) Throttle(kind, projectID, subject string) (*store.Throttle, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) error {
-	return errNotImplemented
-}
-func (tx *txn) MagicLink(hash []byte) (*store.MagicLink, error)       { return nil, errNotImplemented }
-func (tx *txn) PutMagicLink(m *store.MagicLink) error                 { return errNotImplemented }
-func (tx *txn) DeleteMagicLinks(projectID, email string) (int, error) { return 0, errNotImplemented }
-func (tx *txn) Factor(userID, kind string) (*store.Factor, error)     { return nil, errNotImplemented }
-func (tx *txn) PutFactor(f *store.Factor) error                       { return errNotImplemented }
-func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) { return nil, errNotImplemented }
-func (tx *txn) PutBackupCodes(b *store.BackupCodes) error             { return errNotImplemented }
-func (tx *txn) Grant(hash []byte) (*store.Grant, error)               { return nil, errNotImplemented }
-func (tx *txn) PutGrant(g *store.Grant) error                         { return errNotImplemented }
-func (tx *txn) DeleteGrants(projectID, externalUserID string) (int, error) {
-	return 0, errNotImplemented
-}
-func (tx *txn) Passkey(projectID, id string) (*store.Passkey, error) { return nil, errNotImplemented }
-func (tx *txn) PutPasskey(pk *store.Passkey) error                   { return errNotImplemented }
-func (tx *txn) DeletePasskey(pk *store.Passkey) error                { return errNotImplemented }
-func (tx *txn) UserPasskeys(projectID, userID string) ([]*store.Passkey, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) Challenge(id string) (*store.Challenge, error) { return nil, errNotImplemented }
-func (tx *txn) PutChallenge(c *store.Challenge) error         { return errNotImplemented }
-func (tx *txn) DeleteChallenge(id string) error               { return errNotImplemented }
-func (tx *txn) ExternalMethod(id string) (*store.ExternalMethod, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) ExternalMethodByName(projectID, method string) (*store.ExternalMethod, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) ExternalMethods(projectID string) ([]*store.ExternalMethod, error) {
-	return nil, errNotImplemented
-}
-func (tx *txn) PutExternalMethod(m *store.ExternalMethod) error      { return errNotImplemented }
 func (tx *txn) Webhook(projectID, id string) (*store.Webhook, error) { return nil, errNotImplemented }
 func (tx *txn) Webhooks(projectID string) ([]*store.Webhook, error)  { return nil, errNotImplemented }
 func (tx *txn) PutWebhook(w *store.Webhook) error                    { return errNotImplemented }
@@ -112,23 +70,6 @@ func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 
 // Helpers other files call across domains; each domain's file replaces
 // its stub.
-
-// deleteUserFactors removes the user's factors (totp, sms), backup codes
-// and passkeys (DeleteUser).
-func (tx *txn) deleteUserFactors(userID string) error { return errNotImplemented }
-
-// deleteProjectAuthRows removes what DeleteProject removes of codes, send
-// and failure histories (whose project is projectID or one of
-// methodIDs), magic links, challenges, external methods and their grants.
-func (tx *txn) deleteProjectAuthRows(projectID string, methodIDs []string) error {
-	return errNotImplemented
-}
-
-// projectMethodIDs returns the ids of projectID's external methods (the
-// scopes of their replay marks), for DeleteProject before
-// deleteProjectAuthRows deletes them. The factors domain implements it
-// (the external_methods table is its own).
-func (tx *txn) projectMethodIDs(projectID string) ([]string, error) { return nil, errNotImplemented }
 
 // deleteProjectWebhooks removes the project's webhooks with their queued
 // jobs and delivery records (DeleteProject).

@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"bytes"
+
+	"latchkey/store"
+)
+
+// Step-up factors (factors), backup codes (backup_codes) and Pattern B
+// external-method grants (grants).
+
+func init() {
+	expires(store.ExpiringGrants, due{"grants", "due"})
+}
+
+const (
+	sqlFactor = `SELECT project_id, status, secret, phone, last_step, failures, locked_until, created_at, enrolled_at
+		FROM factors WHERE user_id = $1 AND kind = $2`
+	sqlPutFactor = `INSERT INTO factors (user_id, kind, project_id, status, secret, phone, last_step, failures,
+			locked_until, created_at, enrolled_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (user_id, kind) DO UPDATE SET project_id = excluded.project_id,
+			status = excluded.status, secret = excluded.secret, phone = excluded.phone,
+			last_step = excluded.last_step, failures = excluded.failures,
+			locked_until = excluded.locked_until, created_at = excluded.created_at,
+			enrolled_at = excluded.enrolled_at`
+	sqlBackupCodes = `SELECT project_id, hashes, used, created_at
+		FROM backup_codes WHERE user_id = $1`
+	sqlPutBackupCodes = `INSERT INTO backup_codes (user_id, project_id, hashes, used, created_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (user_id) DO UPDATE SET project_id = excluded.project_id,
+			hashes = excluded.hashes, used = excluded.used, created_at = excluded.created_at`
+	sqlGrant = `SELECT method_id, project_id, external_user_id, email, created_at, expires_at, used_at
+		FROM grants WHERE hash = $1`
+	sqlPutGrant = `INSERT INTO grants (hash, method_id, project_id, external_user_id, email, created_at, expires_at, used_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (hash) DO UPDATE SET method_id = excluded.method_id,
+			project_id = excluded.project_id, external_user_id = excluded.external_user_id,
+			email = excluded.email, created_at = excluded.created_at,
+			expires_at = excluded.expires_at, used_at = excluded.used_at`
+	sqlDeleteGrants = `DELETE FROM grants WHERE project_id = $1 AND external_user_id = $2`
+	// sqlDeleteUserFactors removes a user's factors, backup codes and
+	// passkeys in one statement.
+	sqlDeleteUserFactors = `WITH f AS (DELETE FROM factors WHERE user_id = $1),
+			b AS (DELETE FROM backup_codes WHERE user_id = $1)
+		DELETE FROM passkeys WHERE user_id = $1`
+)
+
+// Factor returns userID's factor of kind.
+func (tx *txn) Factor(userID, kind string) (*store.Factor, error) {
+	f := &store.Factor{UserID: userID, Kind: kind}
+	var failures int64
+	err := tx.one(sqlFactor, []any{userID, kind},
+		&f.ProjectID, &f.Status, &f.Secret, &f.Phone, &f.LastStep, &failures,
+		ns(&f.LockedUntil), ns(&f.CreatedAt), nsPtr(&f.EnrolledAt))
+	if err != nil {
+		return nil, err
+	}
+	f.Failures = int(failures)
+	return f, nil
+}
+
+// PutFactor creates or replaces the factor (f.UserID, f.Kind). A kind
+// other than "totp" or "sms" is refused by the table's CHECK.
+func (tx *txn) PutFactor(f *store.Factor) error {
+	_, err := tx.exec(sqlPutFactor, f.UserID, f.Kind, f.ProjectID, f.Status, f.Secret, f.Phone,
+		f.LastStep, int64(f.Failures), nanos(f.LockedUntil), nanos(f.CreatedAt), nanosPtr(f.EnrolledAt))
+	return err
+}
+
+// BackupCodes returns userID's batch of backup codes.
+func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) {
+	b := &store.BackupCodes{UserID: userID}
+	err := tx.one(sqlBackupCodes, []any{userID}, &b.ProjectID, &b.Hashes, &b.Used, ns(&b.CreatedAt))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// PutBackupCodes stores b as b.UserID's batch, replacing the previous
+// one.
+func (tx *txn) PutBackupCodes(b *store.BackupCodes) error {
+	_, err := tx.exec(sqlPutBackupCodes, b.UserID, b.ProjectID, b.Hashes, b.Used, nanos(b.CreatedAt))
+	return err
+}
+
+// Grant returns the grant whose Hash is hash, used or expired or not.
+func (tx *txn) Grant(hash []byte) (*store.Grant, error) {
+	g := &store.Grant{Hash: bytes.Clone(hash)}
+	err := tx.one(sqlGrant, []any{hash}, &g.MethodID, &g.ProjectID, &g.ExternalUserID, &g.Email,
+		ns(&g.CreatedAt), ns(&g.ExpiresAt), nsPtr(&g.UsedAt))
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// PutGrant creates or replaces the grant g.Hash.
+func (tx *txn) PutGrant(g *store.Grant) error {
+	_, err := tx.exec(sqlPutGrant, g.Hash, g.MethodID, g.ProjectID, g.ExternalUserID, g.Email,
+		nanos(g.CreatedAt), nanos(g.ExpiresAt), nanosPtr(g.UsedAt))
+	return err
+}
+
+// DeleteGrants removes projectID's grants for externalUserID and
+// returns how many it removed.
+func (tx *txn) DeleteGrants(projectID, externalUserID string) (int, error) {
+	tag, err := tx.exec(sqlDeleteGrants, projectID, externalUserID)
+	return int(tag.RowsAffected()), err
+}
+
+// deleteUserFactors removes the user's factors (totp, sms), backup codes
+// and passkeys (DeleteUser), in one round trip.
+func (tx *txn) deleteUserFactors(userID string) error {
+	_, err := tx.exec(sqlDeleteUserFactors, userID)
+	return err
+}
