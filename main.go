@@ -54,6 +54,13 @@ func run(args []string) int {
 		return 0
 	case "compact":
 		return runCompact(args[1:], os.Stdout, os.Stderr)
+	case "migrate", "copy":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if args[0] == "migrate" {
+			return runMigrate(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
+		}
+		return runCopy(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}
 	if args[0] != "serve" {
 		env := cli.Env{Getenv: os.Getenv}

@@ -566,8 +566,8 @@ func TestParseFlags(t *testing.T) {
 // TestDatabaseURL: --database-url (or LATCHKEY_DATABASE_URL) names a
 // PostgreSQL database instead of --data; with --data too, with another
 // kind of URL or without a master key the start is refused in one line
-// before anything is touched. The PostgreSQL backend is not written yet:
-// a start on a database says so.
+// before anything is touched; so is a database that cannot be reached
+// (naming it, without its password).
 func TestDatabaseURL(t *testing.T) {
 	const url = "postgres://latchkey:secret@127.0.0.1:1/latchkey?sslmode=disable"
 	parse := func(args []string, env map[string]string) (Config, error) {
@@ -606,7 +606,7 @@ func TestDatabaseURL(t *testing.T) {
 		want string
 	}{
 		{Config{DatabaseURL: url}, "--master-key"},
-		{Config{DatabaseURL: url, MasterKey: testMasterKey}, "not implemented yet"},
+		{Config{DatabaseURL: url, MasterKey: testMasterKey}, "127.0.0.1:1 unreachable"},
 	} {
 		m := NewMain()
 		m.Stdout, m.Logger = io.Discard, discardLogger()

@@ -140,6 +140,10 @@ type DB interface {
 
 	// Dashboard keeps the operator dashboard's sessions.
 	Dashboard
+
+	// Mover streams the store's records out and into an empty store
+	// (latchkey copy; move.go).
+	Mover
 }
 
 // File is implemented by the DB of a bbolt data file (Open with a path):
@@ -271,6 +275,22 @@ func Open(ctx context.Context, dsn string, opt Options) (db DB, created bool, er
 // ErrWrongMasterKey is returned by CheckKeyring when the store was
 // written under another master key.
 var ErrWrongMasterKey = errors.New("the master key does not match this data file: use the key it was created with (the <data>.key file or LATCHKEY_MASTER_KEY)")
+
+// VerifyKeyring is CheckKeyring without its write: it returns
+// ErrWrongMasterKey when db holds the check value of another key, and nil
+// when it holds k's or none (latchkey copy reads a source with it).
+func VerifyKeyring(ctx context.Context, db DB, k *Keyring) error {
+	check := k.HashString("master-key-check", "latchkey")
+	var stored []byte
+	err := db.View(ctx, func(tx Tx) (err error) {
+		stored, err = tx.MasterKeyCheck()
+		return err
+	})
+	if err == nil && stored != nil && !Equal(stored, check[:]) {
+		err = ErrWrongMasterKey
+	}
+	return err
+}
 
 // CheckKeyring makes sure k is the keyring db was written with: the first
 // call stores a keyed check value (Tx.SetMasterKeyCheck), later calls
