@@ -300,7 +300,6 @@ func exportAll(t *testing.T, path string) map[string][]string {
 	return out
 }
 
-
 // TestMigrateCommand: latchkey migrate brings an empty database to the
 // binary's schema version and says so; run again it has nothing to do;
 // without a database URL it is a usage error.

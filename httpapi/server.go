@@ -192,4 +192,3 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ httprout
 	s.metrics.Handler().ServeHTTP(w, r)
 	return nil
 }
-
