@@ -839,7 +839,13 @@ func TestCustomHTTPClient(t *testing.T) {
 	env := cli.Env{Getenv: func(k string) string {
 		return map[string]string{"LATCHKEY_SERVER": ts.URL, "LATCHKEY_ADMIN_TOKEN": testAdminToken}[k]
 	}, HTTPClient: hc}
-	for _, args := range [][]string{{"project", "list"}, {"key", "list"}} {
+	// backup streams its answer through a path of its own; PostgreSQL has
+	// no backup (501), so there the second call is another list.
+	second := []string{"backup", "--out", "-"}
+	if storetest.Backend(t) == "postgres" {
+		second = []string{"key", "list"}
+	}
+	for _, args := range [][]string{{"project", "list"}, second} {
 		if code := cli.Run(context.Background(), args, env, &stdout, io.Discard); code != 0 {
 			t.Fatalf("%v: exit %d", args, code)
 		}

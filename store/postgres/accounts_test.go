@@ -21,10 +21,10 @@ import (
 // conflict that leaves the transaction usable, serializable races, byte
 // order and arguments that are not valid text.
 
-var t0 = time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
+var accT0 = time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
 
-// openDB opens a store on a fresh database, closed at cleanup.
-func openDB(t *testing.T) store.DB {
+// openAccounts opens a store on a fresh database, closed at cleanup.
+func openAccounts(t *testing.T) store.DB {
 	t.Helper()
 	db, _, err := store.Open(context.Background(), newDatabase(t), store.Options{})
 	if err != nil {
@@ -35,7 +35,7 @@ func openDB(t *testing.T) store.DB {
 }
 
 // update runs fn in a write transaction and fails t on its error.
-func update(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
+func accUpdate(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := db.Update(context.Background(), fn); err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func update(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
 }
 
 // view runs fn in a read transaction and fails t on its error.
-func view(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
+func accView(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := db.View(context.Background(), fn); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func notYet(t *testing.T, err error) {
 
 // same fails t unless got and want are deeply equal, times compared with
 // Equal (the location is not part of the contract).
-func same(t *testing.T, name string, got, want any) {
+func sameAccount(t *testing.T, name string, got, want any) {
 	t.Helper()
 	if !reflect.DeepEqual(normTimes(got), normTimes(want)) {
 		t.Fatalf("%s:\n got %#v\nwant %#v", name, got, want)
@@ -100,39 +100,39 @@ func normTimes(v any) any {
 // nil, a pointer to the zero time, bytes a header brought that are not
 // UTF-8.
 func TestAccountsRoundTrip(t *testing.T) {
-	db := openDB(t)
+	db := openAccounts(t)
 	yes, no := true, false
-	exp, zero := t0.Add(365*24*time.Hour), time.Time{}
+	exp, zero := accT0.Add(365*24*time.Hour), time.Time{}
 	projects := []*store.Project{
 		{ID: "p-full", Name: "Full ✓", CompanyID: "c", AllowedOrigins: []string{"https://a.example", ""}, RPID: "a.example",
-			SessionTTLSeconds: 86400, RateLimitPerMinute: 1 << 40, DenyCIDRs: []string{"10.0.0.0/8"}, CreatedAt: t0,
+			SessionTTLSeconds: 86400, RateLimitPerMinute: 1 << 40, DenyCIDRs: []string{"10.0.0.0/8"}, CreatedAt: accT0,
 			EmailChange: "direct", SigningKeyID: "kid", SigningKey: []byte{0, 1, 2, 255}, PublicKey: []byte("pub")},
 		{ID: "p-empty", AllowedOrigins: []string{}, DenyCIDRs: []string{}, SigningKey: []byte{}, PublicKey: []byte{}},
 		{ID: "p-nil"},
 	}
 	keys := []*store.APIKey{
-		{Prefix: "sk_live_a", Hash: []byte{9, 0, 9}, ProjectID: "p-full", Mode: "live", ExpiresAt: &exp, Revoked: true, CreatedAt: t0},
+		{Prefix: "sk_live_a", Hash: []byte{9, 0, 9}, ProjectID: "p-full", Mode: "live", ExpiresAt: &exp, Revoked: true, CreatedAt: accT0},
 		{Prefix: "sk_test_b", Hash: []byte{}, Mode: "test", ExpiresAt: &zero},
 		{Prefix: "sk_test_c", Mode: "test"},
 	}
 	users := []*store.User{
 		{ID: "u-full", ProjectID: "p-full", Email: "ada@example.com", ExternalUserID: "ext-1", FirstName: "Ada ✓",
-			CompanyID: "co", Disabled: true, CreatedAt: t0, UpdatedAt: t0.Add(time.Nanosecond), EmailVerified: &yes},
+			CompanyID: "co", Disabled: true, CreatedAt: accT0, UpdatedAt: accT0.Add(time.Nanosecond), EmailVerified: &yes},
 		{ID: "u-false", ProjectID: "p-full", Email: "bob@example.com", EmailVerified: &no},
 		{ID: "u-nil", ProjectID: "p-full", Email: "cy@example.com"},
 	}
 	sessions := []*store.Session{
-		{ID: "s-full", UserID: "u-full", ProjectID: "p-full", Method: "passkey", IssuedAt: t0, ExpiresAt: exp,
-			SteppedUpAt: t0.Add(time.Minute), LastSeenAt: t0.Add(time.Hour), IP: "2001:db8::1", UserAgent: "curl/8.5.0 é"},
+		{ID: "s-full", UserID: "u-full", ProjectID: "p-full", Method: "passkey", IssuedAt: accT0, ExpiresAt: exp,
+			SteppedUpAt: accT0.Add(time.Minute), LastSeenAt: accT0.Add(time.Hour), IP: "2001:db8::1", UserAgent: "curl/8.5.0 é"},
 		// A user agent cut inside a UTF-8 sequence, an IP header with a NUL.
 		{ID: "s-bytes", UserID: "u-full", ProjectID: "p-full", IP: "1.2.3.4\x00x", UserAgent: "Mozilla \xe2\x82"},
 		{ID: "s-zero"},
 	}
 	devices := []*store.Device{
-		{Key: []byte{0, 1, 0xff}, Hash: []byte("h"), UserID: "u-full", ProjectID: "p-full", CreatedAt: t0, LastUsedAt: t0.Add(time.Hour)},
+		{Key: []byte{0, 1, 0xff}, Hash: []byte("h"), UserID: "u-full", ProjectID: "p-full", CreatedAt: accT0, LastUsedAt: accT0.Add(time.Hour)},
 		{Key: []byte("k2"), Hash: []byte{}, UserID: "u", ProjectID: "p"},
 	}
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		for _, p := range projects {
 			if err := tx.PutProject(p); err != nil {
 				return fmt.Errorf("project %s: %w", p.ID, err)
@@ -160,41 +160,41 @@ func TestAccountsRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		for _, want := range projects {
 			got, err := tx.Project(want.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			same(t, "project "+want.ID, got, want)
+			sameAccount(t, "project "+want.ID, got, want)
 		}
 		for _, want := range keys {
 			got, err := tx.APIKey(want.Prefix)
 			if err != nil {
 				t.Fatal(err)
 			}
-			same(t, "key "+want.Prefix, got, want)
+			sameAccount(t, "key "+want.Prefix, got, want)
 		}
 		for _, want := range users {
 			got, err := tx.User(want.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			same(t, "user "+want.ID, got, want)
+			sameAccount(t, "user "+want.ID, got, want)
 		}
 		for _, want := range sessions {
 			got, err := tx.Session(want.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			same(t, "session "+want.ID, got, want)
+			sameAccount(t, "session "+want.ID, got, want)
 		}
 		for _, want := range devices {
 			got, err := tx.Device(want.Key)
 			if err != nil {
 				t.Fatal(err)
 			}
-			same(t, fmt.Sprintf("device %x", want.Key), got, want)
+			sameAccount(t, fmt.Sprintf("device %x", want.Key), got, want)
 		}
 		return nil
 	})
@@ -209,9 +209,9 @@ func TestAccountsRoundTrip(t *testing.T) {
 // violation would have aborted it); an address or external id a user
 // gave up is free again; many users have no external id.
 func TestPutUserConflict(t *testing.T) {
-	db := openDB(t)
-	ada := &store.User{ID: "u1", ProjectID: "p", Email: "ada@example.com", ExternalUserID: "x1", CreatedAt: t0}
-	update(t, db, func(tx store.Tx) error {
+	db := openAccounts(t)
+	ada := &store.User{ID: "u1", ProjectID: "p", Email: "ada@example.com", ExternalUserID: "x1", CreatedAt: accT0}
+	accUpdate(t, db, func(tx store.Tx) error {
 		for _, u := range []*store.User{ada,
 			{ID: "u2", ProjectID: "p", Email: "bob@example.com"},
 			{ID: "u3", ProjectID: "p", Email: "cy@example.com"},
@@ -223,7 +223,7 @@ func TestPutUserConflict(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		for _, u := range []*store.User{
 			{ID: "u2", ProjectID: "p", Email: "ada@example.com"},                       // the address
 			{ID: "u2", ProjectID: "p", Email: "bob@example.com", ExternalUserID: "x1"}, // the external id
@@ -236,7 +236,7 @@ func TestPutUserConflict(t *testing.T) {
 		// The transaction still works, and writes.
 		return tx.PutUser(&store.User{ID: "u5", ProjectID: "p", Email: "dee@example.com"})
 	})
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		if u, err := tx.User("u2"); err != nil || u.Email != "bob@example.com" || u.ExternalUserID != "" {
 			t.Fatalf("u2 after conflicts: %+v, %v", u, err)
 		}
@@ -250,7 +250,7 @@ func TestPutUserConflict(t *testing.T) {
 	})
 	// Ada changes address and external id: the old ones are free, the
 	// lookups follow.
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		moved := *ada
 		moved.Email, moved.ExternalUserID = "ada@new.example", "x2"
 		if err := tx.PutUser(&moved); err != nil {
@@ -262,7 +262,7 @@ func TestPutUserConflict(t *testing.T) {
 		// Its own address and external id are no conflict.
 		return tx.PutUser(&moved)
 	})
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		for _, c := range []struct{ email, ext, want string }{
 			{"ada@new.example", "x2", "u1"}, {"ada@example.com", "x1", "u6"},
 		} {
@@ -293,10 +293,10 @@ func TestPutUserConflict(t *testing.T) {
 func TestPutUserRace(t *testing.T) {
 	for _, mode := range []string{"lookFirst", "insert", "update"} {
 		t.Run(mode, func(t *testing.T) {
-			db := openDB(t)
+			db := openAccounts(t)
 			const n = 8
 			if mode == "update" {
-				update(t, db, func(tx store.Tx) error {
+				accUpdate(t, db, func(tx store.Tx) error {
 					for i := range n {
 						if err := tx.PutUser(&store.User{ID: fmt.Sprint("u", i), ProjectID: "p", Email: fmt.Sprint(i, "@example.com")}); err != nil {
 							return err
@@ -342,10 +342,10 @@ func TestPutUserRace(t *testing.T) {
 // collation), by prefix and after a cursor, with more, match a reference
 // computed in Go, for cursors and prefixes of any bytes too.
 func TestUsersPages(t *testing.T) {
-	db := openDB(t)
+	db := openAccounts(t)
 	emails := []string{"a@x.io", "A@x.io", "ab@x.io", "ab.c@x.io", "abc@x.io", "b@x.io", "B@x.io", "_@x.io",
 		"é@x.io", "e@x.io", "z@x.io", "\u00ff@x.io", "\U0010ffff@x.io", "\U0010ffffa@x.io", "ab\u00e9@x.io", "ab\u00ea@x.io"}
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		for i, e := range emails {
 			if err := tx.PutUser(&store.User{ID: fmt.Sprintf("u%02d", i), ProjectID: "p", Email: e}); err != nil {
 				return err
@@ -369,7 +369,7 @@ func TestUsersPages(t *testing.T) {
 	}
 	prefixes := []string{"", "a", "ab", "ab\xc3", "\xf4\x8f\xbf\xbf", "\xff", "a\x00", "é", "\xc3"}
 	afters := []string{"", "a@x.io", "ab", "ab\xc3", "ab\xc3\xff", "\xff", "a\x00", "Z", "\xf4\x8f\xbf\xbf@x.io", "\xe9"}
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		for _, prefix := range prefixes {
 			for _, after := range afters {
 				for _, limit := range []int{0, 1, 3, 100} {
@@ -415,12 +415,12 @@ func TestUsersPages(t *testing.T) {
 // from URLs and headers) find nothing without an error, and the
 // transaction goes on.
 func TestNotText(t *testing.T) {
-	db := openDB(t)
-	update(t, db, func(tx store.Tx) error {
+	db := openAccounts(t)
+	accUpdate(t, db, func(tx store.Tx) error {
 		return tx.PutUser(&store.User{ID: "u", ProjectID: "p", Email: "a@x.io"})
 	})
 	for _, bad := range []string{"\x00", "\xff", "a\xc3"} {
-		update(t, db, func(tx store.Tx) error {
+		accUpdate(t, db, func(tx store.Tx) error {
 			for name, err := range map[string]error{
 				"Project":          second(tx.Project(bad)),
 				"APIKey":           second(tx.APIKey(bad)),
@@ -437,7 +437,7 @@ func TestNotText(t *testing.T) {
 				t.Errorf("SessionExists(%q) = %v, %v", bad, ok, err)
 			}
 			for name, err := range map[string]error{
-				"TouchSession":       tx.TouchSession(bad, t0, 0),
+				"TouchSession":       tx.TouchSession(bad, accT0, 0),
 				"DeleteSession":      tx.DeleteSession(&store.Session{ID: bad}),
 				"DeleteUserSessions": tx.DeleteUserSessions(bad),
 				"UserSessions":       second(tx.UserSessions(bad)),
@@ -465,11 +465,11 @@ func third[T, U any](_ T, _ U, err error) error { return err }
 // a limit, deleted one by one or all; TouchSession's grace and its
 // never-backwards rule; a deleted session is not recreated by a touch.
 func TestSessionsOfAUser(t *testing.T) {
-	db := openDB(t)
-	update(t, db, func(tx store.Tx) error {
+	db := openAccounts(t)
+	accUpdate(t, db, func(tx store.Tx) error {
 		for i := range 5 {
 			for _, u := range []string{"u1", "u2"} {
-				s := &store.Session{ID: fmt.Sprintf("0193-%s-%02d", u, 4-i), UserID: u, ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+				s := &store.Session{ID: fmt.Sprintf("0193-%s-%02d", u, 4-i), UserID: u, ProjectID: "p", IssuedAt: accT0, ExpiresAt: accT0.Add(time.Hour)}
 				if err := tx.PutSession(s); err != nil {
 					return err
 				}
@@ -477,7 +477,7 @@ func TestSessionsOfAUser(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		ids, err := tx.UserSessions("u1")
 		if err != nil || fmt.Sprint(ids) != "[0193-u1-00 0193-u1-01 0193-u1-02 0193-u1-03 0193-u1-04]" {
 			t.Fatalf("UserSessions = %v, %v", ids, err)
@@ -509,29 +509,29 @@ func TestSessionsOfAUser(t *testing.T) {
 	// later uses are, never backwards.
 	seen := func() time.Time {
 		var s *store.Session
-		view(t, db, func(tx store.Tx) (err error) { s, err = tx.Session("0193-u1-00"); return })
+		accView(t, db, func(tx store.Tx) (err error) { s, err = tx.Session("0193-u1-00"); return })
 		return s.LastSeenAt
 	}
 	for _, c := range []struct {
 		at, want time.Duration // want -1: never written
 	}{{30 * time.Second, -1}, {time.Minute - time.Nanosecond, -1}, {time.Minute, time.Minute}, {70 * time.Second, 70 * time.Second}, {65 * time.Second, 70 * time.Second}} {
-		update(t, db, func(tx store.Tx) error { return tx.TouchSession("0193-u1-00", t0.Add(c.at), time.Minute) })
+		accUpdate(t, db, func(tx store.Tx) error { return tx.TouchSession("0193-u1-00", accT0.Add(c.at), time.Minute) })
 		want := time.Time{}
 		if c.want >= 0 {
-			want = t0.Add(c.want)
+			want = accT0.Add(c.want)
 		}
 		if got := seen(); !got.Equal(want) {
 			t.Fatalf("after a use at +%v: LastSeenAt %v, want %v", c.at, got, want)
 		}
 	}
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		if err := tx.DeleteSession(&store.Session{ID: "0193-u1-00", UserID: "u1"}); err != nil {
 			return err
 		}
 		if err := tx.DeleteSession(&store.Session{ID: "0193-u1-00", UserID: "u1"}); err != nil {
 			return fmt.Errorf("deleting a deleted session: %w", err)
 		}
-		if err := tx.TouchSession("0193-u1-00", t0.Add(time.Hour), 0); err != nil {
+		if err := tx.TouchSession("0193-u1-00", accT0.Add(time.Hour), 0); err != nil {
 			return err
 		}
 		if ok, err := tx.SessionExists("0193-u1-00"); ok || err != nil {
@@ -539,7 +539,7 @@ func TestSessionsOfAUser(t *testing.T) {
 		}
 		return tx.DeleteUserSessions("u2")
 	})
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		if ids, _ := tx.UserSessions("u1"); len(ids) != 4 {
 			t.Fatalf("u1 has %v", ids)
 		}
@@ -561,20 +561,20 @@ func TestAccountsExpiry(t *testing.T) {
 		put  func(tx store.Tx, at time.Time) error
 		live func(tx store.Tx) bool
 	}{
-		{store.ExpiringSessions, t0.Add(time.Hour), func(tx store.Tx, at time.Time) error {
-			return tx.PutSession(&store.Session{ID: "s1", UserID: "u1", ProjectID: "p", IssuedAt: t0, ExpiresAt: at})
+		{store.ExpiringSessions, accT0.Add(time.Hour), func(tx store.Tx, at time.Time) error {
+			return tx.PutSession(&store.Session{ID: "s1", UserID: "u1", ProjectID: "p", IssuedAt: accT0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { ok, _ := tx.SessionExists("s1"); return ok }},
-		{store.ExpiringDevices, t0.Add(store.DeviceLifetime + 3*day), func(tx store.Tx, at time.Time) error {
-			return tx.PutDevice(&store.Device{Key: []byte("dev1"), Hash: []byte{1}, UserID: "u1", ProjectID: "p", CreatedAt: t0, LastUsedAt: at.Add(-store.DeviceLifetime)})
+		{store.ExpiringDevices, accT0.Add(store.DeviceLifetime + 3*day), func(tx store.Tx, at time.Time) error {
+			return tx.PutDevice(&store.Device{Key: []byte("dev1"), Hash: []byte{1}, UserID: "u1", ProjectID: "p", CreatedAt: accT0, LastUsedAt: at.Add(-store.DeviceLifetime)})
 		}, func(tx store.Tx) bool { _, err := tx.Device([]byte("dev1")); return err == nil }},
 	}
 	for _, c := range cases {
 		t.Run(c.kind.String(), func(t *testing.T) {
-			db := openDB(t)
-			update(t, db, func(tx store.Tx) error { return c.put(tx, c.due.Add(-day)) })
-			update(t, db, func(tx store.Tx) error { return c.put(tx, c.due) })
+			db := openAccounts(t)
+			accUpdate(t, db, func(tx store.Tx) error { return c.put(tx, c.due.Add(-day)) })
+			accUpdate(t, db, func(tx store.Tx) error { return c.put(tx, c.due) })
 			before := c.due.Add(-time.Nanosecond)
-			view(t, db, func(tx store.Tx) error {
+			accView(t, db, func(tx store.Tx) error {
 				b, _ := tx.ExpiryDue(c.kind, before)
 				d, _ := tx.ExpiryDue(c.kind, c.due)
 				n, _ := tx.ExpiringCount(c.kind)
@@ -584,12 +584,12 @@ func TestAccountsExpiry(t *testing.T) {
 				return nil
 			})
 			var n int
-			update(t, db, func(tx store.Tx) (err error) { n, err = tx.SweepExpired(c.kind, before, 100); return })
+			accUpdate(t, db, func(tx store.Tx) (err error) { n, err = tx.SweepExpired(c.kind, before, 100); return })
 			if n != 0 {
 				t.Fatalf("swept %d a nanosecond early", n)
 			}
-			update(t, db, func(tx store.Tx) (err error) { n, err = tx.SweepExpired(c.kind, c.due, 100); return })
-			view(t, db, func(tx store.Tx) error {
+			accUpdate(t, db, func(tx store.Tx) (err error) { n, err = tx.SweepExpired(c.kind, c.due, 100); return })
+			accView(t, db, func(tx store.Tx) error {
 				if n != 1 || c.live(tx) {
 					t.Fatalf("swept %d at its time, row live: %v", n, c.live(tx))
 				}
@@ -598,10 +598,10 @@ func TestAccountsExpiry(t *testing.T) {
 		})
 	}
 	t.Run("zero", func(t *testing.T) {
-		db := openDB(t)
-		update(t, db, func(tx store.Tx) error { return tx.PutSession(&store.Session{ID: "s0", UserID: "u"}) })
+		db := openAccounts(t)
+		accUpdate(t, db, func(tx store.Tx) error { return tx.PutSession(&store.Session{ID: "s0", UserID: "u"}) })
 		var n int
-		update(t, db, func(tx store.Tx) (err error) {
+		accUpdate(t, db, func(tx store.Tx) (err error) {
 			n, err = tx.SweepExpired(store.ExpiringSessions, time.Unix(1, 0), 100)
 			return
 		})
@@ -616,10 +616,10 @@ func TestAccountsExpiry(t *testing.T) {
 // their prefixes), leaves another project's rows, and answers
 // ErrNotFound for an unknown project without changing anything.
 func TestDeleteProjectAccounts(t *testing.T) {
-	db := openDB(t)
+	db := openAccounts(t)
 	for _, p := range []string{"p", "q"} {
-		update(t, db, func(tx store.Tx) error {
-			if err := tx.PutProject(&store.Project{ID: p, CreatedAt: t0}); err != nil {
+		accUpdate(t, db, func(tx store.Tx) error {
+			if err := tx.PutProject(&store.Project{ID: p, CreatedAt: accT0}); err != nil {
 				return err
 			}
 			for i := range 3 {
@@ -627,10 +627,10 @@ func TestDeleteProjectAccounts(t *testing.T) {
 				if err := tx.PutUser(&store.User{ID: uid, ProjectID: p, Email: uid + "@x.io", ExternalUserID: "x" + uid}); err != nil {
 					return err
 				}
-				if err := tx.PutSession(&store.Session{ID: uid + "-s", UserID: uid, ProjectID: p, ExpiresAt: t0}); err != nil {
+				if err := tx.PutSession(&store.Session{ID: uid + "-s", UserID: uid, ProjectID: p, ExpiresAt: accT0}); err != nil {
 					return err
 				}
-				if err := tx.PutDevice(&store.Device{Key: []byte(uid + "-d"), UserID: uid, ProjectID: p, CreatedAt: t0}); err != nil {
+				if err := tx.PutDevice(&store.Device{Key: []byte(uid + "-d"), UserID: uid, ProjectID: p, CreatedAt: accT0}); err != nil {
 					return err
 				}
 				if err := tx.PutAPIKey(&store.APIKey{Prefix: fmt.Sprintf("sk_test_%s%d", p, i), ProjectID: p, Mode: "test"}); err != nil {
@@ -659,7 +659,7 @@ func TestDeleteProjectAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		if _, err := tx.Project("p"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("project after DeleteProject: %v", err)
 		}
@@ -702,9 +702,9 @@ func TestDeleteProjectAccounts(t *testing.T) {
 // TestDeleteUserAccounts: DeleteUser removes the row and its sessions and
 // frees its address; another user's sessions stay.
 func TestDeleteUserAccounts(t *testing.T) {
-	db := openDB(t)
+	db := openAccounts(t)
 	u := &store.User{ID: "u1", ProjectID: "p", Email: "a@x.io", ExternalUserID: "x"}
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		for _, s := range []*store.Session{{ID: "s1", UserID: "u1"}, {ID: "s2", UserID: "u1"}, {ID: "s3", UserID: "u2"}} {
 			if err := tx.PutSession(s); err != nil {
 				return err
@@ -717,7 +717,7 @@ func TestDeleteUserAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		if _, err := tx.User("u1"); !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("user after DeleteUser: %v", err)
 		}
@@ -734,8 +734,8 @@ func TestDeleteUserAccounts(t *testing.T) {
 // TestListsInByteOrder: projects and keys come in id and prefix byte
 // order, and nil when there are none.
 func TestListsInByteOrder(t *testing.T) {
-	db := openDB(t)
-	view(t, db, func(tx store.Tx) error {
+	db := openAccounts(t)
+	accView(t, db, func(tx store.Tx) error {
 		ps, err1 := tx.Projects()
 		ks, err2 := tx.APIKeys("")
 		if ps != nil || ks != nil || err1 != nil || err2 != nil {
@@ -744,7 +744,7 @@ func TestListsInByteOrder(t *testing.T) {
 		return nil
 	})
 	ids := []string{"b", "B", "a", "_", "é", "e", "Z"}
-	update(t, db, func(tx store.Tx) error {
+	accUpdate(t, db, func(tx store.Tx) error {
 		for _, id := range ids {
 			if err := tx.PutProject(&store.Project{ID: id}); err != nil {
 				return err
@@ -756,7 +756,7 @@ func TestListsInByteOrder(t *testing.T) {
 		return tx.PutAPIKey(&store.APIKey{Prefix: "sk_live_0", ProjectID: "other", Mode: "live"})
 	})
 	sort.Strings(ids)
-	view(t, db, func(tx store.Tx) error {
+	accView(t, db, func(tx store.Tx) error {
 		ps, err := tx.Projects()
 		if err != nil {
 			t.Fatal(err)

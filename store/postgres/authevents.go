@@ -116,8 +116,8 @@ func (tx *txn) AddAuthEvent(e *store.AuthEvent) error {
 func (tx *txn) trimScope(scope string, n int64) (int64, error) {
 	var deleted int64
 	err := tx.one(`WITH d AS (
-			DELETE FROM auth_events WHERE (nanos, seq) IN (
-				SELECT nanos, seq FROM auth_events WHERE project_id = $1 ORDER BY nanos, seq LIMIT $2)
+			DELETE FROM auth_events WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM auth_events WHERE project_id = $1 ORDER BY nanos, seq LIMIT $2))
 			RETURNING 1
 		), t AS (
 			INSERT INTO event_totals (scope, shard, n) SELECT $1, pg_backend_pid(), -count(*) FROM d HAVING count(*) > 0
@@ -273,8 +273,8 @@ func (tx *txn) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
 	}
 	var n int
 	err := tx.one(`WITH d AS (
-			DELETE FROM auth_events WHERE (nanos, seq) IN (
-				SELECT nanos, seq FROM auth_events WHERE nanos < $1 ORDER BY nanos, seq LIMIT $2)
+			DELETE FROM auth_events WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM auth_events WHERE nanos < $1 ORDER BY nanos, seq LIMIT $2))
 			RETURNING project_id
 		), g AS (
 			SELECT project_id, count(*) AS c FROM d GROUP BY project_id

@@ -17,7 +17,7 @@ import (
 // addEvents adds evs in one transaction.
 func addEvents(t *testing.T, db store.DB, evs []*store.AuthEvent) {
 	t.Helper()
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for _, e := range evs {
 			if err := tx.AddAuthEvent(e); err != nil {
 				return err
@@ -31,7 +31,7 @@ func addEvents(t *testing.T, db store.DB, evs []*store.AuthEvent) {
 func listEvents(t *testing.T, db store.DB, f store.AuthEventFilter) []string {
 	t.Helper()
 	var ids []string
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		evs, _, err := tx.AuthEvents(f)
 		for _, e := range evs {
 			ids = append(ids, e.ID)
@@ -45,14 +45,14 @@ func listEvents(t *testing.T, db store.DB, f store.AuthEventFilter) []string {
 // email, IP and user agent PostgreSQL's text would refuse included), Pos
 // is set, and a NUL in the project or failure code is refused.
 func TestAuthEventRoundTrip(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	e := &store.AuthEvent{ID: "0193-e", ProjectID: "p", UserID: "u", Email: odd, Method: "email_otp", Action: "verify",
-		FailureCode: "invalid_code", IP: "::1%\xff", UserAgent: "UA \xc3(" + odd, CreatedAt: t0}
+		FailureCode: "invalid_code", IP: "::1%\xff", UserAgent: "UA \xc3(" + odd, CreatedAt: evT0}
 	addEvents(t, db, []*store.AuthEvent{e})
-	if e.Pos.Nanos != t0.UnixNano() || e.Pos.Seq == 0 {
+	if e.Pos.Nanos != evT0.UnixNano() || e.Pos.Seq == 0 {
 		t.Fatalf("Pos = %+v", e.Pos)
 	}
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		evs, more, err := tx.AuthEvents(store.AuthEventFilter{Limit: 10})
 		if err != nil || more || len(evs) != 1 {
 			return fmt.Errorf("AuthEvents: %d, %v, %v", len(evs), more, err)
@@ -77,7 +77,7 @@ func TestAuthEventRoundTrip(t *testing.T) {
 // TestAuthEventQueries checks every filter, walked page by page, against
 // a plain filter over all events.
 func TestAuthEventQueries(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	projects := []string{"", "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "p3"}
 	codes := []string{"", "invalid_code", "expired", "validation_error"}
@@ -85,7 +85,7 @@ func TestAuthEventQueries(t *testing.T) {
 	for i := range 300 {
 		e := &store.AuthEvent{ID: fmt.Sprint("e", i), ProjectID: projects[rng.IntN(len(projects))], Method: "email_otp", Action: "verify",
 			// Several events share an instant: the sequence orders them.
-			CreatedAt: t0.Add(time.Duration(i/3) * time.Second)}
+			CreatedAt: evT0.Add(time.Duration(i/3) * time.Second)}
 		if c := codes[rng.IntN(len(codes))]; c == "" {
 			e.Success = true
 		} else {
@@ -125,7 +125,7 @@ func TestAuthEventQueries(t *testing.T) {
 				}
 				var evs []*store.AuthEvent
 				var more bool
-				view(t, db, func(tx store.Tx) (err error) {
+				evView(t, db, func(tx store.Tx) (err error) {
 					evs, more, err = tx.AuthEvents(f)
 					return err
 				})
@@ -146,12 +146,12 @@ func TestAuthEventQueries(t *testing.T) {
 		}
 	}
 	// Before a time: events older than it.
-	if ids := listEvents(t, db, store.AuthEventFilter{Before: store.PosBefore(t0.Add(time.Second)), Limit: 10}); fmt.Sprint(ids) != "[e2 e1 e0]" {
-		t.Fatalf("before t0+1s: %v", ids)
+	if ids := listEvents(t, db, store.AuthEventFilter{Before: store.PosBefore(evT0.Add(time.Second)), Limit: 10}); fmt.Sprint(ids) != "[e2 e1 e0]" {
+		t.Fatalf("before evT0+1s: %v", ids)
 	}
 	// A position past every sequence number.
-	if ids := listEvents(t, db, store.AuthEventFilter{Before: store.EventPos{Nanos: t0.UnixNano(), Seq: 1<<64 - 1}}); fmt.Sprint(ids) != "[e2 e1 e0]" {
-		t.Fatalf("before (t0, max): %v", ids)
+	if ids := listEvents(t, db, store.AuthEventFilter{Before: store.EventPos{Nanos: evT0.UnixNano(), Seq: 1<<64 - 1}}); fmt.Sprint(ids) != "[e2 e1 e0]" {
+		t.Fatalf("before (evT0, max): %v", ids)
 	}
 }
 
@@ -173,24 +173,24 @@ func TestAuthEventCap(t *testing.T) {
 	var evs []*store.AuthEvent
 	for i := range 12 {
 		evs = append(evs, &store.AuthEvent{ID: fmt.Sprint("a", i), ProjectID: "A", Success: i%3 == 0, FailureCode: []string{"", "expired", "invalid_code"}[i%3],
-			CreatedAt: t0.Add(time.Duration(i) * time.Minute)})
+			CreatedAt: evT0.Add(time.Duration(i) * time.Minute)})
 	}
-	evs = append(evs, &store.AuthEvent{ID: "b0", ProjectID: "B", Success: true, CreatedAt: t0})
-	evs = append(evs, &store.AuthEvent{ID: "n0", FailureCode: "invalid_code", CreatedAt: t0})
+	evs = append(evs, &store.AuthEvent{ID: "b0", ProjectID: "B", Success: true, CreatedAt: evT0})
+	evs = append(evs, &store.AuthEvent{ID: "n0", FailureCode: "invalid_code", CreatedAt: evT0})
 	addEvents(t, db, evs[:3])
 	addEvents(t, db, evs[3:])
 	if ids := listEvents(t, db, store.AuthEventFilter{ProjectID: "A"}); fmt.Sprint(ids) != "[a11 a10 a9 a8 a7]" {
 		t.Fatalf("A keeps %v", ids)
 	}
 	counts := func(db store.DB, scope string) (n int) {
-		view(t, db, func(tx store.Tx) (err error) { n, err = tx.AuthEventCount(scope); return err })
+		evView(t, db, func(tx store.Tx) (err error) { n, err = tx.AuthEventCount(scope); return err })
 		return n
 	}
 	if counts(db, "A") != 5 || counts(db, "B") != 1 || counts(db, "") != 1 || counts(db, "C") != 0 {
 		t.Fatalf("A %d, B %d, none %d", counts(db, "A"), counts(db, "B"), counts(db, ""))
 	}
-	view(t, db, func(tx store.Tx) error {
-		hc, err := tx.HourlyCounts("A", t0, t0)
+	evView(t, db, func(tx store.Tx) error {
+		hc, err := tx.HourlyCounts("A", evT0, evT0)
 		var sum int64
 		for _, c := range hc {
 			sum += c.N
@@ -204,18 +204,18 @@ func TestAuthEventCap(t *testing.T) {
 	// Lowering the cap: each new event trims a few, TrimAuthEvents the
 	// rest.
 	db = open(2)
-	addEvents(t, db, []*store.AuthEvent{{ID: "a12", ProjectID: "A", Success: true, CreatedAt: t0.Add(time.Hour)}})
+	addEvents(t, db, []*store.AuthEvent{{ID: "a12", ProjectID: "A", Success: true, CreatedAt: evT0.Add(time.Hour)}})
 	if n := counts(db, "A"); n != 2 {
 		t.Fatalf("after one add under cap 2: %d", n)
 	}
 	db = open(1)
-	view(t, db, func(tx store.Tx) error {
-		if _, _, over, err := tx.EventSweepDue(t0.Add(-time.Hour)); !over || err != nil {
+	evView(t, db, func(tx store.Tx) error {
+		if _, _, over, err := tx.EventSweepDue(evT0.Add(-time.Hour)); !over || err != nil {
 			return fmt.Errorf("EventSweepDue over the cap: %v, %v", over, err)
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		if n, err := tx.TrimAuthEvents(1000); n != 1 || err != nil {
 			return fmt.Errorf("trimmed %d, %v; want 1", n, err)
 		}
@@ -230,19 +230,19 @@ func TestAuthEventCap(t *testing.T) {
 // bounded transactions, with their kept numbers; counters of old hours go
 // too, and EventSweepDue tells when anything is left to do.
 func TestSweepAuthEvents(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	var evs []*store.AuthEvent
 	for i := range 50 {
 		evs = append(evs, &store.AuthEvent{ID: fmt.Sprint(i), ProjectID: []string{"A", "B", ""}[i%3], Success: i%2 == 0, FailureCode: map[bool]string{true: "", false: "expired"}[i%2 == 0],
-			CreatedAt: t0.Add(time.Duration(i) * time.Hour)})
+			CreatedAt: evT0.Add(time.Duration(i) * time.Hour)})
 	}
 	addEvents(t, db, evs)
-	update(t, db, func(tx store.Tx) error {
-		return tx.AddSuppressed(store.SuppressedCount{Hour: t0, ProjectID: "A", Method: "magic_link", Action: "verify", FailureCode: "invalid_code", N: 3})
+	evUpdate(t, db, func(tx store.Tx) error {
+		return tx.AddSuppressed(store.SuppressedCount{Hour: evT0, ProjectID: "A", Method: "magic_link", Action: "verify", FailureCode: "invalid_code", N: 3})
 	})
-	cutoff := t0.Add(20 * time.Hour)
+	cutoff := evT0.Add(20 * time.Hour)
 	due := func() (d [3]bool) {
-		view(t, db, func(tx store.Tx) (err error) {
+		evView(t, db, func(tx store.Tx) (err error) {
 			d[0], d[1], d[2], err = tx.EventSweepDue(cutoff)
 			return err
 		})
@@ -254,7 +254,7 @@ func TestSweepAuthEvents(t *testing.T) {
 	total := 0
 	for {
 		var n int
-		update(t, db, func(tx store.Tx) (err error) { n, err = tx.SweepAuthEvents(cutoff, 7); return err })
+		evUpdate(t, db, func(tx store.Tx) (err error) { n, err = tx.SweepAuthEvents(cutoff, 7); return err })
 		total += n
 		if n < 7 {
 			break
@@ -263,7 +263,7 @@ func TestSweepAuthEvents(t *testing.T) {
 	if total != 20 {
 		t.Fatalf("swept %d, want 20", total)
 	}
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		evs, _, _ := tx.AuthEvents(store.AuthEventFilter{Limit: 1000})
 		if len(evs) != 30 || evs[len(evs)-1].ID != "20" {
 			return fmt.Errorf("%d events left, oldest %s", len(evs), evs[len(evs)-1].ID)
@@ -277,8 +277,8 @@ func TestSweepAuthEvents(t *testing.T) {
 		if err != nil || n == 0 {
 			return fmt.Errorf("swept %d counters: %v", n, err)
 		}
-		hc, _ := tx.HourlyCounts("", t0, cutoff.Add(-time.Hour))
-		sc, _ := tx.SuppressedCounts("", "", t0, cutoff, 1000)
+		hc, _ := tx.HourlyCounts("", evT0, cutoff.Add(-time.Hour))
+		sc, _ := tx.SuppressedCounts("", "", evT0, cutoff, 1000)
 		if len(hc) != 0 || len(sc) != 0 {
 			return fmt.Errorf("old counters left: %v %v", hc, sc)
 		}
@@ -295,7 +295,7 @@ func TestSweepAuthEvents(t *testing.T) {
 	if d := due(); d != [3]bool{} {
 		t.Fatalf("EventSweepDue = %v after everything old was swept", d)
 	}
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		if n, err := tx.SweepAuthEvents(cutoff, 0); n != 0 || err != nil {
 			return fmt.Errorf("max 0: %d, %v", n, err)
 		}
@@ -307,22 +307,22 @@ func TestSweepAuthEvents(t *testing.T) {
 // project and for all projects; suppressed failures count in both and in
 // their own counters.
 func TestHourlyAndSuppressedCounts(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	addEvents(t, db, []*store.AuthEvent{
-		{ProjectID: "A", Success: true, CreatedAt: t0},
-		{ProjectID: "A", FailureCode: "expired", CreatedAt: t0.Add(time.Minute)},
-		{ProjectID: "A", FailureCode: "expired", CreatedAt: t0.Add(time.Hour)},
-		{ProjectID: "B", FailureCode: "expired", CreatedAt: t0},
-		{FailureCode: "invalid_code", CreatedAt: t0},
-		{ProjectID: "C", CreatedAt: t0}, // a failure without a code
+		{ProjectID: "A", Success: true, CreatedAt: evT0},
+		{ProjectID: "A", FailureCode: "expired", CreatedAt: evT0.Add(time.Minute)},
+		{ProjectID: "A", FailureCode: "expired", CreatedAt: evT0.Add(time.Hour)},
+		{ProjectID: "B", FailureCode: "expired", CreatedAt: evT0},
+		{FailureCode: "invalid_code", CreatedAt: evT0},
+		{ProjectID: "C", CreatedAt: evT0}, // a failure without a code
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for _, c := range []store.SuppressedCount{
-			{Hour: t0.Add(30 * time.Minute), Method: "magic_link", Action: "verify", FailureCode: "invalid_code", N: 40},
-			{Hour: t0, ProjectID: "A", Method: "external", Action: "confirm", FailureCode: "external_method_error", N: 5},
-			{Hour: t0.Add(time.Hour), ProjectID: "A", Method: "external", Action: "confirm", FailureCode: "external_method_error", N: 2},
-			{Hour: t0, ProjectID: "A", Method: "external", Action: "confirm", FailureCode: "external_method_error", N: 1},
-			{Hour: t0, ProjectID: "A", N: 0}, // nothing
+			{Hour: evT0.Add(30 * time.Minute), Method: "magic_link", Action: "verify", FailureCode: "invalid_code", N: 40},
+			{Hour: evT0, ProjectID: "A", Method: "external", Action: "confirm", FailureCode: "external_method_error", N: 5},
+			{Hour: evT0.Add(time.Hour), ProjectID: "A", Method: "external", Action: "confirm", FailureCode: "external_method_error", N: 2},
+			{Hour: evT0, ProjectID: "A", Method: "external", Action: "confirm", FailureCode: "external_method_error", N: 1},
+			{Hour: evT0, ProjectID: "A", N: 0}, // nothing
 		} {
 			if err := tx.AddSuppressed(c); err != nil {
 				return err
@@ -344,22 +344,22 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 			} else if c.Suppressed {
 				k = "suppressed"
 			}
-			out = append(out, row{int(c.Hour.Sub(t0.Truncate(time.Hour)) / time.Hour), k, c.N})
+			out = append(out, row{int(c.Hour.Sub(evT0.Truncate(time.Hour)) / time.Hour), k, c.N})
 		}
 		return out
 	}
-	view(t, db, func(tx store.Tx) error {
-		a, _ := tx.HourlyCounts("A", t0, t0.Add(time.Hour))
+	evView(t, db, func(tx store.Tx) error {
+		a, _ := tx.HourlyCounts("A", evT0, evT0.Add(time.Hour))
 		if got, want := rows(a), []row{{0, "+", 1}, {0, "expired", 1}, {0, "external_method_error", 6}, {0, "suppressed", 6},
 			{1, "expired", 1}, {1, "external_method_error", 2}, {1, "suppressed", 2}}; !slices.Equal(got, want) {
 			return fmt.Errorf("A: %v, want %v", got, want)
 		}
-		all, _ := tx.HourlyCounts("", t0, t0)
+		all, _ := tx.HourlyCounts("", evT0, evT0)
 		if got, want := rows(all), []row{{0, "+", 1}, {0, "?", 1}, {0, "expired", 2}, {0, "external_method_error", 6}, {0, "invalid_code", 41}, {0, "suppressed", 46}}; !slices.Equal(got, want) {
 			return fmt.Errorf("all: %v, want %v", got, want)
 		}
-		sc, _ := tx.SuppressedCounts("", "", t0, t0.Add(time.Hour), 1000)
-		if len(sc) != 3 || !sc[0].Hour.Equal(t0.Truncate(time.Hour).Add(time.Hour)) || sc[0].N != 2 {
+		sc, _ := tx.SuppressedCounts("", "", evT0, evT0.Add(time.Hour), 1000)
+		if len(sc) != 3 || !sc[0].Hour.Equal(evT0.Truncate(time.Hour).Add(time.Hour)) || sc[0].N != 2 {
 			return fmt.Errorf("suppressed: %+v", sc)
 		}
 		var none, six bool
@@ -370,22 +370,22 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 		if !none || !six {
 			return fmt.Errorf("suppressed: %+v", sc)
 		}
-		if sc, _ := tx.SuppressedCounts("A", "", t0, t0, 1000); len(sc) != 1 || sc[0].N != 6 {
+		if sc, _ := tx.SuppressedCounts("A", "", evT0, evT0, 1000); len(sc) != 1 || sc[0].N != 6 {
 			return fmt.Errorf("A suppressed in hour 0: %+v", sc)
 		}
-		if sc, _ := tx.SuppressedCounts("", "invalid_code", t0, t0.Add(time.Hour), 1000); len(sc) != 1 || sc[0].N != 40 {
+		if sc, _ := tx.SuppressedCounts("", "invalid_code", evT0, evT0.Add(time.Hour), 1000); len(sc) != 1 || sc[0].N != 40 {
 			return fmt.Errorf("invalid_code suppressed: %+v", sc)
 		}
-		if sc, _ := tx.SuppressedCounts("", "", t0, t0.Add(time.Hour), 2); len(sc) != 2 || sc[0].N != 2 {
+		if sc, _ := tx.SuppressedCounts("", "", evT0, evT0.Add(time.Hour), 2); len(sc) != 2 || sc[0].N != 2 {
 			return fmt.Errorf("limit 2: %+v", sc)
 		}
-		if sc, _ := tx.SuppressedCounts("A", "", t0, t0.Add(time.Hour), 1); len(sc) != 1 || sc[0].N != 2 {
+		if sc, _ := tx.SuppressedCounts("A", "", evT0, evT0.Add(time.Hour), 1); len(sc) != 1 || sc[0].N != 2 {
 			return fmt.Errorf("A, limit 1: %+v", sc)
 		}
 		return nil
 	})
 	err := db.Update(context.Background(), func(tx store.Tx) error {
-		return tx.AddSuppressed(store.SuppressedCount{Hour: t0, ProjectID: "A\x00B", N: 1})
+		return tx.AddSuppressed(store.SuppressedCount{Hour: evT0, ProjectID: "A\x00B", N: 1})
 	})
 	if !errors.Is(err, store.ErrBadEventField) {
 		t.Fatalf("NUL in a project id: %v", err)
@@ -397,7 +397,7 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 // write, all commit, and the counters and kept numbers are exact: the
 // counter rows are split by backend, so no two transactions update one.
 func TestConcurrentSignIns(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	const workers, each = 16, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -434,7 +434,7 @@ func TestConcurrentSignIns(t *testing.T) {
 		n++
 	}
 	t.Logf("%d transactions ran %d times", workers*each, n)
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		kept, err := tx.AuthEventCount("busy")
 		if err != nil || kept != workers*each {
 			return fmt.Errorf("busy keeps %d, %v; want %d", kept, err, workers*each)
@@ -488,7 +488,7 @@ func TestFoldCounters(t *testing.T) {
 	// The backends of the closed store may take a moment to go.
 	var folded int
 	for try := 0; ; try++ {
-		update(t, db, func(tx store.Tx) (err error) {
+		evUpdate(t, db, func(tx store.Tx) (err error) {
 			folded, err = tx.SweepEventCounts(now.Add(-30*24*time.Hour), 1000)
 			return err
 		})
@@ -500,7 +500,7 @@ func TestFoldCounters(t *testing.T) {
 	if folded == 0 {
 		t.Fatal("nothing folded")
 	}
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		if n, _ := tx.AuthEventCount("p"); n != 21 {
 			return fmt.Errorf("p keeps %d after folding, want 21", n)
 		}

@@ -94,7 +94,8 @@ func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) e
 
 // throttleDue returns when the sweep deletes t, as the due column holds
 // it: ThrottleIdle after its newest (last) entry or its KeepUntil,
-// whichever is later; at once (the smallest bigint) when both are zero.
+// whichever is later, in Unix nanoseconds; the smallest bigint (due at
+// once) when both are zero.
 func throttleDue(t *store.Throttle) int64 {
 	last := t.KeepUntil
 	if n := len(t.Sends); n > 0 && t.Sends[n-1].After(last) {

@@ -18,7 +18,19 @@ func timeArg(t time.Time) pgtype.Int8 {
 	if t.IsZero() {
 		return pgtype.Int8{}
 	}
-	return pgtype.Int8{Int64: t.UnixNano(), Valid: true}
+	return pgtype.Int8{Int64: satNanos(t), Valid: true}
+}
+
+// satNanos returns t's Unix nanoseconds, saturated to what a bigint holds
+// (times before 1678 or after 2262 keep their order, not their value).
+func satNanos(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64+1)):
+		return math.MinInt64 + 1 // math.MinInt64 is zeroPtr
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
 
 // timeDest scans a bigint column written with timeArg into *t: NULL is
@@ -51,7 +63,7 @@ func timePtrArg(t *time.Time) pgtype.Int8 {
 	case t.IsZero():
 		return pgtype.Int8{Int64: zeroPtr, Valid: true}
 	}
-	return pgtype.Int8{Int64: t.UnixNano(), Valid: true}
+	return pgtype.Int8{Int64: satNanos(*t), Valid: true}
 }
 
 // timePtrDest scans a bigint column written with timePtrArg into *t.

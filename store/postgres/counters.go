@@ -134,11 +134,11 @@ func (tx *txn) SweepEventCounts(cutoff time.Time, max int) (int, error) {
 	n := 0
 	hour := hourOf(cutoff)
 	steps := []string{
-		`DELETE FROM suppressed_counts WHERE (hour, project_id, method, action, failure_code) IN (
-			SELECT hour, project_id, method, action, failure_code FROM suppressed_counts
-			WHERE hour < $1 ORDER BY hour LIMIT $2)`,
-		`DELETE FROM event_counts WHERE (scope, hour, kind, shard) IN (
-			SELECT scope, hour, kind, shard FROM event_counts WHERE hour < $1 ORDER BY hour LIMIT $2)`,
+		`DELETE FROM suppressed_counts WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM suppressed_counts
+			WHERE hour < $1 ORDER BY hour LIMIT $2))`,
+		`DELETE FROM event_counts WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM event_counts WHERE hour < $1 ORDER BY hour LIMIT $2))`,
 	}
 	for _, sql := range steps {
 		if n >= max {
@@ -154,9 +154,9 @@ func (tx *txn) SweepEventCounts(cutoff time.Time, max int) (int, error) {
 		// Hourly counters of hours before the newest but one: every
 		// writer has moved on.
 		`WITH d AS (
-			DELETE FROM event_counts WHERE (scope, hour, kind, shard) IN (
-				SELECT scope, hour, kind, shard FROM event_counts
-				WHERE shard <> 0 AND hour < (SELECT max(hour) FROM event_counts) - 1 ORDER BY hour LIMIT $1)
+			DELETE FROM event_counts WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM event_counts
+				WHERE shard <> 0 AND hour < (SELECT max(hour) FROM event_counts) - 1 ORDER BY hour LIMIT $1))
 			RETURNING scope, hour, kind, n
 		), f AS (
 			INSERT INTO event_counts (scope, hour, kind, shard, n)
@@ -166,9 +166,9 @@ func (tx *txn) SweepEventCounts(cutoff time.Time, max int) (int, error) {
 		SELECT count(*) FROM d`,
 		// Kept numbers written by backends that are gone.
 		`WITH d AS (
-			DELETE FROM event_totals WHERE (scope, shard) IN (
-				SELECT scope, shard FROM event_totals
-				WHERE shard <> 0 AND shard NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL) LIMIT $1)
+			DELETE FROM event_totals WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM event_totals
+				WHERE shard <> 0 AND shard NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL) LIMIT $1))
 			RETURNING scope, n
 		), f AS (
 			INSERT INTO event_totals (scope, shard, n)

@@ -12,8 +12,8 @@ import (
 	"latchkey/store"
 )
 
-// openDB opens a store on a fresh database.
-func openEventsDB(t *testing.T, opt store.Options) store.DB {
+// openEvents opens a store on a fresh database.
+func openEvents(t *testing.T, opt store.Options) store.DB {
 	t.Helper()
 	db, _, err := store.Open(context.Background(), newDatabase(t), opt)
 	if err != nil {
@@ -23,7 +23,23 @@ func openEventsDB(t *testing.T, opt store.Options) store.DB {
 	return db
 }
 
-// update, view and t0 are accounts_test.go's.
+// evUpdate runs fn in an Update and fails the test on its error.
+func evUpdate(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := db.Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// evView runs fn in a View and fails the test on its error.
+func evView(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := db.View(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var evT0 = time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
 
 // odd is a string PostgreSQL's text refuses (NUL, invalid UTF-8): the
 // columns that may hold it are bytea.
@@ -33,14 +49,14 @@ const odd = "a\x00b\xff\xfe c"
 // and empty event types and secrets apart; Put replaces; lookups by ids
 // no row can have find nothing.
 func TestWebhookRoundTrip(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	hooks := []*store.Webhook{
-		{ID: "w1", ProjectID: "p", URL: "https://example.com/h", Secret: []byte{0, 1, 2, 255}, EventTypes: []string{"user.login", "user.created"}, Mode: "live", CreatedAt: t0},
+		{ID: "w1", ProjectID: "p", URL: "https://example.com/h", Secret: []byte{0, 1, 2, 255}, EventTypes: []string{"user.login", "user.created"}, Mode: "live", CreatedAt: evT0},
 		{ID: "w2", ProjectID: "p", URL: "https://example.com/2", Secret: []byte{}, EventTypes: []string{}, Mode: "test"},
 		{ID: "w0", ProjectID: "p", URL: "u", Mode: ""},
-		{ID: "w1", ProjectID: "q", URL: "other project", Mode: "live", CreatedAt: t0.Add(time.Nanosecond)},
+		{ID: "w1", ProjectID: "q", URL: "other project", Mode: "live", CreatedAt: evT0.Add(time.Nanosecond)},
 	}
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for _, w := range hooks {
 			if err := tx.PutWebhook(w); err != nil {
 				return err
@@ -48,7 +64,7 @@ func TestWebhookRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		for _, want := range hooks {
 			got, err := tx.Webhook(want.ProjectID, want.ID)
 			if err != nil {
@@ -83,10 +99,10 @@ func TestWebhookRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		return tx.PutWebhook(&store.Webhook{ID: "w1", ProjectID: "p", URL: "changed", Mode: "test"})
 	})
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		w, err := tx.Webhook("p", "w1")
 		if err != nil || w.URL != "changed" || w.Secret != nil || w.EventTypes != nil || !w.CreatedAt.IsZero() {
 			return fmt.Errorf("replaced webhook = %+v, %v", w, err)
@@ -98,27 +114,27 @@ func TestWebhookRoundTrip(t *testing.T) {
 // TestDeleteWebhook: a webhook goes with its jobs and delivery records;
 // another webhook's stay.
 func TestDeleteWebhook(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	var job *store.Job
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for _, id := range []string{"w1", "w2"} {
 			if err := tx.PutWebhook(&store.Webhook{ID: id, ProjectID: "p", URL: "u", Mode: "live"}); err != nil {
 				return err
 			}
-			j := &store.Job{WebhookID: id, ProjectID: "p", EventID: "e", NextAttemptAt: t0}
+			j := &store.Job{WebhookID: id, ProjectID: "p", EventID: "e", NextAttemptAt: evT0}
 			if err := tx.EnqueueJob(j); err != nil {
 				return err
 			}
 			if id == "w1" {
 				job = j
 			}
-			if err := tx.AddDelivery(&store.Delivery{ID: "d", WebhookID: id, CreatedAt: t0}); err != nil {
+			if err := tx.AddDelivery(&store.Delivery{ID: "d", WebhookID: id, CreatedAt: evT0}); err != nil {
 				return err
 			}
 		}
 		return tx.DeleteWebhook(&store.Webhook{ID: "w1", ProjectID: "p"})
 	})
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		if _, err := tx.Webhook("p", "w1"); err != store.ErrNotFound {
 			t.Errorf("deleted webhook: %v", err)
 		}
@@ -133,7 +149,7 @@ func TestDeleteWebhook(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		if ok, err := tx.DeleteJob(job); ok || err != nil {
 			t.Errorf("DeleteJob of a deleted webhook's job = %v, %v", ok, err)
 		}
@@ -144,32 +160,32 @@ func TestDeleteWebhook(t *testing.T) {
 // TestJobRoundTrip: every field of a job comes back; a job with a Seq
 // keeps it; DeleteJob needs the exact key; NextJobAt and JobCount.
 func TestJobRoundTrip(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	jobs := []*store.Job{
-		{WebhookID: "w", ProjectID: "p", EventID: "e1", EventType: "user.login", Body: []byte(`{"a":1}`), Attempt: 3, CreatedAt: t0, NextAttemptAt: t0.Add(time.Second)},
-		{WebhookID: "w", ProjectID: "p", EventID: "e2", Body: []byte{}, NextAttemptAt: t0},
+		{WebhookID: "w", ProjectID: "p", EventID: "e1", EventType: "user.login", Body: []byte(`{"a":1}`), Attempt: 3, CreatedAt: evT0, NextAttemptAt: evT0.Add(time.Second)},
+		{WebhookID: "w", ProjectID: "p", EventID: "e2", Body: []byte{}, NextAttemptAt: evT0},
 		{WebhookID: "w", EventID: "e3"}, // no time: due at once
 	}
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		if _, ok, err := tx.NextJobAt(); ok || err != nil {
 			t.Errorf("NextJobAt on an empty queue: %v, %v", ok, err)
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for _, j := range jobs {
 			if err := tx.EnqueueJob(j); err != nil {
 				return err
 			}
 		}
 		// A retry keeps its Seq.
-		return tx.EnqueueJob(&store.Job{Seq: jobs[0].Seq, WebhookID: "w", EventID: "e1", Attempt: 4, NextAttemptAt: t0.Add(time.Hour)})
+		return tx.EnqueueJob(&store.Job{Seq: jobs[0].Seq, WebhookID: "w", EventID: "e1", Attempt: 4, NextAttemptAt: evT0.Add(time.Hour)})
 	})
 	if jobs[0].Seq == 0 || jobs[1].Seq <= jobs[0].Seq || jobs[2].Seq <= jobs[1].Seq {
 		t.Fatalf("seqs %d %d %d", jobs[0].Seq, jobs[1].Seq, jobs[2].Seq)
 	}
-	view(t, db, func(tx store.Tx) error {
-		got, err := tx.DueJobs(t0.Add(time.Minute), 10, "", 10, func(string, int) int { return 10 }, func(uint64) bool { return false })
+	evView(t, db, func(tx store.Tx) error {
+		got, err := tx.DueJobs(evT0.Add(time.Minute), 10, "", 10, func(string, int) int { return 10 }, func(uint64) bool { return false })
 		if err != nil {
 			return err
 		}
@@ -195,7 +211,7 @@ func TestJobRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		moved := *jobs[0]
 		moved.NextAttemptAt = moved.NextAttemptAt.Add(time.Nanosecond)
 		if ok, err := tx.DeleteJob(&moved); ok || err != nil {
@@ -208,9 +224,9 @@ func TestJobRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		next, ok, err := tx.NextJobAt()
-		if err != nil || !ok || !next.Equal(t0.Add(time.Hour)) {
+		if err != nil || !ok || !next.Equal(evT0.Add(time.Hour)) {
 			t.Errorf("NextJobAt = %v, %v, %v; want the retry's", next, ok, err)
 		}
 		return nil
@@ -221,12 +237,12 @@ func TestJobRoundTrip(t *testing.T) {
 // without room is skipped, jobs in flight are skipped, future jobs wait,
 // webhooks are served in turn after the last one served.
 func TestDueJobs(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
-	t0 := time.Unix(1_800_000_000, 0)
-	update(t, db, func(tx store.Tx) error {
+	db := openEvents(t, store.Options{})
+	evT0 := time.Unix(1_800_000_000, 0)
+	evUpdate(t, db, func(tx store.Tx) error {
 		for i := 0; i < 5; i++ {
 			for _, h := range []string{"hook-a", "hook-b"} {
-				if err := tx.EnqueueJob(&store.Job{WebhookID: h, EventID: fmt.Sprint(h[5:], i), NextAttemptAt: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+				if err := tx.EnqueueJob(&store.Job{WebhookID: h, EventID: fmt.Sprint(h[5:], i), NextAttemptAt: evT0.Add(time.Duration(i) * time.Second)}); err != nil {
 					return err
 				}
 			}
@@ -235,7 +251,7 @@ func TestDueJobs(t *testing.T) {
 	})
 	due := func(now time.Time, limit int, after string, room map[string]int, skip map[string]bool) string {
 		var ids []string
-		view(t, db, func(tx store.Tx) error {
+		evView(t, db, func(tx store.Tx) error {
 			seqs := map[uint64]bool{}
 			jobs, err := tx.DueJobs(now, 100, "", 100, func(string, int) int { return 100 }, func(uint64) bool { return false })
 			if err != nil {
@@ -257,24 +273,24 @@ func TestDueJobs(t *testing.T) {
 		})
 		return fmt.Sprint(ids)
 	}
-	if got := due(t0.Add(2*time.Second), 10, "", map[string]int{"hook-a": 2, "hook-b": 10}, map[string]bool{"b0": true}); got != "[a0 a1 b1 b2]" {
+	if got := due(evT0.Add(2*time.Second), 10, "", map[string]int{"hook-a": 2, "hook-b": 10}, map[string]bool{"b0": true}); got != "[a0 a1 b1 b2]" {
 		t.Fatalf("due = %s", got)
 	}
-	if got := due(t0.Add(time.Hour), 3, "", map[string]int{"hook-a": 0, "hook-b": 10}, nil); got != "[b0 b1 b2]" {
+	if got := due(evT0.Add(time.Hour), 3, "", map[string]int{"hook-a": 0, "hook-b": 10}, nil); got != "[b0 b1 b2]" {
 		t.Fatalf("due = %s", got)
 	}
 	all := map[string]int{"hook-a": 10, "hook-b": 10}
 	for _, tt := range []struct{ after, want string }{
 		{"hook-a", "[b0]"}, {"hook-b", "[a0]"}, {"hook-0", "[a0]"}, {"hook-z", "[a0]"}, {"", "[a0]"}, {"hook-", "[a0]"}, {odd, "[a0]"},
 	} {
-		if got := due(t0.Add(time.Hour), 1, tt.after, all, nil); got != tt.want {
+		if got := due(evT0.Add(time.Hour), 1, tt.after, all, nil); got != tt.want {
 			t.Fatalf("due after %q = %s, want %s", tt.after, got, tt.want)
 		}
 	}
-	if got := due(t0.Add(time.Second), 10, "hook-a", all, nil); got != "[b0 b1 a0 a1]" {
+	if got := due(evT0.Add(time.Second), 10, "hook-a", all, nil); got != "[b0 b1 a0 a1]" {
 		t.Fatalf("due after hook-a = %s, want [b0 b1 a0 a1]", got)
 	}
-	if got := due(t0.Add(time.Second), 0, "", all, nil); got != "[]" {
+	if got := due(evT0.Add(time.Second), 0, "", all, nil); got != "[]" {
 		t.Fatalf("limit 0: %s", got)
 	}
 }
@@ -283,12 +299,12 @@ func TestDueJobs(t *testing.T) {
 // skipped, counted up to peek; a webhook without room even at peek is
 // passed over without counting; one with only future jobs is visited.
 func TestDueJobsPeek(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
-	t0 := time.Unix(1_800_000_000, 0)
+	db := openEvents(t, store.Options{})
+	evT0 := time.Unix(1_800_000_000, 0)
 	var skipSeq uint64
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for i := 0; i < 5; i++ {
-			j := &store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: t0}
+			j := &store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: evT0}
 			if err := tx.EnqueueJob(j); err != nil {
 				return err
 			}
@@ -297,11 +313,11 @@ func TestDueJobsPeek(t *testing.T) {
 			}
 		}
 		for _, j := range []*store.Job{
-			{WebhookID: "hook-b", EventID: "b0", NextAttemptAt: t0},
-			{WebhookID: "hook-b", EventID: "b1", NextAttemptAt: t0.Add(time.Second)},
-			{WebhookID: "hook-b", EventID: "b2", NextAttemptAt: t0.Add(time.Hour)},
-			{WebhookID: "hook-c", EventID: "c0", NextAttemptAt: t0},
-			{WebhookID: "hook-d", EventID: "d0", NextAttemptAt: t0.Add(time.Hour)},
+			{WebhookID: "hook-b", EventID: "b0", NextAttemptAt: evT0},
+			{WebhookID: "hook-b", EventID: "b1", NextAttemptAt: evT0.Add(time.Second)},
+			{WebhookID: "hook-b", EventID: "b2", NextAttemptAt: evT0.Add(time.Hour)},
+			{WebhookID: "hook-c", EventID: "c0", NextAttemptAt: evT0},
+			{WebhookID: "hook-d", EventID: "d0", NextAttemptAt: evT0.Add(time.Hour)},
 		} {
 			if err := tx.EnqueueJob(j); err != nil {
 				return err
@@ -311,8 +327,8 @@ func TestDueJobsPeek(t *testing.T) {
 	})
 	heard := map[string][]int{}
 	var ids []string
-	view(t, db, func(tx store.Tx) error {
-		jobs, err := tx.DueJobs(t0.Add(time.Minute), 10, "", 3, func(h string, due int) int {
+	evView(t, db, func(tx store.Tx) error {
+		jobs, err := tx.DueJobs(evT0.Add(time.Minute), 10, "", 3, func(h string, due int) int {
 			heard[h] = append(heard[h], due)
 			switch h {
 			case "hook-a":
@@ -343,18 +359,18 @@ func TestDueJobsPeek(t *testing.T) {
 // past the first few of a webhook: each job is taken once, in order,
 // with its body.
 func TestDueJobsMany(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	const hooks, backlog = 150, 60
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for h := range hooks {
 			for i := range 2 {
-				if err := tx.EnqueueJob(&store.Job{WebhookID: fmt.Sprintf("h%03d", h), EventID: fmt.Sprint(i), Body: []byte(fmt.Sprintf("h%03d/%d", h, i)), NextAttemptAt: t0}); err != nil {
+				if err := tx.EnqueueJob(&store.Job{WebhookID: fmt.Sprintf("h%03d", h), EventID: fmt.Sprint(i), Body: []byte(fmt.Sprintf("h%03d/%d", h, i)), NextAttemptAt: evT0}); err != nil {
 					return err
 				}
 			}
 		}
 		for i := range backlog {
-			if err := tx.EnqueueJob(&store.Job{WebhookID: "zz", EventID: fmt.Sprint(i), Body: []byte(fmt.Sprint("zz/", i)), NextAttemptAt: t0.Add(time.Duration(i))}); err != nil {
+			if err := tx.EnqueueJob(&store.Job{WebhookID: "zz", EventID: fmt.Sprint(i), Body: []byte(fmt.Sprint("zz/", i)), NextAttemptAt: evT0.Add(time.Duration(i))}); err != nil {
 				return err
 			}
 		}
@@ -363,8 +379,8 @@ func TestDueJobsMany(t *testing.T) {
 	// Only the last webhook has room, and its first 40 jobs are in
 	// flight: the scan reads on past its first peek+slack rows.
 	inflight := map[uint64]bool{}
-	view(t, db, func(tx store.Tx) error {
-		jobs, err := tx.DueJobs(t0.Add(time.Second), 1000, "", 1000, func(string, int) int { return 1000 }, func(uint64) bool { return false })
+	evView(t, db, func(tx store.Tx) error {
+		jobs, err := tx.DueJobs(evT0.Add(time.Second), 1000, "", 1000, func(string, int) int { return 1000 }, func(uint64) bool { return false })
 		if err != nil {
 			return err
 		}
@@ -380,7 +396,7 @@ func TestDueJobsMany(t *testing.T) {
 			}
 		}
 		var heard []string
-		jobs, err = tx.DueJobs(t0.Add(time.Hour), 15, "h010", 10, func(h string, n int) int {
+		jobs, err = tx.DueJobs(evT0.Add(time.Hour), 15, "h010", 10, func(h string, n int) int {
 			heard = append(heard, fmt.Sprint(h, ":", n))
 			if h == "zz" {
 				return n
@@ -412,30 +428,34 @@ func TestDueJobsMany(t *testing.T) {
 // cover every record once; the sweep deletes records DeliveryLifetime
 // after the attempt.
 func TestDeliveries(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
-	next := t0.Add(time.Minute)
+	db := openEvents(t, store.Options{})
+	next := evT0.Add(time.Minute)
 	d0 := &store.Delivery{ID: "d0", WebhookID: "w1", EventID: "evt", EventType: "user.login", Attempt: 2, Status: "pending",
-		ResponseStatus: 502, Error: odd, DurationMS: 1234, CreatedAt: t0, NextAttemptAt: &next}
-	update(t, db, func(tx store.Tx) error {
+		ResponseStatus: 502, Error: odd, DurationMS: 1234, CreatedAt: evT0, NextAttemptAt: &next}
+	evUpdate(t, db, func(tx store.Tx) error {
 		if err := tx.AddDelivery(d0); err != nil {
 			return err
 		}
 		for i := range 7 {
 			for _, w := range []string{"w1", "w2"} {
-				if err := tx.AddDelivery(&store.Delivery{ID: fmt.Sprint(w, "-", i), WebhookID: w, Status: "succeeded", CreatedAt: t0.Add(time.Duration(i) * time.Hour)}); err != nil {
+				d := &store.Delivery{ID: fmt.Sprint(w, "-", i), WebhookID: w, Status: "succeeded", CreatedAt: evT0.Add(time.Duration(i) * time.Hour)}
+				if i == 3 {
+					d.NextAttemptAt = &time.Time{} // a pointer to the zero time stays one
+				}
+				if err := tx.AddDelivery(d); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		ds, more, err := tx.DeliveriesBefore("w1", d0.Seq+1, 5)
 		if err != nil || len(ds) != 1 || more {
 			return fmt.Errorf("before %d: %d, %v, %v", d0.Seq+1, len(ds), more, err)
 		}
 		got := ds[0]
-		if !got.CreatedAt.Equal(t0) || got.NextAttemptAt == nil || !got.NextAttemptAt.Equal(next) {
+		if !got.CreatedAt.Equal(evT0) || got.NextAttemptAt == nil || !got.NextAttemptAt.Equal(next) {
 			return fmt.Errorf("times %v %v", got.CreatedAt, got.NextAttemptAt)
 		}
 		got.CreatedAt, got.NextAttemptAt = d0.CreatedAt, d0.NextAttemptAt
@@ -463,6 +483,9 @@ func TestDeliveries(t *testing.T) {
 		if ds, err := tx.Deliveries("w2", 2); err != nil || len(ds) != 2 || ds[0].ID != "w2-6" || ds[0].NextAttemptAt != nil {
 			return fmt.Errorf("Deliveries(w2, 2) = %+v, %v", ds, err)
 		}
+		if ds, _ := tx.Deliveries("w2", 4); len(ds) != 4 || ds[3].NextAttemptAt == nil || !ds[3].NextAttemptAt.IsZero() {
+			return fmt.Errorf("a pointer to the zero time came back as %v", ds[3].NextAttemptAt)
+		}
 		if ds, more, err := tx.DeliveriesBefore("w3", 0, 10); err != nil || ds == nil || len(ds) != 0 || more {
 			return fmt.Errorf("unknown webhook: %v, %v, %v", ds, more, err)
 		}
@@ -472,9 +495,9 @@ func TestDeliveries(t *testing.T) {
 		return nil
 	})
 	// The sweep: records of the first three hours are due 30 days on.
-	now := t0.Add(store.DeliveryLifetime + 2*time.Hour)
-	view(t, db, func(tx store.Tx) error {
-		if due, err := tx.ExpiryDue(store.ExpiringDeliveries, t0); due || err != nil {
+	now := evT0.Add(store.DeliveryLifetime + 2*time.Hour)
+	evView(t, db, func(tx store.Tx) error {
+		if due, err := tx.ExpiryDue(store.ExpiringDeliveries, evT0); due || err != nil {
 			return fmt.Errorf("ExpiryDue before any is due: %v, %v", due, err)
 		}
 		if due, err := tx.ExpiryDue(store.ExpiringDeliveries, now); !due || err != nil {
@@ -482,7 +505,7 @@ func TestDeliveries(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		n, err := tx.SweepExpired(store.ExpiringDeliveries, now, 100)
 		if err != nil || n != 7 {
 			return fmt.Errorf("swept %d, %v; want 7", n, err)
@@ -497,19 +520,19 @@ func TestDeliveries(t *testing.T) {
 // TestOutbox: events come back in Seq order with every field, data byte
 // for byte (not as jsonb would); deleted ones go.
 func TestOutbox(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	evs := []*store.Event{
-		{ID: "evt_1", ProjectID: "p", Type: "user.login", CreatedAt: t0, Data: json.RawMessage(`{"b": 1,  "a":2}`)},
+		{ID: "evt_1", ProjectID: "p", Type: "user.login", CreatedAt: evT0, Data: json.RawMessage(`{"b": 1,  "a":2}`)},
 		{ID: "evt_2", Type: "user.created", Data: json.RawMessage{}},
 		{ID: "evt_3", ProjectID: "p", Type: "x"},
 	}
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		if yes, err := tx.HasEvents(); yes || err != nil {
 			return fmt.Errorf("HasEvents on an empty outbox: %v, %v", yes, err)
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for _, e := range evs {
 			if err := tx.AppendEvent(e); err != nil {
 				return err
@@ -517,7 +540,7 @@ func TestOutbox(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		if yes, err := tx.HasEvents(); !yes || err != nil {
 			return fmt.Errorf("HasEvents: %v, %v", yes, err)
 		}
@@ -542,7 +565,7 @@ func TestOutbox(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for _, e := range evs {
 			if err := tx.DeleteEvent(e.Seq); err != nil {
 				return err
@@ -550,7 +573,7 @@ func TestOutbox(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	evView(t, db, func(tx store.Tx) error {
 		if yes, _ := tx.HasEvents(); yes {
 			t.Fatal("events left after deleting them all")
 		}
@@ -562,27 +585,27 @@ func TestOutbox(t *testing.T) {
 // without a next attempt due at once; PutMail replaces (and requeues a
 // deleted one under its id); RecentMail newest first across its pages.
 func TestMailQueue(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
-	m0 := &store.Mail{ProjectID: "p", To: "a@example.com", Kind: "otp", Body: []byte{1, 2, 3}, Attempts: 2, LastError: odd, CreatedAt: t0, NextAttemptAt: t0.Add(time.Minute)}
-	update(t, db, func(tx store.Tx) error {
+	db := openEvents(t, store.Options{})
+	m0 := &store.Mail{ProjectID: "p", To: "a@example.com", Kind: "otp", Body: []byte{1, 2, 3}, Attempts: 2, LastError: odd, CreatedAt: evT0, NextAttemptAt: evT0.Add(time.Minute)}
+	evUpdate(t, db, func(tx store.Tx) error {
 		if err := tx.EnqueueMail(m0); err != nil {
 			return err
 		}
 		for i := range 40 {
-			if err := tx.EnqueueMail(&store.Mail{To: fmt.Sprint(i), CreatedAt: t0}); err != nil {
+			if err := tx.EnqueueMail(&store.Mail{To: fmt.Sprint(i), CreatedAt: evT0}); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
-		due, err := tx.DueMail(t0, 100)
+	evView(t, db, func(tx store.Tx) error {
+		due, err := tx.DueMail(evT0, 100)
 		if err != nil || len(due) != 40 || due[0].To != "0" || !due[0].NextAttemptAt.IsZero() || due[0].Body == nil {
-			return fmt.Errorf("DueMail(t0) = %d, %v", len(due), err)
+			return fmt.Errorf("DueMail(evT0) = %d, %v", len(due), err)
 		}
-		due, _ = tx.DueMail(t0.Add(time.Minute), 2)
+		due, _ = tx.DueMail(evT0.Add(time.Minute), 2)
 		if len(due) != 2 || due[0].ID != m0.ID {
-			return fmt.Errorf("DueMail(t0+1m, 2) = %v", due)
+			return fmt.Errorf("DueMail(evT0+1m, 2) = %v", due)
 		}
 		got := due[0]
 		if !got.CreatedAt.Equal(m0.CreatedAt) || !got.NextAttemptAt.Equal(m0.NextAttemptAt) {
@@ -609,7 +632,7 @@ func TestMailQueue(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		m := *m0
 		m.Attempts, m.LastError = 3, "again"
 		if err := tx.PutMail(&m); err != nil {
@@ -620,8 +643,8 @@ func TestMailQueue(t *testing.T) {
 		}
 		return tx.PutMail(&store.Mail{ID: m0.ID + 1, To: "back"})
 	})
-	view(t, db, func(tx store.Tx) error {
-		due, _ := tx.DueMail(t0.Add(time.Minute), 2)
+	evView(t, db, func(tx store.Tx) error {
+		due, _ := tx.DueMail(evT0.Add(time.Minute), 2)
 		if due[0].Attempts != 3 || due[0].LastError != "again" || due[1].To != "back" {
 			return fmt.Errorf("after PutMail: %+v %+v", due[0], due[1])
 		}
@@ -631,7 +654,7 @@ func TestMailQueue(t *testing.T) {
 
 // TestStats: queue sizes, the oldest queued mail and the database size.
 func TestStats(t *testing.T) {
-	db := openEventsDB(t, store.Options{})
+	db := openEvents(t, store.Options{})
 	st, err := db.Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -640,7 +663,7 @@ func TestStats(t *testing.T) {
 		t.Fatalf("empty database: %+v", st)
 	}
 	first := time.Date(2026, 11, 24, 9, 0, 0, 1, time.UTC)
-	update(t, db, func(tx store.Tx) error {
+	evUpdate(t, db, func(tx store.Tx) error {
 		for i := range 3 {
 			if err := tx.EnqueueMail(&store.Mail{To: "a@example.com", CreatedAt: first.Add(time.Duration(i) * time.Minute)}); err != nil {
 				return err

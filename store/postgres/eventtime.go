@@ -10,11 +10,14 @@ import (
 
 // Times of the webhook, outbox, mail and event tables are Unix
 // nanoseconds in bigint columns (see migrations/0004_events.sql): NULL
-// for the zero time, except in due columns, which hold dueZero.
+// for the zero time, except in the queues' next-attempt columns, which
+// are part of a key or a due query and hold attemptZero for it. (An
+// expiry column is written with dueNanos, expiry.go.)
 
-// dueZero is what a due column holds for the zero time: the earliest
-// instant, so a row without a time is due at once.
-const dueZero = math.MinInt64
+// attemptZero is what a next-attempt column holds for the zero time: the
+// earliest instant, so a job or message without a time is due at once,
+// and reads back as the zero time.
+const attemptZero = math.MinInt64
 
 // nanosOf returns t in Unix nanoseconds, held within int64's range
 // (UnixNano is undefined outside 1678-2262).
@@ -38,13 +41,24 @@ func nullNanos(t time.Time) *int64 {
 	return &n
 }
 
-// nullNanosPtr is nullNanos for an optional time: nil for nil.
+// nullNanosPtr is the value of a column of an optional time: nil for
+// nil, attemptZero for a pointer to the zero time (nanosOf never
+// returns it).
 func nullNanosPtr(t *time.Time) *int64 {
 	if t == nil {
 		return nil
 	}
-	n := nanosOf(*t)
+	n := attemptNanos(*t)
 	return &n
+}
+
+// timePtrOf reads a column written by nullNanosPtr.
+func timePtrOf(n *int64) *time.Time {
+	if n == nil {
+		return nil
+	}
+	t := attemptTime(*n)
+	return &t
 }
 
 // timeOfNull reads a nullable time column, in UTC.
@@ -55,17 +69,18 @@ func timeOfNull(n *int64) time.Time {
 	return time.Unix(0, *n).UTC()
 }
 
-// queueNanos is the value of a queue's due column (jobs, mail): dueZero for the zero time.
-func queueNanos(t time.Time) int64 {
+// attemptNanos is the value of a next-attempt column: attemptZero for
+// the zero time.
+func attemptNanos(t time.Time) int64 {
 	if t.IsZero() {
-		return dueZero
+		return attemptZero
 	}
 	return nanosOf(t)
 }
 
-// timeOfDue reads a due column, in UTC.
-func timeOfDue(n int64) time.Time {
-	if n == dueZero {
+// attemptTime reads a next-attempt column, in UTC.
+func attemptTime(n int64) time.Time {
+	if n == attemptZero {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()

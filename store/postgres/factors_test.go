@@ -24,11 +24,11 @@ import (
 // against empty, NUL bytes, the helpers DeleteUser and DeleteProject
 // call, concurrency under SERIALIZABLE, query plans).
 
-// t0 has nanoseconds, which timestamptz would lose.
-// t0 is accounts_test.go's (the same instant).
+// ft0 has nanoseconds, which timestamptz would lose.
+var ft0 = time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
 
-// openFactorsDB opens a store on a fresh database and returns its URL too.
-func openFactorsDB(t *testing.T) (store.DB, string) {
+// openFactorDB opens a store on a fresh database.
+func openFactorDB(t *testing.T) (store.DB, string) {
 	t.Helper()
 	url := newDatabase(t)
 	db, _, err := store.Open(context.Background(), url, store.Options{})
@@ -39,40 +39,55 @@ func openFactorsDB(t *testing.T) (store.DB, string) {
 	return db, url
 }
 
-// update and view are accounts_test.go's.
-
-// Inside a transaction function a test returns its failure as an error
-// (t.Fatal there would leave the transaction open).
-
-// fsame fails t when got and want differ.
-func fsame(t *testing.T, what string, got, want any) {
+// factorUpdate runs fn in an Update and fails t on its error.
+func factorUpdate(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
 	t.Helper()
-	if err := diff(what, got, want); err != nil {
+	if err := db.Update(context.Background(), fn); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// diff describes how got differs from want, nil when it does not.
-func diff(what string, got, want any) error {
+// factorView runs fn in a View and fails t on its error.
+func factorView(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := db.View(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Inside a transaction function a test returns its failure as an error
+// (t.Fatal there would leave the transaction open).
+
+// sameFactor fails t when got and want differ.
+func sameFactor(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if err := diffFactor(what, got, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// diffFactor describes how got differs from want, nil when it does not.
+func diffFactor(what string, got, want any) error {
 	if !reflect.DeepEqual(got, want) {
 		return fmt.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
 	}
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
+// ptrTo returns a pointer to a copy of v.
+func ptrTo[T any](v T) *T { return &v }
 
 func TestCodeRoundTrip(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	// A subject is any string, byte for byte: a NUL, bytes that are not
 	// UTF-8.
 	subjects := []string{"a@example.com", "ext:a\x00b", "\xff\xfe"}
 	codes := []*store.Code{
-		{Kind: "otp", ProjectID: "p1", Subject: subjects[0], Hash: []byte{0, 1, 2}, Attempts: 3, CreatedAt: t0, ExpiresAt: t0.Add(10 * time.Minute)},
-		{Kind: "email", ProjectID: "p1", Subject: subjects[1], Phone: "+15551234567", Email: "new@example.com", Hash: []byte{}, CreatedAt: t0},
+		{Kind: "otp", ProjectID: "p1", Subject: subjects[0], Hash: []byte{0, 1, 2}, Attempts: 3, CreatedAt: ft0, ExpiresAt: ft0.Add(10 * time.Minute)},
+		{Kind: "email", ProjectID: "p1", Subject: subjects[1], Phone: "+15551234567", Email: "new@example.com", Hash: []byte{}, CreatedAt: ft0},
 		{Kind: "replay", ProjectID: "m1", Subject: subjects[2]},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, c := range codes {
 			if err := tx.PutCode(c); err != nil {
 				return err
@@ -80,13 +95,13 @@ func TestCodeRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	factorView(t, db, func(tx store.Tx) error {
 		for _, want := range codes {
 			got, err := tx.Code(want.Kind, want.ProjectID, want.Subject)
 			if err != nil {
 				return fmt.Errorf("Code(%q): %v", want.Subject, err)
 			}
-			if err := diff("code", got, want); err != nil {
+			if err := diffFactor("code", got, want); err != nil {
 				return err
 			}
 		}
@@ -99,14 +114,14 @@ func TestCodeRoundTrip(t *testing.T) {
 		return nil
 	})
 	// A new code replaces the old one whole.
-	next := &store.Code{Kind: "otp", ProjectID: "p1", Subject: subjects[0], Hash: []byte{9}, CreatedAt: t0.Add(time.Minute), ExpiresAt: t0.Add(11 * time.Minute)}
-	update(t, db, func(tx store.Tx) error { return tx.PutCode(next) })
-	update(t, db, func(tx store.Tx) error {
+	next := &store.Code{Kind: "otp", ProjectID: "p1", Subject: subjects[0], Hash: []byte{9}, CreatedAt: ft0.Add(time.Minute), ExpiresAt: ft0.Add(11 * time.Minute)}
+	factorUpdate(t, db, func(tx store.Tx) error { return tx.PutCode(next) })
+	factorUpdate(t, db, func(tx store.Tx) error {
 		got, err := tx.Code("otp", "p1", subjects[0])
 		if err != nil {
 			return err
 		}
-		if err := diff("replaced code", got, next); err != nil {
+		if err := diffFactor("replaced code", got, next); err != nil {
 			return err
 		}
 		if err := tx.DeleteCode(next); err != nil {
@@ -123,8 +138,8 @@ func TestCodeRoundTrip(t *testing.T) {
 }
 
 func TestThrottleRoundTrip(t *testing.T) {
-	db, _ := openFactorsDB(t)
-	view(t, db, func(tx store.Tx) error {
+	db, _ := openFactorDB(t)
+	factorView(t, db, func(tx store.Tx) error {
 		th, err := tx.Throttle("otp", "p1", "a@example.com")
 		if err != nil || th == nil || len(th.Sends) != 0 || !th.KeepUntil.IsZero() {
 			return fmt.Errorf("unknown history: %+v, %v; want an empty one", th, err)
@@ -132,10 +147,10 @@ func TestThrottleRoundTrip(t *testing.T) {
 		return nil
 	})
 	histories := map[string]*store.Throttle{
-		"a@example.com": {Sends: []time.Time{t0, t0.Add(time.Second)}},
-		"ext:x\x00y":    {Sends: []time.Time{{}, t0}, KeepUntil: t0.Add(24 * time.Hour)},
+		"a@example.com": {Sends: []time.Time{ft0, ft0.Add(time.Second)}},
+		"ext:x\x00y":    {Sends: []time.Time{{}, ft0}, KeepUntil: ft0.Add(24 * time.Hour)},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for s, th := range histories {
 			if err := tx.PutThrottle("email_fail", "p1", s, th); err != nil {
 				return err
@@ -143,18 +158,18 @@ func TestThrottleRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for s, want := range histories {
 			got, err := tx.Throttle("email_fail", "p1", s)
 			if err != nil {
 				return err
 			}
-			if err := diff("history", got, want); err != nil {
+			if err := diffFactor("history", got, want); err != nil {
 				return err
 			}
 		}
 		// Without sends, the history is deleted.
-		if err := tx.PutThrottle("email_fail", "p1", "a@example.com", &store.Throttle{KeepUntil: t0}); err != nil {
+		if err := tx.PutThrottle("email_fail", "p1", "a@example.com", &store.Throttle{KeepUntil: ft0}); err != nil {
 			return err
 		}
 		got, err := tx.Throttle("email_fail", "p1", "a@example.com")
@@ -174,7 +189,7 @@ func TestThrottleRoundTrip(t *testing.T) {
 // auth does it): serializable transactions retried on conflict lose
 // none, from an absent row and from an existing one.
 func TestThrottleConcurrentFailures(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	const n = 20
 	for round := 1; round <= 2; round++ {
 		var runs atomic.Int64
@@ -192,7 +207,7 @@ func TestThrottleConcurrentFailures(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					th.Sends = append(th.Sends, t0.Add(time.Duration(i)*time.Millisecond))
+					th.Sends = append(th.Sends, ft0.Add(time.Duration(i)*time.Millisecond))
 					return tx.PutThrottle("backup_fail", "p1", "email:a@example.com", th)
 				})
 			}()
@@ -205,7 +220,7 @@ func TestThrottleConcurrentFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		view(t, db, func(tx store.Tx) error {
+		factorView(t, db, func(tx store.Tx) error {
 			th, err := tx.Throttle("backup_fail", "p1", "email:a@example.com")
 			if err != nil {
 				return err
@@ -220,14 +235,14 @@ func TestThrottleConcurrentFailures(t *testing.T) {
 }
 
 func TestMagicLinkRoundTrip(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	links := []*store.MagicLink{
-		{Hash: []byte("h1"), ProjectID: "p1", Email: "a@example.com", RedirectURL: "https://app.example.com/x?y=1", CreatedAt: t0, ExpiresAt: t0.Add(15 * time.Minute)},
-		{Hash: []byte("h2"), ProjectID: "p1", Email: "a@example.com", CreatedAt: t0, ExpiresAt: t0.Add(15 * time.Minute), UsedAt: ptr(t0.Add(time.Minute))},
-		{Hash: []byte("h3"), ProjectID: "p1", Email: "b@example.com", ExpiresAt: t0},
-		{Hash: []byte("h4"), ProjectID: "p2", Email: "a@example.com", ExpiresAt: t0},
+		{Hash: []byte("h1"), ProjectID: "p1", Email: "a@example.com", RedirectURL: "https://app.example.com/x?y=1", CreatedAt: ft0, ExpiresAt: ft0.Add(15 * time.Minute)},
+		{Hash: []byte("h2"), ProjectID: "p1", Email: "a@example.com", CreatedAt: ft0, ExpiresAt: ft0.Add(15 * time.Minute), UsedAt: ptrTo(ft0.Add(time.Minute))},
+		{Hash: []byte("h3"), ProjectID: "p1", Email: "b@example.com", ExpiresAt: ft0},
+		{Hash: []byte("h4"), ProjectID: "p2", Email: "a@example.com", ExpiresAt: ft0},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, m := range links {
 			if err := tx.PutMagicLink(m); err != nil {
 				return err
@@ -235,13 +250,13 @@ func TestMagicLinkRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, want := range links {
 			got, err := tx.MagicLink(want.Hash)
 			if err != nil {
 				return err
 			}
-			if err := diff("link", got, want); err != nil {
+			if err := diffFactor("link", got, want); err != nil {
 				return err
 			}
 		}
@@ -265,19 +280,19 @@ func TestMagicLinkRoundTrip(t *testing.T) {
 }
 
 func TestFactorRoundTrip(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	factors := []*store.Factor{
 		{UserID: "u1", ProjectID: "p1", Kind: "totp", Status: "enrolled", Secret: []byte{1, 2, 3}, LastStep: 1 << 40, Failures: 2,
-			LockedUntil: t0.Add(15 * time.Minute), CreatedAt: t0, EnrolledAt: ptr(t0.Add(time.Second))},
-		{UserID: "u1", ProjectID: "p1", Kind: "sms", Status: "pending", Secret: []byte{}, Phone: "+15551234567", CreatedAt: t0},
+			LockedUntil: ft0.Add(15 * time.Minute), CreatedAt: ft0, EnrolledAt: ptrTo(ft0.Add(time.Second))},
+		{UserID: "u1", ProjectID: "p1", Kind: "sms", Status: "pending", Secret: []byte{}, Phone: "+15551234567", CreatedAt: ft0},
 		{UserID: "u2", ProjectID: "p1", Kind: "totp"},
 	}
 	batches := []*store.BackupCodes{
-		{UserID: "u1", ProjectID: "p1", Hashes: [][]byte{{1}, {2}, nil, {}}, Used: []bool{false, true, false, false}, CreatedAt: t0},
+		{UserID: "u1", ProjectID: "p1", Hashes: [][]byte{{1}, {2}, nil, {}}, Used: []bool{false, true, false, false}, CreatedAt: ft0},
 		{UserID: "u2", ProjectID: "p1", Hashes: [][]byte{}, Used: []bool{}},
 		{UserID: "u3", ProjectID: "p1"},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, f := range factors {
 			if err := tx.PutFactor(f); err != nil {
 				return err
@@ -290,13 +305,13 @@ func TestFactorRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	factorView(t, db, func(tx store.Tx) error {
 		for _, want := range factors {
 			got, err := tx.Factor(want.UserID, want.Kind)
 			if err != nil {
 				return err
 			}
-			if err := diff("factor", got, want); err != nil {
+			if err := diffFactor("factor", got, want); err != nil {
 				return err
 			}
 		}
@@ -305,7 +320,7 @@ func TestFactorRoundTrip(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := diff("backup codes", got, want); err != nil {
+			if err := diffFactor("backup codes", got, want); err != nil {
 				return err
 			}
 		}
@@ -318,27 +333,27 @@ func TestFactorRoundTrip(t *testing.T) {
 		return nil
 	})
 	// A new batch replaces the old one; a factor is replaced whole.
-	nb := &store.BackupCodes{UserID: "u1", ProjectID: "p1", Hashes: [][]byte{{7}}, Used: []bool{false}, CreatedAt: t0.Add(time.Hour)}
-	nf := &store.Factor{UserID: "u1", ProjectID: "p1", Kind: "totp", Status: "pending", CreatedAt: t0.Add(time.Hour)}
-	update(t, db, func(tx store.Tx) error {
+	nb := &store.BackupCodes{UserID: "u1", ProjectID: "p1", Hashes: [][]byte{{7}}, Used: []bool{false}, CreatedAt: ft0.Add(time.Hour)}
+	nf := &store.Factor{UserID: "u1", ProjectID: "p1", Kind: "totp", Status: "pending", CreatedAt: ft0.Add(time.Hour)}
+	factorUpdate(t, db, func(tx store.Tx) error {
 		if err := tx.PutBackupCodes(nb); err != nil {
 			return err
 		}
 		return tx.PutFactor(nf)
 	})
-	view(t, db, func(tx store.Tx) error {
+	factorView(t, db, func(tx store.Tx) error {
 		b, err := tx.BackupCodes("u1")
 		if err != nil {
 			return err
 		}
-		if err := diff("new batch", b, nb); err != nil {
+		if err := diffFactor("new batch", b, nb); err != nil {
 			return err
 		}
 		f, err := tx.Factor("u1", "totp")
 		if err != nil {
 			return err
 		}
-		if err := diff("replaced factor", f, nf); err != nil {
+		if err := diffFactor("replaced factor", f, nf); err != nil {
 			return err
 		}
 		return nil
@@ -353,14 +368,14 @@ func TestFactorRoundTrip(t *testing.T) {
 }
 
 func TestGrantRoundTrip(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	grants := []*store.Grant{
-		{Hash: []byte("g1"), MethodID: "m1", ProjectID: "p1", ExternalUserID: "x", Email: "a@example.com", CreatedAt: t0, ExpiresAt: t0.Add(5 * time.Minute)},
-		{Hash: []byte("g2"), MethodID: "m1", ProjectID: "p1", ExternalUserID: "x", CreatedAt: t0, ExpiresAt: t0.Add(5 * time.Minute), UsedAt: ptr(t0)},
+		{Hash: []byte("g1"), MethodID: "m1", ProjectID: "p1", ExternalUserID: "x", Email: "a@example.com", CreatedAt: ft0, ExpiresAt: ft0.Add(5 * time.Minute)},
+		{Hash: []byte("g2"), MethodID: "m1", ProjectID: "p1", ExternalUserID: "x", CreatedAt: ft0, ExpiresAt: ft0.Add(5 * time.Minute), UsedAt: ptrTo(ft0)},
 		{Hash: []byte("g3"), MethodID: "m1", ProjectID: "p1", ExternalUserID: "y"},
 		{Hash: []byte("g4"), MethodID: "m2", ProjectID: "p2", ExternalUserID: "x"},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, g := range grants {
 			if err := tx.PutGrant(g); err != nil {
 				return err
@@ -368,13 +383,13 @@ func TestGrantRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, want := range grants {
 			got, err := tx.Grant(want.Hash)
 			if err != nil {
 				return err
 			}
-			if err := diff("grant", got, want); err != nil {
+			if err := diffFactor("grant", got, want); err != nil {
 				return err
 			}
 		}
@@ -394,19 +409,19 @@ func TestGrantRoundTrip(t *testing.T) {
 }
 
 func TestPasskeys(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	// Credential bytes are kept as given (whitespace too, which a JSON
 	// column would lose).
 	cred := json.RawMessage("{ \"publicKey\" : \"AQID\",\n \"signCount\": 1 }")
 	keys := []*store.Passkey{
-		{ID: "c", UserID: "u1", ProjectID: "p1", Credential: cred, CreatedAt: t0, LastUsedAt: ptr(t0.Add(time.Hour))},
-		{ID: "b", UserID: "u1", ProjectID: "p1", Credential: cred, CreatedAt: t0},
-		{ID: "a", UserID: "u1", ProjectID: "p1", Credential: cred, CreatedAt: t0.Add(time.Nanosecond)},
+		{ID: "c", UserID: "u1", ProjectID: "p1", Credential: cred, CreatedAt: ft0, LastUsedAt: ptrTo(ft0.Add(time.Hour))},
+		{ID: "b", UserID: "u1", ProjectID: "p1", Credential: cred, CreatedAt: ft0},
+		{ID: "a", UserID: "u1", ProjectID: "p1", Credential: cred, CreatedAt: ft0.Add(time.Nanosecond)},
 		{ID: "z", UserID: "u1", ProjectID: "p1"}, // the zero time sorts first
-		{ID: "a", UserID: "u1", ProjectID: "p2", Credential: cred, CreatedAt: t0},
-		{ID: "d", UserID: "u2", ProjectID: "p1", Credential: json.RawMessage{}, CreatedAt: t0},
+		{ID: "a", UserID: "u1", ProjectID: "p2", Credential: cred, CreatedAt: ft0},
+		{ID: "d", UserID: "u2", ProjectID: "p1", Credential: json.RawMessage{}, CreatedAt: ft0},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, pk := range keys {
 			if err := tx.PutPasskey(pk); err != nil {
 				return err
@@ -414,13 +429,13 @@ func TestPasskeys(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	factorView(t, db, func(tx store.Tx) error {
 		for _, want := range keys {
 			got, err := tx.Passkey(want.ProjectID, want.ID)
 			if err != nil {
 				return err
 			}
-			if err := diff("passkey", got, want); err != nil {
+			if err := diffFactor("passkey", got, want); err != nil {
 				return err
 			}
 		}
@@ -432,10 +447,10 @@ func TestPasskeys(t *testing.T) {
 		for _, pk := range list {
 			ids = append(ids, pk.ID)
 		}
-		if err := diff("u1's passkeys in p1", ids, []string{"z", "b", "c", "a"}); err != nil {
+		if err := diffFactor("u1's passkeys in p1", ids, []string{"z", "b", "c", "a"}); err != nil {
 			return err
 		}
-		if err := diff("first listed", list[2], keys[0]); err != nil {
+		if err := diffFactor("first listed", list[2], keys[0]); err != nil {
 			return err
 		}
 		none, err := tx.UserPasskeys("p1", "u3")
@@ -444,7 +459,7 @@ func TestPasskeys(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		// Moved to another user: listed under that one only.
 		moved := *keys[1]
 		moved.UserID = "u2"
@@ -476,12 +491,12 @@ func TestPasskeys(t *testing.T) {
 }
 
 func TestChallengeRoundTrip(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	chs := []*store.Challenge{
-		{ID: "c1", ProjectID: "p1", Kind: "register", UserID: "u1", Email: "a@example.com", Session: json.RawMessage(`{"challenge":"x", "a": [1, 2]}`), ExpiresAt: t0},
+		{ID: "c1", ProjectID: "p1", Kind: "register", UserID: "u1", Email: "a@example.com", Session: json.RawMessage(`{"challenge":"x", "a": [1, 2]}`), ExpiresAt: ft0},
 		{ID: "c2", ProjectID: "p1", Kind: "login"},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, c := range chs {
 			if err := tx.PutChallenge(c); err != nil {
 				return err
@@ -489,13 +504,13 @@ func TestChallengeRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, want := range chs {
 			got, err := tx.Challenge(want.ID)
 			if err != nil {
 				return err
 			}
-			if err := diff("challenge", got, want); err != nil {
+			if err := diffFactor("challenge", got, want); err != nil {
 				return err
 			}
 		}
@@ -513,14 +528,14 @@ func TestChallengeRoundTrip(t *testing.T) {
 }
 
 func TestExternalMethods(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	ms := []*store.ExternalMethod{
-		{ID: "m3", ProjectID: "p1", Method: "bank", Pattern: "webhook", Status: "active", Secret: []byte{1}, CreatedAt: t0},
-		{ID: "m2", ProjectID: "p1", Method: "bank", Pattern: "redirect", Status: "inactive", Secret: []byte{2}, CreatedAt: t0},
-		{ID: "m1", ProjectID: "p1", Method: "kiosk", Pattern: "webhook", Status: "active", CreatedAt: t0.Add(time.Second)},
-		{ID: "m4", ProjectID: "p2", Method: "bank", Pattern: "webhook", Status: "active", Secret: []byte{}, CreatedAt: t0},
+		{ID: "m3", ProjectID: "p1", Method: "bank", Pattern: "webhook", Status: "active", Secret: []byte{1}, CreatedAt: ft0},
+		{ID: "m2", ProjectID: "p1", Method: "bank", Pattern: "redirect", Status: "inactive", Secret: []byte{2}, CreatedAt: ft0},
+		{ID: "m1", ProjectID: "p1", Method: "kiosk", Pattern: "webhook", Status: "active", CreatedAt: ft0.Add(time.Second)},
+		{ID: "m4", ProjectID: "p2", Method: "bank", Pattern: "webhook", Status: "active", Secret: []byte{}, CreatedAt: ft0},
 	}
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, m := range ms {
 			if err := tx.PutExternalMethod(m); err != nil {
 				return err
@@ -528,13 +543,13 @@ func TestExternalMethods(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, db, func(tx store.Tx) error {
+	factorView(t, db, func(tx store.Tx) error {
 		for _, want := range ms {
 			got, err := tx.ExternalMethod(want.ID)
 			if err != nil {
 				return err
 			}
-			if err := diff("method", got, want); err != nil {
+			if err := diffFactor("method", got, want); err != nil {
 				return err
 			}
 		}
@@ -542,7 +557,7 @@ func TestExternalMethods(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := diff("by name (lowest id)", got, ms[1]); err != nil {
+		if err := diffFactor("by name (lowest id)", got, ms[1]); err != nil {
 			return err
 		}
 		if _, err := tx.ExternalMethodByName("p2", "kiosk"); !errors.Is(err, store.ErrNotFound) {
@@ -552,7 +567,7 @@ func TestExternalMethods(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := diff("p1's methods", list, []*store.ExternalMethod{ms[1], ms[0], ms[2]}); err != nil {
+		if err := diffFactor("p1's methods", list, []*store.ExternalMethod{ms[1], ms[0], ms[2]}); err != nil {
 			return err
 		}
 		if list, err := tx.ExternalMethods("p3"); err != nil || list != nil {
@@ -562,16 +577,16 @@ func TestExternalMethods(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := diff("projectMethodIDs", ids, []string{"m1", "m2", "m3"}); err != nil {
+		if err := diffFactor("projectMethodIDs", ids, []string{"m1", "m2", "m3"}); err != nil {
 			return err
 		}
 		return nil
 	})
 }
 
-// tableRows counts, per table of the domain, the rows whose text
+// factorRows counts, per table of the domain, the rows whose text
 // columns name s.
-func tableRows(t *testing.T, url, s string) map[string]int {
+func factorRows(t *testing.T, url, s string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -593,26 +608,26 @@ func tableRows(t *testing.T, url, s string) map[string]int {
 	return out
 }
 
-// fillProject writes rows of every kind of the domain for project
+// fillFactorProject writes rows of every kind of the domain for project
 // p-<name>, every id naming name.
-func fillProject(t *testing.T, db store.DB, name string) {
+func fillFactorProject(t *testing.T, db store.DB, name string) {
 	t.Helper()
-	later := t0.Add(time.Hour)
+	later := ft0.Add(time.Hour)
 	pid, uid, mid := "p-"+name, "u-"+name, "m-"+name
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for _, err := range []error{
-			tx.PutFactor(&store.Factor{UserID: uid, ProjectID: pid, Kind: "totp", Status: "enrolled", CreatedAt: t0}),
-			tx.PutFactor(&store.Factor{UserID: uid, ProjectID: pid, Kind: "sms", Status: "enrolled", Phone: "+15551234567", CreatedAt: t0}),
-			tx.PutBackupCodes(&store.BackupCodes{UserID: uid, ProjectID: pid, Hashes: [][]byte{{1}}, Used: []bool{false}, CreatedAt: t0}),
-			tx.PutPasskey(&store.Passkey{ID: "cred-" + name, UserID: uid, ProjectID: pid, Credential: []byte(`{}`), CreatedAt: t0}),
+			tx.PutFactor(&store.Factor{UserID: uid, ProjectID: pid, Kind: "totp", Status: "enrolled", CreatedAt: ft0}),
+			tx.PutFactor(&store.Factor{UserID: uid, ProjectID: pid, Kind: "sms", Status: "enrolled", Phone: "+15551234567", CreatedAt: ft0}),
+			tx.PutBackupCodes(&store.BackupCodes{UserID: uid, ProjectID: pid, Hashes: [][]byte{{1}}, Used: []bool{false}, CreatedAt: ft0}),
+			tx.PutPasskey(&store.Passkey{ID: "cred-" + name, UserID: uid, ProjectID: pid, Credential: []byte(`{}`), CreatedAt: ft0}),
 			tx.PutChallenge(&store.Challenge{ID: "ch-" + name, ProjectID: pid, Kind: "register", UserID: uid, Session: []byte(`{}`), ExpiresAt: later}),
 			tx.PutCode(&store.Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}),
 			tx.PutCode(&store.Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}),
-			tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{t0}}),
-			tx.PutThrottle("backup_fail", pid, uid, &store.Throttle{Sends: []time.Time{t0}}),
+			tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{ft0}}),
+			tx.PutThrottle("backup_fail", pid, uid, &store.Throttle{Sends: []time.Time{ft0}}),
 			tx.PutMagicLink(&store.MagicLink{Hash: []byte("link-" + name), ProjectID: pid, Email: "link@example.com", ExpiresAt: later}),
-			tx.PutExternalMethod(&store.ExternalMethod{ID: mid, ProjectID: pid, Method: "bank", Pattern: "webhook", Status: "active", CreatedAt: t0}),
-			tx.PutExternalMethod(&store.ExternalMethod{ID: mid + "-2", ProjectID: pid, Method: "kiosk", Pattern: "webhook", Status: "active", CreatedAt: t0}),
+			tx.PutExternalMethod(&store.ExternalMethod{ID: mid, ProjectID: pid, Method: "bank", Pattern: "webhook", Status: "active", CreatedAt: ft0}),
+			tx.PutExternalMethod(&store.ExternalMethod{ID: mid + "-2", ProjectID: pid, Method: "kiosk", Pattern: "webhook", Status: "active", CreatedAt: ft0}),
 			// Replay marks are scoped by the method id.
 			tx.PutCode(&store.Code{Kind: "replay", ProjectID: mid, Subject: "sig", ExpiresAt: later}),
 			tx.PutCode(&store.Code{Kind: "replay", ProjectID: mid + "-2", Subject: "sig", ExpiresAt: later}),
@@ -631,16 +646,16 @@ func fillProject(t *testing.T, db store.DB, name string) {
 // domain that names the project or its methods (the methods it is not
 // told of too); another project's rows stay.
 func TestDeleteHelpers(t *testing.T) {
-	db, url := openFactorsDB(t)
-	fillProject(t, db, "doomed")
-	fillProject(t, db, "kept")
-	kept := tableRows(t, url, "kept")
+	db, url := openFactorDB(t)
+	fillFactorProject(t, db, "doomed")
+	fillFactorProject(t, db, "kept")
+	kept := factorRows(t, url, "kept")
 	if len(kept) != 9 {
 		t.Fatalf("fixture fills %d tables: %v", len(kept), kept)
 	}
 
-	update(t, db, func(tx store.Tx) error { return postgres.DeleteUserFactors(tx, "u-doomed") })
-	got := tableRows(t, url, "doomed")
+	factorUpdate(t, db, func(tx store.Tx) error { return postgres.DeleteUserFactors(tx, "u-doomed") })
+	got := factorRows(t, url, "doomed")
 	for _, table := range []string{"factors", "backup_codes", "passkeys"} {
 		if got[table] != 0 {
 			t.Fatalf("after deleteUserFactors: %v", got)
@@ -651,20 +666,20 @@ func TestDeleteHelpers(t *testing.T) {
 	}
 
 	// Told of one method only: the other's replay mark goes too.
-	fillProject(t, db, "doomed")
-	update(t, db, func(tx store.Tx) error { return postgres.DeleteProjectAuthRows(tx, "p-doomed", []string{"m-doomed"}) })
-	if got := tableRows(t, url, "doomed"); len(got) != 0 {
+	fillFactorProject(t, db, "doomed")
+	factorUpdate(t, db, func(tx store.Tx) error { return postgres.DeleteProjectAuthRows(tx, "p-doomed", []string{"m-doomed"}) })
+	if got := factorRows(t, url, "doomed"); len(got) != 0 {
 		t.Fatalf("rows naming the deleted project: %v", got)
 	}
-	fsame(t, "other project's rows", tableRows(t, url, "kept"), kept)
-	update(t, db, func(tx store.Tx) error { return postgres.DeleteProjectAuthRows(tx, "p-kept", nil) })
-	if got := tableRows(t, url, "kept"); len(got) != 0 {
+	sameFactor(t, "other project's rows", factorRows(t, url, "kept"), kept)
+	factorUpdate(t, db, func(tx store.Tx) error { return postgres.DeleteProjectAuthRows(tx, "p-kept", nil) })
+	if got := factorRows(t, url, "kept"); len(got) != 0 {
 		t.Fatalf("rows naming the deleted project: %v", got)
 	}
 }
 
-// dueAt returns at+d, or the zero time for the zero time.
-func dueAt(at time.Time, d time.Duration) time.Time {
+// factorDueAt returns at+d, or the zero time for the zero time.
+func factorDueAt(at time.Time, d time.Duration) time.Time {
 	if at.IsZero() {
 		return at
 	}
@@ -681,35 +696,35 @@ func TestFactorExpiry(t *testing.T) {
 		put  func(tx store.Tx, at time.Time) error
 		live func(tx store.Tx) bool
 	}{
-		{store.ExpiringCodes, t0.Add(10 * time.Minute), func(tx store.Tx, at time.Time) error {
-			return tx.PutCode(&store.Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", Hash: []byte{1}, CreatedAt: t0, ExpiresAt: at})
+		{store.ExpiringCodes, ft0.Add(10 * time.Minute), func(tx store.Tx, at time.Time) error {
+			return tx.PutCode(&store.Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", Hash: []byte{1}, CreatedAt: ft0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.Code("otp", "p", "a@example.com"); return err == nil }},
-		{store.ExpiringCodes, t0.Add(2 * time.Hour), func(tx store.Tx, at time.Time) error {
-			return tx.PutThrottle("otp", "p", "b@example.com", &store.Throttle{Sends: []time.Time{t0, dueAt(at, -store.ThrottleIdle)}})
+		{store.ExpiringCodes, ft0.Add(2 * time.Hour), func(tx store.Tx, at time.Time) error {
+			return tx.PutThrottle("otp", "p", "b@example.com", &store.Throttle{Sends: []time.Time{ft0, factorDueAt(at, -store.ThrottleIdle)}})
 		}, func(tx store.Tx) bool { th, _ := tx.Throttle("otp", "p", "b@example.com"); return len(th.Sends) == 2 }},
-		{store.ExpiringCodes, t0.Add(25 * time.Hour), func(tx store.Tx, at time.Time) error {
-			return tx.PutThrottle("email_fail", "p", "c@example.com", &store.Throttle{Sends: []time.Time{dueAt(at, -24*time.Hour)}, KeepUntil: dueAt(at, -store.ThrottleIdle)})
+		{store.ExpiringCodes, ft0.Add(25 * time.Hour), func(tx store.Tx, at time.Time) error {
+			return tx.PutThrottle("email_fail", "p", "c@example.com", &store.Throttle{Sends: []time.Time{factorDueAt(at, -24*time.Hour)}, KeepUntil: factorDueAt(at, -store.ThrottleIdle)})
 		}, func(tx store.Tx) bool {
 			th, _ := tx.Throttle("email_fail", "p", "c@example.com")
 			return len(th.Sends) == 1
 		}},
-		{store.ExpiringMagicLinks, t0.Add(15 * time.Minute), func(tx store.Tx, at time.Time) error {
-			return tx.PutMagicLink(&store.MagicLink{Hash: []byte("h1"), ProjectID: "p", Email: "a@example.com", CreatedAt: t0, ExpiresAt: at})
+		{store.ExpiringMagicLinks, ft0.Add(15 * time.Minute), func(tx store.Tx, at time.Time) error {
+			return tx.PutMagicLink(&store.MagicLink{Hash: []byte("h1"), ProjectID: "p", Email: "a@example.com", CreatedAt: ft0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.MagicLink([]byte("h1")); return err == nil }},
-		{store.ExpiringChallenges, t0.Add(5 * time.Minute), func(tx store.Tx, at time.Time) error {
+		{store.ExpiringChallenges, ft0.Add(5 * time.Minute), func(tx store.Tx, at time.Time) error {
 			return tx.PutChallenge(&store.Challenge{ID: "c1", ProjectID: "p", Kind: "login", Session: []byte(`{}`), ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.Challenge("c1"); return err == nil }},
-		{store.ExpiringGrants, t0.Add(5 * time.Minute), func(tx store.Tx, at time.Time) error {
-			return tx.PutGrant(&store.Grant{Hash: []byte("g1"), ProjectID: "p", ExternalUserID: "x", CreatedAt: t0, ExpiresAt: at})
+		{store.ExpiringGrants, ft0.Add(5 * time.Minute), func(tx store.Tx, at time.Time) error {
+			return tx.PutGrant(&store.Grant{Hash: []byte("g1"), ProjectID: "p", ExternalUserID: "x", CreatedAt: ft0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.Grant([]byte("g1")); return err == nil }},
 	}
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	for _, c := range cases {
-		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {
-			update(t, db, func(tx store.Tx) error { return c.put(tx, c.due.Add(-24*time.Hour)) })
-			update(t, db, func(tx store.Tx) error { return c.put(tx, c.due) })
+		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(ft0)), func(t *testing.T) {
+			factorUpdate(t, db, func(tx store.Tx) error { return c.put(tx, c.due.Add(-24*time.Hour)) })
+			factorUpdate(t, db, func(tx store.Tx) error { return c.put(tx, c.due) })
 			before := c.due.Add(-time.Nanosecond)
-			view(t, db, func(tx store.Tx) error {
+			factorView(t, db, func(tx store.Tx) error {
 				early, err := tx.ExpiryDue(c.kind, before)
 				if err != nil {
 					return err
@@ -726,7 +741,7 @@ func TestFactorExpiry(t *testing.T) {
 				}
 				return nil
 			})
-			update(t, db, func(tx store.Tx) error {
+			factorUpdate(t, db, func(tx store.Tx) error {
 				if n, err := tx.SweepExpired(c.kind, before, 100); err != nil || n != 0 {
 					return fmt.Errorf("swept %d (%v) a nanosecond early", n, err)
 				}
@@ -742,9 +757,9 @@ func TestFactorExpiry(t *testing.T) {
 				return nil
 			})
 			// Due at the zero time: at once, whatever the time.
-			update(t, db, func(tx store.Tx) error { return c.put(tx, time.Time{}) })
-			update(t, db, func(tx store.Tx) error {
-				n, err := tx.SweepExpired(c.kind, t0.Add(-100*365*24*time.Hour), 100)
+			factorUpdate(t, db, func(tx store.Tx) error { return c.put(tx, time.Time{}) })
+			factorUpdate(t, db, func(tx store.Tx) error {
+				n, err := tx.SweepExpired(c.kind, ft0.Add(-100*365*24*time.Hour), 100)
 				if err == nil && n != 1 {
 					return fmt.Errorf("swept %d rows due at the zero time, want 1", n)
 				}
@@ -753,13 +768,13 @@ func TestFactorExpiry(t *testing.T) {
 		})
 	}
 	// The sweep takes at most max rows, earliest due first.
-	update(t, db, func(tx store.Tx) error {
+	factorUpdate(t, db, func(tx store.Tx) error {
 		for i := range 5 {
-			if err := tx.PutChallenge(&store.Challenge{ID: fmt.Sprint("c", 5-i), ProjectID: "p", Kind: "login", ExpiresAt: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+			if err := tx.PutChallenge(&store.Challenge{ID: fmt.Sprint("c", 5-i), ProjectID: "p", Kind: "login", ExpiresAt: ft0.Add(time.Duration(i) * time.Second)}); err != nil {
 				return err
 			}
 		}
-		n, err := tx.SweepExpired(store.ExpiringChallenges, t0.Add(time.Hour), 2)
+		n, err := tx.SweepExpired(store.ExpiringChallenges, ft0.Add(time.Hour), 2)
 		if err != nil || n != 2 {
 			return fmt.Errorf("SweepExpired(max 2)=%d, %v", n, err)
 		}
@@ -774,7 +789,7 @@ func TestFactorExpiry(t *testing.T) {
 
 // TestFactorWritesInView: a write in a View fails.
 func TestFactorWritesInView(t *testing.T) {
-	db, _ := openFactorsDB(t)
+	db, _ := openFactorDB(t)
 	err := db.View(context.Background(), func(tx store.Tx) error {
 		return tx.PutCode(&store.Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com"})
 	})
@@ -784,9 +799,10 @@ func TestFactorWritesInView(t *testing.T) {
 }
 
 // TestFactorPlans: with enough rows for the planner to care, no
-// statement of the domain, nor the sweep's, reads a table whole.
+// statement of the domain, nor the sweep's on its tables, reads a table
+// whole, planned for its values or generically.
 func TestFactorPlans(t *testing.T) {
-	_, url := openFactorsDB(t)
+	_, url := openFactorDB(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -859,33 +875,85 @@ func TestFactorPlans(t *testing.T) {
 	for name, q := range postgres.FactorStatements {
 		stmts[name] = q
 	}
-	// The generic sweep (expiry.go) over the domain's tables.
+	// The generic sweep's statements (expiry.go) on the domain's tables.
 	for _, table := range []string{"codes", "throttles", "magic_links", "grants", "challenges"} {
-		stmts["ExpiryDue/"+table] = `SELECT EXISTS (SELECT 1 FROM ` + table + ` WHERE due <= $1)`
+		stmts["ExpiryDue/"+table] = `SELECT coalesce(min(due) <= $1, false) FROM ` + table
 		args["ExpiryDue/"+table] = []any{int64(1e12 + 10)}
-		stmts["SweepExpired/"+table] = `DELETE FROM ` + table + ` WHERE ctid IN (
-			SELECT ctid FROM ` + table + ` WHERE due <= $1 ORDER BY due LIMIT $2)`
+		stmts["SweepExpired/"+table] = `DELETE FROM ` + table + ` WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM ` + table + ` WHERE due <= $1 ORDER BY due LIMIT $2))`
 		args["SweepExpired/"+table] = []any{int64(1e12 + 10), 1000}
 	}
+	// Each statement as PostgreSQL plans it for its values (custom) and
+	// as a prepared statement may end up planned once for any values
+	// (generic: pgx prepares every statement it runs).
+	i := 0
 	for name, q := range stmts {
 		a, ok := args[name]
 		if !ok {
 			t.Errorf("%s: no arguments to explain it with", name)
 			continue
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+q, a...)
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
+		i++
+		ps := fmt.Sprint("factors_q", i)
+		if _, err := conn.Exec(ctx, "PREPARE "+ps+" AS "+q); err != nil {
+			t.Errorf("%s: PREPARE: %v", name, err)
 			continue
 		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
+		params := make([]string, len(a))
+		for j, v := range a {
+			params[j] = sqlLiteral(t, v)
 		}
-		plan := strings.Join(lines, "\n")
-		if strings.Contains(plan, "Seq Scan") {
-			t.Errorf("%s reads a table whole:\n%s", name, plan)
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := conn.Query(ctx, "EXPLAIN EXECUTE "+ps+" ("+strings.Join(params, ", ")+")")
+			if err != nil {
+				t.Errorf("%s (%s): %v", name, mode, err)
+				continue
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Errorf("%s (%s): %v", name, mode, err)
+				continue
+			}
+			plan := strings.Join(lines, "\n")
+			if strings.Contains(plan, "Seq Scan") {
+				t.Errorf("%s (%s) reads a table whole:\n%s", name, mode, plan)
+			}
 		}
 	}
+}
+
+// sqlLiteral returns v, an argument of a statement, as an SQL literal
+// (EXECUTE takes no parameters).
+func sqlLiteral(t *testing.T, v any) string {
+	t.Helper()
+	list := func(typ string, n int, elem func(i int) string) string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = elem(i)
+		}
+		return "ARRAY[" + strings.Join(out, ", ") + "]::" + typ + "[]"
+	}
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case []byte:
+		return fmt.Sprintf(`'\\x%x'::bytea`, v)
+	case int, int64:
+		return fmt.Sprint(v)
+	case []int64:
+		return list("bigint", len(v), func(i int) string { return fmt.Sprint(v[i]) })
+	case []bool:
+		return list("boolean", len(v), func(i int) string { return fmt.Sprint(v[i]) })
+	case []string:
+		return list("text", len(v), func(i int) string { return sqlLiteral(t, v[i]) })
+	case [][]byte:
+		return list("bytea", len(v), func(i int) string { return sqlLiteral(t, v[i]) })
+	}
+	t.Fatalf("no SQL literal for %T", v)
+	return ""
 }

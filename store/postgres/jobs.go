@@ -13,7 +13,7 @@ import (
 // EnqueueJob queues j, assigning j.Seq first when it is zero. A job
 // already queued under the same key is replaced.
 func (tx *txn) EnqueueJob(j *store.Job) error {
-	args := []any{j.WebhookID, queueNanos(j.NextAttemptAt), j.ProjectID, j.EventID, j.EventType, j.Body, j.Attempt, nullNanos(j.CreatedAt)}
+	args := []any{j.WebhookID, attemptNanos(j.NextAttemptAt), j.ProjectID, j.EventID, j.EventType, j.Body, j.Attempt, nullNanos(j.CreatedAt)}
 	const upsert = ` ON CONFLICT (webhook_id, next_attempt_at, seq) DO UPDATE SET project_id = excluded.project_id,
 		event_id = excluded.event_id, event_type = excluded.event_type, body = excluded.body,
 		attempt = excluded.attempt, created_at = excluded.created_at, lease_until = NULL`
@@ -59,6 +59,8 @@ const (
 	// next chunk visits four times more, up to jobHooksMax.
 	jobHooksFirst = 32
 	jobHooksMax   = 1024
+	// maxPeek bounds peek: room hears a backlog counted up to it.
+	maxPeek = 1 << 20
 )
 
 // dueJobsSQL is the chunk statement: $1 the first webhook id to visit
@@ -116,7 +118,7 @@ func (tx *txn) DueJobs(now time.Time, limit int, after string, peek int, room fu
 	if limit <= 0 {
 		return nil, nil
 	}
-	peek = max(peek, 1)
+	peek = min(max(peek, 1), maxPeek)
 	perHook := int64(peek) + jobSkipSlack
 	if !storable(after) {
 		after = "" // no webhook has such an id: start from the first
@@ -209,7 +211,7 @@ func (tx *txn) dueChunk(bounded bool, from, to string, n int, due, perHook int64
 		}
 		h := hooks[len(hooks)-1]
 		j := &store.Job{Seq: uint64(*seq), WebhookID: id, ProjectID: *project, EventID: *event, EventType: *typ,
-			Attempt: *attempt, CreatedAt: timeOfNull(created), NextAttemptAt: timeOfDue(*at)}
+			Attempt: *attempt, CreatedAt: timeOfNull(created), NextAttemptAt: attemptTime(*at)}
 		if *full {
 			j.Body = body
 		}
@@ -272,7 +274,7 @@ func (tx *txn) dueAfter(webhookID string, due, at, seq, n int64) ([]*dueJob, err
 		if err := rows.Scan(&d.at, &seq, &d.job.ProjectID, &d.job.EventID, &d.job.EventType, &d.job.Attempt, &created); err != nil {
 			return nil, err
 		}
-		d.job.Seq, d.job.CreatedAt, d.job.NextAttemptAt = uint64(seq), timeOfNull(created), timeOfDue(d.at)
+		d.job.Seq, d.job.CreatedAt, d.job.NextAttemptAt = uint64(seq), timeOfNull(created), attemptTime(d.at)
 		out = append(out, d)
 	}
 	return out, tx.note(unavailable(rows.Err()))
@@ -324,7 +326,7 @@ func (tx *txn) NextJobAt() (time.Time, bool, error) {
 	if err := tx.one(`SELECT min(next_attempt_at) FROM jobs`, nil, &at); err != nil || at == nil {
 		return time.Time{}, false, err
 	}
-	return timeOfDue(*at), true, nil
+	return attemptTime(*at), true, nil
 }
 
 // DeleteJob removes the job (j.WebhookID, j.NextAttemptAt, j.Seq) and
@@ -334,7 +336,7 @@ func (tx *txn) DeleteJob(j *store.Job) (bool, error) {
 		return false, nil
 	}
 	tag, err := tx.exec(`DELETE FROM jobs WHERE webhook_id = $1 AND next_attempt_at = $2 AND seq = $3`,
-		j.WebhookID, queueNanos(j.NextAttemptAt), int64(j.Seq))
+		j.WebhookID, attemptNanos(j.NextAttemptAt), int64(j.Seq))
 	return err == nil && tag.RowsAffected() > 0, err
 }
 

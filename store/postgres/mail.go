@@ -22,13 +22,13 @@ func scanMail(row pgx.Row) (*store.Mail, error) {
 	if err := row.Scan(&id, &m.ProjectID, &m.To, &m.Kind, &m.Body, &m.Attempts, &lastError, &created, &next); err != nil {
 		return nil, err
 	}
-	m.ID, m.LastError, m.CreatedAt, m.NextAttemptAt = uint64(id), string(lastError), timeOfNull(created), timeOfDue(next)
+	m.ID, m.LastError, m.CreatedAt, m.NextAttemptAt = uint64(id), string(lastError), timeOfNull(created), attemptTime(next)
 	return m, nil
 }
 
 // mailArgs are m's columns after id, for $2...$9.
 func mailArgs(m *store.Mail) []any {
-	return []any{m.ProjectID, m.To, m.Kind, nonNil(m.Body), m.Attempts, []byte(m.LastError), nullNanos(m.CreatedAt), queueNanos(m.NextAttemptAt)}
+	return []any{m.ProjectID, m.To, m.Kind, nonNil(m.Body), m.Attempts, []byte(m.LastError), nullNanos(m.CreatedAt), attemptNanos(m.NextAttemptAt)}
 }
 
 // EnqueueMail assigns m.ID and queues m (one statement).

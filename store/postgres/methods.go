@@ -28,14 +28,16 @@ const (
 	// rows of this domain. Codes and histories are scoped by the project
 	// or one of its external methods (replay marks): those passed in and
 	// those the table holds (every sub-statement sees the rows as they
-	// were before the statement).
+	// were before the statement). ANY (ARRAY(...)) probes the primary
+	// key once per scope under any plan (IN (SELECT ...) may be planned,
+	// generically, as a join with a scan of the table).
 	sqlDeleteProjectAuthRows = `WITH
 		scopes AS (
 			SELECT $1::text AS id
 			UNION SELECT unnest($2::text[])
 			UNION SELECT id FROM external_methods WHERE project_id = $1),
-		c AS (DELETE FROM codes WHERE project_id IN (SELECT id FROM scopes)),
-		t AS (DELETE FROM throttles WHERE project_id IN (SELECT id FROM scopes)),
+		c AS (DELETE FROM codes WHERE project_id = ANY (ARRAY(SELECT id FROM scopes))),
+		t AS (DELETE FROM throttles WHERE project_id = ANY (ARRAY(SELECT id FROM scopes))),
 		m AS (DELETE FROM magic_links WHERE project_id = $1),
 		ch AS (DELETE FROM challenges WHERE project_id = $1),
 		g AS (DELETE FROM grants WHERE project_id = $1),

@@ -124,7 +124,7 @@ func (ex *exporter) run() error {
 				if err := rows.Scan(&j.WebhookID, &next, &seq, &j.ProjectID, &j.EventID, &j.EventType, &j.Body, &j.Attempt, &created); err != nil {
 					return nil, err
 				}
-				j.NextAttemptAt, j.Seq, j.CreatedAt = timeOfDue(next), uint64(seq), timeOfNull(created)
+				j.NextAttemptAt, j.Seq, j.CreatedAt = attemptTime(next), uint64(seq), timeOfNull(created)
 				return j, nil
 			})
 		},
@@ -138,11 +138,7 @@ func (ex *exporter) run() error {
 					&errText, &d.DurationMS, &created, &next); err != nil {
 					return nil, err
 				}
-				d.Seq, d.Error, d.CreatedAt = uint64(seq), string(errText), timeOfNull(created)
-				if next != nil {
-					t := time.Unix(0, *next).UTC()
-					d.NextAttemptAt = &t
-				}
+				d.Seq, d.Error, d.CreatedAt, d.NextAttemptAt = uint64(seq), string(errText), timeOfNull(created), timePtrOf(next)
 				return d, nil
 			})
 		},

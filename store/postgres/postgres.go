@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,9 +38,10 @@ const maxAttempts = 20
 
 // DB is a latchkey store on a PostgreSQL database.
 type DB struct {
-	pool *pgxpool.Pool
-	opt  store.Options
-	log  *slog.Logger
+	pool   *pgxpool.Pool
+	opt    store.Options
+	log    *slog.Logger
+	closed atomic.Bool
 }
 
 var _ store.DB = (*DB)(nil)
@@ -87,12 +89,18 @@ func connect(ctx context.Context, dsn string, opt store.Options) (*pgxpool.Pool,
 
 // Close closes the connections.
 func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
 	db.pool.Close()
 	return nil
 }
 
 // Usable reports whether the database answers.
 func (db *DB) Usable(ctx context.Context) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if err := db.pool.Ping(ctx); err != nil {
@@ -133,6 +141,9 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 // run runs fn in a transaction with opts, retrying serialization
 // failures and deadlocks with a jittered backoff.
 func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -157,8 +168,15 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
 	ptx, err := db.pool.BeginTx(ctx, opts)
 	if err != nil {
+		if db.closed.Load() {
+			return store.ErrClosed
+		}
 		return unavailable(err)
 	}
+	// Should fn panic or exit its goroutine (t.Fatal in a test), the
+	// transaction still ends and its connection goes back to the pool
+	// (Rollback after Commit does nothing).
+	defer ptx.Rollback(context.WithoutCancel(ctx))
 	t := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: opts.AccessMode == pgx.ReadOnly}
 	if err := fn(t); err != nil {
 		ptx.Rollback(context.WithoutCancel(ctx))

@@ -156,7 +156,7 @@ func (tx *txn) TouchSession(id string, t time.Time, grace time.Duration) error {
 	_, err := tx.exec(`UPDATE sessions SET last_seen_at = $2
 		WHERE id = $1 AND CASE WHEN last_seen_at IS NULL THEN issued_at IS NULL OR issued_at <= $3
 			ELSE last_seen_at < $2 END`,
-		id, t.UnixNano(), t.Add(-grace).UnixNano())
+		id, satNanos(t), satNanos(t.Add(-grace)))
 	return err
 }
 

@@ -3,7 +3,6 @@ package postgres
 import (
 	"errors"
 	"math"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -102,10 +101,7 @@ const deliveryColumns = `seq, id, webhook_id, event_id, event_type, attempt, sta
 // AddDelivery records an attempt and assigns d.Seq; the sweep deletes
 // the record DeliveryLifetime after its CreatedAt.
 func (tx *txn) AddDelivery(d *store.Delivery) error {
-	var expires int64 = dueZero
-	if !d.CreatedAt.IsZero() {
-		expires = nanosOf(d.CreatedAt.Add(store.DeliveryLifetime))
-	}
+	expires := dueNanos(d.CreatedAt.Add(store.DeliveryLifetime)) // a zero CreatedAt: due at once
 	var seq int64
 	err := tx.one(`INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, status, response_status,
 			error, duration_ms, created_at, next_attempt_at, expires_at)
@@ -159,11 +155,7 @@ func (tx *txn) DeliveriesBefore(webhookID string, before uint64, limit int) ([]*
 			&errText, &d.DurationMS, &created, &next); err != nil {
 			return nil, false, err
 		}
-		d.Seq, d.Error, d.CreatedAt = uint64(seq), string(errText), timeOfNull(created)
-		if next != nil {
-			t := time.Unix(0, *next).UTC()
-			d.NextAttemptAt = &t
-		}
+		d.Seq, d.Error, d.CreatedAt, d.NextAttemptAt = uint64(seq), string(errText), timeOfNull(created), timePtrOf(next)
 		out = append(out, d)
 	}
 	return out, more, tx.note(unavailable(rows.Err()))

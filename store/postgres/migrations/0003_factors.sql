@@ -3,8 +3,9 @@
 -- passkeys and WebAuthn ceremonies.
 --
 -- Times are bigint Unix nanoseconds, NULL for the zero time. Rows the
--- sweep deletes have a NOT NULL, indexed "due" column (the zero time due
--- first of all). No foreign keys to users or projects: DeleteUser and
+-- sweep deletes have a NOT NULL, indexed "due" column: when they are
+-- due, in Unix nanoseconds, the zero time (NULL) as the smallest bigint,
+-- due at once. No foreign keys to users or projects: DeleteUser and
 -- DeleteProject remove these rows themselves.
 
 -- Pending one-time codes and replay marks, one per (project, kind,

@@ -2,10 +2,13 @@
 -- and authentication events with their counters.
 --
 -- Times are Unix nanoseconds in bigint columns (timestamptz keeps only
--- microseconds). A zero time is NULL, except in the columns a due query
--- compares (jobs.next_attempt_at, mail.next_attempt_at), which are NOT
--- NULL and hold -9223372036854775808 (the earliest instant) for it, so a
--- job or message without a time is due at once, as on bbolt.
+-- microseconds). A zero time is NULL, except in the queues' next-attempt
+-- columns (jobs.next_attempt_at, part of the key, and
+-- mail.next_attempt_at), which are NOT NULL and hold
+-- -9223372036854775808 (the earliest instant) for it, so a job or
+-- message without a time is due at once, as on bbolt, and reads back as
+-- the zero time. deliveries.expires_at is an expiry column (expiry.go's
+-- dueNanos: 0 for times before 1970).
 --
 -- Free-form strings that come from outside and are only stored and
 -- returned (an event's email, IP and user agent, a delivery's or a

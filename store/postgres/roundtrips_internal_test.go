@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"latchkey/store"
+	"latchkey/store/pgtest"
+)
+
+// statements counts the statements a pool sends, transaction control
+// left out.
+type statements struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	switch strings.ToLower(strings.Fields(data.SQL)[0]) {
+	case "begin", "commit", "rollback":
+	default:
+		s.mu.Lock()
+		s.sql = append(s.sql, data.SQL)
+		s.mu.Unlock()
+	}
+	return ctx
+}
+
+func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements sent since the last call.
+func (s *statements) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.sql
+	s.sql = nil
+	return out
+}
+
+// TestRoundTrips: a sign-in's writes of this domain (its event with
+// its counters, its outbox event, a queued mail) are one statement each,
+// and so is the webhook worker's common claim.
+func TestRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.Shared()
+	if err != nil {
+		if os.Getenv("LATCHKEY_REQUIRE_POSTGRES") == "" && errors.Is(err, pgtest.ErrNoPostgres) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	url, drop, err := c.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	sdb, _, err := Open(ctx, url, store.Options{}) // the schema
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdb.Close()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := &statements{}
+	cfg.ConnConfig.Tracer = trace
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &DB{pool: pool, log: slog.New(slog.DiscardHandler)}
+	defer db.Close()
+	now := time.Now()
+	count := func(what string, want int, fn func(tx store.Tx) error) {
+		t.Helper()
+		trace.take()
+		if err := db.Update(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+		if got := trace.take(); len(got) != want {
+			t.Errorf("%s: %d statements, want %d: %q", what, len(got), want, got)
+		}
+	}
+	event := func() *store.AuthEvent {
+		return &store.AuthEvent{ID: "e", ProjectID: "p", Success: true, Method: "email_otp", Action: "verify", CreatedAt: now}
+	}
+	// The first event of a project reads its kept number (in the same
+	// statement); the next ones, far below the cap, do not.
+	count("first AddAuthEvent", 1, func(tx store.Tx) error { return tx.AddAuthEvent(event()) })
+	count("AddAuthEvent", 1, func(tx store.Tx) error { return tx.AddAuthEvent(event()) })
+	count("AppendEvent", 1, func(tx store.Tx) error {
+		return tx.AppendEvent(&store.Event{ID: "evt", ProjectID: "p", Type: "user.login"})
+	})
+	count("EnqueueMail", 1, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
+	count("EnqueueJob", 1, func(tx store.Tx) error { return tx.EnqueueJob(&store.Job{WebhookID: "w", NextAttemptAt: now}) })
+	count("DueJobs", 1, func(tx store.Tx) error {
+		jobs, err := tx.DueJobs(now, 64, "", 65, func(string, int) int { return 1 }, func(uint64) bool { return false })
+		if len(jobs) != 1 {
+			t.Errorf("DueJobs: %d jobs", len(jobs))
+		}
+		return err
+	})
+}
