@@ -192,6 +192,12 @@ type Options struct {
 	// (answered: durable plus the wait for a CPU). It runs on the
 	// caller's goroutine, after the call.
 	ObserveBatch func(durable, answered time.Duration)
+	// ObserveRoundTrip, when set, is told of each round trip to a
+	// database server (PostgreSQL) with the number of statements it
+	// carried (more than one for a batch), for benchmarks that count
+	// them. It runs on the calling goroutine: it must be quick. A bbolt
+	// file has no round trips.
+	ObserveRoundTrip func(statements int)
 	// MaxEventsPerProject caps the authentication events a project keeps
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int

@@ -74,6 +74,9 @@ func connect(ctx context.Context, dsn string, opt store.Options) (*pgxpool.Pool,
 	if err != nil {
 		return nil, fmt.Errorf("database URL: %w", err)
 	}
+	if opt.ObserveRoundTrip != nil {
+		cfg.ConnConfig.Tracer = roundTrips(opt.ObserveRoundTrip)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
