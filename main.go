@@ -179,6 +179,12 @@ type Config struct {
 	WebhookAllowPrivate bool
 	LogFormat           string
 	MetricsAddr         string
+	// Replicas on one database (tuning and tests; see docs/replicas.md):
+	// how long a background task's lease lasts, and how often the
+	// invalidation feed is read. Durations ("15s", "250ms"); empty: the
+	// defaults.
+	LeaseTTL     string
+	FeedInterval string
 }
 
 // Main is the running server: store, service, background tasks and HTTP
@@ -213,6 +219,12 @@ type Main struct {
 	// tasks are main's own background work (the sweeps); the mail queue
 	// and the webhook worker run their own.
 	tasks []*background.Task
+	// leases are this replica's leases on the background tasks that run
+	// on one replica at a time (sweep, mail, webhooks).
+	leases *background.Leases
+	// unwatch ends main's subscription to the store's changes.
+	unwatch func()
+
 	ready atomic.Bool
 
 	// For benchmarks: a mail transport used instead of the configured
@@ -266,6 +278,8 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let webhooks of both modes target private, loopback and link-local addresses (without it: live mode public only, test mode public and loopback)", nil},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
 		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "ADDR", "empty: GET /metrics only on --addr, behind the admin token", "also serve GET /metrics, without authentication, on this address (keep it private)", &c.MetricsAddr},
+		{"lease-ttl", "LATCHKEY_LEASE_TTL", "DURATION", "15s", "replicas on one database (tuning, tests): how long a replica's lease on a background task (sweep, mail, webhooks) lasts without renewal, renewed every third of it; a dead replica's tasks move to another within about 4/3 of it", &c.LeaseTTL},
+		{"feed-interval", "LATCHKEY_FEED_INTERVAL", "DURATION", "250ms", "replicas on one database (tuning, tests): how often a replica reads the invalidation feed, which bounds how late it sees another replica's revocations and changes; caches are bypassed after max(1s, 4 intervals) without a read", &c.FeedInterval},
 	}
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -453,7 +467,7 @@ func (m *Main) Run(ctx context.Context) error {
 		observeCommit = func(d time.Duration) { m.Metrics.ObserveCommit(d); m.observeCommit(d) }
 	}
 	db, _, err := store.Open(ctx, dsn, store.Options{LockTimeout: time.Second, ObserveCommit: observeCommit,
-		Logger: m.Logger, Now: m.Now, ObserveBatch: m.observeBatch})
+		Logger: m.Logger, Now: m.Now, ObserveBatch: m.observeBatch, FeedInterval: chk.feedInterval})
 	if err != nil {
 		return err
 	}
@@ -503,17 +517,42 @@ func (m *Main) Run(ctx context.Context) error {
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
 		Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
+	// Among replicas sharing a database, the sweep of the store, mail and
+	// webhook delivery each run on the replica holding their lease (on a
+	// data file, this process always does); what each replica keeps in
+	// memory (last-seen times, rate windows, suppressed-failure counts)
+	// each flushes and forgets itself.
+	sweep := &background.Task{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.SweepStore}
+	m.leases = &background.Leases{Store: db, TTL: chk.leaseTTL, Logger: m.Logger, Quiet: quietLease}
+	m.leases.Add(leaseSweep, sweep.Wake)
+	m.leases.Add(leaseMail, m.Mail.Wake)
+	m.leases.Add(leaseWebhooks, m.Hooks.Wake)
+	sweep.Hold, m.Mail.Hold, m.Hooks.Hold = m.leases.Gate(leaseSweep), m.leases.Gate(leaseMail), m.leases.Gate(leaseWebhooks)
 	m.tasks = []*background.Task{
 		// A failed store write is logged by the store, once a minute
 		// with the count (Quiet).
-		{Name: "sweep", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.Sweep},
+		sweep,
 		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.FlushLastSeen},
+		{Name: "memory", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.SweepMemory},
 	}
 	if _, ok := db.(store.Shared); ok {
 		// Replicas publish and read their request counts (the rate
 		// limits across replicas).
 		m.tasks = append(m.tasks, &background.Task{Name: "limits", Interval: auth.SyncInterval, Logger: m.Logger, Run: svc.SyncLimits})
 	}
+	if err := m.leases.Start(ctx); err != nil {
+		m.Logger.Warn("leases: first round failed; retried", "err", err)
+	}
+	// Mail queued and events written on other replicas wake this one's
+	// queue and worker (when it holds their lease) through the feed.
+	m.unwatch = db.Watch(func(c store.Change) {
+		switch c.Kind {
+		case store.ChangeMail:
+			m.Mail.Wake()
+		case store.ChangeOutbox:
+			m.Hooks.Wake()
+		}
+	})
 	for _, t := range m.tasks {
 		t.Start()
 	}
@@ -594,6 +633,8 @@ type checked struct {
 	proxies []netip.Prefix
 	sms     auth.SMSSender
 	mail    mail.Transport
+	// leaseTTL and feedInterval: 0 for the defaults.
+	leaseTTL, feedInterval time.Duration
 }
 
 // checkConfig checks every setting that ParseFlags does not, touching no
@@ -634,7 +675,26 @@ func (m *Main) checkConfig() (*checked, error) {
 			return nil, fmt.Errorf("--master-key: %w", err)
 		}
 	}
+	if out.leaseTTL, err = positiveDuration("--lease-ttl", c.LeaseTTL, 10*time.Millisecond); err != nil {
+		return nil, err
+	}
+	if out.feedInterval, err = positiveDuration("--feed-interval", c.FeedInterval, time.Millisecond); err != nil {
+		return nil, err
+	}
 	return &out, nil
+}
+
+// positiveDuration parses a duration setting of at least least; empty
+// is 0 (the default).
+func positiveDuration(name, v string, least time.Duration) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < least {
+		return 0, fmt.Errorf("%s %q must be a duration of at least %v, e.g. 15s", name, v, least)
+	}
+	return d, nil
 }
 
 // checkBaseURL checks --base-url: http or https, a host, nothing but an
@@ -789,6 +849,17 @@ func (m *Main) outboxDir() string {
 	return m.Config.Data + ".outbox"
 }
 
+// The leases of the background tasks that run on one replica at a time.
+const (
+	leaseSweep    = "sweep"
+	leaseMail     = "mail"
+	leaseWebhooks = "webhooks"
+)
+
+// quietLease tells the lease errors not to log on every renewal: the
+// database unreachable, which the store's own calls report.
+func quietLease(err error) bool { return errors.Is(err, store.ErrUnavailable) }
+
 // redactURL returns a database URL without its password, for logs.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
@@ -819,6 +890,9 @@ func (m *Main) Close() error {
 	} else if m.metricsListener != nil {
 		m.metricsListener.Close()
 	}
+	if m.unwatch != nil {
+		m.unwatch()
+	}
 	for _, t := range m.tasks {
 		t.Close()
 	}
@@ -827,6 +901,10 @@ func (m *Main) Close() error {
 	}
 	if m.Hooks != nil {
 		m.Hooks.Close()
+	}
+	if m.leases != nil {
+		// The tasks have stopped: another replica may take them now.
+		m.leases.Close()
 	}
 	if m.Service != nil && m.DB != nil {
 		// Requests have stopped: write the last-seen times noted since

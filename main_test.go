@@ -569,8 +569,8 @@ func TestParseFlags(t *testing.T) {
 // TestDatabaseURL: --database-url (or LATCHKEY_DATABASE_URL) names a
 // PostgreSQL database instead of --data; with --data too, with another
 // kind of URL or without a master key the start is refused in one line
-// before anything is touched. The PostgreSQL backend is not written yet:
-// a start on a database says so.
+// before anything is touched. A start on a database that cannot be
+// reached says so, in one line without the password.
 func TestDatabaseURL(t *testing.T) {
 	const url = "postgres://latchkey:secret@127.0.0.1:1/latchkey?sslmode=disable"
 	parse := func(args []string, env map[string]string) (Config, error) {

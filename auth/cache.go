@@ -14,10 +14,17 @@ import (
 // so every change takes effect for the next request, whatever requests
 // run meanwhile. Hits take no lock; fills and invalidations share a
 // mutex that is never held across I/O.
+//
+// Replicas on one database: other replicas' changes arrive through the
+// store's invalidation feed (Service.watch), which invalidates the same
+// way. While the feed is not trusted the cache is frozen: emptied, and
+// filled by nobody, so every request reads the store. A hit costs what
+// it did: only fills check the freeze.
 type cache[V any] struct {
-	m   sync.Map // key → V
-	mu  sync.Mutex
-	gen atomic.Uint64 // bumped under mu by every invalidation
+	m      sync.Map // key → V
+	mu     sync.Mutex
+	gen    atomic.Uint64 // bumped under mu by every invalidation
+	frozen bool          // under mu: fills are refused (feed not trusted)
 }
 
 // get returns the cached value for key.
@@ -41,9 +48,19 @@ func (c *cache[V]) fill(key string, v V, gen uint64) {
 		testHookBeforeFill(key)
 	}
 	c.mu.Lock()
-	if c.gen.Load() == gen {
+	if c.gen.Load() == gen && !c.frozen {
 		c.m.Store(key, v)
 	}
+	c.mu.Unlock()
+}
+
+// reset drops every entry and voids every fill in progress; with freeze,
+// no fill is kept until a reset without it.
+func (c *cache[V]) reset(freeze bool) {
+	c.mu.Lock()
+	c.gen.Add(1)
+	c.frozen = freeze
+	c.m.Clear()
 	c.mu.Unlock()
 }
 

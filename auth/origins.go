@@ -54,7 +54,9 @@ func (s *Service) buildOriginIndex(ctx context.Context) (*originIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.origins.Store(idx)
+	if !s.originsFrozen.Load() {
+		s.origins.Store(idx)
+	}
 	return idx, nil
 }
 

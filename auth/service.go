@@ -93,6 +93,11 @@ type Service struct {
 	// projectsVersion counts project changes, which make it stale.
 	origins         atomic.Pointer[originIndex]
 	projectsVersion atomic.Uint64
+	// originsFrozen: the store's invalidation feed is not trusted, so
+	// the origin index is read anew for every call (replicas.go).
+	originsFrozen atomic.Bool
+
+	unwatch func() // ends the subscription to the store's changes
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -128,13 +133,20 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		s.adminHash, err = tx.AdminTokenHash()
 		return err
 	})
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	s.watch()
+	return s, nil
 }
 
 // Close writes what the service keeps in memory between flushes: the
 // last-seen times of sessions and the counts of suppressed failures.
 // Call it once requests have stopped, before the store closes.
 func (s *Service) Close() error {
+	if s.unwatch != nil {
+		s.unwatch()
+	}
 	ctx := context.Background()
 	return errors.Join(s.FlushLastSeen(ctx), s.FlushSuppressed(ctx))
 }

@@ -11,22 +11,37 @@ import (
 // EventRetention is how long authentication events are kept.
 const EventRetention = 30 * 24 * time.Hour
 
-// Sweep deletes expired rows (sessions, codes, send and failure
-// histories, magic links, challenges, grants, remembered devices, webhook
-// delivery records: sweepExpired), forgets idle rate windows, writes the
-// suppressed-failure counts, and deletes old events and counters
-// (sweepEvents). Every deletion runs in transactions of at most sweepRows
-// rows that read only the rows they delete. The scheduler calls it every
-// minute.
+// Sweep is SweepStore and SweepMemory: what one process owning its
+// store runs every minute.
 func (s *Service) Sweep(ctx context.Context) error {
+	return errors.Join(s.SweepStore(ctx), s.SweepMemory(ctx))
+}
+
+// SweepStore deletes expired rows (sessions, codes, send and failure
+// histories, magic links, challenges, grants, remembered devices, webhook
+// delivery records: sweepExpired) and old events and counters
+// (sweepEvents), expired dashboard sessions, and the velocity rows and
+// rate counts of limits across replicas that count nothing any more
+// (sweepShared). Every deletion runs in transactions of at most sweepRows
+// rows that read only the rows they delete. The scheduler calls it every
+// minute; among replicas sharing a database, on the one holding the
+// sweep's lease.
+func (s *Service) SweepStore(ctx context.Context) error {
 	now := s.now().UTC()
-	err := s.sweepExpired(ctx, now)
+	_, dashErr := s.db.SweepDashSessions(ctx, now)
+	return errors.Join(s.sweepExpired(ctx, now), s.sweepEvents(ctx, now), dashErr, s.sweepShared(ctx, now))
+}
+
+// SweepMemory forgets this process's idle rate windows and risk counters
+// and writes its suppressed-failure counts. Every replica runs it every
+// minute: the state is its own.
+func (s *Service) SweepMemory(ctx context.Context) error {
+	now := s.now().UTC()
 	s.limiter.Forget()
 	s.adminFails.Forget()
 	s.risk.Sweep()
 	s.suppress.prune(now)
-	_, dashErr := s.db.SweepDashSessions(ctx, now)
-	return errors.Join(err, dashErr, s.FlushSuppressed(ctx), s.sweepEvents(ctx, now), s.sweepShared(ctx, now))
+	return s.FlushSuppressed(ctx)
 }
 
 // sweepRows bounds the rows one sweep transaction deletes, so background

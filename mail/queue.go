@@ -50,6 +50,11 @@ type Queue struct {
 	// Interval is the longest time between runs once started (default
 	// a minute).
 	Interval time.Duration
+	// Hold, when set, says whether this replica sends mail now (it holds
+	// the mail lease, among replicas sharing a database): while it is
+	// false RunOnce sends nothing and Start's runs do nothing, so each
+	// message is sent by one replica. Nil: always.
+	Hold func() bool
 
 	task    background.Task // the goroutine of Start
 	mu      sync.Mutex
@@ -115,6 +120,9 @@ const batchSize = 64
 // RunOnce sends every message that is due, then arms the retry timer.
 func (q *Queue) RunOnce(ctx context.Context) error {
 	for ctx.Err() == nil {
+		if q.Hold != nil && !q.Hold() {
+			return nil // another replica sends
+		}
 		now := q.Now()
 		var due []*store.Mail
 		if err := q.DB.View(ctx, func(tx store.Tx) (err error) {
@@ -295,6 +303,7 @@ func (q *Queue) Start() {
 	q.mu.Unlock()
 	q.task.Name, q.task.Interval, q.task.AtStart, q.task.Run, q.task.Logger = "mail", interval, true, q.RunOnce, q.Logger
 	q.task.Quiet = store.WriteFailed // the store logs failed writes once a minute
+	q.task.Hold = q.Hold
 	q.task.Start()
 }
 

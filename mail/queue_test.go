@@ -385,3 +385,28 @@ func parseMessage(t testing.TB, data []byte) (subject, text, html string) {
 	}
 	return subject, text, html
 }
+
+// TestQueueHold: a queue whose replica does not hold the mail lease
+// sends nothing and leaves the queue as it is; once it holds it, it
+// sends (replicas on one database: one sends each message).
+func TestQueueHold(t *testing.T) {
+	f := mustOpen(t)
+	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Acme", Code: "482913", TTLSeconds: 600})
+	tr := &fakeTransport{}
+	held := false
+	q := f.queue(tr, io.Discard)
+	q.Hold = func() bool { return held }
+	if err := q.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.sent) != 0 || len(f.queued(t)) != 1 {
+		t.Fatalf("without the lease: sent %d, queued %d; want 0 and 1", len(tr.sent), len(f.queued(t)))
+	}
+	held = true
+	if err := q.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.sent) != 1 || len(f.queued(t)) != 0 {
+		t.Fatalf("with the lease: sent %d, queued %d; want 1 and 0", len(tr.sent), len(f.queued(t)))
+	}
+}

@@ -144,6 +144,33 @@ type DB interface {
 	// Mover streams the store's records out and into an empty store
 	// (latchkey copy; move.go).
 	Mover
+
+	// Watch registers fn to be told of the changes other processes
+	// sharing the store commit (replicas on one PostgreSQL database), so
+	// that copies cached outside the store follow them: a backend with
+	// an invalidation feed (PostgreSQL) reads it every
+	// Options.FeedInterval and calls fn for each change, in commit order
+	// as far as the feed can tell, this process's own changes included
+	// (its callers drop their copies at once after their commit; the
+	// feed tells them again). When the feed cannot be read for longer
+	// than Options.FeedStaleAfter, fn is told ChangeStale, then
+	// ChangeFresh once it can. fn runs on the feed's goroutine, one call
+	// at a time: it must be quick and must not call the store. cancel
+	// stops the calls (after cancel returns, fn is not called again). A
+	// bbolt file, which one process owns, never calls fn.
+	Watch(fn func(Change)) (cancel func())
+
+	// Lease acquires or renews the lease name for holder, for ttl from
+	// now by the database's clock, and reports whether holder holds it:
+	// it does when nobody held it, when the holder's lease ran out, or
+	// when holder already held it (renewed). It is one conditional
+	// write, atomic among every process sharing the store, so at most
+	// one holder holds a name at any time. A ttl of 0 or less releases
+	// the lease if holder holds it (another may take it at once) and
+	// reports false. Background tasks that must run on one replica at a
+	// time run while their replica holds their lease. A bbolt file,
+	// which one process owns, holds every lease.
+	Lease(ctx context.Context, name, holder string, ttl time.Duration) (held bool, err error)
 }
 
 // File is implemented by the DB of a bbolt data file (Open with a path):
@@ -208,6 +235,14 @@ type Options struct {
 	// Now is the clock of the write-failure log's interval (default
 	// time.Now).
 	Now func() time.Time
+	// FeedInterval is how often a replica reads the invalidation feed
+	// (PostgreSQL; default DefaultFeedInterval, 250 ms); tests and
+	// tuning shorten or lengthen it.
+	FeedInterval time.Duration
+	// FeedStaleAfter is how long the feed may go unread before cached
+	// copies stop being trusted (ChangeStale; PostgreSQL; default
+	// DefaultFeedStaleAfter, 1 s, and at least four FeedIntervals).
+	FeedStaleAfter time.Duration
 }
 
 // maxEventsPerProject returns the cap Options set, or the default.

@@ -72,6 +72,13 @@ type Worker struct {
 	// commits: "succeeded", "pending" (failed, retried later) or
 	// "failed" (failed for good). It must be quick (metrics).
 	Outcome func(status string)
+	// Hold, when set, says whether this replica delivers webhooks now
+	// (it holds the webhooks lease, among replicas sharing a database):
+	// while it is false no event is fanned out and no delivery starts
+	// (those in flight finish and record their outcome), so each
+	// webhook's deliveries go out from one replica, in order. Nil:
+	// always.
+	Hold func() bool
 
 	task background.Task // the goroutine of Start
 
@@ -158,6 +165,7 @@ func (w *Worker) Start() {
 	}
 	w.task.Name, w.task.Interval, w.task.AtStart, w.task.Run, w.task.Logger = "webhooks", interval, true, w.RunOnce, w.Logger
 	w.task.Quiet = store.WriteFailed // the store logs failed writes once a minute
+	w.task.Hold = w.Hold
 	w.task.Start()
 }
 
@@ -203,6 +211,9 @@ type envelope struct {
 // fanOut turns up to fanOutChunk outbox events into jobs, in one
 // transaction, and returns how many events it took.
 func (w *Worker) fanOut(ctx context.Context) (int, error) {
+	if w.Hold != nil && !w.Hold() {
+		return 0, nil // another replica delivers
+	}
 	// Most wake-ups find the outbox empty: check with a read transaction
 	// rather than paying for a write commit (and its fsync) each time.
 	var pending bool
@@ -312,8 +323,8 @@ type claimed struct {
 func (w *Worker) claim(ctx context.Context, paced bool) (jobs []claimed, room int, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return nil, 0, nil
+	if w.closed || (w.Hold != nil && !w.Hold()) {
+		return nil, 0, nil // closed, or another replica delivers
 	}
 	if paced && time.Until(w.nextStart) > 0 {
 		w.armPaceLocked() // wakes the owner when the next may start

@@ -145,3 +145,40 @@ func TestWorkerRoundRobin(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerHold: a worker whose replica does not hold the webhooks
+// lease fans nothing out and starts no delivery; once it holds it, every
+// event is delivered (replicas on one database: one delivers each job).
+func TestWorkerHold(t *testing.T) {
+	var got atomic.Int64
+	recv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { got.Add(1) }))
+	defer recv.Close()
+	w, wake := newWorker(t, 3, recv.URL)
+	var held atomic.Bool
+	w.Hold = held.Load
+	if err := w.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Wait()
+	var events, jobs int
+	if err := w.DB.View(ctx, func(tx store.Tx) (err error) {
+		ok, err := tx.HasEvents()
+		if ok {
+			events = 1
+		}
+		if err == nil {
+			jobs, err = tx.JobCount()
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Load() != 0 || events == 0 || jobs != 0 {
+		t.Fatalf("without the lease: %d delivered, outbox holds events %v, %d jobs; want nothing done", got.Load(), events == 1, jobs)
+	}
+	held.Store(true)
+	run(t, w, wake, 10*time.Second, func() bool { return got.Load() == 3 })
+	if got.Load() != 3 {
+		t.Fatalf("with the lease: %d of 3 delivered", got.Load())
+	}
+}

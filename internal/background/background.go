@@ -37,6 +37,10 @@ type Task struct {
 	Quiet func(error) bool
 	// Logger receives the errors of Run; nil means slog.Default().
 	Logger *slog.Logger
+	// Hold, when set, says whether this replica may run the task now
+	// (it holds the task's lease: Leases.Gate): a tick or wake-up that
+	// finds it false runs nothing. Nil: always.
+	Hold func() bool
 
 	once   sync.Once
 	wake   chan struct{}
@@ -83,6 +87,9 @@ func (t *Task) loop(ctx context.Context) {
 }
 
 func (t *Task) runOnce(ctx context.Context) {
+	if t.Hold != nil && !t.Hold() {
+		return // another replica runs it
+	}
 	log := t.Logger
 	if log == nil {
 		log = slog.Default()

@@ -33,7 +33,11 @@ func (tx *txn) PutAPIKey(k *store.APIKey) error {
 			mode = excluded.mode, expires_at = excluded.expires_at, revoked = excluded.revoked,
 			created_at = excluded.created_at`,
 		k.Prefix, k.Hash, k.ProjectID, k.Mode, timePtrArg(k.ExpiresAt), k.Revoked, timeArg(k.CreatedAt))
-	return err
+	if err != nil {
+		return err
+	}
+	// Replicas (rep-sync): other replicas' caches drop the key (feed.go).
+	return tx.changed(store.ChangeAPIKey, k.Prefix)
 }
 
 // APIKeys returns, in Prefix byte order, every key when projectID is

@@ -106,5 +106,10 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		}
 		deleted += int(tag.RowsAffected())
 	}
+	if kind == store.ExpiringSessions && deleted > 0 {
+		// Replicas (rep-sync): session caches drop what the sweep
+		// deleted (sessioncache.go).
+		return deleted, tx.sweptSessions(now)
+	}
 	return deleted, nil
 }

@@ -40,7 +40,9 @@ func (tx *txn) EnqueueMail(m *store.Mail) error {
 		return err
 	}
 	m.ID = uint64(id)
-	return nil
+	// Replicas (rep-sync): the replica that sends mail wakes its queue
+	// (feed.go).
+	return tx.wake(store.ChangeMail)
 }
 
 // DueMail returns up to limit messages due at now, in id order.

@@ -16,7 +16,9 @@ func (tx *txn) AppendEvent(e *store.Event) error {
 		return err
 	}
 	e.Seq = uint64(seq)
-	return nil
+	// Replicas (rep-sync): the replica that delivers webhooks wakes its
+	// worker (feed.go).
+	return tx.wake(store.ChangeOutbox)
 }
 
 // HasEvents reports whether the outbox holds any event.

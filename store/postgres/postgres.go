@@ -42,6 +42,12 @@ type DB struct {
 	opt    store.Options
 	log    *slog.Logger
 	closed atomic.Bool
+
+	// The replica services (feed.go, lease.go, sessioncache.go): the
+	// invalidation feed with its goroutines, and the session cache it
+	// keeps coherent.
+	feed     *feed
+	sessions *sessionCache
 }
 
 var _ store.DB = (*DB)(nil)
@@ -61,6 +67,10 @@ func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, e
 	db := &DB{pool: pool, opt: opt, log: log}
 	was, err := db.migrate(ctx)
 	if err != nil {
+		pool.Close()
+		return nil, false, err
+	}
+	if err := db.startFeed(ctx); err != nil {
 		pool.Close()
 		return nil, false, err
 	}
@@ -95,6 +105,7 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return nil
 	}
+	db.stopFeed()
 	db.pool.Close()
 	return nil
 }
@@ -169,13 +180,9 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 
 // once runs fn in one transaction.
 func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
-	ptx, err := db.pool.BeginTx(ctx, opts)
-	if err != nil {
-		if db.closed.Load() {
-			return store.ErrClosed
-		}
-		return unavailable(err)
-	}
+	// The transaction begins at its first statement (lazyTx): one
+	// answered from memory costs no round trip.
+	ptx := &lazyTx{pool: db.pool, opts: opts, closed: &db.closed}
 	// Should fn panic or exit its goroutine (t.Fatal in a test), the
 	// transaction still ends and its connection goes back to the pool
 	// (Rollback after Commit does nothing).
@@ -194,7 +201,7 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	if err := ptx.Commit(ctx); err != nil {
 		return unavailable(err)
 	}
-	if !t.readOnly && db.opt.ObserveCommit != nil {
+	if !t.readOnly && ptx.begun() && db.opt.ObserveCommit != nil {
 		db.opt.ObserveCommit(time.Since(start))
 	}
 	for _, f := range t.onCommit {

@@ -41,7 +41,12 @@ func (tx *txn) PutProject(p *store.Project) error {
 			signing_key_id = excluded.signing_key_id, signing_key = excluded.signing_key, public_key = excluded.public_key`,
 		p.ID, p.Name, p.CompanyID, p.AllowedOrigins, p.RPID, p.SessionTTLSeconds,
 		p.RateLimitPerMinute, p.DenyCIDRs, timeArg(p.CreatedAt), p.EmailChange, p.SigningKeyID, p.SigningKey, p.PublicKey)
-	return err
+	if err != nil {
+		return err
+	}
+	// Replicas (rep-sync): other replicas' caches drop the project
+	// (feed.go).
+	return tx.changed(store.ChangeProject, p.ID)
 }
 
 // Projects returns every project in id byte order.
@@ -97,5 +102,15 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 	if len(detached) == 0 {
 		detached = nil
 	}
-	return detached, err
+	if err != nil {
+		return nil, err
+	}
+	// Replicas (rep-sync): other replicas' caches drop the project, its
+	// sessions and its detached keys (feed.go). Last, so the feed's row
+	// commits soon after it is written.
+	cs := []store.Change{{Kind: store.ChangeProject, ID: id}}
+	for _, prefix := range detached {
+		cs = append(cs, store.Change{Kind: store.ChangeAPIKey, ID: prefix})
+	}
+	return detached, tx.changes(cs...)
 }

@@ -98,10 +98,19 @@ func TestRoundTrips(t *testing.T) {
 	// statement); the next ones, far below the cap, do not.
 	count("first AddAuthEvent", 1, func(tx store.Tx) error { return tx.AddAuthEvent(event()) })
 	count("AddAuthEvent", 1, func(tx store.Tx) error { return tx.AddAuthEvent(event()) })
-	count("AppendEvent", 1, func(tx store.Tx) error {
+	// Replicas (rep-sync): a transaction that writes outbox events or
+	// queues mail also writes one wake-up row to the invalidation feed
+	// for each (feed.go), whatever the number of events or messages.
+	count("AppendEvent", 2, func(tx store.Tx) error {
 		return tx.AppendEvent(&store.Event{ID: "evt", ProjectID: "p", Type: "user.login"})
 	})
-	count("EnqueueMail", 1, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
+	count("AppendEvent twice", 3, func(tx store.Tx) error {
+		if err := tx.AppendEvent(&store.Event{ID: "evt", ProjectID: "p", Type: "user.login"}); err != nil {
+			return err
+		}
+		return tx.AppendEvent(&store.Event{ID: "evt", ProjectID: "p", Type: "session.created"})
+	})
+	count("EnqueueMail", 2, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
 	count("EnqueueJob", 1, func(tx store.Tx) error { return tx.EnqueueJob(&store.Job{WebhookID: "w", NextAttemptAt: now}) })
 	count("DueJobs", 1, func(tx store.Tx) error {
 		jobs, err := tx.DueJobs(now, 64, "", 65, func(string, int) int { return 1 }, func(uint64) bool { return false })

@@ -64,13 +64,15 @@ func (tx *txn) Session(id string) (*store.Session, error) {
 
 // SessionExists reports whether a session row with id exists, expired or
 // not: one probe of the primary key, one round trip.
+//
+// Replicas (rep-sync): in a read-only transaction, a session known to
+// exist is answered from the session cache (sessioncache.go), with no
+// round trip; the cache is kept coherent by the invalidation feed.
 func (tx *txn) SessionExists(id string) (bool, error) {
 	if !validText(id) {
 		return false, nil
 	}
-	var ok bool
-	err := tx.one(`SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, []any{id}, &ok)
-	return ok, err
+	return tx.cachedSessionExists(id)
 }
 
 // PutSession creates or replaces the session s.ID, due for the sweep at
@@ -92,8 +94,13 @@ func (tx *txn) DeleteSession(s *store.Session) error {
 	if !validText(s.ID) {
 		return nil
 	}
-	_, err := tx.exec(`DELETE FROM sessions WHERE id = $1`, s.ID)
-	return err
+	tag, err := tx.exec(`DELETE FROM sessions WHERE id = $1`, s.ID)
+	if err != nil || tag.RowsAffected() == 0 {
+		return err
+	}
+	// Replicas (rep-sync): every replica's session cache drops it
+	// (feed.go).
+	return tx.changed(store.ChangeSession, s.ID)
 }
 
 // UserSessions returns the ids of userID's sessions in id byte order.
@@ -165,6 +172,11 @@ func (tx *txn) DeleteUserSessions(userID string) error {
 	if !validText(userID) {
 		return nil
 	}
-	_, err := tx.exec(`DELETE FROM sessions WHERE user_id = $1`, userID)
-	return err
+	tag, err := tx.exec(`DELETE FROM sessions WHERE user_id = $1`, userID)
+	if err != nil || tag.RowsAffected() == 0 {
+		return err
+	}
+	// Replicas (rep-sync): every replica's session cache drops them
+	// (feed.go).
+	return tx.changed(store.ChangeUserSessions, userID)
 }

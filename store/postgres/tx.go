@@ -21,6 +21,9 @@ type txn struct {
 	// serialization failure or a deadlock), kept because the
 	// transaction function may return its own error instead.
 	err error
+	// woke holds the kinds of wake-up this transaction wrote to the
+	// invalidation feed: one row each is enough (feed.go, wake).
+	woke map[store.ChangeKind]bool
 }
 
 var _ store.Tx = (*txn)(nil)

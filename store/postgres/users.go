@@ -100,7 +100,9 @@ func (tx *txn) PutUser(u *store.User) error {
 	if taken {
 		return store.ErrConflict
 	}
-	return nil
+	// Replicas (rep-sync): the user changed, for other replicas' caches
+	// (feed.go).
+	return tx.changed(store.ChangeUser, u.ID)
 }
 
 // DeleteUser removes the user u.ID with its sessions, and its factors,
@@ -114,7 +116,12 @@ func (tx *txn) DeleteUser(u *store.User) error {
 	}
 	_, err := tx.exec(`WITH s AS (DELETE FROM sessions WHERE user_id = $1)
 		DELETE FROM users WHERE id = $1`, u.ID)
-	return err
+	if err != nil {
+		return err
+	}
+	// Replicas (rep-sync): the user and its sessions are gone, for every
+	// replica's caches (feed.go).
+	return tx.changes(store.Change{Kind: store.ChangeUser, ID: u.ID}, store.Change{Kind: store.ChangeUserSessions, ID: u.ID})
 }
 
 // Users returns up to limit of projectID's users in Email byte order
