@@ -357,7 +357,7 @@ func BenchmarkReplicas(b *testing.B) {
 		b.ReportMetric(float64(r.ops)/d.Seconds(), "rounds/s")
 		b.ReportMetric(float64(logins.Load())/d.Seconds(), "logins/s")
 		b.ReportMetric(float64(sessions.Load()+mes.Load())/d.Seconds(), "reads/s")
-		b.Logf("%v on three replicas: %d logins, %d GET /session, %d GET /me, %d logouts refused at once everywhere; %d errors",
+		b.Logf("%v on three replicas: %d logins, %d GET /session, %d GET /me, %d logouts (refused at once by the replica that did it, within a second by the others); %d errors",
 			d, logins.Load(), sessions.Load(), mes.Load(), logouts.Load(), r.errs)
 		if err != nil {
 			b.Fatalf("mixed load on three replicas: %v", err)
