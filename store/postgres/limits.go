@@ -68,6 +68,9 @@ const releaseSQL = `
 
 // ReserveVelocity takes a slot of key's velocity count (store.Shared).
 func (db *DB) ReserveVelocity(ctx context.Context, key []byte, now time.Time, r store.VelocityRule) (bool, error) {
+	if db.closed.Load() {
+		return false, store.ErrClosed
+	}
 	var one int
 	err := db.pool.QueryRow(ctx, reserveSQL, key, emptyBuckets, now.UnixNano(), now.Add(-r.Hold).UnixNano(),
 		now.Unix()/60, r.Max).Scan(&one)
@@ -82,6 +85,9 @@ func (db *DB) ReserveVelocity(ctx context.Context, key []byte, now time.Time, r 
 
 // SettleVelocity ends a verification keyed by key (store.Shared).
 func (db *DB) SettleVelocity(ctx context.Context, key []byte, now time.Time, held, failed bool, r store.VelocityRule) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
 	stale := now.Add(-r.Hold).UnixNano()
 	if !failed {
 		if !held {
@@ -109,6 +115,9 @@ func (db *DB) SettleVelocity(ctx context.Context, key []byte, now time.Time, hel
 
 // SweepVelocity deletes rows untouched since before (store.Shared).
 func (db *DB) SweepVelocity(ctx context.Context, before time.Time) (int, error) {
+	if db.closed.Load() {
+		return 0, store.ErrClosed
+	}
 	tag, err := db.pool.Exec(ctx, `DELETE FROM velocity WHERE last < $1`, before.UnixNano())
 	if err != nil {
 		return 0, unavailable(err)
@@ -119,6 +128,9 @@ func (db *DB) SweepVelocity(ctx context.Context, before time.Time) (int, error) 
 // SyncRates stores replica's counts and reads the others' (store.Shared):
 // both statements go in one batch, one round trip.
 func (db *DB) SyncRates(ctx context.Context, replica string, put []store.RateCount, keys []string, from int64) ([]store.RateCount, error) {
+	if db.closed.Load() {
+		return nil, store.ErrClosed
+	}
 	b := &pgx.Batch{}
 	if len(put) > 0 {
 		ks, slots, ns := make([]string, len(put)), make([]int64, len(put)), make([]int32, len(put))
@@ -157,6 +169,9 @@ func (db *DB) SyncRates(ctx context.Context, replica string, put []store.RateCou
 
 // SweepRates deletes the counts of slots before before (store.Shared).
 func (db *DB) SweepRates(ctx context.Context, before int64) (int, error) {
+	if db.closed.Load() {
+		return 0, store.ErrClosed
+	}
 	tag, err := db.pool.Exec(ctx, `DELETE FROM rate_counts WHERE slot < $1`, before)
 	if err != nil {
 		return 0, unavailable(err)

@@ -28,6 +28,9 @@ const pageSize = 1000
 
 // Export calls fn with every record of the database (store.Mover).
 func (db *DB) Export(ctx context.Context, fn func(rec any) error) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
 	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return unavailable(err)
@@ -300,6 +303,9 @@ func keyBytes(v any) []byte {
 // Import returns an Importer into the database, which must hold no data
 // (store.Mover): every table of the schema but the migrations' is empty.
 func (db *DB) Import(ctx context.Context) (store.Importer, error) {
+	if db.closed.Load() {
+		return nil, store.ErrClosed
+	}
 	rows, err := db.pool.Query(ctx, `SELECT table_name FROM information_schema.tables
 		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'
 		AND table_name NOT IN ('schema_migrations', 'latchkey_lock')`)
