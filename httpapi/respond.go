@@ -118,6 +118,7 @@ var statusByCode = map[string]int{
 	"TOO_MANY_ATTEMPTS":   http.StatusTooManyRequests,
 
 	"INTERNAL_ERROR": http.StatusInternalServerError, // but see statusOf
+	"NOT_SUPPORTED":  http.StatusNotImplemented,
 	"SEND_FAILED":    http.StatusBadGateway,
 	"NOT_READY":      http.StatusServiceUnavailable,
 	// A store write failed (disk full): retry later.
