@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,11 @@ type Config struct {
 	// SessionRateLimit is how many requests a session may make per
 	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
 	SessionRateLimit int
+	// HTTPClient makes the calls to OAuth providers; nil means a client
+	// with a 15-second timeout.
+	HTTPClient *http.Client
+	// GitHub is where GitHub sign-in goes; zero means DefaultGitHub.
+	GitHub GitHubEndpoints
 }
 
 // Observer is told of authentication outcomes after their transaction
@@ -94,6 +100,10 @@ type Service struct {
 	originsFrozen atomic.Bool
 
 	unwatch func() // ends the subscription to the store's changes
+
+	httpClient *http.Client    // OAuth providers
+	github     GitHubEndpoints // GitHub sign-in
+	oidc       discovered      // OpenID Connect discovery by issuer
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -121,6 +131,13 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	}
 	if s.sessionLimit <= 0 {
 		s.sessionLimit = DefaultSessionRateLimit
+	}
+	s.httpClient, s.github = cfg.HTTPClient, cfg.GitHub
+	if s.httpClient == nil {
+		s.httpClient = &http.Client{Timeout: providerTimeout}
+	}
+	if s.github == (GitHubEndpoints{}) {
+		s.github = DefaultGitHub
 	}
 	err := db.View(context.Background(), func(tx store.Tx) (err error) {
 		s.adminHash, err = tx.AdminTokenHash()
