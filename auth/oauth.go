@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"latchkey/auth/social"
 	"latchkey/store"
 )
 
@@ -44,10 +44,9 @@ const (
 	// under the base URL.
 	OAuthCallbackPath = "/api/v1/oauth/callback"
 
-	kindOAuthState  = "oauth_state"
-	kindOAuthCode   = "oauth_code"
-	methodOAuth     = "oauth"
-	providerTimeout = 15 * time.Second
+	kindOAuthState = "oauth_state"
+	kindOAuthCode  = "oauth_code"
+	methodOAuth    = "oauth"
 )
 
 // Provider types and their fixed issuers.
@@ -63,21 +62,6 @@ var (
 	// multi-tenant endpoints: the user's own tenant.
 	microsoftIssuer = regexp.MustCompile(`^https://login\.microsoftonline\.com/([0-9a-f-]{36})/v2\.0$`)
 )
-
-// GitHubEndpoints are where GitHub sign-in goes: its OAuth endpoints and
-// its REST API. Tests point them at a server on loopback.
-type GitHubEndpoints struct {
-	AuthURL  string // https://github.com/login/oauth/authorize
-	TokenURL string // https://github.com/login/oauth/access_token
-	APIURL   string // https://api.github.com
-}
-
-// DefaultGitHub is GitHub's own endpoints.
-var DefaultGitHub = GitHubEndpoints{
-	AuthURL:  "https://github.com/login/oauth/authorize",
-	TokenURL: "https://github.com/login/oauth/access_token",
-	APIURL:   "https://api.github.com",
-}
 
 // ProviderInput is the body of POST /admin/projects/:id/providers.
 type ProviderInput struct {
@@ -341,8 +325,7 @@ func (d *discovered) get(ctx context.Context, issuer string, multiTenant bool) (
 
 // oauthHTTP returns ctx carrying the HTTP client used for provider calls.
 func (s *Service) oauthHTTP(ctx context.Context) context.Context {
-	ctx = oidc.ClientContext(ctx, s.httpClient)
-	return context.WithValue(ctx, oauth2.HTTPClient, s.httpClient)
+	return s.social.Context(ctx)
 }
 
 // client builds pr's client: discovery for OpenID Connect types.
@@ -354,7 +337,8 @@ func (s *Service) client(ctx context.Context, pr *store.Provider) (*oauthClient,
 	conf := &oauth2.Config{ClientID: pr.ClientID, ClientSecret: string(secret),
 		RedirectURL: s.baseURL + OAuthCallbackPath, Scopes: pr.Scopes}
 	if pr.Type == "github" {
-		conf.Endpoint = oauth2.Endpoint{AuthURL: s.github.AuthURL, TokenURL: s.github.TokenURL, AuthStyle: oauth2.AuthStyleInParams}
+		gh := s.social.Endpoints()
+		conf.Endpoint = oauth2.Endpoint{AuthURL: gh.AuthURL, TokenURL: gh.TokenURL, AuthStyle: oauth2.AuthStyleInParams}
 		return &oauthClient{pr: pr, conf: conf}, nil
 	}
 	multi := pr.Type == "microsoft" && !microsoftIssuer.MatchString(pr.Issuer)
@@ -438,37 +422,52 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 		return "", a.reject(ErrInvalidState)
 	}
 	id := s.oauthKey(kindOAuthState, state)
+	// The state is read first and consumed in the transaction that ends
+	// the callback (with the one-time code when it succeeds: one commit),
+	// after the calls to the provider, which no transaction may wait
+	// for. Two callbacks racing with one state both reach the provider;
+	// only the first to commit finds the state still there.
 	var ch *store.Challenge
-	var p *store.Project
-	err := a.update(func(tx store.Tx) error {
-		ch, p = nil, nil
+	if err := s.db.View(ctx, func(tx store.Tx) error {
 		c, err := tx.Challenge(id)
-		if errors.Is(err, store.ErrNotFound) {
-			return a.fail(tx, ErrInvalidState)
+		if err == nil && c.Kind == kindOAuthState {
+			ch = c
+		} else if errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
+		return err
+	}); err != nil {
+		return "", a.reject(internal(err))
+	}
+	if ch == nil {
+		return "", a.reject(ErrInvalidState)
+	}
+	a.projectID = ch.ProjectID
+	// consume deletes the state inside tx, or reports it already gone.
+	consume := func(tx store.Tx) (bool, error) {
+		if _, err := tx.Challenge(id); errors.Is(err, store.ErrNotFound) {
+			return false, nil
 		} else if err != nil {
-			return err
+			return false, err
 		}
-		if c.Kind != kindOAuthState {
-			return a.fail(tx, ErrInvalidState)
-		}
-		a.projectID = c.ProjectID
-		if err := tx.DeleteChallenge(id); err != nil {
-			return err
-		}
-		if !s.now().Before(c.ExpiresAt) {
-			return a.fail(tx, ErrStateExpired)
-		}
-		pp, err := tx.Project(c.ProjectID)
-		if errors.Is(err, store.ErrNotFound) {
-			return a.fail(tx, ErrInvalidState)
-		} else if err != nil {
-			return err
-		}
-		ch, p = c, pp
-		return nil
-	})
-	if err := a.result(err); err != nil {
-		return "", err
+		return true, tx.DeleteChallenge(id)
+	}
+	// end consumes the state and records failure, in one transaction.
+	end := func(failure error) error {
+		err := a.update(func(tx store.Tx) error {
+			if _, err := consume(tx); err != nil {
+				return err
+			}
+			return a.fail(tx, failure)
+		})
+		return a.result(err)
+	}
+	if !s.now().Before(ch.ExpiresAt) {
+		return "", end(ErrStateExpired)
+	}
+	p, err := s.project(ctx, ch.ProjectID)
+	if err != nil { // the project was deleted (with the state)
+		return "", a.reject(ErrInvalidState)
 	}
 	var pend pendingOAuth
 	if err := json.Unmarshal(ch.Session, &pend); err != nil {
@@ -476,8 +475,7 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 	}
 	back := func(failure error) (string, error) {
 		e := AsError(failure)
-		err := a.update(func(tx store.Tx) error { return a.fail(tx, failure) })
-		if err := a.result(err); err != nil && !errors.Is(err, failure) && AsError(err).Code != e.Code {
+		if err := end(failure); err != nil && AsError(err).Code != e.Code {
 			return "", err
 		}
 		if e.Code == ErrInternal.Code {
@@ -512,6 +510,11 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 	out := &store.Challenge{ID: s.oauthKey(kindOAuthCode, one), ProjectID: p.ID, Kind: kindOAuthCode,
 		Email: idn.Email, Session: raw, ExpiresAt: s.now().Add(OAuthCodeLifetime).UTC()}
 	err = a.update(func(tx store.Tx) error {
+		if there, err := consume(tx); err != nil {
+			return err
+		} else if !there {
+			return a.fail(tx, ErrInvalidState)
+		}
 		if err := tx.PutChallenge(out); err != nil {
 			return err
 		}
@@ -594,43 +597,15 @@ func (s *Service) identify(ctx context.Context, c *oauthClient, code string, pen
 	return &oauthIdentity{Provider: c.pr.Name, Subject: idt.Subject, Email: email, EmailVerified: verified}, nil
 }
 
-// githubIdentity reads GitHub's user and its verified primary address.
+// githubIdentity reads GitHub's user and its primary address.
 func (s *Service) githubIdentity(ctx context.Context, c *oauthClient, tok *oauth2.Token) (*oauthIdentity, error) {
-	hc := c.conf.Client(ctx, tok)
-	get := func(path string, v any) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s.github.APIURL, "/")+path, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Accept", "application/vnd.github+json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return ErrProviderUnavailable.Because(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return ErrOAuthDenied.Because(fmt.Errorf("GitHub %s: %s", path, resp.Status))
-		}
-		return json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(v)
+	id, emails, err := s.social.GitHubUser(ctx, c.conf, tok)
+	if errors.Is(err, social.ErrRefused) {
+		return nil, ErrOAuthDenied.Because(err)
+	} else if err != nil {
+		return nil, ErrProviderUnavailable.Because(err)
 	}
-	var user struct {
-		ID int64 `json:"id"`
-	}
-	if err := get("/user", &user); err != nil {
-		return nil, err
-	}
-	if user.ID == 0 {
-		return nil, ErrOAuthDenied.Because(errors.New("GitHub user without id"))
-	}
-	var emails []struct {
-		Email    string `json:"email"`
-		Primary  bool   `json:"primary"`
-		Verified bool   `json:"verified"`
-	}
-	if err := get("/user/emails", &emails); err != nil {
-		return nil, err
-	}
-	idn := &oauthIdentity{Provider: c.pr.Name, Subject: fmt.Sprint(user.ID)}
+	idn := &oauthIdentity{Provider: c.pr.Name, Subject: fmt.Sprint(id)}
 	for _, e := range emails {
 		if e.Primary {
 			email, err := NormalizeEmail(e.Email)

@@ -10,11 +10,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"latchkey/auth/social"
 	"latchkey/store"
 )
 
@@ -38,11 +38,9 @@ type Config struct {
 	// SessionRateLimit is how many requests a session may make per
 	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
 	SessionRateLimit int
-	// HTTPClient makes the calls to OAuth providers; nil means a client
-	// with a 15-second timeout.
-	HTTPClient *http.Client
-	// GitHub is where GitHub sign-in goes; zero means DefaultGitHub.
-	GitHub GitHubEndpoints
+	// OAuth makes the calls to OAuth providers; nil means the default
+	// client (social.Timeout) and GitHub's own endpoints.
+	OAuth *social.Transport
 }
 
 // Observer is told of authentication outcomes after their transaction
@@ -101,9 +99,8 @@ type Service struct {
 
 	unwatch func() // ends the subscription to the store's changes
 
-	httpClient *http.Client    // OAuth providers
-	github     GitHubEndpoints // GitHub sign-in
-	oidc       discovered      // OpenID Connect discovery by issuer
+	social *social.Transport // OAuth providers' HTTP side; may be nil
+	oidc   discovered        // OpenID Connect discovery by issuer
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -132,13 +129,7 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	if s.sessionLimit <= 0 {
 		s.sessionLimit = DefaultSessionRateLimit
 	}
-	s.httpClient, s.github = cfg.HTTPClient, cfg.GitHub
-	if s.httpClient == nil {
-		s.httpClient = &http.Client{Timeout: providerTimeout}
-	}
-	if s.github == (GitHubEndpoints{}) {
-		s.github = DefaultGitHub
-	}
+	s.social = cfg.OAuth
 	err := db.View(context.Background(), func(tx store.Tx) (err error) {
 		s.adminHash, err = tx.AdminTokenHash()
 		return err

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -23,6 +24,9 @@ import (
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"latchkey/auth"
+	"latchkey/auth/social"
 )
 
 // The OAuth tests run the whole sign-in over real HTTP against a real
@@ -108,7 +112,7 @@ func (k *rogueKey) ID() string                                  { return k.id }
 // newTestOP starts a provider whose client may return to redirectURI.
 // Its users (password "verysecure"): alice (ada@example.com, verified),
 // bob (bob@example.com, not verified).
-func newTestOP(t *testing.T, redirectURI string) *testOP {
+func newTestOP(t testing.TB, redirectURI string) *testOP {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -386,4 +390,94 @@ func TestOAuthProvidersAdmin(t *testing.T) {
 	wantOK(t, ts.admin("DELETE", base+"/github", nil))
 	wantError(t, ts.admin("DELETE", base+"/github", nil), http.StatusNotFound, "PROVIDER_NOT_FOUND")
 	wantError(t, ts.admin("GET", "/api/v1/admin/projects/nope/providers", nil), http.StatusNotFound, "PROJECT_NOT_FOUND")
+}
+
+// fakeGitHub is GitHub's OAuth endpoints and user API on loopback: its
+// authorize page approves at once; the token endpoint wants the code it
+// issued and a PKCE verifier; the user's primary address is verified
+// unless unverified is set.
+type fakeGitHub struct {
+	URL        string
+	unverified atomic.Bool
+	verifiers  atomic.Int32
+}
+
+func newFakeGitHub(t *testing.T) *fakeGitHub {
+	t.Helper()
+	g := &fakeGitHub{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login/oauth/authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code=gh-code&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("POST /login/oauth/access_token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		if r.PostForm.Get("code") != "gh-code" || r.PostForm.Get("client_secret") != "gh-secret" {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"error":"bad_verification_code"}`))
+			return
+		}
+		if r.PostForm.Get("code_verifier") != "" {
+			g.verifiers.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"access_token":"gh-token","token_type":"bearer","scope":"read:user,user:email"}`))
+	})
+	auth := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer gh-token" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET /user", auth(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"id":4242,"login":"octo"}`))
+	}))
+	mux.HandleFunc("GET /user/emails", auth(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `[{"email":"other@example.com","primary":false,"verified":true},{"email":"Octo@Example.com","primary":true,"verified":%v}]`, !g.unverified.Load())
+	}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	g.URL = srv.URL
+	return g
+}
+
+func TestOAuthGitHub(t *testing.T) {
+	g := newFakeGitHub(t)
+	ts := newTestServer(t, func(c *auth.Config) {
+		c.OAuth = &social.Transport{GitHub: social.GitHubEndpoints{AuthURL: g.URL + "/login/oauth/authorize", TokenURL: g.URL + "/login/oauth/access_token", APIURL: g.URL}}
+	})
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"allowedOrigins": []string{oauthApp}}))
+	wantOK(t, ts.admin("POST", "/api/v1/admin/projects/"+ts.Project.ID+"/providers", map[string]any{"type": "github", "clientId": "gh-id", "clientSecret": "gh-secret"}))
+	signIn := func() *response {
+		r := ts.do("POST", "/api/v1/oauth/start", ts.Key, map[string]any{"provider": "github", "redirectUrl": oauthApp + "/done"})
+		wantOK(t, r)
+		c := &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			if strings.HasPrefix(req.URL.String(), oauthApp) {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}}
+		res, err := c.Get(str(t, r.Body, "authorizationUrl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		code := appQuery(t, res).Get("code")
+		return ts.do("POST", "/api/v1/oauth/exchange", ts.Key, map[string]any{"code": code})
+	}
+	r := signIn()
+	wantOK(t, r)
+	wantLoginUser(t, r.Body, "octo@example.com")
+	if r.Body["provider"] != "github" || r.Body["isNewUser"] != true {
+		t.Fatalf("provider=%v isNewUser=%v", r.Body["provider"], r.Body["isNewUser"])
+	}
+	if g.verifiers.Load() != 1 {
+		t.Fatal("the token request carried no PKCE verifier")
+	}
+	g.unverified.Store(true)
+	wantError(t, signIn(), http.StatusForbidden, "EMAIL_NOT_VERIFIED")
 }
