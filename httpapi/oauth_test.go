@@ -481,3 +481,34 @@ func TestOAuthGitHub(t *testing.T) {
 	g.unverified.Store(true)
 	wantError(t, signIn(), http.StatusForbidden, "EMAIL_NOT_VERIFIED")
 }
+
+// TestOAuthDashboard: the providers page lists them, adds one (the
+// secret never shown again), refuses a bad one in the form, and removes
+// one behind a confirmation.
+func TestOAuthDashboard(t *testing.T) {
+	ts, _ := oauthSetup(t)
+	c, csrf := signedInCSRF(t, ts)
+	page := "/admin/projects/" + ts.Project.ID + "/providers"
+	code, body := c.get(page)
+	if code != 200 || !strings.Contains(body, "<code>corp</code>") || !strings.Contains(body, ts.URL+"/api/v1/oauth/callback") {
+		t.Fatalf("providers page: %d\n%s", code, body)
+	}
+	code, body = c.post(page, url.Values{"csrf": {csrf}, "type": {"oidc"}, "clientId": {"x"}, "clientSecret": {"y"}})
+	if code != 400 || !strings.Contains(elementText(body, "provider-error"), "issuer is required") {
+		t.Fatalf("bad provider: %d %q", code, elementText(body, "provider-error"))
+	}
+	code, body = c.post(page, url.Values{"csrf": {csrf}, "type": {"github"}, "clientId": {"gh-id"}, "clientSecret": {"gh-dash-secret"}})
+	if code != 200 || !strings.Contains(body, "<code>github</code>") || strings.Contains(body, "gh-dash-secret") {
+		t.Fatalf("add: %d\n%s", code, body)
+	}
+	remove := page + "/github/remove"
+	if code, body := c.get(remove); code != 200 || !strings.Contains(body, `<form id="confirm" method="post" action="`+remove+`">`) {
+		t.Fatalf("confirmation: %d\n%s", code, body)
+	}
+	if code, loc, _ := c.postRaw(remove, url.Values{"csrf": {csrf}, "confirm": {"yes"}}); code != http.StatusSeeOther || loc != page {
+		t.Fatalf("remove: %d to %q", code, loc)
+	}
+	if n := len(ts.admin("GET", "/api/v1/admin/projects/"+ts.Project.ID+"/providers", nil).Body["providers"].([]any)); n != 1 {
+		t.Fatalf("%d providers after remove, want 1", n)
+	}
+}
