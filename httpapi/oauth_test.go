@@ -27,6 +27,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/auth/social"
+	"latchkey/store"
 )
 
 // The OAuth tests run the whole sign-in over real HTTP against a real
@@ -387,6 +388,19 @@ func TestOAuthProvidersAdmin(t *testing.T) {
 	if n := len(r.Body["providers"].([]any)); n != 2 {
 		t.Fatalf("%d providers, want 2", n)
 	}
+	// At rest the secrets are sealed: no plaintext in the stored project.
+	ts.DB.View(ctx, func(tx store.Tx) error {
+		p, err := tx.Project(ts.Project.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range p.Providers {
+			if len(pr.Secret) == 0 || strings.Contains(string(pr.Secret), "secret") {
+				t.Fatalf("provider %s secret stored as %q", pr.Name, pr.Secret)
+			}
+		}
+		return nil
+	})
 	wantOK(t, ts.admin("DELETE", base+"/github", nil))
 	wantError(t, ts.admin("DELETE", base+"/github", nil), http.StatusNotFound, "PROVIDER_NOT_FOUND")
 	wantError(t, ts.admin("GET", "/api/v1/admin/projects/nope/providers", nil), http.StatusNotFound, "PROJECT_NOT_FOUND")
