@@ -240,6 +240,10 @@ func Invalid(format string, args ...any) *Error {
 // with their count, not once per call.
 var ErrUnavailable = newErr("SERVICE_UNAVAILABLE", CatInternal, "The service cannot store data right now; retry later.")
 
+// ErrBackupNotSupported answers GET /admin/backup on a store that has
+// no built-in backup (PostgreSQL): the database's own tools back it up.
+var ErrBackupNotSupported = newErr("NOT_SUPPORTED", "", "This server keeps its data in PostgreSQL, which latchkey does not back up itself: back up the database with pg_dump (or your database service's backups).")
+
 // UnavailableRetry is the Retry-After of ErrUnavailable.
 const UnavailableRetry = 10 * time.Second
 

@@ -86,6 +86,10 @@ type Service struct {
 	sessionLimit int
 	adminFails   *Limiter // admin-token failures per client IP
 
+	// shared counts the limits across replicas on a store they share
+	// (PostgreSQL); nil on bbolt (shared.go).
+	shared *shared
+
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
 
@@ -130,6 +134,9 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		s.sessionLimit = DefaultSessionRateLimit
 	}
 	s.social = cfg.OAuth
+	if s.shared = newShared(db); s.shared != nil {
+		s.limiter.share, s.adminFails.share, s.activity.share = s.shared.keys, s.shared.admin, s.shared.sessions
+	}
 	err := db.View(context.Background(), func(tx store.Tx) (err error) {
 		s.adminHash, err = tx.AdminTokenHash()
 		return err
@@ -156,10 +163,14 @@ func (s *Service) Close() error {
 // runs (a hot backup), telling before the copy's size first (for a
 // Content-Length), and returns the bytes written. Safe for concurrent
 // use with every other call; writers are not blocked. A store that
-// cannot (PostgreSQL) returns store.ErrNotSupported without calling
+// cannot (PostgreSQL) returns ErrBackupNotSupported without calling
 // before.
 func (s *Service) Backup(ctx context.Context, w io.Writer, before func(size int64)) (int64, error) {
-	return s.db.Backup(ctx, w, before)
+	n, err := s.db.Backup(ctx, w, before)
+	if errors.Is(err, store.ErrNotSupported) {
+		return 0, ErrBackupNotSupported.Because(err)
+	}
+	return n, err
 }
 
 // Usable returns nil while the store can serve reads and writes, else

@@ -123,6 +123,7 @@ var statusByCode = map[string]int{
 	"TOO_MANY_ATTEMPTS":   http.StatusTooManyRequests,
 
 	"INTERNAL_ERROR":       http.StatusInternalServerError, // but see statusOf
+	"NOT_SUPPORTED":        http.StatusNotImplemented,
 	"SEND_FAILED":          http.StatusBadGateway,
 	"PROVIDER_UNAVAILABLE": http.StatusBadGateway,
 	"OAUTH_DENIED":         http.StatusUnauthorized,

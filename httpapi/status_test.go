@@ -32,6 +32,7 @@ var statusTable = []struct {
 	{"ErrUnauthorized", auth.ErrUnauthorized, 401},
 	{"ErrNotReady", auth.ErrNotReady, 503},
 	{"ErrUnavailable", auth.ErrUnavailable, 503},
+	{"ErrBackupNotSupported", auth.ErrBackupNotSupported, 501},
 	{"ErrOriginNotAllowed", auth.ErrOriginNotAllowed, 403},
 	{"ErrMissingAPIKey", auth.ErrMissingAPIKey, 401},
 	{"ErrInvalidFormat", auth.ErrInvalidFormat, 401},

@@ -818,6 +818,16 @@ func TestEventsFailureCode(t *testing.T) {
 	}
 }
 
+// TestBackupOnPostgres: on PostgreSQL the backup command fails in one
+// line naming pg_dump (the server answers 501 NOT_SUPPORTED).
+func TestBackupOnPostgres(t *testing.T) {
+	if storetest.Backend(t) != storetest.Postgres {
+		t.Skip("bbolt answers a backup (TestBackup); this test runs on the postgres pass")
+	}
+	ts := newTestServer(t, testAdminToken)
+	wantFail(t, ts.cli("backup", "--out", filepath.Join(t.TempDir(), "b.db")), 1, "pg_dump")
+}
+
 // TestCustomHTTPClient checks Env.HTTPClient is used for every call.
 func TestCustomHTTPClient(t *testing.T) {
 	ts := newTestServer(t, testAdminToken)
