@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"latchkey/auth/social"
 	"latchkey/store"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	// SessionRateLimit is how many requests a session may make per
 	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
 	SessionRateLimit int
+	// OAuth makes the calls to OAuth providers; nil means the default
+	// client (social.Timeout) and GitHub's own endpoints.
+	OAuth *social.Transport
 }
 
 // Observer is told of authentication outcomes after their transaction
@@ -98,6 +102,9 @@ type Service struct {
 	originsFrozen atomic.Bool
 
 	unwatch func() // ends the subscription to the store's changes
+
+	social *social.Transport // OAuth providers' HTTP side; may be nil
+	oidc   discovered        // OpenID Connect discovery by issuer
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -126,6 +133,7 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	if s.sessionLimit <= 0 {
 		s.sessionLimit = DefaultSessionRateLimit
 	}
+	s.social = cfg.OAuth
 	if s.shared = newShared(db); s.shared != nil {
 		s.limiter.share, s.adminFails.share, s.activity.share = s.shared.keys, s.shared.admin, s.shared.sessions
 	}

@@ -96,6 +96,7 @@ func (s *Server) dashboardRoutes() {
 	s.dashConfirmed("/admin/projects/:id/keys/:prefix/revoke", s.confirmRevokeKey, s.dashRevokeKey)
 	r.GET("/admin/projects/:id/webhooks", s.dash(s.dashWebhooks))
 	r.GET("/admin/projects/:id/webhooks/:hook", s.dash(s.dashDeliveries))
+	s.dashProviderRoutes()
 	r.GET("/admin/projects/:id/methods", s.dash(s.dashMethods))
 	r.POST("/admin/projects/:id/methods", s.dash(s.dashCreateMethod))
 	s.dashConfirmed("/admin/projects/:id/methods/:method/disable", s.confirmDisableMethod, s.dashDisableMethod)

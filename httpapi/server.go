@@ -183,6 +183,7 @@ func (s *Server) routes() {
 	r.GET("/metrics", s.admin(s.serveMetrics))
 
 	s.adminRoutes()
+	s.oauthRoutes()
 	s.dashboardRoutes()
 	s.demoRoutes()
 }
