@@ -54,6 +54,13 @@ func run(args []string) int {
 		return 0
 	case "compact":
 		return runCompact(args[1:], os.Stdout, os.Stderr)
+	case "migrate", "copy":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if args[0] == "migrate" {
+			return runMigrate(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
+		}
+		return runCopy(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}
 	if args[0] != "serve" {
 		env := cli.Env{Getenv: os.Getenv}
@@ -528,6 +535,11 @@ func (m *Main) Run(ctx context.Context) error {
 		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.FlushLastSeen},
 		{Name: "memory", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.SweepMemory},
 	}
+	if _, ok := db.(store.Shared); ok {
+		// Replicas publish and read their request counts (the rate
+		// limits across replicas).
+		m.tasks = append(m.tasks, &background.Task{Name: "limits", Interval: auth.SyncInterval, Logger: m.Logger, Run: svc.SyncLimits})
+	}
 	if err := m.leases.Start(ctx); err != nil {
 		m.Logger.Warn("leases: first round failed; retried", "err", err)
 	}
@@ -723,6 +735,11 @@ func (m *Main) firstStart(ctx context.Context, baseURL string) error {
 	b, err := m.Service.Init(ctx)
 	if err != nil {
 		return err
+	}
+	if b == nil {
+		// A replica starting at the same time initialized the database
+		// and printed what it created.
+		return m.ensureAdminToken(ctx)
 	}
 	w := m.Stdout
 	fmt.Fprintf(w, "latchkey: first start: created project %q (%s), allowed origins %s\n", b.Project.Name, b.Project.ID, strings.Join(b.Project.AllowedOrigins, ", "))

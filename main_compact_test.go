@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // TestCompact: `latchkey compact` refuses the file of a running server
@@ -17,6 +18,7 @@ import (
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: compact rewrites a data file.
 func TestCompact(t *testing.T) {
+	storetest.BoltOnly(t)
 	if _, usage, _, _ := child(t, nil, ""); !strings.Contains(usage, "latchkey compact --data FILE --out FILE") {
 		t.Fatalf("usage does not name compact:\n%s", usage)
 	}

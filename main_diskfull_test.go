@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // smallFS mounts a tmpfs of size bytes in a new directory and returns
@@ -96,6 +97,7 @@ func rawDo(t *testing.T, method, url, auth string, body any) (*http.Response, ma
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a data file on a full file system.
 func TestDiskFull(t *testing.T) {
+	storetest.BoltOnly(t)
 	dir := smallFS(t, 16<<20)
 	data := filepath.Join(dir, "latchkey.db")
 	var logs lockedBuffer

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"latchkey/store/storetest"
 )
 
 // TestKill9KeepsAcknowledgedWrites: while clients write through both
@@ -23,6 +25,7 @@ import (
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: kill -9 of a child process serving a data file.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
+	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"latchkey/store/storetest"
 )
 
 // TestRestoreFromBackup performs the restore procedure docs/operations.md gives:
@@ -27,6 +29,7 @@ import (
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a backup is a data file.
 func TestRestoreFromBackup(t *testing.T) {
+	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
 	}

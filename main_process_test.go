@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // child runs this binary's main with args (space-separated, as
@@ -69,6 +70,7 @@ func TestUsage(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the data file's lock.
 func TestSignalAndLock(t *testing.T) {
+	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
 	}
@@ -106,6 +108,7 @@ func TestSignalAndLock(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the token file beside the data file.
 func TestConfiguredAdminToken(t *testing.T) {
+	storetest.BoltOnly(t)
 	const token = "adm_configuredconfiguredconfigured"
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	m, out := startMain(t, Config{Data: data, AdminToken: token})
@@ -129,6 +132,7 @@ func TestConfiguredAdminToken(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the token file beside the data file.
 func TestAdminTokenAfterConfiguredStart(t *testing.T) {
+	storetest.BoltOnly(t)
 	const configured = "adm_configuredconfiguredconfigured"
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	m, _ := startMain(t, Config{Data: data, AdminToken: configured})
@@ -171,6 +175,7 @@ func TestAdminTokenAfterConfiguredStart(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the files beside the data file.
 func TestFirstStartEdgeCases(t *testing.T) {
+	storetest.BoltOnly(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "latchkey.db")
 	if err := os.WriteFile(data, nil, 0o600); err != nil {

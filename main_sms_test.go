@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"latchkey/store/storetest"
 )
 
 // startWithEnv runs the server from flags and an environment, as the
@@ -53,6 +55,7 @@ func signIn(t *testing.T, c client, key, data, addr string) string {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestTwilioFromEnvironment(t *testing.T) {
+	storetest.BoltOnly(t)
 	var mu sync.Mutex
 	var path, user, pass string
 	var form map[string][]string
@@ -118,6 +121,7 @@ func TestTwilioFromEnvironment(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestTwilioSettingsChecked(t *testing.T) {
+	storetest.BoltOnly(t)
 	full := map[string]string{"LATCHKEY_TWILIO_ACCOUNT_SID": "AC1", "LATCHKEY_TWILIO_AUTH_TOKEN": "tok", "LATCHKEY_TWILIO_FROM": "+15550001111"}
 	for name, change := range map[string][2]string{
 		"no sid":           {"LATCHKEY_TWILIO_ACCOUNT_SID", ""},
@@ -163,6 +167,7 @@ func TestTwilioSettingsChecked(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file, the outbox beside it.
 func TestSMSLogProvider(t *testing.T) {
+	storetest.BoltOnly(t)
 	m, c, key := startWithEnv(t, []string{"--sms-provider", "log"}, nil)
 	tok := signIn(t, c, key, m.Config.Data, "log@example.com")
 	if st, body := c.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+447700900123"}); st != 200 {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"latchkey/store/storetest"
 )
 
 // snapshot returns the files under dir with a hash of each one's bytes.
@@ -46,6 +48,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a data file and its cold start.
 func TestStartupChecks(t *testing.T) {
+	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
 	}

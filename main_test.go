@@ -149,6 +149,7 @@ func (c client) do(method, path, auth string, body any) (int, map[string]any) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the key and token files beside the data file.
 func TestFirstStartAndRestart(t *testing.T) {
+	storetest.BoltOnly(t)
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	m, out := startMain(t, Config{Data: data})
 	key := match(t, keyLine, out.String())
@@ -233,6 +234,7 @@ func TestFirstStartAndRestart(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a restart on the same data file, the outbox beside it.
 func TestRestartMidOTP(t *testing.T) {
+	storetest.BoltOnly(t)
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadSMTP := "smtp://" + ln.Addr().String()
@@ -307,6 +309,7 @@ func TestRestartMidOTP(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a child process serving a data file.
 func TestWebhookSurvivesKill9(t *testing.T) {
+	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
 	}
@@ -630,6 +633,7 @@ func TestDatabaseURL(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestOTPOverSMTP(t *testing.T) {
+	storetest.BoltOnly(t)
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "pw", Mechanisms: []string{mailtest.Login}})
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	m := NewMain()
@@ -702,6 +706,7 @@ func TestOTPOverSMTP(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a restart on the same data file.
 func TestSMTPConfigErrorKeepsMail(t *testing.T) {
+	storetest.BoltOnly(t)
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "right-password"})
 	ca := srv.CAFile(t)
 	data := filepath.Join(t.TempDir(), "latchkey.db")

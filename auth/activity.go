@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"time"
+
+	"latchkey/store"
 )
 
 // Per-session request limit (decisions.md §15, §20).
@@ -34,7 +36,8 @@ const (
 // written by flush, off the request path.
 type activity struct {
 	seed   maphash.Seed
-	max    int // per shard
+	max    int        // per shard
+	share  *rateShare // the other replicas' counts; nil: none
 	shards [activityShards]activityShard
 }
 
@@ -49,6 +52,7 @@ type sessionActivity struct {
 	counts [60]uint16 // requests per second, ring indexed by second % 60
 	total  uint32     // sum of counts
 	seen   int64      // unix second of the newest request not yet flushed; 0 when flushed
+	dirty  bool       // counts changed since the last collect
 }
 
 func newActivity(maxTracked int) *activity {
@@ -66,8 +70,10 @@ func (a *activity) shard(id string) *activityShard {
 // hit counts one request of session id at unix second now against limit
 // per rolling minute and notes the session as seen. A refused request is
 // not counted; retry is then the wait in whole seconds until the oldest
-// counted request leaves the minute.
+// counted request leaves the minute. The other replicas' requests count
+// too, as of the last sync.
 func (a *activity) hit(id string, now int64, limit int) (ok bool, retry int) {
+	others, othersOldest := a.share.count(id, now)
 	sh := a.shard(id)
 	sh.mu.Lock()
 	st := sh.m[id]
@@ -82,13 +88,17 @@ func (a *activity) hit(id string, now int64, limit int) (ok bool, retry int) {
 	if now > st.seen {
 		st.seen = now
 	}
-	if int64(st.total) >= int64(limit) || st.counts[st.newest%60] == ^uint16(0) {
+	if int64(st.total)+int64(others) >= int64(limit) || st.counts[st.newest%60] == ^uint16(0) {
 		retry = st.oldestAge(now)
+		if othersOldest != 0 && (st.total == 0 || int(othersOldest+60-now) < retry) {
+			retry = max(1, int(othersOldest+60-now))
+		}
 		sh.mu.Unlock()
 		return false, retry
 	}
 	st.counts[st.newest%60]++
 	st.total++
+	st.dirty = true
 	sh.mu.Unlock()
 	return true, 0
 }
@@ -139,6 +149,33 @@ func (sh *activityShard) evict(now int64) {
 			want--
 		}
 	}
+}
+
+// collect is Limiter.collect for the sessions' counts.
+func (a *activity) collect(now, since int64, all bool, ns string, put []store.RateCount, keys []string) ([]store.RateCount, []string) {
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		for id, st := range sh.m {
+			if st.total == 0 || now-st.newest >= 60 {
+				continue
+			}
+			c := slotCounts{first: since, cur: now / store.RateSlot}
+			for sec := max(st.newest-59, now-59); sec <= st.newest; sec++ {
+				if n := st.counts[sec%60]; n > 0 {
+					c.add(sec, int(n))
+				}
+			}
+			key := ns + id
+			if st.dirty || all {
+				put = c.appendTo(put, key)
+			}
+			st.dirty = false
+			keys = append(keys, key)
+		}
+		sh.mu.Unlock()
+	}
+	return put, keys
 }
 
 // lastSeen returns the unflushed last-seen second of session id, or 0.

@@ -89,7 +89,10 @@ func (s *Service) Initialized(ctx context.Context) (bool, error) {
 // works, and http://localhost:3000; see firstOrigins), a test-mode key
 // for it and, unless one is configured, the admin token; it marks the
 // data file initialized, so a crash before the commit leaves nothing
-// behind and the next start tries again.
+// behind and the next start tries again. When another process sharing
+// the store (a replica starting at the same time) initialized it first,
+// Init creates nothing and returns a nil Bootstrap, having read the
+// admin token hash that process stored.
 func (s *Service) Init(ctx context.Context) (*Bootstrap, error) {
 	name, origins := "default", s.firstOrigins()
 	p, err := s.newProject(ProjectInput{Name: &name, AllowedOrigins: &origins})
@@ -104,7 +107,17 @@ func (s *Service) Init(ctx context.Context) (*Bootstrap, error) {
 		adminHash = h[:]
 	}
 	k := &store.APIKey{ProjectID: p.ID, Mode: modeTest, CreatedAt: s.now().UTC()}
+	var storedHash []byte
+	done := false
 	err = s.db.Update(ctx, func(tx store.Tx) error {
+		done = false
+		if ok, err := tx.Initialized(); err != nil {
+			return err
+		} else if ok {
+			done = true
+			storedHash, err = tx.AdminTokenHash()
+			return err
+		}
 		if err := tx.PutProject(p); err != nil {
 			return err
 		}
@@ -122,6 +135,10 @@ func (s *Service) Init(ctx context.Context) (*Bootstrap, error) {
 	})
 	if err != nil {
 		return nil, internal(err)
+	}
+	if done {
+		s.adminHash = storedHash
+		return nil, nil
 	}
 	if adminHash != nil {
 		s.adminHash = adminHash
@@ -163,8 +180,20 @@ func (s *Service) EnsureAdminToken(ctx context.Context) (string, error) {
 	}
 	tok := adminPrefix + randomString(base62, 40)
 	h := s.keys.HashString(hashDomainAdm, tok)
-	if err := s.db.Update(ctx, func(tx store.Tx) error { return tx.SetAdminTokenHash(h[:]) }); err != nil {
+	var stored []byte
+	err := s.db.Update(ctx, func(tx store.Tx) (err error) {
+		// Another replica may have stored one since this one started.
+		if stored, err = tx.AdminTokenHash(); err != nil || stored != nil {
+			return err
+		}
+		return tx.SetAdminTokenHash(h[:])
+	})
+	if err != nil {
 		return "", internal(err)
+	}
+	if stored != nil {
+		s.adminHash = stored
+		return "", nil
 	}
 	s.adminHash = h[:]
 	return tok, nil

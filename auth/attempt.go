@@ -100,7 +100,7 @@ func (a *attempt) reserveRisk(p *store.Project, who subject) error {
 }
 
 // release settles the slot of reserveRisk (none: a no-op).
-func (a *attempt) release() { a.s.releaseRisk(a.risk) }
+func (a *attempt) release() { a.s.releaseRisk(a.ctx, a.risk) }
 
 // record writes the attempt's event inside tx. A nil fail is a success;
 // otherwise its category is the event's failureCode. A wrong guess at a

@@ -183,6 +183,28 @@ var (
 	ErrReplayed             = newErr("REPLAYED", CatExternalMethod, "This confirmation was already used.")
 )
 
+// OAuth 2.0 / OpenID Connect sign-in (decisions.md §18).
+var (
+	ErrProviderNotFound = newErr("PROVIDER_NOT_FOUND", "", "OAuth provider not found.")
+	ErrProviderExists   = newErr("PROVIDER_EXISTS", "", "The project already has a provider with that name.")
+	// ErrInvalidState: the callback's state is unknown or already used.
+	ErrInvalidState = newErr("INVALID_STATE", CatInvalidCode, "Unknown or already used sign-in; start again.")
+	ErrStateExpired = newErr("INVALID_STATE", CatExpired, "This sign-in has expired; start again.")
+	// ErrOAuthDenied: the provider answered an error, or refused the code.
+	ErrOAuthDenied = newErr("OAUTH_DENIED", CatInvalidCode, "The provider did not grant the sign-in.")
+	// ErrInvalidIDToken: the ID token failed a check (signature by a key
+	// of the issuer's JWKS, issuer, audience, expiry, nonce).
+	ErrInvalidIDToken      = newErr("INVALID_ID_TOKEN", CatInvalidCode, "The provider's ID token is not valid.")
+	ErrProviderUnavailable = newErr("PROVIDER_UNAVAILABLE", CatInternal, "The provider could not be reached; retry later.")
+	// ErrEmailNotVerified: the provider does not say the address is
+	// verified; no account is created or linked.
+	ErrEmailNotVerified = newErr("EMAIL_NOT_VERIFIED", CatValidation, "The provider does not vouch for this email address.")
+	// ErrSignInWithEmailFirst: the address belongs to an account with a
+	// second factor (TOTP, SMS or a passkey), which a provider alone
+	// never signs in: the app signs the user in by email code instead.
+	ErrSignInWithEmailFirst = newErr("SIGN_IN_WITH_EMAIL_FIRST", CatRiskBlocked, "This account has a second factor: sign in with a code sent by email.")
+)
+
 // ErrWebhookNotFound is the contract's "not found" without a code.
 var ErrWebhookNotFound = newErr("", "", "Webhook not found")
 
@@ -218,6 +240,10 @@ func Invalid(format string, args ...any) *Error {
 // RetryAfter of UnavailableRetry). The store logs these once a minute
 // with their count, not once per call.
 var ErrUnavailable = newErr("SERVICE_UNAVAILABLE", CatInternal, "The service cannot store data right now; retry later.")
+
+// ErrBackupNotSupported answers GET /admin/backup on a store that has
+// no built-in backup (PostgreSQL): the database's own tools back it up.
+var ErrBackupNotSupported = newErr("NOT_SUPPORTED", "", "This server keeps its data in PostgreSQL, which latchkey does not back up itself: back up the database with pg_dump (or your database service's backups).")
 
 // UnavailableRetry is the Retry-After of ErrUnavailable.
 const UnavailableRetry = 10 * time.Second

@@ -517,6 +517,13 @@ func (s *Service) FinishPasskeyLogin(ctx context.Context, p *store.Project, chal
 	}
 	a := s.attempt(ctx, p.ID, "passkey", "login", m)
 	if err := a.reserveRisk(p, who); err != nil {
+		if !errors.Is(err, ErrRiskBlocked) {
+			// The shared store's velocity count failed: the catch-all,
+			// as for any failure inside the sign-in (below).
+			s.log.Error("passkey login", "err", err)
+			a.userID, a.email = "", ""
+			err = ErrPasskeyLoginInternal.Because(err)
+		}
 		return nil, a.reject(err)
 	}
 	defer a.release()

@@ -3,14 +3,18 @@ package auth
 import (
 	"sync"
 	"time"
+
+	"latchkey/store"
 )
 
 // Limiter counts requests per key over a rolling minute in one-second
 // buckets. Each key has its own small lock; there is no global lock on
-// the request path.
+// the request path. On a store shared by replicas it also counts what the
+// other replicas counted for the key (share; see shared.go).
 type Limiter struct {
 	now     func() time.Time
-	windows sync.Map // key → *window
+	windows sync.Map   // key → *window
+	share   *rateShare // the other replicas' counts; nil: none
 }
 
 // NewLimiter returns a limiter reading time from now.
@@ -23,6 +27,7 @@ type window struct {
 	secs  [60]int64  // the second each bucket counts, unix
 	count [60]uint32 // requests in that second
 	total uint32
+	dirty bool // counts changed since the last collect
 }
 
 // RateResult is the outcome of one Allow call, for the X-RateLimit headers.
@@ -40,10 +45,12 @@ type RateResult struct {
 }
 
 // Allow counts one request for key against limit per rolling minute. A
-// refused request is not counted.
+// refused request is not counted. The other replicas' requests count
+// too, as of the last sync.
 func (l *Limiter) Allow(key string, limit int) RateResult {
 	now := l.now()
 	sec := now.Unix()
+	others, othersOldest := l.share.count(key, sec)
 	w, ok := l.windows.Load(key)
 	if !ok {
 		w, _ = l.windows.LoadOrStore(key, new(window))
@@ -66,8 +73,11 @@ func (l *Limiter) Allow(key string, limit int) RateResult {
 			oldest = win.secs[i]
 		}
 	}
+	if othersOldest != 0 && (oldest == 0 || othersOldest < oldest) {
+		oldest = othersOldest
+	}
 	res := RateResult{Limit: limit}
-	if int64(win.total) >= int64(limit) {
+	if int64(win.total)+int64(others) >= int64(limit) {
 		res.Reset = oldest + 60
 		res.RetryAfter = int(res.Reset - sec)
 		if res.RetryAfter < 1 {
@@ -83,12 +93,13 @@ func (l *Limiter) Allow(key string, limit int) RateResult {
 	}
 	win.count[i]++
 	win.total++
+	win.dirty = true
 	if oldest == 0 {
 		oldest = sec
 	}
 	res.Allowed = true
 	res.sec = sec
-	res.Remaining = limit - int(win.total)
+	res.Remaining = max(0, limit-int(win.total)-others)
 	// The oldest counted request leaves the window, freeing its slot.
 	res.Reset = oldest + 60
 	return res
@@ -111,6 +122,7 @@ func (l *Limiter) Refund(key string, res RateResult) {
 	if i := res.sec % 60; win.secs[i] == res.sec && win.count[i] > 0 {
 		win.count[i]--
 		win.total--
+		win.dirty = true
 	}
 	win.mu.Unlock()
 }
@@ -135,4 +147,35 @@ func (l *Limiter) Forget() {
 		}
 		return true
 	})
+}
+
+// collect appends to put the counts of the keys whose counts changed
+// since the last collect (every key's, with all), per slot from the slot
+// since to now's, each key named ns+key; and to keys every key counted in
+// the rolling minute ending at Unix second now (those whose other
+// replicas' counts matter).
+func (l *Limiter) collect(now, since int64, all bool, ns string, put []store.RateCount, keys []string) ([]store.RateCount, []string) {
+	l.windows.Range(func(k, v any) bool {
+		w := v.(*window)
+		c := slotCounts{first: since, cur: now / store.RateSlot}
+		w.mu.Lock()
+		dirty, live := w.dirty || all, false
+		w.dirty = false
+		for i := range w.secs {
+			if w.count[i] > 0 && w.secs[i] > now-60 && w.secs[i] <= now {
+				live = true
+				c.add(w.secs[i], int(w.count[i]))
+			}
+		}
+		w.mu.Unlock()
+		key := ns + k.(string)
+		if dirty {
+			put = c.appendTo(put, key)
+		}
+		if live {
+			keys = append(keys, key)
+		}
+		return true
+	})
+	return put, keys
 }

@@ -328,7 +328,11 @@ func (s *Service) reserveRisk(ctx context.Context, p *store.Project, m Meta, who
 		return nil, nil
 	}
 	slot := &riskSlot{key: k}
-	if s.risk.reserve(k) {
+	ok, err := s.reserveVelocity(ctx, k)
+	if err != nil {
+		return nil, internal(err)
+	}
+	if ok {
 		slot.held = true
 		return slot, nil
 	}
@@ -340,9 +344,9 @@ func (s *Service) reserveRisk(ctx context.Context, p *store.Project, m Meta, who
 
 // releaseRisk settles a slot from reserveRisk (nil is a no-op): frees it
 // and counts the failure record marked on it.
-func (s *Service) releaseRisk(slot *riskSlot) {
+func (s *Service) releaseRisk(ctx context.Context, slot *riskSlot) {
 	if slot != nil {
-		s.risk.settle(slot.key, slot.held, slot.failed)
+		s.settleVelocity(ctx, slot.key, slot.held, slot.failed)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"latchkey/auth/social"
 	"latchkey/store"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	// SessionRateLimit is how many requests a session may make per
 	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
 	SessionRateLimit int
+	// OAuth makes the calls to OAuth providers; nil means the default
+	// client (social.Timeout) and GitHub's own endpoints.
+	OAuth *social.Transport
 }
 
 // Observer is told of authentication outcomes after their transaction
@@ -82,6 +86,10 @@ type Service struct {
 	sessionLimit int
 	adminFails   *Limiter // admin-token failures per client IP
 
+	// shared counts the limits across replicas on a store they share
+	// (PostgreSQL); nil on bbolt (shared.go).
+	shared *shared
+
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
 
@@ -94,6 +102,9 @@ type Service struct {
 	originsFrozen atomic.Bool
 
 	unwatch func() // ends the subscription to the store's changes
+
+	social *social.Transport // OAuth providers' HTTP side; may be nil
+	oidc   discovered        // OpenID Connect discovery by issuer
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -122,6 +133,10 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	if s.sessionLimit <= 0 {
 		s.sessionLimit = DefaultSessionRateLimit
 	}
+	s.social = cfg.OAuth
+	if s.shared = newShared(db); s.shared != nil {
+		s.limiter.share, s.adminFails.share, s.activity.share = s.shared.keys, s.shared.admin, s.shared.sessions
+	}
 	err := db.View(context.Background(), func(tx store.Tx) (err error) {
 		s.adminHash, err = tx.AdminTokenHash()
 		return err
@@ -148,10 +163,14 @@ func (s *Service) Close() error {
 // runs (a hot backup), telling before the copy's size first (for a
 // Content-Length), and returns the bytes written. Safe for concurrent
 // use with every other call; writers are not blocked. A store that
-// cannot (PostgreSQL) returns store.ErrNotSupported without calling
+// cannot (PostgreSQL) returns ErrBackupNotSupported without calling
 // before.
 func (s *Service) Backup(ctx context.Context, w io.Writer, before func(size int64)) (int64, error) {
-	return s.db.Backup(ctx, w, before)
+	n, err := s.db.Backup(ctx, w, before)
+	if errors.Is(err, store.ErrNotSupported) {
+		return 0, ErrBackupNotSupported.Because(err)
+	}
+	return n, err
 }
 
 // Usable returns nil while the store can serve reads and writes, else

@@ -20,13 +20,16 @@ func (s *Service) Sweep(ctx context.Context) error {
 // SweepStore deletes expired rows (sessions, codes, send and failure
 // histories, magic links, challenges, grants, remembered devices, webhook
 // delivery records: sweepExpired) and old events and counters
-// (sweepEvents). Every deletion runs in transactions of at most sweepRows
+// (sweepEvents), expired dashboard sessions, and the velocity rows and
+// rate counts of limits across replicas that count nothing any more
+// (sweepShared). Every deletion runs in transactions of at most sweepRows
 // rows that read only the rows they delete. The scheduler calls it every
 // minute; among replicas sharing a database, on the one holding the
 // sweep's lease.
 func (s *Service) SweepStore(ctx context.Context) error {
 	now := s.now().UTC()
-	return errors.Join(s.sweepExpired(ctx, now), s.sweepEvents(ctx, now))
+	_, dashErr := s.db.SweepDashSessions(ctx, now)
+	return errors.Join(s.sweepExpired(ctx, now), s.sweepEvents(ctx, now), dashErr, s.sweepShared(ctx, now))
 }
 
 // SweepMemory forgets this process's idle rate windows and risk counters

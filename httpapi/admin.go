@@ -326,17 +326,23 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ httprouter
 	}{true, page.Events, page.NextCursor, page.Suppressed})
 }
 
-// backup streams a consistent copy of the data file.
+// backup streams a consistent copy of the data file; on PostgreSQL it
+// answers 501 NOT_SUPPORTED (pg_dump backs the database up).
 func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	// A large file takes longer than the server's write timeout: lift it
 	// for this response (the client going away still ends it).
 	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	started := false
 	_, err := s.auth.Backup(r.Context(), w, func(size int64) {
+		started = true
 		h := w.Header()
 		h.Set("Content-Type", "application/octet-stream")
 		h.Set("Content-Disposition", `attachment; filename="latchkey-backup.db"`)
 		h.Set("Content-Length", strconv.FormatInt(size, 10))
 	})
+	if err != nil && !started {
+		return err // nothing written yet: an error envelope
+	}
 	if err != nil {
 		s.log.Error("backup", "err", err)
 	}

@@ -230,6 +230,20 @@ func TestAdminBackup(t *testing.T) {
 	}
 }
 
+// TestAdminBackupNotSupported: on PostgreSQL the backup is pg_dump's
+// job: 501 NOT_SUPPORTED, saying so.
+func TestAdminBackupNotSupported(t *testing.T) {
+	if storetest.Backend(t) != storetest.Postgres {
+		t.Skip("bbolt answers a backup (TestAdminBackup); this test runs on the postgres pass")
+	}
+	ts := newTestServer(t)
+	r := ts.admin("GET", "/api/v1/admin/backup", nil)
+	wantError(t, r, 501, "NOT_SUPPORTED")
+	if msg, _ := r.Body["error"].(string); !strings.Contains(msg, "pg_dump") {
+		t.Fatalf("error %q does not name pg_dump", msg)
+	}
+}
+
 func TestRoutingErrors(t *testing.T) {
 	ts := newTestServer(t)
 	for _, path := range []string{"/api/v1/nope", "/nope", "/", "/api/v1", "/api/v1/health/", "/api/v2/health", "/api/v1/admin/nope"} {

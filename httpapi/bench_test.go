@@ -50,7 +50,13 @@ func (e *benchEnv) file(b *testing.B) store.File {
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
-	db := storetest.Open(b)
+	return newBenchEnvOn(b, storetest.Open(b))
+}
+
+// newBenchEnvOn is newBenchEnv on the store db (closed by the caller),
+// initialized here.
+func newBenchEnvOn(b *testing.B, db store.DB) *benchEnv {
+	b.Helper()
 	keys, _ := store.NewKeyring(bytes.Repeat([]byte{1}, 32))
 	hs := httptest.NewUnstartedServer(nil)
 	url := "http://" + hs.Listener.Addr().String()

@@ -81,11 +81,11 @@ func (s *Server) dashMethods(w http.ResponseWriter, r *http.Request, p httproute
 		dashPage
 		Project     auth.ProjectView
 		Methods     []auth.MethodView
-		New         shownOnce
+		New         auth.ShownOnce
 		CallbackURL string
 		Method      string
 		Pattern     string
-	}{page, s.auth.ViewProject(proj), ms, s.dashSess.takeOnce(page.sid, "method:"+proj.ID),
+	}{page, s.auth.ViewProject(proj), ms, s.dashSess.takeOnce(r.Context(), page.sid, "method:"+proj.ID),
 		s.auth.BaseURL() + "/api/v1/external-auth/callback/", r.PostForm.Get("method"), r.PostForm.Get("pattern")})
 }
 
@@ -97,7 +97,9 @@ func (s *Server) dashCreateMethod(w http.ResponseWriter, r *http.Request, p http
 	if err != nil {
 		return refused(page, "new-method", err, func(page dashPage) error { return s.dashMethods(w, r, p, page) })
 	}
-	s.dashSess.setOnce(page.sid, shownOnce{Page: "method:" + id, Label: m.Method, Secret: m.Secret})
+	if err := s.dashSess.setOnce(r.Context(), page.sid, auth.ShownOnce{Page: "method:" + id, Label: m.Method, Secret: m.Secret}); err != nil {
+		return err
+	}
 	return s.done(w, r, page, projectPath(id, "methods")+"#secret-notice", "")
 }
 

@@ -174,7 +174,7 @@ func (s *Server) dashProject(w http.ResponseWriter, r *http.Request, p httproute
 		Query     string
 		Paged     bool
 		NextPage  string
-	}{page, view, settings, kv, s.dashSess.takeOnce(page.sid, "key:"+id).Secret, r.PostForm.Get("mode"), r.PostForm.Get("expiresAt"),
+	}{page, view, settings, kv, s.dashSess.takeOnce(r.Context(), page.sid, "key:"+id).Secret, r.PostForm.Get("mode"), r.PostForm.Get("expiresAt"),
 		users.Users, q.Get("q"), q.Get("cursor") != "", next})
 }
 
@@ -231,7 +231,9 @@ func (s *Server) dashCreateKey(w http.ResponseWriter, r *http.Request, p httprou
 	if err != nil {
 		return refused(page, "key", err, func(page dashPage) error { return s.dashProject(w, r, p, page) })
 	}
-	s.dashSess.setOnce(page.sid, shownOnce{Page: "key:" + id, Secret: key})
+	if err := s.dashSess.setOnce(r.Context(), page.sid, auth.ShownOnce{Page: "key:" + id, Secret: key}); err != nil {
+		return err
+	}
 	return s.done(w, r, page, projectPath(id)+"#key-notice", "")
 }
 

@@ -5,15 +5,14 @@ import (
 	"context"
 	"crypto/subtle"
 	"embed"
-	"encoding/base64"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -27,109 +26,58 @@ var uiFS embed.FS
 var uiTmpl = template.Must(template.ParseFS(uiFS, "ui/*.html"))
 
 // dashCookie names the dashboard's session cookie.
-const (
-	dashCookie = "latchkey_admin"
-	dashTTL    = 12 * time.Hour
-)
+const dashCookie = "latchkey_admin"
 
-// dashSessions holds signed-in dashboard sessions in memory (a restart
-// signs operators out). Each has its own CSRF token for forms.
+// dashSessions reaches the dashboard's sign-ins, which the store keeps
+// (auth.StartDashSession: in memory on bbolt, where a restart signs
+// operators out; in the database on PostgreSQL, where every replica
+// knows them). Each has its own CSRF token for forms, and a flash: the
+// next page's notice, and a secret just created, shown once.
 type dashSessions struct {
-	mu sync.Mutex
-	m  map[string]dashSession
-}
-
-type dashSession struct {
-	csrf    string
-	expires time.Time
-	// once is a secret just created (an API key, an external method's
-	// secret), shown by the next view of its page and then forgotten.
-	once shownOnce
-	// notice says what the last action did; the next page shows it.
-	notice string
-}
-
-// shownOnce is a secret waiting for the one view of page that shows it.
-type shownOnce struct {
-	Page, Label, Secret string
-}
-
-func (d *dashSessions) create(now time.Time) (id, csrf string) {
-	id, csrf = randToken(), randToken()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.m == nil {
-		d.m = make(map[string]dashSession)
-	}
-	for k, s := range d.m {
-		if now.After(s.expires) {
-			delete(d.m, k)
-		}
-	}
-	d.m[id] = dashSession{csrf: csrf, expires: now.Add(dashTTL)}
-	return id, csrf
-}
-
-func (d *dashSessions) get(id string, now time.Time) (dashSession, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s, ok := d.m[id]
-	if !ok || now.After(s.expires) {
-		return dashSession{}, false
-	}
-	return s, true
-}
-
-// update applies fn to session id, when it exists.
-func (d *dashSessions) update(id string, fn func(*dashSession)) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if s, ok := d.m[id]; ok {
-		fn(&s)
-		d.m[id] = s
-	}
+	auth *auth.Service
+	log  *slog.Logger
 }
 
 // setOnce keeps secret, just created, for the session's next view of
 // page.
-func (d *dashSessions) setOnce(id string, o shownOnce) {
-	d.update(id, func(s *dashSession) { s.once = o })
+func (d dashSessions) setOnce(ctx context.Context, id string, o auth.ShownOnce) error {
+	return d.auth.UpdateDashFlash(ctx, id, func(f *auth.DashFlash) bool { f.Once = o; return true })
 }
 
 // takeOnce returns the secret kept for page and forgets it: a new
 // secret is shown exactly once.
-func (d *dashSessions) takeOnce(id, page string) (o shownOnce) {
-	d.update(id, func(s *dashSession) {
-		if s.once.Page == page {
-			o, s.once = s.once, shownOnce{}
+func (d dashSessions) takeOnce(ctx context.Context, id, page string) (o auth.ShownOnce) {
+	err := d.auth.UpdateDashFlash(ctx, id, func(f *auth.DashFlash) bool {
+		if f.Once.Page != page {
+			return false
 		}
+		o, f.Once = f.Once, auth.ShownOnce{}
+		return true
 	})
+	if err != nil {
+		d.log.Error("dashboard session", "err", err)
+		return auth.ShownOnce{}
+	}
 	return o
 }
 
 // setNotice keeps msg for the session's next page.
-func (d *dashSessions) setNotice(id, msg string) {
-	d.update(id, func(s *dashSession) { s.notice = msg })
+func (d dashSessions) setNotice(ctx context.Context, id, msg string) {
+	if err := d.auth.UpdateDashFlash(ctx, id, func(f *auth.DashFlash) bool { f.Notice = msg; return true }); err != nil {
+		d.log.Error("dashboard session", "err", err)
+	}
 }
 
 // takeNotice returns the kept notice and forgets it.
-func (d *dashSessions) takeNotice(id string) (msg string) {
-	d.update(id, func(s *dashSession) { msg, s.notice = s.notice, "" })
-	return msg
-}
-
-func (d *dashSessions) remove(id string) {
-	d.mu.Lock()
-	delete(d.m, id)
-	d.mu.Unlock()
-}
-
-func randToken() string {
-	b := make([]byte, 32)
-	if _, err := cryptoRand(b); err != nil {
-		panic(err)
+func (d dashSessions) takeNotice(ctx context.Context, id string) (msg string) {
+	err := d.auth.UpdateDashFlash(ctx, id, func(f *auth.DashFlash) bool {
+		msg, f.Notice = f.Notice, ""
+		return msg != ""
+	})
+	if err != nil {
+		d.log.Error("dashboard session", "err", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(b)
+	return msg
 }
 
 func (s *Server) dashboardRoutes() {
@@ -148,6 +96,7 @@ func (s *Server) dashboardRoutes() {
 	s.dashConfirmed("/admin/projects/:id/keys/:prefix/revoke", s.confirmRevokeKey, s.dashRevokeKey)
 	r.GET("/admin/projects/:id/webhooks", s.dash(s.dashWebhooks))
 	r.GET("/admin/projects/:id/webhooks/:hook", s.dash(s.dashDeliveries))
+	s.dashProviderRoutes()
 	r.GET("/admin/projects/:id/methods", s.dash(s.dashMethods))
 	r.POST("/admin/projects/:id/methods", s.dash(s.dashCreateMethod))
 	s.dashConfirmed("/admin/projects/:id/methods/:method/disable", s.confirmDisableMethod, s.dashDisableMethod)
@@ -215,10 +164,14 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		dashHeaders(w)
 		c, err := r.Cookie(dashCookie)
-		var sess dashSession
+		var sess *auth.DashSession
 		ok := err == nil
 		if ok {
-			sess, ok = s.dashSess.get(c.Value, s.auth.Now())
+			if sess, ok, err = s.auth.DashSession(r.Context(), c.Value); err != nil {
+				e := auth.AsError(err)
+				s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: e.Message})
+				return
+			}
 		}
 		if !ok {
 			status := http.StatusOK
@@ -230,14 +183,14 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-			if r.ParseForm() != nil || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(sess.csrf)) != 1 {
+			if r.ParseForm() != nil || subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(sess.CSRF)) != 1 {
 				s.render(w, http.StatusForbidden, "login.html", dashPage{Title: "Sign in", Error: "The form expired; sign in again."})
 				return
 			}
 		}
-		page := dashPage{LoggedIn: true, CSRF: sess.csrf, sid: c.Value, NotReady: s.notReady(r.Context(), true)}
-		if r.Method == http.MethodGet {
-			page.Notice = s.dashSess.takeNotice(c.Value)
+		page := dashPage{LoggedIn: true, CSRF: sess.CSRF, sid: c.Value, NotReady: s.notReady(r.Context(), true)}
+		if r.Method == http.MethodGet && sess.Flash.Notice != "" {
+			page.Notice = s.dashSess.takeNotice(r.Context(), c.Value)
 		}
 		if err := h(w, r, p, page); err != nil {
 			e := auth.AsError(err)
@@ -329,15 +282,22 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: msg})
 		return
 	}
-	id, _ := s.dashSess.create(s.auth.Now())
+	id, err := s.auth.StartDashSession(r.Context())
+	if err != nil {
+		e := auth.AsError(err)
+		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: e.Message})
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: dashCookie, Value: id, Path: "/admin", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.auth.BaseURL(), "https://"), MaxAge: int(dashTTL / time.Second)})
+		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.auth.BaseURL(), "https://"), MaxAge: int(auth.DashSessionTTL / time.Second)})
 	http.Redirect(w, r, "/admin/", http.StatusSeeOther)
 }
 
 func (s *Server) dashLogout(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ dashPage) error {
 	if c, err := r.Cookie(dashCookie); err == nil {
-		s.dashSess.remove(c.Value)
+		if err := s.auth.EndDashSession(r.Context(), c.Value); err != nil {
+			return err
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: dashCookie, Value: "", Path: "/admin", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/admin/", http.StatusSeeOther)
@@ -348,7 +308,7 @@ func (s *Server) dashLogout(w http.ResponseWriter, r *http.Request, _ httprouter
 // redirect to it (post/redirect/get: a reload repeats nothing).
 func (s *Server) done(w http.ResponseWriter, r *http.Request, page dashPage, to, notice string) error {
 	if notice != "" {
-		s.dashSess.setNotice(page.sid, notice)
+		s.dashSess.setNotice(r.Context(), page.sid, notice)
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil

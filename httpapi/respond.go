@@ -70,6 +70,7 @@ var statusByCode = map[string]int{
 	"CHALLENGE_EXPIRED":    http.StatusBadRequest,
 	"INVALID_PAYLOAD":      http.StatusBadRequest,
 	"WRONG_PATTERN":        http.StatusBadRequest,
+	"INVALID_STATE":        http.StatusBadRequest,
 
 	"MISSING_API_KEY":     http.StatusUnauthorized,
 	"INVALID_FORMAT":      http.StatusUnauthorized,
@@ -94,6 +95,7 @@ var statusByCode = map[string]int{
 	"FORBIDDEN":             http.StatusForbidden,
 	"ORIGIN_NOT_ALLOWED":    http.StatusForbidden,
 	"LIVE_KEY_REFUSED":      http.StatusForbidden,
+	"EMAIL_NOT_VERIFIED":    http.StatusForbidden,
 
 	"NOT_FOUND":                 http.StatusNotFound,
 	"USER_NOT_FOUND":            http.StatusNotFound,
@@ -103,14 +105,17 @@ var statusByCode = map[string]int{
 	"EXTERNAL_METHOD_NOT_FOUND": http.StatusNotFound,
 	"SESSION_NOT_FOUND":         http.StatusNotFound,
 	"TEMPLATE_NOT_FOUND":        http.StatusNotFound,
+	"PROVIDER_NOT_FOUND":        http.StatusNotFound,
 
 	"METHOD_NOT_ALLOWED": http.StatusMethodNotAllowed,
 
-	"ALREADY_ENROLLED":       http.StatusConflict,
-	"EMAIL_IN_USE":           http.StatusConflict,
-	"EXTERNAL_ID_CONFLICT":   http.StatusConflict,
-	"USER_EXISTS":            http.StatusConflict,
-	"EXTERNAL_METHOD_EXISTS": http.StatusConflict,
+	"ALREADY_ENROLLED":         http.StatusConflict,
+	"EMAIL_IN_USE":             http.StatusConflict,
+	"EXTERNAL_ID_CONFLICT":     http.StatusConflict,
+	"USER_EXISTS":              http.StatusConflict,
+	"EXTERNAL_METHOD_EXISTS":   http.StatusConflict,
+	"PROVIDER_EXISTS":          http.StatusConflict,
+	"SIGN_IN_WITH_EMAIL_FIRST": http.StatusConflict,
 
 	"PAYLOAD_TOO_LARGE": http.StatusRequestEntityTooLarge,
 
@@ -118,9 +123,13 @@ var statusByCode = map[string]int{
 	"TOO_MANY_REQUESTS":   http.StatusTooManyRequests,
 	"TOO_MANY_ATTEMPTS":   http.StatusTooManyRequests,
 
-	"INTERNAL_ERROR": http.StatusInternalServerError, // but see statusOf
-	"SEND_FAILED":    http.StatusBadGateway,
-	"NOT_READY":      http.StatusServiceUnavailable,
+	"INTERNAL_ERROR":       http.StatusInternalServerError, // but see statusOf
+	"NOT_SUPPORTED":        http.StatusNotImplemented,
+	"SEND_FAILED":          http.StatusBadGateway,
+	"PROVIDER_UNAVAILABLE": http.StatusBadGateway,
+	"OAUTH_DENIED":         http.StatusUnauthorized,
+	"INVALID_ID_TOKEN":     http.StatusUnauthorized,
+	"NOT_READY":            http.StatusServiceUnavailable,
 	// A store write failed (disk full): retry later.
 	"SERVICE_UNAVAILABLE": http.StatusServiceUnavailable,
 }

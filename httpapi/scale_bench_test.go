@@ -62,7 +62,10 @@ func BenchmarkScale(b *testing.B) {
 	emails := loadUsers(b, e.db, e.project.ID)
 	b.Logf("loaded %d users in %v; file %d MB", scaleUsers, time.Since(start).Round(time.Second), dataSize(e.db)>>20)
 
-	sid, _ := e.server.dashSess.create(time.Now())
+	sid, err := e.svc.StartDashSession(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	cookie := &http.Cookie{Name: dashCookie, Value: sid}
 	admin := "adm_benchbenchbenchbenchbench"
 	userCursor := func(depth int) string { return base64.RawURLEncoding.EncodeToString([]byte(emails[depth-1])) }

@@ -4,7 +4,6 @@
 package httpapi
 
 import (
-	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -77,7 +76,7 @@ func New(svc *auth.Service, cfg Config) *Server {
 		cfg.Metrics.watchStore(svc.StoreStats)
 	}
 	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks,
-		readyChecks: cfg.ReadyChecks, metrics: cfg.Metrics}
+		readyChecks: cfg.ReadyChecks, metrics: cfg.Metrics, dashSess: dashSessions{auth: svc, log: cfg.Logger}}
 	if svc != nil {
 		if u, err := url.Parse(svc.BaseURL()); err == nil {
 			s.baseOrigin, _ = auth.NormalizeOrigin(u.Scheme + "://" + u.Host)
@@ -184,6 +183,7 @@ func (s *Server) routes() {
 	r.GET("/metrics", s.admin(s.serveMetrics))
 
 	s.adminRoutes()
+	s.oauthRoutes()
 	s.dashboardRoutes()
 	s.demoRoutes()
 }
@@ -193,5 +193,3 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ httprout
 	s.metrics.Handler().ServeHTTP(w, r)
 	return nil
 }
-
-var cryptoRand = rand.Read

@@ -52,6 +52,7 @@ func addEvents(t *testing.T, db *boltDB, evs []*AuthEvent) {
 }
 
 func TestAuthEventEncoding(t *testing.T) {
+	boltOnly(t)
 	tests := []AuthEvent{
 		{},
 		{ID: "0b6f3f4e-9d7a-4c1e-8f00-123456789abc", ProjectID: "5c1e0a4e-0000-4000-8000-00000000beef", UserID: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
@@ -103,6 +104,7 @@ func TestAuthEventEncoding(t *testing.T) {
 }
 
 func TestEventPos(t *testing.T) {
+	boltOnly(t)
 	p := EventPos{Nanos: t0.UnixNano(), Seq: 42}
 	got, err := ParseEventPos(p.String())
 	if err != nil || got != p {
@@ -119,6 +121,7 @@ func TestEventPos(t *testing.T) {
 // indexed and counted at the first open, also when an earlier upgrade
 // stopped half way.
 func TestMigrateEvents(t *testing.T) {
+	boltOnly(t)
 	for _, interrupted := range []bool{false, true} {
 		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "v1.db")
@@ -205,6 +208,7 @@ func TestMigrateEvents(t *testing.T) {
 // TestAuthEventBytes reports the file bytes per stored event (about the
 // record plus its index entry and counters) with a browser's user agent.
 func TestAuthEventBytes(t *testing.T) {
+	boltOnly(t)
 	if testing.Short() {
 		t.Skip("short")
 	}

@@ -101,13 +101,14 @@ var (
 
 // boltDB is an open data file. It is safe for concurrent use.
 type boltDB struct {
-	bolt      *bolt.DB
-	path      string
-	group     groupCommit
-	health    writeHealth
-	maxEvents int
-	observe   func(time.Duration)                   // Options.ObserveCommit
-	batchWait func(durable, answered time.Duration) // Options.ObserveBatch
+	bolt       *bolt.DB
+	path       string
+	group      groupCommit
+	health     writeHealth
+	maxEvents  int
+	observe    func(time.Duration)                   // Options.ObserveCommit
+	batchWait  func(durable, answered time.Duration) // Options.ObserveBatch
+	dashMemory                                       // the dashboard's sessions (Dashboard), in memory
 }
 
 // Compile-time checks: the bbolt types implement the interfaces.

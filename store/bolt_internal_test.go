@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"os"
+	"testing"
+)
 
 // viewTx, updateTx and batchTx are View, Update and Batch for the
 // internal tests, whose functions reach the bbolt transaction.
@@ -22,4 +26,14 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// boltOnly skips t on the postgres pass (LATCHKEY_TEST_STORE=postgres):
+// the internal tests are about bbolt's buckets, encodings and
+// migrations, and the bolt pass ran them already.
+func boltOnly(t testing.TB) {
+	t.Helper()
+	if os.Getenv("LATCHKEY_TEST_STORE") == "postgres" {
+		t.Skip("a test of the bbolt backend's internals: ran on the bolt pass")
+	}
 }

@@ -45,6 +45,7 @@ func sweepAll(t *testing.T, db *boltDB, kind Expiring, now time.Time, max int) [
 // history, a project, links and grants by owner, an emptied history)
 // takes their index entries along (openTestDB's Check verifies it).
 func TestExpiringDeletes(t *testing.T) {
+	boltOnly(t)
 	db := openTestDB(t, Options{})
 	mustTx(t, db, func(tx boltTx) error {
 		fillProject(t, tx, "a")
@@ -89,6 +90,7 @@ func TestExpiringDeletes(t *testing.T) {
 // earlier upgrade stopped part of the way; the rows read back as written
 // and are swept at their time.
 func TestMigrateExpiry(t *testing.T) {
+	boltOnly(t)
 	for _, interrupted := range []bool{false, true} {
 		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "v2.db")
@@ -185,6 +187,7 @@ func TestMigrateExpiry(t *testing.T) {
 // TestRecordEncodings: the compact records read back as written, and
 // JSON rows written before them still read.
 func TestRecordEncodings(t *testing.T) {
+	boltOnly(t)
 	verified := true
 	u := &User{ID: "0193a0d5-c3d2-7e80-9000-0000000000aa", ProjectID: "0193a0d5-c3d2-7e80-9000-0000000000bb", Email: "ada@example.com",
 		ExternalUserID: "ext-1", FirstName: "Ada", CompanyID: "0193a0d5-c3d2-7e80-9000-0000000000cc", Disabled: true,
@@ -299,6 +302,7 @@ func fillAll(t *testing.T, v any) {
 // TestRecordsKeepEveryField: a field added to a record type must be
 // added to its compact encoding too, or this test fails.
 func TestRecordsKeepEveryField(t *testing.T) {
+	boltOnly(t)
 	same := func(name string, want, got any, err error) {
 		t.Helper()
 		if err != nil {

@@ -27,6 +27,25 @@ type Project struct {
 	SigningKey []byte `json:"signingKey"`
 	// PublicKey is the PKIX public key, published in the JWKS.
 	PublicKey []byte `json:"publicKey"`
+
+	// Providers are the project's OAuth 2.0 / OpenID Connect sign-in
+	// providers (decisions.md §18), in the order they were added; names
+	// are unique in the project. Nil when there are none.
+	Providers []Provider `json:"providers,omitempty"`
+}
+
+// Provider is one OAuth 2.0 / OpenID Connect provider of a project.
+type Provider struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"` // slug, unique in the project
+	Type     string `json:"type"` // oidc, github, google, apple, microsoft
+	ClientID string `json:"clientId"`
+	// Secret is the client secret sealed with the keyring (additional
+	// data "provider:"+ID); never returned by the API.
+	Secret    []byte    `json:"secret"`
+	Issuer    string    `json:"issuer,omitempty"`
+	Scopes    []string  `json:"scopes,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Project returns the project with id.

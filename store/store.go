@@ -138,6 +138,13 @@ type DB interface {
 	// ErrNotSupported without calling before or writing to w.
 	Backup(ctx context.Context, w io.Writer, before func(size int64)) (int64, error)
 
+	// Dashboard keeps the operator dashboard's sessions.
+	Dashboard
+
+	// Mover streams the store's records out and into an empty store
+	// (latchkey copy; move.go).
+	Mover
+
 	// Watch registers fn to be told of the changes other processes
 	// sharing the store commit (replicas on one PostgreSQL database), so
 	// that copies cached outside the store follow them: a backend with
@@ -212,6 +219,12 @@ type Options struct {
 	// (answered: durable plus the wait for a CPU). It runs on the
 	// caller's goroutine, after the call.
 	ObserveBatch func(durable, answered time.Duration)
+	// ObserveRoundTrip, when set, is told of each round trip to a
+	// database server (PostgreSQL) with the number of statements it
+	// carried (more than one for a batch), for benchmarks that count
+	// them. It runs on the calling goroutine: it must be quick. A bbolt
+	// file has no round trips.
+	ObserveRoundTrip func(statements int)
 	// MaxEventsPerProject caps the authentication events a project keeps
 	// (default DefaultMaxEventsPerProject); tests lower it.
 	MaxEventsPerProject int
@@ -303,6 +316,22 @@ func Open(ctx context.Context, dsn string, opt Options) (db DB, created bool, er
 // ErrWrongMasterKey is returned by CheckKeyring when the store was
 // written under another master key.
 var ErrWrongMasterKey = errors.New("the master key does not match this data file: use the key it was created with (the <data>.key file or LATCHKEY_MASTER_KEY)")
+
+// VerifyKeyring is CheckKeyring without its write: it returns
+// ErrWrongMasterKey when db holds the check value of another key, and nil
+// when it holds k's or none (latchkey copy reads a source with it).
+func VerifyKeyring(ctx context.Context, db DB, k *Keyring) error {
+	check := k.HashString("master-key-check", "latchkey")
+	var stored []byte
+	err := db.View(ctx, func(tx Tx) (err error) {
+		stored, err = tx.MasterKeyCheck()
+		return err
+	})
+	if err == nil && stored != nil && !Equal(stored, check[:]) {
+		err = ErrWrongMasterKey
+	}
+	return err
+}
 
 // CheckKeyring makes sure k is the keyring db was written with: the first
 // call stores a keyed check value (Tx.SetMasterKeyCheck), later calls

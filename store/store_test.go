@@ -33,6 +33,7 @@ var ctx = context.Background()
 // closed and checked when the test ends.
 func openFile(t *testing.T, opt store.Options) (store.DB, store.File) {
 	t.Helper()
+	storetest.BoltOnly(t)
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	db, created, err := store.Open(ctx, path, opt)
 	if err != nil {

@@ -21,7 +21,8 @@ var backup = &command{
 	help: "Download a consistent copy of the running server's data file. FILE is written\n" +
 		"atomically (a temporary file beside it, synced, then renamed) with mode 0600;\n" +
 		"--out - writes the copy to standard output. The copy is opened like any data file,\n" +
-		"with the same master key.",
+		"with the same master key. A server on PostgreSQL (--database-url) has no data\n" +
+		"file: it refuses (501 NOT_SUPPORTED), and pg_dump backs the database up.",
 	flags: func(fs *flag.FlagSet) action {
 		out := fs.String("out", "", "`FILE` to write, or - for standard output (required)")
 		return func(ctx context.Context, c *call) error {

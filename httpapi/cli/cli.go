@@ -74,6 +74,7 @@ var commands = []*command{
 	projectCreate, projectList, projectUpdate, projectDelete,
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodList, methodDisable, methodEnable,
+	providerAdd, providerList, providerRemove,
 	webhookList,
 	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
 	userExport, userImport,
@@ -89,6 +90,8 @@ func Usage(w io.Writer) {
 	fmt.Fprintf(w, "  %-28s%s\n", "latchkey serve [flags]", "run the server (latchkey serve --help lists its flags)")
 	fmt.Fprintf(w, "  %-28s%s\n", "latchkey version", "print the version and the Go version (also --version)")
 	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey compact --data FILE --out FILE", "write a compacted copy of a stopped server's data file")
+	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey migrate --database-url URL", "bring a PostgreSQL database's schema up to date")
+	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey copy --from FILE_OR_URL --to FILE_OR_URL", "copy every record into an empty data file or database")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}

@@ -670,6 +670,7 @@ func TestUnknownCommandUsage(t *testing.T) {
 		"project create", "project list", "project update ID", "project delete ID",
 		"key create", "key list", "key revoke PREFIX",
 		"method create", "method list", "method disable ID", "method enable ID",
+		"provider add", "provider list", "provider remove NAME",
 		"webhook list",
 		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID", "user sessions ID", "user revoke-sessions ID",
 		"events", "backup",
@@ -817,6 +818,16 @@ func TestEventsFailureCode(t *testing.T) {
 	}
 }
 
+// TestBackupOnPostgres: on PostgreSQL the backup command fails in one
+// line naming pg_dump (the server answers 501 NOT_SUPPORTED).
+func TestBackupOnPostgres(t *testing.T) {
+	if storetest.Backend(t) != storetest.Postgres {
+		t.Skip("bbolt answers a backup (TestBackup); this test runs on the postgres pass")
+	}
+	ts := newTestServer(t, testAdminToken)
+	wantFail(t, ts.cli("backup", "--out", filepath.Join(t.TempDir(), "b.db")), 1, "pg_dump")
+}
+
 // TestCustomHTTPClient checks Env.HTTPClient is used for every call.
 func TestCustomHTTPClient(t *testing.T) {
 	ts := newTestServer(t, testAdminToken)
@@ -939,4 +950,34 @@ func (ts *testServer) totpFactor(userID string) *store.Factor {
 		ts.t.Fatal(err)
 	}
 	return f
+}
+
+// TestProviderCommands: provider add reads the secret from a file and
+// never prints it; list shows the providers; remove removes one.
+func TestProviderCommands(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	pid := ts.Project.ID
+	if out := ts.ok("provider", "list", "--project", pid); out != "No providers.\n" {
+		t.Fatalf("out=%q", out)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("gh-very-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := ts.ok("provider", "add", "--project", pid, "--type", "github", "--client-id", "gh-id", "--client-secret-file", secret)
+	if row := tableRow(t, out, "gh-id"); row[0] != "github" || row[1] != "github" {
+		t.Fatalf("row=%q", row)
+	}
+	wantFail(t, ts.cli("provider", "add", "--project", pid, "--type", "github", "--client-id", "x", "--client-secret-file", secret), 1, "(PROVIDER_EXISTS)")
+	wantFail(t, ts.cli("provider", "add", "--project", pid, "--type", "github"), 2, "--client-id is required")
+	list := ts.ok("provider", "list", "--project", pid)
+	if strings.Contains(list+out+ts.ok("provider", "list", "--project", pid, "--json"), "gh-very-secret") {
+		t.Fatal("a provider command shows the secret")
+	}
+	wantContains(t, list, "github", "read:user user:email")
+	ts.ok("provider", "remove", "github", "--project", pid)
+	if out := ts.ok("provider", "list", "--project", pid); out != "No providers.\n" {
+		t.Fatalf("after remove: out=%q", out)
+	}
+	wantFail(t, ts.cli("provider", "remove", "github", "--project", pid), 1, "(PROVIDER_NOT_FOUND)")
 }

@@ -5,8 +5,8 @@
 // unprivileged user when the tests run as root (PostgreSQL refuses to run
 // as root), keeps its data and socket in a temporary directory, listens on
 // 127.0.0.1 only, trusts local connections, and trades durability for
-// speed (fsync off): it is for tests, never for data. It dies with the
-// test process.
+// speed (fsync off; StartWith with Durable keeps it on, for benchmarks):
+// it is for tests, never for data. It dies with the test process.
 //
 // LATCHKEY_TEST_DATABASE_URL, when set, names an existing server to use
 // instead (a superuser URL: tests create and drop databases on it).
@@ -51,9 +51,23 @@ type Cluster struct {
 	base string // random prefix of the databases this process creates
 }
 
-// Start starts a throwaway cluster, or connects to the server EnvURL
-// names. Stop it when the tests are done.
-func Start() (*Cluster, error) {
+// Options tune StartWith.
+type Options struct {
+	// Durable keeps PostgreSQL's durability settings (fsync,
+	// synchronous_commit, full_page_writes on, as a production server
+	// runs), for benchmarks; tests turn them off for speed.
+	Durable bool
+	// SharedBuffers is the server's shared_buffers (default 64MB).
+	SharedBuffers string
+}
+
+// Start starts a throwaway cluster for tests (fsync off), or connects
+// to the server EnvURL names. Stop it when the tests are done.
+func Start() (*Cluster, error) { return StartWith(Options{}) }
+
+// StartWith is Start with options. With EnvURL set, the options do not
+// apply: the server is whatever it is.
+func StartWith(opt Options) (*Cluster, error) {
 	c := &Cluster{base: "t" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + strconv.Itoa(os.Getpid())}
 	if u := os.Getenv(EnvURL); u != "" {
 		c.URL = u
@@ -85,12 +99,19 @@ func Start() (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+	buffers := opt.SharedBuffers
+	if buffers == "" {
+		buffers = "64MB"
+	}
+	args := []string{"-D", data,
 		"-c", "listen_addresses=127.0.0.1", "-p", strconv.Itoa(port),
-		"-c", "unix_socket_directories="+dir,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=64MB",
-		"-c", "log_min_messages=fatal", "-c", "logging_collector=off")
+		"-c", "unix_socket_directories=" + dir,
+		"-c", "max_connections=300", "-c", "shared_buffers=" + buffers,
+		"-c", "log_min_messages=fatal", "-c", "logging_collector=off"}
+	if !opt.Durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
 	log, err := os.Create(filepath.Join(dir, "postgres.log"))
 	if err != nil {
 		os.RemoveAll(dir)

@@ -5,11 +5,14 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"latchkey/store"
 )
 
 // migrations are the schema's versions, applied in order: NNNN_name.sql,
@@ -63,15 +66,37 @@ func SchemaVersion() int {
 	return len(ms)
 }
 
+// Migrate connects to the database dsn names and brings its schema up
+// to date, as Open does (latchkey migrate). It returns the schema's
+// version before and after, and logs each migration applied to log (nil:
+// none). A database newer than this binary is refused.
+func Migrate(ctx context.Context, dsn string, log *slog.Logger) (before, after int, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pool, err := connect(ctx, dsn, store.Options{})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pool.Close()
+	db := &DB{pool: pool, log: log}
+	before, err = db.migrate(ctx)
+	if err != nil {
+		return before, before, err
+	}
+	return before, SchemaVersion(), nil
+}
+
 // migrate brings the schema up to date. Replicas starting together
 // serialise on a row lock of latchkey_lock (no advisory locks, so the
 // schema also works where those are missing); each applies what the one
 // before it left. A database whose schema is newer than this binary knows
-// is refused. created reports that the database had no latchkey schema.
-func (db *DB) migrate(ctx context.Context) (created bool, err error) {
+// is refused. It returns the version the database had (0: no latchkey
+// schema, a new database).
+func (db *DB) migrate(ctx context.Context) (current int, err error) {
 	ms, err := loadMigrations()
 	if err != nil {
-		return false, err
+		return current, err
 	}
 	if _, err := db.pool.Exec(ctx, `
 		CREATE TABLE IF NOT EXISTS latchkey_lock (id int PRIMARY KEY CHECK (id = 1));
@@ -81,34 +106,33 @@ func (db *DB) migrate(ctx context.Context) (created bool, err error) {
 			name text NOT NULL,
 			applied_at timestamptz NOT NULL DEFAULT now()
 		)`); err != nil {
-		return false, fmt.Errorf("database schema: %w", unavailable(err))
+		return current, fmt.Errorf("database schema: %w", unavailable(err))
 	}
 	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
-		return false, unavailable(err)
+		return current, unavailable(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if _, err := tx.Exec(ctx, `SELECT id FROM latchkey_lock WHERE id = 1 FOR UPDATE`); err != nil {
-		return false, fmt.Errorf("database schema lock: %w", unavailable(err))
+		return current, fmt.Errorf("database schema lock: %w", unavailable(err))
 	}
-	var current int
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-		return false, fmt.Errorf("database schema version: %w", unavailable(err))
+		return current, fmt.Errorf("database schema version: %w", unavailable(err))
 	}
 	if current > len(ms) {
-		return false, fmt.Errorf("the database's schema is version %d, newer than this binary's %d: run a newer latchkey", current, len(ms))
+		return current, fmt.Errorf("the database's schema is version %d, newer than this binary's %d: run a newer latchkey", current, len(ms))
 	}
 	for _, m := range ms[current:] {
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return false, fmt.Errorf("database migration %d_%s: %w", m.version, m.name, err)
+			return current, fmt.Errorf("database migration %d_%s: %w", m.version, m.name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return false, fmt.Errorf("database migration %d_%s: %w", m.version, m.name, err)
+			return current, fmt.Errorf("database migration %d_%s: %w", m.version, m.name, err)
 		}
 		db.log.Info("database schema upgraded", "version", m.version, "name", m.name)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, unavailable(err)
+		return current, unavailable(err)
 	}
-	return current == 0, nil
+	return current, nil
 }

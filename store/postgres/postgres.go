@@ -56,26 +56,16 @@ var _ store.DB = (*DB)(nil)
 // lacks and returns the store. created reports an empty database (no
 // latchkey schema before): the first start.
 func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := connect(ctx, dsn, opt)
 	if err != nil {
-		return nil, false, fmt.Errorf("database URL: %w", err)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, false, fmt.Errorf("database: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, false, fmt.Errorf("database %s:%d unreachable: %w: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, store.ErrUnavailable, err)
+		return nil, false, err
 	}
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	db := &DB{pool: pool, opt: opt, log: log}
-	created, err := db.migrate(ctx)
+	was, err := db.migrate(ctx)
 	if err != nil {
 		pool.Close()
 		return nil, false, err
@@ -84,7 +74,30 @@ func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, e
 		pool.Close()
 		return nil, false, err
 	}
-	return db, created, nil
+	return db, was == 0, nil
+}
+
+// connect opens a pool of connections to dsn and checks that the
+// database answers.
+func connect(ctx context.Context, dsn string, opt store.Options) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	if opt.ObserveRoundTrip != nil {
+		cfg.ConnConfig.Tracer = roundTrips(opt.ObserveRoundTrip)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database %s:%d unreachable: %w: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, store.ErrUnavailable, err)
+	}
+	return pool, nil
 }
 
 // Close closes the connections.

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"encoding/json"
+
 	"latchkey/store"
 )
 
@@ -10,12 +12,32 @@ import (
 // detaches its API keys.
 
 const projectCols = `id, name, company_id, allowed_origins, rp_id, session_ttl_seconds,
-	rate_limit_per_minute, deny_cidrs, created_at, email_change, signing_key_id, signing_key, public_key`
+	rate_limit_per_minute, deny_cidrs, created_at, email_change, signing_key_id, signing_key, public_key, providers`
 
 // projectDest returns the scan destinations of projectCols in p.
 func projectDest(p *store.Project) []any {
 	return []any{&p.ID, &p.Name, &p.CompanyID, &p.AllowedOrigins, &p.RPID, &p.SessionTTLSeconds,
-		&p.RateLimitPerMinute, &p.DenyCIDRs, timeDest(&p.CreatedAt), &p.EmailChange, &p.SigningKeyID, &p.SigningKey, &p.PublicKey}
+		&p.RateLimitPerMinute, &p.DenyCIDRs, timeDest(&p.CreatedAt), &p.EmailChange, &p.SigningKeyID, &p.SigningKey, &p.PublicKey, (*providersCol)(&p.Providers)}
+}
+
+// providersCol is Project.Providers scanned from its JSON (NULL: none).
+type providersCol []store.Provider
+
+// ScanBytes implements pgtype.BytesScanner.
+func (c *providersCol) ScanBytes(v []byte) error {
+	*c = nil
+	if v == nil {
+		return nil
+	}
+	return json.Unmarshal(v, (*[]store.Provider)(c))
+}
+
+// providersArg is the providers column's value of ps: NULL when empty.
+func providersArg(ps []store.Provider) ([]byte, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(ps)
 }
 
 // Project returns the project with id.
@@ -32,15 +54,20 @@ func (tx *txn) Project(id string) (*store.Project, error) {
 
 // PutProject creates or replaces the project p.ID.
 func (tx *txn) PutProject(p *store.Project) error {
-	_, err := tx.exec(`INSERT INTO projects (`+projectCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+	providers, err := providersArg(p.Providers)
+	if err != nil {
+		return err
+	}
+	_, err = tx.exec(`INSERT INTO projects (`+projectCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, company_id = excluded.company_id,
 			allowed_origins = excluded.allowed_origins, rp_id = excluded.rp_id,
 			session_ttl_seconds = excluded.session_ttl_seconds, rate_limit_per_minute = excluded.rate_limit_per_minute,
 			deny_cidrs = excluded.deny_cidrs, created_at = excluded.created_at, email_change = excluded.email_change,
-			signing_key_id = excluded.signing_key_id, signing_key = excluded.signing_key, public_key = excluded.public_key`,
+			signing_key_id = excluded.signing_key_id, signing_key = excluded.signing_key, public_key = excluded.public_key,
+			providers = excluded.providers`,
 		p.ID, p.Name, p.CompanyID, p.AllowedOrigins, p.RPID, p.SessionTTLSeconds,
-		p.RateLimitPerMinute, p.DenyCIDRs, timeArg(p.CreatedAt), p.EmailChange, p.SigningKeyID, p.SigningKey, p.PublicKey)
+		p.RateLimitPerMinute, p.DenyCIDRs, timeArg(p.CreatedAt), p.EmailChange, p.SigningKeyID, p.SigningKey, p.PublicKey, providers)
 	if err != nil {
 		return err
 	}

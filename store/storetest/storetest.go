@@ -56,6 +56,17 @@ func Backend(t testing.TB) string {
 	}
 }
 
+// BoltOnly skips t on the postgres pass: it tests what only a bbolt data
+// file does, or opens one whatever EnvStore says, and the bolt pass (the
+// default backend) ran it already; running it twice would only cost
+// time.
+func BoltOnly(t testing.TB) {
+	t.Helper()
+	if Backend(t) == Postgres {
+		t.Skip("uses a bbolt data file whatever " + EnvStore + " says: ran on the bolt pass")
+	}
+}
+
 // Open returns a new, empty store on the backend EnvStore names, closed
 // when the test ends (see New for what else happens then).
 func Open(t testing.TB) store.DB {

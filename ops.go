@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"latchkey/store"
+	"latchkey/store/postgres"
+)
+
+// runMigrate is `latchkey migrate --database-url URL`: it applies the
+// schema migrations the database lacks, as `latchkey serve` does at start
+// (one replica at a time, under a row lock), and prints the versions.
+// Exit codes: 0 done, 1 refused or failed, 2 bad usage.
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("latchkey migrate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	url := fs.String("database-url", getenv("LATCHKEY_DATABASE_URL"), "")
+	help := func(w io.Writer) {
+		fmt.Fprintf(w, `Usage: latchkey migrate --database-url URL
+
+Bring the PostgreSQL database's schema up to date (latchkey serve does the
+same at start) and print its version before and after. Run it before
+starting the replicas of a new latchkey version; a database newer than this
+binary is refused.
+
+Flags:
+  --database-url URL   postgres://... (env LATCHKEY_DATABASE_URL)
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			help(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "latchkey migrate: %v\n", err)
+		help(stderr)
+		return 2
+	}
+	if *url == "" || fs.NArg() > 0 || !store.IsURL(*url) {
+		fmt.Fprintln(stderr, "latchkey migrate: --database-url postgres://... is required (and nothing else)")
+		help(stderr)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	before, after, err := postgres.Migrate(ctx, *url, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "latchkey migrate: %v\n", err)
+		return 1
+	}
+	if before == after {
+		fmt.Fprintf(stdout, "Schema version %d: up to date (%s).\n", after, redactURL(*url))
+	} else {
+		fmt.Fprintf(stdout, "Schema version %d, was %d (%s).\n", after, before, redactURL(*url))
+	}
+	return 0
+}
+
+// runCopy is `latchkey copy --from FILE_OR_URL --to FILE_OR_URL`: it
+// copies every record of a store (a bbolt data file or a PostgreSQL
+// database) into an empty one, with the same master key. Exit codes: 0
+// done, 1 refused or failed, 2 bad usage.
+func runCopy(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("latchkey copy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	from := fs.String("from", "", "")
+	to := fs.String("to", "", "")
+	masterKey := fs.String("master-key", getenv("LATCHKEY_MASTER_KEY"), "")
+	help := func(w io.Writer) {
+		fmt.Fprint(w, `Usage: latchkey copy --from FILE_OR_URL --to FILE_OR_URL
+
+Copy everything a store holds (projects, keys, users, sessions, factors,
+passkeys, webhooks, queued mail and deliveries, events and their counters)
+into an empty store: from a bbolt data file into a PostgreSQL database
+(postgres://...) or back, or between two of either. Secrets stay encrypted
+under the master key, so the copy is read with the same key. Stop the
+servers that write to the source first; a target that holds data is
+refused, and a failed copy leaves a database target empty (one
+transaction) and removes a file target it created.
+
+Flags:
+  --from FILE_OR_URL   the source: a data file, or postgres://...
+  --to FILE_OR_URL     the target: a new data file, or an empty database
+  --master-key KEY     the master key (env LATCHKEY_MASTER_KEY); default:
+                       the source data file's FILE.key
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			help(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "latchkey copy: %v\n", err)
+		help(stderr)
+		return 2
+	}
+	if *from == "" || *to == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "latchkey copy: --from and --to are required (and nothing else)")
+		help(stderr)
+		return 2
+	}
+	if *from == *to {
+		fmt.Fprintln(stderr, "latchkey copy: --from and --to name the same store")
+		return 2
+	}
+	if err := copyStore(ctx, *from, *to, *masterKey, stdout); err != nil {
+		fmt.Fprintf(stderr, "latchkey copy: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// copyStore copies from into to (see runCopy).
+func copyStore(ctx context.Context, from, to, masterKey string, stdout io.Writer) (err error) {
+	start := time.Now()
+	// The master key: given, or the source file's.
+	keyFile := ""
+	if masterKey == "" {
+		if store.IsURL(from) {
+			return errors.New("--master-key (or LATCHKEY_MASTER_KEY) is required to copy from a database: the key its replicas run with")
+		}
+		keyFile = from + ".key"
+		if _, err := os.Stat(keyFile); err != nil {
+			return fmt.Errorf("master key file %s: %w (or pass --master-key)", keyFile, err)
+		}
+	}
+	key, _, err := store.LoadMasterKey(masterKey, keyFile)
+	if err != nil {
+		return fmt.Errorf("master key: %w", err)
+	}
+	keys, err := store.NewKeyring(key)
+	if err != nil {
+		return err
+	}
+	// The source must exist: a file is never created by reading it.
+	if !store.IsURL(from) {
+		fresh, err := store.CheckFile(from, time.Second)
+		if err != nil {
+			return err
+		}
+		if fresh {
+			return fmt.Errorf("%s does not exist", from)
+		}
+	}
+	src, _, err := store.Open(ctx, from, store.Options{LockTimeout: time.Second})
+	if errors.Is(err, store.ErrInUse) {
+		return fmt.Errorf("%s: %w: stop the server first", from, err)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", describe(from), err)
+	}
+	defer src.Close()
+	if err := store.VerifyKeyring(ctx, src, keys); err != nil {
+		return fmt.Errorf("%s: %w", describe(from), err)
+	}
+
+	// The target: an empty database, or a data file (created here, and
+	// removed again when the copy fails).
+	created := false
+	if !store.IsURL(to) {
+		fresh, err := store.CheckFile(to, time.Second)
+		if err != nil {
+			return err
+		}
+		created = fresh
+		if err := checkKeyFile(to+".key", key); err != nil {
+			return err
+		}
+	}
+	dst, _, err := store.Open(ctx, to, store.Options{LockTimeout: time.Second})
+	if errors.Is(err, store.ErrInUse) {
+		return fmt.Errorf("%s: %w: stop the server first", to, err)
+	} else if err != nil {
+		return fmt.Errorf("%s: %w", describe(to), err)
+	}
+	defer func() {
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil && created {
+			os.Remove(to)
+		}
+	}()
+	counts, err := store.Copy(ctx, src, dst)
+	if errors.Is(err, store.ErrNotEmpty) {
+		return fmt.Errorf("%s holds data: %w; copy into a new file or an empty database", describe(to), err)
+	} else if err != nil {
+		return err
+	}
+	if !store.IsURL(to) {
+		if err := writeKeyFile(to+".key", key); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "Copied %s into %s in %v:\n", describe(from), describe(to), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "  %s\n", countText(counts))
+	if store.IsURL(to) {
+		src := "the master key"
+		if keyFile != "" {
+			src = "the key in " + keyFile
+		}
+		fmt.Fprintf(stdout, "Run every replica with --database-url and LATCHKEY_MASTER_KEY set to %s (the same on each).\n", src)
+	} else {
+		fmt.Fprintf(stdout, "The master key is in %s.key: start latchkey serve --data %s.\n", to, to)
+	}
+	return nil
+}
+
+// describe names a store for messages: a file's path, or a URL without
+// its password.
+func describe(dsn string) string {
+	if store.IsURL(dsn) {
+		return redactURL(dsn)
+	}
+	return dsn
+}
+
+// checkKeyFile refuses a key file that exists and holds another key.
+func checkKeyFile(file string, key []byte) error {
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	other, _, err := store.LoadMasterKey("", file)
+	if err != nil {
+		return fmt.Errorf("key file %s: %w", file, err)
+	}
+	if string(other) != string(key) {
+		return fmt.Errorf("key file %s holds another master key: remove it or copy to another file", file)
+	}
+	return nil
+}
+
+// writeKeyFile writes key to file (0600) unless it is there already.
+func writeKeyFile(file string, key []byte) error {
+	if _, err := os.Stat(file); err == nil {
+		return nil
+	}
+	return store.WriteSecretFile(file, base64.StdEncoding.EncodeToString(key)+"\n")
+}
+
+// countText lists the records copied by kind: "1 Project, 3 User, ...".
+func countText(counts map[string]int) string {
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	if len(parts) == 0 {
+		return "nothing (the source is empty)"
+	}
+	return strings.Join(parts, ", ")
+}

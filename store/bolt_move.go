@@ -1,0 +1,273 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Mover of a bbolt file (move.go): Export walks the buckets of one read
+// transaction, decoding each row; Import writes through the Tx methods
+// (which keep every index) in write transactions of importChunk records.
+
+var _ Mover = (*boltDB)(nil)
+
+// importChunk is how many records one write transaction of an import
+// holds: bbolt keeps a transaction's pages in memory until its commit.
+const importChunk = 20_000
+
+// Export calls fn with every record of the file (Mover).
+func (db *boltDB) Export(ctx context.Context, fn func(rec any) error) error {
+	return db.bolt.View(func(btx *bolt.Tx) error {
+		meta := btx.Bucket(bucketMeta)
+		st := &Settings{AdminTokenHash: clone(meta.Get(keyAdminToken)), Initialized: meta.Get(keyInitialized) != nil,
+			MasterKeyCheck: clone(meta.Get(keyKeyCheck))}
+		if err := fn(st); err != nil {
+			return err
+		}
+		each := func(bucket []byte, decode func(k, v []byte) (any, error)) error {
+			c := btx.Bucket(bucket).Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				rec, err := decode(k, v)
+				if err != nil {
+					return err
+				}
+				if rec == nil {
+					continue
+				}
+				if err := fn(rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		jsonRow := func(newRec func() any) func(k, v []byte) (any, error) {
+			return func(_, v []byte) (any, error) {
+				rec := newRec()
+				return rec, jsonDecode(v, rec)
+			}
+		}
+		steps := []struct {
+			bucket []byte
+			decode func(k, v []byte) (any, error)
+		}{
+			{bucketProjects, jsonRow(func() any { return &Project{} })},
+			{bucketKeys, jsonRow(func() any { return &APIKey{} })},
+			{bucketUsers, func(k, v []byte) (any, error) { return decodeUser(k, v) }},
+			{bucketSessions, func(k, v []byte) (any, error) { return decodeSession(k, v) }},
+			{bucketCodes, func(k, v []byte) (any, error) {
+				if !isThrottleKey(k) {
+					return decodeCode(v)
+				}
+				parts := strings.SplitN(string(k[:len(k)-2]), "\x00", 3)
+				if len(parts) != 3 {
+					return nil, errBadRecord
+				}
+				t, err := decodeThrottle(v)
+				if err != nil {
+					return nil, err
+				}
+				return &ThrottleRecord{Kind: parts[0], ProjectID: parts[1], Subject: parts[2], Throttle: *t}, nil
+			}},
+			{bucketMagic, jsonRow(func() any { return &MagicLink{} })},
+			{bucketDevices, func(k, v []byte) (any, error) { return decodeDevice(k, v) }},
+			{bucketFactors, jsonRow(func() any { return &Factor{} })},
+			{bucketBackupCodes, jsonRow(func() any { return &BackupCodes{} })},
+			{bucketGrants, jsonRow(func() any { return &Grant{} })},
+			{bucketPasskeys, jsonRow(func() any { return &Passkey{} })},
+			{bucketChallenges, jsonRow(func() any { return &Challenge{} })},
+			{bucketMethods, jsonRow(func() any { return &ExternalMethod{} })},
+			{bucketWebhooks, jsonRow(func() any { return &Webhook{} })},
+			{bucketJobs, jsonRow(func() any { return &Job{} })},
+			{bucketDeliveries, jsonRow(func() any { return &Delivery{} })},
+			{bucketOutbox, func(k, v []byte) (any, error) { return decodeEvent(k, v) }},
+			{bucketMail, func(k, v []byte) (any, error) { return decodeMail(k, v) }},
+			{bucketEvents, func(k, v []byte) (any, error) { return decodeAuthEvent(k, v) }},
+			{bucketEventCounts, func(k, v []byte) (any, error) {
+				i := bytes.IndexByte(k, 0)
+				if i < 0 || len(k) < i+5 {
+					return nil, errBadRecord
+				}
+				hour := binary.BigEndian.Uint32(k[i+1:])
+				if hour == noHour {
+					return nil, nil // a scope's kept events: counted again by the import
+				}
+				return &EventCount{Scope: string(k[:i]), Hour: int64(hour), Kind: string(k[i+5:]), N: int64(getU64(v))}, nil
+			}},
+			{bucketEventSuppressed, func(k, v []byte) (any, error) {
+				if len(k) < 4 {
+					return nil, errBadRecord
+				}
+				parts := strings.SplitN(string(k[4:]), "\x00", 4)
+				if len(parts) != 4 {
+					return nil, errBadRecord
+				}
+				return &SuppressedCount{Hour: unixHour(int64(binary.BigEndian.Uint32(k))), ProjectID: parts[0], Method: parts[1],
+					Action: parts[2], FailureCode: parts[3], N: int64(getU64(v))}, nil
+			}},
+		}
+		for _, s := range steps {
+			if err := each(s.bucket, s.decode); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Import returns an Importer into the file, which must hold no data
+// (Mover).
+func (db *boltDB) Import(ctx context.Context) (Importer, error) {
+	err := db.bolt.View(func(btx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			c := btx.Bucket(name).Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if !bytes.Equal(name, bucketMeta) || !bytes.Equal(k, keySchema) {
+					return ErrNotEmpty
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &boltImporter{db: db}, nil
+}
+
+// boltImporter writes an import in chunks of importChunk records.
+type boltImporter struct {
+	db     *boltDB
+	btx    *bolt.Tx
+	n      int    // records in btx
+	maxJob uint64 // the highest job sequence number imported
+}
+
+// Add writes rec (Importer).
+func (im *boltImporter) Add(rec any) error {
+	if im.btx == nil {
+		btx, err := im.db.bolt.Begin(true)
+		if err != nil {
+			return err
+		}
+		im.btx = btx
+	}
+	tx := boltTx{im.btx}
+	switch r := rec.(type) {
+	case *AuthEvent:
+		if err := tx.importAuthEvent(r); err != nil {
+			return err
+		}
+	case *EventCount:
+		if strings.IndexByte(r.Scope, 0) >= 0 || r.Hour < 0 || r.Hour >= noHour {
+			return ErrBadEventField
+		}
+		b := tx.bucket(bucketEventCounts)
+		b.FillPercent = appendFill
+		if err := b.Put(countKey(r.Scope, uint32(r.Hour), r.Kind), u64(uint64(r.N))); err != nil {
+			return err
+		}
+	case *SuppressedCount:
+		for _, s := range []string{r.ProjectID, r.Method, r.Action, r.FailureCode} {
+			if strings.IndexByte(s, 0) >= 0 {
+				return ErrBadEventField
+			}
+		}
+		b := tx.bucket(bucketEventSuppressed)
+		b.FillPercent = appendFill
+		if err := b.Put(suppressedKey(r), u64(uint64(r.N))); err != nil {
+			return err
+		}
+	default:
+		ok, err := ImportTx(tx, rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errRecord(rec)
+		}
+		if j, isJob := rec.(*Job); isJob {
+			im.maxJob = max(im.maxJob, j.Seq)
+		}
+	}
+	if im.n++; im.n >= importChunk {
+		return im.commitChunk()
+	}
+	return nil
+}
+
+// commitChunk commits the current write transaction.
+func (im *boltImporter) commitChunk() error {
+	if im.btx == nil {
+		return nil
+	}
+	btx := im.btx
+	im.btx, im.n = nil, 0
+	return btx.Commit()
+}
+
+// Commit writes the last chunk, with the job sequence past every job
+// imported (Importer).
+func (im *boltImporter) Commit() error {
+	if im.maxJob > 0 {
+		if im.btx == nil {
+			btx, err := im.db.bolt.Begin(true)
+			if err != nil {
+				return err
+			}
+			im.btx = btx
+		}
+		if b := im.btx.Bucket(bucketJobs); b.Sequence() < im.maxJob {
+			if err := b.SetSequence(im.maxJob); err != nil {
+				im.Rollback()
+				return err
+			}
+		}
+	}
+	return im.commitChunk()
+}
+
+// Rollback drops the current chunk; the chunks committed before stay
+// (the caller removes the file).
+func (im *boltImporter) Rollback() {
+	if im.btx != nil {
+		im.btx.Rollback()
+		im.btx = nil
+	}
+}
+
+// importAuthEvent stores an exported event as AddAuthEvent does (a new
+// position in the same time order, its index entry, its project's kept
+// count) but without counting it in the hourly counters, which the
+// import copies (EventCount), nor trimming.
+func (tx boltTx) importAuthEvent(e *AuthEvent) error {
+	kind := e.kind()
+	if strings.IndexByte(e.ProjectID, 0) >= 0 || strings.IndexByte(kind, 0) >= 0 {
+		return ErrBadEventField
+	}
+	events := tx.bucket(bucketEvents)
+	seq, err := events.NextSequence()
+	if err != nil {
+		return err
+	}
+	ev := *e
+	ev.Pos = EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: seq}
+	pk := ev.Pos.key()
+	events.FillPercent = appendFill
+	if err := events.Put(pk, encodeAuthEvent(&ev)); err != nil {
+		return err
+	}
+	index := tx.bucket(bucketEventIndex)
+	index.FillPercent = appendFill
+	if err := index.Put(append(indexPrefix(ev.ProjectID, kind), pk...), []byte{}); err != nil {
+		return err
+	}
+	_, err = tx.addTotal(ev.ProjectID, 1)
+	return err
+}

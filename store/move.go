@@ -1,0 +1,233 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Moving a store to another backend (latchkey copy): every DB implements
+// Mover. Export streams the records of one consistent snapshot as typed
+// values, one at a time, and Import writes them into an empty store, so
+// a copy holds a few records in memory, never the store. Secrets stay
+// as they are (keyed hashes, sealed values): the copy needs the same
+// master key.
+//
+// The values Export passes, in this order, and Import takes:
+//
+//	*Settings         the instance settings (one)
+//	*Project, *APIKey, *User, *Session
+//	*Code, *ThrottleRecord, *MagicLink, *Device
+//	*Factor, *BackupCodes, *Grant, *Passkey, *Challenge, *ExternalMethod
+//	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
+//	order), *Mail (in ID order)
+//	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
+//
+// Sequence numbers a store assigns (Delivery.Seq, Event.Seq, Mail.ID,
+// AuthEvent.Pos.Seq) are assigned again by the target in the same order;
+// jobs keep theirs. Dashboard sessions and the counts of limits are not
+// moved: they are about the running processes, not the data.
+
+// Mover copies a store's records out and in.
+type Mover interface {
+	// Export calls fn with every record of one consistent snapshot, in
+	// the order above, and stops at fn's first error, returning it.
+	Export(ctx context.Context, fn func(rec any) error) error
+	// Import returns an Importer that writes into this store, which
+	// must hold no data (ErrNotEmpty otherwise).
+	Import(ctx context.Context) (Importer, error)
+}
+
+// Importer writes the records of an Export into an empty store. It is
+// not safe for concurrent use.
+type Importer interface {
+	// Add writes rec (one of the types Export passes); another type is
+	// an error.
+	Add(rec any) error
+	// Commit makes every record added durable and ends the import.
+	Commit() error
+	// Rollback ends an import that will not be committed. What it
+	// leaves behind depends on the backend: nothing on PostgreSQL (one
+	// transaction); on bbolt, a file that the caller removes (it commits
+	// in chunks, to bound memory).
+	Rollback()
+}
+
+// ErrNotEmpty is returned by Import for a store that holds data.
+var ErrNotEmpty = errors.New("store: the target is not empty")
+
+// Settings are the instance settings of a store (Tx.AdminTokenHash,
+// Initialized, MasterKeyCheck).
+type Settings struct {
+	AdminTokenHash []byte
+	Initialized    bool
+	MasterKeyCheck []byte
+}
+
+// ThrottleRecord is a send or failure history with its key.
+type ThrottleRecord struct {
+	Kind, ProjectID, Subject string
+	Throttle
+}
+
+// EventCount is one hourly counter of authentication events: Scope is a
+// project id, "" for events of no project, or "*" for the sum over every
+// project; Hour is in Unix hours; Kind is "+" for successes, "~" for the
+// failures counted but not stored, "?" for failures without a code, else
+// the failure code.
+type EventCount struct {
+	Scope string
+	Hour  int64
+	Kind  string
+	N     int64
+}
+
+// Copy copies every record of from into to, which must be empty, and
+// returns how many records of each kind it copied (by type name). On
+// failure the import is rolled back (see Importer.Rollback).
+func Copy(ctx context.Context, from, to DB) (map[string]int, error) {
+	imp, err := to.Import(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	err = from.Export(ctx, func(rec any) error {
+		counts[recordName(rec)]++
+		return imp.Add(rec)
+	})
+	if err != nil {
+		imp.Rollback()
+		return counts, err
+	}
+	return counts, imp.Commit()
+}
+
+// recordName is the type name of a record ("User").
+func recordName(rec any) string {
+	switch rec.(type) {
+	case *Settings:
+		return "Settings"
+	case *Project:
+		return "Project"
+	case *APIKey:
+		return "APIKey"
+	case *User:
+		return "User"
+	case *Session:
+		return "Session"
+	case *Code:
+		return "Code"
+	case *ThrottleRecord:
+		return "Throttle"
+	case *MagicLink:
+		return "MagicLink"
+	case *Device:
+		return "Device"
+	case *Factor:
+		return "Factor"
+	case *BackupCodes:
+		return "BackupCodes"
+	case *Grant:
+		return "Grant"
+	case *Passkey:
+		return "Passkey"
+	case *Challenge:
+		return "Challenge"
+	case *ExternalMethod:
+		return "ExternalMethod"
+	case *Webhook:
+		return "Webhook"
+	case *Job:
+		return "Job"
+	case *Delivery:
+		return "Delivery"
+	case *Event:
+		return "Event"
+	case *Mail:
+		return "Mail"
+	case *AuthEvent:
+		return "AuthEvent"
+	case *EventCount:
+		return "EventCount"
+	case *SuppressedCount:
+		return "SuppressedCount"
+	}
+	return fmt.Sprintf("%T", rec)
+}
+
+// ImportTx writes rec with the Tx methods when its kind has one that
+// keeps it as it is (every kind but *AuthEvent, *EventCount and
+// *SuppressedCount, whose Tx methods count: a backend's Importer writes
+// those itself) and reports whether it did. A backend's Importer calls
+// it for the kinds it has nothing special to do for.
+func ImportTx(tx Tx, rec any) (bool, error) {
+	switch r := rec.(type) {
+	case *Settings:
+		if r.AdminTokenHash != nil {
+			if err := tx.SetAdminTokenHash(r.AdminTokenHash); err != nil {
+				return true, err
+			}
+		}
+		if r.MasterKeyCheck != nil {
+			if err := tx.SetMasterKeyCheck(r.MasterKeyCheck); err != nil {
+				return true, err
+			}
+		}
+		if r.Initialized {
+			return true, tx.SetInitialized()
+		}
+		return true, nil
+	case *Project:
+		return true, tx.PutProject(r)
+	case *APIKey:
+		return true, tx.PutAPIKey(r)
+	case *User:
+		return true, tx.PutUser(r)
+	case *Session:
+		return true, tx.PutSession(r)
+	case *Code:
+		return true, tx.PutCode(r)
+	case *ThrottleRecord:
+		return true, tx.PutThrottle(r.Kind, r.ProjectID, r.Subject, &r.Throttle)
+	case *MagicLink:
+		return true, tx.PutMagicLink(r)
+	case *Device:
+		return true, tx.PutDevice(r)
+	case *Factor:
+		return true, tx.PutFactor(r)
+	case *BackupCodes:
+		return true, tx.PutBackupCodes(r)
+	case *Grant:
+		return true, tx.PutGrant(r)
+	case *Passkey:
+		return true, tx.PutPasskey(r)
+	case *Challenge:
+		return true, tx.PutChallenge(r)
+	case *ExternalMethod:
+		return true, tx.PutExternalMethod(r)
+	case *Webhook:
+		return true, tx.PutWebhook(r)
+	case *Job:
+		if r.Seq == 0 {
+			return true, errors.New("store: import of a job without a sequence number")
+		}
+		return true, tx.EnqueueJob(r)
+	case *Delivery:
+		d := *r
+		return true, tx.AddDelivery(&d)
+	case *Event:
+		e := *r
+		return true, tx.AppendEvent(&e)
+	case *Mail:
+		m := *r
+		return true, tx.EnqueueMail(&m)
+	}
+	return false, nil
+}
+
+// errRecord is Add's error for a value Export never passes.
+func errRecord(rec any) error { return fmt.Errorf("store: import: %T is not a record", rec) }
+
+// unixHour is the time of Unix hour h.
+func unixHour(h int64) time.Time { return time.Unix(h*3600, 0).UTC() }

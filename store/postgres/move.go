@@ -1,0 +1,414 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"latchkey/store"
+)
+
+// Moving a store (store.Mover, latchkey copy). Export reads one
+// REPEATABLE READ snapshot: the big tables (users, sessions, jobs,
+// deliveries, mail, events and their counters) are streamed with one
+// query each; the others are paged by primary key, pageSize keys at a
+// time, each row read with its Tx lookup method, so that their decoding
+// is the domain's own. Import runs in one transaction: nothing is left
+// behind when it fails.
+
+var _ store.Mover = (*DB)(nil)
+
+// pageSize is how many keys Export reads at a time.
+const pageSize = 1000
+
+// Export calls fn with every record of the database (store.Mover).
+func (db *DB) Export(ctx context.Context, fn func(rec any) error) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
+	ptx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return unavailable(err)
+	}
+	defer ptx.Rollback(context.WithoutCancel(ctx))
+	tx := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: true}
+	ex := exporter{tx: tx, fn: fn}
+	return ex.run()
+}
+
+// exporter is one Export.
+type exporter struct {
+	tx *txn
+	fn func(rec any) error
+}
+
+func (ex *exporter) run() error {
+	tx := ex.tx
+	var st store.Settings
+	var err error
+	if st.AdminTokenHash, err = tx.AdminTokenHash(); err != nil {
+		return err
+	}
+	if st.Initialized, err = tx.Initialized(); err != nil {
+		return err
+	}
+	if st.MasterKeyCheck, err = tx.MasterKeyCheck(); err != nil {
+		return err
+	}
+	if err := ex.fn(&st); err != nil {
+		return err
+	}
+	steps := []func() error{
+		func() error {
+			return ex.stream(`SELECT `+projectCols+` FROM projects ORDER BY id`, func(rows pgx.Rows) (any, error) {
+				p := &store.Project{}
+				return p, rows.Scan(projectDest(p)...)
+			})
+		},
+		func() error {
+			return ex.stream(`SELECT `+apiKeyCols+` FROM api_keys ORDER BY prefix`, func(rows pgx.Rows) (any, error) {
+				k := &store.APIKey{}
+				return k, rows.Scan(apiKeyDest(k)...)
+			})
+		},
+		func() error {
+			return ex.stream(`SELECT `+userCols+` FROM users ORDER BY id`, func(rows pgx.Rows) (any, error) {
+				u := &store.User{}
+				return u, rows.Scan(userDest(u)...)
+			})
+		},
+		func() error {
+			return ex.stream(`SELECT `+sessionCols+` FROM sessions ORDER BY id`, func(rows pgx.Rows) (any, error) {
+				r := &sessionRow{}
+				if err := rows.Scan(r.dest()...); err != nil {
+					return nil, err
+				}
+				return r.session(), nil
+			})
+		},
+		ex.paged("codes", []string{"project_id", "kind", "subject"}, func(k []any) (any, error) {
+			return tx.Code(keyText(k[1]), keyText(k[0]), keyText(k[2]))
+		}),
+		ex.paged("throttles", []string{"project_id", "kind", "subject"}, func(k []any) (any, error) {
+			t, err := tx.Throttle(keyText(k[1]), keyText(k[0]), keyText(k[2]))
+			if err != nil {
+				return nil, err
+			}
+			return &store.ThrottleRecord{Kind: keyText(k[1]), ProjectID: keyText(k[0]), Subject: keyText(k[2]), Throttle: *t}, nil
+		}),
+		ex.paged("magic_links", []string{"hash"}, func(k []any) (any, error) { return tx.MagicLink(keyBytes(k[0])) }),
+		ex.paged("devices", []string{"key"}, func(k []any) (any, error) { return tx.Device(keyBytes(k[0])) }),
+		ex.paged("factors", []string{"user_id", "kind"}, func(k []any) (any, error) {
+			return tx.Factor(keyText(k[0]), keyText(k[1]))
+		}),
+		ex.paged("backup_codes", []string{"user_id"}, func(k []any) (any, error) { return tx.BackupCodes(keyText(k[0])) }),
+		ex.paged("grants", []string{"hash"}, func(k []any) (any, error) { return tx.Grant(keyBytes(k[0])) }),
+		ex.paged("passkeys", []string{"project_id", "id"}, func(k []any) (any, error) {
+			return tx.Passkey(keyText(k[0]), keyText(k[1]))
+		}),
+		ex.paged("challenges", []string{"id"}, func(k []any) (any, error) { return tx.Challenge(keyText(k[0])) }),
+		ex.paged("external_methods", []string{"id"}, func(k []any) (any, error) { return tx.ExternalMethod(keyText(k[0])) }),
+		func() error {
+			return ex.stream(`SELECT `+webhookColumns+` FROM webhooks ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
+				return scanWebhook(rows)
+			})
+		},
+		func() error {
+			return ex.stream(`SELECT webhook_id, next_attempt_at, seq, project_id, event_id, event_type, body, attempt, created_at
+				FROM jobs ORDER BY webhook_id, next_attempt_at, seq`, func(rows pgx.Rows) (any, error) {
+				j := &store.Job{}
+				var next, seq int64
+				var created *int64
+				if err := rows.Scan(&j.WebhookID, &next, &seq, &j.ProjectID, &j.EventID, &j.EventType, &j.Body, &j.Attempt, &created); err != nil {
+					return nil, err
+				}
+				j.NextAttemptAt, j.Seq, j.CreatedAt = attemptTime(next), uint64(seq), timeOfNull(created)
+				return j, nil
+			})
+		},
+		func() error {
+			return ex.stream(`SELECT `+deliveryColumns+` FROM deliveries ORDER BY webhook_id, seq`, func(rows pgx.Rows) (any, error) {
+				d := &store.Delivery{}
+				var seq int64
+				var errText []byte
+				var created, next *int64
+				if err := rows.Scan(&seq, &d.ID, &d.WebhookID, &d.EventID, &d.EventType, &d.Attempt, &d.Status, &d.ResponseStatus,
+					&errText, &d.DurationMS, &created, &next); err != nil {
+					return nil, err
+				}
+				d.Seq, d.Error, d.CreatedAt, d.NextAttemptAt = uint64(seq), string(errText), timeOfNull(created), timePtrOf(next)
+				return d, nil
+			})
+		},
+		func() error {
+			for after := uint64(0); ; {
+				evs, err := tx.EventsAfter(after, pageSize)
+				if err != nil {
+					return err
+				}
+				for _, e := range evs {
+					if err := ex.fn(e); err != nil {
+						return err
+					}
+					after = e.Seq
+				}
+				if len(evs) < pageSize {
+					return nil
+				}
+			}
+		},
+		func() error {
+			return ex.stream(`SELECT `+mailColumns+` FROM mail ORDER BY id`, func(rows pgx.Rows) (any, error) { return scanMail(rows) })
+		},
+		func() error {
+			return ex.stream(`SELECT `+authEventColumns+` FROM auth_events ORDER BY nanos, seq`, func(rows pgx.Rows) (any, error) {
+				e := &store.AuthEvent{}
+				var seq int64
+				var email, ip, ua []byte
+				if err := rows.Scan(&e.Pos.Nanos, &seq, &e.ID, &e.ProjectID, &e.UserID, &email, &e.Method, &e.Action,
+					&e.Success, &e.FailureCode, &ip, &ua); err != nil {
+					return nil, err
+				}
+				e.Pos.Seq = uint64(seq)
+				e.Email, e.IP, e.UserAgent = string(email), string(ip), string(ua)
+				e.CreatedAt = time.Unix(0, e.Pos.Nanos).UTC()
+				return e, nil
+			})
+		},
+		func() error {
+			// The shards of a counter are one counter.
+			return ex.stream(`SELECT scope, hour, kind, sum(n)::bigint FROM event_counts
+				GROUP BY scope, hour, kind HAVING sum(n) <> 0 ORDER BY scope, hour, kind`, func(rows pgx.Rows) (any, error) {
+				c := &store.EventCount{}
+				return c, rows.Scan(&c.Scope, &c.Hour, &c.Kind, &c.N)
+			})
+		},
+		func() error {
+			return ex.stream(`SELECT hour, project_id, method, action, failure_code, n FROM suppressed_counts
+				ORDER BY hour, project_id, method, action, failure_code`, func(rows pgx.Rows) (any, error) {
+				c := &store.SuppressedCount{}
+				var hour int64
+				if err := rows.Scan(&hour, &c.ProjectID, &c.Method, &c.Action, &c.FailureCode, &c.N); err != nil {
+					return nil, err
+				}
+				c.Hour = hourTime(hour)
+				return c, nil
+			})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stream runs sql and passes each row, as scan makes it a record, to fn.
+// fn writes elsewhere (the target store), so the rows stream while the
+// connection is busy with them.
+func (ex *exporter) stream(sql string, scan func(pgx.Rows) (any, error)) error {
+	rows, err := ex.tx.query(sql)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		rec, err := scan(rows)
+		if err != nil {
+			return err
+		}
+		if err := ex.fn(rec); err != nil {
+			return err
+		}
+	}
+	return unavailable(rows.Err())
+}
+
+// paged returns a step that reads the primary keys of table (columns
+// cols) pageSize at a time, in key order, and passes the record that get
+// reads for each key to fn.
+func (ex *exporter) paged(table string, cols []string, get func(key []any) (any, error)) func() error {
+	return func() error {
+		list := strings.Join(cols, ", ")
+		marks := make([]string, len(cols))
+		for i := range marks {
+			marks[i] = "$" + strconv.Itoa(i+1)
+		}
+		var last []any
+		for {
+			sql := `SELECT ` + list + ` FROM ` + table + ` ORDER BY ` + list + ` LIMIT ` + strconv.Itoa(pageSize)
+			if last != nil {
+				sql = `SELECT ` + list + ` FROM ` + table + ` WHERE (` + list + `) > (` + strings.Join(marks, ", ") + `)
+					ORDER BY ` + list + ` LIMIT ` + strconv.Itoa(pageSize)
+			}
+			rows, err := ex.tx.query(sql, last...)
+			if err != nil {
+				return err
+			}
+			var keys [][]any
+			for rows.Next() {
+				vals, err := rows.Values()
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				keys = append(keys, vals)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return unavailable(err)
+			}
+			for _, k := range keys {
+				rec, err := get(k)
+				if err != nil {
+					return fmt.Errorf("export %s %v: %w", table, k, err)
+				}
+				if err := ex.fn(rec); err != nil {
+					return err
+				}
+			}
+			if len(keys) < pageSize {
+				return nil
+			}
+			last = keys[len(keys)-1]
+		}
+	}
+}
+
+// keyText is a key column's value as a string (a text or a bytea
+// column).
+func keyText(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// keyBytes is a key column's value as bytes (a bytea or a text column).
+func keyBytes(v any) []byte {
+	if s, ok := v.(string); ok {
+		return []byte(s)
+	}
+	b, _ := v.([]byte)
+	return b
+}
+
+// Import returns an Importer into the database, which must hold no data
+// (store.Mover): every table of the schema but the migrations' is empty.
+func (db *DB) Import(ctx context.Context) (store.Importer, error) {
+	if db.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := db.pool.Query(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'
+		AND table_name NOT IN ('schema_migrations', 'latchkey_lock')`)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	for _, t := range tables {
+		var any bool
+		if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+pgx.Identifier{t}.Sanitize()+`)`).Scan(&any); err != nil {
+			return nil, unavailable(err)
+		}
+		if any {
+			return nil, fmt.Errorf("%w (table %s has rows)", store.ErrNotEmpty, t)
+		}
+	}
+	ptx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return &importer{ctx: ctx, tx: &txn{ctx: ctx, ptx: ptx, db: db}, totals: map[string]int64{}}, nil
+}
+
+// importer writes an import in one transaction.
+type importer struct {
+	ctx    context.Context
+	tx     *txn
+	maxJob int64
+	// totals counts the events imported per scope (event_totals).
+	totals map[string]int64
+}
+
+// Add writes rec (store.Importer).
+func (im *importer) Add(rec any) error {
+	tx := im.tx
+	switch r := rec.(type) {
+	case *store.AuthEvent:
+		kind := outcomeKind(r.Success, r.FailureCode)
+		if strings.IndexByte(r.ProjectID, 0) >= 0 || !storable(r.ProjectID, kind) {
+			return store.ErrBadEventField
+		}
+		_, err := tx.exec(`INSERT INTO auth_events (nanos, project_id, kind, id, user_id, email, method, action, success, failure_code, ip, user_agent)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			r.CreatedAt.UnixNano(), r.ProjectID, kind, r.ID, r.UserID, []byte(r.Email), r.Method, r.Action, r.Success, r.FailureCode,
+			[]byte(r.IP), []byte(r.UserAgent))
+		im.totals[r.ProjectID]++
+		return err
+	case *store.EventCount:
+		if !storable(r.Scope, r.Kind) {
+			return store.ErrBadEventField
+		}
+		_, err := tx.exec(`INSERT INTO event_counts (scope, hour, kind, shard, n) VALUES ($1, $2, $3, 0, $4)`, r.Scope, r.Hour, r.Kind, r.N)
+		return err
+	case *store.SuppressedCount:
+		if !storable(r.ProjectID, r.Method, r.Action, r.FailureCode) {
+			return store.ErrBadEventField
+		}
+		_, err := tx.exec(`INSERT INTO suppressed_counts (hour, project_id, method, action, failure_code, n) VALUES ($1, $2, $3, $4, $5, $6)`,
+			hourOf(r.Hour), r.ProjectID, r.Method, r.Action, r.FailureCode, r.N)
+		return err
+	}
+	ok, err := store.ImportTx(tx, rec)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("postgres: import: %T is not a record", rec)
+	}
+	if j, isJob := rec.(*store.Job); isJob {
+		im.maxJob = max(im.maxJob, int64(j.Seq))
+	}
+	return nil
+}
+
+// Commit writes the events' kept numbers, moves the job sequence past
+// every job imported, and commits (store.Importer).
+func (im *importer) Commit() error {
+	tx := im.tx
+	for scope, n := range im.totals {
+		if _, err := tx.exec(`INSERT INTO event_totals (scope, shard, n) VALUES ($1, 0, $2)`, scope, n); err != nil {
+			im.Rollback()
+			return err
+		}
+	}
+	if im.maxJob > 0 {
+		if _, err := tx.exec(`SELECT setval(pg_get_serial_sequence('jobs', 'seq'), $1)`, im.maxJob); err != nil {
+			im.Rollback()
+			return err
+		}
+	}
+	if err := tx.ptx.Commit(im.ctx); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// Rollback ends the import, leaving the database as it was
+// (store.Importer).
+func (im *importer) Rollback() {
+	if err := im.tx.ptx.Rollback(context.WithoutCancel(im.ctx)); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		im.tx.db.log.Warn("import rollback", "err", err)
+	}
+}
