@@ -301,4 +301,3 @@ var templatePreview = &command{
 		}
 	},
 }
-
