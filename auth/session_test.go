@@ -14,39 +14,7 @@ import (
 // session row is gone (logout here; deletion and disabling delete the
 // rows the same way) the next check fails and evicts it.
 func TestTokenCacheDroppedWithSession(t *testing.T) {
-	db := storetest.Open(t)
-	keys, err := store.NewKeyring(bytes.Repeat([]byte{3}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	s, err := New(db, keys, Config{BaseURL: "http://127.0.0.1:1", Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot, err := s.Init(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SendOTP(ctx, boot.Project, "c@example.com", Meta{}); err != nil {
-		t.Fatal(err)
-	}
-	var content store.MailContent
-	db.View(ctx, func(tx store.Tx) error {
-		ms, err := tx.DueMail(now.Add(time.Hour), 10)
-		if err != nil || len(ms) != 1 {
-			t.Fatalf("queued mail: %v %d", err, len(ms))
-		}
-		body, err := keys.Open(ms[0].Body, store.MailAAD)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return json.Unmarshal(body, &content)
-	})
-	l, err := s.VerifyOTP(ctx, boot.Project, OTPInput{Email: "c@example.com", Code: content.Code}, Meta{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, l := signedIn(t, Config{})
 	if s.tokens.cached(l.Token) {
 		t.Fatal("cached before first use")
 	}
@@ -77,13 +45,28 @@ func TestAuthenticateSessionAllocs(t *testing.T) {
 	if storetest.Backend(t) != storetest.Bolt {
 		t.Skip("the bound is bbolt's")
 	}
+	s, l := signedIn(t, Config{SessionRateLimit: 1 << 30})
+	header := "Bearer " + l.Token
+	if _, err := s.AuthenticateSession(ctx, header); err != nil { // caches the token
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() { s.AuthenticateSession(ctx, header) }); n > 10 {
+		t.Fatalf("AuthenticateSession allocates %v times, want at most 10", n)
+	}
+}
+
+// signedIn returns a service on a fresh store (clock fixed, cfg's other
+// settings applied) and the login of a user signed in by email OTP.
+func signedIn(t *testing.T, cfg Config) (*Service, *Login) {
+	t.Helper()
 	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{3}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	s, err := New(db, keys, Config{BaseURL: "http://127.0.0.1:1", Now: func() time.Time { return now }, SessionRateLimit: 1 << 30})
+	cfg.BaseURL, cfg.Now = "http://127.0.0.1:1", func() time.Time { return now }
+	s, err := New(db, keys, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +93,5 @@ func TestAuthenticateSessionAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	header := "Bearer " + l.Token
-	if _, err := s.AuthenticateSession(ctx, header); err != nil { // caches the token
-		t.Fatal(err)
-	}
-	if n := testing.AllocsPerRun(200, func() { s.AuthenticateSession(ctx, header) }); n > 10 {
-		t.Fatalf("AuthenticateSession allocates %v times, want at most 10", n)
-	}
+	return s, l
 }
