@@ -9,6 +9,8 @@ import (
 	"time"
 	"weak"
 
+	"github.com/jackc/pgx/v5"
+
 	"latchkey/store"
 )
 
@@ -74,12 +76,7 @@ func (tx *txn) AddAuthEvent(e *store.AuthEvent) error {
 		// The statement's snapshot does not hold its own upsert: +1.
 		total = `, (SELECT coalesce(sum(n), 0)::bigint + 1 FROM event_totals WHERE scope = $2)`
 	}
-	var seq, kept int64
-	dest := []any{&seq}
-	if exact {
-		dest = append(dest, &kept)
-	}
-	err := tx.one(`WITH ev AS (
+	sql := `WITH ev AS (
 			INSERT INTO auth_events (nanos, project_id, kind, id, user_id, email, method, action, success, failure_code, ip, user_agent)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq
 		), c AS (
@@ -90,16 +87,26 @@ func (tx *txn) AddAuthEvent(e *store.AuthEvent) error {
 			INSERT INTO event_totals (scope, shard, n) VALUES ($2, pg_backend_pid(), 1)
 			ON CONFLICT (scope, shard) DO UPDATE SET n = event_totals.n + 1
 		)
-		SELECT seq`+total+` FROM ev`,
-		[]any{nanos, e.ProjectID, kind, e.ID, e.UserID, []byte(e.Email), e.Method, e.Action, e.Success, e.FailureCode,
-			[]byte(e.IP), []byte(e.UserAgent), hourOf(e.CreatedAt), scopes, n}, dest...)
-	if err != nil {
-		return err
-	}
-	e.Pos = store.EventPos{Nanos: nanos, Seq: uint64(seq)}
+		SELECT seq` + total + ` FROM ev`
+	args := []any{nanos, e.ProjectID, kind, e.ID, e.UserID, []byte(e.Email), e.Method, e.Action, e.Success, e.FailureCode,
+		[]byte(e.IP), []byte(e.UserAgent), hourOf(e.CreatedAt), scopes, n}
+	e.Pos = store.EventPos{Nanos: nanos}
 	if !exact {
+		// Far below the cap, nothing waits for the event's number: it
+		// goes with the next statement or the commit (txn.later).
+		tx.laterRow(sql, args, func(row pgx.Row) error {
+			var seq int64
+			err := row.Scan(&seq)
+			e.Pos.Seq = uint64(seq)
+			return err
+		})
 		return nil
 	}
+	var seq, kept int64
+	if err := tx.one(sql, args, &seq, &kept); err != nil {
+		return err
+	}
+	e.Pos.Seq = uint64(seq)
 	if kept > max {
 		deleted, err := tx.trimScope(e.ProjectID, min(trimPerAdd, kept-max))
 		if err != nil {

@@ -49,15 +49,15 @@ func (tx *txn) Code(kind, projectID, subject string) (*store.Code, error) {
 // PutCode stores c under (c.Kind, c.ProjectID, c.Subject), replacing the
 // code there.
 func (tx *txn) PutCode(c *store.Code) error {
-	_, err := tx.exec(sqlPutCode, c.ProjectID, c.Kind, []byte(c.Subject), c.Phone, c.Email, c.Hash,
+	tx.later(sqlPutCode, c.ProjectID, c.Kind, []byte(c.Subject), c.Phone, c.Email, c.Hash,
 		int64(c.Attempts), nanos(c.CreatedAt), nanos(c.ExpiresAt))
-	return err
+	return nil
 }
 
 // DeleteCode removes the code under (c.Kind, c.ProjectID, c.Subject).
 func (tx *txn) DeleteCode(c *store.Code) error {
-	_, err := tx.exec(sqlDeleteCode, c.ProjectID, c.Kind, []byte(c.Subject))
-	return err
+	tx.later(sqlDeleteCode, c.ProjectID, c.Kind, []byte(c.Subject))
+	return nil
 }
 
 // Throttle returns the history of (kind, projectID, subject), an empty
@@ -84,12 +84,12 @@ func (tx *txn) Throttle(kind, projectID, subject string) (*store.Throttle, error
 // deletes it when t has no Sends.
 func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) error {
 	if len(t.Sends) == 0 {
-		_, err := tx.exec(sqlDeleteThrottle, projectID, kind, []byte(subject))
-		return err
+		tx.later(sqlDeleteThrottle, projectID, kind, []byte(subject))
+		return nil
 	}
-	_, err := tx.exec(sqlPutThrottle, projectID, kind, []byte(subject),
+	tx.later(sqlPutThrottle, projectID, kind, []byte(subject),
 		nanosSlice(t.Sends), nanos(t.KeepUntil), throttleDue(t))
-	return err
+	return nil
 }
 
 // throttleDue returns when the sweep deletes t, as the due column holds

@@ -83,17 +83,13 @@ func (tx *txn) changes(cs ...store.Change) error {
 	case 0:
 		return nil
 	case 1:
-		if _, err := tx.exec(`INSERT INTO changes (kind, id) VALUES ($1, $2)`, string(cs[0].Kind), cs[0].ID); err != nil {
-			return err
-		}
+		tx.later(`INSERT INTO changes (kind, id) VALUES ($1, $2)`, string(cs[0].Kind), cs[0].ID)
 	default:
 		kinds, ids := make([]string, len(cs)), make([]string, len(cs))
 		for i, c := range cs {
 			kinds[i], ids[i] = string(c.Kind), c.ID
 		}
-		if _, err := tx.exec(`INSERT INTO changes (kind, id) SELECT * FROM unnest($1::text[], $2::text[])`, kinds, ids); err != nil {
-			return err
-		}
+		tx.later(`INSERT INTO changes (kind, id) SELECT * FROM unnest($1::text[], $2::text[])`, kinds, ids)
 	}
 	cs = slices.Clone(cs)
 	tx.OnCommit(func() {

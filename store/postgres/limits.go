@@ -72,8 +72,8 @@ func (db *DB) ReserveVelocity(ctx context.Context, key []byte, now time.Time, r 
 		return false, store.ErrClosed
 	}
 	var one int
-	err := db.pool.QueryRow(ctx, reserveSQL, key, emptyBuckets, now.UnixNano(), now.Add(-r.Hold).UnixNano(),
-		now.Unix()/60, r.Max).Scan(&one)
+	err := db.one(ctx, reserveSQL, []any{key, emptyBuckets, now.UnixNano(), now.Add(-r.Hold).UnixNano(), now.Unix() / 60, r.Max},
+		func(row pgx.Row) error { return row.Scan(&one) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -93,8 +93,7 @@ func (db *DB) SettleVelocity(ctx context.Context, key []byte, now time.Time, hel
 		if !held {
 			return nil
 		}
-		_, err := db.pool.Exec(ctx, releaseSQL, key, stale)
-		return unavailable(err)
+		return unavailable(db.one(ctx, releaseSQL, []any{key, stale}, nil))
 	}
 	min := now.Unix() / 60
 	i := int(min % store.VelocityBuckets)
@@ -109,8 +108,7 @@ func (db *DB) SettleVelocity(ctx context.Context, key []byte, now time.Time, hel
 	if held {
 		release = 1
 	}
-	_, err := db.pool.Exec(ctx, failSQL, key, buckets, now.UnixNano(), stale, min, r.Max, release, until, i+1, newBlock)
-	return unavailable(err)
+	return unavailable(db.one(ctx, failSQL, []any{key, buckets, now.UnixNano(), stale, min, r.Max, release, until, i + 1, newBlock}, nil))
 }
 
 // SweepVelocity deletes rows untouched since before (store.Shared).

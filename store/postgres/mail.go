@@ -31,15 +31,16 @@ func mailArgs(m *store.Mail) []any {
 	return []any{m.ProjectID, m.To, m.Kind, nonNil(m.Body), m.Attempts, []byte(m.LastError), nullNanos(m.CreatedAt), attemptNanos(m.NextAttemptAt)}
 }
 
-// EnqueueMail assigns m.ID and queues m (one statement).
+// EnqueueMail queues m and assigns m.ID by the commit (one statement,
+// queued: txn.later).
 func (tx *txn) EnqueueMail(m *store.Mail) error {
-	var id int64
-	err := tx.one(`INSERT INTO mail (project_id, recipient, kind, body, attempts, last_error, created_at, next_attempt_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, mailArgs(m), &id)
-	if err != nil {
+	tx.laterRow(`INSERT INTO mail (project_id, recipient, kind, body, attempts, last_error, created_at, next_attempt_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`, mailArgs(m), func(row pgx.Row) error {
+		var id int64
+		err := row.Scan(&id)
+		m.ID = uint64(id)
 		return err
-	}
-	m.ID = uint64(id)
+	})
 	// Replicas (rep-sync): the replica that sends mail wakes its queue
 	// (feed.go).
 	return tx.wake(store.ChangeMail)

@@ -399,6 +399,10 @@ func (im *importer) Commit() error {
 			return err
 		}
 	}
+	if err := tx.flush(); err != nil {
+		im.Rollback()
+		return err
+	}
 	if err := tx.ptx.Commit(im.ctx); err != nil {
 		return unavailable(err)
 	}

@@ -1,21 +1,24 @@
 package postgres
 
 import (
+	"github.com/jackc/pgx/v5"
+
 	"latchkey/store"
 )
 
 // The event outbox (table outbox): webhook events written in the
 // transaction of the change they report, fanned out in seq order.
 
-// AppendEvent adds e to the outbox and assigns e.Seq (one statement).
+// AppendEvent adds e to the outbox and assigns e.Seq by the commit (one
+// statement, queued: txn.later).
 func (tx *txn) AppendEvent(e *store.Event) error {
-	var seq int64
-	err := tx.one(`INSERT INTO outbox (id, project_id, type, created_at, data) VALUES ($1, $2, $3, $4, $5) RETURNING seq`,
-		[]any{e.ID, e.ProjectID, e.Type, nullNanos(e.CreatedAt), nonNil(e.Data)}, &seq)
-	if err != nil {
-		return err
-	}
-	e.Seq = uint64(seq)
+	tx.laterRow(`INSERT INTO outbox (id, project_id, type, created_at, data) VALUES ($1, $2, $3, $4, $5) RETURNING seq`,
+		[]any{e.ID, e.ProjectID, e.Type, nullNanos(e.CreatedAt), nonNil(e.Data)}, func(row pgx.Row) error {
+			var seq int64
+			err := row.Scan(&seq)
+			e.Seq = uint64(seq)
+			return err
+		})
 	// Replicas (rep-sync): the replica that delivers webhooks wakes its
 	// worker (feed.go).
 	return tx.wake(store.ChangeOutbox)

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,9 +33,12 @@ import (
 
 func init() { store.Register("postgres", Open) }
 
-// maxAttempts bounds the runs of one transaction function that lose a
-// serialization conflict.
-const maxAttempts = 20
+// retryFor bounds the time a transaction function that keeps losing
+// serialization conflicts is run again for (with a jittered backoff of
+// 1 ms doubling to 100 ms): a burst of conflicting sign-ins on a small
+// table then waits rather than fails. Past it, or when the caller's
+// context ends, the conflict is the answer.
+const retryFor = 10 * time.Second
 
 // DB is a latchkey store on a PostgreSQL database.
 type DB struct {
@@ -48,6 +52,14 @@ type DB struct {
 	// keeps coherent.
 	feed     *feed
 	sessions *sessionCache
+
+	// Each project's mail templates, read at most templateTTL ago
+	// (templates.go).
+	templatesOnce sync.Once
+	templates     *templates
+
+	// The sender of the velocity checks' statements (together.go).
+	together *together
 }
 
 var _ store.DB = (*DB)(nil)
@@ -74,6 +86,7 @@ func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, e
 		pool.Close()
 		return nil, false, err
 	}
+	db.startTogether()
 	return db, was == 0, nil
 }
 
@@ -106,6 +119,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.stopFeed()
+	db.stopTogether()
 	db.pool.Close()
 	return nil
 }
@@ -161,10 +175,10 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	backoff := time.Millisecond
-	for attempt := 1; ; attempt++ {
+	start, backoff := time.Now(), time.Millisecond
+	for {
 		err := db.once(ctx, opts, fn)
-		if err == nil || !retryable(err) || attempt == maxAttempts {
+		if err == nil || !retryable(err) || time.Since(start) >= retryFor {
 			return err
 		}
 		t := time.NewTimer(backoff/2 + rand.N(backoff))
@@ -182,7 +196,7 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
 	// The transaction begins at its first statement (lazyTx): one
 	// answered from memory costs no round trip.
-	ptx := &lazyTx{pool: db.pool, opts: opts, closed: &db.closed}
+	ptx := newLazyTx(db.pool, opts, &db.closed)
 	// Should fn panic or exit its goroutine (t.Fatal in a test), the
 	// transaction still ends and its connection goes back to the pool
 	// (Rollback after Commit does nothing).
@@ -198,10 +212,11 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 		return err
 	}
 	start := time.Now()
-	if err := ptx.Commit(ctx); err != nil {
+	// The queued writes go with COMMIT (txn.later).
+	if err := ptx.commit(ctx, t.pending, t.after); err != nil {
 		return unavailable(err)
 	}
-	if !t.readOnly && ptx.begun() && db.opt.ObserveCommit != nil {
+	if !t.readOnly && ptx.begunOnce() && db.opt.ObserveCommit != nil {
 		db.opt.ObserveCommit(time.Since(start))
 	}
 	for _, f := range t.onCommit {

@@ -89,6 +89,8 @@ func (tx *txn) Projects() ([]*store.Project, error) {
 // its factors (deleteUserFactors), what the other domains' helpers take,
 // and one for the users, their sessions, the devices and the keys.
 func (tx *txn) DeleteProject(id string) (detached []string, err error) {
+	tx.byEmail = nil
+	tx.changedTemplates(id)
 	if !validText(id) {
 		return nil, store.ErrNotFound
 	}

@@ -234,7 +234,7 @@ func TestSessionCacheRoundTrips(t *testing.T) {
 			t.Fatal("s1 does not exist")
 		}
 	})
-	trips("session in an Update", 3, func() {
+	trips("session in an Update (BEGIN with SELECT, COMMIT)", 2, func() {
 		mustUpdate(t, tr.db, func(tx store.Tx) error {
 			ok, err := tx.SessionExists("s1")
 			if err == nil && !ok {

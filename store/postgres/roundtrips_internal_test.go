@@ -37,6 +37,17 @@ func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 
 func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// The statements of a batch (txn.later's queued writes) count one by one.
+func (s *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (s *statements) TraceBatchQuery(ctx context.Context, c *pgx.Conn, data pgx.TraceBatchQueryData) {
+	s.TraceQueryStart(ctx, c, pgx.TraceQueryStartData{SQL: data.SQL})
+}
+
+func (s *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // take returns the statements sent since the last call.
 func (s *statements) take() []string {
 	s.mu.Lock()

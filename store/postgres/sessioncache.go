@@ -197,7 +197,7 @@ func (tx *txn) cachedSessionExists(id string) (bool, error) {
 // snapshot).
 func (tx *txn) begun() bool {
 	l, ok := tx.ptx.(*lazyTx)
-	return !ok || l.begun()
+	return !ok || l.begunOnce() || tx.pending != nil
 }
 
 // sweptSessions notes, in a transaction that swept the sessions due at

@@ -78,7 +78,7 @@ func (tx *txn) SessionExists(id string) (bool, error) {
 // PutSession creates or replaces the session s.ID, due for the sweep at
 // its ExpiresAt.
 func (tx *txn) PutSession(s *store.Session) error {
-	_, err := tx.exec(`INSERT INTO sessions (`+sessionCols+`, due)
+	tx.later(`INSERT INTO sessions (`+sessionCols+`, due)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, project_id = excluded.project_id,
 			method = excluded.method, issued_at = excluded.issued_at, expires_at = excluded.expires_at,
@@ -86,7 +86,7 @@ func (tx *txn) PutSession(s *store.Session) error {
 			ip = excluded.ip, user_agent = excluded.user_agent, due = excluded.due`,
 		s.ID, s.UserID, s.ProjectID, s.Method, timeArg(s.IssuedAt), timeArg(s.ExpiresAt),
 		timeArg(s.SteppedUpAt), timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), dueNanos(s.ExpiresAt))
-	return err
+	return nil
 }
 
 // DeleteSession removes the session s.ID.

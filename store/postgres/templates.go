@@ -1,6 +1,9 @@
 package postgres
 
 import (
+	"sync"
+	"time"
+
 	"latchkey/store"
 )
 
@@ -14,18 +17,125 @@ func templateDest(t *store.Template) []any {
 	return []any{&t.ProjectID, &t.Kind, &t.Locale, &t.Subject, &t.Text, &t.HTML, timeDest(&t.UpdatedAt)}
 }
 
-// Template returns projectID's template of kind in locale.
+// Template returns projectID's template of kind in locale, from the
+// project's templates as this replica read them at most templateTTL ago
+// (templateCache): every mail sent reads its project's templates, through
+// a locale chain, and they change rarely.
 func (tx *txn) Template(projectID, kind, locale string) (*store.Template, error) {
 	if !validText(projectID) || !validText(kind) || !validText(locale) {
 		return nil, store.ErrNotFound
 	}
-	t := &store.Template{}
-	err := tx.one(`SELECT `+templateCols+` FROM mail_templates WHERE project_id = $1 AND kind = $2 AND locale = $3`,
-		[]any{projectID, kind, locale}, templateDest(t)...)
-	if err != nil {
-		return nil, err
+	c := tx.db.templateCache()
+	all, ok := c.get(projectID)
+	if tx.wroteTemplates {
+		// Its own writes, not yet committed: never kept.
+		all, ok = nil, false
+		c = nil
 	}
-	return t, nil
+	if !ok {
+		var err error
+		var gen uint64
+		if c != nil {
+			gen = c.generation()
+		}
+		if all, err = tx.Templates(projectID); err != nil {
+			return nil, err
+		}
+		if c != nil {
+			c.put(projectID, all, gen)
+		}
+	}
+	for _, t := range all {
+		if t.Kind == kind && t.Locale == locale {
+			cp := *t
+			return &cp, nil
+		}
+	}
+	return nil, store.ErrNotFound
+}
+
+// templateTTL is how long a replica answers Template from the templates
+// it read: a change made on another replica reaches its mail within it
+// (this replica's own changes at once).
+const templateTTL = time.Second
+
+// templateCacheSize bounds the projects whose templates are kept.
+const templateCacheSize = 10_000
+
+// templates keeps each project's templates as read, for templateTTL.
+type templates struct {
+	now func() time.Time // time.Now; tests set it
+
+	mu      sync.Mutex
+	gen     uint64 // counts drops: a read older than a drop is not kept
+	entries map[string]templateEntry
+}
+
+// templateEntry is one project's templates and when they were read.
+type templateEntry struct {
+	all []*store.Template
+	at  time.Time
+}
+
+// templateCache returns the DB's cache, made on first use.
+func (db *DB) templateCache() *templates {
+	db.templatesOnce.Do(func() {
+		if db.templates == nil {
+			db.templates = &templates{now: time.Now}
+		}
+	})
+	return db.templates
+}
+
+// get returns projectID's templates when they were read within
+// templateTTL.
+func (c *templates) get(projectID string) ([]*store.Template, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[projectID]
+	if !ok || c.now().Sub(e.at) >= templateTTL {
+		return nil, false
+	}
+	return e.all, true
+}
+
+// generation returns the count of drops, read before a read of the
+// table.
+func (c *templates) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put keeps projectID's templates, read after generation returned gen,
+// unless a drop came in between (the read may predate it).
+func (c *templates) put(projectID string, all []*store.Template, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if c.entries == nil || len(c.entries) >= templateCacheSize {
+		c.entries = map[string]templateEntry{}
+	}
+	c.entries[projectID] = templateEntry{all: all, at: c.now()}
+}
+
+// drop forgets projectID's templates.
+func (c *templates) drop(projectID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	delete(c.entries, projectID)
+}
+
+// changedTemplates has this replica read projectID's templates again
+// once tx commits.
+func (tx *txn) changedTemplates(projectID string) {
+	tx.wroteTemplates = true
+	c := tx.db.templateCache()
+	c.drop(projectID) // a read racing this transaction is not kept
+	tx.OnCommit(func() { c.drop(projectID) })
 }
 
 // Templates returns projectID's templates in (Kind, Locale) byte order;
@@ -49,6 +159,7 @@ func (tx *txn) PutTemplate(t *store.Template) error {
 		ON CONFLICT (project_id, kind, locale) DO UPDATE SET subject = excluded.subject,
 			body_text = excluded.body_text, body_html = excluded.body_html, updated_at = excluded.updated_at`,
 		t.ProjectID, t.Kind, t.Locale, t.Subject, t.Text, t.HTML, timeArg(t.UpdatedAt))
+	tx.changedTemplates(t.ProjectID)
 	return err
 }
 
@@ -58,6 +169,7 @@ func (tx *txn) DeleteTemplate(projectID, kind, locale string) error {
 		return nil
 	}
 	_, err := tx.exec(`DELETE FROM mail_templates WHERE project_id = $1 AND kind = $2 AND locale = $3`, projectID, kind, locale)
+	tx.changedTemplates(projectID)
 	return err
 }
 

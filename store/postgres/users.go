@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -45,7 +46,36 @@ func (tx *txn) UserByEmail(projectID, email string) (*store.User, error) {
 	if !validText(projectID) || !validText(email) {
 		return nil, store.ErrNotFound
 	}
-	return tx.oneUser(`SELECT `+userCols+` FROM users WHERE project_id = $1 AND email = $2`, projectID, email)
+	key := [2]string{projectID, email}
+	if u, ok := tx.byEmail[key]; ok {
+		if u == nil {
+			return nil, store.ErrNotFound
+		}
+		return copyUser(u), nil
+	}
+	u, err := tx.oneUser(`SELECT `+userCols+` FROM users WHERE project_id = $1 AND email = $2`, projectID, email)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if tx.byEmail == nil {
+		tx.byEmail = map[[2]string]*store.User{}
+	}
+	if u == nil {
+		tx.byEmail[key] = nil
+		return nil, err
+	}
+	tx.byEmail[key] = copyUser(u)
+	return u, nil
+}
+
+// copyUser returns a copy of u that shares nothing with it.
+func copyUser(u *store.User) *store.User {
+	cp := *u
+	if u.EmailVerified != nil {
+		v := *u.EmailVerified
+		cp.EmailVerified = &v
+	}
+	return &cp
 }
 
 // UserByExternalID returns projectID's user whose ExternalUserID is ext.
@@ -68,6 +98,7 @@ func (tx *txn) UserByExternalID(projectID, ext string) (*store.User, error) {
 // but name, and retried as one; the rerun sees the other user and
 // answers ErrConflict.
 func (tx *txn) PutUser(u *store.User) error {
+	tx.byEmail = nil
 	var ext any
 	if u.ExternalUserID != "" {
 		ext = u.ExternalUserID
@@ -108,6 +139,7 @@ func (tx *txn) PutUser(u *store.User) error {
 // DeleteUser removes the user u.ID with its sessions, and its factors,
 // backup codes and passkeys (deleteUserFactors).
 func (tx *txn) DeleteUser(u *store.User) error {
+	tx.byEmail = nil
 	if !validText(u.ID) {
 		return nil
 	}

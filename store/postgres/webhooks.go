@@ -34,7 +34,7 @@ func (tx *txn) Webhook(projectID, id string) (*store.Webhook, error) {
 	if !storable(projectID, id) {
 		return nil, store.ErrNotFound
 	}
-	w, err := scanWebhook(tx.ptx.QueryRow(tx.ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE project_id = $1 AND id = $2`, projectID, id))
+	w, err := scanWebhook(tx.row(`SELECT `+webhookColumns+` FROM webhooks WHERE project_id = $1 AND id = $2`, projectID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}

@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/store"
+)
+
+// fakeClock is a settable clock for the template cache.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestTemplateCache: a replica answers Template from the project's
+// templates as it read them: its own changes show at once, another
+// replica's once templateTTL has passed on its clock, and a rolled-back
+// change never.
+func TestTemplateCache(t *testing.T) {
+	u := replicaDatabase(t)
+	a, b := openReplica(t, u, store.Options{}), openReplica(t, u, store.Options{})
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	a.templates = &templates{now: clock.now}
+	now := time.Now().UTC()
+	put := func(db store.DB, subject string) {
+		t.Helper()
+		mustUpdate(t, db, func(tx store.Tx) error {
+			return tx.PutTemplate(&store.Template{ProjectID: "p", Kind: "otp", Locale: "fr", Subject: subject, Text: "t", HTML: "h", UpdatedAt: now})
+		})
+	}
+	subject := func(db store.DB) string {
+		t.Helper()
+		var s string
+		err := db.View(bg, func(tx store.Tx) error {
+			tpl, err := tx.Template("p", "otp", "fr")
+			if errors.Is(err, store.ErrNotFound) {
+				s = "(none)"
+				return nil
+			} else if err != nil {
+				return err
+			}
+			s = tpl.Subject
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	mustUpdate(t, a, func(tx store.Tx) error { return tx.PutProject(&store.Project{ID: "p", Name: "p", CreatedAt: now}) })
+	if got := subject(a); got != "(none)" {
+		t.Fatalf("before any template: %q", got)
+	}
+	put(a, "one")
+	if got := subject(a); got != "one" {
+		t.Fatalf("after its own change: %q, want one", got)
+	}
+	put(b, "two")
+	if got := subject(a); got != "one" {
+		t.Fatalf("another replica's change before the TTL: %q, want the cached one", got)
+	}
+	clock.add(templateTTL)
+	if got := subject(a); got != "two" {
+		t.Fatalf("another replica's change after the TTL: %q, want two", got)
+	}
+	// A change rolled back is never kept, even though the transaction
+	// read it back.
+	rollback := errors.New("roll back")
+	err := a.Update(bg, func(tx store.Tx) error {
+		if err := tx.PutTemplate(&store.Template{ProjectID: "p", Kind: "otp", Locale: "fr", Subject: "phantom", Text: "t", HTML: "h", UpdatedAt: now}); err != nil {
+			return err
+		}
+		if tpl, err := tx.Template("p", "otp", "fr"); err != nil || tpl.Subject != "phantom" {
+			t.Errorf("own uncommitted change: %v %v", tpl, err)
+		}
+		return rollback
+	})
+	if !errors.Is(err, rollback) {
+		t.Fatal(err)
+	}
+	if got := subject(a); got != "two" {
+		t.Fatalf("after a rolled-back change: %q, want two", got)
+	}
+	mustUpdate(t, a, func(tx store.Tx) error { return tx.DeleteTemplate("p", "otp", "fr") })
+	if got := subject(a); got != "(none)" {
+		t.Fatalf("after its own delete: %q", got)
+	}
+}
