@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -25,7 +26,7 @@ import (
 
 // replica is one `latchkey serve` process of a group on one database.
 type replica struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	cmd  *exec.Cmd
 	base string
@@ -54,7 +55,7 @@ func (r *replica) kill() {
 // (this test binary, which runs main when LATCHKEY_TEST_ARGS is set: the
 // binary is built once, by go test) with the settings of env, in dir,
 // and waits until it listens.
-func spawnReplica(t *testing.T, name, dir string, env []string) *replica {
+func spawnReplica(t testing.TB, name, dir string, env []string) *replica {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Dir = dir
@@ -92,31 +93,43 @@ func spawnReplica(t *testing.T, name, dir string, env []string) *replica {
 	return r
 }
 
+// replicaClient keeps connections to the replicas open between calls.
+var replicaClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
 // call makes one request and returns the status and the JSON answer; a
 // connection error is status 0.
 func (r *replica) call(method, path, token string, body any) (int, map[string]any) {
-	var rd *bytes.Reader
+	st, raw, _ := r.do(method, path, token, body)
+	var out map[string]any
+	json.Unmarshal(raw, &out)
+	return st, out
+}
+
+// do makes one request and returns the status and the body as received;
+// a connection error is status 0. Safe for concurrent use.
+func (r *replica) do(method, path, token string, body any) (int, []byte, error) {
+	rd := bytes.NewReader(nil)
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
 	}
-	req, _ := http.NewRequest(method, r.base+path, rd)
+	req, err := http.NewRequest(method, r.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	res, err := replicaClient.Do(req)
 	if err != nil {
-		return 0, nil
+		return 0, nil, err
 	}
 	defer res.Body.Close()
-	var out map[string]any
-	json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out
+	raw, err := io.ReadAll(res.Body)
+	return res.StatusCode, raw, err
 }
 
 // must is call that fails the test unless the status is want.

@@ -444,7 +444,7 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
-func match(t *testing.T, re *regexp.Regexp, s string) string {
+func match(t testing.TB, re *regexp.Regexp, s string) string {
 	t.Helper()
 	m := re.FindStringSubmatch(s)
 	if m == nil {

@@ -75,12 +75,13 @@ type Server struct {
 	CA    *x509.CertPool
 	CAPEM []byte
 
-	opts Options
-	mu   sync.Mutex
-	msgs []Message
-	rcpt int
-	fail int
-	got  chan struct{}
+	opts  Options
+	mu    sync.Mutex
+	msgs  []Message
+	first map[string]int // recipient → index in msgs of its first message
+	rcpt  int
+	fail  int
+	got   chan struct{} // closed (and replaced) when a message arrives
 }
 
 // NewServer starts a server that stops when the test ends.
@@ -92,7 +93,7 @@ func NewServer(t testing.TB, o Options) *Server {
 	cert, caPEM := issue(t)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	s := &Server{CA: pool, CAPEM: caPEM, opts: o, got: make(chan struct{}, 1024)}
+	s := &Server{CA: pool, CAPEM: caPEM, opts: o, first: map[string]int{}, got: make(chan struct{})}
 	srv := smtpd.NewServer(&backend{s: s})
 	srv.Domain = "localhost"
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
@@ -136,17 +137,25 @@ func (s *Server) Messages() []Message {
 }
 
 // Wait returns the first message to addr, waiting up to timeout for it.
+// Any number of goroutines may wait at once: each arrival wakes them all.
 func (s *Server) Wait(addr string, timeout time.Duration) (Message, bool) {
-	deadline := time.After(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
-		for _, m := range s.Messages() {
-			if m.To == addr {
-				return m, true
-			}
+		s.mu.Lock()
+		i, ok := s.first[addr]
+		got := s.got
+		var m Message
+		if ok {
+			m = s.msgs[i]
+		}
+		s.mu.Unlock()
+		if ok {
+			return m, true
 		}
 		select {
-		case <-s.got:
-		case <-deadline:
+		case <-got:
+		case <-deadline.C:
 			return Message{}, false
 		}
 	}
@@ -300,11 +309,12 @@ func (s *session) Data(r io.Reader) error {
 	}
 	_, isTLS := s.conn.TLSConnectionState()
 	s.cur.Data, s.cur.Auth, s.cur.Mechanism, s.cur.TLS = data, s.user, s.mech, isTLS
-	srv.msgs = append(srv.msgs, s.cur)
-	select {
-	case srv.got <- struct{}{}:
-	default:
+	if _, seen := srv.first[s.cur.To]; !seen {
+		srv.first[s.cur.To] = len(srv.msgs)
 	}
+	srv.msgs = append(srv.msgs, s.cur)
+	close(srv.got)
+	srv.got = make(chan struct{})
 	return nil
 }
 

@@ -287,6 +287,21 @@ type feedRow struct {
 	id   string
 }
 
+// feedReadSQL reads the rows past the position ($1) and the holes ($2),
+// up to $3 of them in seq order. The two parts are two index scans of
+// changes_pkey, each bounded by its own condition: as one condition
+// (seq > $1 OR seq = ANY($2)) PostgreSQL walks the whole index through a
+// filter, every row compared with every hole once the prepared statement
+// gets its generic plan (the array is a parameter, so not hashed): on
+// minutes of rows and the holes that rolled-back writers leave under
+// load, a read took seconds, past the staleness bound, and the feed went
+// stale (TestFeedReadHoles).
+const feedReadSQL = `SELECT seq, kind, id FROM (
+	(SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT $3)
+	UNION ALL
+	(SELECT seq, kind, id FROM changes WHERE seq = ANY($2))
+) c ORDER BY seq LIMIT $3`
+
 // readOnce reads up to feedBatch rows past the position and the holes,
 // in seq order, and tells each. It returns how many it read.
 func (f *feed) readOnce(ctx context.Context) (int, error) {
@@ -297,8 +312,7 @@ func (f *feed) readOnce(ctx context.Context) (int, error) {
 	}
 	qctx, cancel := context.WithTimeout(ctx, f.staleAfter)
 	defer cancel()
-	rows, err := f.db.pool.Query(qctx, `SELECT seq, kind, id FROM changes
-		WHERE seq > $1 OR seq = ANY($2) ORDER BY seq LIMIT $3`, f.last, holes, feedBatch)
+	rows, err := f.db.pool.Query(qctx, feedReadSQL, f.last, holes, feedBatch)
 	if err != nil {
 		return 0, unavailable(err)
 	}

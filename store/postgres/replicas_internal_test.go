@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -550,5 +552,102 @@ func TestFeedSweep(t *testing.T) {
 	var left int
 	if err := a.pool.QueryRow(bg, `SELECT count(*) FROM changes`).Scan(&left); err != nil || left != 2 {
 		t.Fatalf("%d rows left (%v), want the 2 recent ones", left, err)
+	}
+}
+
+// TestFeedReadHoles: a read of the feed visits the rows past its
+// position and the holes it asks for again, never the rows before its
+// position through a filter. With 100 000 rows and feedMaxHoles holes
+// (numbers of writers that rolled back: serialization retries leave
+// them under load, and they are asked for during feedHoleTimeout), every
+// read stays well within the staleness bound, the sixth and later ones
+// too (PostgreSQL's generic plan of the prepared statement); before,
+// such a read took seconds and the feed went stale. A hole that commits,
+// and a new row, are still told.
+func TestFeedReadHoles(t *testing.T) {
+	u := replicaDatabase(t)
+	a := openReplica(t, u, store.Options{FeedInterval: time.Hour}) // its own reader idle
+	const rows = 100_000
+	// One number in 20 of the last feedMaxHoles*20 is missing: a hole.
+	if _, err := a.pool.Exec(bg, `INSERT INTO changes (seq, kind, id)
+		SELECT i, 'user', 'u' || i FROM generate_series(1, $1::bigint) i
+		WHERE i <= $1 - $2 * 20 OR i % 20 <> 10`, rows, feedMaxHoles); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.pool.Exec(bg, `SELECT setval('changes_seq_seq', $1)`, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.pool.Exec(bg, `ANALYZE changes`); err != nil {
+		t.Fatal(err)
+	}
+	var told []store.Change
+	f := &feed{db: a, interval: time.Hour, staleAfter: time.Second, epoch: time.Now(), last: rows,
+		holes: map[int64]int64{}, subs: map[uint64]func(store.Change){0: func(c store.Change) { told = append(told, c) }}}
+	for s := int64(rows - feedMaxHoles*20 + 1); s <= rows; s++ {
+		if s%20 == 10 {
+			f.holes[s] = f.mono()
+		}
+	}
+	for i := range 12 {
+		start := time.Now()
+		n, err := f.readOnce(bg)
+		if err != nil || n != 0 {
+			t.Fatalf("read %d: %d rows %v, %v; want none", i+1, n, told, err)
+		}
+		if took := time.Since(start); took > f.staleAfter/2 {
+			t.Fatalf("read %d of an idle feed with %d holes took %v, want well within the staleness bound %v", i+1, len(f.holes), took, f.staleAfter)
+		}
+	}
+	// The generic plan, which PostgreSQL uses for a prepared statement
+	// after five runs: the array is a parameter there, never hashed, so a
+	// filter would compare each row it passes with every hole.
+	conn, err := a.pool.Acquire(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	holes := slices.Sorted(maps.Keys(f.holes))
+	list := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(holes)), ","), "[]")
+	plan := ""
+	for _, sql := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE feed_read (bigint, bigint[], int) AS ` + feedReadSQL,
+		fmt.Sprintf(`EXPLAIN ANALYZE EXECUTE feed_read (%d, '{%s}', %d)`, f.last, list, feedBatch),
+		`DEALLOCATE feed_read`,
+		`RESET plan_cache_mode`,
+	} {
+		res, err := conn.Query(bg, sql)
+		if err != nil {
+			t.Fatalf("%.60s: %v", sql, err)
+		}
+		for res.Next() {
+			var l string
+			res.Scan(&l)
+			plan += l + "\n"
+		}
+		if err := res.Err(); err != nil {
+			t.Fatalf("%.60s: %v", sql, err)
+		}
+	}
+	if strings.Contains(plan, "Rows Removed by Filter") {
+		t.Errorf("the feed's read, generic plan, filters rows it does not return:\n%s", plan)
+	}
+
+	hole := int64(rows - 10)
+	if _, err := a.pool.Exec(bg, `INSERT INTO changes (seq, kind, id) VALUES ($1, 'api_key', 'late')`, hole); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.pool.Exec(bg, `INSERT INTO changes (kind, id) VALUES ('api_key', 'new')`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.readOnce(bg); err != nil || n != 2 {
+		t.Fatalf("read after a hole committed and a new row: %d rows, %v; want 2", n, err)
+	}
+	want := []store.Change{{Kind: store.ChangeAPIKey, ID: "late"}, {Kind: store.ChangeAPIKey, ID: "new"}}
+	if !slices.Equal(told, want) {
+		t.Errorf("told %v, want %v", told, want)
+	}
+	if _, still := f.holes[hole]; still {
+		t.Errorf("hole %d still asked for after it was read", hole)
 	}
 }
