@@ -42,6 +42,8 @@ const oauthApp = "https://app.example"
 type testOP struct {
 	URL, ClientID string
 	mode          atomic.Value // "", "badkey" or "audience"
+	// discoveries counts the reads of its discovery document.
+	discoveries atomic.Int32
 }
 
 // opStorage is the example storage with the faults testOP can inject.
@@ -140,7 +142,14 @@ func newTestOP(t testing.TB, redirectURI string) *testOP {
 		t.Fatal(err)
 	}
 	st := &opStorage{Storage: storage.NewStorage(us), op: o, badKey: &rogueKey{key: rk}}
-	srv := &http.Server{Handler: st.readdress(exampleop.SetupServer(o.URL, st, nil, false)), ReadHeaderTimeout: 5 * time.Second}
+	h := st.readdress(exampleop.SetupServer(o.URL, st, nil, false))
+	count := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/openid-configuration" {
+			o.discoveries.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: count, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return o
