@@ -26,7 +26,9 @@ import (
 // challenge row of kind "oauth_state" (keyed by the keyed hash of the
 // state, due for the sweep after OAuthStateLifetime) and answers the
 // provider's authorization URL. The provider sends the browser back to
-// GET /oauth/callback, which consumes that row (single use), redeems the
+// /oauth/callback (GET with the query, or, for providers whose response
+// mode is form_post, a POST of the same fields as a form from the
+// provider's page), which consumes that row (single use), redeems the
 // provider's code with the verifier, verifies the ID token (or reads
 // GitHub's user and emails API) and keeps the identity it proved in a
 // challenge row of kind "oauth_code" keyed by the hash of a new one-time
@@ -71,17 +73,42 @@ type ProviderInput struct {
 	ClientSecret string   `json:"clientSecret"`
 	Issuer       string   `json:"issuer"`
 	Scopes       []string `json:"scopes"`
+	// ResponseMode is ResponseModeQuery or ResponseModeFormPost; empty
+	// means the type's default (form_post for Apple, else query).
+	ResponseMode string `json:"responseMode"`
 }
 
 // ProviderView is a provider as the admin API shows it: never its secret.
 type ProviderView struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Type      string   `json:"type"`
-	ClientID  string   `json:"clientId"`
-	Issuer    *string  `json:"issuer"`
-	Scopes    []string `json:"scopes"`
-	CreatedAt string   `json:"createdAt"`
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Type         string   `json:"type"`
+	ClientID     string   `json:"clientId"`
+	Issuer       *string  `json:"issuer"`
+	Scopes       []string `json:"scopes"`
+	ResponseMode string   `json:"responseMode"`
+	CreatedAt    string   `json:"createdAt"`
+}
+
+// How a provider returns the browser to the callback (the OAuth 2.0
+// response_mode): a redirect carrying code and state in its query, or
+// an HTML form the browser posts to the callback (Apple's way whenever
+// it is asked for the address or the name).
+const (
+	ResponseModeQuery    = "query"
+	ResponseModeFormPost = "form_post"
+)
+
+// responseMode is pr's response mode: the stored one, else the type's
+// default.
+func responseMode(pr *store.Provider) string {
+	if pr.ResponseMode != "" {
+		return pr.ResponseMode
+	}
+	if pr.Type == "apple" {
+		return ResponseModeFormPost
+	}
+	return ResponseModeQuery
 }
 
 // ViewProvider returns the admin view of pr.
@@ -91,7 +118,7 @@ func ViewProvider(pr *store.Provider) ProviderView {
 		scopes = []string{}
 	}
 	return ProviderView{ID: pr.ID, Name: pr.Name, Type: pr.Type, ClientID: pr.ClientID,
-		Issuer: nullable(pr.Issuer), Scopes: scopes, CreatedAt: formatTime(pr.CreatedAt)}
+		Issuer: nullable(pr.Issuer), Scopes: scopes, ResponseMode: responseMode(pr), CreatedAt: formatTime(pr.CreatedAt)}
 }
 
 // defaultScopes are the scopes asked when a provider names none.
@@ -177,8 +204,21 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 	if in.Type != "github" && !contains(in.Scopes, "openid") {
 		in.Scopes = append([]string{"openid"}, in.Scopes...)
 	}
+	switch in.ResponseMode {
+	case "":
+		in.ResponseMode = responseMode(&store.Provider{Type: in.Type})
+	case ResponseModeQuery, ResponseModeFormPost:
+	default:
+		return ProviderView{}, Invalid(`responseMode must be "query" or "form_post".`)
+	}
+	switch {
+	case in.Type == "github" && in.ResponseMode == ResponseModeFormPost:
+		return ProviderView{}, Invalid("responseMode form_post is not available for type github: GitHub returns with a redirect.")
+	case in.Type == "apple" && in.ResponseMode == ResponseModeQuery && (contains(in.Scopes, "email") || contains(in.Scopes, "name")):
+		return ProviderView{}, Invalid("Apple returns with form_post when asked for email or name: responseMode query needs scopes without them.")
+	}
 	pr := store.Provider{ID: newID(), Name: in.Name, Type: in.Type, ClientID: in.ClientID,
-		Issuer: in.Issuer, Scopes: in.Scopes, CreatedAt: s.now().UTC()}
+		Issuer: in.Issuer, Scopes: in.Scopes, ResponseMode: in.ResponseMode, CreatedAt: s.now().UTC()}
 	sealed, err := s.keys.Seal([]byte(in.ClientSecret), []byte("provider:"+pr.ID))
 	if err != nil {
 		return ProviderView{}, internal(err)
@@ -433,6 +473,9 @@ func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redire
 	if c.verifier != nil {
 		pend.Nonce = base64.RawURLEncoding.EncodeToString(randomBytes(24))
 		opts = append(opts, oidc.Nonce(pend.Nonce))
+	}
+	if responseMode(pr) == ResponseModeFormPost {
+		opts = append(opts, oauth2.SetAuthURLParam("response_mode", ResponseModeFormPost))
 	}
 	raw, err := json.Marshal(pend)
 	if err != nil {

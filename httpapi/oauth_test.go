@@ -520,9 +520,17 @@ func TestOAuthDashboard(t *testing.T) {
 	if code != 400 || !strings.Contains(elementText(body, "provider-error"), "issuer is required") {
 		t.Fatalf("bad provider: %d %q", code, elementText(body, "provider-error"))
 	}
+	code, body = c.post(page, url.Values{"csrf": {csrf}, "type": {"github"}, "clientId": {"gh-id"}, "clientSecret": {"y"}, "responseMode": {"form_post"}})
+	if code != 400 || !strings.Contains(elementText(body, "provider-error"), "form_post is not available for type github") ||
+		!strings.Contains(body, `<option value="form_post" selected>`) {
+		t.Fatalf("github with form_post: %d %q", code, elementText(body, "provider-error"))
+	}
 	code, body = c.post(page, url.Values{"csrf": {csrf}, "type": {"github"}, "clientId": {"gh-id"}, "clientSecret": {"gh-dash-secret"}})
 	if code != 200 || !strings.Contains(body, "<code>github</code>") || strings.Contains(body, "gh-dash-secret") {
 		t.Fatalf("add: %d\n%s", code, body)
+	}
+	if !strings.Contains(body, "<td>query</td>") {
+		t.Fatalf("the list does not show the response mode:\n%s", body)
 	}
 	remove := page + "/github/remove"
 	if code, body := c.get(remove); code != 200 || !strings.Contains(body, `<form id="confirm" method="post" action="`+remove+`">`) {
