@@ -27,6 +27,10 @@ const (
 	// MaxImportLine is the longest line an import reads (longer ones are
 	// rejected whole, and the import goes on with the next line).
 	MaxImportLine = 64 << 10
+	// MaxImportRejected is how many rejected lines an import's report
+	// lists: the first ones, by line number. RejectedCount counts them
+	// all.
+	MaxImportRejected = 1000
 	// exportPage is how many users one read transaction of an export
 	// reads.
 	exportPage = 500
@@ -34,12 +38,28 @@ const (
 
 // ImportReport is the answer to an import: how many lines created a
 // user, how many updated one that has the line's address, and the
-// lines rejected (1-based line numbers, with why), in line order.
+// lines rejected (1-based line numbers, with why), in line order: the
+// first MaxImportRejected of them, so that a file of bad lines costs
+// no more memory than a good one. RejectedCount is how many lines were
+// rejected in all; RejectedTruncated says Rejected lists fewer.
 type ImportReport struct {
-	Success  bool             `json:"success"`
-	Created  int              `json:"created"`
-	Updated  int              `json:"updated"`
-	Rejected []ImportRejected `json:"rejected"`
+	Success           bool             `json:"success"`
+	Created           int              `json:"created"`
+	Updated           int              `json:"updated"`
+	Rejected          []ImportRejected `json:"rejected"`
+	RejectedCount     int              `json:"rejectedCount"`
+	RejectedTruncated bool             `json:"rejectedTruncated"`
+}
+
+// reject records a line rejected before its chunk's transaction. Lines
+// come in order, so it goes last, unless the list is full: then every
+// listed line comes before it.
+func (rep *ImportReport) reject(line int, why string) {
+	rep.RejectedCount++
+	if len(rep.Rejected) < MaxImportRejected {
+		rep.Rejected = append(rep.Rejected, ImportRejected{line, why})
+	}
+	rep.RejectedTruncated = rep.RejectedCount > len(rep.Rejected)
 }
 
 // ImportRejected is one rejected line of an import.
@@ -180,7 +200,7 @@ func (s *Service) ImportUsers(ctx context.Context, projectID string, r io.Reader
 		}
 		n++
 		if tooLong {
-			rep.Rejected = append(rep.Rejected, ImportRejected{n, fmt.Sprintf("line is longer than %d bytes", MaxImportLine)})
+			rep.reject(n, fmt.Sprintf("line is longer than %d bytes", MaxImportLine))
 			continue
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -188,7 +208,7 @@ func (s *Service) ImportUsers(ctx context.Context, projectID string, r io.Reader
 		}
 		u, err := parseImportLine(line)
 		if err != nil {
-			rep.Rejected = append(rep.Rejected, ImportRejected{n, err.Error()})
+			rep.reject(n, err.Error())
 			continue
 		}
 		u.line = n
@@ -265,7 +285,10 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 	rep.Updated += updated
 	if len(rejected) > 0 {
 		// Lines rejected before the chunk's transaction are already in
-		// rep; merge so the report stays in line order.
+		// rep; merge so the report stays in line order, and keep the
+		// first MaxImportRejected (the chunk's lines may come before
+		// lines listed since: it began before them).
+		rep.RejectedCount += len(rejected)
 		first := rejected[0].Line
 		i := len(rep.Rejected)
 		for i > 0 && rep.Rejected[i-1].Line > first {
@@ -273,6 +296,10 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 		}
 		tail := append([]ImportRejected(nil), rep.Rejected[i:]...)
 		rep.Rejected = append(rep.Rejected[:i], mergeRejected(tail, rejected)...)
+		if len(rep.Rejected) > MaxImportRejected {
+			rep.Rejected = rep.Rejected[:MaxImportRejected]
+		}
+		rep.RejectedTruncated = rep.RejectedCount > len(rep.Rejected)
 	}
 	return nil
 }

@@ -26,7 +26,9 @@ import (
 // challenge row of kind "oauth_state" (keyed by the keyed hash of the
 // state, due for the sweep after OAuthStateLifetime) and answers the
 // provider's authorization URL. The provider sends the browser back to
-// GET /oauth/callback, which consumes that row (single use), redeems the
+// /oauth/callback (GET with the query, or, for providers whose response
+// mode is form_post, a POST of the same fields as a form from the
+// provider's page), which consumes that row (single use), redeems the
 // provider's code with the verifier, verifies the ID token (or reads
 // GitHub's user and emails API) and keeps the identity it proved in a
 // challenge row of kind "oauth_code" keyed by the hash of a new one-time
@@ -71,17 +73,42 @@ type ProviderInput struct {
 	ClientSecret string   `json:"clientSecret"`
 	Issuer       string   `json:"issuer"`
 	Scopes       []string `json:"scopes"`
+	// ResponseMode is ResponseModeQuery or ResponseModeFormPost; empty
+	// means the type's default (form_post for Apple, else query).
+	ResponseMode string `json:"responseMode"`
 }
 
 // ProviderView is a provider as the admin API shows it: never its secret.
 type ProviderView struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Type      string   `json:"type"`
-	ClientID  string   `json:"clientId"`
-	Issuer    *string  `json:"issuer"`
-	Scopes    []string `json:"scopes"`
-	CreatedAt string   `json:"createdAt"`
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Type         string   `json:"type"`
+	ClientID     string   `json:"clientId"`
+	Issuer       *string  `json:"issuer"`
+	Scopes       []string `json:"scopes"`
+	ResponseMode string   `json:"responseMode"`
+	CreatedAt    string   `json:"createdAt"`
+}
+
+// How a provider returns the browser to the callback (the OAuth 2.0
+// response_mode): a redirect carrying code and state in its query, or
+// an HTML form the browser posts to the callback (Apple's way whenever
+// it is asked for the address or the name).
+const (
+	ResponseModeQuery    = "query"
+	ResponseModeFormPost = "form_post"
+)
+
+// responseMode is pr's response mode: the stored one, else the type's
+// default.
+func responseMode(pr *store.Provider) string {
+	if pr.ResponseMode != "" {
+		return pr.ResponseMode
+	}
+	if pr.Type == "apple" {
+		return ResponseModeFormPost
+	}
+	return ResponseModeQuery
 }
 
 // ViewProvider returns the admin view of pr.
@@ -91,7 +118,7 @@ func ViewProvider(pr *store.Provider) ProviderView {
 		scopes = []string{}
 	}
 	return ProviderView{ID: pr.ID, Name: pr.Name, Type: pr.Type, ClientID: pr.ClientID,
-		Issuer: nullable(pr.Issuer), Scopes: scopes, CreatedAt: formatTime(pr.CreatedAt)}
+		Issuer: nullable(pr.Issuer), Scopes: scopes, ResponseMode: responseMode(pr), CreatedAt: formatTime(pr.CreatedAt)}
 }
 
 // defaultScopes are the scopes asked when a provider names none.
@@ -177,8 +204,21 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 	if in.Type != "github" && !contains(in.Scopes, "openid") {
 		in.Scopes = append([]string{"openid"}, in.Scopes...)
 	}
+	switch in.ResponseMode {
+	case "":
+		in.ResponseMode = responseMode(&store.Provider{Type: in.Type})
+	case ResponseModeQuery, ResponseModeFormPost:
+	default:
+		return ProviderView{}, Invalid(`responseMode must be "query" or "form_post".`)
+	}
+	switch {
+	case in.Type == "github" && in.ResponseMode == ResponseModeFormPost:
+		return ProviderView{}, Invalid("responseMode form_post is not available for type github: GitHub returns with a redirect.")
+	case in.Type == "apple" && in.ResponseMode == ResponseModeQuery && (contains(in.Scopes, "email") || contains(in.Scopes, "name")):
+		return ProviderView{}, Invalid("Apple returns with form_post when asked for email or name: responseMode query needs scopes without them.")
+	}
 	pr := store.Provider{ID: newID(), Name: in.Name, Type: in.Type, ClientID: in.ClientID,
-		Issuer: in.Issuer, Scopes: in.Scopes, CreatedAt: s.now().UTC()}
+		Issuer: in.Issuer, Scopes: in.Scopes, ResponseMode: in.ResponseMode, CreatedAt: s.now().UTC()}
 	sealed, err := s.keys.Seal([]byte(in.ClientSecret), []byte("provider:"+pr.ID))
 	if err != nil {
 		return ProviderView{}, internal(err)
@@ -228,6 +268,7 @@ func (s *Service) Providers(ctx context.Context, projectID string) ([]ProviderVi
 // already started with it fail at the callback. 404 PROJECT_NOT_FOUND or
 // PROVIDER_NOT_FOUND.
 func (s *Service) DeleteProvider(ctx context.Context, projectID, name string) error {
+	var removed string // its id
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		p, err := tx.Project(projectID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -237,6 +278,7 @@ func (s *Service) DeleteProvider(ctx context.Context, projectID, name string) er
 		}
 		for i := range p.Providers {
 			if p.Providers[i].Name == name {
+				removed = p.Providers[i].ID
 				p.Providers = append(p.Providers[:i:i], p.Providers[i+1:]...)
 				if len(p.Providers) == 0 {
 					p.Providers = nil
@@ -251,6 +293,7 @@ func (s *Service) DeleteProvider(ctx context.Context, projectID, name string) er
 	}
 	s.projects.invalidate(projectID)
 	s.projectsChanged()
+	s.oidc.forget(projectID, removed)
 	return nil
 }
 
@@ -291,36 +334,76 @@ type oauthClient struct {
 	op       *oidc.Provider        // nil for GitHub
 }
 
-// discovered caches OpenID Connect discovery (and with it each issuer's
-// JWKS, which go-oidc refreshes on an unknown key id) by issuer.
+// DiscoveryTTL is how long a provider's OpenID Connect discovery (its
+// document, and the JWKS go-oidc reads through it) is used before the
+// next sign-in with that provider reads it again.
+const DiscoveryTTL = time.Hour
+
+// discovered caches OpenID Connect discovery by provider id (and with
+// it the issuer's JWKS, which go-oidc refreshes on an unknown key id),
+// for DiscoveryTTL by the service's clock. Removing a provider, or its
+// project, drops its entries; a provider added again has a new id, so
+// it is discovered anew. On other replicas a removed provider's entry
+// is never used again (the project row no longer names it) and expires:
+// entries past their TTL are dropped as others are filled. Safe for
+// concurrent use; the mutex is never held across I/O (two sign-ins that
+// miss at once both read the document, and the later fill wins).
 type discovered struct {
 	mu sync.Mutex
-	m  map[string]*oidc.Provider
+	m  map[string]discovery // by provider id
 }
 
-func (d *discovered) get(ctx context.Context, issuer string, multiTenant bool) (*oidc.Provider, error) {
+// discovery is one provider's discovered OpenID Connect configuration.
+type discovery struct {
+	op        *oidc.Provider
+	projectID string
+	issuer    string
+	fetched   time.Time
+}
+
+// get returns the provider object of provider pr of project projectID,
+// reading its issuer's discovery document when there is no entry, or
+// its entry is older than DiscoveryTTL at now.
+func (d *discovered) get(ctx context.Context, projectID string, pr *store.Provider, multiTenant bool, now time.Time) (*oidc.Provider, error) {
 	d.mu.Lock()
-	p, ok := d.m[issuer]
+	e, ok := d.m[pr.ID]
 	d.mu.Unlock()
-	if ok {
-		return p, nil
+	if ok && e.issuer == pr.Issuer && now.Sub(e.fetched) < DiscoveryTTL {
+		return e.op, nil
 	}
 	if multiTenant {
 		// Microsoft's multi-tenant discovery names a templated issuer;
 		// the token's issuer is checked against the tenant (tokenIssuerOK).
-		ctx = oidc.InsecureIssuerURLContext(ctx, strings.Replace(issuer, "/common/", "/{tenantid}/", 1))
+		ctx = oidc.InsecureIssuerURLContext(ctx, strings.Replace(pr.Issuer, "/common/", "/{tenantid}/", 1))
 	}
-	p, err := oidc.NewProvider(ctx, issuer)
+	op, err := oidc.NewProvider(ctx, pr.Issuer)
 	if err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
 	if d.m == nil {
-		d.m = map[string]*oidc.Provider{}
+		d.m = map[string]discovery{}
 	}
-	d.m[issuer] = p
+	for id, old := range d.m {
+		if now.Sub(old.fetched) >= DiscoveryTTL {
+			delete(d.m, id)
+		}
+	}
+	d.m[pr.ID] = discovery{op: op, projectID: projectID, issuer: pr.Issuer, fetched: now}
 	d.mu.Unlock()
-	return p, nil
+	return op, nil
+}
+
+// forget drops the entry of provider providerID, or with providerID
+// "" the entries of every provider of project projectID.
+func (d *discovered) forget(projectID, providerID string) {
+	d.mu.Lock()
+	for id, e := range d.m {
+		if id == providerID || providerID == "" && e.projectID == projectID {
+			delete(d.m, id)
+		}
+	}
+	d.mu.Unlock()
 }
 
 // oauthHTTP returns ctx carrying the HTTP client used for provider calls.
@@ -328,8 +411,9 @@ func (s *Service) oauthHTTP(ctx context.Context) context.Context {
 	return s.social.Context(ctx)
 }
 
-// client builds pr's client: discovery for OpenID Connect types.
-func (s *Service) client(ctx context.Context, pr *store.Provider) (*oauthClient, error) {
+// client builds the client of provider pr of project projectID:
+// discovery (cached) for OpenID Connect types.
+func (s *Service) client(ctx context.Context, projectID string, pr *store.Provider) (*oauthClient, error) {
 	secret, err := s.keys.Open(pr.Secret, []byte("provider:"+pr.ID))
 	if err != nil {
 		return nil, err
@@ -342,7 +426,7 @@ func (s *Service) client(ctx context.Context, pr *store.Provider) (*oauthClient,
 		return &oauthClient{pr: pr, conf: conf}, nil
 	}
 	multi := pr.Type == "microsoft" && !microsoftIssuer.MatchString(pr.Issuer)
-	op, err := s.oidc.get(s.oauthHTTP(ctx), pr.Issuer, multi)
+	op, err := s.oidc.get(s.oauthHTTP(ctx), projectID, pr, multi, s.now())
 	if err != nil {
 		return nil, ErrProviderUnavailable.Because(err)
 	}
@@ -379,7 +463,7 @@ func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redire
 	if pr == nil {
 		return "", a.reject(ErrProviderNotFound)
 	}
-	c, err := s.client(ctx, pr)
+	c, err := s.client(ctx, p.ID, pr)
 	if err != nil {
 		return "", a.reject(internal(err))
 	}
@@ -389,6 +473,9 @@ func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redire
 	if c.verifier != nil {
 		pend.Nonce = base64.RawURLEncoding.EncodeToString(randomBytes(24))
 		opts = append(opts, oidc.Nonce(pend.Nonce))
+	}
+	if responseMode(pr) == ResponseModeFormPost {
+		opts = append(opts, oauth2.SetAuthURLParam("response_mode", ResponseModeFormPost))
 	}
 	raw, err := json.Marshal(pend)
 	if err != nil {
@@ -493,7 +580,7 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 	if pr == nil || pr.ID != pend.ProviderID {
 		return back(ErrProviderNotFound)
 	}
-	c, err := s.client(ctx, pr)
+	c, err := s.client(ctx, p.ID, pr)
 	if err != nil {
 		return back(err)
 	}

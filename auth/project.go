@@ -298,6 +298,7 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 	}
 	s.projects.invalidate(id)
 	s.projectsChanged()
+	s.oidc.forget(id, "")
 	s.apiKeys.invalidate(detached...)
 	for _, m := range []*sync.Map{&s.signers, &s.publicKeys} {
 		m.Range(func(k, _ any) bool {

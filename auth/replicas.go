@@ -17,7 +17,13 @@ import "latchkey/store"
 //     row is checked on every call (the store keeps that check cheap and
 //     coherent), and the project through the project cache;
 //   - projects' signing and public keys (signers, publicKeys): keyed by
-//     project and key id, never changed, so never stale.
+//     project and key id, never changed, so never stale;
+//   - OpenID Connect discovery (oidc): by provider id, for DiscoveryTTL
+//     (which bounds how old an issuer's document may be). Providers are
+//     never changed in place (removed and added again, one has a new
+//     id), so an entry always matches its provider's settings; the
+//     replica that removes a provider drops its entry, the others let
+//     it expire.
 //
 // While the feed cannot be read (ChangeStale) the caches are emptied and
 // filled by nobody: every request reads the store (which may then answer

@@ -37,9 +37,10 @@ func (s *Server) dashProviders(w http.ResponseWriter, r *http.Request, p httprou
 		CallbackURL                          string
 		Types                                []string
 		Type, Name, ClientID, Issuer, Scopes string
+		ResponseMode                         string
 	}{page, s.auth.ViewProject(proj), ps, s.auth.BaseURL() + auth.OAuthCallbackPath,
 		[]string{"google", "github", "microsoft", "apple", "oidc"},
-		f.Get("type"), f.Get("name"), f.Get("clientId"), f.Get("issuer"), f.Get("scopes")})
+		f.Get("type"), f.Get("name"), f.Get("clientId"), f.Get("issuer"), f.Get("scopes"), f.Get("responseMode")})
 }
 
 func (s *Server) dashAddProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
@@ -47,7 +48,8 @@ func (s *Server) dashAddProvider(w http.ResponseWriter, r *http.Request, p httpr
 	f := r.PostForm
 	in := auth.ProviderInput{Name: strings.TrimSpace(f.Get("name")), Type: f.Get("type"), ClientID: strings.TrimSpace(f.Get("clientId")),
 		ClientSecret: strings.TrimSpace(f.Get("clientSecret")), Issuer: strings.TrimSpace(f.Get("issuer")),
-		Scopes: strings.FieldsFunc(f.Get("scopes"), func(r rune) bool { return r == ' ' || r == ',' })}
+		Scopes:       strings.FieldsFunc(f.Get("scopes"), func(r rune) bool { return r == ' ' || r == ',' }),
+		ResponseMode: f.Get("responseMode")}
 	v, err := s.auth.AddProvider(r.Context(), id, in)
 	if err != nil {
 		return refused(page, "new-provider", err, func(page dashPage) error { return s.dashProviders(w, r, p, page) })

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"errors"
+	"mime"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -20,6 +22,7 @@ func (s *Server) oauthRoutes() {
 	r.DELETE("/api/v1/admin/projects/:id/providers/:name", s.admin(s.deleteProvider))
 	r.POST("/api/v1/oauth/start", s.key(s.oauthStart))
 	r.GET("/api/v1/oauth/callback", s.handle(s.oauthCallback))
+	r.POST("/api/v1/oauth/callback", s.handle(s.oauthCallbackForm))
 	r.POST("/api/v1/oauth/exchange", s.key(s.oauthExchange))
 }
 
@@ -81,7 +84,43 @@ func (s *Server) oauthStart(w http.ResponseWriter, r *http.Request, _ httprouter
 // app's redirectUrl with code= (or error=), or 400 INVALID_STATE.
 func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
-	target, err := s.auth.OAuthCallback(r.Context(), q.Get("state"), q.Get("code"), q.Get("error"), s.meta(r, false))
+	return s.finishCallback(w, r, q.Get("state"), q.Get("code"), q.Get("error"))
+}
+
+// oauthCallbackForm is the callback of providers whose response mode is
+// form_post (Apple): the provider's page makes the browser post code and
+// state (or error; Apple adds user, which is not signed and is not
+// read) as a form, and the answer is GET's. That POST comes from the
+// provider's origin, cross-site by design: no Origin or Sec-Fetch-Site
+// check applies (sameOrigin would refuse every one), and none is needed,
+// as on GET: no cookie is read, and the state (single use, 10 minutes,
+// kept server-side) is what the request must carry. A body that is not
+// application/x-www-form-urlencoded is 400 VALIDATION_ERROR, one over
+// MaxBodyBytes 413 PAYLOAD_TOO_LARGE; both are recorded as failed
+// callbacks.
+func (s *Server) oauthCallbackForm(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	reject := func(err error) error {
+		return s.auth.Rejected(r.Context(), nil, "oauth", "callback", err, s.meta(r, false))
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return reject(auth.Invalid("The callback takes a form: Content-Type application/x-www-form-urlencoded."))
+	}
+	r.Body = http.MaxBytesReader(unwrapWriter(w), r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return reject(auth.ErrPayloadTooLarge)
+		}
+		return reject(auth.Invalid("The form could not be read."))
+	}
+	f := r.PostForm
+	return s.finishCallback(w, r, f.Get("state"), f.Get("code"), f.Get("error"))
+}
+
+// finishCallback ends a callback, GET or POST: the redirect to the app,
+// or the error.
+func (s *Server) finishCallback(w http.ResponseWriter, r *http.Request, state, code, providerError string) error {
+	target, err := s.auth.OAuthCallback(r.Context(), state, code, providerError, s.meta(r, false))
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ const oauthApp = "https://app.example"
 type testOP struct {
 	URL, ClientID string
 	mode          atomic.Value // "", "badkey" or "audience"
+	// discoveries counts the reads of its discovery document.
+	discoveries atomic.Int32
 }
 
 // opStorage is the example storage with the faults testOP can inject.
@@ -140,7 +142,14 @@ func newTestOP(t testing.TB, redirectURI string) *testOP {
 		t.Fatal(err)
 	}
 	st := &opStorage{Storage: storage.NewStorage(us), op: o, badKey: &rogueKey{key: rk}}
-	srv := &http.Server{Handler: st.readdress(exampleop.SetupServer(o.URL, st, nil, false)), ReadHeaderTimeout: 5 * time.Second}
+	h := st.readdress(exampleop.SetupServer(o.URL, st, nil, false))
+	count := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/openid-configuration" {
+			o.discoveries.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: count, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return o
@@ -511,9 +520,17 @@ func TestOAuthDashboard(t *testing.T) {
 	if code != 400 || !strings.Contains(elementText(body, "provider-error"), "issuer is required") {
 		t.Fatalf("bad provider: %d %q", code, elementText(body, "provider-error"))
 	}
+	code, body = c.post(page, url.Values{"csrf": {csrf}, "type": {"github"}, "clientId": {"gh-id"}, "clientSecret": {"y"}, "responseMode": {"form_post"}})
+	if code != 400 || !strings.Contains(elementText(body, "provider-error"), "form_post is not available for type github") ||
+		!strings.Contains(body, `<option value="form_post" selected>`) {
+		t.Fatalf("github with form_post: %d %q", code, elementText(body, "provider-error"))
+	}
 	code, body = c.post(page, url.Values{"csrf": {csrf}, "type": {"github"}, "clientId": {"gh-id"}, "clientSecret": {"gh-dash-secret"}})
 	if code != 200 || !strings.Contains(body, "<code>github</code>") || strings.Contains(body, "gh-dash-secret") {
 		t.Fatalf("add: %d\n%s", code, body)
+	}
+	if !strings.Contains(body, "<td>query</td>") {
+		t.Fatalf("the list does not show the response mode:\n%s", body)
 	}
 	remove := page + "/github/remove"
 	if code, body := c.get(remove); code != 200 || !strings.Contains(body, `<form id="confirm" method="post" action="`+remove+`">`) {

@@ -5,10 +5,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"latchkey/auth"
+	"latchkey/httpapi"
 	"latchkey/store"
 )
 
@@ -47,11 +52,16 @@ func (ts *testServer) exportUsers(projectID string) ([]map[string]any, *response
 	return out, r
 }
 
+// reportOf returns an import's report; under the cap of listed
+// rejections, rejectedCount must count exactly the lines listed.
 func reportOf(t *testing.T, r *response) (created, updated int, rejected []map[string]any) {
 	t.Helper()
 	wantOK(t, r)
 	for _, x := range r.Body["rejected"].([]any) {
 		rejected = append(rejected, x.(map[string]any))
+	}
+	if len(rejected) < auth.MaxImportRejected && (r.Body["rejectedCount"] != float64(len(rejected)) || r.Body["rejectedTruncated"] != false) {
+		t.Fatalf("%d rejected lines listed, rejectedCount=%v rejectedTruncated=%v", len(rejected), r.Body["rejectedCount"], r.Body["rejectedTruncated"])
 	}
 	return int(r.Body["created"].(float64)), int(r.Body["updated"].(float64)), rejected
 }
@@ -256,4 +266,148 @@ func TestExportUsers(t *testing.T) {
 	_, nf := ts.exportUsers("nope")
 	wantError(t, nf, 404, "PROJECT_NOT_FOUND")
 	wantError(t, ts.do("GET", "/api/v1/admin/projects/"+pid+"/users/export", "", nil), 401, "UNAUTHORIZED")
+}
+
+// TestImportRejectedCap: the report lists the first 1,000 rejected
+// lines, in line order, and counts them all. Lines refused in a chunk's
+// transaction (an externalUserId another user has) come before lines
+// refused at reading that are listed already: the list keeps the first
+// ones by line number, not the first found.
+func TestImportRejectedCap(t *testing.T) {
+	ts := newTestServer(t)
+	var b strings.Builder
+	const n = 3000
+	b.WriteString(`{"email":"owner@example.com","externalUserId":"taken"}` + "\n")
+	for i := 2; i <= n; i++ {
+		if i%3 == 0 {
+			// Valid, refused in the transaction: "taken" is line 1's.
+			fmt.Fprintf(&b, `{"email":"u%d@example.com","externalUserId":"taken"}`+"\n", i)
+		} else {
+			b.WriteString("{bad\n")
+		}
+	}
+	r := ts.importUsers(ts.Project.ID, "application/x-ndjson", b.String())
+	created, updated, rejected := reportOf(t, r)
+	if created != 1 || updated != 0 {
+		t.Fatalf("created=%d updated=%d, want 1 and 0", created, updated)
+	}
+	if got, want := r.Body["rejectedCount"], float64(n-1); got != want {
+		t.Fatalf("rejectedCount=%v, want %v", got, want)
+	}
+	if r.Body["rejectedTruncated"] != true {
+		t.Fatalf("rejectedTruncated=%v, want true", r.Body["rejectedTruncated"])
+	}
+	if len(rejected) != auth.MaxImportRejected {
+		t.Fatalf("%d rejected lines listed, want %d", len(rejected), auth.MaxImportRejected)
+	}
+	for i, x := range rejected {
+		line := i + 2 // every line from 2 on is rejected
+		want := "not a JSON object"
+		if line%3 == 0 {
+			want = "externalUserId belongs to another user of the project"
+		}
+		if x["line"] != float64(line) || x["error"] != want {
+			t.Fatalf("rejected[%d]=%v, want line %d: %s", i, x, line, want)
+		}
+	}
+}
+
+// lineSource is an io.Reader of n import lines of exactly size bytes
+// each (newline included), generated as they are read: a body larger
+// than a test should hold in memory. Line i is a valid user
+// big<i>@example.com padded with a field the import ignores.
+type lineSource struct {
+	n, size, i int
+	line       []byte
+	rest       []byte
+}
+
+func (s *lineSource) Read(p []byte) (int, error) {
+	if len(s.rest) == 0 {
+		if s.i == s.n {
+			return 0, io.EOF
+		}
+		s.i++
+		head := fmt.Sprintf(`{"email":"big%07d@example.com","pad":"`, s.i)
+		if s.line == nil {
+			s.line = bytes.Repeat([]byte("x"), s.size)
+			copy(s.line[s.size-3:], "\"}\n")
+		}
+		copy(s.line, head)
+		s.rest = s.line
+	}
+	n := copy(p, s.rest)
+	s.rest = s.rest[n:]
+	return n, nil
+}
+
+// TestImportOverLimit streams an import body of more than 64 MiB
+// without a length (chunked, as a pipe into the CLI sends it): the
+// server reads it as it arrives, and at the limit answers 413
+// PAYLOAD_TOO_LARGE with the error envelope and no report. What was
+// committed before stays: every full chunk of ImportChunk accepted
+// lines; the accepted lines read since the last commit are not
+// written. A Content-Length over the limit is refused before the body
+// is read.
+func TestImportOverLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 64 MiB")
+	}
+	ts := newTestServer(t)
+	const size = 64000
+	whole := httpapi.MaxImportBytes / size // lines that end within the limit
+	src := &lineSource{n: whole + 2, size: size}
+	if total := src.n * size; total <= httpapi.MaxImportBytes {
+		t.Fatalf("the body is %d bytes: not over the limit", total)
+	}
+	req, err := http.NewRequest("POST", ts.URL+"/api/v1/admin/projects/"+ts.Project.ID+"/users/import", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	r := ts.send(req)
+	wantError(t, r, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
+	if r.Body["error"] != "Import body is larger than 64 MiB: split the file." || r.Body["created"] != nil {
+		t.Fatalf("body=%s, want the envelope alone", r.Raw)
+	}
+	if src.i <= whole {
+		t.Fatalf("the client sent %d lines, want more than the %d within the limit", src.i, whole)
+	}
+
+	users, _ := ts.exportUsers(ts.Project.ID)
+	committed := whole / auth.ImportChunk * auth.ImportChunk
+	if whole <= committed {
+		t.Fatalf("%d lines within the limit: the test wants accepted lines after the last full chunk", whole)
+	}
+	if len(users) != committed {
+		t.Fatalf("%d users after the refused import, want the %d of the committed chunks (of %d valid lines read)", len(users), committed, whole)
+	}
+	for i, u := range users {
+		if want := fmt.Sprintf("big%07d@example.com", i+1); u["email"] != want {
+			t.Fatalf("user %d is %v, want %s", i, u["email"], want)
+		}
+	}
+
+	// A declared length over the limit: refused on the headers alone.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/admin/projects/%s/users/import HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", ts.Project.ID, strings.TrimPrefix(ts.URL, "http://"), testAdminToken, httpapi.MaxImportBytes+1)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	var env map[string]any
+	if err := json.Unmarshal(raw, &env); err != nil || res.StatusCode != http.StatusRequestEntityTooLarge || env["code"] != "PAYLOAD_TOO_LARGE" || env["success"] != false {
+		t.Fatalf("Content-Length over the limit: %d %s", res.StatusCode, raw)
+	}
+	if users, _ := ts.exportUsers(ts.Project.ID); len(users) != committed {
+		t.Fatalf("%d users, want %d", len(users), committed)
+	}
 }

@@ -46,6 +46,11 @@ type Provider struct {
 	Issuer    string    `json:"issuer,omitempty"`
 	Scopes    []string  `json:"scopes,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
+	// ResponseMode is how the provider returns the browser to the
+	// callback: "query" (a redirect) or "form_post" (a form the browser
+	// posts); empty (providers stored before it existed) means the
+	// type's default.
+	ResponseMode string `json:"responseMode,omitempty"`
 }
 
 // Project returns the project with id.

@@ -15,7 +15,7 @@ func TestProjectProviders(t *testing.T) {
 	db := storetest.Open(t)
 	at := time.Date(2026, 11, 24, 15, 0, 0, 123456789, time.UTC)
 	p := &store.Project{ID: "p1", Name: "shop", CreatedAt: at, Providers: []store.Provider{
-		{ID: "pr1", Name: "google", Type: "google", ClientID: "cid", Secret: []byte{0, 1, 2, 255}, Issuer: "https://accounts.google.com", Scopes: []string{"openid", "email"}, CreatedAt: at},
+		{ID: "pr1", Name: "google", Type: "google", ClientID: "cid", Secret: []byte{0, 1, 2, 255}, Issuer: "https://accounts.google.com", Scopes: []string{"openid", "email"}, CreatedAt: at, ResponseMode: "form_post"},
 		{ID: "pr2", Name: "github", Type: "github", ClientID: "gh", Secret: []byte("sealed"), CreatedAt: at},
 	}}
 	if err := db.Update(ctx, func(tx store.Tx) error { return tx.PutProject(p) }); err != nil {

@@ -974,7 +974,40 @@ func TestProviderCommands(t *testing.T) {
 	if strings.Contains(list+out+ts.ok("provider", "list", "--project", pid, "--json"), "gh-very-secret") {
 		t.Fatal("a provider command shows the secret")
 	}
-	wantContains(t, list, "github", "read:user user:email")
+	wantContains(t, list, "github", "read:user user:email", "query")
+
+	// The response mode: Apple's default is form_post, any OpenID
+	// Connect provider may be asked for it, GitHub cannot.
+	out = ts.ok("provider", "add", "--project", pid, "--type", "apple", "--client-id", "com.example.web", "--client-secret-file", secret)
+	if row := tableRow(t, out, "com.example.web"); row[0] != "apple" || row[len(row)-2] != "form_post" {
+		t.Fatalf("apple row=%q, want response mode form_post", row)
+	}
+	out = ts.ok("provider", "add", "--project", pid, "--type", "oidc", "--name", "corp", "--issuer", "https://idp.example.com",
+		"--client-id", "corp-id", "--client-secret-file", secret, "--response-mode", "form_post")
+	if row := tableRow(t, out, "corp-id"); row[0] != "corp" || row[len(row)-2] != "form_post" {
+		t.Fatalf("oidc row=%q, want response mode form_post", row)
+	}
+	var listed struct {
+		Providers []struct {
+			Name, ResponseMode string
+		}
+	}
+	if err := json.Unmarshal([]byte(ts.ok("provider", "list", "--project", pid, "--json")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]string{}
+	for _, p := range listed.Providers {
+		modes[p.Name] = p.ResponseMode
+	}
+	if modes["github"] != "query" || modes["apple"] != "form_post" || modes["corp"] != "form_post" {
+		t.Fatalf("--json response modes %v", modes)
+	}
+	wantFail(t, ts.cli("provider", "add", "--project", pid, "--type", "github", "--name", "gh2", "--client-id", "x", "--client-secret-file", secret, "--response-mode", "form_post"), 1, "(VALIDATION_ERROR)")
+	wantFail(t, ts.cli("provider", "add", "--project", pid, "--type", "oidc", "--name", "frag", "--issuer", "https://idp.example.com", "--client-id", "x", "--client-secret-file", secret, "--response-mode", "fragment"), 1, "(VALIDATION_ERROR)")
+	for _, name := range []string{"apple", "corp"} {
+		ts.ok("provider", "remove", name, "--project", pid)
+	}
+
 	ts.ok("provider", "remove", "github", "--project", pid)
 	if out := ts.ok("provider", "list", "--project", pid); out != "No providers.\n" {
 		t.Fatalf("after remove: out=%q", out)

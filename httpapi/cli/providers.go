@@ -13,13 +13,14 @@ import (
 // providers of a project).
 
 type provider struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Type      string   `json:"type"`
-	ClientID  string   `json:"clientId"`
-	Issuer    *string  `json:"issuer"`
-	Scopes    []string `json:"scopes"`
-	CreatedAt string   `json:"createdAt"`
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Type         string   `json:"type"`
+	ClientID     string   `json:"clientId"`
+	Issuer       *string  `json:"issuer"`
+	Scopes       []string `json:"scopes"`
+	ResponseMode string   `json:"responseMode"`
+	CreatedAt    string   `json:"createdAt"`
 }
 
 var providerAdd = &command{
@@ -37,6 +38,7 @@ var providerAdd = &command{
 		secretFile := fs.String("client-secret-file", "", "`FILE` holding the client secret, - for standard input (required)")
 		issuer := fs.String("issuer", "", "issuer `URL` (required for oidc; a tenant's issuer for microsoft)")
 		scopes := fs.String("scopes", "", "space- or comma-separated `SCOPES` (default: openid email profile; github: read:user user:email)")
+		responseMode := fs.String("response-mode", "", "how the provider returns to the callback, `MODE`: query or form_post (default: form_post for apple, query otherwise)")
 		return func(ctx context.Context, c *call) error {
 			for _, f := range []string{"project", "type", "client-id", "client-secret-file"} {
 				if !c.set[f] {
@@ -62,6 +64,9 @@ var providerAdd = &command{
 			}
 			if *scopes != "" {
 				body["scopes"] = strings.FieldsFunc(*scopes, func(r rune) bool { return r == ' ' || r == ',' })
+			}
+			if *responseMode != "" {
+				body["responseMode"] = *responseMode
 			}
 			var resp struct {
 				Provider provider `json:"provider"`
@@ -117,9 +122,9 @@ var providerRemove = &command{
 }
 
 func printProviders(c *call, ps ...provider) error {
-	t := newTable(c.out, "NAME", "TYPE", "CLIENT", "ISSUER", "SCOPES", "CREATED")
+	t := newTable(c.out, "NAME", "TYPE", "CLIENT", "ISSUER", "SCOPES", "RESPONSE", "CREATED")
 	for _, p := range ps {
-		t.row(p.Name, p.Type, p.ClientID, deref(p.Issuer), strings.Join(p.Scopes, " "), humanTime(p.CreatedAt))
+		t.row(p.Name, p.Type, p.ClientID, deref(p.Issuer), strings.Join(p.Scopes, " "), p.ResponseMode, humanTime(p.CreatedAt))
 	}
 	return t.flush()
 }

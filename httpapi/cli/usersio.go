@@ -49,7 +49,8 @@ var userImport = &command{
 	help: "Send FILE (JSON lines, one user each: {email, externalUserId?, firstName?, companyId?, emailVerified?, createdAt?};\n" +
 		"at most 64 MiB; - reads standard input) to the project and print the report. Idempotent on email:\n" +
 		"a user that has the line's address is updated, so a file may be imported again. A bad line is\n" +
-		"rejected alone; the report lists it with its line number. Exit 1 when any line was rejected.",
+		"rejected alone; the report lists it with its line number (the first 1,000 rejected lines, and the\n" +
+		"count of all). Exit 1 when any line was rejected.",
 	flags: func(fs *flag.FlagSet) action {
 		projectID := fs.String("project", "", "project `ID` (required)")
 		return func(ctx context.Context, c *call) error {
@@ -81,22 +82,32 @@ var userImport = &command{
 					Line  int    `json:"line"`
 					Error string `json:"error"`
 				} `json:"rejected"`
+				// RejectedCount counts every rejected line; rejected
+				// lists the first 1,000. Absent from an older server.
+				RejectedCount *int `json:"rejectedCount"`
 			}
 			if err := json.Unmarshal(raw, &rep); err != nil {
 				return fmt.Errorf("unexpected response: %v", err)
+			}
+			rejected := len(rep.Rejected)
+			if rep.RejectedCount != nil {
+				rejected = *rep.RejectedCount
 			}
 			if c.json {
 				if err := printJSON(c.out, raw); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintf(c.out, "Created %d, updated %d, rejected %d.\n", rep.Created, rep.Updated, len(rep.Rejected))
+				fmt.Fprintf(c.out, "Created %d, updated %d, rejected %d.\n", rep.Created, rep.Updated, rejected)
 				for _, r := range rep.Rejected {
 					fmt.Fprintf(c.out, "line %d: %s\n", r.Line, cell(r.Error))
 				}
+				if rejected > len(rep.Rejected) {
+					fmt.Fprintf(c.out, "(the first %d rejected lines are listed; %d more were rejected)\n", len(rep.Rejected), rejected-len(rep.Rejected))
+				}
 			}
-			if len(rep.Rejected) > 0 {
-				return fmt.Errorf("%d lines rejected", len(rep.Rejected))
+			if rejected > 0 {
+				return fmt.Errorf("%d lines rejected", rejected)
 			}
 			return nil
 		}

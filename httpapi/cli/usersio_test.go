@@ -23,6 +23,15 @@ not json
 	if r.Code != 1 || !strings.Contains(r.Stdout, "Created 2, updated 0, rejected 1.") || !strings.Contains(r.Stdout, "line 3: not a JSON object") {
 		t.Fatalf("import: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
 	}
+	// More rejected lines than the report lists: the count is of all.
+	many := filepath.Join(dir, "many.jsonl")
+	os.WriteFile(many, []byte(strings.Repeat("not json\n", 1005)), 0o600)
+	r = ts.cli("user", "import", "--project", ts.Project.ID, many)
+	if r.Code != 1 || !strings.Contains(r.Stdout, "Created 0, updated 0, rejected 1005.\n") || !strings.Contains(r.Stdout, "line 1000: not a JSON object\n") ||
+		strings.Contains(r.Stdout, "line 1001:") || !strings.HasSuffix(r.Stdout, "(the first 1000 rejected lines are listed; 5 more were rejected)\n") ||
+		!strings.Contains(r.Stderr, "1005 lines rejected") {
+		t.Fatalf("import of 1005 bad lines: exit %d\nstdout tail: %s\nstderr: %s", r.Code, r.Stdout[max(0, len(r.Stdout)-200):], r.Stderr)
+	}
 	// Again, without the bad line: idempotent.
 	os.WriteFile(in, []byte(`{"email":"ada@example.com","firstName":"Ada","emailVerified":true}`+"\n"), 0o600)
 	if out := ts.ok("user", "import", "--project", ts.Project.ID, in); out != "Created 0, updated 1, rejected 0.\n" {
