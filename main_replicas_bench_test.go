@@ -57,13 +57,7 @@ func BenchmarkThreeProcesses(b *testing.B) {
 		"LATCHKEY_SMTP_URL=smtp://" + smtp.Addr,
 		"LATCHKEY_LOG_FORMAT=text",
 	}
-	var rs []*replica
-	for i := range 3 {
-		rs = append(rs, spawnReplica(b, fmt.Sprint("r", i+1), b.TempDir(), env))
-	}
-	key := match(b, keyLine, rs[0].stdout())
-	projects := rs[0].must(200, "GET", "/api/v1/admin/projects", admin, nil)["projects"].([]any)
-	project := projects[0].(map[string]any)["id"].(string)
+	rs, key, project := spawnGroup(b, env, admin)
 	// The key's rate is raised out of the way, as BenchmarkReplicas
 	// does; the limiter still runs. Each replica sees it within 1 s.
 	rs[0].must(200, "PATCH", "/api/v1/admin/projects/"+project, admin, map[string]any{"rateLimitPerMinute": auth.MaxRateLimit})

@@ -93,6 +93,20 @@ func spawnReplica(t testing.TB, name, dir string, env []string) *replica {
 	return r
 }
 
+// spawnGroup starts three replicas r1, r2, r3 with the settings of env
+// (the first start creates the first-start state, the others find it)
+// and returns them with the test API key r1 printed and the id of the
+// first project (admin is the admin token of env).
+func spawnGroup(t testing.TB, env []string, admin string) (rs []*replica, key, project string) {
+	t.Helper()
+	for i := range 3 {
+		rs = append(rs, spawnReplica(t, fmt.Sprint("r", i+1), t.TempDir(), env))
+	}
+	key = match(t, keyLine, rs[0].stdout())
+	projects := rs[0].must(200, "GET", "/api/v1/admin/projects", admin, nil)["projects"].([]any)
+	return rs, key, projects[0].(map[string]any)["id"].(string)
+}
+
 // replicaClient keeps connections to the replicas open between calls.
 var replicaClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
@@ -231,13 +245,7 @@ func TestThreeReplicas(t *testing.T) {
 	}
 	// The first start creates the first-start state; the others then
 	// find it.
-	var rs []*replica
-	for i := range 3 {
-		rs = append(rs, spawnReplica(t, fmt.Sprint("r", i+1), t.TempDir(), env))
-	}
-	key := match(t, keyLine, rs[0].stdout())
-	projects := rs[0].must(200, "GET", "/api/v1/admin/projects", admin, nil)["projects"].([]any)
-	project := projects[0].(map[string]any)["id"].(string)
+	rs, key, project := spawnGroup(t, env, admin)
 	// Polling replicas must not meet the per-key rate limit.
 	rs[1].must(200, "PATCH", "/api/v1/admin/projects/"+project, admin, map[string]any{"rateLimitPerMinute": 100000})
 	rs[2].must(200, "POST", "/api/v1/webhooks", key, map[string]any{"url": hooks.url, "eventTypes": []string{"user.registered"}})
