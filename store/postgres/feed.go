@@ -129,9 +129,12 @@ type feed struct {
 	nextSub uint64
 
 	// lastOK is when (mono) the newest successful read began; stale is
-	// set while subscribers were told ChangeStale.
-	lastOK atomic.Int64
-	stale  atomic.Bool
+	// set while subscribers were told ChangeStale. staleMu orders the
+	// two tellings (the reader's ChangeFresh, the watchdog's or the
+	// reader's ChangeStale).
+	lastOK  atomic.Int64
+	stale   atomic.Bool
+	staleMu sync.Mutex
 
 	// The reader's position, used by the reading goroutine only: the
 	// highest seq read, and the skipped numbers with when (mono) each
@@ -182,10 +185,14 @@ func (db *DB) startFeed(ctx context.Context) error {
 	f.lastOK.Store(f.mono())
 	loop, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	f.wg.Add(2)
+	f.wg.Add(3)
 	go func() {
 		defer f.wg.Done()
 		f.readLoop(loop)
+	}()
+	go func() {
+		defer f.wg.Done()
+		f.watchLoop(loop)
 	}()
 	go func() {
 		defer f.wg.Done()
@@ -262,20 +269,53 @@ func (f *feed) read(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if !f.stale.Load() && f.mono()-f.lastOK.Load() > int64(f.staleAfter) {
-				f.stale.Store(true)
-				f.db.log.Warn("invalidation feed unreadable: cached keys, projects and sessions are bypassed until it is read again", "err", err)
-				f.tell(store.Change{Kind: store.ChangeStale})
+			if f.mono()-f.lastOK.Load() > int64(f.staleAfter) {
+				f.goStale("invalidation feed unreadable: cached keys, projects and sessions are bypassed until it is read again", "err", err)
 			}
 			return
 		}
+		f.staleMu.Lock()
 		if f.stale.Load() {
 			f.stale.Store(false)
 			f.db.log.Info("invalidation feed read again: caches in use")
 			f.tell(store.Change{Kind: store.ChangeFresh})
 		}
+		f.staleMu.Unlock()
 		if n < feedBatch {
 			return
+		}
+	}
+}
+
+// goStale tells ChangeStale (and logs msg) unless it was told already.
+func (f *feed) goStale(msg string, args ...any) {
+	f.staleMu.Lock()
+	defer f.staleMu.Unlock()
+	if f.stale.Load() {
+		return
+	}
+	f.stale.Store(true)
+	f.db.log.Warn(msg, args...)
+	f.tell(store.Change{Kind: store.ChangeStale})
+}
+
+// watchLoop tells ChangeStale as soon as no read has succeeded for
+// nearly staleAfter, whether the read in progress is failing or only
+// slow: every subscriber's cached copies are then at most staleAfter
+// old (the reader, blocked in a slow read, cannot tell it in time). It
+// checks every interval/5 and acts one check early.
+func (f *feed) watchLoop(ctx context.Context) {
+	tick := f.interval / 5
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !f.stale.Load() && f.mono()-f.lastOK.Load() > int64(f.staleAfter-tick) {
+			f.goStale("invalidation feed not read within its staleness bound: cached keys, projects and sessions are bypassed until it is read again")
 		}
 	}
 }

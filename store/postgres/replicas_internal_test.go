@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"latchkey/store"
 	"latchkey/store/pgtest"
 )
@@ -648,4 +650,34 @@ func TestFeedReadHoles(t *testing.T) {
 	if _, still := f.holes[hole]; still {
 		t.Errorf("hole %d still asked for after it was read", hole)
 	}
+}
+
+// TestFeedStaleWhileSlow: a feed read that does not fail but hangs (here
+// on a lock of the changes table) still tells ChangeStale within
+// FeedStaleAfter of the last read that succeeded: the caches outside the
+// store (auth's keys and projects) then hold nothing older than that,
+// as the session cache does.
+func TestFeedStaleWhileSlow(t *testing.T) {
+	u := replicaDatabase(t)
+	const staleAfter = 400 * time.Millisecond
+	b := openReplica(t, u, store.Options{FeedInterval: 100 * time.Millisecond, FeedStaleAfter: staleAfter})
+	w := watch(b)
+	lock, err := pgx.Connect(bg, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close(bg)
+	tx, err := lock.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(bg, `LOCK TABLE changes IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 2*time.Second, "ChangeStale", func() bool { return slices.Contains(w.kinds(), store.ChangeStale) })
+	if late := time.Duration(b.feed.mono() - b.feed.lastOK.Load()); late > staleAfter+20*time.Millisecond {
+		t.Errorf("ChangeStale told %v after the last good read, want within %v", late, staleAfter)
+	}
+	tx.Rollback(bg)
+	within(t, 2*time.Second, "ChangeFresh", func() bool { return slices.Contains(w.kinds(), store.ChangeFresh) })
 }
