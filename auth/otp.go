@@ -90,6 +90,7 @@ func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(
 	email := a.email
 	return a.result(a.batch(func(tx store.Tx) error {
 		now := s.now().UTC()
+		tx.PrefetchThrottle(kind, p.ID, email) // read with the user
 		if u, err := tx.UserByEmail(p.ID, email); err == nil {
 			a.userID = u.ID
 			if u.Disabled {
@@ -193,6 +194,9 @@ func (s *Service) VerifyOTP(ctx context.Context, p *store.Project, in OTPInput, 
 		login = nil
 		now := s.now()
 		disabled := false
+		// The code and the address's guesses are read with the user.
+		tx.PrefetchCode(codeKindOTP, p.ID, email)
+		tx.PrefetchThrottle(throttleAddressFail, p.ID, email)
 		if u, err := tx.UserByEmail(p.ID, email); err == nil {
 			a.userID, disabled = u.ID, u.Disabled
 		}

@@ -67,6 +67,12 @@ func (tx boltTx) Throttle(kind, projectID, subject string) (*Throttle, error) {
 	return decodeThrottle(v)
 }
 
+// PrefetchCode does nothing: a read costs no round trip here.
+func (tx boltTx) PrefetchCode(kind, projectID, subject string) {}
+
+// PrefetchThrottle does nothing: a read costs no round trip here.
+func (tx boltTx) PrefetchThrottle(kind, projectID, subject string) {}
+
 // PutThrottle stores the history (deleting it when empty).
 func (tx boltTx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
 	x, key := &expiries[ExpiringCodes], throttleKey(kind, projectID, subject)

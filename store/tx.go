@@ -185,6 +185,12 @@ type Tx interface {
 	// KeepUntil, whichever is later (ExpiringCodes). A history without
 	// Sends is deleted instead.
 	PutThrottle(kind, projectID, subject string, t *Throttle) error
+	// PrefetchCode and PrefetchThrottle say that the transaction is
+	// about to read that code or history: a backend that pays a round
+	// trip per read (PostgreSQL) reads it along with the transaction's
+	// next statement. What Code and Throttle answer does not change.
+	PrefetchCode(kind, projectID, subject string)
+	PrefetchThrottle(kind, projectID, subject string)
 
 	// Magic links and remembered devices.
 

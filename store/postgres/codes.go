@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 
+	"github.com/jackc/pgx/v5"
+
 	"latchkey/store"
 )
 
@@ -35,11 +37,22 @@ const (
 
 // Code returns the pending code of (kind, projectID, subject).
 func (tx *txn) Code(kind, projectID, subject string) (*store.Code, error) {
+	if c, err, ok := tx.fetchedCode(rowKey{'c', kind, projectID, subject}); ok {
+		return c, err
+	}
+	c, err := scanCode(tx.row(sqlCode, projectID, kind, []byte(subject)), kind, projectID, subject)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return c, tx.note(unavailable(err))
+}
+
+// scanCode reads the row of sqlCode, the code of (kind, projectID,
+// subject).
+func scanCode(row pgx.Row, kind, projectID, subject string) (*store.Code, error) {
 	c := &store.Code{Kind: kind, ProjectID: projectID, Subject: subject}
 	var attempts int64
-	err := tx.one(sqlCode, []any{projectID, kind, []byte(subject)},
-		&c.Phone, &c.Email, &c.Hash, &attempts, ns(&c.CreatedAt), ns(&c.ExpiresAt))
-	if err != nil {
+	if err := row.Scan(&c.Phone, &c.Email, &c.Hash, &attempts, timeDest(&c.CreatedAt), timeDest(&c.ExpiresAt)); err != nil {
 		return nil, err
 	}
 	c.Attempts = int(attempts)
@@ -49,13 +62,15 @@ func (tx *txn) Code(kind, projectID, subject string) (*store.Code, error) {
 // PutCode stores c under (c.Kind, c.ProjectID, c.Subject), replacing the
 // code there.
 func (tx *txn) PutCode(c *store.Code) error {
+	tx.forget(rowKey{'c', c.Kind, c.ProjectID, c.Subject})
 	tx.later(sqlPutCode, c.ProjectID, c.Kind, []byte(c.Subject), c.Phone, c.Email, c.Hash,
-		int64(c.Attempts), nanos(c.CreatedAt), nanos(c.ExpiresAt))
+		int64(c.Attempts), timeArg(c.CreatedAt), timeArg(c.ExpiresAt))
 	return nil
 }
 
 // DeleteCode removes the code under (c.Kind, c.ProjectID, c.Subject).
 func (tx *txn) DeleteCode(c *store.Code) error {
+	tx.forget(rowKey{'c', c.Kind, c.ProjectID, c.Subject})
 	tx.later(sqlDeleteCode, c.ProjectID, c.Kind, []byte(c.Subject))
 	return nil
 }
@@ -68,12 +83,23 @@ func (tx *txn) DeleteCode(c *store.Code) error {
 // concurrently cannot both commit (the loser is aborted with a
 // serialization failure and run again), so no entry is lost.
 func (tx *txn) Throttle(kind, projectID, subject string) (*store.Throttle, error) {
-	var sends []*int64
-	t := &store.Throttle{}
-	err := tx.one(sqlThrottle, []any{projectID, kind, []byte(subject)}, &sends, ns(&t.KeepUntil))
-	if errors.Is(err, store.ErrNotFound) {
+	if t, ok := tx.fetchedThrottle(rowKey{'t', kind, projectID, subject}); ok {
+		return t, nil
+	}
+	t, err := scanThrottle(tx.row(sqlThrottle, projectID, kind, []byte(subject)))
+	if errors.Is(err, pgx.ErrNoRows) {
 		return &store.Throttle{}, nil
 	} else if err != nil {
+		return nil, tx.note(unavailable(err))
+	}
+	return t, nil
+}
+
+// scanThrottle reads the row of sqlThrottle.
+func scanThrottle(row pgx.Row) (*store.Throttle, error) {
+	var sends []*int64
+	t := &store.Throttle{}
+	if err := row.Scan(&sends, timeDest(&t.KeepUntil)); err != nil {
 		return nil, err
 	}
 	t.Sends = timesOf(sends)
@@ -83,12 +109,13 @@ func (tx *txn) Throttle(kind, projectID, subject string) (*store.Throttle, error
 // PutThrottle stores t as the history of (kind, projectID, subject), or
 // deletes it when t has no Sends.
 func (tx *txn) PutThrottle(kind, projectID, subject string, t *store.Throttle) error {
+	tx.forget(rowKey{'t', kind, projectID, subject})
 	if len(t.Sends) == 0 {
 		tx.later(sqlDeleteThrottle, projectID, kind, []byte(subject))
 		return nil
 	}
 	tx.later(sqlPutThrottle, projectID, kind, []byte(subject),
-		nanosSlice(t.Sends), nanos(t.KeepUntil), throttleDue(t))
+		nanosSlice(t.Sends), timeArg(t.KeepUntil), throttleDue(t))
 	return nil
 }
 

@@ -1,90 +1,14 @@
 package postgres
 
 import (
+	"fmt"
 	"math"
-	"time"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Column encodings shared by the tables: times as bigint Unix
-// nanoseconds (NULL for the zero time), and the check that a string can
-// be a text value at all.
-
-// timeArg is t as a bigint argument: its Unix nanoseconds, NULL for the
-// zero time.
-func timeArg(t time.Time) pgtype.Int8 {
-	if t.IsZero() {
-		return pgtype.Int8{}
-	}
-	return pgtype.Int8{Int64: satNanos(t), Valid: true}
-}
-
-// satNanos returns t's Unix nanoseconds, saturated to what a bigint holds
-// (times before 1678 or after 2262 keep their order, not their value).
-func satNanos(t time.Time) int64 {
-	switch {
-	case t.Before(time.Unix(0, math.MinInt64+1)):
-		return math.MinInt64 + 1 // math.MinInt64 is zeroPtr
-	case t.After(time.Unix(0, math.MaxInt64)):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-// timeDest scans a bigint column written with timeArg into *t: NULL is
-// the zero time, anything else a time in UTC.
-func timeDest(t *time.Time) pgtype.Int64Scanner { return (*timeCol)(t) }
-
-// timeCol is a time.Time scanned from Unix nanoseconds.
-type timeCol time.Time
-
-// ScanInt64 implements pgtype.Int64Scanner.
-func (c *timeCol) ScanInt64(v pgtype.Int8) error {
-	if !v.Valid {
-		*c = timeCol{}
-		return nil
-	}
-	*c = timeCol(time.Unix(0, v.Int64).UTC())
-	return nil
-}
-
-// zeroPtr is the value of an optional time (*time.Time) that points to
-// the zero time, which NULL (nil) cannot stand for.
-const zeroPtr = math.MinInt64
-
-// timePtrArg is an optional time as a bigint argument: NULL for nil,
-// zeroPtr for a pointer to the zero time, else its Unix nanoseconds.
-func timePtrArg(t *time.Time) pgtype.Int8 {
-	switch {
-	case t == nil:
-		return pgtype.Int8{}
-	case t.IsZero():
-		return pgtype.Int8{Int64: zeroPtr, Valid: true}
-	}
-	return pgtype.Int8{Int64: satNanos(*t), Valid: true}
-}
-
-// timePtrDest scans a bigint column written with timePtrArg into *t.
-func timePtrDest(t **time.Time) pgtype.Int64Scanner { return timePtrCol{t} }
-
-// timePtrCol is an optional time scanned from Unix nanoseconds.
-type timePtrCol struct{ t **time.Time }
-
-// ScanInt64 implements pgtype.Int64Scanner.
-func (c timePtrCol) ScanInt64(v pgtype.Int8) error {
-	switch {
-	case !v.Valid:
-		*c.t = nil
-	case v.Int64 == zeroPtr:
-		*c.t = &time.Time{}
-	default:
-		t := time.Unix(0, v.Int64).UTC()
-		*c.t = &t
-	}
-	return nil
-}
+// Column values shared by the tables (times are in times.go): the check
+// that a string can be a text value at all, sequence numbers, and NOT
+// NULL bytea.
 
 // validText reports whether s can be a text value: PostgreSQL's text
 // holds valid UTF-8 without NUL bytes, and refuses anything else with an
@@ -151,4 +75,33 @@ func scanAll[T any](tx *txn, sql string, args []any, dest func(*T) []any) ([]*T,
 		out = append(out, v)
 	}
 	return out, tx.note(unavailable(rows.Err()))
+}
+
+// storable reports whether every s can be a text value (validText). A
+// lookup by a key that is not storable finds nothing without asking the
+// database (bbolt answers not found for it too).
+func storable(s ...string) bool {
+	for _, v := range s {
+		if !validText(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// seqArg converts a sequence number for a bigint column. Sequences never
+// pass int64's range; a larger value is an error.
+func seqArg(seq uint64) (int64, error) {
+	if seq > math.MaxInt64 {
+		return 0, fmt.Errorf("postgres: sequence number %d out of range", seq)
+	}
+	return int64(seq), nil
+}
+
+// nonNil returns b, or an empty slice for nil (NOT NULL bytea columns).
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

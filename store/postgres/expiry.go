@@ -86,6 +86,7 @@ func (tx *txn) ExpiringCount(kind store.Expiring) (int, error) {
 // SweepExpired deletes up to max rows of kind that are due at now, the
 // oldest first, and returns how many it deleted.
 func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, error) {
+	tx.forgetAll() // codes and histories among them (prefetch.go)
 	ts, err := tables(kind)
 	if err != nil {
 		return 0, err

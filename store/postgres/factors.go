@@ -39,11 +39,11 @@ const (
 			email = excluded.email, created_at = excluded.created_at,
 			expires_at = excluded.expires_at, used_at = excluded.used_at`
 	sqlDeleteGrants = `DELETE FROM grants WHERE project_id = $1 AND external_user_id = $2`
-	// sqlDeleteUserFactors removes a user's factors, backup codes and
-	// passkeys in one statement.
-	sqlDeleteUserFactors = `WITH f AS (DELETE FROM factors WHERE user_id = $1),
-			b AS (DELETE FROM backup_codes WHERE user_id = $1)
-		DELETE FROM passkeys WHERE user_id = $1`
+	// sqlDeleteUserFactors removes the factors, backup codes and
+	// passkeys of the users $1 in one statement.
+	sqlDeleteUserFactors = `WITH f AS (DELETE FROM factors WHERE user_id = ANY($1::text[])),
+			b AS (DELETE FROM backup_codes WHERE user_id = ANY($1::text[]))
+		DELETE FROM passkeys WHERE user_id = ANY($1::text[])`
 )
 
 // Factor returns userID's factor of kind.
@@ -52,7 +52,7 @@ func (tx *txn) Factor(userID, kind string) (*store.Factor, error) {
 	var failures int64
 	err := tx.one(sqlFactor, []any{userID, kind},
 		&f.ProjectID, &f.Status, &f.Secret, &f.Phone, &f.LastStep, &failures,
-		ns(&f.LockedUntil), ns(&f.CreatedAt), nsPtr(&f.EnrolledAt))
+		timeDest(&f.LockedUntil), timeDest(&f.CreatedAt), timePtrDest(&f.EnrolledAt))
 	if err != nil {
 		return nil, err
 	}
@@ -64,14 +64,14 @@ func (tx *txn) Factor(userID, kind string) (*store.Factor, error) {
 // other than "totp" or "sms" is refused by the table's CHECK.
 func (tx *txn) PutFactor(f *store.Factor) error {
 	_, err := tx.exec(sqlPutFactor, f.UserID, f.Kind, f.ProjectID, f.Status, f.Secret, f.Phone,
-		f.LastStep, int64(f.Failures), nanos(f.LockedUntil), nanos(f.CreatedAt), nanosPtr(f.EnrolledAt))
+		f.LastStep, int64(f.Failures), timeArg(f.LockedUntil), timeArg(f.CreatedAt), timePtrArg(f.EnrolledAt))
 	return err
 }
 
 // BackupCodes returns userID's batch of backup codes.
 func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) {
 	b := &store.BackupCodes{UserID: userID}
-	err := tx.one(sqlBackupCodes, []any{userID}, &b.ProjectID, &b.Hashes, &b.Used, ns(&b.CreatedAt))
+	err := tx.one(sqlBackupCodes, []any{userID}, &b.ProjectID, &b.Hashes, &b.Used, timeDest(&b.CreatedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) {
 // PutBackupCodes stores b as b.UserID's batch, replacing the previous
 // one.
 func (tx *txn) PutBackupCodes(b *store.BackupCodes) error {
-	_, err := tx.exec(sqlPutBackupCodes, b.UserID, b.ProjectID, b.Hashes, b.Used, nanos(b.CreatedAt))
+	_, err := tx.exec(sqlPutBackupCodes, b.UserID, b.ProjectID, b.Hashes, b.Used, timeArg(b.CreatedAt))
 	return err
 }
 
@@ -89,7 +89,7 @@ func (tx *txn) PutBackupCodes(b *store.BackupCodes) error {
 func (tx *txn) Grant(hash []byte) (*store.Grant, error) {
 	g := &store.Grant{Hash: bytes.Clone(hash)}
 	err := tx.one(sqlGrant, []any{hash}, &g.MethodID, &g.ProjectID, &g.ExternalUserID, &g.Email,
-		ns(&g.CreatedAt), ns(&g.ExpiresAt), nsPtr(&g.UsedAt))
+		timeDest(&g.CreatedAt), timeDest(&g.ExpiresAt), timePtrDest(&g.UsedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (tx *txn) Grant(hash []byte) (*store.Grant, error) {
 // PutGrant creates or replaces the grant g.Hash.
 func (tx *txn) PutGrant(g *store.Grant) error {
 	_, err := tx.exec(sqlPutGrant, g.Hash, g.MethodID, g.ProjectID, g.ExternalUserID, g.Email,
-		nanos(g.CreatedAt), nanos(g.ExpiresAt), nanosPtr(g.UsedAt))
+		timeArg(g.CreatedAt), timeArg(g.ExpiresAt), timePtrArg(g.UsedAt))
 	return err
 }
 
@@ -110,9 +110,13 @@ func (tx *txn) DeleteGrants(projectID, externalUserID string) (int, error) {
 	return int(tag.RowsAffected()), err
 }
 
-// deleteUserFactors removes the user's factors (totp, sms), backup codes
-// and passkeys (DeleteUser), in one round trip.
-func (tx *txn) deleteUserFactors(userID string) error {
-	_, err := tx.exec(sqlDeleteUserFactors, userID)
+// deleteUserFactors removes the factors (totp, sms), backup codes and
+// passkeys of the users userIDs (DeleteUser, DeleteProject), in one
+// round trip.
+func (tx *txn) deleteUserFactors(userIDs ...string) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	_, err := tx.exec(sqlDeleteUserFactors, userIDs)
 	return err
 }

@@ -856,7 +856,7 @@ func TestFactorPlans(t *testing.T) {
 		"Grant":                 {b},
 		"PutGrant":              {b, "m1", "p7", "x7", "", 1, 2, nil},
 		"DeleteGrants":          {"p7", "x7"},
-		"DeleteUserFactors":     {u},
+		"DeleteUserFactors":     {[]string{u, "u8"}},
 		"Passkey":               {"p7", "cred7"},
 		"PutPasskey":            {"p7", "cred7", u, []byte("{}"), 1, nil},
 		"DeletePasskey":         {"p7", "cred7"},

@@ -13,7 +13,7 @@ import (
 // EnqueueJob queues j, assigning j.Seq first when it is zero. A job
 // already queued under the same key is replaced.
 func (tx *txn) EnqueueJob(j *store.Job) error {
-	args := []any{j.WebhookID, attemptNanos(j.NextAttemptAt), j.ProjectID, j.EventID, j.EventType, j.Body, j.Attempt, nullNanos(j.CreatedAt)}
+	args := []any{j.WebhookID, attemptNanos(j.NextAttemptAt), j.ProjectID, j.EventID, j.EventType, j.Body, j.Attempt, timeArg(j.CreatedAt)}
 	const upsert = ` ON CONFLICT (webhook_id, next_attempt_at, seq) DO UPDATE SET project_id = excluded.project_id,
 		event_id = excluded.event_id, event_type = excluded.event_type, body = excluded.body,
 		attempt = excluded.attempt, created_at = excluded.created_at, lease_until = NULL`
@@ -123,7 +123,7 @@ func (tx *txn) DueJobs(now time.Time, limit int, after string, peek int, room fu
 	if !storable(after) {
 		after = "" // no webhook has such an id: start from the first
 	}
-	due := nanosOf(now)
+	due := unixNano(now)
 	var out []*dueJob
 	// Pass 0: ids after after (>= after+"\x01", the first string above
 	// it: ids hold no NUL), to the end. Pass 1: from the first id up to

@@ -27,7 +27,7 @@ const (
 func (tx *txn) MagicLink(hash []byte) (*store.MagicLink, error) {
 	m := &store.MagicLink{Hash: bytes.Clone(hash)}
 	err := tx.one(sqlMagicLink, []any{hash},
-		&m.ProjectID, &m.Email, &m.RedirectURL, ns(&m.CreatedAt), ns(&m.ExpiresAt), nsPtr(&m.UsedAt))
+		&m.ProjectID, &m.Email, &m.RedirectURL, timeDest(&m.CreatedAt), timeDest(&m.ExpiresAt), timePtrDest(&m.UsedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (tx *txn) MagicLink(hash []byte) (*store.MagicLink, error) {
 // PutMagicLink creates or replaces the link m.Hash.
 func (tx *txn) PutMagicLink(m *store.MagicLink) error {
 	_, err := tx.exec(sqlPutMagicLink, m.Hash, m.ProjectID, m.Email, m.RedirectURL,
-		nanos(m.CreatedAt), nanos(m.ExpiresAt), nanosPtr(m.UsedAt))
+		timeArg(m.CreatedAt), timeArg(m.ExpiresAt), timePtrArg(m.UsedAt))
 	return err
 }
 

@@ -28,7 +28,7 @@ func scanMail(row pgx.Row) (*store.Mail, error) {
 
 // mailArgs are m's columns after id, for $2...$9.
 func mailArgs(m *store.Mail) []any {
-	return []any{m.ProjectID, m.To, m.Kind, nonNil(m.Body), m.Attempts, []byte(m.LastError), nullNanos(m.CreatedAt), attemptNanos(m.NextAttemptAt)}
+	return []any{m.ProjectID, m.To, m.Kind, nonNil(m.Body), m.Attempts, []byte(m.LastError), timeArg(m.CreatedAt), attemptNanos(m.NextAttemptAt)}
 }
 
 // EnqueueMail queues m and assigns m.ID by the commit (one statement,
@@ -51,7 +51,7 @@ func (tx *txn) DueMail(now time.Time, limit int) ([]*store.Mail, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := tx.query(`SELECT `+mailColumns+` FROM mail WHERE next_attempt_at <= $1 ORDER BY id LIMIT $2`, nanosOf(now), limit)
+	rows, err := tx.query(`SELECT `+mailColumns+` FROM mail WHERE next_attempt_at <= $1 ORDER BY id LIMIT $2`, unixNano(now), limit)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ const (
 // ExternalMethod returns the registration with id.
 func (tx *txn) ExternalMethod(id string) (*store.ExternalMethod, error) {
 	m := &store.ExternalMethod{ID: id}
-	err := tx.one(sqlExternalMethod, []any{id}, &m.ProjectID, &m.Method, &m.Pattern, &m.Status, &m.Secret, ns(&m.CreatedAt))
+	err := tx.one(sqlExternalMethod, []any{id}, &m.ProjectID, &m.Method, &m.Pattern, &m.Status, &m.Secret, timeDest(&m.CreatedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (tx *txn) ExternalMethod(id string) (*store.ExternalMethod, error) {
 // method (the lowest id when several are).
 func (tx *txn) ExternalMethodByName(projectID, method string) (*store.ExternalMethod, error) {
 	m := &store.ExternalMethod{ProjectID: projectID, Method: method}
-	err := tx.one(sqlExternalMethodByName, []any{projectID, method}, &m.ID, &m.Pattern, &m.Status, &m.Secret, ns(&m.CreatedAt))
+	err := tx.one(sqlExternalMethodByName, []any{projectID, method}, &m.ID, &m.Pattern, &m.Status, &m.Secret, timeDest(&m.CreatedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (tx *txn) ExternalMethods(projectID string) ([]*store.ExternalMethod, error
 	var out []*store.ExternalMethod
 	for rows.Next() {
 		m := &store.ExternalMethod{ProjectID: projectID}
-		if err := rows.Scan(&m.ID, &m.Method, &m.Pattern, &m.Status, &m.Secret, ns(&m.CreatedAt)); err != nil {
+		if err := rows.Scan(&m.ID, &m.Method, &m.Pattern, &m.Status, &m.Secret, timeDest(&m.CreatedAt)); err != nil {
 			return nil, tx.note(err)
 		}
 		out = append(out, m)
@@ -92,7 +92,7 @@ func (tx *txn) ExternalMethods(projectID string) ([]*store.ExternalMethod, error
 
 // PutExternalMethod creates or replaces the registration m.ID.
 func (tx *txn) PutExternalMethod(m *store.ExternalMethod) error {
-	_, err := tx.exec(sqlPutExternalMethod, m.ID, m.ProjectID, m.Method, m.Pattern, m.Status, m.Secret, nanos(m.CreatedAt))
+	_, err := tx.exec(sqlPutExternalMethod, m.ID, m.ProjectID, m.Method, m.Pattern, m.Status, m.Secret, timeArg(m.CreatedAt))
 	return err
 }
 
@@ -126,6 +126,7 @@ func (tx *txn) projectMethodIDs(projectID string) ([]string, error) {
 // (DeleteUser removes those of each user; this also catches any whose
 // user row is gone).
 func (tx *txn) deleteProjectAuthRows(projectID string, methodIDs []string) error {
+	tx.forgetAll() // the project's codes and histories (prefetch.go)
 	if methodIDs == nil {
 		methodIDs = []string{}
 	}

@@ -13,7 +13,7 @@ import (
 // statement, queued: txn.later).
 func (tx *txn) AppendEvent(e *store.Event) error {
 	tx.laterRow(`INSERT INTO outbox (id, project_id, type, created_at, data) VALUES ($1, $2, $3, $4, $5) RETURNING seq`,
-		[]any{e.ID, e.ProjectID, e.Type, nullNanos(e.CreatedAt), nonNil(e.Data)}, func(row pgx.Row) error {
+		[]any{e.ID, e.ProjectID, e.Type, timeArg(e.CreatedAt), nonNil(e.Data)}, func(row pgx.Row) error {
 			var seq int64
 			err := row.Scan(&seq)
 			e.Seq = uint64(seq)

@@ -40,7 +40,7 @@ const (
 func (tx *txn) Passkey(projectID, id string) (*store.Passkey, error) {
 	pk := &store.Passkey{ID: id, ProjectID: projectID}
 	var cred []byte
-	err := tx.one(sqlPasskey, []any{projectID, id}, &pk.UserID, &cred, ns(&pk.CreatedAt), nsPtr(&pk.LastUsedAt))
+	err := tx.one(sqlPasskey, []any{projectID, id}, &pk.UserID, &cred, timeDest(&pk.CreatedAt), timePtrDest(&pk.LastUsedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (tx *txn) Passkey(projectID, id string) (*store.Passkey, error) {
 // old user's list).
 func (tx *txn) PutPasskey(pk *store.Passkey) error {
 	_, err := tx.exec(sqlPutPasskey, pk.ProjectID, pk.ID, pk.UserID, []byte(pk.Credential),
-		nanos(pk.CreatedAt), nanosPtr(pk.LastUsedAt))
+		timeArg(pk.CreatedAt), timePtrArg(pk.LastUsedAt))
 	return err
 }
 
@@ -76,7 +76,7 @@ func (tx *txn) UserPasskeys(projectID, userID string) ([]*store.Passkey, error) 
 	for rows.Next() {
 		pk := &store.Passkey{UserID: userID, ProjectID: projectID}
 		var cred []byte
-		if err := rows.Scan(&pk.ID, &cred, ns(&pk.CreatedAt), nsPtr(&pk.LastUsedAt)); err != nil {
+		if err := rows.Scan(&pk.ID, &cred, timeDest(&pk.CreatedAt), timePtrDest(&pk.LastUsedAt)); err != nil {
 			return nil, tx.note(err)
 		}
 		pk.Credential = json.RawMessage(cred)
@@ -92,7 +92,7 @@ func (tx *txn) UserPasskeys(projectID, userID string) ([]*store.Passkey, error) 
 func (tx *txn) Challenge(id string) (*store.Challenge, error) {
 	c := &store.Challenge{ID: id}
 	var session []byte
-	err := tx.one(sqlChallenge, []any{id}, &c.ProjectID, &c.Kind, &c.UserID, &c.Email, &session, ns(&c.ExpiresAt))
+	err := tx.one(sqlChallenge, []any{id}, &c.ProjectID, &c.Kind, &c.UserID, &c.Email, &session, timeDest(&c.ExpiresAt))
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (tx *txn) Challenge(id string) (*store.Challenge, error) {
 
 // PutChallenge creates or replaces the ceremony c.ID.
 func (tx *txn) PutChallenge(c *store.Challenge) error {
-	_, err := tx.exec(sqlPutChallenge, c.ID, c.ProjectID, c.Kind, c.UserID, c.Email, []byte(c.Session), nanos(c.ExpiresAt))
+	_, err := tx.exec(sqlPutChallenge, c.ID, c.ProjectID, c.Kind, c.UserID, c.Email, []byte(c.Session), timeArg(c.ExpiresAt))
 	return err
 }
 

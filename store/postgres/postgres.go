@@ -212,7 +212,9 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 		return err
 	}
 	start := time.Now()
-	// The queued writes go with COMMIT (txn.later).
+	// The queued writes go with COMMIT (txn.later); reads asked for and
+	// not made are not.
+	t.ahead = nil
 	if err := ptx.commit(ctx, t.pending, t.after); err != nil {
 		return unavailable(err)
 	}

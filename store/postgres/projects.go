@@ -85,8 +85,8 @@ func (tx *txn) Projects() ([]*store.Project, error) {
 // (see store.Tx), and returns the prefixes of the API keys it detached.
 //
 // Round trips: one to delete the project row and read its users' ids,
-// one for the external methods' ids (projectMethodIDs), one per user for
-// its factors (deleteUserFactors), what the other domains' helpers take,
+// one for the external methods' ids (projectMethodIDs), one for the
+// users' factors (deleteUserFactors), what the other domains' helpers take,
 // and one for the users, their sessions, the devices and the keys.
 func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 	tx.byEmail = nil
@@ -111,10 +111,8 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, uid := range userIDs {
-		if err := tx.deleteUserFactors(uid); err != nil {
-			return nil, err
-		}
+	if err := tx.deleteUserFactors(userIDs...); err != nil {
+		return nil, err
 	}
 	if err := tx.deleteProjectAuthRows(id, methodIDs); err != nil {
 		return nil, err

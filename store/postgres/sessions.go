@@ -163,7 +163,7 @@ func (tx *txn) TouchSession(id string, t time.Time, grace time.Duration) error {
 	_, err := tx.exec(`UPDATE sessions SET last_seen_at = $2
 		WHERE id = $1 AND CASE WHEN last_seen_at IS NULL THEN issued_at IS NULL OR issued_at <= $3
 			ELSE last_seen_at < $2 END`,
-		id, satNanos(t), satNanos(t.Add(-grace)))
+		id, unixNano(t), unixNano(t.Add(-grace)))
 	return err
 }
 

@@ -34,6 +34,12 @@ type txn struct {
 	// for none there), until it writes a user: a sign-in reads its user
 	// more than once, and the snapshot cannot change in between.
 	byEmail map[[2]string]*store.User
+	// ahead: the reads PrefetchCode and PrefetchThrottle asked for, sent
+	// with the next statement; fetched: their answers (nil for none)
+	// until the transaction writes their keys (prefetch.go).
+	ahead   []rowKey
+	fetched map[rowKey]any
+
 	// wroteTemplates: this transaction changed mail templates, so its
 	// Template reads bypass the replica's cache (templates.go).
 	wroteTemplates bool
@@ -93,6 +99,10 @@ func (tx *txn) queue(sql string, args []any, read func(pgx.BatchResults) error) 
 func (tx *txn) send(sql string, args []any) (pgx.BatchResults, error) {
 	b, after := tx.pending, tx.after
 	tx.pending, tx.after = nil, nil
+	if b == nil {
+		b = &pgx.Batch{}
+	}
+	after = append(after, tx.queueAhead(b)...)
 	b.Queue(sql, args...)
 	br := tx.ptx.SendBatch(tx.ctx, b)
 	return br, readAll(br, after)
@@ -113,7 +123,7 @@ func (tx *txn) flush() error {
 
 // exec runs a statement that returns no rows.
 func (tx *txn) exec(sql string, args ...any) (pgconn.CommandTag, error) {
-	if tx.pending == nil {
+	if tx.pending == nil && len(tx.ahead) == 0 {
 		tag, err := tx.ptx.Exec(tx.ctx, sql, args...)
 		return tag, tx.note(unavailable(err))
 	}
@@ -125,7 +135,7 @@ func (tx *txn) exec(sql string, args ...any) (pgconn.CommandTag, error) {
 
 // query runs a statement that returns rows.
 func (tx *txn) query(sql string, args ...any) (pgx.Rows, error) {
-	if tx.pending == nil {
+	if tx.pending == nil && len(tx.ahead) == 0 {
 		rows, err := tx.ptx.Query(tx.ctx, sql, args...)
 		return rows, tx.note(unavailable(err))
 	}
@@ -144,7 +154,7 @@ func (tx *txn) query(sql string, args ...any) (pgx.Rows, error) {
 
 // row runs a statement that returns at most one row.
 func (tx *txn) row(sql string, args ...any) pgx.Row {
-	if tx.pending == nil {
+	if tx.pending == nil && len(tx.ahead) == 0 {
 		return tx.ptx.QueryRow(tx.ctx, sql, args...)
 	}
 	br, err := tx.send(sql, args)

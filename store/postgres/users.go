@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"latchkey/store"
@@ -68,6 +69,30 @@ func (tx *txn) UserByEmail(projectID, email string) (*store.User, error) {
 	return u, nil
 }
 
+// sqlUpsertUser writes a user without PutUser's conflict check.
+const sqlUpsertUser = `INSERT INTO users (id, project_id, email, external_user_id, first_name, company_id,
+		disabled, email_verified, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint)
+	ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, email = excluded.email,
+		external_user_id = excluded.external_user_id, first_name = excluded.first_name,
+		company_id = excluded.company_id, disabled = excluded.disabled,
+		email_verified = excluded.email_verified, created_at = excluded.created_at,
+		updated_at = excluded.updated_at`
+
+// concurrentlyTaken is the serialization failure a unique violation of
+// users stands for: a concurrent transaction took the address or the
+// external id after this one's snapshot; the rerun sees it.
+func concurrentlyTaken(err error) error {
+	return &pgconn.PgError{Code: "40001", Message: "a concurrent transaction took the user's address or external id: " + err.Error()}
+}
+
+// readNoUser reports whether this transaction read, since it last wrote
+// a user, that projectID has no user with email.
+func (tx *txn) readNoUser(projectID, email string) bool {
+	u, ok := tx.byEmail[[2]string{projectID, email}]
+	return ok && u == nil
+}
+
 // copyUser returns a copy of u that shares nothing with it.
 func copyUser(u *store.User) *store.User {
 	cp := *u
@@ -97,11 +122,29 @@ func (tx *txn) UserByExternalID(projectID, ext string) (*store.User, error) {
 // index page the insert checks): it is a serialization failure in all
 // but name, and retried as one; the rerun sees the other user and
 // answers ErrConflict.
+//
+// When this transaction has read that no user has u's Email (and u has no
+// ExternalUserID), the check could find nothing: the upsert is then
+// queued with the transaction's other writes (txn.later), and a unique
+// violation at the commit is a concurrent transaction's doing, retried
+// as above. A sign-up's user costs no round trip of its own.
 func (tx *txn) PutUser(u *store.User) error {
+	proven := u.ExternalUserID == "" && tx.readNoUser(u.ProjectID, u.Email)
 	tx.byEmail = nil
-	var ext any
+	args := []any{u.ID, u.ProjectID, u.Email, nil, u.FirstName, u.CompanyID,
+		u.Disabled, u.EmailVerified, timeArg(u.CreatedAt), timeArg(u.UpdatedAt)}
+	if proven {
+		tx.queue(sqlUpsertUser, args, func(br pgx.BatchResults) error {
+			_, err := br.Exec()
+			if uniqueViolation(err) {
+				return concurrentlyTaken(err)
+			}
+			return err
+		})
+		return tx.changed(store.ChangeUser, u.ID)
+	}
 	if u.ExternalUserID != "" {
-		ext = u.ExternalUserID
+		args[3] = u.ExternalUserID
 	}
 	var taken bool
 	err := tx.one(`WITH taken AS (
@@ -119,11 +162,9 @@ func (tx *txn) PutUser(u *store.User) error {
 				email_verified = excluded.email_verified, created_at = excluded.created_at,
 				updated_at = excluded.updated_at
 		)
-		SELECT EXISTS (SELECT 1 FROM taken)`,
-		[]any{u.ID, u.ProjectID, u.Email, ext, u.FirstName, u.CompanyID,
-			u.Disabled, u.EmailVerified, timeArg(u.CreatedAt), timeArg(u.UpdatedAt)}, &taken)
+		SELECT EXISTS (SELECT 1 FROM taken)`, args, &taken)
 	if uniqueViolation(err) && tx.err == nil {
-		tx.err = &pgconn.PgError{Code: "40001", Message: "a concurrent transaction took the user's address or external id: " + err.Error()}
+		tx.err = concurrentlyTaken(err)
 	}
 	if err != nil {
 		return err

@@ -68,7 +68,7 @@ func (tx *txn) PutWebhook(w *store.Webhook) error {
 	_, err := tx.exec(`INSERT INTO webhooks (`+webhookColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (project_id, id) DO UPDATE SET url = excluded.url, secret = excluded.secret,
 			event_types = excluded.event_types, mode = excluded.mode, created_at = excluded.created_at`,
-		w.ProjectID, w.ID, w.URL, w.Secret, w.EventTypes, w.Mode, nullNanos(w.CreatedAt))
+		w.ProjectID, w.ID, w.URL, w.Secret, w.EventTypes, w.Mode, timeArg(w.CreatedAt))
 	return err
 }
 
@@ -107,7 +107,7 @@ func (tx *txn) AddDelivery(d *store.Delivery) error {
 			error, duration_ms, created_at, next_attempt_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq`,
 		[]any{d.ID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.Status, d.ResponseStatus,
-			[]byte(d.Error), d.DurationMS, nullNanos(d.CreatedAt), nullNanosPtr(d.NextAttemptAt), expires}, &seq)
+			[]byte(d.Error), d.DurationMS, timeArg(d.CreatedAt), timePtrArg(d.NextAttemptAt), expires}, &seq)
 	if err != nil {
 		return err
 	}

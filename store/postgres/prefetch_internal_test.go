@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"latchkey/store"
+)
+
+// TestPrefetch: a code and a history asked for ahead are read in the
+// round trip of the transaction's next statement, and Code and Throttle
+// answer exactly what they would have read: the stored row, none, the
+// transaction's own writes once it writes them, and copies the caller
+// may change.
+func TestPrefetch(t *testing.T) {
+	tr := openTraced(t)
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0).UTC()
+	code := &store.Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", Hash: []byte{1, 2}, Attempts: 2, CreatedAt: now, ExpiresAt: now.Add(time.Minute)}
+	if err := tr.db.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutUser(&store.User{ID: "u", ProjectID: "p", Email: "a@example.com", CreatedAt: now, UpdatedAt: now}); err != nil {
+			return err
+		}
+		if err := tx.PutCode(code); err != nil {
+			return err
+		}
+		return tx.PutThrottle("email_fail", "p", "a@example.com", &store.Throttle{Sends: []time.Time{now}, KeepUntil: now.Add(time.Hour)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(tx store.Tx) (*store.Code, *store.Throttle, *store.Throttle, error) {
+		if _, err := tx.UserByEmail("p", "a@example.com"); err != nil {
+			return nil, nil, nil, err
+		}
+		c, err := tx.Code("otp", "p", "a@example.com")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		th, err := tx.Throttle("email_fail", "p", "a@example.com")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		none, err := tx.Throttle("otp", "p", "a@example.com")
+		return c, th, none, err
+	}
+	for _, ahead := range []bool{false, true, true} { // the first run prepares the statements
+		before := tr.trips.Load()
+		err := tr.db.View(ctx, func(tx store.Tx) error {
+			if ahead {
+				tx.PrefetchCode("otp", "p", "a@example.com")
+				tx.PrefetchThrottle("email_fail", "p", "a@example.com")
+				tx.PrefetchThrottle("otp", "p", "a@example.com")
+			}
+			c, th, none, err := read(tx)
+			if err != nil {
+				return err
+			}
+			if c.Attempts != 2 || string(c.Hash) != "\x01\x02" || !c.ExpiresAt.Equal(code.ExpiresAt) || len(th.Sends) != 1 || !th.Sends[0].Equal(now) ||
+				!th.KeepUntil.Equal(now.Add(time.Hour)) || none == nil || len(none.Sends) != 0 {
+				t.Errorf("ahead=%v: code %+v, history %+v, none %+v", ahead, c, th, none)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trips := tr.trips.Load() - before
+		t.Logf("ahead=%v: %d round trips", ahead, trips)
+		if ahead && trips != 2 {
+			t.Errorf("prefetched: %d round trips, want 2 (BEGIN with the reads and the user, COMMIT)", trips)
+		}
+	}
+	// Own writes, and changed copies.
+	err := tr.db.Update(ctx, func(tx store.Tx) error {
+		tx.PrefetchCode("otp", "p", "a@example.com")
+		tx.PrefetchThrottle("email_fail", "p", "a@example.com")
+		c, th, _, err := read(tx)
+		if err != nil {
+			return err
+		}
+		th.Sends[0] = time.Time{} // the caller's copy
+		c.Hash[0] = 9
+		again, _ := tx.Throttle("email_fail", "p", "a@example.com")
+		if !again.Sends[0].Equal(now) {
+			t.Errorf("a changed copy changed the next answer: %v", again.Sends)
+		}
+		if c2, _ := tx.Code("otp", "p", "a@example.com"); c2.Hash[0] != 1 {
+			t.Errorf("a changed code changed the next answer: %v", c2.Hash)
+		}
+		later := now.Add(time.Second)
+		if err := tx.PutThrottle("email_fail", "p", "a@example.com", &store.Throttle{Sends: []time.Time{now, later}}); err != nil {
+			return err
+		}
+		if err := tx.DeleteCode(c); err != nil {
+			return err
+		}
+		got, err := tx.Throttle("email_fail", "p", "a@example.com")
+		if err != nil || len(got.Sends) != 2 {
+			t.Errorf("after its own write: %+v %v", got, err)
+		}
+		if _, err := tx.Code("otp", "p", "a@example.com"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("after its own delete: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read asked for and never made is not sent with COMMIT, and a
+	// key that cannot be text is read (and refused) as before.
+	before := tr.trips.Load()
+	if err := tr.db.Update(ctx, func(tx store.Tx) error {
+		tx.PrefetchCode("otp", "p\x00", "x")
+		tx.PrefetchThrottle("otp", "p", "b@example.com")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.trips.Load() - before; n != 0 {
+		t.Errorf("a transaction that only asked ahead: %d round trips, want 0", n)
+	}
+}
+
+// TestPutUserQueued: a user whose address the transaction read as free
+// is written with the commit (no round trip of its own), and two
+// transactions that both read the address as free and both create a
+// user for it end with one user: the one that loses at the commit runs
+// again and finds the other's.
+func TestPutUserQueued(t *testing.T) {
+	tr := openTraced(t)
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0).UTC()
+	signUp := func(db store.DB, id string, wait func()) (created bool, err error) {
+		err = db.Update(ctx, func(tx store.Tx) error {
+			created = false
+			if _, err := tx.UserByEmail("p", "new@example.com"); err == nil {
+				return nil
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if err := tx.PutUser(&store.User{ID: id, ProjectID: "p", Email: "new@example.com", CreatedAt: now, UpdatedAt: now}); err != nil {
+				return err
+			}
+			created = true
+			if wait != nil {
+				wait()
+				wait = nil // the rerun does not wait
+			}
+			return nil
+		})
+		return created, err
+	}
+	// Round trips: BEGIN with the read, then the user with COMMIT.
+	before := tr.trips.Load()
+	if _, err := signUp(tr.db, "u-first", nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a sign-up's read and write: %d round trips", tr.trips.Load()-before)
+	mustUpdate(t, tr.db, func(tx store.Tx) error { return tx.DeleteUser(&store.User{ID: "u-first"}) })
+	before = tr.trips.Load()
+	if _, err := signUp(tr.db, "u-again", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.trips.Load() - before; n != 2 {
+		t.Errorf("a sign-up's read and write: %d round trips, want 2", n)
+	}
+	mustUpdate(t, tr.db, func(tx store.Tx) error { return tx.DeleteUser(&store.User{ID: "u-again"}) })
+
+	// Two at once: both read the address as free before either commits
+	// (on connections of their own: the traced store has one).
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	ready := make(chan struct{}, 2)
+	release := make(chan struct{})
+	wait := func() { ready <- struct{}{}; <-release }
+	type result struct {
+		created bool
+		err     error
+	}
+	results := make(chan result, 2)
+	for _, id := range []string{"u-a", "u-b"} {
+		go func() {
+			c, err := signUp(db, id, wait)
+			results <- result{c, err}
+		}()
+	}
+	<-ready
+	<-ready
+	close(release)
+	var created int
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("sign-up: %v", r.err)
+		}
+		if r.created {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d transactions created the user, want 1", created)
+	}
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM users WHERE email = 'new@example.com'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("users with the address: %d %v, want 1", n, err)
+	}
+}
