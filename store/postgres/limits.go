@@ -72,7 +72,7 @@ func (db *DB) ReserveVelocity(ctx context.Context, key []byte, now time.Time, r 
 		return false, store.ErrClosed
 	}
 	var one int
-	err := db.one(ctx, reserveSQL, []any{key, emptyBuckets, now.UnixNano(), now.Add(-r.Hold).UnixNano(), now.Unix() / 60, r.Max},
+	err := db.one(ctx, key, reserveSQL, []any{key, emptyBuckets, now.UnixNano(), now.Add(-r.Hold).UnixNano(), now.Unix() / 60, r.Max},
 		func(row pgx.Row) error { return row.Scan(&one) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -93,7 +93,7 @@ func (db *DB) SettleVelocity(ctx context.Context, key []byte, now time.Time, hel
 		if !held {
 			return nil
 		}
-		return unavailable(db.one(ctx, releaseSQL, []any{key, stale}, nil))
+		return unavailable(db.one(ctx, key, releaseSQL, []any{key, stale}, nil))
 	}
 	min := now.Unix() / 60
 	i := int(min % store.VelocityBuckets)
@@ -108,7 +108,7 @@ func (db *DB) SettleVelocity(ctx context.Context, key []byte, now time.Time, hel
 	if held {
 		release = 1
 	}
-	return unavailable(db.one(ctx, failSQL, []any{key, buckets, now.UnixNano(), stale, min, r.Max, release, until, i + 1, newBlock}, nil))
+	return unavailable(db.one(ctx, key, failSQL, []any{key, buckets, now.UnixNano(), stale, min, r.Max, release, until, i + 1, newBlock}, nil))
 }
 
 // SweepVelocity deletes rows untouched since before (store.Shared).
@@ -116,7 +116,10 @@ func (db *DB) SweepVelocity(ctx context.Context, before time.Time) (int, error) 
 	if db.closed.Load() {
 		return 0, store.ErrClosed
 	}
-	tag, err := db.pool.Exec(ctx, `DELETE FROM velocity WHERE last < $1`, before.UnixNano())
+	// In key order, skipping rows a verification holds: the sweep then
+	// never waits for a batch of them in a cycle (together.go).
+	tag, err := db.pool.Exec(ctx, `DELETE FROM velocity WHERE key = ANY (ARRAY(
+		SELECT key FROM velocity WHERE last < $1 ORDER BY key FOR UPDATE SKIP LOCKED)) AND last < $1`, before.UnixNano())
 	if err != nil {
 		return 0, unavailable(err)
 	}

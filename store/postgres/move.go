@@ -377,11 +377,21 @@ func (im *importer) Add(rec any) error {
 	if !ok {
 		return fmt.Errorf("postgres: import: %T is not a record", rec)
 	}
+	// The queued writes (txn.later) go in batches of importBatch, not
+	// all at the commit.
+	if tx.pending != nil && tx.pending.Len() >= importBatch {
+		if err := tx.flush(); err != nil {
+			return err
+		}
+	}
 	if j, isJob := rec.(*store.Job); isJob {
 		im.maxJob = max(im.maxJob, int64(j.Seq))
 	}
 	return nil
 }
+
+// importBatch bounds the writes an import holds before sending them.
+const importBatch = 1000
 
 // Commit writes the events' kept numbers, moves the job sequence past
 // every job imported, and commits (store.Importer).

@@ -201,7 +201,7 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	// transaction still ends and its connection goes back to the pool
 	// (Rollback after Commit does nothing).
 	defer ptx.Rollback(context.WithoutCancel(ctx))
-	t := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: opts.AccessMode == pgx.ReadOnly}
+	t := &txn{ctx: ctx, ptx: ptx, db: db, readOnly: opts.AccessMode == pgx.ReadOnly, templateGen: db.templateCache().generation()}
 	if err := fn(t); err != nil {
 		ptx.Rollback(context.WithoutCancel(ctx))
 		if t.err != nil {
@@ -215,6 +215,13 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	// The queued writes go with COMMIT (txn.later); reads asked for and
 	// not made are not.
 	t.ahead = nil
+	if t.err != nil {
+		// A statement failed for a conflict the function did not report
+		// (a queued write carried by a read whose error it took for
+		// "none"): the transaction is aborted; run it again.
+		ptx.Rollback(context.WithoutCancel(ctx))
+		return t.err
+	}
 	if err := ptx.commit(ctx, t.pending, t.after); err != nil {
 		return unavailable(err)
 	}

@@ -206,3 +206,33 @@ func TestPutUserQueued(t *testing.T) {
 		t.Errorf("users with the address: %d %v, want 1", n, err)
 	}
 }
+
+// A conflict of a queued write, carried by a read whose error the
+// function takes for "none" (as auth's device check does), still runs the
+// transaction again rather than failing its commit.
+func TestQueuedConflictUnderIgnoredRead(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	now := time.Unix(1_800_000_000, 0).UTC()
+	runs := 0
+	err := db.Update(bg, func(tx store.Tx) error {
+		runs++
+		if _, err := tx.UserByEmail("p", "x@example.com"); err == nil {
+			return nil // the rerun: the address is taken, nothing to do
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if runs == 1 { // a concurrent sign-up takes the address after this snapshot
+			mustUpdate(t, db, func(tx store.Tx) error {
+				return tx.PutUser(&store.User{ID: "other", ProjectID: "p", Email: "x@example.com", CreatedAt: now, UpdatedAt: now})
+			})
+		}
+		if err := tx.PutUser(&store.User{ID: "mine", ProjectID: "p", Email: "x@example.com", CreatedAt: now, UpdatedAt: now}); err != nil {
+			return err
+		}
+		tx.Device(make([]byte, 16)) // error read as "no device": carries the queued upsert
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Update: %v (runs %d), want nil after a rerun", err, runs)
+	}
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latchkey/store"
@@ -34,15 +35,13 @@ func (tx *txn) Template(projectID, kind, locale string) (*store.Template, error)
 	}
 	if !ok {
 		var err error
-		var gen uint64
-		if c != nil {
-			gen = c.generation()
-		}
 		if all, err = tx.Templates(projectID); err != nil {
 			return nil, err
 		}
 		if c != nil {
-			c.put(projectID, all, gen)
+			// Kept unless a drop came since this transaction began: its
+			// snapshot may be older than the read.
+			c.put(projectID, all, tx.templateGen)
 		}
 	}
 	for _, t := range all {
@@ -66,8 +65,9 @@ const templateCacheSize = 10_000
 type templates struct {
 	now func() time.Time // time.Now; tests set it
 
+	gen atomic.Uint64 // counts drops: a read older than a drop is not kept
+
 	mu      sync.Mutex
-	gen     uint64 // counts drops: a read older than a drop is not kept
 	entries map[string]templateEntry
 }
 
@@ -99,20 +99,17 @@ func (c *templates) get(projectID string) ([]*store.Template, bool) {
 	return e.all, true
 }
 
-// generation returns the count of drops, read before a read of the
-// table.
-func (c *templates) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen
-}
+// generation returns the count of drops; a transaction reads it as it
+// begins (before its snapshot).
+func (c *templates) generation() uint64 { return c.gen.Load() }
 
-// put keeps projectID's templates, read after generation returned gen,
-// unless a drop came in between (the read may predate it).
+// put keeps projectID's templates, read in a transaction that began when
+// the count of drops was gen, unless a drop came since (the read's
+// snapshot may predate it).
 func (c *templates) put(projectID string, all []*store.Template, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != gen {
+	if c.gen.Load() != gen {
 		return
 	}
 	if c.entries == nil || len(c.entries) >= templateCacheSize {
@@ -125,7 +122,7 @@ func (c *templates) put(projectID string, all []*store.Template, gen uint64) {
 func (c *templates) drop(projectID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
+	c.gen.Add(1)
 	delete(c.entries, projectID)
 }
 

@@ -96,3 +96,46 @@ func TestTemplateCache(t *testing.T) {
 		t.Fatalf("after its own delete: %q", got)
 	}
 }
+
+// A transaction whose snapshot predates a template write committed on
+// this replica does not put its (old) read into the replica's cache.
+func TestTemplateCacheOldSnapshot(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	put := func(subject string) {
+		mustUpdate(t, db, func(tx store.Tx) error {
+			return tx.PutTemplate(&store.Template{ProjectID: "p", Kind: "otp", Locale: "en", Subject: subject, Text: "t", UpdatedAt: time.Now()})
+		})
+	}
+	put("old")
+	began, read, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- db.View(bg, func(tx store.Tx) error {
+			if _, err := tx.Projects(); err != nil { // takes the snapshot
+				return err
+			}
+			close(began)
+			<-read
+			_, err := tx.Template("p", "otp", "en")
+			return err
+		})
+	}()
+	<-began
+	put("new")
+	close(read)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := db.View(bg, func(tx store.Tx) error {
+		tm, err := tx.Template("p", "otp", "en")
+		if err == nil {
+			got = tm.Subject
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != "new" {
+		t.Errorf("Template after this replica's committed write: %q, want \"new\"", got)
+	}
+}

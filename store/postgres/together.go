@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,11 +22,13 @@ import (
 // fraction of a round trip each instead of one; alone, a statement waits
 // for nothing but its own batch.
 //
-// One batch is in flight at a time, so two batches never hold row locks
-// against each other. A batch runs as one implicit transaction: when a
-// statement of it fails, the whole batch is rolled back and each of its
-// statements is sent again on its own, so every caller gets its own
-// answer.
+// A batch runs as one implicit transaction and holds its rows' locks to
+// its end, so its statements go in the order of the rows they lock (each
+// call's key): two batches, of this replica (one is in flight at a time)
+// or of two, then lock in one order and never wait for each other in a
+// cycle. When a statement of a batch fails, the whole batch is rolled
+// back and each of its statements is sent again on its own, so every
+// caller gets its own answer.
 type together struct {
 	pool   *pgxpool.Pool
 	in     chan *call
@@ -34,9 +38,11 @@ type together struct {
 	ended  chan struct{} // closed when loop has returned
 }
 
-// call is one caller's statement: scan reads its row (nil for a
-// statement whose command tag is enough), done gets its error.
+// call is one caller's statement, locking the row of key: scan reads its
+// row (nil for a statement whose command tag is enough), done gets its
+// error.
 type call struct {
+	key  []byte
 	sql  string
 	args []any
 	scan func(pgx.Row) error
@@ -70,11 +76,11 @@ func (db *DB) stopTogether() {
 	}
 }
 
-// one runs sql with args, in a batch with the statements of other
-// callers, and scans its row with scan (or reads its command tag when
-// scan is nil). Without a sender (a DB made by hand in a test) it runs
-// the statement alone.
-func (db *DB) one(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
+// one runs sql with args, which locks the row of key, in a batch with
+// the statements of other callers, and scans its row with scan (or reads
+// its command tag when scan is nil). Without a sender (a DB made by hand
+// in a test) it runs the statement alone.
+func (db *DB) one(ctx context.Context, key []byte, sql string, args []any, scan func(pgx.Row) error) error {
 	t := db.together
 	if db.closed.Load() {
 		return store.ErrClosed
@@ -82,7 +88,7 @@ func (db *DB) one(ctx context.Context, sql string, args []any, scan func(pgx.Row
 	if t == nil {
 		return runAlone(ctx, db.pool, &call{sql: sql, args: args, scan: scan})
 	}
-	c := &call{sql: sql, args: args, scan: scan, done: make(chan error, 1)}
+	c := &call{key: key, sql: sql, args: args, scan: scan, done: make(chan error, 1)}
 	select {
 	case t.in <- c:
 	case <-ctx.Done():
@@ -138,6 +144,7 @@ func (t *together) send(calls []*call) {
 		calls[0].done <- runAlone(ctx, t.pool, calls[0])
 		return
 	}
+	slices.SortStableFunc(calls, func(x, y *call) int { return bytes.Compare(x.key, y.key) })
 	b := &pgx.Batch{}
 	for _, c := range calls {
 		b.Queue(c.sql, c.args...)
@@ -149,19 +156,22 @@ func (t *together) send(calls []*call) {
 		errs[i] = read(br, c)
 		failed = failed || (errs[i] != nil && !errors.Is(errs[i], pgx.ErrNoRows))
 	}
-	if err := br.Close(); err != nil {
-		failed = true
-	}
+	closeErr := br.Close()
 	if failed {
 		// The batch was one implicit transaction, rolled back whole:
-		// each statement again, alone.
+		// each statement again, alone, with time of its own.
+		again, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), togetherTimeout)
+		defer cancel()
 		for _, c := range calls {
-			c.done <- runAlone(ctx, t.pool, c)
+			c.done <- runAlone(again, t.pool, c)
 		}
 		return
 	}
 	for i, c := range calls {
-		c.done <- errs[i]
+		// Every statement answered but the batch did not end cleanly:
+		// whether it committed is unknown, so it is not run again (a
+		// second run would count twice); each caller is told.
+		c.done <- first(errs[i], closeErr)
 	}
 }
 

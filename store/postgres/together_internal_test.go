@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -51,7 +52,7 @@ func TestTogether(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var v int
-			if err := db.one(bg, `SELECT $1::int + 1`, []any{i}, func(row pgx.Row) error { return row.Scan(&v) }); err != nil || v != i+1 {
+			if err := db.one(bg, []byte{byte(i)}, `SELECT $1::int + 1`, []any{i}, func(row pgx.Row) error { return row.Scan(&v) }); err != nil || v != i+1 {
 				errs <- fmt.Errorf("call %d: %d %v", i, v, err)
 			}
 		}()
@@ -62,7 +63,88 @@ func TestTogether(t *testing.T) {
 		t.Error(err)
 	}
 	db.Close()
-	if err := db.one(bg, `SELECT 1`, nil, nil); err != store.ErrClosed {
+	if err := db.one(bg, nil, `SELECT 1`, nil, nil); err != store.ErrClosed {
 		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Two replicas' velocity batches lock their rows in key order, whatever
+// order their statements came in: they never wait for each other in a
+// cycle (which PostgreSQL would break only after deadlock_timeout, 1 s).
+func TestTogetherAcrossReplicas(t *testing.T) {
+	u := replicaDatabase(t)
+	a, b := openReplica(t, u, store.Options{}), openReplica(t, u, store.Options{})
+	now := time.Now()
+	rule := store.VelocityRule{Max: 100, BlockFor: time.Minute, Hold: time.Minute}
+	k1, k2 := []byte("k1"), []byte("k2")
+	for _, k := range [][]byte{k1, k2} {
+		if _, err := a.ReserveVelocity(bg, k, now, rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock := func(k []byte) pgx.Tx {
+		tx, err := a.pool.Begin(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(bg, `SELECT 1 FROM velocity WHERE key = $1 FOR UPDATE`, k); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	calls := func(ks ...[]byte) []*call {
+		var cs []*call
+		for _, k := range ks {
+			cs = append(cs, &call{key: k, sql: releaseSQL, args: []any{k, int64(0)}, done: make(chan error, 1)})
+		}
+		return cs
+	}
+	x, y := lock(k1), lock(k2)
+	ca, cb := calls(k1, k2), calls(k2, k1)
+	fin := make(chan struct{}, 2)
+	go func() { a.together.send(ca); fin <- struct{}{} }() // waits for k1 (x)
+	go func() { b.together.send(cb); fin <- struct{}{} }() // waits for k2 (y)
+	// waiting reports whether n statements wait for a row lock.
+	waiting := func(n int) func() bool {
+		return func() bool {
+			var got int
+			err := a.pool.QueryRow(bg, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&got)
+			return err == nil && got >= n
+		}
+	}
+	within(t, 5*time.Second, "both batches waiting", waiting(2))
+	x.Rollback(bg) // a's batch runs on
+	within(t, 5*time.Second, "a batch waiting again", waiting(1))
+	start := time.Now()
+	y.Rollback(bg) // b locks k2, waits for k1: held by a
+	<-fin
+	<-fin
+	for i, c := range append(ca, cb...) {
+		if err := <-c.done; err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("two replicas' batches took %v once unblocked: a deadlock broken by deadlock_timeout", d)
+	}
+}
+
+// An import sends its queued writes (sessions, codes, histories,
+// devices) in batches of importBatch, not all at its commit.
+func TestImportSendsInBatches(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	imp, err := db.Import(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Rollback()
+	now := time.Now()
+	for i := range 20000 {
+		if err := imp.Add(&store.Session{ID: fmt.Sprint("s", i), UserID: "u", ProjectID: "p", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := imp.(*importer).tx.pending; p != nil && p.Len() > 1000 {
+		t.Errorf("%d writes held in memory, unsent", p.Len())
 	}
 }

@@ -40,6 +40,9 @@ type txn struct {
 	ahead   []rowKey
 	fetched map[rowKey]any
 
+	// templateGen is the template cache's count of drops as the
+	// transaction began (templates.go).
+	templateGen uint64
 	// wroteTemplates: this transaction changed mail templates, so its
 	// Template reads bypass the replica's cache (templates.go).
 	wroteTemplates bool
