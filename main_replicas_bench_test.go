@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -110,21 +109,12 @@ func BenchmarkThreeProcesses(b *testing.B) {
 	}
 }
 
-// durableDatabase starts a PostgreSQL cluster of the benchmark's own
-// with its durability settings on, as httpapi's BenchmarkReplicas does,
-// and returns a new database's URL; the database is dropped and the
-// cluster stopped when b ends. Without PostgreSQL b is skipped.
+// durableDatabase returns a new database's URL on a cluster of the
+// benchmark's own with durability on (pgtest.Durable); the database is
+// dropped and the cluster stopped when b ends.
 func durableDatabase(b *testing.B) string {
 	b.Helper()
-	c, err := pgtest.StartWith(pgtest.Options{Durable: true, SharedBuffers: "128MB"})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		b.Skip(err)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Stop() })
-	dsn, drop, err := c.NewDatabase(ctx)
+	dsn, drop, err := pgtest.Durable(b).NewDatabase(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -250,9 +250,7 @@ func (s *Service) CreateKey(ctx context.Context, in KeyInput) (string, *store.AP
 	var key string
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		if in.ProjectID != nil && *in.ProjectID != "" {
-			if _, err := tx.Project(*in.ProjectID); errors.Is(err, store.ErrNotFound) {
-				return ErrProjectNotFound
-			} else if err != nil {
+			if _, err := projectTx(tx, *in.ProjectID); err != nil {
 				return err
 			}
 			k.ProjectID = *in.ProjectID
@@ -351,9 +349,7 @@ func (s *Service) CreateMethod(ctx context.Context, projectID, method, pattern s
 	}
 	m.Secret = sealed
 	err = s.db.Update(ctx, func(tx store.Tx) error {
-		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
-			return ErrProjectNotFound
-		} else if err != nil {
+		if _, err := projectTx(tx, projectID); err != nil {
 			return err
 		}
 		if _, err := tx.ExternalMethodByName(projectID, method); err == nil {
@@ -377,9 +373,7 @@ func (s *Service) CreateMethod(ctx context.Context, projectID, method, pattern s
 func (s *Service) Methods(ctx context.Context, projectID string) ([]MethodView, error) {
 	out := []MethodView{}
 	err := s.db.View(ctx, func(tx store.Tx) error {
-		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
-			return ErrProjectNotFound
-		} else if err != nil {
+		if _, err := projectTx(tx, projectID); err != nil {
 			return err
 		}
 		ms, err := tx.ExternalMethods(projectID)
@@ -471,9 +465,7 @@ func (s *Service) AdminUsers(ctx context.Context, projectID, email, cursor strin
 	email = strings.ToLower(strings.TrimSpace(email))
 	page := UserPage{Users: []AdminUser{}}
 	err = s.db.View(ctx, func(tx store.Tx) error {
-		if _, err := tx.Project(projectID); errors.Is(err, store.ErrNotFound) {
-			return ErrProjectNotFound
-		} else if err != nil {
+		if _, err := projectTx(tx, projectID); err != nil {
 			return err
 		}
 		if addr, err := NormalizeEmail(email); err == nil {

@@ -4,8 +4,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"github.com/google/uuid"
 	"time"
+
+	"github.com/google/uuid"
 
 	"latchkey/store"
 )

@@ -225,10 +225,8 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 	}
 	pr.Secret = sealed
 	err = s.db.Update(ctx, func(tx store.Tx) error {
-		p, err := tx.Project(projectID)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrProjectNotFound
-		} else if err != nil {
+		p, err := projectTx(tx, projectID)
+		if err != nil {
 			return err
 		}
 		if findProvider(p, pr.Name) != nil {
@@ -250,10 +248,8 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 func (s *Service) Providers(ctx context.Context, projectID string) ([]ProviderView, error) {
 	out := []ProviderView{}
 	err := s.db.View(ctx, func(tx store.Tx) error {
-		p, err := tx.Project(projectID)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrProjectNotFound
-		} else if err != nil {
+		p, err := projectTx(tx, projectID)
+		if err != nil {
 			return err
 		}
 		for i := range p.Providers {
@@ -270,10 +266,8 @@ func (s *Service) Providers(ctx context.Context, projectID string) ([]ProviderVi
 func (s *Service) DeleteProvider(ctx context.Context, projectID, name string) error {
 	var removed string // its id
 	err := s.db.Update(ctx, func(tx store.Tx) error {
-		p, err := tx.Project(projectID)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrProjectNotFound
-		} else if err != nil {
+		p, err := projectTx(tx, projectID)
+		if err != nil {
 			return err
 		}
 		for i := range p.Providers {

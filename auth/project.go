@@ -242,6 +242,16 @@ func (s *Service) Project(ctx context.Context, id string) (*store.Project, error
 	return p, internal(err)
 }
 
+// projectTx returns the project with id inside tx, or 404
+// PROJECT_NOT_FOUND.
+func projectTx(tx store.Tx, id string) (*store.Project, error) {
+	p, err := tx.Project(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrProjectNotFound
+	}
+	return p, err
+}
+
 // Projects lists every project.
 func (s *Service) Projects(ctx context.Context) ([]*store.Project, error) {
 	var out []*store.Project
@@ -258,10 +268,8 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 	var p *store.Project
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		var err error
-		p, err = tx.Project(id)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrProjectNotFound
-		} else if err != nil {
+		p, err = projectTx(tx, id)
+		if err != nil {
 			return err
 		}
 		if err := in.apply(p); err != nil {

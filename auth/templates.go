@@ -284,16 +284,6 @@ func checkKind(kind, locale string) (string, error) {
 	return ParseLocale(locale)
 }
 
-// projectTx returns the project with id inside tx, or 404
-// PROJECT_NOT_FOUND.
-func projectTx(tx store.Tx, id string) (*store.Project, error) {
-	p, err := tx.Project(id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrProjectNotFound
-	}
-	return p, err
-}
-
 // PutTemplate stores a project's template of kind in locale, replacing
 // any, once it parses and renders on sample data. Errors: 400
 // VALIDATION_ERROR (bad kind, locale or template: the message names the

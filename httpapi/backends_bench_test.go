@@ -33,21 +33,6 @@ import (
 // LATCHKEY_BENCH_SECONDS sets each measurement's length (default 5; the
 // replicas' mixed load runs 12 times that, 60 s by default).
 
-// durableCluster starts a PostgreSQL cluster with fsync on, stopped when
-// b ends; without PostgreSQL the benchmark is skipped.
-func durableCluster(b *testing.B) *pgtest.Cluster {
-	b.Helper()
-	c, err := pgtest.StartWith(pgtest.Options{Durable: true, SharedBuffers: "128MB"})
-	if errors.Is(err, pgtest.ErrNoPostgres) {
-		b.Skip(err)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Stop() })
-	return c
-}
-
 // benchSeconds is the length of one measurement.
 func benchSeconds() time.Duration {
 	if n, err := strconv.Atoi(os.Getenv("LATCHKEY_BENCH_SECONDS")); err == nil && n > 0 {
@@ -123,7 +108,7 @@ func (c *counter) roundTripsOf(fn func()) (trips, stmts int64) {
 // each call and the time of one unloaded call on each backend (where the
 // time goes). Run it with -benchtime 1x: one op is the whole experiment.
 func BenchmarkBackends(b *testing.B) {
-	cluster := durableCluster(b)
+	cluster := pgtest.Durable(b)
 	d := benchSeconds()
 	for range b.N {
 		url, drop, err := cluster.NewDatabase(ctx)
@@ -265,7 +250,7 @@ func unloadedLogin(b *testing.B, e *benchEnv, n int) (send, verify time.Duration
 // within a second. Any other answer is an error; the target is none. Run
 // it with -benchtime 1x.
 func BenchmarkReplicas(b *testing.B) {
-	cluster := durableCluster(b)
+	cluster := pgtest.Durable(b)
 	d := 12 * benchSeconds()
 	url, drop, err := cluster.NewDatabase(ctx)
 	if err != nil {

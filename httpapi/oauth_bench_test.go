@@ -3,9 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,27 +25,9 @@ func BenchmarkOAuthLogin(b *testing.B) {
 		t0 := time.Now()
 		authURL := ts.startTB(b)
 		start += time.Since(t0)
-		jar, _ := cookiejar.New(nil)
-		var callback string
-		c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-			if strings.HasPrefix(req.URL.String(), ts.URL+"/api/v1/oauth/callback") {
-				callback = req.URL.String()
-				return http.ErrUseLastResponse
-			}
-			return nil
-		}}
-		res, err := c.Get(authURL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res.Body.Close()
-		res, err = c.PostForm(o.URL+"/login/username", url.Values{"username": {"alice"}, "password": {"verysecure"}, "id": {res.Request.URL.Query().Get("authRequestID")}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res.Body.Close()
+		callback := o.callbackPath(b, ts, authURL)
 		t1 := time.Now()
-		r := ts.do("GET", strings.TrimPrefix(callback, ts.URL), "", nil)
+		r := ts.do("GET", callback, "", nil)
 		cb += time.Since(t1)
 		u, _ := url.Parse(r.Header.Get("Location"))
 		code := u.Query().Get("code")

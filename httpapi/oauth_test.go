@@ -298,7 +298,22 @@ func TestOAuthForgedAndReplayedState(t *testing.T) {
 
 	// Replay the provider's redirect to the callback (its code and our
 	// state): the state is gone after its first use.
-	authURL := ts.oauthStart(t)
+	path := o.callbackPath(t, ts, ts.oauthStart(t))
+	first := ts.do("GET", path, "", nil)
+	if first.Status != http.StatusFound || !strings.Contains(first.Header.Get("Location"), "code=") {
+		t.Fatalf("first callback: status=%d Location=%q", first.Status, first.Header.Get("Location"))
+	}
+	wantError(t, ts.do("GET", path, "", nil), http.StatusBadRequest, "INVALID_STATE")
+	if got := ts.methodEvents("oauth", "callback"); got["invalid_code"] != 3 || got[""] != 1 {
+		t.Fatalf("callback events %v, want 3 invalid_code (INVALID_STATE) and 1 success", got)
+	}
+}
+
+// callbackPath signs alice in at the provider from authURL and returns
+// the path (with its query) of the provider's redirect to ts's
+// callback, without following it.
+func (o *testOP) callbackPath(tb testing.TB, ts *testServer, authURL string) string {
+	tb.Helper()
 	jar, _ := cookiejar.New(nil)
 	var callback string
 	c := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
@@ -310,26 +325,18 @@ func TestOAuthForgedAndReplayedState(t *testing.T) {
 	}}
 	res, err := c.Get(authURL)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	res.Body.Close()
 	res, err = c.PostForm(o.URL+"/login/username", url.Values{"username": {"alice"}, "password": {"verysecure"}, "id": {res.Request.URL.Query().Get("authRequestID")}})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	res.Body.Close()
 	if callback == "" {
-		t.Fatal("the provider did not redirect to the callback")
+		tb.Fatal("the provider did not redirect to the callback")
 	}
-	path := strings.TrimPrefix(callback, ts.URL)
-	first := ts.do("GET", path, "", nil)
-	if first.Status != http.StatusFound || !strings.Contains(first.Header.Get("Location"), "code=") {
-		t.Fatalf("first callback: status=%d Location=%q", first.Status, first.Header.Get("Location"))
-	}
-	wantError(t, ts.do("GET", path, "", nil), http.StatusBadRequest, "INVALID_STATE")
-	if got := ts.methodEvents("oauth", "callback"); got["invalid_code"] != 3 || got[""] != 1 {
-		t.Fatalf("callback events %v, want 3 invalid_code (INVALID_STATE) and 1 success", got)
-	}
+	return strings.TrimPrefix(callback, ts.URL)
 }
 
 func TestOAuthIDTokenChecks(t *testing.T) {

@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"latchkey/store"
-	"latchkey/store/pgtest"
 )
 
 // Tests that look inside the accounts domain's SQL: the plans of the
@@ -78,19 +77,8 @@ func (c *countingConn) Read(b []byte) (int, error) {
 // skipped, unless LATCHKEY_REQUIRE_POSTGRES is set.
 func openTraced(t *testing.T) *traced {
 	t.Helper()
-	c, err := pgtest.Shared()
-	if err != nil {
-		if os.Getenv("LATCHKEY_REQUIRE_POSTGRES") == "" && errors.Is(err, pgtest.ErrNoPostgres) {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	url, drop, err := c.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
+	url := replicaDatabase(t)
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)

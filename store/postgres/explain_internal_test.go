@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"latchkey/store"
-	"latchkey/store/pgtest"
 )
 
 // explainTx runs EXPLAIN for every statement before running it, under a
@@ -86,18 +83,7 @@ func wholeRead(sql, table string) bool {
 // whole where it should not (a Seq Scan), under custom and generic plans.
 func TestPlans(t *testing.T) {
 	ctx := context.Background()
-	c, err := pgtest.Shared()
-	if err != nil {
-		if os.Getenv("LATCHKEY_REQUIRE_POSTGRES") == "" && errors.Is(err, pgtest.ErrNoPostgres) {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	url, drop, err := c.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
+	url := replicaDatabase(t)
 	sdb, _, err := Open(ctx, url, store.Options{MaxEventsPerProject: 100_000})
 	if err != nil {
 		t.Fatal(err)

@@ -133,16 +133,7 @@ func (ex *exporter) run() error {
 		},
 		func() error {
 			return ex.stream(`SELECT `+deliveryColumns+` FROM deliveries ORDER BY webhook_id, seq`, func(rows pgx.Rows) (any, error) {
-				d := &store.Delivery{}
-				var seq int64
-				var errText []byte
-				var created, next *int64
-				if err := rows.Scan(&seq, &d.ID, &d.WebhookID, &d.EventID, &d.EventType, &d.Attempt, &d.Status, &d.ResponseStatus,
-					&errText, &d.DurationMS, &created, &next); err != nil {
-					return nil, err
-				}
-				d.Seq, d.Error, d.CreatedAt, d.NextAttemptAt = uint64(seq), string(errText), timeOfNull(created), timePtrOf(next)
-				return d, nil
+				return scanDelivery(rows)
 			})
 		},
 		func() error {

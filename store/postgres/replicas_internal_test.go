@@ -29,7 +29,7 @@ import (
 
 // replicaDatabase returns the URL of a fresh database, dropped at
 // cleanup; without PostgreSQL the test is skipped (unless
-// LATCHKEY_REQUIRE_POSTGRES is set).
+// LATCHKEY_REQUIRE_POSTGRES is set). Every internal test's database.
 func replicaDatabase(t *testing.T) string {
 	t.Helper()
 	c, err := pgtest.Shared()

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"latchkey/store"
-	"latchkey/store/pgtest"
 )
 
 // statements counts the statements a pool sends, transaction control
@@ -62,18 +59,7 @@ func (s *statements) take() []string {
 // and so is the webhook worker's common claim.
 func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	c, err := pgtest.Shared()
-	if err != nil {
-		if os.Getenv("LATCHKEY_REQUIRE_POSTGRES") == "" && errors.Is(err, pgtest.ErrNoPostgres) {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	url, drop, err := c.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
+	url := replicaDatabase(t)
 	sdb, _, err := Open(ctx, url, store.Options{}) // the schema
 	if err != nil {
 		t.Fatal(err)

@@ -98,6 +98,20 @@ func (tx *txn) deleteProjectWebhooks(projectID string) error {
 
 const deliveryColumns = `seq, id, webhook_id, event_id, event_type, attempt, status, response_status, error, duration_ms, created_at, next_attempt_at`
 
+// scanDelivery reads a row of deliveryColumns.
+func scanDelivery(row pgx.Row) (*store.Delivery, error) {
+	d := &store.Delivery{}
+	var seq int64
+	var errText []byte
+	var created, next *int64
+	if err := row.Scan(&seq, &d.ID, &d.WebhookID, &d.EventID, &d.EventType, &d.Attempt, &d.Status, &d.ResponseStatus,
+		&errText, &d.DurationMS, &created, &next); err != nil {
+		return nil, err
+	}
+	d.Seq, d.Error, d.CreatedAt, d.NextAttemptAt = uint64(seq), string(errText), timeOfNull(created), timePtrOf(next)
+	return d, nil
+}
+
 // AddDelivery records an attempt and assigns d.Seq; the sweep deletes
 // the record DeliveryLifetime after its CreatedAt.
 func (tx *txn) AddDelivery(d *store.Delivery) error {
@@ -147,15 +161,10 @@ func (tx *txn) DeliveriesBefore(webhookID string, before uint64, limit int) ([]*
 			more = true
 			break
 		}
-		d := &store.Delivery{}
-		var seq int64
-		var errText []byte
-		var created, next *int64
-		if err := rows.Scan(&seq, &d.ID, &d.WebhookID, &d.EventID, &d.EventType, &d.Attempt, &d.Status, &d.ResponseStatus,
-			&errText, &d.DurationMS, &created, &next); err != nil {
+		d, err := scanDelivery(rows)
+		if err != nil {
 			return nil, false, err
 		}
-		d.Seq, d.Error, d.CreatedAt, d.NextAttemptAt = uint64(seq), string(errText), timeOfNull(created), timePtrOf(next)
 		out = append(out, d)
 	}
 	return out, more, tx.note(unavailable(rows.Err()))

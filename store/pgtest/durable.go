@@ -1,0 +1,23 @@
+package pgtest
+
+import (
+	"errors"
+	"testing"
+)
+
+// Durable starts a cluster of tb's own with PostgreSQL's durability
+// settings on (fsync, synchronous commit, full-page writes) and 128 MB of
+// shared buffers, as benchmarks measure it, stopped when tb ends. Without
+// PostgreSQL tb is skipped.
+func Durable(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := StartWith(Options{Durable: true, SharedBuffers: "128MB"})
+	if errors.Is(err, ErrNoPostgres) {
+		tb.Skip(err)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Stop() })
+	return c
+}
