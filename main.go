@@ -545,6 +545,13 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	// Mail queued and events written on other replicas wake this one's
 	// queue and worker (when it holds their lease) through the feed.
+	// Those queued here wake them directly (m.wake, after the commit):
+	// while this replica holds a task's lease firmly, its transactions
+	// write no wake-up rows for it.
+	if sh, ok := db.(store.Shared); ok {
+		sh.WakeHere(store.ChangeMail, m.leases.Firm(leaseMail))
+		sh.WakeHere(store.ChangeOutbox, m.leases.Firm(leaseWebhooks))
+	}
 	m.unwatch = db.Watch(func(c store.Change) {
 		switch c.Kind {
 		case store.ChangeMail:

@@ -61,6 +61,18 @@ type Shared interface {
 
 	// SweepRates deletes every replica's counts of slots before before.
 	SweepRates(ctx context.Context, before int64) (int, error)
+
+	// WakeHere tells the store that this process's own task does the
+	// work that a wake-up of kind (ChangeMail, ChangeOutbox) announces
+	// while here reports true, and that the process wakes that task
+	// itself after every commit that queued such work. While here
+	// reports true, a transaction that queues it writes no wake-up to
+	// the invalidation feed (a row only another process's task needs).
+	// here must report true only while the task's lease is sure to
+	// outlast a transaction begun now: work committed after the lease
+	// passed to another process waits for that process's next run. A
+	// nil here writes every wake-up again.
+	WakeHere(kind ChangeKind, here func() bool)
 }
 
 // VelocityBuckets is how many one-minute buckets a velocity count keeps:

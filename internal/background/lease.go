@@ -123,6 +123,19 @@ func (l *Leases) Held(name string) bool {
 	return ls != nil && l.Clock().Before(ls.until)
 }
 
+// Firm returns a function reporting whether this replica holds lease
+// name with at least half its TTL left: long enough that a transaction
+// begun now ends before another replica can take the lease (a holder
+// renews every third of the TTL, so it stays firm while it is healthy).
+func (l *Leases) Firm(name string) func() bool {
+	return func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ls := l.leases[name]
+		return ls != nil && l.Clock().Add(l.TTL/2).Before(ls.until)
+	}
+}
+
 // Gate returns a function reporting whether this replica holds lease
 // name (Task.Hold and the components' Hold fields).
 func (l *Leases) Gate(name string) func() bool {

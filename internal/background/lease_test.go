@@ -175,6 +175,42 @@ func TestLeasesOutage(t *testing.T) {
 	}
 }
 
+// TestLeasesFirm: Firm reports a lease held with at least half its TTL
+// left: true after each renewal, false once a renewal is late by more
+// than a sixth of the TTL (before the lease runs out), and false for a
+// lease another replica holds.
+func TestLeasesFirm(t *testing.T) {
+	db := &fakeLeases{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), rows: map[string]fakeLease{}}
+	a := &Leases{Store: db, Holder: "a", TTL: 12 * time.Second, Clock: db.clock, Logger: slog.New(slog.DiscardHandler)}
+	a.Add("mail", nil)
+	firm := a.Firm("mail")
+	if firm() {
+		t.Fatal("firm before the lease was ever taken")
+	}
+	a.RunOnce(ctx)
+	if !firm() {
+		t.Fatal("not firm just after taking the lease")
+	}
+	db.advance(5 * time.Second) // 7 s left
+	if !firm() {
+		t.Fatal("not firm with 7 s of 12 left")
+	}
+	db.advance(2 * time.Second) // 5 s left: still held, no longer firm
+	if firm() || !a.Held("mail") {
+		t.Fatalf("5 s of 12 left: firm %v, held %v; want held, not firm", firm(), a.Held("mail"))
+	}
+	a.RunOnce(ctx) // renewed
+	if !firm() {
+		t.Fatal("not firm after the renewal")
+	}
+	b := &Leases{Store: db, Holder: "b", TTL: 12 * time.Second, Clock: db.clock, Logger: slog.New(slog.DiscardHandler)}
+	b.Add("mail", nil)
+	b.RunOnce(ctx)
+	if b.Firm("mail")() {
+		t.Fatal("b is firm on a lease a holds")
+	}
+}
+
 // TestTaskHold: a task whose Hold is false runs nothing when it ticks or
 // is woken; once Hold is true it runs.
 func TestTaskHold(t *testing.T) {

@@ -77,20 +77,14 @@ func (tx *txn) changedAll(kind store.ChangeKind, ids []string) error {
 	return tx.changes(cs...)
 }
 
-// changes writes cs to the feed in one statement (see changed).
+// changes writes cs to the feed (see changed). The transaction's rows go
+// in one statement with its COMMIT (writeFeed): nothing reads the feed
+// inside the transaction that writes it.
 func (tx *txn) changes(cs ...store.Change) error {
-	switch len(cs) {
-	case 0:
+	if len(cs) == 0 {
 		return nil
-	case 1:
-		tx.later(`INSERT INTO changes (kind, id) VALUES ($1, $2)`, string(cs[0].Kind), cs[0].ID)
-	default:
-		kinds, ids := make([]string, len(cs)), make([]string, len(cs))
-		for i, c := range cs {
-			kinds[i], ids[i] = string(c.Kind), c.ID
-		}
-		tx.later(`INSERT INTO changes (kind, id) SELECT * FROM unnest($1::text[], $2::text[])`, kinds, ids)
 	}
+	tx.feedRows = append(tx.feedRows, cs...)
 	cs = slices.Clone(cs)
 	tx.OnCommit(func() {
 		for _, c := range cs {
@@ -100,21 +94,53 @@ func (tx *txn) changes(cs ...store.Change) error {
 	return nil
 }
 
+// writeFeed queues the transaction's feed rows, in one statement, with
+// its other writes; the commit calls it.
+func (tx *txn) writeFeed() {
+	cs := tx.feedRows
+	tx.feedRows = nil
+	switch len(cs) {
+	case 0:
+	case 1:
+		tx.later(`INSERT INTO changes (kind, id) VALUES ($1, $2)`, string(cs[0].Kind), cs[0].ID)
+	default:
+		kinds, ids := make([]string, len(cs)), make([]string, len(cs))
+		for i, c := range cs {
+			kinds[i], ids[i] = string(c.Kind), c.ID
+		}
+		tx.later(`INSERT INTO changes (kind, id) SELECT kind, id FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c(kind, id, n) ORDER BY n`, kinds, ids)
+	}
+}
+
 // wake writes a wake-up of kind (store.ChangeMail, store.ChangeOutbox)
 // to the feed, once per transaction: the replica that holds the task's
 // lease runs it when it reads the row, wherever the work was queued.
+// While this replica's own task does kind's work (WakeHere), no row is
+// written: the task is woken here after the commit.
 func (tx *txn) wake(kind store.ChangeKind) error {
 	if tx.woke[kind] {
 		return nil
 	}
-	if err := tx.changed(kind, ""); err != nil {
-		return err
+	if here, ok := tx.db.wakeHere.Load(kind); !ok || !here.(func() bool)() {
+		if err := tx.changed(kind, ""); err != nil {
+			return err
+		}
 	}
 	if tx.woke == nil {
 		tx.woke = map[store.ChangeKind]bool{}
 	}
 	tx.woke[kind] = true
 	return nil
+}
+
+// WakeHere tells the store that this replica's own task does the work
+// of kind while here reports true (see store.Shared).
+func (db *DB) WakeHere(kind store.ChangeKind, here func() bool) {
+	if here == nil {
+		db.wakeHere.Delete(kind)
+		return
+	}
+	db.wakeHere.Store(kind, here)
 }
 
 // feed reads the changes table for one DB.

@@ -68,27 +68,28 @@ func (tx *txn) DueMail(now time.Time, limit int) ([]*store.Mail, error) {
 }
 
 // PutMail replaces the message m.ID, or queues it again under its id
-// when it is gone (as bbolt's put does).
+// when it is gone (as bbolt's put does); queued like DeleteMail.
 func (tx *txn) PutMail(m *store.Mail) error {
 	id, err := seqArg(m.ID)
 	if err != nil {
 		return err
 	}
-	_, err = tx.exec(`INSERT INTO mail (`+mailColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	tx.later(`INSERT INTO mail (`+mailColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, recipient = excluded.recipient,
 			kind = excluded.kind, body = excluded.body, attempts = excluded.attempts, last_error = excluded.last_error,
 			created_at = excluded.created_at, next_attempt_at = excluded.next_attempt_at, lease_until = NULL`,
 		append([]any{id}, mailArgs(m)...)...)
-	return err
+	return nil
 }
 
-// DeleteMail removes the message with id.
+// DeleteMail removes the message with id (queued: txn.later; the mail
+// queue deletes a whole batch of sent messages in one round trip).
 func (tx *txn) DeleteMail(id uint64) error {
 	if id > math.MaxInt64 {
 		return nil
 	}
-	_, err := tx.exec(`DELETE FROM mail WHERE id = $1`, int64(id))
-	return err
+	tx.later(`DELETE FROM mail WHERE id = $1`, int64(id))
+	return nil
 }
 
 // MailCount returns how many messages are queued (it counts them all).

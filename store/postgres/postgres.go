@@ -60,6 +60,10 @@ type DB struct {
 
 	// The sender of the velocity checks' statements (together.go).
 	together *together
+
+	// wakeHere: store.ChangeKind → func() bool, the kinds of work this
+	// replica's own tasks do while the function reports true (WakeHere).
+	wakeHere sync.Map
 }
 
 var _ store.DB = (*DB)(nil)
@@ -212,9 +216,10 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 		return err
 	}
 	start := time.Now()
-	// The queued writes go with COMMIT (txn.later); reads asked for and
-	// not made are not.
+	// The queued writes go with COMMIT (txn.later), the feed's rows
+	// among them; reads asked for and not made are not.
 	t.ahead = nil
+	t.writeFeed()
 	if t.err != nil {
 		// A statement failed for a conflict the function did not report
 		// (a queued write carried by a read whose error it took for

@@ -108,6 +108,33 @@ func TestRoundTrips(t *testing.T) {
 		return tx.AppendEvent(&store.Event{ID: "evt", ProjectID: "p", Type: "session.created"})
 	})
 	count("EnqueueMail", 2, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
+	// A transaction's feed rows go in one statement.
+	count("EnqueueMail and AppendEvent", 3, func(tx store.Tx) error {
+		if err := tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}); err != nil {
+			return err
+		}
+		return tx.AppendEvent(&store.Event{ID: "evt", ProjectID: "p", Type: "user.login"})
+	})
+	// While this replica's own queue sends mail (it holds the lease
+	// firmly: WakeHere), queued mail writes no wake-up row.
+	here := true
+	db.WakeHere(store.ChangeMail, func() bool { return here })
+	count("EnqueueMail, sent here", 1, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
+	count("AppendEvent, mail sent here", 2, func(tx store.Tx) error {
+		return tx.AppendEvent(&store.Event{ID: "evt", ProjectID: "p", Type: "user.login"})
+	})
+	here = false
+	count("EnqueueMail, sent elsewhere", 2, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
+	here = true
+	db.WakeHere(store.ChangeMail, nil)
+	count("EnqueueMail, WakeHere undone", 2, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
+	var wakes int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM changes WHERE kind = $1`, string(store.ChangeMail)).Scan(&wakes); err != nil {
+		t.Fatal(err)
+	}
+	if wakes != 4 {
+		t.Errorf("%d wake-up rows for mail, want 4 (none from the message sent here)", wakes)
+	}
 	count("EnqueueJob", 1, func(tx store.Tx) error { return tx.EnqueueJob(&store.Job{WebhookID: "w", NextAttemptAt: now}) })
 	count("DueJobs", 1, func(tx store.Tx) error {
 		jobs, err := tx.DueJobs(now, 64, "", 65, func(string, int) int { return 1 }, func(uint64) bool { return false })

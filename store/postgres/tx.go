@@ -24,6 +24,9 @@ type txn struct {
 	// woke holds the kinds of wake-up this transaction wrote to the
 	// invalidation feed: one row each is enough (feed.go, wake).
 	woke map[store.ChangeKind]bool
+	// feedRows are the transaction's rows of the invalidation feed,
+	// written in one statement with its COMMIT (feed.go, changes).
+	feedRows []store.Change
 
 	// The writes queued by later, sent with the next statement or with
 	// COMMIT; after reads their results, in order.
