@@ -160,18 +160,36 @@ func (tx boltTx) indexScopes() []string {
 	return out
 }
 
+// oldestOverall returns the index key of the oldest event of all when it
+// is scope's, and so scope's oldest too (a single project, or the one at
+// the cap while the others are quieter): one seek, where finding scope's
+// oldest otherwise takes two per outcome kind. Else nil.
+func (tx boltTx) oldestOverall(scope string) []byte {
+	k, v := tx.bucket(bucketEvents).Cursor().First()
+	if k == nil {
+		return nil
+	}
+	e, err := decodeAuthEvent(k, v)
+	if err != nil || e.ProjectID != scope {
+		return nil
+	}
+	return append(indexPrefix(scope, e.kind()), k...)
+}
+
 // deleteOldestEvent deletes scope's oldest event and returns how many the
 // scope keeps.
 func (tx boltTx) deleteOldestEvent(scope string) (uint64, error) {
-	var oldest []byte
-	c := tx.bucket(bucketEventIndex).Cursor()
-	for _, p := range tx.kindPrefixes(scope) {
-		k, _ := c.Seek(p)
-		if k == nil || !bytes.HasPrefix(k, p) {
-			continue
-		}
-		if oldest == nil || bytes.Compare(k[len(k)-16:], oldest[len(oldest)-16:]) < 0 {
-			oldest = clone(k)
+	oldest := tx.oldestOverall(scope)
+	if oldest == nil {
+		c := tx.bucket(bucketEventIndex).Cursor()
+		for _, p := range tx.kindPrefixes(scope) {
+			k, _ := c.Seek(p)
+			if k == nil || !bytes.HasPrefix(k, p) {
+				continue
+			}
+			if oldest == nil || bytes.Compare(k[len(k)-16:], oldest[len(oldest)-16:]) < 0 {
+				oldest = clone(k)
+			}
 		}
 	}
 	if oldest == nil {

@@ -118,11 +118,22 @@ func TestAuthEventQueries(t *testing.T) {
 func head(s []string) []string { return s[:min(len(s), 5)] }
 
 // TestAuthEventCap: a project keeps at most the cap, losing its oldest
-// events first; other projects and the events without one keep theirs.
+// events first; other projects and the events without one keep theirs,
+// whether the oldest event of all is the capped project's or, in "older
+// project", another's.
 func TestAuthEventCap(t *testing.T) {
+	for _, older := range []bool{false, true} {
+		t.Run(map[bool]string{false: "oldest", true: "older project"}[older], func(t *testing.T) { testAuthEventCap(t, older) })
+	}
+}
+
+func testAuthEventCap(t *testing.T, older bool) {
 	dsn := storetest.New(t)
 	db := openDSN(t, dsn, store.Options{MaxEventsPerProject: 5})
 	var evs []*store.AuthEvent
+	if older {
+		evs = append(evs, &store.AuthEvent{ID: "c0", ProjectID: "C", Success: true, CreatedAt: t0.Add(-time.Hour)})
+	}
 	for i := range 12 {
 		evs = append(evs, &store.AuthEvent{ID: fmt.Sprint("a", i), ProjectID: "A", Success: i%3 == 0, FailureCode: []string{"", "expired", "invalid_code"}[i%3],
 			CreatedAt: t0.Add(time.Duration(i) * time.Minute)})
@@ -145,6 +156,9 @@ func TestAuthEventCap(t *testing.T) {
 		}
 		if must(tx.AuthEventCount("B")) != 1 || must(tx.AuthEventCount("")) != 1 {
 			t.Fatalf("B %d, none %d", must(tx.AuthEventCount("B")), must(tx.AuthEventCount("")))
+		}
+		if c := must(tx.AuthEventCount("C")); older && c != 1 {
+			t.Fatalf("C %d, want its 1", c)
 		}
 		// The hourly counters keep counting what happened.
 		hc, _ := tx.HourlyCounts("A", t0, t0)
