@@ -885,6 +885,12 @@ func (m *Main) Addr() string { return m.listener.Addr().String() }
 // times and closes the store.
 func (m *Main) Close() error {
 	var errs []error
+	if sh, ok := m.DB.(store.Shared); ok && m.leases != nil {
+		// The leases go below: from now on this replica's transactions
+		// write their wake-ups for whichever replica takes them.
+		sh.WakeHere(store.ChangeMail, nil)
+		sh.WakeHere(store.ChangeOutbox, nil)
+	}
 	if m.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs = append(errs, m.http.Shutdown(ctx))

@@ -169,11 +169,11 @@ func (tx boltTx) oldestOverall(scope string) []byte {
 	if k == nil {
 		return nil
 	}
-	e, err := decodeAuthEvent(k, v)
-	if err != nil || e.ProjectID != scope {
+	project, kind, err := eventHead(v)
+	if err != nil || project != scope {
 		return nil
 	}
-	return append(indexPrefix(scope, e.kind()), k...)
+	return append(indexPrefix(scope, kind), k...)
 }
 
 // deleteOldestEvent deletes scope's oldest event and returns how many the

@@ -95,8 +95,17 @@ func (tx *txn) changes(cs ...store.Change) error {
 }
 
 // writeFeed queues the transaction's feed rows, in one statement, with
-// its other writes; the commit calls it.
+// its other writes; the commit calls it. A wake-up left out because this
+// replica's own task did the work (wake) is written after all when that
+// no longer holds: the lease may have been released (a shutdown) or have
+// run low while the transaction ran.
 func (tx *txn) writeFeed() {
+	for _, kind := range tx.wokeHere {
+		if here, ok := tx.db.wakeHere.Load(kind); !ok || !here.(func() bool)() {
+			tx.feedRows = append(tx.feedRows, store.Change{Kind: kind})
+		}
+	}
+	tx.wokeHere = nil
 	cs := tx.feedRows
 	tx.feedRows = nil
 	switch len(cs) {
@@ -121,10 +130,10 @@ func (tx *txn) wake(kind store.ChangeKind) error {
 	if tx.woke[kind] {
 		return nil
 	}
-	if here, ok := tx.db.wakeHere.Load(kind); !ok || !here.(func() bool)() {
-		if err := tx.changed(kind, ""); err != nil {
-			return err
-		}
+	if here, ok := tx.db.wakeHere.Load(kind); ok && here.(func() bool)() {
+		tx.wokeHere = append(tx.wokeHere, kind) // checked again at the commit
+	} else if err := tx.changed(kind, ""); err != nil {
+		return err
 	}
 	if tx.woke == nil {
 		tx.woke = map[store.ChangeKind]bool{}

@@ -370,7 +370,8 @@ func (im *importer) Add(rec any) error {
 	}
 	// The queued writes (txn.later) go in batches of importBatch, not
 	// all at the commit.
-	if tx.pending != nil && tx.pending.Len() >= importBatch {
+	if tx.pending != nil && tx.pending.Len()+len(tx.feedRows) >= importBatch {
+		tx.writeFeed()
 		if err := tx.flush(); err != nil {
 			return err
 		}
@@ -400,6 +401,7 @@ func (im *importer) Commit() error {
 			return err
 		}
 	}
+	tx.writeFeed()
 	if err := tx.flush(); err != nil {
 		im.Rollback()
 		return err

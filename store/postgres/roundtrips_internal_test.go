@@ -125,6 +125,14 @@ func TestRoundTrips(t *testing.T) {
 	})
 	here = false
 	count("EnqueueMail, sent elsewhere", 2, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
+	// The lease was released (a shutdown) or ran low while the
+	// transaction ran: its commit writes the wake-up after all.
+	here = true
+	count("EnqueueMail, lease gone before the commit", 2, func(tx store.Tx) error {
+		err := tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now})
+		here = false
+		return err
+	})
 	here = true
 	db.WakeHere(store.ChangeMail, nil)
 	count("EnqueueMail, WakeHere undone", 2, func(tx store.Tx) error { return tx.EnqueueMail(&store.Mail{To: "a@example.com", NextAttemptAt: now}) })
@@ -132,8 +140,8 @@ func TestRoundTrips(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM changes WHERE kind = $1`, string(store.ChangeMail)).Scan(&wakes); err != nil {
 		t.Fatal(err)
 	}
-	if wakes != 4 {
-		t.Errorf("%d wake-up rows for mail, want 4 (none from the message sent here)", wakes)
+	if wakes != 5 {
+		t.Errorf("%d wake-up rows for mail, want 5 (none from the message sent here)", wakes)
 	}
 	count("EnqueueJob", 1, func(tx store.Tx) error { return tx.EnqueueJob(&store.Job{WebhookID: "w", NextAttemptAt: now}) })
 	count("DueJobs", 1, func(tx store.Tx) error {

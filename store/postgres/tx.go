@@ -25,8 +25,12 @@ type txn struct {
 	// invalidation feed: one row each is enough (feed.go, wake).
 	woke map[store.ChangeKind]bool
 	// feedRows are the transaction's rows of the invalidation feed,
-	// written in one statement with its COMMIT (feed.go, changes).
+	// written in one statement with its COMMIT, or with an import's
+	// batches (feed.go, changes); wokeHere, the wake-ups left out
+	// because this replica's own task does the work, checked again
+	// then (feed.go, wake).
 	feedRows []store.Change
+	wokeHere []store.ChangeKind
 
 	// The writes queued by later, sent with the next statement or with
 	// COMMIT; after reads their results, in order.
