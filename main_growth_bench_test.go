@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"latchkey/auth"
-	"latchkey/mail"
+	"latchkey/mail/mailtest"
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
@@ -293,48 +293,6 @@ func procField(pid int, file, name string) int64 {
 	return n
 }
 
-// codeBox hands each address's mailed code to the client that waits
-// for it: the server's mail transport in this benchmark.
-type codeBox struct {
-	mu    sync.Mutex
-	codes map[string]chan string
-}
-
-func (c *codeBox) ch(addr string) chan string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := c.codes[addr]
-	if ch == nil {
-		ch = make(chan string, 1)
-		c.codes[addr] = ch
-	}
-	return ch
-}
-
-// Send implements mail.Transport.
-func (c *codeBox) Send(_ context.Context, m *mail.Message) error {
-	code := regexp.MustCompile(`\b\d{6}\b`).FindString(m.Text)
-	select {
-	case c.ch(m.To) <- code:
-	default:
-	}
-	return nil
-}
-
-// take waits for addr's code.
-func (c *codeBox) take(addr string) (string, error) {
-	ch := c.ch(addr)
-	select {
-	case code := <-ch:
-		c.mu.Lock()
-		delete(c.codes, addr)
-		c.mu.Unlock()
-		return code, nil
-	case <-time.After(30 * time.Second):
-		return "", fmt.Errorf("no code mailed to %s within 30 s", addr)
-	}
-}
-
 // latencies collects durations from many goroutines.
 type latencies struct {
 	mu sync.Mutex
@@ -454,7 +412,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	var batch, answered, commits latencies
 	var writes timedWrites
 	var slow slowCommits
-	box := &codeBox{codes: map[string]chan string{}}
+	box := &mailtest.Codes{}
 	var logs lockedBuffer
 	m := NewMain()
 	m.Stdout = io.Discard
@@ -541,7 +499,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 					return
 				}
 				sends.add(took)
-				code, err := box.take(addr)
+				code, err := box.Take(addr, 30*time.Second)
 				if err != nil {
 					failed.Store(err)
 					return
@@ -608,7 +566,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 // session), so that the CPU left to the store is not taken by HTTP, JSON
 // and the load's own clients, while the scheduler's sweep and last-seen
 // flush run at their real period. It reports every store write.
-func serviceLoad(b *testing.B, m *Main, box *codeBox, meta growthMeta, d time.Duration, batch, answered *latencies, writes *timedWrites, logs *lockedBuffer) {
+func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d time.Duration, batch, answered *latencies, writes *timedWrites, logs *lockedBuffer) {
 	b.Helper()
 	p, err := m.Service.Project(ctx, meta.ProjectID)
 	if err != nil {
@@ -636,7 +594,7 @@ func serviceLoad(b *testing.B, m *Main, box *codeBox, meta growthMeta, d time.Du
 					failed.Store(err)
 					return
 				}
-				code, err := box.take(addr)
+				code, err := box.Take(addr, 30*time.Second)
 				if err != nil {
 					failed.Store(err)
 					return

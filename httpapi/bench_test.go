@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/mail"
+	"latchkey/mail/mailtest"
 	"latchkey/store"
 	"latchkey/store/storetest"
 	"latchkey/webhook"
@@ -37,7 +37,7 @@ type benchEnv struct {
 	key     string
 	project *store.Project
 	client  *http.Client
-	mailed  *mailBox // with newMailedBenchEnv: the codes, as mailed
+	mailed  *mailtest.Codes // with newMailedBenchEnv: the codes, as mailed
 }
 
 // file returns the bbolt file under e, skipping the benchmark on other
@@ -76,11 +76,11 @@ func newBenchEnvWith(b *testing.B, db store.DB, mailed bool) *benchEnv {
 	keys, _ := store.NewKeyring(bytes.Repeat([]byte{1}, 32))
 	hs := httptest.NewUnstartedServer(nil)
 	url := "http://" + hs.Listener.Addr().String()
-	var box *mailBox
+	var box *mailtest.Codes
 	var queue *mail.Queue
 	wake := func() {}
 	if mailed {
-		box = &mailBox{codes: map[string]chan string{}}
+		box = &mailtest.Codes{}
 		queue = &mail.Queue{DB: db, Keys: keys, Transport: box, From: "latchkey@example.com", Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
 		wake = queue.Wake
 	}
@@ -123,52 +123,6 @@ func newBenchEnvWith(b *testing.B, db store.DB, mailed bool) *benchEnv {
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}
 	b.Cleanup(tr.CloseIdleConnections)
 	return &benchEnv{url: url, svc: svc, server: s, db: db, keys: keys, key: boot.APIKey, project: boot.Project, client: &http.Client{Transport: tr}, mailed: box}
-}
-
-// mailBox is a mail transport that keeps each address's code for the
-// client waiting for it.
-type mailBox struct {
-	mu    sync.Mutex
-	codes map[string]chan string
-}
-
-// mailedCode finds the code in a message's text.
-var mailedCode = regexp.MustCompile(`\b\d{6}\b`)
-
-func (m *mailBox) ch(addr string) chan string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ch := m.codes[addr]
-	if ch == nil {
-		ch = make(chan string, 1)
-		m.codes[addr] = ch
-	}
-	return ch
-}
-
-// Send implements mail.Transport.
-func (m *mailBox) Send(_ context.Context, msg *mail.Message) error {
-	select {
-	case m.ch(msg.To) <- mailedCode.FindString(msg.Text):
-	default:
-	}
-	return nil
-}
-
-// take waits up to 10 s for addr's code ("" when none came).
-func (m *mailBox) take(addr string) string {
-	ch := m.ch(addr)
-	defer func() {
-		m.mu.Lock()
-		delete(m.codes, addr)
-		m.mu.Unlock()
-	}()
-	select {
-	case code := <-ch:
-		return code
-	case <-time.After(10 * time.Second):
-		return ""
-	}
 }
 
 // load runs b.N requests from conc goroutines and reports req/s, p99,
@@ -320,7 +274,8 @@ func (e *benchEnv) loginDirect(b *testing.B, email string) string {
 // queue, which would delete it, is not running).
 func (e *benchEnv) code(email string) string {
 	if e.mailed != nil {
-		return e.mailed.take(email)
+		code, _ := e.mailed.Take(email, 10*time.Second)
+		return code
 	}
 	var found *store.Mail
 	e.db.View(ctx, func(tx store.Tx) error {

@@ -1,7 +1,9 @@
 package mailtest
 
 import (
+	"context"
 	"fmt"
+	"latchkey/mail"
 	"net/smtp"
 	"testing"
 	"time"
@@ -40,5 +42,22 @@ func TestWaitConcurrent(t *testing.T) {
 	}
 	if m, ok := s.Wait("u3@example.com", 0); !ok || m.To != "u3@example.com" {
 		t.Errorf("Wait for a message already there = %v %v, want it at once", m.To, ok)
+	}
+}
+
+// TestCodes: a message's code reaches the client that takes it, sent
+// before or while it waits; an address nothing was mailed to times out.
+func TestCodes(t *testing.T) {
+	var c Codes
+	c.Send(context.Background(), &mail.Message{To: "a@example.com", Text: "Your code is 123456.\n"})
+	if got, err := c.Take("a@example.com", time.Second); got != "123456" || err != nil {
+		t.Fatalf("Take after Send: %q, %v", got, err)
+	}
+	go c.Send(context.Background(), &mail.Message{To: "b@example.com", Text: "Code: 654321"})
+	if got, err := c.Take("b@example.com", 10*time.Second); got != "654321" || err != nil {
+		t.Fatalf("Take before Send: %q, %v", got, err)
+	}
+	if got, err := c.Take("nobody@example.com", 10*time.Millisecond); got != "" || err == nil {
+		t.Fatalf("Take of an address with no mail: %q, %v; want an error", got, err)
 	}
 }
