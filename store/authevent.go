@@ -176,21 +176,32 @@ func (tx boltTx) oldestOverall(scope string) []byte {
 	return append(indexPrefix(scope, kind), k...)
 }
 
+// oldestOfScope returns the index key of scope's oldest event, or nil:
+// the first key of each of its kinds is that kind's oldest, so one seek
+// per kind finds them all.
+func (tx boltTx) oldestOfScope(scope string) []byte {
+	var oldest []byte
+	base := compound(scope, "")
+	c := tx.bucket(bucketEventIndex).Cursor()
+	for k, _ := c.Seek(base); k != nil && bytes.HasPrefix(k, base); {
+		i := bytes.IndexByte(k[len(base):], 0)
+		if i < 0 || len(k) < len(base)+i+1+16 {
+			break
+		}
+		if oldest == nil || bytes.Compare(k[len(k)-16:], oldest[len(oldest)-16:]) < 0 {
+			oldest = append(oldest[:0], k...)
+		}
+		k, _ = c.Seek(prefixEnd(k[:len(base)+i+1]))
+	}
+	return oldest
+}
+
 // deleteOldestEvent deletes scope's oldest event and returns how many the
 // scope keeps.
 func (tx boltTx) deleteOldestEvent(scope string) (uint64, error) {
 	oldest := tx.oldestOverall(scope)
 	if oldest == nil {
-		c := tx.bucket(bucketEventIndex).Cursor()
-		for _, p := range tx.kindPrefixes(scope) {
-			k, _ := c.Seek(p)
-			if k == nil || !bytes.HasPrefix(k, p) {
-				continue
-			}
-			if oldest == nil || bytes.Compare(k[len(k)-16:], oldest[len(oldest)-16:]) < 0 {
-				oldest = clone(k)
-			}
-		}
+		oldest = tx.oldestOfScope(scope)
 	}
 	if oldest == nil {
 		return tx.addTotal(scope, 0)
