@@ -116,11 +116,19 @@ func (l *Leases) Add(name string, onAcquire func()) {
 }
 
 // Held reports whether this replica holds lease name now.
-func (l *Leases) Held(name string) bool {
+func (l *Leases) Held(name string) bool { return l.held(name, false) }
+
+// held reports whether this replica holds lease name now, or, when
+// firm, with at least half its TTL left (Firm).
+func (l *Leases) held(name string, firm bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ls := l.leases[name]
-	return ls != nil && l.Clock().Before(ls.until)
+	var left time.Duration
+	if firm {
+		left = l.TTL / 2
+	}
+	return ls != nil && l.Clock().Add(left).Before(ls.until)
 }
 
 // Firm returns a function reporting whether this replica holds lease
@@ -128,12 +136,7 @@ func (l *Leases) Held(name string) bool {
 // begun now ends before another replica can take the lease (a holder
 // renews every third of the TTL, so it stays firm while it is healthy).
 func (l *Leases) Firm(name string) func() bool {
-	return func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		ls := l.leases[name]
-		return ls != nil && l.Clock().Add(l.TTL/2).Before(ls.until)
-	}
+	return func() bool { return l.held(name, true) }
 }
 
 // Gate returns a function reporting whether this replica holds lease

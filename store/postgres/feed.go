@@ -101,7 +101,7 @@ func (tx *txn) changes(cs ...store.Change) error {
 // run low while the transaction ran.
 func (tx *txn) writeFeed() {
 	for _, kind := range tx.wokeHere {
-		if here, ok := tx.db.wakeHere.Load(kind); !ok || !here.(func() bool)() {
+		if !tx.db.wakesHere(kind) {
 			tx.feedRows = append(tx.feedRows, store.Change{Kind: kind})
 		}
 	}
@@ -130,7 +130,7 @@ func (tx *txn) wake(kind store.ChangeKind) error {
 	if tx.woke[kind] {
 		return nil
 	}
-	if here, ok := tx.db.wakeHere.Load(kind); ok && here.(func() bool)() {
+	if tx.db.wakesHere(kind) {
 		tx.wokeHere = append(tx.wokeHere, kind) // checked again at the commit
 	} else if err := tx.changed(kind, ""); err != nil {
 		return err
@@ -140,6 +140,13 @@ func (tx *txn) wake(kind store.ChangeKind) error {
 	}
 	tx.woke[kind] = true
 	return nil
+}
+
+// wakesHere reports whether this replica's own task does kind's work now
+// (WakeHere).
+func (db *DB) wakesHere(kind store.ChangeKind) bool {
+	here, ok := db.wakeHere.Load(kind)
+	return ok && here.(func() bool)()
 }
 
 // WakeHere tells the store that this replica's own task does the work
@@ -282,7 +289,12 @@ func (f *feed) tell(c store.Change) {
 
 // readLoop reads the feed every interval until ctx is done.
 func (f *feed) readLoop(ctx context.Context) {
-	t := time.NewTicker(f.interval)
+	every(ctx, f.interval, func() { f.read(ctx) })
+}
+
+// every calls fn every d until ctx is done.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -290,7 +302,7 @@ func (f *feed) readLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		f.read(ctx)
+		fn()
 	}
 }
 
@@ -341,18 +353,11 @@ func (f *feed) goStale(msg string, args ...any) {
 // checks every interval/5 and acts one check early.
 func (f *feed) watchLoop(ctx context.Context) {
 	tick := f.interval / 5
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, tick, func() {
 		if !f.stale.Load() && f.mono()-f.lastOK.Load() > int64(f.staleAfter-tick) {
 			f.goStale("invalidation feed not read within its staleness bound: cached keys, projects and sessions are bypassed until it is read again")
 		}
-	}
+	})
 }
 
 // feedRow is one row of changes.
@@ -445,14 +450,7 @@ func (f *feed) trimHoles(now int64) {
 // sweepLoop deletes old rows every feedSweepEvery while this replica
 // holds the sweep's lease.
 func (f *feed) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(feedSweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, feedSweepEvery, func() {
 		held, err := f.db.Lease(ctx, feedSweepLease, f.holder, 3*feedSweepEvery)
 		if err == nil && held {
 			_, err = f.db.sweepFeed(ctx, feedRetention)
@@ -460,7 +458,7 @@ func (f *feed) sweepLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			f.db.log.Warn("sweep of the invalidation feed failed", "err", err)
 		}
-	}
+	})
 }
 
 // sweepFeed deletes the feed's rows written more than retention ago, in
