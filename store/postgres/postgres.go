@@ -61,6 +61,9 @@ type DB struct {
 	// The sender of the velocity checks' statements (together.go).
 	together *together
 
+	// The group commit of Batch calls (batch.go).
+	group group
+
 	// wakeHere: store.ChangeKind → func() bool, the kinds of work this
 	// replica's own tasks do while the function reports true (WakeHere).
 	wakeHere sync.Map
@@ -81,6 +84,7 @@ func Open(ctx context.Context, dsn string, opt store.Options) (store.DB, bool, e
 		log = slog.New(slog.DiscardHandler)
 	}
 	db := &DB{pool: pool, opt: opt, log: log}
+	db.group.committers = committersFor(pool.Config().MaxConns)
 	was, err := db.migrate(ctx)
 	if err != nil {
 		pool.Close()
@@ -119,6 +123,8 @@ func connect(ctx context.Context, dsn string, opt store.Options) (*pgxpool.Pool,
 
 // Close closes the connections.
 func (db *DB) Close() error {
+	// Batch calls already queued commit first.
+	db.stopGroup()
 	if db.closed.Swap(true) {
 		return nil
 	}
@@ -158,25 +164,10 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return db.run(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
 }
 
-// Batch is Update: PostgreSQL commits concurrent transactions in
-// parallel, so there is no group commit to join.
-func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	start := time.Now()
-	err := db.Update(ctx, fn)
-	if db.opt.ObserveBatch != nil {
-		d := time.Since(start)
-		db.opt.ObserveBatch(d, d)
-	}
-	return err
-}
-
 // run runs fn in a transaction with opts, retrying serialization
 // failures and deadlocks with a jittered backoff.
 func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
-	if db.closed.Load() {
-		return store.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := db.ready(ctx); err != nil {
 		return err
 	}
 	start, backoff := time.Now(), time.Millisecond
@@ -194,6 +185,14 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
 	}
+}
+
+// ready refuses a transaction after Close or once ctx is done.
+func (db *DB) ready(ctx context.Context) error {
+	if db.closed.Load() {
+		return store.ErrClosed
+	}
+	return ctx.Err()
 }
 
 // once runs fn in one transaction.

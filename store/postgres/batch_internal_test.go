@@ -1,0 +1,230 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/store"
+)
+
+// The group commit of Batch calls (batch.go).
+
+// holdCommitters starts one Batch call per committer, each held inside
+// its function until release is closed, and returns their answers.
+func holdCommitters(t *testing.T, db *DB, release chan struct{}) <-chan error {
+	t.Helper()
+	n := db.group.committers
+	held, answers := make(chan struct{}), make(chan error, n)
+	for range n {
+		first := true
+		go func() {
+			answers <- db.Batch(bg, func(store.Tx) error {
+				if first { // a function may run twice: hold only the first run
+					first = false
+					held <- struct{}{}
+					<-release
+				}
+				return nil
+			})
+		}()
+		<-held
+	}
+	return answers
+}
+
+// waitPending waits (polling, for at most 10 s) until n Batch calls wait
+// for a committer.
+func waitPending(t *testing.T, db *DB, n int) {
+	t.Helper()
+	within(t, 10*time.Second, fmt.Sprintf("%d calls queued", n), func() bool {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return len(db.group.pending) == n
+	})
+}
+
+// TestGroupShares: calls made while every committer is busy wait and
+// then share one transaction; a function that fails or panics in it is
+// run again alone, so that its error is its own and its panic reaches
+// its caller, and the others commit without it.
+func TestGroupShares(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	if db.group.committers != 3 {
+		t.Fatalf("committers of the default pool (4 connections): %d, want 3", db.group.committers)
+	}
+	release := make(chan struct{})
+	held := holdCommitters(t, db, release)
+
+	txids := make([]int64, maxBatch)
+	errs := make([]error, maxBatch)
+	var wg sync.WaitGroup
+	for i := range maxBatch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			errs[i] = db.Batch(bg, func(tx store.Tx) error {
+				switch i {
+				case 2:
+					return errors.New("call 2 refuses")
+				case 5:
+					panic("call 5 panics")
+				}
+				if err := tx.AddAuthEvent(&store.AuthEvent{ID: fmt.Sprintf("ev%d", i), ProjectID: "p", CreatedAt: time.Unix(int64(i), 0)}); err != nil {
+					return err
+				}
+				return tx.(*txn).one(`SELECT txid_current()`, nil, &txids[i])
+			})
+		}()
+		waitPending(t, db, i+1) // queued in order
+	}
+	close(release)
+	wg.Wait()
+	for range db.group.committers {
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var shared int64
+	for i, err := range errs {
+		switch i {
+		case 2:
+			if err == nil || err.Error() != "call 2 refuses" {
+				t.Errorf("call 2: %v, want its own error", err)
+			}
+		case 5:
+			if err == nil || err.Error() != "panic: call 5 panics" {
+				t.Errorf("call 5: %v, want its panic in its own goroutine", err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			if shared == 0 {
+				shared = txids[i]
+			}
+			if txids[i] != shared {
+				t.Errorf("call %d committed in transaction %d, call 0 in %d: not shared", i, txids[i], shared)
+			}
+		}
+	}
+	var n int
+	if err := db.pool.QueryRow(bg, `SELECT count(*) FROM auth_events WHERE project_id = 'p'`).Scan(&n); err != nil || n != maxBatch-2 {
+		t.Fatalf("events: %d %v, want %d", n, err, maxBatch-2)
+	}
+}
+
+// TestGroupConflictRunsAlone: of two committers' transactions that each
+// read what the other writes (a serialization failure for one of them
+// at its commit), the loser runs again alone: no other committer's
+// transaction runs meanwhile.
+func TestGroupConflictRunsAlone(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	var mu sync.Mutex
+	runs := map[string]int{}
+	aloneOnRerun := map[string]bool{}
+	// Both read before either writes: a reads, then b (on a second
+	// committer: a's holds a) reads, then both write.
+	aRead, bRead := make(chan struct{}), make(chan struct{})
+	put := func(subject string, readDone, other chan struct{}) error {
+		return db.Batch(bg, func(tx store.Tx) error {
+			mu.Lock()
+			runs[subject]++
+			run := runs[subject]
+			mu.Unlock()
+			if run > 1 {
+				alone := !db.group.gate.TryRLock()
+				if !alone {
+					db.group.gate.RUnlock()
+				}
+				mu.Lock()
+				aloneOnRerun[subject] = alone
+				mu.Unlock()
+			}
+			th, err := tx.Throttle("send", "p", subject)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if run == 1 {
+				close(readDone)
+				if other != nil {
+					<-other
+				}
+			}
+			if th == nil {
+				th = &store.Throttle{}
+			}
+			th.Sends = append(th.Sends, time.Unix(1, 0))
+			return tx.PutThrottle("send", "p", subject, th)
+		})
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- put("a@example.com", aRead, bRead) }()
+	<-aRead
+	go func() { errs <- put("b@example.com", bRead, nil) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	reruns := 0
+	for s, n := range runs {
+		if n > 1 {
+			reruns++
+			if !aloneOnRerun[s] {
+				t.Errorf("%s ran again beside another committer's transaction", s)
+			}
+		}
+	}
+	if reruns != 1 {
+		t.Fatalf("runs %v: want exactly one transaction run again after the conflict", runs)
+	}
+	var n int
+	if err := db.pool.QueryRow(bg, `SELECT count(*) FROM throttles WHERE project_id = 'p'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("throttles: %d %v, want 2", n, err)
+	}
+}
+
+// TestGroupClose: calls queued when Close begins commit; later calls get
+// ErrClosed.
+func TestGroupClose(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	release := make(chan struct{})
+	held := holdCommitters(t, db, release)
+	queued := make(chan error, 1)
+	go func() {
+		queued <- db.Batch(bg, func(tx store.Tx) error {
+			return tx.AddAuthEvent(&store.AuthEvent{ID: "queued", ProjectID: "p", CreatedAt: time.Unix(1, 0)})
+		})
+	}()
+	waitPending(t, db, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	within(t, 10*time.Second, "Close refusing new calls", func() bool {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return db.group.closed
+	})
+	if err := db.Batch(bg, func(store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Batch after Close began: %v, want ErrClosed", err)
+	}
+	close(release)
+	for range db.group.committers {
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-queued; err != nil {
+		t.Fatalf("the call queued before Close: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
