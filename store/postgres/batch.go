@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"latchkey/store"
 )
@@ -94,6 +95,10 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	if err == errSolo {
 		err = db.Update(context.WithoutCancel(ctx), fn)
 	}
+	var p panicked
+	if errors.As(err, &p) {
+		panic(p.v) // in the caller's goroutine, as Update would
+	}
 	if db.opt.ObserveBatch != nil {
 		d := time.Since(start)
 		db.opt.ObserveBatch(d, d)
@@ -174,9 +179,16 @@ func (db *DB) commitPending() {
 // database being unreachable (a queued write's error, which may be any
 // function's), each is told to run alone.
 func (db *DB) commit(calls []*batchCall) {
-	for len(calls) > 1 {
+	// A copy: the round's list stays whole for commitPending.
+	calls = slices.Clone(calls)
+	for {
+		calls = answerDone(calls)
+		if len(calls) <= 1 {
+			break
+		}
+		ctx, end := roundContext(calls)
 		failed := -1
-		err := db.gated(context.Background(), func(tx store.Tx) error {
+		err := db.gated(ctx, func(tx store.Tx) error {
 			failed = -1
 			for i, c := range calls {
 				if err := safeCall(c.fn, tx); err != nil {
@@ -186,8 +198,22 @@ func (db *DB) commit(calls []*batchCall) {
 			}
 			return nil
 		})
+		left := ctx.Err() != nil
+		end()
 		switch {
-		case err == nil || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrClosed):
+		case err == nil:
+			for _, c := range calls {
+				c.done <- nil
+			}
+			return
+		case left && (failed >= 0 || rolledBack(err)):
+			// A caller's context ended and the transaction was rolled
+			// back: that caller is answered (answerDone), the others run
+			// again without it.
+		case left || errors.Is(err, store.ErrClosed) ||
+			errors.Is(err, store.ErrUnavailable) && !errors.Is(err, pgx.ErrTxCommitRollback):
+			// Whether it committed is unknown (or the store is gone):
+			// running the calls again could apply them twice.
 			for _, c := range calls {
 				c.done <- err
 			}
@@ -196,6 +222,8 @@ func (db *DB) commit(calls []*batchCall) {
 			calls[failed].done <- errSolo
 			calls = slices.Delete(calls, failed, failed+1)
 		default:
+			// The commit failed (a queued write's error, which may be
+			// any function's, or a rollback): each alone.
 			for _, c := range calls {
 				c.done <- errSolo
 			}
@@ -208,10 +236,49 @@ func (db *DB) commit(calls []*batchCall) {
 	}
 }
 
+// rolledBack reports whether err, a transaction's, leaves no doubt that
+// none of it committed: an error PostgreSQL answered (the transaction is
+// then aborted), a COMMIT answered with ROLLBACK, or a statement never
+// sent.
+func rolledBack(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || errors.Is(err, pgx.ErrTxCommitRollback) || pgconn.SafeToRetry(err)
+}
+
+// answerDone answers the calls whose caller's context has ended with its
+// error, before their functions run, and returns the others.
+func answerDone(calls []*batchCall) []*batchCall {
+	return slices.DeleteFunc(calls, func(c *batchCall) bool {
+		if err := c.ctx.Err(); err != nil {
+			c.done <- err
+			return true
+		}
+		return false
+	})
+}
+
+// roundContext returns the context of a shared transaction, which ends
+// when any of its callers' contexts ends (its statements are cancelled,
+// its COMMIT is not), and the function that releases it.
+func roundContext(calls []*batchCall) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stops := make([]func() bool, len(calls))
+	for i, c := range calls {
+		stops[i] = context.AfterFunc(c.ctx, cancel)
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
 // gated runs fn in a serializable transaction beside the other
 // committers' transactions. One that loses a serialization conflict
 // runs again alone: the other committers finish the transactions they
-// are in and wait until it has committed. On nearly empty tables, where
+// are in and wait until it has committed (or lost again: it waits for
+// its next attempt without the gate). On nearly empty tables, where
 // PostgreSQL's page-level tracking of reads makes concurrent sign-ins
 // conflict, the committers so take turns instead of running each other
 // again and again; as the tables grow, the conflicts fade and they run
@@ -230,17 +297,25 @@ func (db *DB) gated(ctx context.Context, fn func(store.Tx) error) error {
 	if err == nil || !retryable(err) {
 		return err
 	}
-	g.gate.Lock()
-	defer g.gate.Unlock()
-	return db.run(ctx, opts, fn)
+	return db.retry(ctx, func() error {
+		g.gate.Lock()
+		defer g.gate.Unlock()
+		return db.once(ctx, opts, fn)
+	})
 }
 
-// safeCall runs fn, turning a panic into an error so that one bad call
-// cannot take a committer down.
+// panicked is a function's panic, carried from a committer to its
+// caller, which panics with it.
+type panicked struct{ v any }
+
+func (p panicked) Error() string { return fmt.Sprintf("panic in batch function: %v", p.v) }
+
+// safeCall runs fn, turning a panic into an error (panicked) so that one
+// bad call cannot take a committer down.
 func safeCall(fn func(store.Tx) error, tx store.Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in batch function: %v", p)
+			err = panicked{p}
 		}
 	}()
 	return fn(tx)

@@ -1,11 +1,16 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"latchkey/store"
 )
@@ -225,6 +230,147 @@ func TestGroupClose(t *testing.T) {
 		t.Fatalf("the call queued before Close: %v", err)
 	}
 	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGroupCallerLeaves: a caller whose context ends while its shared
+// transaction waits (here for a row another session locks) gets its
+// context's error at once and writes nothing; the other calls of the
+// transaction run again without it and commit.
+func TestGroupCallerLeaves(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	mustUpdate(t, db, func(tx store.Tx) error {
+		return tx.PutThrottle("send", "p", "locked@example.com", &store.Throttle{Sends: []time.Time{time.Unix(5, 0)}})
+	})
+	lock, err := db.pool.Begin(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(bg)
+	if _, err := lock.Exec(bg, `SELECT 1 FROM throttles WHERE subject = 'locked@example.com' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	held := holdCommitters(t, db, release)
+	put := func(ctx context.Context, subject string, done chan<- error) {
+		done <- db.Batch(ctx, func(tx store.Tx) error {
+			return tx.PutThrottle("send", "p", subject, &store.Throttle{Sends: []time.Time{time.Unix(1, 0)}})
+		})
+	}
+	short, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	leaving, staying := make(chan error, 1), make(chan error, 1)
+	go put(short, "locked@example.com", leaving) // first: its write waits for the lock
+	waitPending(t, db, 1)
+	go put(bg, "free@example.com", staying)
+	waitPending(t, db, 2)
+	close(release)
+	for range db.group.committers {
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-leaving:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the caller whose deadline passed: %v, want DeadlineExceeded", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the caller whose deadline passed is still held")
+	}
+	select {
+	case err := <-staying:
+		if err != nil {
+			t.Fatalf("the other call: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other call is held by the locked row")
+	}
+	lock.Rollback(bg)
+	var first int64
+	if err := db.pool.QueryRow(bg, `SELECT sends[1] FROM throttles WHERE subject = 'locked@example.com'`).Scan(&first); err != nil || first != time.Unix(5, 0).UnixNano() {
+		t.Fatalf("the locked history: first send %d %v, want the one before (the leaving caller wrote nothing)", first, err)
+	}
+}
+
+// TestGroupGateFreeBetweenRetries: a transaction that keeps losing
+// conflicts holds the gate only while it runs, not while it waits for
+// its next attempt: other Batch calls go on meanwhile.
+func TestGroupGateFreeBetweenRetries(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	var runs atomic.Int32
+	losing := make(chan error, 1)
+	go func() {
+		losing <- db.Batch(ctx, func(store.Tx) error {
+			runs.Add(1)
+			return &pgconn.PgError{Code: "40001", Message: "always loses"}
+		})
+	}()
+	within(t, 10*time.Second, "the losing call retrying alone", func() bool { return runs.Load() >= 3 })
+	start := time.Now()
+	if err := db.Batch(bg, func(tx store.Tx) error {
+		return tx.AddAuthEvent(&store.AuthEvent{ID: "beside", ProjectID: "p", CreatedAt: time.Unix(1, 0)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("a call beside the losing one took %v", d)
+	}
+	cancel()
+	if err := <-losing; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the losing call: %v, want Canceled", err)
+	}
+}
+
+// TestGroupPanicAlone: a function that panics alone on a committer
+// panics in its caller's goroutine, as in a shared transaction.
+func TestGroupPanicAlone(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	got := func() (p any) {
+		defer func() { p = recover() }()
+		db.Batch(bg, func(store.Tx) error { panic("alone") })
+		return nil
+	}()
+	if got != "alone" {
+		t.Fatalf("recovered %v, want the function's panic", got)
+	}
+}
+
+// TestGroupGoexit: a function that ends its goroutine (runtime.Goexit,
+// as t.Fatal does) inside a shared transaction, after another call of
+// the round failed and was taken out, does not take the process down:
+// every caller is answered, and later calls still commit.
+func TestGroupGoexit(t *testing.T) {
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	release := make(chan struct{})
+	held := holdCommitters(t, db, release)
+	fns := []func(store.Tx) error{
+		func(store.Tx) error { return errors.New("refuses") },
+		func(store.Tx) error { return nil },
+		func(store.Tx) error { runtime.Goexit(); return nil },
+	}
+	answers := make(chan error, len(fns))
+	for i, fn := range fns {
+		go func() { answers <- db.Batch(bg, fn) }()
+		waitPending(t, db, i+1)
+	}
+	close(release)
+	for range db.group.committers {
+		<-held
+	}
+	for range fns {
+		select {
+		case <-answers:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a caller was never answered")
+		}
+	}
+	if err := db.Batch(bg, func(tx store.Tx) error {
+		return tx.AddAuthEvent(&store.AuthEvent{ID: "after", ProjectID: "p", CreatedAt: time.Unix(1, 0)})
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

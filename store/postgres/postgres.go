@@ -26,6 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"latchkey/store"
@@ -108,6 +109,14 @@ func connect(ctx context.Context, dsn string, opt store.Options) (*pgxpool.Pool,
 	if opt.ObserveRoundTrip != nil {
 		cfg.ConnConfig.Tracer = roundTrips(opt.ObserveRoundTrip)
 	}
+	// A context that ends mid-statement cancels the statement on the
+	// server (PostgreSQL answers 57014 and the transaction rolls back)
+	// rather than breaking the connection, which would leave a COMMIT's
+	// outcome unknown; the connection is dropped only if the server does
+	// not answer within 3 s.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 3 * time.Second}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -167,12 +176,19 @@ func (db *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 // run runs fn in a transaction with opts, retrying serialization
 // failures and deadlocks with a jittered backoff.
 func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
+	return db.retry(ctx, func() error { return db.once(ctx, opts, fn) })
+}
+
+// retry runs attempt, and again after a serialization failure or a
+// deadlock, waiting a jittered backoff of 1 ms doubling to 100 ms
+// between attempts, for up to retryFor or until ctx ends.
+func (db *DB) retry(ctx context.Context, attempt func() error) error {
 	if err := db.ready(ctx); err != nil {
 		return err
 	}
 	start, backoff := time.Now(), time.Millisecond
 	for {
-		err := db.once(ctx, opts, fn)
+		err := attempt()
 		if err == nil || !retryable(err) || time.Since(start) >= retryFor {
 			return err
 		}
