@@ -40,8 +40,9 @@ type group struct {
 	gate sync.RWMutex
 }
 
-// batchCall is one Batch call: its function, its caller's context (for
-// a call that runs alone) and where its answer goes.
+// batchCall is one Batch call: its function, its caller's context (the
+// transaction's when it runs alone; a shared transaction ends with any
+// of its callers', roundContext) and where its answer goes.
 type batchCall struct {
 	ctx  context.Context
 	fn   func(store.Tx) error
@@ -172,12 +173,13 @@ func (db *DB) commitPending() {
 	}
 }
 
-// commit runs calls in one transaction and answers each. A call alone
-// runs as Update with its caller's context. Of several, a failing
+// commit runs calls in one transaction and answers each. A call whose
+// caller's context has ended is answered with its error and not run; a
+// call alone runs with its caller's context. Of several, a failing
 // function is taken out and told to run alone, and the rest run again
-// without it; when the commit itself fails for a reason other than the
-// database being unreachable (a queued write's error, which may be any
-// function's), each is told to run alone.
+// without it; when the commit itself fails (a queued write's error,
+// which may be any function's), each is told to run alone, unless it is
+// unknown whether it committed (then each gets the error).
 func (db *DB) commit(calls []*batchCall) {
 	// A copy: the round's list stays whole for commitPending.
 	calls = slices.Clone(calls)

@@ -18,11 +18,12 @@ import (
 // The group commit of Batch calls (batch.go).
 
 // holdCommitters starts one Batch call per committer, each held inside
-// its function until release is closed, and returns their answers.
-func holdCommitters(t *testing.T, db *DB, release chan struct{}) <-chan error {
+// its function, and returns the function that lets them go and checks
+// that they committed.
+func holdCommitters(t *testing.T, db *DB) (release func()) {
 	t.Helper()
 	n := db.group.committers
-	held, answers := make(chan struct{}), make(chan error, n)
+	held, let, answers := make(chan struct{}), make(chan struct{}), make(chan error, n)
 	for range n {
 		first := true
 		go func() {
@@ -30,14 +31,29 @@ func holdCommitters(t *testing.T, db *DB, release chan struct{}) <-chan error {
 				if first { // a function may run twice: hold only the first run
 					first = false
 					held <- struct{}{}
-					<-release
+					<-let
 				}
 				return nil
 			})
 		}()
 		<-held
 	}
-	return answers
+	return func() {
+		t.Helper()
+		close(let)
+		for range n {
+			if err := <-answers; err != nil {
+				t.Fatalf("a held call: %v", err)
+			}
+		}
+	}
+}
+
+// addEvent returns a Batch function adding an event of project "p".
+func addEvent(id string, at int64) func(store.Tx) error {
+	return func(tx store.Tx) error {
+		return tx.AddAuthEvent(&store.AuthEvent{ID: id, ProjectID: "p", CreatedAt: time.Unix(at, 0)})
+	}
 }
 
 // waitPending waits (polling, for at most 10 s) until n Batch calls wait
@@ -60,8 +76,7 @@ func TestGroupShares(t *testing.T) {
 	if db.group.committers != 3 {
 		t.Fatalf("committers of the default pool (4 connections): %d, want 3", db.group.committers)
 	}
-	release := make(chan struct{})
-	held := holdCommitters(t, db, release)
+	release := holdCommitters(t, db)
 
 	txids := make([]int64, maxBatch)
 	errs := make([]error, maxBatch)
@@ -82,7 +97,7 @@ func TestGroupShares(t *testing.T) {
 				case 5:
 					panic("call 5 panics")
 				}
-				if err := tx.AddAuthEvent(&store.AuthEvent{ID: fmt.Sprintf("ev%d", i), ProjectID: "p", CreatedAt: time.Unix(int64(i), 0)}); err != nil {
+				if err := addEvent(fmt.Sprintf("ev%d", i), int64(i))(tx); err != nil {
 					return err
 				}
 				return tx.(*txn).one(`SELECT txid_current()`, nil, &txids[i])
@@ -90,13 +105,8 @@ func TestGroupShares(t *testing.T) {
 		}()
 		waitPending(t, db, i+1) // queued in order
 	}
-	close(release)
+	release()
 	wg.Wait()
-	for range db.group.committers {
-		if err := <-held; err != nil {
-			t.Fatal(err)
-		}
-	}
 	var shared int64
 	for i, err := range errs {
 		switch i {
@@ -201,13 +211,10 @@ func TestGroupConflictRunsAlone(t *testing.T) {
 // ErrClosed.
 func TestGroupClose(t *testing.T) {
 	db := openReplica(t, replicaDatabase(t), store.Options{})
-	release := make(chan struct{})
-	held := holdCommitters(t, db, release)
+	release := holdCommitters(t, db)
 	queued := make(chan error, 1)
 	go func() {
-		queued <- db.Batch(bg, func(tx store.Tx) error {
-			return tx.AddAuthEvent(&store.AuthEvent{ID: "queued", ProjectID: "p", CreatedAt: time.Unix(1, 0)})
-		})
+		queued <- db.Batch(bg, addEvent("queued", 1))
 	}()
 	waitPending(t, db, 1)
 	closed := make(chan error, 1)
@@ -220,12 +227,7 @@ func TestGroupClose(t *testing.T) {
 	if err := db.Batch(bg, func(store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Batch after Close began: %v, want ErrClosed", err)
 	}
-	close(release)
-	for range db.group.committers {
-		if err := <-held; err != nil {
-			t.Fatal(err)
-		}
-	}
+	release()
 	if err := <-queued; err != nil {
 		t.Fatalf("the call queued before Close: %v", err)
 	}
@@ -251,8 +253,7 @@ func TestGroupCallerLeaves(t *testing.T) {
 	if _, err := lock.Exec(bg, `SELECT 1 FROM throttles WHERE subject = 'locked@example.com' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	held := holdCommitters(t, db, release)
+	release := holdCommitters(t, db)
 	put := func(ctx context.Context, subject string, done chan<- error) {
 		done <- db.Batch(ctx, func(tx store.Tx) error {
 			return tx.PutThrottle("send", "p", subject, &store.Throttle{Sends: []time.Time{time.Unix(1, 0)}})
@@ -265,12 +266,7 @@ func TestGroupCallerLeaves(t *testing.T) {
 	waitPending(t, db, 1)
 	go put(bg, "free@example.com", staying)
 	waitPending(t, db, 2)
-	close(release)
-	for range db.group.committers {
-		if err := <-held; err != nil {
-			t.Fatal(err)
-		}
-	}
+	release()
 	select {
 	case err := <-leaving:
 		if !errors.Is(err, context.DeadlineExceeded) {
@@ -311,9 +307,7 @@ func TestGroupGateFreeBetweenRetries(t *testing.T) {
 	}()
 	within(t, 10*time.Second, "the losing call retrying alone", func() bool { return runs.Load() >= 3 })
 	start := time.Now()
-	if err := db.Batch(bg, func(tx store.Tx) error {
-		return tx.AddAuthEvent(&store.AuthEvent{ID: "beside", ProjectID: "p", CreatedAt: time.Unix(1, 0)})
-	}); err != nil {
+	if err := db.Batch(bg, addEvent("beside", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -345,8 +339,7 @@ func TestGroupPanicAlone(t *testing.T) {
 // every caller is answered, and later calls still commit.
 func TestGroupGoexit(t *testing.T) {
 	db := openReplica(t, replicaDatabase(t), store.Options{})
-	release := make(chan struct{})
-	held := holdCommitters(t, db, release)
+	release := holdCommitters(t, db)
 	fns := []func(store.Tx) error{
 		func(store.Tx) error { return errors.New("refuses") },
 		func(store.Tx) error { return nil },
@@ -357,10 +350,7 @@ func TestGroupGoexit(t *testing.T) {
 		go func() { answers <- db.Batch(bg, fn) }()
 		waitPending(t, db, i+1)
 	}
-	close(release)
-	for range db.group.committers {
-		<-held
-	}
+	release()
 	for range fns {
 		select {
 		case <-answers:
@@ -368,9 +358,7 @@ func TestGroupGoexit(t *testing.T) {
 			t.Fatal("a caller was never answered")
 		}
 	}
-	if err := db.Batch(bg, func(tx store.Tx) error {
-		return tx.AddAuthEvent(&store.AuthEvent{ID: "after", ProjectID: "p", CreatedAt: time.Unix(1, 0)})
-	}); err != nil {
+	if err := db.Batch(bg, addEvent("after", 1)); err != nil {
 		t.Fatal(err)
 	}
 }
