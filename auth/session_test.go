@@ -10,14 +10,16 @@ import (
 	"latchkey/store/storetest"
 )
 
-// TestTokenCacheDroppedWithSession: a verified token is cached; once its
-// session row is gone (logout here; deletion and disabling delete the
-// rows the same way) the next check fails and evicts it.
+// TestTokenCacheDroppedWithSession: a token is cached when it is signed
+// and again when it is verified; once its session row is gone (logout
+// here; deletion and disabling delete the rows the same way) the next
+// check fails and evicts it.
 func TestTokenCacheDroppedWithSession(t *testing.T) {
 	s, l := signedIn(t, Config{})
-	if s.tokens.cached(l.Token) {
-		t.Fatal("cached before first use")
+	if !s.tokens.cached(l.Token) {
+		t.Fatal("not cached when signed")
 	}
+	s.tokens.drop(l.Token)
 	pr, err := s.AuthenticateSession(ctx, "Bearer "+l.Token)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +35,27 @@ func TestTokenCacheDroppedWithSession(t *testing.T) {
 	}
 	if s.tokens.cached(l.Token) {
 		t.Fatal("dead token still cached")
+	}
+}
+
+// TestTokenCachedWhenSigned: the principal remembered when a token is
+// signed is the one its verification gives, so a first check served from
+// the cache answers as a verified one would.
+func TestTokenCachedWhenSigned(t *testing.T) {
+	s, l := signedIn(t, Config{})
+	signed, ok := s.tokens.get(l.Token)
+	if !ok {
+		t.Fatal("not cached when signed")
+	}
+	s.tokens.drop(l.Token)
+	verified, err := s.AuthenticateSession(ctx, "Bearer "+l.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Principal{SessionID: l.Session.ID, UserID: l.User.ID, ProjectID: l.project.ID,
+		IssuedAt: l.Session.IssuedAt.Unix(), ExpiresAt: l.Session.ExpiresAt.Unix()}
+	if signed != *verified || signed != want {
+		t.Fatalf("cached when signed %+v, verified %+v, want %+v", signed, *verified, want)
 	}
 }
 
