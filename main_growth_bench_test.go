@@ -325,31 +325,51 @@ func (l *latencies) summary() string {
 	return fmt.Sprintf("n %d, p50 %s, p99 %s, p99.9 %s, max %s", len(d), r(q(.5)), r(q(.99)), r(q(.999)), r(d[len(d)-1]))
 }
 
+// stallCommit is how long a commit must take to count as a stall of the
+// disk: commits take about 1 ms and their p99.9 about 10 ms under the
+// login load, and no wait for a CPU comes near this.
+const stallCommit = 100 * time.Millisecond
+
 // slowCommits notes the commits that took over 20 ms, with the file's
-// size then.
+// size then, and when the stalls (stallCommit or more) were.
 type slowCommits struct {
-	mu   sync.Mutex
-	list []string
+	mu     sync.Mutex
+	list   []string
+	stalls []interval
 }
 
 func (s *slowCommits) add(d time.Duration, db store.DB) {
 	if d < 20*time.Millisecond {
 		return
 	}
-	at := time.Now().Format("15:04:05.000")
+	now := time.Now()
 	size := int64(-1)
 	if db != nil {
 		size = db.(store.File).Space().FileSize >> 20
 	}
 	s.mu.Lock()
-	s.list = append(s.list, fmt.Sprintf("%v at %s (file %d MB)", d.Round(time.Millisecond), at, size))
+	s.list = append(s.list, fmt.Sprintf("%v at %s (file %d MB)", d.Round(time.Millisecond), now.Format("15:04:05.000"), size))
+	if d >= stallCommit {
+		s.stalls = append(s.stalls, interval{now.Add(-d), now})
+	}
 	s.mu.Unlock()
 }
 
 func (s *slowCommits) reset() {
 	s.mu.Lock()
-	s.list = nil
+	s.list, s.stalls = nil, nil
 	s.mu.Unlock()
+}
+
+// stalled reports writes split by whether they overlapped a stall of the
+// disk: the disk, not latchkey, decides the first group.
+func (s *slowCommits) stalled(writes *timedWrites) {
+	s.mu.Lock()
+	stalls := slices.Clone(s.stalls)
+	s.mu.Unlock()
+	during, outside := writes.split(stalls)
+	report("  store writes that overlapped one of %d commits of %v or more (stalls of the disk): %s", len(stalls), stallCommit, during.summary())
+	report("  store writes that overlapped none: %s", outside.summary())
 }
 
 func (s *slowCommits) String() string {
@@ -554,11 +574,13 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	report("  store writes while none ran: %s", outside.summary())
 	report("  file growth per login (not compacted): %.0f bytes of file, %.0f bytes of pages in use",
 		float64(after.FileSize-before.FileSize)/float64(n), float64(after.InUse()-before.InUse())/float64(n))
+	slow.stalled(&writes)
 	pages(b, call, base, meta, "after the load")
 	commits.reset()
 	slow.reset()
 	serviceLoad(b, m, box, meta, d, &batch, &answered, &writes, &logs)
 	report("  commits (pages and fsync): %s; over 20 ms: %s", commits.summary(), slow.String())
+	slow.stalled(&writes)
 }
 
 // serviceLoad is the login load without HTTP: 64 goroutines call the
