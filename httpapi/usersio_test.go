@@ -411,3 +411,44 @@ func TestImportOverLimit(t *testing.T) {
 		t.Fatalf("%d users, want %d", len(users), committed)
 	}
 }
+
+// TestImportCutShort: a client that announces a length and stops
+// sending before it (here: half-closes the connection) gets 400
+// VALIDATION_ERROR with the envelope and no report, not a 500. What was
+// committed before stays: the full chunk of ImportChunk lines, not the
+// lines read after it.
+func TestImportCutShort(t *testing.T) {
+	ts := newTestServer(t)
+	var body strings.Builder
+	sent := auth.ImportChunk + auth.ImportChunk/5
+	for i := range sent {
+		fmt.Fprintf(&body, `{"email":"cut%05d@example.com"}`+"\n", i+1)
+	}
+	host := strings.TrimPrefix(ts.URL, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/admin/projects/%s/users/import HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", ts.Project.ID, host, testAdminToken, body.Len()+1000, body.String())
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	var env map[string]any
+	if err := json.Unmarshal(raw, &env); err != nil || res.StatusCode != http.StatusBadRequest ||
+		env["code"] != "VALIDATION_ERROR" || env["success"] != false || env["created"] != nil ||
+		!strings.HasPrefix(env["error"].(string), "Import body ended before its end") {
+		t.Fatalf("import cut short: %d %s", res.StatusCode, raw)
+	}
+	users, _ := ts.exportUsers(ts.Project.ID)
+	if len(users) != auth.ImportChunk {
+		t.Fatalf("%d users after the cut import, want the %d of the committed chunk (of %d lines sent)", len(users), auth.ImportChunk, sent)
+	}
+}
