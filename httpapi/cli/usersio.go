@@ -42,15 +42,19 @@ var userExport = &command{
 	},
 }
 
+// maxImportBytes is the server's limit on an import body
+// (httpapi.MaxImportBytes; a test checks they agree).
+const maxImportBytes = 64 << 20
+
 var userImport = &command{
 	name:    "user import",
 	args:    []string{"FILE"},
 	summary: "create or update a project's users from JSON lines",
 	help: "Send FILE (JSON lines, one user each: {email, externalUserId?, firstName?, companyId?, emailVerified?, createdAt?};\n" +
-		"at most 64 MiB; - reads standard input) to the project and print the report. Idempotent on email:\n" +
-		"a user that has the line's address is updated, so a file may be imported again. A bad line is\n" +
-		"rejected alone; the report lists it with its line number (the first 1,000 rejected lines, and the\n" +
-		"count of all). Exit 1 when any line was rejected.",
+		"at most 64 MiB: a larger file is refused before it is sent; - reads standard input) to the project\n" +
+		"and print the report. Idempotent on email: a user that has the line's address is updated, so a file\n" +
+		"may be imported again. A bad line is rejected alone; the report lists it with its line number (the\n" +
+		"first 1,000 rejected lines, and the count of all). Exit 1 when any line was rejected.",
 	flags: func(fs *flag.FlagSet) action {
 		projectID := fs.String("project", "", "project `ID` (required)")
 		return func(ctx context.Context, c *call) error {
@@ -64,6 +68,11 @@ var userImport = &command{
 					return err
 				}
 				defer f.Close()
+				// A file over the server's limit is refused here, before
+				// any of it is sent (and so before any chunk commits).
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > maxImportBytes {
+					return fmt.Errorf("%s is %.1f MiB; an import takes at most 64 MiB: split it (split -l 500000 %s part-) and import each part", name, float64(fi.Size())/(1<<20), name)
+				}
 				in = f
 			}
 			res, err := c.api.stream(ctx, "POST", "/api/v1/admin/projects/"+url.PathEscape(*projectID)+"/users/import", "application/x-ndjson", in)

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"latchkey/httpapi"
+	"latchkey/httpapi/cli"
 )
 
 // TestUserExportImport: `user export` writes JSON lines that `user
@@ -61,6 +64,24 @@ not json
 	r = ts.cli("user", "export", "--project", "nope")
 	if r.Code != 1 || !strings.Contains(r.Stderr, "PROJECT_NOT_FOUND") {
 		t.Fatalf("export of an unknown project: exit %d stderr %q", r.Code, r.Stderr)
+	}
+	// A file over the server's limit is refused before anything is sent.
+	if cli.MaxImportBytes != httpapi.MaxImportBytes {
+		t.Fatalf("the CLI's limit %d is not the server's %d", cli.MaxImportBytes, httpapi.MaxImportBytes)
+	}
+	big := filepath.Join(dir, "big.jsonl")
+	if err := os.WriteFile(big, []byte(`{"email":"big@example.com"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, httpapi.MaxImportBytes+1); err != nil { // sparse
+		t.Fatal(err)
+	}
+	r = ts.cli("user", "import", "--project", other, big)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "is 64.0 MiB; an import takes at most 64 MiB: split it") {
+		t.Fatalf("import of a file over the limit: exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+	if out := ts.ok("user", "export", "--project", other); strings.Contains(out, "big@example.com") {
+		t.Fatalf("a line of the refused file was imported:\n%s", out)
 	}
 	if r := ts.cli("user", "import", "--project", ts.Project.ID); r.Code != 2 {
 		t.Fatalf("import without FILE: exit %d", r.Code)
