@@ -390,22 +390,9 @@ func TestImportOverLimit(t *testing.T) {
 	}
 
 	// A declared length over the limit: refused on the headers alone.
-	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /api/v1/admin/projects/%s/users/import HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", ts.Project.ID, strings.TrimPrefix(ts.URL, "http://"), testAdminToken, httpapi.MaxImportBytes+1)
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(res.Body)
-	var env map[string]any
-	if err := json.Unmarshal(raw, &env); err != nil || res.StatusCode != http.StatusRequestEntityTooLarge || env["code"] != "PAYLOAD_TOO_LARGE" || env["success"] != false {
-		t.Fatalf("Content-Length over the limit: %d %s", res.StatusCode, raw)
+	status, env, raw := rawImport(t, ts, httpapi.MaxImportBytes+1, "")
+	if status != http.StatusRequestEntityTooLarge || env["code"] != "PAYLOAD_TOO_LARGE" || env["success"] != false {
+		t.Fatalf("Content-Length over the limit: %d %s", status, raw)
 	}
 	if users, _ := ts.exportUsers(ts.Project.ID); len(users) != committed {
 		t.Fatalf("%d users, want %d", len(users), committed)
@@ -424,6 +411,22 @@ func TestImportCutShort(t *testing.T) {
 	for i := range sent {
 		fmt.Fprintf(&body, `{"email":"cut%05d@example.com"}`+"\n", i+1)
 	}
+	status, env, raw := rawImport(t, ts, body.Len()+1000, body.String())
+	if msg, _ := env["error"].(string); status != http.StatusBadRequest || env["code"] != "VALIDATION_ERROR" ||
+		env["success"] != false || env["created"] != nil || !strings.HasPrefix(msg, "Import body ended before its end") {
+		t.Fatalf("import cut short: %d %s", status, raw)
+	}
+	users, _ := ts.exportUsers(ts.Project.ID)
+	if len(users) != auth.ImportChunk {
+		t.Fatalf("%d users after the cut import, want the %d of the committed chunk (of %d lines sent)", len(users), auth.ImportChunk, sent)
+	}
+}
+
+// rawImport sends an import request by hand on its own connection,
+// announcing length bytes of body but sending only body, then closes its
+// side for writing; it returns the answer's status and JSON envelope.
+func rawImport(t *testing.T, ts *testServer, length int, body string) (int, map[string]any, []byte) {
+	t.Helper()
 	host := strings.TrimPrefix(ts.URL, "http://")
 	conn, err := net.Dial("tcp", host)
 	if err != nil {
@@ -431,7 +434,7 @@ func TestImportCutShort(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /api/v1/admin/projects/%s/users/import HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", ts.Project.ID, host, testAdminToken, body.Len()+1000, body.String())
+		"Content-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", ts.Project.ID, host, testAdminToken, length, body)
 	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
@@ -442,13 +445,8 @@ func TestImportCutShort(t *testing.T) {
 	}
 	raw, _ := io.ReadAll(res.Body)
 	var env map[string]any
-	if err := json.Unmarshal(raw, &env); err != nil || res.StatusCode != http.StatusBadRequest ||
-		env["code"] != "VALIDATION_ERROR" || env["success"] != false || env["created"] != nil ||
-		!strings.HasPrefix(env["error"].(string), "Import body ended before its end") {
-		t.Fatalf("import cut short: %d %s", res.StatusCode, raw)
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("answer %d is not JSON: %s", res.StatusCode, raw)
 	}
-	users, _ := ts.exportUsers(ts.Project.ID)
-	if len(users) != auth.ImportChunk {
-		t.Fatalf("%d users after the cut import, want the %d of the committed chunk (of %d lines sent)", len(users), auth.ImportChunk, sent)
-	}
+	return res.StatusCode, env, raw
 }
