@@ -233,8 +233,13 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 	}
 	var created, updated int
 	var rejected []ImportRejected
+	emails := make([]string, len(chunk))
+	for i, in := range chunk {
+		emails[i] = in.email
+	}
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		created, updated, rejected = 0, 0, nil // the function may run again
+		tx.PrefetchUsers(projectID, emails)    // read with the project
 		if _, err := projectTx(tx, projectID); err != nil {
 			return err
 		}

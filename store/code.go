@@ -73,6 +73,9 @@ func (tx boltTx) PrefetchCode(kind, projectID, subject string) {}
 // PrefetchThrottle does nothing: a read costs no round trip here.
 func (tx boltTx) PrefetchThrottle(kind, projectID, subject string) {}
 
+// PrefetchUsers does nothing: a read costs no round trip here.
+func (tx boltTx) PrefetchUsers(projectID string, emails []string) {}
+
 // PutThrottle stores the history (deleting it when empty).
 func (tx boltTx) PutThrottle(kind, projectID, subject string, t *Throttle) error {
 	x, key := &expiries[ExpiringCodes], throttleKey(kind, projectID, subject)

@@ -191,6 +191,10 @@ type Tx interface {
 	// next statement. What Code and Throttle answer does not change.
 	PrefetchCode(kind, projectID, subject string)
 	PrefetchThrottle(kind, projectID, subject string)
+	// PrefetchUsers says the same of UserByEmail for each of emails
+	// (an import's chunk): they are read together, with the next
+	// statement. What UserByEmail answers does not change.
+	PrefetchUsers(projectID string, emails []string)
 
 	// Magic links and remembered devices.
 

@@ -233,7 +233,7 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	start := time.Now()
 	// The queued writes go with COMMIT (txn.later), the feed's rows
 	// among them; reads asked for and not made are not.
-	t.ahead = nil
+	t.ahead, t.aheadUsers = nil, nil
 	t.writeFeed()
 	if t.err != nil {
 		// A statement failed for a conflict the function did not report

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -234,5 +235,131 @@ func TestQueuedConflictUnderIgnoredRead(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("Update: %v (runs %d), want nil after a rerun", err, runs)
+	}
+}
+
+// TestPrefetchUsers: an import's chunk reads its users with one
+// statement (PrefetchUsers) and writes them with the commit, new ones
+// and updated ones keeping their external id alike: two round trips for
+// the chunk. Writing a user drops only the answers the write can change:
+// the address it takes and any it leaves.
+func TestPrefetchUsers(t *testing.T) {
+	tr := openTraced(t)
+	ctx := context.Background()
+	now := time.Unix(1_800_000_000, 0).UTC()
+	if err := tr.db.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutUser(&store.User{ID: "ua", ProjectID: "p", Email: "a@example.com", ExternalUserID: "x", CreatedAt: now, UpdatedAt: now}); err != nil {
+			return err
+		}
+		return tx.PutUser(&store.User{ID: "ub", ProjectID: "p", Email: "b@example.com", CreatedAt: now, UpdatedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	chunk := func(run int) error {
+		emails := []string{"a@example.com", "b@example.com"}
+		for i := range 20 {
+			emails = append(emails, fmt.Sprintf("new%d-%d@example.com", run, i))
+		}
+		return tr.db.Update(ctx, func(tx store.Tx) error {
+			tx.PrefetchUsers("p", emails)
+			for _, e := range emails {
+				u, err := tx.UserByEmail("p", e)
+				if errors.Is(err, store.ErrNotFound) {
+					u = &store.User{ID: "n-" + e, ProjectID: "p", Email: e, CreatedAt: now}
+				} else if err != nil {
+					return err
+				}
+				u.FirstName, u.UpdatedAt = fmt.Sprint("run ", run), now
+				if err := tx.PutUser(u); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	for run := range 3 { // the first run prepares the statements
+		before := tr.trips.Load()
+		if err := chunk(run); err != nil {
+			t.Fatal(err)
+		}
+		trips := tr.trips.Load() - before
+		t.Logf("run %d: %d round trips", run, trips)
+		if run > 0 && trips != 2 {
+			t.Errorf("run %d: %d round trips for a chunk of 22 users, want 2 (BEGIN with the reads, COMMIT with the writes)", run, trips)
+		}
+	}
+	err := tr.db.Update(ctx, func(tx store.Tx) error {
+		tx.PrefetchUsers("p", []string{"a@example.com", "b@example.com", "c@example.com", "new2-0@example.com"})
+		a, err := tx.UserByEmail("p", "a@example.com")
+		if err != nil || a.ID != "ua" || a.ExternalUserID != "x" || a.FirstName != "run 2" {
+			t.Fatalf("a after the chunks: %+v %v", a, err)
+		}
+		if u, err := tx.UserByEmail("p", "new2-0@example.com"); err != nil || u.ID != "n-new2-0@example.com" || u.FirstName != "run 2" {
+			t.Fatalf("a new user of the last chunk: %+v %v", u, err)
+		}
+		// a leaves its address: the answer for it goes, b's stays.
+		a.Email = "a2@example.com"
+		if err := tx.PutUser(a); err != nil {
+			return err
+		}
+		if _, err := tx.UserByEmail("p", "a@example.com"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the address a left: %v", err)
+		}
+		if u, err := tx.UserByEmail("p", "a2@example.com"); err != nil || u.ID != "ua" {
+			t.Errorf("a's new address: %+v %v", u, err)
+		}
+		// b may not take a's external id, nor c b's address.
+		b, err := tx.UserByEmail("p", "b@example.com")
+		if err != nil || b.ID != "ub" {
+			t.Fatalf("b: %+v %v", b, err)
+		}
+		b.ExternalUserID = "x"
+		if err := tx.PutUser(b); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("b taking a's external id: %v, want ErrConflict", err)
+		}
+		if _, err := tx.UserByEmail("p", "c@example.com"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("c: %v", err)
+		}
+		if err := tx.PutUser(&store.User{ID: "uc", ProjectID: "p", Email: "b@example.com", CreatedAt: now, UpdatedAt: now}); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("a new user at b's address: %v, want ErrConflict", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Users asked for ahead, then written or deleted by a statement of
+	// its own before any other: the answers are of the table after it.
+	err = tr.db.Update(ctx, func(tx store.Tx) error {
+		tx.PrefetchUsers("p", []string{"d@example.com"})
+		if err := tx.PutUser(&store.User{ID: "ud", ProjectID: "p", Email: "d@example.com", ExternalUserID: "z", CreatedAt: now, UpdatedAt: now}); err != nil {
+			return err
+		}
+		if u, err := tx.UserByEmail("p", "d@example.com"); err != nil || u.ID != "ud" {
+			t.Errorf("the user written after its address was asked for: %+v %v", u, err)
+		}
+		tx.PrefetchUsers("p", []string{"b@example.com"})
+		if err := tx.DeleteUser(&store.User{ID: "ub", ProjectID: "p", Email: "b@example.com"}); err != nil {
+			return err
+		}
+		if u, err := tx.UserByEmail("p", "b@example.com"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the user deleted after its address was asked for: %+v %v", u, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.db.View(ctx, func(tx store.Tx) error {
+		users, _, err := tx.Users("p", "", "", 1000)
+		if err != nil || len(users) != 2+3*20 { // d in, b out
+			t.Errorf("%d users, want %d: %v", len(users), 2+3*20, err)
+		}
+		if _, err := tx.User("ub"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("b after its deletion: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -89,7 +89,7 @@ func (tx *txn) Projects() ([]*store.Project, error) {
 // users' factors (deleteUserFactors), what the other domains' helpers take,
 // and one for the users, their sessions, the devices and the keys.
 func (tx *txn) DeleteProject(id string) (detached []string, err error) {
-	tx.byEmail = nil
+	tx.forgetUsers()
 	tx.changedTemplates(id)
 	if !validText(id) {
 		return nil, store.ErrNotFound

@@ -38,14 +38,18 @@ type txn struct {
 	after   []func(pgx.BatchResults) error
 
 	// byEmail holds the users this transaction read by address (nil
-	// for none there), until it writes a user: a sign-in reads its user
-	// more than once, and the snapshot cannot change in between.
+	// for none there): a sign-in reads its user more than once, and the
+	// snapshot cannot change in between. Writing a user drops what the
+	// write can change (forgetUser); deleting users drops it all.
 	byEmail map[[2]string]*store.User
 	// ahead: the reads PrefetchCode and PrefetchThrottle asked for, sent
 	// with the next statement; fetched: their answers (nil for none)
 	// until the transaction writes their keys (prefetch.go).
 	ahead   []rowKey
 	fetched map[rowKey]any
+	// aheadUsers: the addresses PrefetchUsers asked for, read with the
+	// next statement into byEmail.
+	aheadUsers []usersAhead
 
 	// templateGen is the template cache's count of drops as the
 	// transaction began (templates.go).
@@ -133,7 +137,7 @@ func (tx *txn) flush() error {
 
 // exec runs a statement that returns no rows.
 func (tx *txn) exec(sql string, args ...any) (pgconn.CommandTag, error) {
-	if tx.pending == nil && len(tx.ahead) == 0 {
+	if tx.pending == nil && !tx.readsAhead() {
 		tag, err := tx.ptx.Exec(tx.ctx, sql, args...)
 		return tag, tx.note(unavailable(err))
 	}
@@ -145,7 +149,7 @@ func (tx *txn) exec(sql string, args ...any) (pgconn.CommandTag, error) {
 
 // query runs a statement that returns rows.
 func (tx *txn) query(sql string, args ...any) (pgx.Rows, error) {
-	if tx.pending == nil && len(tx.ahead) == 0 {
+	if tx.pending == nil && !tx.readsAhead() {
 		rows, err := tx.ptx.Query(tx.ctx, sql, args...)
 		return rows, tx.note(unavailable(err))
 	}
@@ -164,7 +168,7 @@ func (tx *txn) query(sql string, args ...any) (pgx.Rows, error) {
 
 // row runs a statement that returns at most one row.
 func (tx *txn) row(sql string, args ...any) pgx.Row {
-	if tx.pending == nil && len(tx.ahead) == 0 {
+	if tx.pending == nil && !tx.readsAhead() {
 		return tx.ptx.QueryRow(tx.ctx, sql, args...)
 	}
 	br, err := tx.send(sql, args)

@@ -86,11 +86,39 @@ func concurrentlyTaken(err error) error {
 	return &pgconn.PgError{Code: "40001", Message: "a concurrent transaction took the user's address or external id: " + err.Error()}
 }
 
-// readNoUser reports whether this transaction read, since it last wrote
-// a user, that projectID has no user with email.
-func (tx *txn) readNoUser(projectID, email string) bool {
-	u, ok := tx.byEmail[[2]string{projectID, email}]
-	return ok && u == nil
+// proven reports whether what this transaction read by address shows
+// that PutUser's check for u could find nothing: no user has u's Email
+// and u has no ExternalUserID, or u itself has that Email and u keeps
+// the ExternalUserID it was read with (or has none). The unique
+// constraints then leave no other user holding either.
+func (tx *txn) proven(u *store.User) bool {
+	got, ok := tx.byEmail[[2]string{u.ProjectID, u.Email}]
+	switch {
+	case !ok:
+		return false
+	case got == nil:
+		return u.ExternalUserID == ""
+	}
+	return got.ID == u.ID && (u.ExternalUserID == "" || u.ExternalUserID == got.ExternalUserID)
+}
+
+// forgetUsers drops every user read by address, and those asked for
+// ahead (which would go before the next statement and answer for the
+// table as it was): a statement deletes users.
+func (tx *txn) forgetUsers() {
+	tx.byEmail, tx.aheadUsers = nil, nil
+}
+
+// forgetUser drops what this transaction read by address that writing u
+// can change: u's Email, and every address it read u at (an address u
+// leaves). The other answers stay true.
+func (tx *txn) forgetUser(u *store.User) {
+	delete(tx.byEmail, [2]string{u.ProjectID, u.Email})
+	for k, v := range tx.byEmail {
+		if v != nil && v.ID == u.ID {
+			delete(tx.byEmail, k)
+		}
+	}
 }
 
 // copyUser returns a copy of u that shares nothing with it.
@@ -123,16 +151,21 @@ func (tx *txn) UserByExternalID(projectID, ext string) (*store.User, error) {
 // but name, and retried as one; the rerun sees the other user and
 // answers ErrConflict.
 //
-// When this transaction has read that no user has u's Email (and u has no
-// ExternalUserID), the check could find nothing: the upsert is then
-// queued with the transaction's other writes (txn.later), and a unique
+// When what this transaction read by address shows the check could find
+// nothing (proven: a new address without an external id, or the user
+// read at its address keeping its external id), the upsert is queued
+// with the transaction's other writes (txn.later), and a unique
 // violation at the commit is a concurrent transaction's doing, retried
-// as above. A sign-up's user costs no round trip of its own.
+// as above. A sign-up's user costs no round trip of its own, nor does
+// each line of an import's chunk (PrefetchUsers).
 func (tx *txn) PutUser(u *store.User) error {
-	proven := u.ExternalUserID == "" && tx.readNoUser(u.ProjectID, u.Email)
-	tx.byEmail = nil
+	proven := tx.proven(u)
+	tx.forgetUser(u)
 	args := []any{u.ID, u.ProjectID, u.Email, nil, u.FirstName, u.CompanyID,
 		u.Disabled, u.EmailVerified, timeArg(u.CreatedAt), timeArg(u.UpdatedAt)}
+	if u.ExternalUserID != "" {
+		args[3] = u.ExternalUserID
+	}
 	if proven {
 		tx.queue(sqlUpsertUser, args, func(br pgx.BatchResults) error {
 			_, err := br.Exec()
@@ -143,9 +176,9 @@ func (tx *txn) PutUser(u *store.User) error {
 		})
 		return tx.changed(store.ChangeUser, u.ID)
 	}
-	if u.ExternalUserID != "" {
-		args[3] = u.ExternalUserID
-	}
+	// Users read ahead would go before this statement and answer for
+	// the table as it was: drop them (UserByEmail reads for itself).
+	tx.aheadUsers = nil
 	var taken bool
 	err := tx.one(`WITH taken AS (
 			SELECT 1 FROM users
@@ -180,7 +213,7 @@ func (tx *txn) PutUser(u *store.User) error {
 // DeleteUser removes the user u.ID with its sessions, and its factors,
 // backup codes and passkeys (deleteUserFactors).
 func (tx *txn) DeleteUser(u *store.User) error {
-	tx.byEmail = nil
+	tx.forgetUsers()
 	if !validText(u.ID) {
 		return nil
 	}
