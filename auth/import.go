@@ -169,6 +169,10 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 	return line, false, nil
 }
 
+// ErrImportCutShort answers an import whose data ended before its end
+// (the client stopped sending): the client's doing, not the server's.
+var ErrImportCutShort = ErrValidation.With("Import body ended before its end: the chunks committed before stay; send the whole file again (imports are idempotent).")
+
 // ImportUsers creates or updates projectID's users from r, JSON lines
 // (decisions.md §18), and reports what it did. It is idempotent on the
 // address: a line whose email a user of the project already has updates
@@ -179,7 +183,10 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 // at a time and commits every ImportChunk lines in a transaction of their
 // own: what committed stays when a later chunk, or reading r, fails (the
 // error is then returned with the lines done: import again, it is
-// idempotent). Errors: 404 PROJECT_NOT_FOUND; r's error as it is.
+// idempotent). Errors: 404 PROJECT_NOT_FOUND; 400 VALIDATION_ERROR
+// (ErrImportCutShort) when r ends inside its data
+// (io.ErrUnexpectedEOF: a body shorter than its announced length); r's
+// other errors as they are.
 func (s *Service) ImportUsers(ctx context.Context, projectID string, r io.Reader) (*ImportReport, error) {
 	if err := s.db.View(ctx, func(tx store.Tx) error {
 		_, err := projectTx(tx, projectID)
@@ -195,6 +202,8 @@ func (s *Service) ImportUsers(ctx context.Context, projectID string, r io.Reader
 		line, tooLong, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			break
+		} else if errors.Is(err, io.ErrUnexpectedEOF) {
+			return rep, ErrImportCutShort
 		} else if err != nil {
 			return rep, err
 		}

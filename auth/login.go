@@ -74,7 +74,7 @@ func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, metho
 // finish signs the login's JWT and remembers it as verified; call after
 // the transaction committed.
 func (s *Service) finish(l *Login) (*Login, error) {
-	tok, err := s.signSession(l.project, l.Session)
+	tok, pr, err := s.signSession(l.project, l.Session)
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -82,8 +82,7 @@ func (s *Service) finish(l *Login) (*Login, error) {
 	// The token was just signed here, so its signature needs no check:
 	// the first session check (most apps make one at once) skips the
 	// ES256 verification, a fifth of a sign-in's CPU under load.
-	s.tokens.put(tok, Principal{SessionID: l.Session.ID, UserID: l.Session.UserID, ProjectID: l.project.ID,
-		IssuedAt: l.Session.IssuedAt.Unix(), ExpiresAt: l.Session.ExpiresAt.Unix()})
+	s.tokens.put(tok, pr)
 	return l, nil
 }
 

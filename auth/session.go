@@ -36,6 +36,11 @@ func (c *claims) GetIssuer() (string, error)              { return c.Iss, nil }
 func (c *claims) GetSubject() (string, error)             { return c.Sub, nil }
 func (c *claims) GetAudience() (jwt.ClaimStrings, error)  { return jwt.ClaimStrings{c.Aud}, nil }
 
+// principal is the session token the claims make.
+func (c *claims) principal() Principal {
+	return Principal{SessionID: c.Sid, UserID: c.Sub, ProjectID: c.Aud, IssuedAt: c.Iat, ExpiresAt: c.Exp}
+}
+
 // Principal is a verified session token.
 type Principal struct {
 	SessionID string
@@ -83,18 +88,21 @@ func (s *Service) newSession(p *store.Project, u *store.User, method string) *st
 		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second)}
 }
 
-// signSession returns the ES256 JWT for a session.
-func (s *Service) signSession(p *store.Project, sess *store.Session) (string, error) {
+// signSession returns the ES256 JWT for a session, and the Principal
+// its verification gives.
+func (s *Service) signSession(p *store.Project, sess *store.Session) (string, Principal, error) {
 	sg, err := s.signerFor(p)
 	if err != nil {
-		return "", err
+		return "", Principal{}, err
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodES256, &claims{
+	c := &claims{
 		Iss: s.baseURL, Aud: p.ID, Sub: sess.UserID, Sid: sess.ID,
 		Iat: sess.IssuedAt.Unix(), Exp: sess.ExpiresAt.Unix(),
-	})
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
 	t.Header["kid"] = sg.kid
-	return t.SignedString(sg.priv)
+	tok, err := t.SignedString(sg.priv)
+	return tok, c.principal(), err
 }
 
 // AuthenticateSession checks a bearer header as a user JWT: ES256
@@ -203,7 +211,7 @@ func (s *Service) verifyToken(ctx context.Context, tok string) (Principal, error
 	if c.Sid == "" || c.Sub == "" {
 		return Principal{}, errors.New("missing sid or sub")
 	}
-	return Principal{SessionID: c.Sid, UserID: c.Sub, ProjectID: c.Aud, IssuedAt: c.Iat, ExpiresAt: c.Exp}, nil
+	return c.principal(), nil
 }
 
 func (s *Service) publicKey(p *store.Project) (*ecdsa.PublicKey, error) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"time"
@@ -22,11 +21,6 @@ const MaxImportBytes = 64 << 20
 
 // errImportTooLarge answers an import body over MaxImportBytes.
 var errImportTooLarge = auth.ErrPayloadTooLarge.With("Import body is larger than 64 MiB: split the file.")
-
-// errImportCutShort answers an import body that ended before its
-// announced length or its last chunk: the client's doing, not the
-// server's.
-var errImportCutShort = auth.ErrValidation.With("Import body ended before its end: the chunks committed before stay; send the whole file again (imports are idempotent).")
 
 // ioDeadline is how long one import or export may read or write.
 const ioDeadline = 30 * time.Minute
@@ -47,8 +41,6 @@ func (s *Server) importUsers(w http.ResponseWriter, r *http.Request, p httproute
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return errImportTooLarge
-	} else if errors.Is(err, io.ErrUnexpectedEOF) {
-		return errImportCutShort
 	} else if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func (db *boltDB) commit(calls []*batchCall) {
 		failed := -1
 		err, storeErr := db.update(func(tx Tx) error {
 			for i, c := range calls {
-				if err := safeCall(c.fn, tx); err != nil {
+				if err := SafeCall(c.fn, tx); err != nil {
 					failed = i
 					return err
 				}
@@ -164,12 +164,18 @@ func (db *boltDB) commit(calls []*batchCall) {
 	}
 }
 
-// safeCall runs fn, turning a panic into an error so one bad call
-// cannot take the committer down.
-func safeCall(fn func(Tx) error, tx Tx) (err error) {
+// Panicked is a Batch function's panic, as SafeCall returns it, so that
+// a backend's committer can hand it to the function's caller.
+type Panicked struct{ Value any }
+
+func (p Panicked) Error() string { return fmt.Sprintf("panic in batch function: %v", p.Value) }
+
+// SafeCall runs fn, turning a panic into an error (Panicked) so that one
+// bad call cannot take a backend's committer down.
+func SafeCall(fn func(Tx) error, tx Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in batch function: %v", p)
+			err = Panicked{p}
 		}
 	}()
 	return fn(tx)

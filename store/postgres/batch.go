@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -96,9 +95,9 @@ func (db *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	if err == errSolo {
 		err = db.Update(context.WithoutCancel(ctx), fn)
 	}
-	var p panicked
+	var p store.Panicked
 	if errors.As(err, &p) {
-		panic(p.v) // in the caller's goroutine, as Update would
+		panic(p.Value) // in the caller's goroutine, as Update would
 	}
 	if db.opt.ObserveBatch != nil {
 		d := time.Since(start)
@@ -193,7 +192,7 @@ func (db *DB) commit(calls []*batchCall) {
 		err := db.gated(ctx, func(tx store.Tx) error {
 			failed = -1
 			for i, c := range calls {
-				if err := safeCall(c.fn, tx); err != nil {
+				if err := store.SafeCall(c.fn, tx); err != nil {
 					failed = i
 					return err
 				}
@@ -234,7 +233,7 @@ func (db *DB) commit(calls []*batchCall) {
 	}
 	if len(calls) == 1 {
 		c := calls[0]
-		c.done <- db.gated(c.ctx, func(tx store.Tx) error { return safeCall(c.fn, tx) })
+		c.done <- db.gated(c.ctx, func(tx store.Tx) error { return store.SafeCall(c.fn, tx) })
 	}
 }
 
@@ -304,21 +303,4 @@ func (db *DB) gated(ctx context.Context, fn func(store.Tx) error) error {
 		defer g.gate.Unlock()
 		return db.once(ctx, opts, fn)
 	})
-}
-
-// panicked is a function's panic, carried from a committer to its
-// caller, which panics with it.
-type panicked struct{ v any }
-
-func (p panicked) Error() string { return fmt.Sprintf("panic in batch function: %v", p.v) }
-
-// safeCall runs fn, turning a panic into an error (panicked) so that one
-// bad call cannot take a committer down.
-func safeCall(fn func(store.Tx) error, tx store.Tx) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = panicked{p}
-		}
-	}()
-	return fn(tx)
 }
