@@ -52,6 +52,7 @@ type sessionActivity struct {
 	counts [60]uint16 // requests per second, ring indexed by second % 60
 	total  uint32     // sum of counts
 	seen   int64      // unix second of the newest request not yet flushed; 0 when flushed
+	issued int64      // unix second the session was signed in (its token's iat); 0 if unknown
 	dirty  bool       // counts changed since the last collect
 }
 
@@ -67,12 +68,13 @@ func (a *activity) shard(id string) *activityShard {
 	return &a.shards[maphash.String(a.seed, id)%activityShards]
 }
 
-// hit counts one request of session id at unix second now against limit
-// per rolling minute and notes the session as seen. A refused request is
-// not counted; retry is then the wait in whole seconds until the oldest
-// counted request leaves the minute. The other replicas' requests count
-// too, as of the last sync.
-func (a *activity) hit(id string, now int64, limit int) (ok bool, retry int) {
+// hit counts one request of session id, signed in at unix second issued
+// (0 if unknown), at unix second now against limit per rolling minute
+// and notes the session as seen. A refused request is not counted; retry
+// is then the wait in whole seconds until the oldest counted request
+// leaves the minute. The other replicas' requests count too, as of the
+// last sync.
+func (a *activity) hit(id string, issued, now int64, limit int) (ok bool, retry int) {
 	others, othersOldest := a.share.count(id, now)
 	sh := a.shard(id)
 	sh.mu.Lock()
@@ -84,6 +86,7 @@ func (a *activity) hit(id string, now int64, limit int) (ok bool, retry int) {
 		st = &sessionActivity{newest: now}
 		sh.m[id] = st
 	}
+	st.issued = issued
 	st.advance(now)
 	if now > st.seen {
 		st.seen = now
@@ -196,15 +199,25 @@ type seenEntry struct {
 }
 
 // take returns the sessions seen since the last flush, marking them
-// flushed, and drops sessions idle for a minute.
+// flushed, and drops sessions idle for a minute. A session seen only
+// within lastSeenLag of its sign-in is marked flushed without being
+// returned: the store would not write it (TouchSession's grace), so the
+// flush need not read it. This is exact: sessions start on a whole
+// second (the token's iat), and a stored lastSeenAt is always at least
+// lastSeenLag after the sign-in, so an earlier time never replaces one.
+// A session checked only within its first minute (a sign-in, then the
+// app's check: the commonest use) costs the flush nothing.
 func (a *activity) take(now int64) []seenEntry {
 	var out []seenEntry
+	lag := int64(lastSeenLag / time.Second)
 	for i := range a.shards {
 		sh := &a.shards[i]
 		sh.mu.Lock()
 		for id, st := range sh.m {
 			if st.seen != 0 {
-				out = append(out, seenEntry{id, st.seen})
+				if st.issued == 0 || st.seen-st.issued >= lag {
+					out = append(out, seenEntry{id, st.seen})
+				}
 				st.seen = 0
 			}
 			if now-st.newest >= 60 {

@@ -3,6 +3,8 @@ package auth
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -13,12 +15,12 @@ func TestActivityRollingMinute(t *testing.T) {
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for i := 0; i < 60; i++ { // 60 at t0, 60 at t0+30
-		if ok, _ := a.hit("s", t0, DefaultSessionRateLimit); !ok {
+		if ok, _ := a.hit("s", 0, t0, DefaultSessionRateLimit); !ok {
 			t.Fatalf("request %d refused", i)
 		}
 	}
 	for i := 0; i < 60; i++ {
-		if ok, _ := a.hit("s", t0+30, DefaultSessionRateLimit); !ok {
+		if ok, _ := a.hit("s", 0, t0+30, DefaultSessionRateLimit); !ok {
 			t.Fatalf("request %d refused", 60+i)
 		}
 	}
@@ -33,25 +35,25 @@ func TestActivityRollingMinute(t *testing.T) {
 		{t0 + 60, true, 0},  // the first 60 left the minute
 	}
 	for _, c := range cases {
-		if ok, retry := a.hit("s", c.at, DefaultSessionRateLimit); ok != c.ok || retry != c.retry {
+		if ok, retry := a.hit("s", 0, c.at, DefaultSessionRateLimit); ok != c.ok || retry != c.retry {
 			t.Fatalf("at +%d: ok=%v retry=%d, want %v %d", c.at-t0, ok, retry, c.ok, c.retry)
 		}
 	}
-	if ok, _ := a.hit("other", t0+30, DefaultSessionRateLimit); !ok {
+	if ok, _ := a.hit("other", 0, t0+30, DefaultSessionRateLimit); !ok {
 		t.Fatal("another session was limited")
 	}
 	// A clock that goes back counts in the newest bucket.
 	for i := 0; i < 59; i++ {
-		if ok, _ := a.hit("s", t0+60, DefaultSessionRateLimit); !ok {
+		if ok, _ := a.hit("s", 0, t0+60, DefaultSessionRateLimit); !ok {
 			t.Fatalf("request %d at +60 refused", i)
 		}
 	}
-	if ok, _ := a.hit("s", t0, DefaultSessionRateLimit); ok {
+	if ok, _ := a.hit("s", 0, t0, DefaultSessionRateLimit); ok {
 		t.Fatal("a request with an earlier clock escaped the limit")
 	}
 	// Long idle: the whole window is empty again.
 	for i := 0; i < DefaultSessionRateLimit; i++ {
-		if ok, _ := a.hit("s", t0+3600, DefaultSessionRateLimit); !ok {
+		if ok, _ := a.hit("s", 0, t0+3600, DefaultSessionRateLimit); !ok {
 			t.Fatalf("after an hour, request %d refused", i)
 		}
 	}
@@ -64,7 +66,7 @@ func TestActivityTakeOncePerSession(t *testing.T) {
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for i := 0; i < 100; i++ {
-		a.hit(fmt.Sprint("s", i%3), t0+int64(i%7), 1<<20)
+		a.hit(fmt.Sprint("s", i%3), 0, t0+int64(i%7), 1<<20)
 	}
 	got := a.take(t0 + 10)
 	if len(got) != 3 {
@@ -78,7 +80,7 @@ func TestActivityTakeOncePerSession(t *testing.T) {
 	if again := a.take(t0 + 11); len(again) != 0 {
 		t.Fatalf("second take %v, want nothing", again)
 	}
-	a.hit("s0", t0+20, 1<<20)
+	a.hit("s0", 0, t0+20, 1<<20)
 	if got := a.take(t0 + 90); len(got) != 1 || got[0].seen != t0+20 {
 		t.Fatalf("took %v, want s0 at +20", got)
 	}
@@ -88,6 +90,31 @@ func TestActivityTakeOncePerSession(t *testing.T) {
 	a.restore([]seenEntry{{"s1", t0 + 95}})
 	if got := a.lastSeen("s1"); got != t0+95 {
 		t.Fatalf("restored last-seen %d, want %d", got, t0+95)
+	}
+}
+
+// TestActivityTakeSkipsFirstMinute: a session seen only within
+// lastSeenLag of its sign-in is marked flushed without being taken (the
+// store would not write it); one seen later, or whose sign-in is
+// unknown, is taken.
+func TestActivityTakeSkipsFirstMinute(t *testing.T) {
+	a := newActivity(1024)
+	const t0 = int64(1_800_000_000)
+	a.hit("fresh", t0, t0, 1<<20)
+	a.hit("fresh", t0, t0+59, 1<<20)
+	a.hit("minute", t0, t0+60, 1<<20)
+	a.hit("unknown", 0, t0+1, 1<<20)
+	got := a.take(t0 + 60)
+	slices.SortFunc(got, func(x, y seenEntry) int { return strings.Compare(x.id, y.id) })
+	if want := []seenEntry{{"minute", t0 + 60}, {"unknown", t0 + 1}}; !slices.Equal(got, want) {
+		t.Fatalf("took %v, want %v", got, want)
+	}
+	if s := a.lastSeen("fresh"); s != 0 {
+		t.Fatalf("skipped session still waits for a flush at %d", s)
+	}
+	a.hit("fresh", t0, t0+61, 1<<20)
+	if got := a.take(t0 + 61); len(got) != 1 || got[0] != (seenEntry{"fresh", t0 + 61}) {
+		t.Fatalf("took %v, want fresh at +61", got)
 	}
 }
 
@@ -107,7 +134,7 @@ func TestActivityMemoryBounded(t *testing.T) {
 	a := newActivity(ActivityMaxTracked)
 	const t0 = int64(1_800_000_000)
 	for i, id := range ids {
-		a.hit(id, t0+int64(i/10_000), DefaultSessionRateLimit)
+		a.hit(id, 0, t0+int64(i/10_000), DefaultSessionRateLimit)
 	}
 	if n := a.tracked(); n > ActivityMaxTracked {
 		t.Fatalf("tracking %d sessions, bound is %d", n, ActivityMaxTracked)

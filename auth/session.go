@@ -150,7 +150,7 @@ func (s *Service) AuthenticateSession(ctx context.Context, header string) (*Prin
 		s.tokens.drop(tok)
 		return nil, ErrInvalidSession
 	}
-	if ok, retry := s.activity.hit(pr.SessionID, now, s.sessionLimit); !ok {
+	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, s.sessionLimit); !ok {
 		return nil, sessionLimitRetry(retry)
 	}
 	return &pr, nil

@@ -107,7 +107,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 				if s.limiter.Allow("key1", limit).Allowed {
 					allowed[0][i]++
 				}
-				if ok, _ := s.activity.hit("session1", clock().Unix(), limit); ok {
+				if ok, _ := s.activity.hit("session1", 0, clock().Unix(), limit); ok {
 					allowed[1][i]++
 				}
 			}

@@ -2,10 +2,12 @@ package auth_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"latchkey/auth"
+	"latchkey/store"
 )
 
 // TestSessionsListAndRevoke: a user's live sessions are listed newest
@@ -169,4 +171,47 @@ func TestSessionExpires(t *testing.T) {
 	ts.clock.Advance(time.Second)
 	_, err = ts.AuthenticateSession(ctx, "Bearer "+l.Token)
 	wantErr(t, err, auth.ErrInvalidSession, "")
+}
+
+// TestLastSeenFlush: a flush writes a session's last request only when
+// it came lastSeenLag (a minute) or more after the sign-in; a session
+// used only within its first minute keeps no lastSeenAt (the flush skips
+// it without reading it, and the stored result is what the store's own
+// check would give). Sessions start on a whole second (the token's iat),
+// and requests are noted by the second, so 0.3 s into a second a check
+// 60 s after the sign-in counts as 60 s.
+func TestLastSeenFlush(t *testing.T) {
+	ts := newTestService(t)
+	ts.clock.Advance(300 * time.Millisecond)
+	for _, c := range []struct {
+		after   time.Duration
+		written bool
+	}{
+		{0, false},
+		{59 * time.Second, false},
+		{60 * time.Second, true},
+		{61 * time.Second, true},
+		{10 * time.Minute, true},
+	} {
+		addr := fmt.Sprintf("seen-%d@example.com", c.after/time.Second)
+		ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
+		l, err := ts.VerifyOTP(ctx, ts.project, auth.OTPInput{Email: addr, Code: ts.otpCode(addr)}, ts.meta)
+		ok(t, err)
+		ts.clock.Advance(c.after)
+		_, err = ts.AuthenticateSession(ctx, "Bearer "+l.Token)
+		ok(t, err)
+		seen := ts.clock.Now().Truncate(time.Second)
+		ok(t, ts.FlushLastSeen(ctx))
+		var got time.Time
+		ok(t, ts.db.View(ctx, func(tx store.Tx) error {
+			s, err := tx.Session(l.Session.ID)
+			if err == nil {
+				got = s.LastSeenAt
+			}
+			return err
+		}))
+		if want := map[bool]time.Time{true: seen}[c.written]; !got.Equal(want) {
+			t.Errorf("checked %v after the sign-in: stored lastSeenAt %v, want %v", c.after, got, want)
+		}
+	}
 }
