@@ -248,7 +248,13 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 	}
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		created, updated, rejected = 0, 0, nil // the function may run again
-		tx.PrefetchUsers(projectID, emails)    // read with the project
+		// Chunks of imports into one project take turns: two imports
+		// would write the same rows in opposite orders (deadlocks on
+		// PostgreSQL).
+		if err := tx.Lock("import:" + projectID); err != nil {
+			return err
+		}
+		tx.PrefetchUsers(projectID, emails) // read with the project
 		if _, err := projectTx(tx, projectID); err != nil {
 			return err
 		}

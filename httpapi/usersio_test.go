@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,6 +268,59 @@ func TestExportUsers(t *testing.T) {
 	_, nf := ts.exportUsers("nope")
 	wantError(t, nf, 404, "PROJECT_NOT_FOUND")
 	wantError(t, ts.do("GET", "/api/v1/admin/projects/"+pid+"/users/export", "", nil), 401, "UNAUTHORIZED")
+}
+
+// TestImportConcurrent: four imports of the same 2,500 users into one
+// project at once, two of them in reverse order, so their chunks write
+// the same rows in opposite orders. Each answers 200 with every line
+// created or updated (none rejected: an address always comes with the
+// same externalUserId), and the project ends with each user once. On
+// PostgreSQL the chunks once deadlocked (40P01) until the retry limit
+// and answered 500.
+func TestImportConcurrent(t *testing.T) {
+	ts := newTestServer(t)
+	const n = 2500
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"email":"c%04d@example.com","externalUserId":"ext-%04d","firstName":"C%d"}`, i, i, i)
+	}
+	forward := strings.Join(lines, "\n") + "\n"
+	slices.Reverse(lines)
+	backward := strings.Join(lines, "\n") + "\n"
+	var wg sync.WaitGroup
+	reports := make([]*response, 4)
+	for i := range reports {
+		body := forward
+		if i%2 == 1 {
+			body = backward
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reports[i] = ts.importUsers(ts.Project.ID, "application/x-ndjson", body)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i, r := range reports {
+		created, updated, rejected := reportOf(t, r)
+		if created+updated != n || len(rejected) != 0 {
+			t.Fatalf("import %d: created %d, updated %d, rejected %v; want %d lines written", i, created, updated, rejected, n)
+		}
+		total += created
+	}
+	if total != n {
+		t.Fatalf("%d users created by the four imports, want %d", total, n)
+	}
+	users, _ := ts.exportUsers(ts.Project.ID)
+	if len(users) != n {
+		t.Fatalf("exported %d users, want %d", len(users), n)
+	}
+	for i, u := range users {
+		if u["email"] != fmt.Sprintf("c%04d@example.com", i) || u["externalUserId"] != fmt.Sprintf("ext-%04d", i) {
+			t.Fatalf("user %d = %v", i, u)
+		}
+	}
 }
 
 // TestImportRejectedCap: the report lists the first 1,000 rejected

@@ -384,6 +384,9 @@ type boltTx struct {
 	tx *bolt.Tx
 }
 
+// Lock does nothing: bbolt runs one write transaction at a time.
+func (tx boltTx) Lock(name string) error { return nil }
+
 // openFiles maps each open bbolt file to its boltDB, for boltTx.db.
 var openFiles sync.Map // *bolt.DB → *boltDB
 

@@ -195,6 +195,13 @@ type Tx interface {
 	// (an import's chunk): they are read together, with the next
 	// statement. What UserByEmail answers does not change.
 	PrefetchUsers(projectID string, emails []string)
+	// Lock makes write transactions that take the same name run one at
+	// a time, each seeing what the one before it committed: two imports
+	// into one project would otherwise write the same rows in opposite
+	// orders and deadlock. Call it first in an Update's function, before
+	// any read or write. bbolt's writers run one at a time anyway;
+	// PostgreSQL takes the name before its transaction begins.
+	Lock(name string) error
 
 	// Magic links and remembered devices.
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"hash/fnv"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,20 @@ func (tx *txn) prefetch(k rowKey) {
 type usersAhead struct {
 	project string
 	emails  []string
+}
+
+// Lock takes the advisory lock named name (a 64-bit hash of it) on the
+// transaction's connection before the transaction begins, and lets go
+// when it ends (store.Tx). CockroachDB has no advisory locks: there it
+// orders nothing, and transactions that conflict run again.
+func (tx *txn) Lock(name string) error {
+	l, ok := tx.ptx.(*lazyTx)
+	if !ok {
+		return errors.New("postgres: Lock outside a transaction of its own")
+	}
+	h := fnv.New64a()
+	h.Write([]byte("latchkey:" + name))
+	return unavailable(l.lockFirst(tx.ctx, int64(h.Sum64())))
 }
 
 // PrefetchUsers reads projectID's users with emails, with the next
