@@ -200,7 +200,8 @@ type Tx interface {
 	// into one project would otherwise write the same rows in opposite
 	// orders and deadlock. Call it first in an Update's function, before
 	// any read or write. bbolt's writers run one at a time anyway;
-	// PostgreSQL takes the name before its transaction begins.
+	// PostgreSQL tries the name as the transaction's first statement and,
+	// while another transaction holds it, runs the function again later.
 	Lock(name string) error
 
 	// Magic links and remembered devices.

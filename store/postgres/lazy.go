@@ -3,9 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -39,8 +37,6 @@ type lazyTx struct {
 	c      *pgxpool.Conn
 	begun  bool  // BEGIN has been sent
 	err    error // the failure to acquire, returned by every later call
-	locked bool  // the connection holds the advisory lock key
-	key    int64
 }
 
 var _ pgx.Tx = (*lazyTx)(nil)
@@ -78,50 +74,6 @@ func (l *lazyTx) started(ctx context.Context) (*pgxpool.Conn, error) {
 	}
 	return c, nil
 }
-
-// lockFirst takes the session-level advisory lock key on the
-// transaction's connection before the transaction begins: the snapshot,
-// taken at the first statement after it, then sees what the previous
-// holder committed. While another session holds it, the connection goes
-// back to the pool (a waiter must not take the pool's connections from
-// sign-ins) and the lock is tried again after a jittered 5 ms doubling
-// to 100 ms, until ctx ends. release lets go.
-func (l *lazyTx) lockFirst(ctx context.Context, key int64) error {
-	if l.begun || l.locked {
-		return errors.New("postgres: Lock after the transaction's first statement")
-	}
-	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		c, err := l.conn(ctx)
-		if err != nil {
-			return err
-		}
-		var got bool
-		if err := c.QueryRow(ctx, "select pg_try_advisory_lock($1)", key).Scan(&got); err != nil {
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && (pe.Code == "0A000" || pe.Code == "42883") {
-				return nil // CockroachDB: no advisory locks (txn.Lock)
-			}
-			return err
-		}
-		if got {
-			l.locked, l.key = true, key
-			return nil
-		}
-		lockWaits.Add(1)
-		l.release(ctx)
-		t := time.NewTimer(wait/2 + rand.N(wait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// lockWaits counts the tries of lockFirst that found the lock held (for
-// tests).
-var lockWaits atomic.Int64
 
 // begunOnce reports whether a statement began the transaction.
 func (l *lazyTx) begunOnce() bool { return l.begun }
@@ -234,14 +186,6 @@ func (l *lazyTx) release(ctx context.Context) {
 	l.c = nil
 	if pc := c.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
 		c.Exec(ctx, "rollback")
-	}
-	if l.locked {
-		l.locked = false
-		if _, err := c.Exec(ctx, "select pg_advisory_unlock($1)", l.key); err != nil {
-			// The server lets go of a closed connection's locks; the
-			// pool drops the connection.
-			c.Conn().Close(context.WithoutCancel(ctx))
-		}
 	}
 	c.Release()
 }

@@ -40,13 +40,13 @@ func TestLockWaitsOffPool(t *testing.T) {
 	go run(true)
 	<-locked
 	waiters := 2 * int(db.pool.Config().MaxConns)
-	before := lockWaits.Load()
+	before := lockBusy.Load()
 	for range waiters {
 		wg.Add(1)
 		go run(false)
 	}
 	// Every waiter has found the name held at least twice.
-	for lockWaits.Load()-before < int64(2*waiters) {
+	for lockBusy.Load()-before < int64(2*waiters) {
 		time.Sleep(time.Millisecond)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)

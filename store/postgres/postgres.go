@@ -68,6 +68,10 @@ type DB struct {
 	// wakeHere: store.ChangeKind → func() bool, the kinds of work this
 	// replica's own tasks do while the function reports true (WakeHere).
 	wakeHere sync.Map
+
+	// noLocks: the database has no advisory locks (CockroachDB), so
+	// txn.Lock takes none.
+	noLocks atomic.Bool
 }
 
 var _ store.DB = (*DB)(nil)
@@ -179,9 +183,10 @@ func (db *DB) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) err
 	return db.retry(ctx, func() error { return db.once(ctx, opts, fn) })
 }
 
-// retry runs attempt, and again after a serialization failure or a
-// deadlock, waiting a jittered backoff of 1 ms doubling to 100 ms
-// between attempts, for up to retryFor or until ctx ends.
+// retry runs attempt, and again after a serialization failure, a
+// deadlock or a held name (txn.Lock), waiting a jittered backoff of 1 ms
+// doubling to 100 ms between attempts, for up to retryFor since the last
+// held name (waiting for a name is not failing) or until ctx ends.
 func (db *DB) retry(ctx context.Context, attempt func() error) error {
 	if err := db.ready(ctx); err != nil {
 		return err
@@ -189,6 +194,9 @@ func (db *DB) retry(ctx context.Context, attempt func() error) error {
 	start, backoff := time.Now(), time.Millisecond
 	for {
 		err := attempt()
+		if errors.Is(err, errBusy) {
+			start = time.Now() // waiting for a name (Lock) is not failing
+		}
 		if err == nil || !retryable(err) || time.Since(start) >= retryFor {
 			return err
 		}
@@ -254,9 +262,13 @@ func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) er
 	return nil
 }
 
-// retryable reports whether err is a serialization failure or a deadlock,
-// after which the transaction may run again.
+// retryable reports whether err is a serialization failure, a deadlock or
+// a name another transaction holds (txn.Lock), after which the
+// transaction may run again.
 func retryable(err error) bool {
+	if errors.Is(err, errBusy) {
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return pe.Code == "40001" || pe.Code == "40P01"
