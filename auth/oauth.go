@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -308,6 +310,9 @@ type pendingOAuth struct {
 	RedirectURL string `json:"redirectUrl"`
 	Nonce       string `json:"nonce,omitempty"`
 	Verifier    string `json:"verifier"`
+	// Bind is the app's codeChallenge, when it gave one: the exchange
+	// then needs its codeVerifier (checkBinding).
+	Bind string `json:"bind,omitempty"`
 }
 
 // oauthIdentity is what a callback proved, kept for the exchange.
@@ -316,6 +321,7 @@ type oauthIdentity struct {
 	Subject       string `json:"subject"`
 	Email         string `json:"email"`
 	EmailVerified bool   `json:"emailVerified"`
+	Bind          string `json:"bind,omitempty"` // the sign-in's codeChallenge
 }
 
 // oauthClient is a provider ready to use: its OAuth 2.0 configuration
@@ -438,14 +444,22 @@ func (s *Service) oauthKey(domain, secret string) string {
 }
 
 // StartOAuth begins a sign-in with project p's provider name and returns
-// the provider's authorization URL. 400 INVALID_REDIRECT_URL when
-// redirectURL is not under an allowed origin, 404 PROVIDER_NOT_FOUND, 403
-// RISK_BLOCKED from a denied address, 502 PROVIDER_UNAVAILABLE when the
-// provider's discovery document cannot be read.
-func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redirectURL string, m Meta) (string, error) {
+// the provider's authorization URL. codeChallenge, when not empty, binds
+// the sign-in to whoever holds its verifier (checkBinding): the app keeps
+// the verifier with the browser's own session, so a callback URL carried
+// to another browser cannot sign that browser in (login CSRF). 400
+// VALIDATION_ERROR for a codeChallenge that is not a base64url SHA-256,
+// 400 INVALID_REDIRECT_URL when redirectURL is not under an allowed
+// origin, 404 PROVIDER_NOT_FOUND, 403 RISK_BLOCKED from a denied address,
+// 502 PROVIDER_UNAVAILABLE when the provider's discovery document cannot
+// be read.
+func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redirectURL, codeChallenge string, m Meta) (string, error) {
 	a := s.attempt(ctx, p.ID, methodOAuth, "start", m)
 	if name == "" {
 		return "", a.reject(Invalid("provider is required."))
+	}
+	if codeChallenge != "" && !isChallenge(codeChallenge) {
+		return "", a.reject(Invalid("codeChallenge must be the SHA-256 of a code verifier in base64url without padding: 43 characters of A-Z, a-z, 0-9, '-' and '_'."))
 	}
 	if redirectURL == "" || !CheckRedirect(redirectURL, p.AllowedOrigins) {
 		return "", a.reject(ErrInvalidRedirect)
@@ -462,7 +476,7 @@ func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redire
 		return "", a.reject(internal(err))
 	}
 	state := base64.RawURLEncoding.EncodeToString(randomBytes(32))
-	pend := pendingOAuth{ProviderID: pr.ID, Provider: pr.Name, RedirectURL: redirectURL, Verifier: oauth2.GenerateVerifier()}
+	pend := pendingOAuth{ProviderID: pr.ID, Provider: pr.Name, RedirectURL: redirectURL, Verifier: oauth2.GenerateVerifier(), Bind: codeChallenge}
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(pend.Verifier)}
 	if c.verifier != nil {
 		pend.Nonce = base64.RawURLEncoding.EncodeToString(randomBytes(24))
@@ -582,6 +596,7 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 	if err != nil {
 		return back(err)
 	}
+	idn.Bind = pend.Bind
 	a.email = idn.Email
 	raw, err := json.Marshal(idn)
 	if err != nil {
@@ -711,11 +726,17 @@ func (s *Service) githubIdentity(ctx context.Context, c *oauthClient, tok *oauth
 // SIGN_IN_WITH_EMAIL_FIRST, and the app signs the user in by email code
 // (which its factors then guard) instead. 401 INVALID_CODE for an
 // unknown, used or expired code; 403 USER_DISABLED; 403 RISK_BLOCKED.
-// It returns the login and the provider's name.
-func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code string, m Meta) (*Login, string, error) {
+// A sign-in started with a codeChallenge needs its codeVerifier, and one
+// started without takes none (401 INVALID_CODE otherwise, the code used
+// up); a codeVerifier that is not 43-128 unreserved characters (RFC 7636)
+// is 400 VALIDATION_ERROR. It returns the login and the provider's name.
+func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code, codeVerifier string, m Meta) (*Login, string, error) {
 	a := s.attempt(ctx, p.ID, methodOAuth, "exchange", m)
 	if code == "" {
 		return nil, "", a.reject(Invalid("code is required."))
+	}
+	if codeVerifier != "" && !isVerifier(codeVerifier) {
+		return nil, "", a.reject(Invalid("codeVerifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_' and '~'."))
 	}
 	if len(code) > 256 {
 		return nil, "", a.reject(ErrInvalidCode)
@@ -763,6 +784,9 @@ func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code stri
 			return err
 		}
 		a.email, provider = idn.Email, idn.Provider
+		if err := checkBinding(idn.Bind, codeVerifier); err != nil {
+			return a.fail(tx, err)
+		}
 		u, isNew, err := s.signInIdentity(tx, p, &idn)
 		if err != nil {
 			var e *Error
@@ -787,6 +811,60 @@ func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code stri
 	}
 	l, err := s.finish(login)
 	return l, provider, err
+}
+
+// checkBinding checks an exchange's codeVerifier against the
+// codeChallenge its sign-in was started with (RFC 7636, S256): both or
+// neither. The app made the verifier and keeps it with the browser's
+// session, so a code that reached another browser (a captured callback
+// URL) meets a verifier that does not match.
+func checkBinding(challenge, verifier string) error {
+	switch {
+	case challenge == "" && verifier == "":
+		return nil
+	case challenge == "":
+		return ErrInvalidCode.With("This sign-in was started without a codeChallenge.")
+	case verifier == "":
+		return ErrInvalidCode.With("This sign-in was started with a codeChallenge: codeVerifier is required.")
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	want := base64.RawURLEncoding.EncodeToString(sum[:])
+	if subtle.ConstantTimeCompare([]byte(want), []byte(challenge)) != 1 {
+		return ErrInvalidCode.With("codeVerifier does not match the sign-in's codeChallenge.")
+	}
+	return nil
+}
+
+// isChallenge reports whether c has the form of a base64url SHA-256
+// without padding: 43 characters of A-Z, a-z, 0-9, '-' and '_'.
+func isChallenge(c string) bool {
+	if len(c) != 43 {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		if !isAlnum(c[i]) && c[i] != '-' && c[i] != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+}
+
+// isVerifier reports whether v is an RFC 7636 code verifier: 43 to 128
+// unreserved characters.
+func isVerifier(v string) bool {
+	if len(v) < 43 || len(v) > 128 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !isAlnum(c) && c != '-' && c != '.' && c != '_' && c != '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // signInIdentity applies the linking rules to a proved identity inside

@@ -63,14 +63,15 @@ func (s *Server) deleteProvider(w http.ResponseWriter, r *http.Request, p httpro
 
 func (s *Server) oauthStart(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
 	var in struct {
-		Provider    string `json:"provider"`
-		RedirectURL string `json:"redirectUrl"`
+		Provider      string `json:"provider"`
+		RedirectURL   string `json:"redirectUrl"`
+		CodeChallenge string `json:"codeChallenge"`
 	}
 	m := s.meta(r, true)
 	if err := decode(w, r, &in); err != nil {
 		return s.auth.Rejected(r.Context(), c.Project, "oauth", "start", err, m)
 	}
-	u, err := s.auth.StartOAuth(r.Context(), c.Project, in.Provider, in.RedirectURL, m)
+	u, err := s.auth.StartOAuth(r.Context(), c.Project, in.Provider, in.RedirectURL, in.CodeChallenge, m)
 	if err != nil {
 		return err
 	}
@@ -140,15 +141,16 @@ type oauthLogin struct {
 
 func (s *Server) oauthExchange(w http.ResponseWriter, r *http.Request, _ httprouter.Params, c *auth.Caller) error {
 	var in struct {
-		Code        string `json:"code"`
-		DeviceToken string `json:"deviceToken"`
+		Code         string `json:"code"`
+		DeviceToken  string `json:"deviceToken"`
+		CodeVerifier string `json:"codeVerifier"`
 	}
 	m := s.meta(r, true)
 	if err := decode(w, r, &in); err != nil {
 		return s.auth.Rejected(r.Context(), c.Project, "oauth", "exchange", err, m)
 	}
 	m.DeviceToken = in.DeviceToken
-	l, provider, err := s.auth.OAuthExchange(r.Context(), c.Project, in.Code, m)
+	l, provider, err := s.auth.OAuthExchange(r.Context(), c.Project, in.Code, in.CodeVerifier, m)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -374,6 +375,63 @@ func TestOAuthExpiredState(t *testing.T) {
 	if got := ts.methodEvents("oauth", "callback"); got["expired"] != 1 {
 		t.Fatalf("callback events %v, want 1 expired (INVALID_STATE)", got)
 	}
+}
+
+// TestOAuthBoundToBrowser: a sign-in started with a codeChallenge signs
+// in only an exchange that brings its codeVerifier, which the app keeps
+// with the browser's own session. A callback URL carried to another
+// browser (login CSRF: the attacker's sign-in, the victim's browser)
+// reaches the exchange with that browser's verifier and is refused, the
+// code used up. A sign-in started without a challenge takes no verifier.
+// Malformed values are 400 VALIDATION_ERROR and use nothing up.
+func TestOAuthBoundToBrowser(t *testing.T) {
+	ts, o := oauthSetup(t)
+	verifier := func(who string) string { return strings.Repeat(who, 43/len(who)+1) }
+	challenge := func(v string) string {
+		sum := sha256.Sum256([]byte(v))
+		return base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	start := func(ch string) string {
+		t.Helper()
+		r := ts.do("POST", "/api/v1/oauth/start", ts.Key, map[string]any{"provider": "corp", "redirectUrl": oauthApp + "/done", "codeChallenge": ch})
+		wantOK(t, r)
+		return appQuery(t, o.browse(t, str(t, r.Body, "authorizationUrl"), "alice")).Get("code")
+	}
+	exchange := func(code, v string) *response {
+		body := map[string]any{"code": code}
+		if v != "" {
+			body["codeVerifier"] = v
+		}
+		return ts.do("POST", "/api/v1/oauth/exchange", ts.Key, body)
+	}
+	attacker, victim := verifier("attacker"), verifier("victim")
+
+	// The attacker's sign-in, exchanged with the victim's verifier.
+	code := start(challenge(attacker))
+	wantError(t, exchange(code, victim), http.StatusUnauthorized, "INVALID_CODE")
+	wantError(t, exchange(code, attacker), http.StatusUnauthorized, "INVALID_CODE") // used up
+	// Without a verifier.
+	wantError(t, exchange(start(challenge(victim)), ""), http.StatusUnauthorized, "INVALID_CODE")
+	// A verifier for a sign-in started without a challenge.
+	wantError(t, exchange(start(""), victim), http.StatusUnauthorized, "INVALID_CODE")
+	if got := ts.methodEvents("oauth", "exchange"); got["invalid_code"] != 4 {
+		t.Fatalf("exchange events %v, want 4 invalid_code", got)
+	}
+
+	// Malformed: nothing is used up.
+	for _, ch := range []string{"abc", challenge(victim) + "=", strings.Repeat("A", 44)} {
+		r := ts.do("POST", "/api/v1/oauth/start", ts.Key, map[string]any{"provider": "corp", "redirectUrl": oauthApp + "/done", "codeChallenge": ch})
+		wantError(t, r, http.StatusBadRequest, "VALIDATION_ERROR")
+	}
+	code = start(challenge(victim))
+	for _, v := range []string{"short", victim + "!", strings.Repeat("v", 129)} {
+		wantError(t, exchange(code, v), http.StatusBadRequest, "VALIDATION_ERROR")
+	}
+	// The browser's own verifier signs it in.
+	r := exchange(code, victim)
+	wantOK(t, r)
+	wantLoginUser(t, r.Body, "ada@example.com")
+	wantOK(t, exchange(start(""), ""))
 }
 
 func TestOAuthStartChecks(t *testing.T) {
