@@ -153,12 +153,14 @@ func (a *attempt) reject(fail error) error {
 // the attempt's when fail is a wrong guess at a login verification, else
 // nil. A used or expired magic link is no guess: its token is real (only
 // its owner's mail held it), and replaying one link must not let anyone
-// block an address that many users share, such as a proxy's.
+// block an address that many users share, such as a proxy's. Nor is a
+// provider's one-time code refused for its codeVerifier: a page that
+// makes browsers open captured callback URLs must not block them.
 func (a *attempt) velocitySlot(fail error) *riskSlot {
 	if fail == nil || a.risk == nil || !countsForVelocity(a.method, a.action) || !isVerifyFailure(AsError(fail)) {
 		return nil
 	}
-	if errors.Is(fail, ErrLinkUsed) || errors.Is(fail, ErrLinkExpired) {
+	if errors.Is(fail, ErrLinkUsed) || errors.Is(fail, ErrLinkExpired) || errors.Is(fail, ErrCodeNotBound) {
 		return nil
 	}
 	return a.risk

@@ -133,6 +133,7 @@ var (
 	ErrCodeLocked         = newErr("INVALID_CODE", CatRateLimited, "Too many attempts. Request a new code.")
 	ErrTooManyRequests    = newErr("TOO_MANY_REQUESTS", CatRateLimited, "Too many codes sent to this address; wait before asking again.")
 	ErrInvalidToken       = newErr("INVALID_TOKEN", CatInvalidCode, "Invalid or expired link.")
+	ErrCodeNotBound       = newErr("INVALID_CODE", CatInvalidCode, "codeVerifier does not match the sign-in's codeChallenge.") // a real code: no guess
 	ErrLinkUsed           = newErr("INVALID_TOKEN", CatAlreadyUsed, "This link was already used. Request a new one.")
 	ErrLinkExpired        = newErr("INVALID_TOKEN", CatExpired, "This link has expired. Request a new one.")
 	ErrInvalidRedirect    = newErr("INVALID_REDIRECT_URL", CatValidation, "Redirect URL is not an allowed origin of this project.")

@@ -823,14 +823,14 @@ func checkBinding(challenge, verifier string) error {
 	case challenge == "" && verifier == "":
 		return nil
 	case challenge == "":
-		return ErrInvalidCode.With("This sign-in was started without a codeChallenge.")
+		return ErrCodeNotBound.With("This sign-in was started without a codeChallenge.")
 	case verifier == "":
-		return ErrInvalidCode.With("This sign-in was started with a codeChallenge: codeVerifier is required.")
+		return ErrCodeNotBound.With("This sign-in was started with a codeChallenge: codeVerifier is required.")
 	}
 	sum := sha256.Sum256([]byte(verifier))
 	want := base64.RawURLEncoding.EncodeToString(sum[:])
 	if subtle.ConstantTimeCompare([]byte(want), []byte(challenge)) != 1 {
-		return ErrInvalidCode.With("codeVerifier does not match the sign-in's codeChallenge.")
+		return ErrCodeNotBound
 	}
 	return nil
 }

@@ -434,6 +434,25 @@ func TestOAuthBoundToBrowser(t *testing.T) {
 	wantOK(t, exchange(start(""), ""))
 }
 
+// TestOAuthBindingNoGuess: refusals for the codeVerifier are no wrong
+// guesses for the velocity check (the codes are real), so a page that
+// makes one address open more captured callback URLs than the check's
+// limit does not block it.
+func TestOAuthBindingNoGuess(t *testing.T) {
+	ts, o := oauthSetup(t)
+	wantOK(t, ts.do("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, testAdminToken, map[string]any{"rateLimitPerMinute": 10000}))
+	sum := sha256.Sum256([]byte(strings.Repeat("a", 43)))
+	challenge := base64.RawURLEncoding.EncodeToString(sum[:])
+	for range auth.RiskMaxFailures + 1 {
+		r := ts.do("POST", "/api/v1/oauth/start", ts.Key, map[string]any{"provider": "corp", "redirectUrl": oauthApp + "/done", "codeChallenge": challenge})
+		wantOK(t, r)
+		code := appQuery(t, o.browse(t, str(t, r.Body, "authorizationUrl"), "alice")).Get("code")
+		body := fmt.Sprintf(`{"code":%q,"codeVerifier":%q}`, code, strings.Repeat("b", 43))
+		wantError(t, ts.fromIP("203.0.113.9", "POST", "/api/v1/oauth/exchange", body), http.StatusUnauthorized, "INVALID_CODE")
+	}
+	wantError(t, ts.fromIP("203.0.113.9", "POST", "/api/v1/otp/verify", `{"email":"x@example.com","code":"000000"}`), http.StatusUnauthorized, "INVALID_CODE")
+}
+
 func TestOAuthStartChecks(t *testing.T) {
 	ts, _ := oauthSetup(t)
 	wantError(t, ts.do("POST", "/api/v1/oauth/start", ts.Key, map[string]any{"provider": "corp", "redirectUrl": "https://evil.example/x"}), http.StatusBadRequest, "INVALID_REDIRECT_URL")
