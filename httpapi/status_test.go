@@ -49,6 +49,7 @@ var statusTable = []struct {
 	{"ErrCodeLocked", auth.ErrCodeLocked, 401},
 	{"ErrTooManyRequests", auth.ErrTooManyRequests, 429},
 	{"ErrInvalidToken", auth.ErrInvalidToken, 401},
+	{"ErrCodeNotBound", auth.ErrCodeNotBound, 401},
 	{"ErrLinkUsed", auth.ErrLinkUsed, 401},
 	{"ErrLinkExpired", auth.ErrLinkExpired, 401},
 	{"ErrInvalidRedirect", auth.ErrInvalidRedirect, 400},
