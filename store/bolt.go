@@ -35,8 +35,9 @@ func init() {
 // SchemaVersion is the version of the data layout this binary writes.
 // Opening a file with a newer version fails; an older one is migrated.
 // Version 2 indexes and counts authentication events; version 3 indexes
-// every expiring row by its expiry.
-const SchemaVersion = 3
+// every expiring row by its expiry; version 4 keeps pending codes apart
+// from the send histories (codeKey).
+const SchemaVersion = 4
 
 // Bucket names. Open creates them all in one transaction.
 var (
@@ -185,6 +186,9 @@ func openBolt(path string, opt Options) (db *boltDB, created bool, err error) {
 	}
 	if err == nil && version < 3 {
 		err = migrateExpiry(b, log)
+	}
+	if err == nil && version < 4 {
+		err = migrateCodes(b, log)
 	}
 	if err != nil {
 		b.Close()

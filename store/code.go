@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // Code is a pending one-time code (email OTP or SMS). Only its keyed hash
 // is stored. One code per (kind, project, subject): a new send replaces it.
@@ -16,7 +19,35 @@ type Code struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-func codeKey(kind, projectID, subject string) []byte { return compound(kind, projectID, subject) }
+// codeKey is the key of a pending code: NUL, then kind NUL project NUL
+// subject. The leading NUL keeps the codes together at the start of the
+// bucket, apart from the send and failure histories (throttleKey) that
+// fill the rest of it, one per address for an hour or more: a sign-in
+// writes its code at the send and deletes it at the verify, and among a
+// few thousand codes those two land on leaf pages that the commit's
+// other codes dirty too, where among the histories each was a page of
+// its own (and its branch pages) in a tree five levels deep.
+func codeKey(kind, projectID, subject string) []byte {
+	return append([]byte{0}, compound(kind, projectID, subject)...)
+}
+
+// codeKeyParts splits a key of the codes bucket (a code's or a
+// history's) into kind, project and subject; ok is false for a key of
+// neither form.
+func codeKeyParts(k []byte) (kind, projectID, subject []byte, ok bool) {
+	if isThrottleKey(k) {
+		k = k[:len(k)-2]
+	} else if len(k) > 0 && k[0] == 0 {
+		k = k[1:]
+	} else {
+		return nil, nil, nil, false
+	}
+	parts := bytes.SplitN(k, []byte{0}, 3)
+	if len(parts) != 3 {
+		return nil, nil, nil, false
+	}
+	return parts[0], parts[1], parts[2], true
+}
 
 // Code returns the pending code, expired or not; callers check ExpiresAt.
 func (tx boltTx) Code(kind, projectID, subject string) (*Code, error) {
@@ -55,7 +86,7 @@ type Throttle struct {
 // throttleKey sorts right after the code key of the same subject, so a
 // send that writes both dirties one page.
 func throttleKey(kind, projectID, subject string) []byte {
-	return append(codeKey(kind, projectID, subject), 0, 't')
+	return append(compound(kind, projectID, subject), 0, 't')
 }
 
 // Throttle returns the history; an unknown key gives an empty one.

@@ -151,3 +151,54 @@ func migrateExpiry(b *bolt.DB, log *slog.Logger) error {
 	log.Info("data file upgraded to version 3", "rows_indexed", total, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// migrateCodes upgrades a file to version 4: pending codes move to keys
+// of their own at the start of the codes bucket (codeKey), apart from the
+// send and failure histories they sat beside, with their expiry index
+// entries. Codes live minutes, so there are few, and one transaction
+// moves them; finding them reads the bucket once.
+func migrateCodes(b *bolt.DB, log *slog.Logger) error {
+	start := time.Now()
+	moved := 0
+	err := b.Update(func(btx *bolt.Tx) error {
+		tx := boltTx{btx}
+		x := &expiries[ExpiringCodes]
+		rows, index := tx.bucket(x.rows), tx.bucket(x.index)
+		var keys, values [][]byte
+		err := rows.ForEach(func(k, v []byte) error {
+			if !isThrottleKey(k) && (len(k) == 0 || k[0] != 0) {
+				keys, values = append(keys, clone(k)), append(values, clone(v))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i, k := range keys {
+			h, err := x.head(k, values[i])
+			if err != nil {
+				return fmt.Errorf("upgrade: code row %q: %w", k, err)
+			}
+			to := append([]byte{0}, k...)
+			if err := index.Delete(dueKey(h.due, k)); err != nil {
+				return err
+			}
+			if err := index.Put(dueKey(h.due, to), nil); err != nil {
+				return err
+			}
+			if err := rows.Delete(k); err != nil {
+				return err
+			}
+			if err := rows.Put(to, values[i]); err != nil {
+				return err
+			}
+		}
+		moved = len(keys)
+		return tx.bucket(bucketMeta).Put(keySchema, u64(4))
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("data file upgraded to version 4", "codes_moved", moved, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}

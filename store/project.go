@@ -166,10 +166,10 @@ func (tx boltTx) DeleteProject(id string) (detached []string, err error) {
 			return nil, err
 		}
 	}
-	// Codes and send histories: kind NUL scope NUL subject [NUL 't'].
+	// Codes and send histories (codeKeyParts).
 	_, err = tx.deleteExpiringWhere(&expiries[ExpiringCodes], func(k, _ []byte, _ expiryRow) (bool, error) {
-		parts := bytes.SplitN(k, []byte{0}, 3)
-		return len(parts) == 3 && scopes[string(parts[1])], nil
+		_, scope, _, ok := codeKeyParts(k)
+		return ok && scopes[string(scope)], nil
 	})
 	if err != nil {
 		return nil, err
