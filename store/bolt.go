@@ -50,7 +50,7 @@ var (
 	bucketSessions     = []byte("sessions")
 	bucketUserSessions = []byte("sessions_by_user")
 	bucketCodes        = []byte("codes")
-	bucketThrottles    = bucketCodes // send histories sit beside their codes
+	bucketThrottles    = bucketCodes // send histories share the codes' bucket and expiry index
 	bucketMagic        = []byte("magic_links")
 	bucketDevices      = []byte("devices")
 	bucketFactors      = []byte("factors")

@@ -83,8 +83,9 @@ type Throttle struct {
 	KeepUntil time.Time   `json:"keepUntil,omitzero"`
 }
 
-// throttleKey sorts right after the code key of the same subject, so a
-// send that writes both dirties one page.
+// throttleKey is the key of a send or failure history: kind NUL project
+// NUL subject NUL 't', in the same bucket as the codes but after them all
+// (codeKey).
 func throttleKey(kind, projectID, subject string) []byte {
 	return append(compound(kind, projectID, subject), 0, 't')
 }

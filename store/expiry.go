@@ -32,8 +32,8 @@ const (
 	// ExpiringSessions are sessions, due at their ExpiresAt.
 	ExpiringSessions Expiring = iota
 	// ExpiringCodes are one-time codes and replay marks (due at their
-	// ExpiresAt) and the send and failure histories that sit beside them
-	// (due ThrottleIdle after their newest entry or their KeepUntil).
+	// ExpiresAt) and the send and failure histories kept with them (due
+	// ThrottleIdle after their newest entry or their KeepUntil).
 	ExpiringCodes
 	// ExpiringMagicLinks are magic links, used or not, due at their
 	// ExpiresAt.

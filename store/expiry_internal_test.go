@@ -116,7 +116,8 @@ func TestMigrateExpiry(t *testing.T) {
 					put(bucketSessions, []byte(s.ID), s)
 					tx.Bucket(bucketUserSessions).Put(compound(s.UserID, s.ID), nil)
 				}
-				put(bucketCodes, codeKey("otp", "p", "a@example.com"), Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", ExpiresAt: t0.Add(time.Minute)})
+				// A code at its key before version 4 (moved by the upgrade).
+				put(bucketCodes, compound("otp", "p", "a@example.com"), Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com", ExpiresAt: t0.Add(time.Minute)})
 				put(bucketCodes, throttleKey("otp", "p", "a@example.com"), Throttle{Sends: []time.Time{t0}})
 				put(bucketDevices, []byte("dev1"), map[string]any{"key": []byte("dev1"), "hash": []byte{1}, "userId": "u1", "projectId": "p", "createdAt": t0})
 				put(bucketDeliveries, append(compound("w1", ""), u64(1)...), Delivery{Seq: 1, WebhookID: "w1", CreatedAt: t0})
@@ -159,6 +160,9 @@ func TestMigrateExpiry(t *testing.T) {
 				s, err := tx.Session("s000007")
 				if err != nil || s.UserID != "u1" || !s.ExpiresAt.Equal(t0.Add(7*time.Second)) || s.Method != "email_otp" {
 					t.Fatalf("old session reads %+v, %v", s, err)
+				}
+				if c, err := tx.Code("otp", "p", "a@example.com"); err != nil || !c.ExpiresAt.Equal(t0.Add(time.Minute)) {
+					t.Fatalf("old code reads %+v, %v", c, err)
 				}
 				d, err := tx.Device([]byte("dev1"))
 				if err != nil || !d.LastUsedAt.Equal(t0) || d.Expired(t0.Add(DeviceLifetime-time.Second)) || !d.Expired(t0.Add(DeviceLifetime)) {
