@@ -65,15 +65,15 @@ func (db *boltDB) Export(ctx context.Context, fn func(rec any) error) error {
 				if !isThrottleKey(k) {
 					return decodeCode(v)
 				}
-				parts := strings.SplitN(string(k[:len(k)-2]), "\x00", 3)
-				if len(parts) != 3 {
+				kind, project, subject, ok := codeKeyParts(k)
+				if !ok {
 					return nil, errBadRecord
 				}
 				t, err := decodeThrottle(v)
 				if err != nil {
 					return nil, err
 				}
-				return &ThrottleRecord{Kind: parts[0], ProjectID: parts[1], Subject: parts[2], Throttle: *t}, nil
+				return &ThrottleRecord{Kind: string(kind), ProjectID: string(project), Subject: string(subject), Throttle: *t}, nil
 			}},
 			{bucketMagic, jsonRow(func() any { return &MagicLink{} })},
 			{bucketDevices, func(k, v []byte) (any, error) { return decodeDevice(k, v) }},
