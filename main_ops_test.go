@@ -26,10 +26,11 @@ import (
 // sessions, a TOTP factor and backup codes, a passkey, a magic link,
 // remembered devices, throttles, an external method, a webhook with
 // failed deliveries and queued jobs, keys, events, counters and
-// suppressed failures) is copied into PostgreSQL with latchkey copy; a
-// server on the database accepts the sessions, keys, factor and passkey
-// made on the file and signs a user in; the database copied back into a
-// new file holds the same records as the original.
+// suppressed failures, and an imported user) is copied into PostgreSQL
+// with latchkey copy; a server on the database accepts the sessions,
+// keys, factor and passkey made on the file, signs a user in, and keeps
+// the imported user's account at its first sign-in; the database copied
+// back into a new file holds the same records as the original.
 //
 // It needs PostgreSQL and runs on the postgres pass (it copies between
 // both backends whatever LATCHKEY_TEST_STORE says, so it does not run
@@ -129,6 +130,14 @@ func TestCopyRoundTrip(t *testing.T) {
 			Attempts: 2, LastError: "421 try later", CreatedAt: now, NextAttemptAt: now.Add(time.Minute)}); err != nil {
 			return err
 		}
+		// A user as an import writes it: vouched for by the operator
+		// (the passkey sign-up's is not, the sign-ins' leave it unset).
+		yes, no := true, false
+		if err := tx.PutUser(&store.User{ID: "0193a0d5-c3d2-7e80-9000-0000000000ee", ProjectID: projectID, Email: "imported@example.com",
+			ExternalUserID: "legacy-1", FirstName: "Ida", CreatedAt: time.Date(1990, 1, 2, 3, 4, 5, 6, time.UTC), UpdatedAt: now,
+			EmailVerified: &no, Vouched: &yes}); err != nil {
+			return err
+		}
 		return tx.AppendEvent(&store.Event{ID: "evt_1", ProjectID: projectID, Type: "user.updated", CreatedAt: now, Data: json.RawMessage(`{"user_id":"u"}`)})
 	})
 	fileDB.Close()
@@ -136,6 +145,9 @@ func TestCopyRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := exportAll(t, data)
+	if users := strings.Join(before["User"], "\n"); !strings.Contains(users, `"vouched":true`) || !strings.Contains(users, `"vouched":false`) {
+		t.Errorf("the populated file lacks a vouched or a self-registered user: the round trip would not test Vouched:\n%s", users)
+	}
 	for _, kind := range []string{"Settings", "Project", "APIKey", "User", "Session", "Code", "Throttle", "MagicLink", "Device",
 		"Factor", "BackupCodes", "Passkey", "Challenge", "ExternalMethod", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
 		if len(before[kind]) == 0 {
@@ -221,9 +233,15 @@ func TestCopyRoundTrip(t *testing.T) {
 	must(c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "g@example.com"}))
 	login := must(c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "g@example.com", "code": codeTo(t, "latchkey.outbox", "g@example.com")}))
 	must(c.do("GET", "/api/v1/session", login["token"].(string), nil))
+	// The imported user's sign-in keeps the account the copy carried.
+	must(c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": "imported@example.com"}))
+	imported := must(c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "imported@example.com", "code": codeTo(t, "latchkey.outbox", "imported@example.com")}))
+	if imported["userId"] != "0193a0d5-c3d2-7e80-9000-0000000000ee" || imported["isNewUser"] != false {
+		t.Fatalf("the copied imported user's sign-in: userId %v isNewUser %v, want the copied account", imported["userId"], imported["isNewUser"])
+	}
 	users := must(c.do("GET", "/api/v1/admin/users?projectId="+projectID, admin, nil))
-	if n := len(users["users"].([]any)); n != 5 {
-		t.Fatalf("%d users on the database, want the file's 4 and g@", n)
+	if n := len(users["users"].([]any)); n != 6 {
+		t.Fatalf("%d users on the database, want the file's 5 and g@", n)
 	}
 }
 

@@ -109,7 +109,9 @@ func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m
 				return err
 			}
 			if direct {
-				u.Email, u.EmailVerified, changed = email, boolPtr(false), true
+				// Unproven, and no import vouched for the new address:
+				// a sign-in that proves it replaces the account.
+				u.Email, u.EmailVerified, u.Vouched, changed = email, boolPtr(false), boolPtr(false), true
 			} else {
 				if e, err := s.sendAddressCode(tx, p, u, email, a.m.Locale, now); err != nil {
 					return err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,10 +16,11 @@ import (
 	"latchkey/store"
 )
 
-// User import and export (decisions.md §18). Both stream: the import
-// reads its body a line at a time and commits every ImportChunk lines in
-// one transaction, the export writes a page of users at a time, so
-// neither holds the whole file or the whole table in memory.
+// User import and export (docs/api.md, "Import and export"). Both
+// stream: the import reads its body a line at a time and commits every
+// ImportChunk lines in one transaction, the export writes a page of
+// users at a time, so neither holds the whole file or the whole table
+// in memory.
 
 // Import and export sizes.
 const (
@@ -138,10 +140,23 @@ func parseImportLine(raw []byte) (*importUser, error) {
 		if err != nil {
 			return nil, errors.New("createdAt must be an RFC 3339 time")
 		}
+		if t.Before(minCreatedAt) || t.After(maxCreatedAt) {
+			return nil, errRejectCreatedAt
+		}
 		u.createdAt = t.UTC()
 	}
 	return u, nil
 }
+
+// The times a store can hold (Unix nanoseconds in an int64, 1677-09-21
+// to 2262-04-11) bound an imported createdAt, in whole years at the
+// start and whole seconds at the end: a time outside would be stored as
+// another one.
+var (
+	minCreatedAt       = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxCreatedAt       = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+	errRejectCreatedAt = fmt.Errorf("createdAt must be from %s to %s", minCreatedAt.Format(time.RFC3339), maxCreatedAt.Format(time.RFC3339))
+)
 
 // lineReader reads lines of at most MaxImportLine bytes; a longer line
 // is skipped whole and reported as too long.
@@ -174,10 +189,18 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 var ErrImportCutShort = ErrValidation.With("Import body ended before its end: the chunks committed before stay; send the whole file again (imports are idempotent).")
 
 // ImportUsers creates or updates projectID's users from r, JSON lines
-// (decisions.md §18), and reports what it did. It is idempotent on the
-// address: a line whose email a user of the project already has updates
-// the fields the line sets (counted as updated), so importing the same
-// lines twice creates nothing the second time. A line that is not valid,
+// (docs/api.md, "Import and export"), and reports what it did. It is
+// idempotent on the address: a line whose email a user of the project
+// already has updates the fields the line sets (counted as updated), so
+// importing the same lines twice creates nothing the second time. Every
+// user a line writes is vouched for by the operator (store.User.Vouched):
+// its owner's first sign-in by code or link keeps it and verifies it.
+// An address held by an unverified account that registered itself (a
+// passkey sign-up; replaceable) is the exception: a line saying
+// emailVerified true replaces that account as a sign-in proving the
+// address would (deleteAccount: user.deleted) and creates the user
+// (counted as created); any other line for it is rejected, and an
+// import never writes into such an account. A line that is not valid,
 // or whose externalUserId another user has, is rejected alone; blank
 // lines are skipped. Imports emit no user.registered. It reads r a line
 // at a time and commits every ImportChunk lines in a transaction of their
@@ -265,6 +288,16 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 			if err != nil && !isNew {
 				return err
 			}
+			if !isNew {
+				replaced, why, err := s.importOnto(tx, u, in)
+				if err != nil {
+					return err
+				} else if why != "" {
+					rejected = append(rejected, ImportRejected{in.line, why})
+					continue
+				}
+				isNew = replaced
+			}
 			if isNew {
 				u = &store.User{ID: newID(), ProjectID: projectID, Email: in.email, CreatedAt: now, EmailVerified: boolPtr(false)}
 				if !in.createdAt.IsZero() {
@@ -283,9 +316,10 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 			if in.verified != nil {
 				u.EmailVerified = boolPtr(*in.verified)
 			}
+			u.Vouched = boolPtr(true)
 			u.UpdatedAt = now
 			if err := tx.PutUser(u); errors.Is(err, store.ErrConflict) {
-				rejected = append(rejected, ImportRejected{in.line, "externalUserId belongs to another user of the project"})
+				rejected = append(rejected, ImportRejected{in.line, whyExternalIDTaken})
 				continue
 			} else if err != nil {
 				return err
@@ -322,6 +356,40 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 		rep.RejectedTruncated = rep.RejectedCount > len(rep.Rejected)
 	}
 	return nil
+}
+
+// Why importChunk rejects a line inside its transaction.
+const (
+	whyUnproven        = "the address belongs to an account registered without proving it: only a line with emailVerified true replaces it"
+	whyExternalIDTaken = "externalUserId belongs to another user of the project"
+)
+
+// importOnto decides, inside tx, what the line in does to u, the user
+// that has its address. It updates u (neither replaced nor a why)
+// unless u is an unverified account that registered itself
+// (replaceable). Such an account is replaced when the line says
+// emailVerified true: deleted as a sign-in proving the address deletes
+// it (deleteAccount), so that the line creates a new user; for any
+// other line, why is the rejection's text and nothing changed.
+func (s *Service) importOnto(tx store.Tx, u *store.User, in *importUser) (replaced bool, why string, err error) {
+	if _, err := settleVerified(tx, u); err != nil {
+		return false, "", err
+	}
+	if replace, err := replaceable(tx, u); err != nil || !replace {
+		return false, "", err
+	}
+	if in.verified == nil || !*in.verified {
+		return false, whyUnproven, nil
+	}
+	// The new user's externalUserId must be free before u goes.
+	if in.ext != nil && *in.ext != "" {
+		if other, err := tx.UserByExternalID(u.ProjectID, *in.ext); err == nil && other.ID != u.ID {
+			return false, whyExternalIDTaken, nil
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, "", err
+		}
+	}
+	return true, "", s.deleteAccount(tx, u)
 }
 
 // mergeRejected merges two lists sorted by line.

@@ -889,7 +889,12 @@ func (s *Service) signInIdentity(tx store.Tx, p *store.Project, idn *oauthIdenti
 				return nil, false, err
 			}
 		}
-		if isVerified(u) {
+		// An account the sign-in keeps (verified, or vouched for by
+		// an import) is signed in to by email first when it has
+		// factors.
+		if replace, err := replaceable(tx, u); err != nil {
+			return nil, false, err
+		} else if !replace {
 			has, err := hasFactors(tx, u)
 			if err != nil {
 				return nil, false, err
@@ -899,8 +904,8 @@ func (s *Service) signInIdentity(tx store.Tx, p *store.Project, idn *oauthIdenti
 			}
 		}
 	}
-	// New, or an account whose address was never proven (replaced as
-	// a code sign-in replaces it), or a verified one without factors.
+	// New, or an unverified account that registered itself (replaced
+	// as a code sign-in replaces it), or one kept without factors.
 	u, isNew, err := s.provenUser(tx, p, idn.Email)
 	return u, isNew, err
 }

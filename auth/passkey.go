@@ -359,9 +359,12 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			// Nobody proved the address: the account is unverified
-			// until its user confirms it (decisions.md §15).
-			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now, EmailVerified: boolPtr(false)}
+			// Nobody proved the address, nor vouched for it: the
+			// account is unverified until its user confirms it, and
+			// a sign-in proving the address replaces it until then
+			// (docs/security.md).
+			u = &store.User{ID: ch.UserID, ProjectID: p.ID, Email: ch.Email, CreatedAt: now, UpdatedAt: now,
+				EmailVerified: boolPtr(false), Vouched: boolPtr(false)}
 			wu = &waUser{id: u.ID, name: u.Email}
 		} else {
 			if u, err = s.sessionUserTx(tx, pr); err != nil {

@@ -6,14 +6,17 @@ import (
 	"latchkey/store"
 )
 
-// Verified addresses (decisions.md §15). A user's emailVerified is true
-// once a code or link sent to the address signed them in, they confirmed
-// the address from their session, or an app vouched for it (an external
-// method); a passkey sign-up by email, and an address changed directly
-// (emailChange "direct"), leave it false. A sign-in by code or link that
-// proves the address of an unverified account replaces that account
-// (replaceUnverified): whoever registered the address first without
-// proving it cannot keep it.
+// Verified addresses (docs/security.md). A user's emailVerified is true
+// once a code or link sent to the address signed them in, they
+// confirmed the address from their session, or an app vouched for it
+// (an external method); a passkey sign-up by email, and an address
+// changed directly (emailChange "direct"), leave it false; an import
+// sets it as its line says. A sign-in by code or link that proves the
+// address of an unverified account replaces that account when it
+// registered itself (replaceUnverified): whoever registered the address
+// first without proving it cannot keep it. An account the operator
+// vouched for (an import wrote it) is kept and marked verified instead:
+// its owner finds it as imported (replaceable tells the two apart).
 
 // settleVerified makes u.EmailVerified definite and reports whether it
 // was not (a row written before the field existed), so the caller may
@@ -59,10 +62,11 @@ func (s *Service) setVerified(tx store.Tx, u *store.User) error {
 
 // provenUser returns p's user with email for a sign-in that proved the
 // address (an email code or a magic link; an app vouching for it): a new
-// user when there is none (user.registered), the account marked verified
-// when it is, and, when the account is unverified, a new user replacing
-// it (replaceUnverified). A disabled account is returned as it is, for
-// the caller's 403. isNew is true for a created user.
+// user when there is none (user.registered); the account, marked
+// verified, when it is verified or the operator vouched for it; and,
+// when it is an unverified account that registered itself, a new user
+// replacing it (replaceUnverified). A disabled account is returned as
+// it is, for the caller's 403. isNew is true for a created user.
 func (s *Service) provenUser(tx store.Tx, p *store.Project, email string) (u *store.User, isNew bool, err error) {
 	u, err = tx.UserByEmail(p.ID, email)
 	if errors.Is(err, store.ErrNotFound) {
@@ -78,14 +82,59 @@ func (s *Service) provenUser(tx store.Tx, p *store.Project, email string) (u *st
 	if err != nil {
 		return nil, false, err
 	}
-	if isVerified(u) {
-		if changed {
-			err = tx.PutUser(u)
-		}
-		return u, false, err
+	replace, err := replaceable(tx, u)
+	if err != nil {
+		return nil, false, err
 	}
-	u, err = s.replaceUnverified(tx, p, u)
-	return u, err == nil, err
+	if replace {
+		u, err = s.replaceUnverified(tx, p, u)
+		return u, err == nil, err
+	}
+	if !isVerified(u) {
+		return u, false, s.setVerified(tx, u)
+	}
+	if changed {
+		err = tx.PutUser(u)
+	}
+	return u, false, err
+}
+
+// replaceable reports whether u, its emailVerified settled, is an
+// account that a sign-in proving its address replaces: an unverified
+// account that registered itself (a passkey sign-up, an address changed
+// directly), not one the operator vouched for (store.User.Vouched: an
+// import wrote it). A verified account is never replaced.
+//
+// Rows written before Vouched existed count as vouched for when nobody
+// can sign in to them: no passkey, no session, no backup codes, no
+// enrolled TOTP or SMS. Those are the imported users that never signed
+// in (imports left them unverified by default). An unverified account
+// that registered itself holds one of those while anyone can use it (a
+// passkey sign-up its passkey and session, an address changed directly
+// the session that changed it), so it is replaced as before. The answer
+// is worked out each time, not stored.
+func replaceable(tx store.Tx, u *store.User) (bool, error) {
+	if isVerified(u) {
+		return false, nil
+	}
+	if u.Vouched != nil {
+		return !*u.Vouched, nil
+	}
+	sums, err := tx.FactorSummaries(u.ProjectID, []string{u.ID})
+	if err != nil {
+		return false, err
+	}
+	sum := sums[u.ID]
+	if sum.Passkeys || sum.BackupCodes {
+		return true, nil
+	}
+	for _, status := range sum.Factors {
+		if status == factorEnrolled {
+			return true, nil
+		}
+	}
+	sessions, err := tx.UserSessions(u.ID)
+	return len(sessions) > 0, err
 }
 
 // replaceUnverified deletes the unverified account old the way DELETE

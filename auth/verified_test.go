@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -140,5 +141,108 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReplaceable: a sign-in proving the address replaces an unverified
+// account that registered itself (Vouched false), never a verified one
+// nor one an import vouched for. A row written before Vouched existed
+// counts as vouched for when nobody can sign in to it: any passkey,
+// session, backup codes or enrolled factor makes it replaceable.
+func TestReplaceable(t *testing.T) {
+	f := newTOTPFixture(t)
+	yes, no := true, false
+	for _, c := range []struct {
+		name     string
+		verified bool
+		vouched  *bool
+		has      func(tx store.Tx, u *store.User) error
+		want     bool
+	}{
+		{"verified", true, &no, nil, false},
+		{"verified, old row", true, nil, nil, false},
+		{"self-registered", false, &no, nil, true},
+		{"imported", false, &yes, nil, false},
+		{"imported, old row", false, nil, nil, false},
+		{"old row with a passkey", false, nil, func(tx store.Tx, u *store.User) error {
+			return tx.PutPasskey(&store.Passkey{ID: newID(), UserID: u.ID, ProjectID: u.ProjectID, Credential: []byte("{}"), CreatedAt: f.now})
+		}, true},
+		{"old row with a session", false, nil, func(tx store.Tx, u *store.User) error {
+			return tx.PutSession(&store.Session{ID: newID(), UserID: u.ID, ProjectID: u.ProjectID, IssuedAt: f.now, ExpiresAt: f.now.Add(time.Hour)})
+		}, true},
+		{"old row with backup codes", false, nil, func(tx store.Tx, u *store.User) error {
+			return tx.PutBackupCodes(&store.BackupCodes{UserID: u.ID, ProjectID: u.ProjectID, Hashes: [][]byte{[]byte("h")}, Used: []bool{false}, CreatedAt: f.now})
+		}, true},
+		{"old row with TOTP", false, nil, func(tx store.Tx, u *store.User) error {
+			return tx.PutFactor(&store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorTOTP, Status: factorEnrolled, CreatedAt: f.now, EnrolledAt: &f.now})
+		}, true},
+		{"old row with TOTP pending", false, nil, func(tx store.Tx, u *store.User) error {
+			return tx.PutFactor(&store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorTOTP, Status: "pending", CreatedAt: f.now})
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := &store.User{ID: newID(), ProjectID: f.u.ProjectID, Email: newID() + "@example.com", CreatedAt: f.now,
+				EmailVerified: boolPtr(c.verified), Vouched: c.vouched}
+			err := f.db.Update(ctx, func(tx store.Tx) error {
+				if err := tx.PutUser(u); err != nil {
+					return err
+				}
+				if c.has != nil {
+					return c.has(tx, u)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.db.View(ctx, func(tx store.Tx) error {
+				got, err := tx.User(u.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if replace, err := replaceable(tx, got); err != nil || replace != c.want {
+					t.Fatalf("replaceable=%v (%v), want %v", replace, err, c.want)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestProviderSignInToVouchedAccount: a provider sign-in keeps an
+// account an import vouched for, as a sign-in by code does, so an
+// unverified one with a factor (an import said emailVerified false of a
+// user who had enrolled one) is signed in to by email first; without
+// one, the provider sign-in lands in it and verifies it.
+func TestProviderSignInToVouchedAccount(t *testing.T) {
+	f := newTOTPFixture(t)
+	p := f.project()
+	for _, withFactor := range []bool{true, false} {
+		addr := newID() + "@example.com"
+		u := &store.User{ID: newID(), ProjectID: p.ID, Email: addr, CreatedAt: f.now, EmailVerified: boolPtr(false), Vouched: boolPtr(true)}
+		var got *store.User
+		var isNew bool
+		err := f.db.Update(ctx, func(tx store.Tx) error {
+			if err := tx.PutUser(u); err != nil {
+				return err
+			}
+			if withFactor {
+				if err := tx.PutFactor(&store.Factor{UserID: u.ID, ProjectID: p.ID, Kind: factorTOTP, Status: factorEnrolled, CreatedAt: f.now, EnrolledAt: &f.now}); err != nil {
+					return err
+				}
+			}
+			var err error
+			got, isNew, err = f.svc.signInIdentity(tx, p, &oauthIdentity{Provider: "google", Subject: "s-" + addr, Email: addr, EmailVerified: true})
+			return err
+		})
+		if withFactor {
+			if !errors.Is(err, ErrSignInWithEmailFirst) {
+				t.Fatalf("with a factor: %v, want SIGN_IN_WITH_EMAIL_FIRST", err)
+			}
+			continue
+		}
+		if err != nil || isNew || got.ID != u.ID || !isVerified(got) {
+			t.Fatalf("without a factor: %+v new %v (%v), want the account, verified", got, isNew, err)
+		}
 	}
 }

@@ -28,6 +28,12 @@ func encodeUser(u *User) []byte {
 			flags |= 4
 		}
 	}
+	if u.Vouched != nil {
+		flags |= 8
+		if *u.Vouched {
+			flags |= 16
+		}
+	}
 	b = append(b, flags)
 	b = appendTime(b, u.CreatedAt)
 	return appendTime(b, u.UpdatedAt)
@@ -50,6 +56,10 @@ func decodeUser(k, v []byte) (*User, error) {
 	if flags&2 != 0 {
 		verified := flags&4 != 0
 		u.EmailVerified = &verified
+	}
+	if flags&8 != 0 {
+		vouched := flags&16 != 0
+		u.Vouched = &vouched
 	}
 	u.CreatedAt = d.time()
 	u.UpdatedAt = d.time()

@@ -22,6 +22,15 @@ type User struct {
 	// sent to it, or an app vouching for it). Nil in rows written before
 	// the field existed; auth settles those (see auth's settleVerified).
 	EmailVerified *bool `json:"emailVerified,omitempty"`
+
+	// Vouched records whether the operator vouched that Email belongs
+	// to this account: an import wrote it, and its address has not
+	// changed since. A sign-in that proves the address keeps a vouched
+	// account, where it replaces an unverified one nobody vouched for
+	// (a passkey sign-up, an address changed directly). Nil in rows
+	// written before the field existed; auth settles those (see auth's
+	// replaceable).
+	Vouched *bool `json:"vouched,omitempty"`
 }
 
 // User returns the user with id.

@@ -53,7 +53,9 @@ var userImport = &command{
 	help: "Send FILE (JSON lines, one user each: {email, externalUserId?, firstName?, companyId?, emailVerified?, createdAt?};\n" +
 		"at most 64 MiB: a larger file is refused before it is sent; - reads standard input) to the project\n" +
 		"and print the report. Idempotent on email: a user that has the line's address is updated, so a file\n" +
-		"may be imported again. A bad line is rejected alone; the report lists it with its line number (the\n" +
+		"may be imported again. An imported user's first sign-in by code or link keeps the account. An address\n" +
+		"someone registered by passkey without proving it is replaced by a line with emailVerified true and\n" +
+		"rejected otherwise. A bad line is rejected alone; the report lists it with its line number (the\n" +
 		"first 1,000 rejected lines, and the count of all). Exit 1 when any line was rejected.",
 	flags: func(fs *flag.FlagSet) action {
 		projectID := fs.String("project", "", "project `ID` (required)")

@@ -117,8 +117,8 @@ func TestAccountsRoundTrip(t *testing.T) {
 	}
 	users := []*store.User{
 		{ID: "u-full", ProjectID: "p-full", Email: "ada@example.com", ExternalUserID: "ext-1", FirstName: "Ada ✓",
-			CompanyID: "co", Disabled: true, CreatedAt: accT0, UpdatedAt: accT0.Add(time.Nanosecond), EmailVerified: &yes},
-		{ID: "u-false", ProjectID: "p-full", Email: "bob@example.com", EmailVerified: &no},
+			CompanyID: "co", Disabled: true, CreatedAt: accT0, UpdatedAt: accT0.Add(time.Nanosecond), EmailVerified: &yes, Vouched: &yes},
+		{ID: "u-false", ProjectID: "p-full", Email: "bob@example.com", EmailVerified: &no, Vouched: &no},
 		{ID: "u-nil", ProjectID: "p-full", Email: "cy@example.com"},
 	}
 	sessions := []*store.Session{

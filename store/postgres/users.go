@@ -17,12 +17,12 @@ import (
 // external id and the email-ordered listing.
 
 const userCols = `id, project_id, email, coalesce(external_user_id, ''), first_name, company_id,
-	disabled, email_verified, created_at, updated_at`
+	disabled, email_verified, created_at, updated_at, vouched`
 
 // userDest returns the scan destinations of userCols in u.
 func userDest(u *store.User) []any {
 	return []any{&u.ID, &u.ProjectID, &u.Email, &u.ExternalUserID, &u.FirstName, &u.CompanyID,
-		&u.Disabled, &u.EmailVerified, timeDest(&u.CreatedAt), timeDest(&u.UpdatedAt)}
+		&u.Disabled, &u.EmailVerified, timeDest(&u.CreatedAt), timeDest(&u.UpdatedAt), &u.Vouched}
 }
 
 // oneUser returns the user the query's single row holds.
@@ -71,13 +71,13 @@ func (tx *txn) UserByEmail(projectID, email string) (*store.User, error) {
 
 // sqlUpsertUser writes a user without PutUser's conflict check.
 const sqlUpsertUser = `INSERT INTO users (id, project_id, email, external_user_id, first_name, company_id,
-		disabled, email_verified, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint)
+		disabled, email_verified, created_at, updated_at, vouched)
+	VALUES ($1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint, $11::boolean)
 	ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, email = excluded.email,
 		external_user_id = excluded.external_user_id, first_name = excluded.first_name,
 		company_id = excluded.company_id, disabled = excluded.disabled,
 		email_verified = excluded.email_verified, created_at = excluded.created_at,
-		updated_at = excluded.updated_at`
+		updated_at = excluded.updated_at, vouched = excluded.vouched`
 
 // concurrentlyTaken is the serialization failure a unique violation of
 // users stands for: a concurrent transaction took the address or the
@@ -128,6 +128,10 @@ func copyUser(u *store.User) *store.User {
 		v := *u.EmailVerified
 		cp.EmailVerified = &v
 	}
+	if u.Vouched != nil {
+		v := *u.Vouched
+		cp.Vouched = &v
+	}
 	return &cp
 }
 
@@ -162,7 +166,7 @@ func (tx *txn) PutUser(u *store.User) error {
 	proven := tx.proven(u)
 	tx.forgetUser(u)
 	args := []any{u.ID, u.ProjectID, u.Email, nil, u.FirstName, u.CompanyID,
-		u.Disabled, u.EmailVerified, timeArg(u.CreatedAt), timeArg(u.UpdatedAt)}
+		u.Disabled, u.EmailVerified, timeArg(u.CreatedAt), timeArg(u.UpdatedAt), u.Vouched}
 	if u.ExternalUserID != "" {
 		args[3] = u.ExternalUserID
 	}
@@ -186,14 +190,14 @@ func (tx *txn) PutUser(u *store.User) error {
 			LIMIT 1
 		), put AS (
 			INSERT INTO users (id, project_id, email, external_user_id, first_name, company_id,
-				disabled, email_verified, created_at, updated_at)
-			SELECT $1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint
+				disabled, email_verified, created_at, updated_at, vouched)
+			SELECT $1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint, $11::boolean
 			WHERE NOT EXISTS (SELECT 1 FROM taken)
 			ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, email = excluded.email,
 				external_user_id = excluded.external_user_id, first_name = excluded.first_name,
 				company_id = excluded.company_id, disabled = excluded.disabled,
 				email_verified = excluded.email_verified, created_at = excluded.created_at,
-				updated_at = excluded.updated_at
+				updated_at = excluded.updated_at, vouched = excluded.vouched
 		)
 		SELECT EXISTS (SELECT 1 FROM taken)`, args, &taken)
 	if uniqueViolation(err) && tx.err == nil {
