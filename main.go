@@ -235,6 +235,10 @@ type Main struct {
 	// For tests on a database: the outbox directory (default: see
 	// outboxDir).
 	outbox string
+	// storeNote is the start-up log line that says which of --data and
+	// --database-url, both set, is not used (pickStore); empty when only
+	// one is set.
+	storeNote string
 }
 
 // defaultMailFrom is the sender address when none is configured.
@@ -266,7 +270,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	flags := []serveFlag{
 		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
-		{"database-url", "LATCHKEY_DATABASE_URL", "URL", "empty: the --data file", "PostgreSQL database (postgres://user:password@host:5432/dbname?sslmode=...) instead of --data, for several replicas on one database; needs --master-key", &c.DatabaseURL},
+		{"database-url", "LATCHKEY_DATABASE_URL", "URL", "empty: the --data file", "PostgreSQL database (postgres://user:password@host:5432/dbname?sslmode=...) instead of --data, for several replicas on one database; needs --master-key; both on the command line are refused, and LATCHKEY_DATABASE_URL wins over LATCHKEY_DATA", &c.DatabaseURL},
 		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin (http:// or https://, no path) for magic links, JWT iss and WebAuthn", &c.BaseURL},
 		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml (./latchkey.outbox with --database-url)", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS); options ?tls=opportunistic|required, ?auth=auto|plain|login|cram-md5, ?ca=FILE", &c.SMTPURL},
 		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "FILE", "none: the system's CAs", "PEM file of CA certificates trusted for the SMTP server besides the system's (also ?ca= on --smtp-url)", &c.SMTPCAFile},
@@ -326,17 +330,49 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	default:
 		return fmt.Errorf("--sms-provider must be none, log or twilio")
 	}
-	if c.DatabaseURL != "" {
-		if set["data"] || getenv("LATCHKEY_DATA") != "" {
-			return fmt.Errorf("--database-url and --data name two stores: set only one")
-		}
-		if !store.IsURL(c.DatabaseURL) {
-			return fmt.Errorf("--database-url must be a postgres:// or postgresql:// URL")
-		}
+	if err := m.pickStore(set, getenv); err != nil {
+		return err
 	}
 	if c.AdminToken != "" && (!strings.HasPrefix(c.AdminToken, "adm_") || len(c.AdminToken) < 24) {
 		return fmt.Errorf("--admin-token must start with adm_ and be at least 24 characters")
 	}
+	return nil
+}
+
+// pickStore settles which store --data and --database-url name when
+// both are set (set: the flags given on the command line). Both on the
+// command line are refused. Otherwise the command line beats the
+// environment, and from the environment the database beats the data
+// file: the container image and the systemd unit set LATCHKEY_DATA for
+// the default store, so LATCHKEY_DATABASE_URL added to them must not be
+// refused. The setting left out is cleared and noted for the start-up
+// log (storeNote).
+func (m *Main) pickStore(set map[string]bool, getenv func(string) string) error {
+	c := &m.Config
+	envData := getenv("LATCHKEY_DATA") != ""
+	switch {
+	case c.DatabaseURL == "":
+		return nil
+	case set["data"] && set["database-url"]:
+		return fmt.Errorf("--database-url and --data name two stores: set only one")
+	case set["data"]:
+		// --data on the command line, LATCHKEY_DATABASE_URL from the
+		// environment: the command line wins.
+		m.storeNote = "LATCHKEY_DATABASE_URL is not used: --data names the store"
+		c.DatabaseURL = ""
+		return nil
+	}
+	if !store.IsURL(c.DatabaseURL) {
+		return fmt.Errorf("--database-url must be a postgres:// or postgresql:// URL")
+	}
+	if envData {
+		by := "LATCHKEY_DATABASE_URL"
+		if set["database-url"] {
+			by = "--database-url"
+		}
+		m.storeNote = fmt.Sprintf("LATCHKEY_DATA (%s) is not used: %s names the store, a PostgreSQL database", c.Data, by)
+	}
+	c.Data = ""
 	return nil
 }
 
@@ -425,6 +461,9 @@ func (m *Main) Run(ctx context.Context) error {
 	chk, err := m.checkConfig()
 	if err != nil {
 		return err
+	}
+	if m.storeNote != "" {
+		m.Logger.Info(m.storeNote)
 	}
 	c := m.Config
 	ln, err := net.Listen("tcp", c.Addr)
