@@ -235,6 +235,9 @@ type Main struct {
 	// For tests on a database: the outbox directory (default: see
 	// outboxDir).
 	outbox string
+	// addrFile is the address file this server wrote (writeAddrFile),
+	// removed by Close.
+	addrFile string
 	// storeNote is the start-up log line that says which of --data and
 	// --database-url, both set, is not used (pickStore); empty when only
 	// one is set.
@@ -626,6 +629,9 @@ func (m *Main) Run(ctx context.Context) error {
 		where = []any{"database", redactURL(c.DatabaseURL)}
 	}
 	m.Logger.Info("latchkey listening", append([]any{"addr", ln.Addr().String(), "base_url", baseURL}, where...)...)
+	if c.DatabaseURL == "" {
+		m.writeAddrFile(ln.Addr())
+	}
 	if m.metricsListener != nil {
 		m.serveMetrics()
 	}
@@ -849,6 +855,31 @@ func (m *Main) showAdminToken(tok string) {
 	}
 }
 
+// writeAddrFile writes the address the server listens on to
+// <data>.addr (cli.AddrFile; mode 0600, as the admin token file beside
+// it), so that the CLI on this machine finds the server without --server
+// whatever the port. An unspecified address (0.0.0.0, ::) is written as
+// 127.0.0.1, where the CLI reaches it. Close removes the file; after a
+// crash it stays until the next start replaces it. Failing to write it is
+// logged, not fatal: --server still works.
+func (m *Main) writeAddrFile(addr net.Addr) {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return
+	}
+	ip := tcp.IP
+	if ip.IsUnspecified() {
+		// 0.0.0.0, or :: (":8080"), which Go listens on for IPv4 too.
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	file := cli.AddrFile(m.Config.Data)
+	if err := store.ReplaceSecretFile(file, "http://"+net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))+"\n"); err != nil {
+		m.Logger.Warn("could not write the address file for the CLI; pass it --server", "file", file, "err", err)
+		return
+	}
+	m.addrFile = file
+}
+
 // smsSender picks the SMS provider; nil is "none".
 func (m *Main) smsSender() (auth.SMSSender, error) {
 	switch m.Config.SMSProvider {
@@ -924,6 +955,12 @@ func (m *Main) Addr() string { return m.listener.Addr().String() }
 // times and closes the store.
 func (m *Main) Close() error {
 	var errs []error
+	if m.addrFile != "" {
+		// From now on the CLI finds no server here rather than a dying
+		// one.
+		os.Remove(m.addrFile)
+		m.addrFile = ""
+	}
 	if sh, ok := m.DB.(store.Shared); ok && m.leases != nil {
 		// The leases go below: from now on this replica's transactions
 		// write their wake-ups for whichever replica takes them.
