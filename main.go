@@ -123,7 +123,7 @@ Flags:
 			help(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "latchkey compact: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey compact: %v\n", cli.FlagError(err))
 		help(stderr)
 		return 2
 	}
@@ -159,6 +159,9 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 	case n >= 1<<10:
 		return fmt.Sprintf("%d KB", n>>10)
+	}
+	if n == 1 {
+		return "1 byte"
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
@@ -304,7 +307,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			printServeHelp(m.Stdout, flags)
 		}
-		return err
+		return cli.FlagError(err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))

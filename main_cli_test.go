@@ -68,3 +68,23 @@ func TestAddrFileLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagMessagesDoubleDash: the subcommands main parses itself (serve,
+// compact, migrate, copy) word package flag's errors with two dashes,
+// as the admin subcommands do.
+func TestFlagMessagesDoubleDash(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"serve --nope", "latchkey serve: unknown flag --nope\n"},
+		{"serve --addr", "latchkey serve: --addr needs a value\n"},
+		{"serve --webhook-allow-private=sometimes", `latchkey serve: invalid value "sometimes" for --webhook-allow-private: "sometimes" is not a boolean`},
+		{"compact -nope", "latchkey compact: unknown flag --nope\n"},
+		{"migrate --database-url", "latchkey migrate: --database-url needs a value\n"},
+		{"copy --from", "latchkey copy: --from needs a value\n"},
+		{"key list --bogus", "latchkey key list: unknown flag --bogus\n"},
+	} {
+		code, _, stderr, _ := child(t, []string{"LATCHKEY_DATA=", "LATCHKEY_DATABASE_URL="}, tc.args)
+		if code != 2 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("latchkey %s: exit %d, stderr %q; want 2 starting %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

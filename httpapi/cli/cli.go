@@ -324,7 +324,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	}
 	if err := fs.Parse(flags); err != nil {
-		return nil, err
+		return nil, FlagError(err)
 	}
 	return append(fs.Args(), pos...), nil
 }
