@@ -10,7 +10,7 @@ import (
 )
 
 // TestStatusOfUnavailable: a database out of reach is 503 with its
-// Retry-After even when it interrupts a failure the contract answers
+// Retry-After even when it interrupts a failure otherwise answered
 // 401 (a key check, a passkey sign-in); those failures' other causes
 // stay 401.
 func TestStatusOfUnavailable(t *testing.T) {
