@@ -6,6 +6,10 @@
 #     -e LATCHKEY_BASE_URL=https://auth.example.com latchkey
 #   docker logs latchkey        # the first start prints the test key and admin token
 #
+# On PostgreSQL add -e LATCHKEY_DATABASE_URL=postgres://... and
+# -e LATCHKEY_MASTER_KEY=...: the database URL wins over the LATCHKEY_DATA
+# set below (the log says the data file is not used).
+#
 # Set LATCHKEY_BASE_URL to the origin browsers and mail recipients use: it
 # is in every magic link, the JWT issuer and the passkey relying party. The
 # default below suits `-p 8080:8080` on your own machine. The image has no

@@ -123,7 +123,7 @@ Flags:
 			help(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "latchkey compact: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey compact: %v\n", cli.FlagError(err))
 		help(stderr)
 		return 2
 	}
@@ -159,6 +159,9 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 	case n >= 1<<10:
 		return fmt.Sprintf("%d KB", n>>10)
+	}
+	if n == 1 {
+		return "1 byte"
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
@@ -235,6 +238,13 @@ type Main struct {
 	// For tests on a database: the outbox directory (default: see
 	// outboxDir).
 	outbox string
+	// addrFile is the address file this server wrote (writeAddrFile),
+	// removed by Close.
+	addrFile string
+	// storeNote is the start-up log line that says which of --data and
+	// --database-url, both set, is not used (pickStore); empty when only
+	// one is set.
+	storeNote string
 }
 
 // defaultMailFrom is the sender address when none is configured.
@@ -266,7 +276,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	flags := []serveFlag{
 		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
-		{"database-url", "LATCHKEY_DATABASE_URL", "URL", "empty: the --data file", "PostgreSQL database (postgres://user:password@host:5432/dbname?sslmode=...) instead of --data, for several replicas on one database; needs --master-key", &c.DatabaseURL},
+		{"database-url", "LATCHKEY_DATABASE_URL", "URL", "empty: the --data file", "PostgreSQL database (postgres://user:password@host:5432/dbname?sslmode=...) instead of --data, for several replicas on one database; needs --master-key; both on the command line are refused, and LATCHKEY_DATABASE_URL wins over LATCHKEY_DATA", &c.DatabaseURL},
 		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin (http:// or https://, no path) for magic links, JWT iss and WebAuthn", &c.BaseURL},
 		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml (./latchkey.outbox with --database-url)", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS); options ?tls=opportunistic|required, ?auth=auto|plain|login|cram-md5, ?ca=FILE", &c.SMTPURL},
 		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "FILE", "none: the system's CAs", "PEM file of CA certificates trusted for the SMTP server besides the system's (also ?ca= on --smtp-url)", &c.SMTPCAFile},
@@ -297,7 +307,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			printServeHelp(m.Stdout, flags)
 		}
-		return err
+		return cli.FlagError(err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -326,17 +336,49 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	default:
 		return fmt.Errorf("--sms-provider must be none, log or twilio")
 	}
-	if c.DatabaseURL != "" {
-		if set["data"] || getenv("LATCHKEY_DATA") != "" {
-			return fmt.Errorf("--database-url and --data name two stores: set only one")
-		}
-		if !store.IsURL(c.DatabaseURL) {
-			return fmt.Errorf("--database-url must be a postgres:// or postgresql:// URL")
-		}
+	if err := m.pickStore(set, getenv); err != nil {
+		return err
 	}
 	if c.AdminToken != "" && (!strings.HasPrefix(c.AdminToken, "adm_") || len(c.AdminToken) < 24) {
 		return fmt.Errorf("--admin-token must start with adm_ and be at least 24 characters")
 	}
+	return nil
+}
+
+// pickStore settles which store --data and --database-url name when
+// both are set (set: the flags given on the command line). Both on the
+// command line are refused. Otherwise the command line beats the
+// environment, and from the environment the database beats the data
+// file: the container image and the systemd unit set LATCHKEY_DATA for
+// the default store, so LATCHKEY_DATABASE_URL added to them must not be
+// refused. The setting left out is cleared and noted for the start-up
+// log (storeNote).
+func (m *Main) pickStore(set map[string]bool, getenv func(string) string) error {
+	c := &m.Config
+	envData := getenv("LATCHKEY_DATA") != ""
+	switch {
+	case c.DatabaseURL == "":
+		return nil
+	case set["data"] && set["database-url"]:
+		return fmt.Errorf("--database-url and --data name two stores: set only one")
+	case set["data"]:
+		// --data on the command line, LATCHKEY_DATABASE_URL from the
+		// environment: the command line wins.
+		m.storeNote = "LATCHKEY_DATABASE_URL is not used: --data names the store"
+		c.DatabaseURL = ""
+		return nil
+	}
+	if !store.IsURL(c.DatabaseURL) {
+		return fmt.Errorf("--database-url must be a postgres:// or postgresql:// URL")
+	}
+	if envData {
+		by := "LATCHKEY_DATABASE_URL"
+		if set["database-url"] {
+			by = "--database-url"
+		}
+		m.storeNote = fmt.Sprintf("LATCHKEY_DATA (%s) is not used: %s names the store, a PostgreSQL database", c.Data, by)
+	}
+	c.Data = ""
 	return nil
 }
 
@@ -425,6 +467,9 @@ func (m *Main) Run(ctx context.Context) error {
 	chk, err := m.checkConfig()
 	if err != nil {
 		return err
+	}
+	if m.storeNote != "" {
+		m.Logger.Info(m.storeNote)
 	}
 	c := m.Config
 	ln, err := net.Listen("tcp", c.Addr)
@@ -587,6 +632,9 @@ func (m *Main) Run(ctx context.Context) error {
 		where = []any{"database", redactURL(c.DatabaseURL)}
 	}
 	m.Logger.Info("latchkey listening", append([]any{"addr", ln.Addr().String(), "base_url", baseURL}, where...)...)
+	if c.DatabaseURL == "" {
+		m.writeAddrFile(ln.Addr())
+	}
 	if m.metricsListener != nil {
 		m.serveMetrics()
 	}
@@ -810,6 +858,31 @@ func (m *Main) showAdminToken(tok string) {
 	}
 }
 
+// writeAddrFile writes the address the server listens on to
+// <data>.addr (cli.AddrFile; mode 0600, as the admin token file beside
+// it), so that the CLI on this machine finds the server without --server
+// whatever the port. An unspecified address (0.0.0.0, ::) is written as
+// 127.0.0.1, where the CLI reaches it. Close removes the file; after a
+// crash it stays until the next start replaces it. Failing to write it is
+// logged, not fatal: --server still works.
+func (m *Main) writeAddrFile(addr net.Addr) {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return
+	}
+	ip := tcp.IP
+	if ip.IsUnspecified() {
+		// 0.0.0.0, or :: (":8080"), which Go listens on for IPv4 too.
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	file := cli.AddrFile(m.Config.Data)
+	if err := store.ReplaceSecretFile(file, "http://"+net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))+"\n"); err != nil {
+		m.Logger.Warn("could not write the address file for the CLI; pass it --server", "file", file, "err", err)
+		return
+	}
+	m.addrFile = file
+}
+
 // smsSender picks the SMS provider; nil is "none".
 func (m *Main) smsSender() (auth.SMSSender, error) {
 	switch m.Config.SMSProvider {
@@ -885,6 +958,12 @@ func (m *Main) Addr() string { return m.listener.Addr().String() }
 // times and closes the store.
 func (m *Main) Close() error {
 	var errs []error
+	if m.addrFile != "" {
+		// From now on the CLI finds no server here rather than a dying
+		// one.
+		os.Remove(m.addrFile)
+		m.addrFile = ""
+	}
 	if sh, ok := m.DB.(store.Shared); ok && m.leases != nil {
 		// The leases go below: from now on this replica's transactions
 		// write their wake-ups for whichever replica takes them.

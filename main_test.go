@@ -567,9 +567,11 @@ func TestParseFlags(t *testing.T) {
 }
 
 // TestDatabaseURL: --database-url (or LATCHKEY_DATABASE_URL) names a
-// PostgreSQL database instead of --data; with --data too, with another
-// kind of URL or without a master key the start is refused in one line
-// before anything is touched. A start on a database that cannot be
+// PostgreSQL database instead of --data; with --data too on the command
+// line, with another kind of URL or without a master key the start is
+// refused in one line before anything is touched. Named in the
+// environment too, the database wins over LATCHKEY_DATA, and --data on
+// the command line over LATCHKEY_DATABASE_URL. A start on a database that cannot be
 // reached says so, in one line without the password.
 func TestDatabaseURL(t *testing.T) {
 	const url = "postgres://latchkey:secret@127.0.0.1:1/latchkey?sslmode=disable"
@@ -587,14 +589,46 @@ func TestDatabaseURL(t *testing.T) {
 	if c, err := parse([]string{"--database-url", url}, map[string]string{"LATCHKEY_DATABASE_URL": "postgresql://env/db"}); err != nil || c.DatabaseURL != url {
 		t.Fatalf("the flag beats the environment: %q, %v", c.DatabaseURL, err)
 	}
+	// Both stores named: on the command line refused; otherwise the
+	// command line beats the environment, and in the environment the
+	// database beats the data file, with a note for the start-up log.
+	for _, tc := range []struct {
+		name               string
+		args               []string
+		env                map[string]string
+		wantURL            bool
+		wantData, wantNote string
+	}{
+		{"both in the environment", nil, map[string]string{"LATCHKEY_DATABASE_URL": url, "LATCHKEY_DATA": "/data/latchkey.db"},
+			true, "", "LATCHKEY_DATA (/data/latchkey.db) is not used: LATCHKEY_DATABASE_URL names the store"},
+		{"--database-url and LATCHKEY_DATA", []string{"--database-url", url}, map[string]string{"LATCHKEY_DATA": "/data/latchkey.db"},
+			true, "", "LATCHKEY_DATA (/data/latchkey.db) is not used: --database-url names the store"},
+		{"--data and LATCHKEY_DATABASE_URL", []string{"--data", "/flag/l.db"}, map[string]string{"LATCHKEY_DATABASE_URL": url},
+			false, "/flag/l.db", "LATCHKEY_DATABASE_URL is not used: --data names the store"},
+		{"LATCHKEY_DATABASE_URL alone", nil, map[string]string{"LATCHKEY_DATABASE_URL": url}, true, "", ""},
+	} {
+		m := NewMain()
+		if err := m.ParseFlags(tc.args, func(k string) string { return tc.env[k] }); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if (m.Config.DatabaseURL == url) != tc.wantURL || m.Config.Data != tc.wantData || !strings.HasPrefix(m.storeNote, tc.wantNote) || (tc.wantNote == "") != (m.storeNote == "") {
+			t.Errorf("%s: database %q, data %q, note %q; want the database %v, data %q, a note starting %q",
+				tc.name, m.Config.DatabaseURL, m.Config.Data, m.storeNote, tc.wantURL, tc.wantData, tc.wantNote)
+		}
+		if strings.Contains(m.storeNote, "secret") {
+			t.Errorf("%s: the note %q holds the password", tc.name, m.storeNote)
+		}
+	}
 	for _, bad := range []struct {
 		args []string
 		env  map[string]string
 		want string
 	}{
 		{[]string{"--database-url", url, "--data", "x.db"}, nil, "only one"},
-		{[]string{"--database-url", url}, map[string]string{"LATCHKEY_DATA": "x.db"}, "only one"},
+		{[]string{"--database-url", url, "--data", "x.db"}, map[string]string{"LATCHKEY_DATA": "y.db", "LATCHKEY_DATABASE_URL": url}, "only one"},
 		{[]string{"--database-url", "mysql://host/db"}, nil, "postgres://"},
+		{nil, map[string]string{"LATCHKEY_DATABASE_URL": "mysql://host/db", "LATCHKEY_DATA": "x.db"}, "postgres://"},
 		{[]string{"--database-url", "/var/lib/latchkey.db"}, nil, "postgres://"},
 	} {
 		if _, err := parse(bad.args, bad.env); err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"latchkey/httpapi/cli"
 	"latchkey/store"
 	"latchkey/store/postgres"
 )
@@ -42,7 +43,7 @@ Flags:
 			help(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "latchkey migrate: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey migrate: %v\n", cli.FlagError(err))
 		help(stderr)
 		return 2
 	}
@@ -99,7 +100,7 @@ Flags:
 			help(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "latchkey copy: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey copy: %v\n", cli.FlagError(err))
 		help(stderr)
 		return 2
 	}
@@ -246,7 +247,7 @@ func writeKeyFile(file string, key []byte) error {
 	return store.WriteSecretFile(file, base64.StdEncoding.EncodeToString(key)+"\n")
 }
 
-// countText lists the records copied by kind: "1 Project, 3 User, ...".
+// countText lists the records copied by kind: "Project: 1, User: 3, ...".
 func countText(counts map[string]int) string {
 	names := make([]string, 0, len(counts))
 	for k := range counts {
@@ -255,7 +256,7 @@ func countText(counts map[string]int) string {
 	sort.Strings(names)
 	parts := make([]string, 0, len(names))
 	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+		parts = append(parts, fmt.Sprintf("%s: %d", k, counts[k]))
 	}
 	if len(parts) == 0 {
 		return "nothing (the source is empty)"

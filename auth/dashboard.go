@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"latchkey/store"
@@ -18,6 +19,13 @@ const DashSessionTTL = 12 * time.Hour
 // by the store (store.Dashboard: in memory on bbolt, a table on
 // PostgreSQL so every replica knows them). The store sees a keyed hash
 // of the cookie, and the flash sealed.
+//
+// A session belongs to the admin token that opened it: the keyed hash
+// the store knows it by covers the admin token's own hash with the
+// cookie (dashKey), so once another admin token is in force (configured
+// anew and the server restarted) no cookie issued before finds its row,
+// on either backend. Rotating the admin token signs every dashboard
+// out; the rows left behind expire with their 12 hours.
 
 const (
 	hashDomainDash = "dashboard"
@@ -59,7 +67,7 @@ func (s *Service) StartDashSession(ctx context.Context) (string, error) {
 		return "", err
 	}
 	id := base64.RawURLEncoding.EncodeToString(b)
-	h := s.keys.HashString(hashDomainDash, id)
+	h := s.dashKey(id)
 	err := s.db.PutDashSession(ctx, &store.DashSession{Hash: h[:], ExpiresAt: s.now().Add(DashSessionTTL)})
 	if err != nil {
 		return "", internal(err)
@@ -70,7 +78,7 @@ func (s *Service) StartDashSession(ctx context.Context) (string, error) {
 // DashSession returns the dashboard session whose cookie is id, and
 // false when there is none (expired, signed out, or never made).
 func (s *Service) DashSession(ctx context.Context, id string) (*DashSession, bool, error) {
-	h := s.keys.HashString(hashDomainDash, id)
+	h := s.dashKey(id)
 	d, err := s.db.DashSession(ctx, h[:], s.now())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
@@ -86,7 +94,7 @@ func (s *Service) DashSession(ctx context.Context, id string) (*DashSession, boo
 // UpdateDashFlash changes session id's flash with fn, which reports
 // whether it changed anything; a session that is gone is left so.
 func (s *Service) UpdateDashFlash(ctx context.Context, id string, fn func(*DashFlash) bool) error {
-	h := s.keys.HashString(hashDomainDash, id)
+	h := s.dashKey(id)
 	err := s.db.UpdateDashFlash(ctx, h[:], func(sealed []byte) ([]byte, bool, error) {
 		f, _ := s.openFlash(sealed)
 		if !fn(&f) {
@@ -107,8 +115,23 @@ func (s *Service) UpdateDashFlash(ctx context.Context, id string, fn func(*DashF
 
 // EndDashSession signs the dashboard session id out.
 func (s *Service) EndDashSession(ctx context.Context, id string) error {
-	h := s.keys.HashString(hashDomainDash, id)
+	h := s.dashKey(id)
 	return internal(s.db.DeleteDashSession(ctx, h[:]))
+}
+
+// dashKey is the keyed hash the store knows dashboard session id by: of
+// the admin token in force (its keyed hash: the configured token's, else
+// the stored one) and the cookie's value, so that a session opened with
+// one admin token is unknown once another is in force.
+func (s *Service) dashKey(id string) [store.HashSize]byte {
+	admin := s.adminHash
+	if s.adminToken != "" {
+		h := s.keys.HashString(hashDomainAdm, s.adminToken)
+		admin = h[:]
+	}
+	// The admin hash has a fixed size, so the two parts cannot run into
+	// each other.
+	return s.keys.Hash(hashDomainDash, append(slices.Clip(admin), id...))
 }
 
 // openFlash unseals a stored flash (none: the zero flash).

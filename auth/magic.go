@@ -19,6 +19,10 @@ const (
 	MagicPath = "/api/v1/magic/verify"
 )
 
+// errTooManyLinks is TOO_MANY_REQUESTS for a magic link: the send
+// throttle's words name links, not codes.
+var errTooManyLinks = ErrTooManyRequests.With("Too many sign-in links sent to this address; wait before asking again.")
+
 // SendMagicLink emails a single-use sign-in link. redirectURL, when not
 // empty, must have one of the project's allowed origins (400
 // INVALID_REDIRECT_URL); other errors as SendOTP.

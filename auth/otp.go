@@ -104,6 +104,9 @@ func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(
 			return err
 		}
 		if ok, wait := emailSends.allow(th, now); !ok {
+			if kind == codeKindMagic {
+				return a.fail(tx, errTooManyLinks.WithRetry(wait))
+			}
 			return a.fail(tx, ErrTooManyRequests.WithRetry(wait))
 		}
 		th.Sends = append(th.Sends, now)

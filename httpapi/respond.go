@@ -159,8 +159,14 @@ var statusByFailure = []struct {
 
 // statusOf is the HTTP status an auth error is answered with: its
 // failure's when statusByFailure names it, else its wire code's, else
-// 500.
+// 500. A store out of reach (SERVICE_UNAVAILABLE) is 503 whatever it
+// interrupted: a key check's or a passkey sign-in's failure is 401 when
+// the service itself fails, but a database that is restarting says
+// nothing about the caller's credential.
 func statusOf(e *auth.Error) int {
+	if e.Is(auth.ErrUnavailable) {
+		return http.StatusServiceUnavailable
+	}
 	for _, f := range statusByFailure {
 		if errors.Is(e, f.err) {
 			return f.status

@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,9 +37,9 @@ type SMTP struct {
 	Username string
 	Password string
 	// Auth is the SASL mechanism: AuthAuto (the strongest the server
-	// offers, by go-mail's order SCRAM, NTLM, CRAM-MD5, PLAIN, LOGIN;
-	// PLAIN and LOGIN only over TLS), AuthPlain, AuthLogin or
-	// AuthCramMD5.
+	// offers, in the order SCRAM, NTLM, CRAM-MD5, PLAIN, LOGIN; PLAIN
+	// and LOGIN only over TLS or to a relay on this machine, see
+	// localRelay), AuthPlain, AuthLogin or AuthCramMD5.
 	Auth string
 	// ImplicitTLS speaks TLS from the first byte (smtps, port 465);
 	// otherwise STARTTLS is used when the server offers it, and
@@ -60,12 +61,22 @@ const (
 	AuthCramMD5 = "cram-md5"
 )
 
-var authTypes = map[string]gomail.SMTPAuthType{
-	AuthAuto:    gomail.SMTPAuthAutoDiscover,
-	AuthPlain:   gomail.SMTPAuthPlain,
-	AuthLogin:   gomail.SMTPAuthLogin,
-	AuthCramMD5: gomail.SMTPAuthCramMD5,
+// authMechanisms maps the ?auth= values to the SASL mechanism each
+// forces ("" for auto).
+var authMechanisms = map[string]string{
+	AuthAuto:    "",
+	AuthPlain:   "PLAIN",
+	AuthLogin:   "LOGIN",
+	AuthCramMD5: "CRAM-MD5",
 }
+
+// The mechanisms AuthAuto picks from, strongest first: over TLS, and
+// over a connection that is not encrypted (no channel binding, and
+// PLAIN and LOGIN only to a local relay).
+var (
+	autoOverTLS   = []string{"SCRAM-SHA-256-PLUS", "SCRAM-SHA-256", "SCRAM-SHA-1-PLUS", "SCRAM-SHA-1", "NTLM", "CRAM-MD5", "PLAIN", "LOGIN"}
+	autoCleartext = []string{"SCRAM-SHA-256", "SCRAM-SHA-1", "NTLM", "CRAM-MD5"}
+)
 
 var _ Transport = (*SMTP)(nil)
 
@@ -135,7 +146,7 @@ func NewSMTP(rawURL string) (*SMTP, error) {
 			}
 		case "auth":
 			a := strings.ToLower(v[0])
-			if _, ok := authTypes[a]; !ok {
+			if _, ok := authMechanisms[a]; !ok {
 				return nil, errors.New("smtp url: auth must be auto, plain, login or cram-md5")
 			}
 			s.Auth = a
@@ -208,6 +219,9 @@ func (s *SMTP) Send(ctx context.Context, m *Message) error {
 		return classifyConnect(err)
 	}
 	defer client.Close()
+	if err := s.authenticate(client); err != nil {
+		return classifyConnect(err)
+	}
 	// The envelope addresses go in angle brackets, without names.
 	if err := client.Mail((&netmail.Address{Address: from.Address}).String()); err != nil {
 		return classifyReply("MAIL FROM", err, true)
@@ -242,13 +256,27 @@ func (s *SMTP) timeout() time.Duration {
 	return 15 * time.Second
 }
 
-// options turns s into go-mail's client options.
+// options turns s into go-mail's client options: the connection and
+// TLS, not the authentication (authenticate).
 func (s *SMTP) options() []gomail.Option {
 	tlsConfig := &tls.Config{ServerName: s.Host, RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12}
+	// The dialer is ours: go-mail joins host and port with a bare colon,
+	// which an IPv6 address (::1) does not survive. It speaks TLS from
+	// the first byte for smtps; WithSSL then keeps go-mail from trying
+	// STARTTLS on top.
+	addr := net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		d := &net.Dialer{}
+		if s.ImplicitTLS {
+			return (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(ctx, network, addr)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 	opts := []gomail.Option{
 		gomail.WithPort(s.Port),
 		gomail.WithTimeout(s.timeout()),
 		gomail.WithTLSConfig(tlsConfig),
+		gomail.WithDialContextFunc(dial),
 	}
 	switch {
 	case s.ImplicitTLS:
@@ -258,14 +286,81 @@ func (s *SMTP) options() []gomail.Option {
 	default:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
 	}
-	if s.Username != "" {
-		auth, ok := authTypes[s.Auth]
-		if !ok {
-			auth = gomail.SMTPAuthAutoDiscover
-		}
-		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(s.Username), gomail.WithPassword(s.Password))
-	}
 	return opts
+}
+
+// localRelay reports whether host names this machine the way Go's
+// net/smtp trusts with a password in clear text: localhost, 127.0.0.1 or
+// ::1. Nothing between latchkey and such a relay can read the
+// connection; anywhere else a password goes over TLS only (or by
+// CRAM-MD5, which never sends it).
+func localRelay(host string) bool {
+	return host == "localhost" || host == "127.0.0.1" || host == "::1"
+}
+
+// authenticate logs in with the URL's credentials, if any, by the
+// mechanism ?auth= forces or, for auto, the strongest the server offers
+// that may go over this connection (autoOverTLS, autoCleartext, and
+// PLAIN and LOGIN to a local relay). The library's PLAIN and LOGIN
+// refuse, themselves, to send a password in clear text to any other
+// host (gosmtp.ErrUnencrypted).
+func (s *SMTP) authenticate(c *gosmtp.Client) error {
+	if s.Username == "" {
+		return nil
+	}
+	ok, list := c.Extension("AUTH")
+	if !ok {
+		return errors.New("the server offers no AUTH, but the SMTP URL has a user name (remove it, or check the port)")
+	}
+	offered := strings.Fields(strings.ToUpper(list))
+	state, encrypted := c.TLSConnectionState()
+	mech := authMechanisms[s.Auth]
+	if mech == "" {
+		prefs := autoOverTLS
+		if !encrypted {
+			prefs = autoCleartext
+			if localRelay(s.Host) {
+				prefs = append(slices.Clip(prefs), "PLAIN", "LOGIN")
+			}
+		}
+		for _, m := range prefs {
+			if slices.Contains(offered, m) {
+				mech = m
+				break
+			}
+		}
+		if mech == "" {
+			if !encrypted && (slices.Contains(offered, "PLAIN") || slices.Contains(offered, "LOGIN")) {
+				return gosmtp.ErrUnencrypted
+			}
+			return fmt.Errorf("the server offers no AUTH mechanism latchkey speaks (it offers %s)", strings.Join(offered, " "))
+		}
+	} else if !slices.Contains(offered, mech) {
+		return fmt.Errorf("the server does not offer AUTH %s, which ?auth= asks for (it offers %s)", mech, strings.Join(offered, " "))
+	}
+	var a gosmtp.Auth
+	switch mech {
+	case "SCRAM-SHA-256-PLUS":
+		a = gosmtp.ScramSHA256PlusAuth(s.Username, s.Password, &state)
+	case "SCRAM-SHA-256":
+		a = gosmtp.ScramSHA256Auth(s.Username, s.Password)
+	case "SCRAM-SHA-1-PLUS":
+		a = gosmtp.ScramSHA1PlusAuth(s.Username, s.Password, &state)
+	case "SCRAM-SHA-1":
+		a = gosmtp.ScramSHA1Auth(s.Username, s.Password)
+	case "NTLM":
+		a = gosmtp.NTLMAuth(s.Username, s.Password, "")
+	case "CRAM-MD5":
+		a = gosmtp.CRAMMD5Auth(s.Username, s.Password)
+	case "PLAIN":
+		a = gosmtp.PlainAuth("", s.Username, s.Password, s.Host, false)
+	case "LOGIN":
+		a = gosmtp.LoginAuth(s.Username, s.Password, s.Host, false)
+	}
+	if err := c.Auth(a); err != nil {
+		return fmt.Errorf("AUTH %s: %w", mech, err)
+	}
+	return nil
 }
 
 // ConfigError marks a failure that the mail settings cause, not the
@@ -312,7 +407,7 @@ func classifyConnect(err error) error {
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("smtp: %w", err)
 	case errors.Is(err, gosmtp.ErrUnencrypted):
-		return &ConfigError{Err: errors.New("smtp: the connection is not encrypted, so the password is not sent (use TLS, or ?auth=cram-md5)")}
+		return &ConfigError{Err: errors.New("smtp: the connection is not encrypted, so the password is not sent (use TLS or ?auth=cram-md5; only a relay named localhost, 127.0.0.1 or ::1 gets it in clear text)")}
 	}
 	var tlsRecord tls.RecordHeaderError
 	if errors.As(err, &tlsRecord) {

@@ -165,9 +165,8 @@ func TestSMTPCertificateNotTrusted(t *testing.T) {
 }
 
 // TestSMTPWithoutTLS: a server without TLS gets mail when no credentials
-// are set; tls=required refuses it, and so does sending a password in
-// clear text (a configuration error each), unless the mechanism does not
-// reveal it (CRAM-MD5).
+// are set; tls=required refuses it (a configuration error). Passwords
+// without TLS: TestSMTPPasswordInClearText.
 func TestSMTPWithoutTLS(t *testing.T) {
 	srv := mailtest.NewServer(t, mailtest.Options{NoTLS: true})
 	if err := mustSMTP(t, "smtp://"+srv.Addr, "").Send(context.Background(), testMessage()); err != nil {
@@ -181,19 +180,78 @@ func TestSMTPWithoutTLS(t *testing.T) {
 		t.Fatalf("tls=required: err = %v, want a configuration error naming STARTTLS", err)
 	}
 
-	clear := mailtest.NewServer(t, mailtest.Options{NoTLS: true, InsecureAuth: true, User: "u", Pass: "hunter2",
-		Mechanisms: []string{mailtest.Plain, mailtest.Login}})
-	err = mustSMTP(t, "smtp://u:hunter2@"+clear.Addr, "").Send(context.Background(), testMessage())
-	if !mail.IsConfig(err) || strings.Contains(err.Error(), "hunter2") {
-		t.Fatalf("password over clear text: err = %v, want a configuration error", err)
+}
+
+// TestSMTPPasswordInClearText: without TLS a password goes only to a
+// relay on this machine, named localhost, 127.0.0.1 or ::1 (as Go's
+// net/smtp allows), by PLAIN or LOGIN, whichever it offers; to any other
+// name (here 127.0.0.2, loopback too but not one of those names) it is
+// refused as a configuration error that names neither the password nor
+// sends it, forced mechanism or not, unless the mechanism does not
+// reveal it (CRAM-MD5). Each relay requires AUTH before MAIL.
+func TestSMTPPasswordInClearText(t *testing.T) {
+	const pass = "hunter2 secret"
+	for _, tc := range []struct {
+		name, listen, host string
+		offered            []string
+		query, want        string // want: the mechanism; "" for refused
+	}{
+		{"127.0.0.1, plain only", "127.0.0.1", "127.0.0.1", []string{mailtest.Plain}, "", mailtest.Plain},
+		{"127.0.0.1, login only", "127.0.0.1", "127.0.0.1", []string{mailtest.Login}, "", mailtest.Login},
+		{"127.0.0.1, login and plain", "127.0.0.1", "127.0.0.1", []string{mailtest.Login, mailtest.Plain}, "", mailtest.Plain},
+		{"127.0.0.1, login forced", "127.0.0.1", "127.0.0.1", []string{mailtest.Plain, mailtest.Login}, "?auth=login", mailtest.Login},
+		{"127.0.0.1, cram-md5 first", "127.0.0.1", "127.0.0.1", []string{mailtest.Plain, mailtest.CramMD5}, "", mailtest.CramMD5},
+		{"localhost, login only", "127.0.0.1", "localhost", []string{mailtest.Login}, "", mailtest.Login},
+		{"::1, plain only", "::1", "[::1]", []string{mailtest.Plain}, "", mailtest.Plain},
+		{"::1, login only", "::1", "[::1]", []string{mailtest.Login}, "", mailtest.Login},
+		{"127.0.0.2, plain and login", "127.0.0.2", "127.0.0.2", []string{mailtest.Plain, mailtest.Login}, "", ""},
+		{"127.0.0.2, login forced", "127.0.0.2", "127.0.0.2", []string{mailtest.Login}, "?auth=login", ""},
+		{"127.0.0.2, plain forced", "127.0.0.2", "127.0.0.2", []string{mailtest.Plain}, "?auth=plain", ""},
+		{"127.0.0.2, cram-md5", "127.0.0.2", "127.0.0.2", []string{mailtest.Plain, mailtest.CramMD5}, "", mailtest.CramMD5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !mailtest.HostAvailable(tc.listen) {
+				t.Skipf("this machine cannot listen on %s", tc.listen)
+			}
+			srv := mailtest.NewServer(t, mailtest.Options{Host: tc.listen, NoTLS: true, InsecureAuth: true, User: "u", Pass: pass, Mechanisms: tc.offered})
+			_, port, _ := net.SplitHostPort(srv.Addr)
+			err := mustSMTP(t, "smtp://u:"+url.PathEscape(pass)+"@"+tc.host+":"+port+tc.query, "").Send(context.Background(), testMessage())
+			got := srv.Messages()
+			if tc.want == "" {
+				if !mail.IsConfig(err) || !strings.Contains(err.Error(), "not encrypted") || strings.Contains(err.Error(), "hunter2") || len(got) != 0 {
+					t.Fatalf("err = %v, %d messages; want a configuration error saying the connection is not encrypted, without the password, and nothing sent", err, len(got))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].TLS || got[0].Auth != "u" || got[0].Mechanism != tc.want {
+				t.Fatalf("received %+v, want one message authenticated by %s without TLS", got, tc.want)
+			}
+		})
 	}
-	cram := mailtest.NewServer(t, mailtest.Options{NoTLS: true, InsecureAuth: true, User: "u", Pass: "hunter2",
-		Mechanisms: []string{mailtest.Plain, mailtest.CramMD5}})
-	if err := mustSMTP(t, "smtp://u:hunter2@"+cram.Addr, "").Send(context.Background(), testMessage()); err != nil {
-		t.Fatalf("CRAM-MD5 without TLS: %v", err)
+}
+
+// TestSMTPOverIPv6: a server on ::1 gets mail over STARTTLS and over
+// implicit TLS, its certificate naming ::1 (the host is joined to the
+// port in brackets).
+func TestSMTPOverIPv6(t *testing.T) {
+	if !mailtest.HostAvailable("::1") {
+		t.Skip("this machine has no ::1")
 	}
-	if got := cram.Messages(); len(got) != 1 || got[0].Mechanism != mailtest.CramMD5 {
-		t.Fatalf("received %+v", got)
+	for _, implicit := range []bool{false, true} {
+		srv := mailtest.NewServer(t, mailtest.Options{Host: "::1", ImplicitTLS: implicit, User: "u", Pass: "p", Mechanisms: []string{mailtest.Login}})
+		scheme := "smtp"
+		if implicit {
+			scheme = "smtps"
+		}
+		if err := mustSMTP(t, scheme+"://u:p@"+srv.Addr, srv.CAFile(t)).Send(context.Background(), testMessage()); err != nil {
+			t.Fatalf("%s on %s: %v", scheme, srv.Addr, err)
+		}
+		if got := srv.Messages(); len(got) != 1 || !got[0].TLS || got[0].Mechanism != mailtest.Login {
+			t.Fatalf("%s: received %+v", scheme, got)
+		}
 	}
 }
 

@@ -53,7 +53,7 @@ var backup = &command{
 				}
 				return printJSON(c.out, raw)
 			}
-			_, err = fmt.Fprintf(c.out, "Wrote a backup of %d bytes to %s.\n", n, *out)
+			_, err = fmt.Fprintf(c.out, "Wrote a backup of %s to %s.\n", count(n, "byte"), *out)
 			return err
 		}
 	},
@@ -100,11 +100,11 @@ func (c *client) download(ctx context.Context, path string, w io.Writer) (int64,
 	case err != nil && r.err != nil && errors.Is(context.Cause(ctx), errStalled):
 		return n, fmt.Errorf("backup from %s: %w", c.base, errStalled)
 	case err != nil && r.err != nil:
-		return n, fmt.Errorf("backup from %s interrupted after %d bytes: %v", c.base, n, err)
+		return n, fmt.Errorf("backup from %s interrupted after %s: %v", c.base, count(n, "byte"), err)
 	case err != nil:
 		return n, fmt.Errorf("write backup: %w", err)
 	case res.ContentLength >= 0 && n != res.ContentLength:
-		return n, fmt.Errorf("backup from %s: got %d of %d bytes", c.base, n, res.ContentLength)
+		return n, fmt.Errorf("backup from %s: got %d of %s", c.base, n, count(res.ContentLength, "byte"))
 	}
 	return n, nil
 }

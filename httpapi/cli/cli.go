@@ -97,7 +97,8 @@ func Usage(w io.Writer) {
 	}
 	fmt.Fprint(w, `
 Common flags (they follow the subcommand):
-  --server URL           admin API of the running server (env LATCHKEY_SERVER; default `+defaultServer+`)
+  --server URL           admin API of the running server (env LATCHKEY_SERVER; else the address
+                         the server wrote to <data>.addr; else `+defaultServer+`)
   --admin-token TOKEN    admin token (env LATCHKEY_ADMIN_TOKEN; else read from <data>.admin-token)
   --data FILE            data file whose .admin-token file holds the token (env LATCHKEY_DATA; default `+defaultData+`)
   --json                 print the API's JSON response instead of a table
@@ -142,14 +143,14 @@ func Run(ctx context.Context, args []string, env Env, stdout, stderr io.Writer) 
 		cmd.printHelp(stderr, fs)
 		return exitUsage
 	}
-	api, err := cf.client(env)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	api, err := cf.client(env, set["server"])
 	if err != nil {
 		fmt.Fprintf(stderr, "latchkey %s: %v\n\n", cmd.name, err)
 		cmd.printHelp(stderr, fs)
 		return exitUsage
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c := &call{api: api, out: stdout, json: cf.json, data: cf.data, args: pos, set: set}
 
 	err = act(ctx, c)
@@ -323,7 +324,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	}
 	if err := fs.Parse(flags); err != nil {
-		return nil, err
+		return nil, FlagError(err)
 	}
 	return append(fs.Args(), pos...), nil
 }

@@ -580,6 +580,9 @@ func TestUnreachableServer(t *testing.T) {
 	}
 }
 
+// singleDash finds a flag written with one dash ("-server") in a message.
+var singleDash = regexp.MustCompile(`(^|[\s:(])-[a-z]`)
+
 func TestUsageErrors(t *testing.T) {
 	// No server: a usage error must be found before any request.
 	env := map[string]string{"LATCHKEY_SERVER": "http://127.0.0.1:1", "LATCHKEY_ADMIN_TOKEN": testAdminToken}
@@ -592,8 +595,10 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", []string{"frob"}, `unknown command "frob"`},
 		{"group alone", []string{"key"}, "missing subcommand"},
 		{"unknown subcommand", []string{"key", "frob"}, `unknown subcommand "frob"`},
-		{"unknown flag", []string{"key", "list", "--bogus"}, "flag provided but not defined: -bogus"},
-		{"flag without value", []string{"key", "list", "--project"}, "flag needs an argument"},
+		{"unknown flag", []string{"key", "list", "--bogus"}, "latchkey key list: unknown flag --bogus\n"},
+		{"unknown flag, one dash", []string{"key", "list", "-bogus"}, "latchkey key list: unknown flag --bogus\n"},
+		{"flag without value", []string{"key", "list", "--project"}, "latchkey key list: --project needs a value\n"},
+		{"bad boolean", []string{"key", "list", "--json=maybe"}, `latchkey key list: invalid value "maybe" for --json: parse error`},
 		{"bad mode", []string{"key", "create", "--project", "p", "--mode", "prod"}, "--mode must be live or test"},
 		{"bad expires", []string{"key", "create", "--no-project", "--expires", "tomorrow"}, "--expires must be an RFC 3339 time"},
 		{"key without project", []string{"key", "create"}, "--project is required"},
@@ -613,7 +618,7 @@ func TestUsageErrors(t *testing.T) {
 		{"positional where none", []string{"project", "list", "x"}, `unexpected argument "x"`},
 		{"project name required", []string{"project", "create", "--origin", "https://a.example"}, "--name is required"},
 		{"nothing to update", []string{"project", "update", "x", "--json"}, "nothing to update"},
-		{"bad int", []string{"project", "update", "x", "--session-ttl", "1h"}, "invalid value"},
+		{"bad int", []string{"project", "update", "x", "--session-ttl", "1h"}, `invalid value "1h" for --session-ttl: parse error`},
 		{"method project required", []string{"method", "create", "--method", "m", "--pattern", "direct"}, "--project is required"},
 		{"method pattern", []string{"method", "create", "--project", "p", "--method", "m", "--pattern", "carrier"}, "--pattern must be direct or webhook"},
 		{"user project required", []string{"user", "list"}, "--project is required"},
@@ -626,6 +631,10 @@ func TestUsageErrors(t *testing.T) {
 			wantFail(t, r, 2, tc.want)
 			if r.Stdout != "" {
 				t.Fatalf("stdout=%q, want empty", r.Stdout)
+			}
+			// The message names every flag with two dashes.
+			if msg, _, _ := strings.Cut(r.Stderr, "\n"); singleDash.MatchString(msg) {
+				t.Fatalf("the message names a flag with one dash: %q", msg)
 			}
 			if len(tc.args) >= 2 && !strings.Contains(r.Stderr, "Usage: latchkey "+tc.args[0]) {
 				t.Fatalf("stderr has no usage:\n%s", r.Stderr)

@@ -36,7 +36,7 @@ func isCommonFlag(name string) bool { return commonNames[name] }
 // deliberately not taken from the environment, so help never shows it.
 func (cf *commonFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	cf.getenv = getenv
-	fs.StringVar(&cf.server, "server", envOr(getenv, "LATCHKEY_SERVER", defaultServer), "`URL` of the running server's admin API; env LATCHKEY_SERVER")
+	fs.StringVar(&cf.server, "server", "", "`URL` of the running server's admin API; env LATCHKEY_SERVER, else the address in <data>.addr, else "+defaultServer)
 	fs.StringVar(&cf.token, "admin-token", "", "admin `TOKEN`; env LATCHKEY_ADMIN_TOKEN, else read from <data>.admin-token")
 	fs.StringVar(&cf.data, "data", envOr(getenv, "LATCHKEY_DATA", defaultData), "data `FILE` whose .admin-token file holds the token; env LATCHKEY_DATA")
 	fs.BoolVar(&cf.json, "json", false, "print the API's JSON response instead of a table")
@@ -49,24 +49,63 @@ func envOr(getenv func(string) string, name, def string) string {
 	return def
 }
 
-// client checks --server and returns an admin API client; the token is
-// resolved at the first request, so usage errors come first.
-func (cf *commonFlags) client(env Env) (*client, error) {
-	u, err := url.Parse(strings.TrimSpace(cf.server))
+// AddrFile is the file beside the data file in which `latchkey serve`
+// writes the address it listens on, for the CLI on the same machine:
+// <data>.addr, one line such as http://127.0.0.1:8080.
+func AddrFile(data string) string { return data + ".addr" }
+
+// serverURL returns the admin API's base URL and where it came from:
+// --server when given (serverSet), else LATCHKEY_SERVER, else the
+// address the server wrote beside the data file (AddrFile), else
+// defaultServer.
+func (cf *commonFlags) serverURL(serverSet bool) (raw, from string, err error) {
+	if serverSet {
+		return cf.server, "--server", nil
+	}
+	if v := strings.TrimSpace(cf.getenv("LATCHKEY_SERVER")); v != "" {
+		return v, "LATCHKEY_SERVER", nil
+	}
+	file := AddrFile(cf.data)
+	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return defaultServer, "", nil
+	} else if err != nil {
+		return "", "", fmt.Errorf("read the server's address: %w (or pass --server)", err)
+	}
+	return strings.TrimSpace(string(b)), file, nil
+}
+
+// client checks the server's URL (serverURL) and returns an admin API
+// client; the token is resolved at the first request, so usage errors
+// come first.
+func (cf *commonFlags) client(env Env, serverSet bool) (*client, error) {
+	raw, from, err := cf.serverURL(serverSet)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	fromFile := from == AddrFile(cf.data)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("--server must be an http:// or https:// URL, got %q", cf.server)
+		if fromFile {
+			return nil, fmt.Errorf("the server address in %s is not an http:// or https:// URL (%q): pass --server", from, raw)
+		}
+		return nil, fmt.Errorf("%s must be an http:// or https:// URL, got %q", from, raw)
 	}
 	u.User = nil
 	hc := env.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: requestTimeout}
 	}
-	return &client{
+	c := &client{
 		base:      strings.TrimSuffix(u.String(), "/"),
 		http:      hc,
 		ownClient: env.HTTPClient == nil,
 		token:     sync.OnceValues(cf.adminToken),
-	}, nil
+	}
+	if fromFile {
+		c.addrFile = from
+	}
+	return c, nil
 }
 
 // adminToken returns --admin-token, else LATCHKEY_ADMIN_TOKEN, else the
@@ -104,6 +143,9 @@ type client struct {
 	http      *http.Client
 	ownClient bool // http is ours: backup may replace its timeout
 	token     func() (string, error)
+	// addrFile is the server's address file when base was read from it
+	// (network errors name it).
+	addrFile string
 }
 
 // apiError is an error answer from the server: the envelope's error and
@@ -192,14 +234,20 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 // networkError words a transport failure; url.Error already strips any
 // password from the URL and the request never carries the token in it.
 func (c *client) networkError(err error) error {
+	where := c.base
+	if c.addrFile != "" {
+		// A server that stopped without removing its address file
+		// (killed) left it behind.
+		where += " (the address in " + c.addrFile + "; is the server running?)"
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if ue.Timeout() {
-			return fmt.Errorf("cannot reach %s: timed out", c.base)
+			return fmt.Errorf("cannot reach %s: timed out", where)
 		}
 		err = ue.Err
 	}
-	return fmt.Errorf("cannot reach %s: %v", c.base, err)
+	return fmt.Errorf("cannot reach %s: %v", where, err)
 }
 
 // readAPIError decodes the error envelope of a non-2xx answer.

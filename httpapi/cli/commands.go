@@ -626,7 +626,11 @@ var events = &command{
 					suppressed += s.Count
 				}
 				if suppressed > 0 {
-					defer fmt.Fprintf(c.out, "Also %d failures that name no user were counted but not stored in these hours (--json lists them).\n", suppressed)
+					what := count(suppressed, "failure") + " that name no user were"
+					if suppressed == 1 {
+						what = "1 failure that names no user was"
+					}
+					defer fmt.Fprintf(c.out, "Also %s counted but not stored in these hours (--json lists them).\n", what)
 				}
 				if len(resp.Events) == 0 {
 					_, err := fmt.Fprintln(c.out, "No events.")

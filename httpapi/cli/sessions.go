@@ -55,7 +55,7 @@ var userRevokeSessions = &command{
 				Revoked int `json:"revoked"`
 			}
 			return c.send(ctx, "POST", "/api/v1/admin/users/"+pathID(id)+"/sessions/revoke", nil, map[string]any{}, &resp, func() error {
-				_, err := fmt.Fprintf(c.out, "Ended %d sessions of user %s.\n", resp.Revoked, cell(id))
+				_, err := fmt.Fprintf(c.out, "Ended %s of user %s.\n", count(resp.Revoked, "session"), cell(id))
 				return err
 			})
 		}

@@ -35,7 +35,7 @@ var userExport = &command{
 			r := &progressReader{r: res.Body, progress: func() {}}
 			n, err := io.Copy(c.out, r)
 			if err != nil {
-				return fmt.Errorf("export interrupted after %d bytes: %v", n, err)
+				return fmt.Errorf("export interrupted after %s: %v", count(n, "byte"), err)
 			}
 			return nil
 		}
@@ -114,11 +114,15 @@ var userImport = &command{
 					fmt.Fprintf(c.out, "line %d: %s\n", r.Line, cell(r.Error))
 				}
 				if rejected > len(rep.Rejected) {
-					fmt.Fprintf(c.out, "(the first %d rejected lines are listed; %d more were rejected)\n", len(rep.Rejected), rejected-len(rep.Rejected))
+					more, listed := rejected-len(rep.Rejected), count(len(rep.Rejected), "rejected line")+" are"
+					if len(rep.Rejected) == 1 {
+						listed = "1 rejected line is"
+					}
+					fmt.Fprintf(c.out, "(the first %s listed; %d more %s rejected)\n", listed, more, wasWere(more))
 				}
 			}
 			if rejected > 0 {
-				return fmt.Errorf("%d lines rejected", rejected)
+				return fmt.Errorf("%s rejected", count(rejected, "line"))
 			}
 			return nil
 		}

@@ -51,6 +51,11 @@ type Options struct {
 	Mechanisms []string
 	// InsecureAuth offers AUTH on a connection that is not encrypted.
 	InsecureAuth bool
+	// Host is the loopback address listened on: 127.0.0.1 (default),
+	// ::1, or another of 127.0.0.0/8 (a name latchkey does not treat as
+	// this machine's: 127.0.0.2). HostAvailable tells whether the
+	// machine has it.
+	Host string
 }
 
 // Message is one received message.
@@ -65,8 +70,9 @@ type Message struct {
 	TLS       bool
 }
 
-// Server is a running SMTP server on 127.0.0.1. Its certificate (for
-// 127.0.0.1 and localhost) is issued by a CA made for this server alone.
+// Server is a running SMTP server on a loopback address (Options.Host).
+// Its certificate (for 127.0.0.1, ::1 and localhost) is issued by a CA
+// made for this server alone.
 type Server struct {
 	// Addr is host:port.
 	Addr string
@@ -102,12 +108,16 @@ func NewServer(t testing.TB, o Options) *Server {
 	if !o.NoTLS {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	at := net.JoinHostPort(o.Host, "0")
 	var ln net.Listener
 	var err error
 	if o.ImplicitTLS {
-		ln, err = tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
+		ln, err = tls.Listen("tcp", at, srv.TLSConfig)
 	} else {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		ln, err = net.Listen("tcp", at)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +126,18 @@ func NewServer(t testing.TB, o Options) *Server {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return s
+}
+
+// HostAvailable reports whether a server can listen on host (a loopback
+// address this machine may lack, such as ::1 in a container without
+// IPv6).
+func HostAvailable(host string) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
 }
 
 // CAFile writes the CA certificate to a PEM file in a directory of the
@@ -321,7 +343,7 @@ func (s *session) Data(r io.Reader) error {
 func (s *session) Reset()        { s.cur = Message{} }
 func (s *session) Logout() error { return nil }
 
-// issue makes a CA and a server certificate for 127.0.0.1 and localhost
+// issue makes a CA and a server certificate for 127.0.0.1, ::1 and localhost
 // signed by it; it returns the server certificate and the CA in PEM.
 func issue(t testing.TB) (tls.Certificate, []byte) {
 	t.Helper()
@@ -356,7 +378,7 @@ func issue(t testing.TB) (tls.Certificate, []byte) {
 		Subject:      pkix.Name{CommonName: "localhost"},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(24 * time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
 		DNSNames:     []string{"localhost"},
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

@@ -45,10 +45,16 @@ type Cluster struct {
 	// URL is a superuser connection URL to the maintenance database.
 	URL string
 
-	dir  string    // data directory; empty for a server named by EnvURL
-	cmd  *exec.Cmd // the postmaster; nil for a server named by EnvURL
-	seq  atomic.Int64
-	base string // random prefix of the databases this process creates
+	dir string    // data directory; empty for a server named by EnvURL
+	cmd *exec.Cmd // the postmaster; nil for a server named by EnvURL
+	// The postmaster's binary, arguments and user, to start it again
+	// (Resume).
+	postgres string
+	args     []string
+	cred     *syscall.Credential
+	exited   chan struct{} // closed when cmd has exited
+	seq      atomic.Int64
+	base     string // random prefix of the databases this process creates
 }
 
 // Options tune StartWith.
@@ -115,38 +121,91 @@ func StartWith(opt Options) (*Cluster, error) {
 	if !opt.Durable {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
-	log, err := os.Create(filepath.Join(dir, "postgres.log"))
-	if err != nil {
+	c.postgres, c.args, c.cred = filepath.Join(bin, "postgres"), args, cred
+	if err := c.launch(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	c.cmd.Stdout, c.cmd.Stderr = log, log
-	// The cluster dies with the test process, even on kill -9 of it:
-	// SIGQUIT is PostgreSQL's immediate shutdown.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
-	if err := c.cmd.Start(); err != nil {
-		log.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
-	}
-	log.Close()
 	c.URL = fmt.Sprintf("postgres://latchkey@127.0.0.1:%d/postgres?sslmode=disable", port)
 	if opt.Socket {
 		c.URL = fmt.Sprintf("postgres://latchkey@/postgres?host=%s&port=%d&sslmode=disable", url.QueryEscape(dir), port)
 	}
+	if err := c.awaitReady(); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// launch starts the postmaster, its output appended to postgres.log.
+func (c *Cluster) launch() error {
+	c.cmd = exec.Command(c.postgres, c.args...)
+	log, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	c.cmd.Stdout, c.cmd.Stderr = log, log
+	// The cluster dies with the test process, even on kill -9 of it:
+	// SIGQUIT is PostgreSQL's immediate shutdown.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	return nil
+}
+
+// awaitReady waits until the postmaster accepts connections (30 s at
+// most).
+func (c *Cluster) awaitReady() error {
+	exited := make(chan struct{})
+	cmd := c.cmd
+	go func() { cmd.Wait(); close(exited) }()
+	c.exited = exited
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if err = c.ping(); err == nil {
-			return c, nil
+		err := c.ping()
+		if err == nil {
+			return nil
 		}
-		if time.Now().After(deadline) || c.cmd.ProcessState != nil {
-			out, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-			c.Stop()
-			return nil, fmt.Errorf("pgtest: postgres did not start: %v: %s", err, lastLines(out))
+		select {
+		case <-exited:
+		default:
+			if time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		out, _ := os.ReadFile(filepath.Join(c.dir, "postgres.log"))
+		return fmt.Errorf("pgtest: postgres did not start: %v: %s", err, lastLines(out))
 	}
+}
+
+// Pause shuts the server down as `pg_ctl stop -m fast` does (SIGINT:
+// open sessions end with SQLSTATE 57P01, new connections are refused)
+// and waits until it has exited; its data stays for Resume. Only for a
+// cluster this process started, never the shared one.
+func (c *Cluster) Pause() error {
+	if c.cmd == nil {
+		return errors.New("pgtest: the server named by " + EnvURL + " cannot be paused")
+	}
+	c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.exited:
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("pgtest: postgres did not stop within 30 s")
+	}
+}
+
+// Resume starts a paused server again on the same port and data, and
+// returns once it accepts connections (until then, connecting is
+// refused, then answered with SQLSTATE 57P03 while it starts up).
+func (c *Cluster) Resume() error {
+	if err := c.launch(); err != nil {
+		return err
+	}
+	return c.awaitReady()
 }
 
 // Stop stops the cluster and removes its files; for a server named by
@@ -155,15 +214,13 @@ func (c *Cluster) Stop() error {
 	if c == nil || c.cmd == nil {
 		return nil
 	}
-	if c.cmd.Process != nil {
+	if c.cmd.Process != nil && c.exited != nil {
 		c.cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { c.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-c.exited:
 		case <-time.After(10 * time.Second):
 			c.cmd.Process.Kill()
-			<-done
+			<-c.exited
 		}
 	}
 	return os.RemoveAll(c.dir)

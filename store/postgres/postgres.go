@@ -219,8 +219,14 @@ func (db *DB) ready(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// once runs fn in one transaction.
-func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) error {
+// once runs fn in one transaction. A connection's failure, wherever fn
+// met it, comes out as store.ErrUnavailable (lost).
+func (db *DB) once(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) (err error) {
+	defer func() {
+		if err != nil {
+			err = lost(err)
+		}
+	}()
 	// The transaction begins at its first statement (lazyTx): one
 	// answered from memory costs no round trip.
 	ptx := newLazyTx(db.pool, opts, &db.closed)
@@ -274,14 +280,4 @@ func retryable(err error) bool {
 		return pe.Code == "40001" || pe.Code == "40P01"
 	}
 	return false
-}
-
-// unavailable wraps store.ErrUnavailable around err when it means the
-// database could not be reached (not an SQL error of the statement).
-func unavailable(err error) error {
-	var pe *pgconn.PgError
-	if err == nil || errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }
