@@ -210,6 +210,27 @@ func TestSignInIdentity(t *testing.T) {
 		t.Fatalf("link by address: %+v", l)
 	}
 
+	// An account whose address was never proven (a passkey sign-up):
+	// refused too without linking by address, replaced with it.
+	unproven := account("unproven@example.com")
+	err = db.Update(ctx, func(tx store.Tx) error {
+		unproven.EmailVerified = boolPtr(false)
+		return tx.PutUser(unproven)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = signIn(oauthIdentity{Provider: "corp", Issuer: iss, Subject: "s4", Email: unproven.Email, EmailVerified: true})
+	want("unproven account, linkByEmail false", o, unproven.ID, false, ErrNotLinked)
+	o = signIn(oauthIdentity{Provider: "corp", Issuer: iss, Subject: "s4", Email: unproven.Email, EmailVerified: true, LinkByEmail: true})
+	want("unproven account, linkByEmail true", o, "*", true, nil)
+	if o.user.ID == unproven.ID || o.user.Email != unproven.Email {
+		t.Fatalf("the unproven account was not replaced: %+v", o.user)
+	}
+	if l := link("s4"); l == nil || l.UserID != o.user.ID {
+		t.Fatalf("link of the replacing user: %+v", l)
+	}
+
 	// An identity kept by an older release (no issuer): the address
 	// rules with linkByEmail false, and no link.
 	o = signIn(oauthIdentity{Provider: "corp", Subject: "s1", Email: e.Email, EmailVerified: true})
