@@ -26,7 +26,8 @@ import (
 // sessions, a TOTP factor and backup codes, a passkey, a magic link,
 // remembered devices, throttles, an external method, a webhook with
 // failed deliveries and queued jobs, keys, events, counters and
-// suppressed failures) is copied into PostgreSQL with latchkey copy; a
+// suppressed failures; and, written directly, queued mail, an outbox
+// event and a provider link) is copied into PostgreSQL with latchkey copy; a
 // server on the database accepts the sessions, keys, factor and passkey
 // made on the file and signs a user in; the database copied back into a
 // new file holds the same records as the original.
@@ -129,7 +130,16 @@ func TestCopyRoundTrip(t *testing.T) {
 			Attempts: 2, LastError: "421 try later", CreatedAt: now, NextAttemptAt: now.Add(time.Minute)}); err != nil {
 			return err
 		}
-		return tx.AppendEvent(&store.Event{ID: "evt_1", ProjectID: projectID, Type: "user.updated", CreatedAt: now, Data: json.RawMessage(`{"user_id":"u"}`)})
+		if err := tx.AppendEvent(&store.Event{ID: "evt_1", ProjectID: projectID, Type: "user.updated", CreatedAt: now, Data: json.RawMessage(`{"user_id":"u"}`)}); err != nil {
+			return err
+		}
+		// A link to a sign-in provider account, as a first sign-in with
+		// a provider stores it.
+		a, err := tx.UserByEmail(projectID, "a@example.com")
+		if err != nil {
+			return err
+		}
+		return tx.PutIdentity(&store.Identity{ProjectID: projectID, Issuer: "https://accounts.google.com", Subject: "108", UserID: a.ID, Provider: "google", CreatedAt: now})
 	})
 	fileDB.Close()
 	if err != nil {
@@ -137,7 +147,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	}
 	before := exportAll(t, data)
 	for _, kind := range []string{"Settings", "Project", "APIKey", "User", "Session", "Code", "Throttle", "MagicLink", "Device",
-		"Factor", "BackupCodes", "Passkey", "Challenge", "ExternalMethod", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
+		"Factor", "BackupCodes", "Passkey", "Identity", "Challenge", "ExternalMethod", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
 		if len(before[kind]) == 0 {
 			t.Errorf("the populated file holds no %s: the round trip would not test it", kind)
 		}
