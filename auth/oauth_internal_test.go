@@ -210,12 +210,16 @@ func TestSignInIdentity(t *testing.T) {
 		t.Fatalf("link by address: %+v", l)
 	}
 
-	// An account whose address was never proven (a passkey sign-up):
-	// refused too without linking by address, replaced with it.
+	// An account whose address was never proven and that registered
+	// itself (in use: it has a session): refused too without linking
+	// by address, replaced with it.
 	unproven := account("unproven@example.com")
 	err = db.Update(ctx, func(tx store.Tx) error {
 		unproven.EmailVerified = boolPtr(false)
-		return tx.PutUser(unproven)
+		if err := tx.PutUser(unproven); err != nil {
+			return err
+		}
+		return tx.PutSession(&store.Session{ID: newID(), UserID: unproven.ID, ProjectID: p.ID, Method: "passkey", IssuedAt: now, ExpiresAt: now.Add(time.Hour)})
 	})
 	if err != nil {
 		t.Fatal(err)
