@@ -12,8 +12,9 @@ import (
 // TestDependencyDirection: the packages import one another one way
 // (STYLE.md): main → httpapi → auth, mail, webhook → store; store (and
 // internal/background, which runs background tasks for main, mail and
-// webhook) imports none of ours; store's backends and test helpers
-// (store/postgres, store/storetest, store/pgtest) import only store and
+// webhook) and internal/netguard (the private-address guard shared by
+// webhook and auth/social) import none of ours; store's backends and
+// test helpers (store/postgres, store/storetest, store/pgtest) import only store and
 // one another; store is the only one to import bbolt, and only they
 // import pgx;
 // webhook and auth never import each other; httpapi is the only one that
@@ -28,6 +29,7 @@ func TestDependencyDirection(t *testing.T) {
 		"latchkey/store/postgres":      {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
 		"latchkey/store/storetest":     {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
 		"latchkey/internal/background": {"latchkey/"},
+		"latchkey/internal/netguard":   {"latchkey/"},
 		"latchkey/auth":                {"latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/webhook":             {"latchkey/auth", "latchkey/httpapi", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/mail":                {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "github.com/julienschmidt/httprouter"},

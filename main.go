@@ -27,6 +27,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/auth/sms"
+	"latchkey/auth/social"
 	"latchkey/httpapi"
 	"latchkey/httpapi/cli"
 	"latchkey/internal/background"
@@ -180,8 +181,11 @@ type Config struct {
 	MasterKey           string
 	TrustedProxies      string
 	WebhookAllowPrivate bool
-	LogFormat           string
-	MetricsAddr         string
+	// OAuthAllowPrivate lets calls to sign-in providers reach private,
+	// loopback and link-local addresses.
+	OAuthAllowPrivate bool
+	LogFormat         string
+	MetricsAddr       string
 	// Replicas on one database (tuning and tests; see docs/replicas.md):
 	// how long a background task's lease lasts, and how often the
 	// invalidation feed is read. Durations ("15s", "250ms"); empty: the
@@ -261,7 +265,7 @@ type serveFlag struct {
 	arg       string // placeholder in --help ("ADDR"); empty for a boolean
 	def       string // the default --help shows
 	help      string
-	str       *string // the string it sets, nil for the boolean
+	str       *string // the string it sets, nil for the booleans
 }
 
 // ParseFlags reads the serve flags, falling back to LATCHKEY_* environment
@@ -286,11 +290,14 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"master-key", "LATCHKEY_MASTER_KEY", "KEY", "the <data>.key file; required with --database-url", "32-byte key, base64; encrypts secrets at rest", &c.MasterKey},
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "CIDRS", "empty", "comma-separated CIDRs whose X-Forwarded-For is believed", &c.TrustedProxies},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "", "false", "let webhooks of both modes target private, loopback and link-local addresses (without it: live mode public only, test mode public and loopback)", nil},
+		{"oauth-allow-private", "LATCHKEY_OAUTH_ALLOW_PRIVATE", "", "false", "let calls to sign-in providers (discovery, token, userinfo, JWKS) reach private, loopback and link-local addresses (without it: public addresses only, and loopback for a provider whose issuer is on loopback)", nil},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
 		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "ADDR", "empty: GET /metrics only on --addr, behind the admin token", "also serve GET /metrics, without authentication, on this address (keep it private)", &c.MetricsAddr},
 		{"lease-ttl", "LATCHKEY_LEASE_TTL", "DURATION", "15s", "replicas on one database (tuning, tests): how long a replica's lease on a background task (sweep, mail, webhooks) lasts without renewal, renewed every third of it; a dead replica's tasks move to another within about 4/3 of it", &c.LeaseTTL},
 		{"feed-interval", "LATCHKEY_FEED_INTERVAL", "DURATION", "250ms", "replicas on one database (tuning, tests): how often a replica reads the invalidation feed, which bounds how late it sees another replica's revocations and changes; caches are bypassed after max(1s, 4 intervals) without a read", &c.FeedInterval},
 	}
+	// The booleans each flag with no string sets.
+	bools := map[string]*bool{"webhook-allow-private": &c.WebhookAllowPrivate, "oauth-allow-private": &c.OAuthAllowPrivate}
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -299,7 +306,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		if f.str != nil {
 			fs.StringVar(f.str, f.name, *f.str, f.help)
 		} else {
-			fs.Var(boolValue{&c.WebhookAllowPrivate}, f.name, f.help)
+			fs.Var(boolValue{bools[f.name]}, f.name, f.help)
 			boolNames = append(boolNames, f.name)
 		}
 	}
@@ -527,7 +534,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	svc, err := auth.New(db, keys, auth.Config{
 		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.wake, SMS: chk.sms,
-		Observer: m.Metrics,
+		Observer: m.Metrics, OAuth: &social.Transport{AllowPrivate: c.OAuthAllowPrivate},
 	})
 	if err != nil {
 		return err

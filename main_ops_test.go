@@ -26,11 +26,12 @@ import (
 // sessions, a TOTP factor and backup codes, a passkey, a magic link,
 // remembered devices, throttles, an external method, a webhook with
 // failed deliveries and queued jobs, keys, events, counters and
-// suppressed failures, and an imported user) is copied into PostgreSQL
-// with latchkey copy; a server on the database accepts the sessions,
-// keys, factor and passkey made on the file, signs a user in, and keeps
-// the imported user's account at its first sign-in; the database copied
-// back into a new file holds the same records as the original.
+// suppressed failures, and an imported user; and, written directly, queued
+// mail, an outbox event and a provider link) is copied into PostgreSQL with
+// latchkey copy; a server on the database accepts the sessions, keys,
+// factor and passkey made on the file, signs a user in, and keeps the
+// imported user's account at its first sign-in; the database copied back
+// into a new file holds the same records as the original.
 //
 // It needs PostgreSQL and runs on the postgres pass (it copies between
 // both backends whatever LATCHKEY_TEST_STORE says, so it does not run
@@ -138,7 +139,16 @@ func TestCopyRoundTrip(t *testing.T) {
 			EmailVerified: &no, Vouched: &yes}); err != nil {
 			return err
 		}
-		return tx.AppendEvent(&store.Event{ID: "evt_1", ProjectID: projectID, Type: "user.updated", CreatedAt: now, Data: json.RawMessage(`{"user_id":"u"}`)})
+		if err := tx.AppendEvent(&store.Event{ID: "evt_1", ProjectID: projectID, Type: "user.updated", CreatedAt: now, Data: json.RawMessage(`{"user_id":"u"}`)}); err != nil {
+			return err
+		}
+		// A link to a sign-in provider account, as a first sign-in with
+		// a provider stores it.
+		a, err := tx.UserByEmail(projectID, "a@example.com")
+		if err != nil {
+			return err
+		}
+		return tx.PutIdentity(&store.Identity{ProjectID: projectID, Issuer: "https://accounts.google.com", Subject: "108", UserID: a.ID, Provider: "google", CreatedAt: now})
 	})
 	fileDB.Close()
 	if err != nil {
@@ -149,7 +159,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		t.Errorf("the populated file lacks a vouched or a self-registered user: the round trip would not test Vouched:\n%s", users)
 	}
 	for _, kind := range []string{"Settings", "Project", "APIKey", "User", "Session", "Code", "Throttle", "MagicLink", "Device",
-		"Factor", "BackupCodes", "Passkey", "Challenge", "ExternalMethod", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
+		"Factor", "BackupCodes", "Passkey", "Identity", "Challenge", "ExternalMethod", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
 		if len(before[kind]) == 0 {
 			t.Errorf("the populated file holds no %s: the round trip would not test it", kind)
 		}

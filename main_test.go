@@ -503,6 +503,7 @@ func TestParseFlags(t *testing.T) {
 		{"master-key", "LATCHKEY_MASTER_KEY", "", "ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW4=", "ZmxhZ2ZsYWdmbGFnZmxhZ2ZsYWdmbGFnZmxhZ2ZsYWc=", func(c Config) string { return c.MasterKey }},
 		{"trusted-proxies", "LATCHKEY_TRUSTED_PROXIES", "", "10.9.0.0/16", "10.8.0.0/16", func(c Config) string { return c.TrustedProxies }},
 		{"webhook-allow-private", "LATCHKEY_WEBHOOK_ALLOW_PRIVATE", "false", "true", "false", func(c Config) string { return strconv.FormatBool(c.WebhookAllowPrivate) }},
+		{"oauth-allow-private", "LATCHKEY_OAUTH_ALLOW_PRIVATE", "false", "true", "false", func(c Config) string { return strconv.FormatBool(c.OAuthAllowPrivate) }},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "text", "json", "text", func(c Config) string { return c.LogFormat }},
 		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "", "127.0.0.1:9100", "127.0.0.1:9101", func(c Config) string { return c.MetricsAddr }},
 	}

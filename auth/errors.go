@@ -204,6 +204,15 @@ var (
 	// second factor (TOTP, SMS or a passkey), which a provider alone
 	// never signs in: the app signs the user in by email code instead.
 	ErrSignInWithEmailFirst = newErr("SIGN_IN_WITH_EMAIL_FIRST", CatRiskBlocked, "This account has a second factor: sign in with a code sent by email.")
+	// ErrNotLinked: the address belongs to an account that is not
+	// linked to this provider account, and the provider does not link
+	// by address (linkByEmail false): neither taken over nor
+	// duplicated. Same wire code, same remedy.
+	ErrNotLinked = newErr("SIGN_IN_WITH_EMAIL_FIRST", CatUserExists, "An account with this email address exists and is not linked to this provider account: sign in with a code sent by email.")
+	// ErrProviderPrivate: an endpoint of the provider (discovery, token,
+	// userinfo, JWKS) is at a private, loopback or link-local address,
+	// which latchkey does not call.
+	ErrProviderPrivate = newErr("PROVIDER_UNAVAILABLE", CatInternal, "The provider's endpoints are at a private, loopback or link-local address, which latchkey does not call.")
 )
 
 // ErrWebhookNotFound is the contract's "not found" without a code.

@@ -9,20 +9,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
 	"latchkey/auth/social"
+	"latchkey/internal/netguard"
 	"latchkey/store"
 )
 
-// OAuth 2.0 / OpenID Connect sign-in (decisions.md §18).
+// OAuth 2.0 / OpenID Connect sign-in.
 //
 // POST /oauth/start keeps the state, the nonce and the PKCE verifier in a
 // challenge row of kind "oauth_state" (keyed by the keyed hash of the
@@ -36,7 +40,13 @@ import (
 // challenge row of kind "oauth_code" keyed by the hash of a new one-time
 // code; the browser goes on to the app's redirectUrl?code=. The app's
 // backend then calls POST /oauth/exchange, which consumes that row and
-// signs the user in under the linking rules (signInIdentity).
+// signs the user in under the linking rules (signInIdentity): the
+// account linked to the provider account (its issuer and subject, a
+// store.Identity written by the first sign-in), else the address rules.
+//
+// Every call to a provider goes through social's guarded clients: no
+// private, link-local or reserved address, and loopback only for a
+// provider on loopback (oauthHTTP).
 const (
 	// OAuthStateLifetime is how long a started sign-in waits for the
 	// provider's callback.
@@ -51,6 +61,13 @@ const (
 	kindOAuthState = "oauth_state"
 	kindOAuthCode  = "oauth_code"
 	methodOAuth    = "oauth"
+
+	// githubIssuer is the issuer of GitHub identities (GitHub issues no
+	// ID token): their links are (githubIssuer, numeric user id).
+	githubIssuer = "https://github.com"
+	// maxSubject is the longest subject accepted (OpenID Connect Core
+	// 2: at most 255 ASCII characters; bytes here).
+	maxSubject = 255
 )
 
 // Provider types and their fixed issuers.
@@ -78,6 +95,17 @@ type ProviderInput struct {
 	// ResponseMode is ResponseModeQuery or ResponseModeFormPost; empty
 	// means the type's default (form_post for Apple, else query).
 	ResponseMode string `json:"responseMode"`
+	// LinkByEmail says whether a first sign-in with the provider may sign
+	// in the existing account of an address the provider vouches for;
+	// nil means the type's default (DefaultLinkByEmail).
+	LinkByEmail *bool `json:"linkByEmail"`
+}
+
+// ProviderPatch is the body of PATCH
+// /admin/projects/:id/providers/:name: the settings to change (nil:
+// unchanged).
+type ProviderPatch struct {
+	LinkByEmail *bool `json:"linkByEmail"`
 }
 
 // ProviderView is a provider as the admin API shows it: never its secret.
@@ -89,6 +117,7 @@ type ProviderView struct {
 	Issuer       *string  `json:"issuer"`
 	Scopes       []string `json:"scopes"`
 	ResponseMode string   `json:"responseMode"`
+	LinkByEmail  bool     `json:"linkByEmail"`
 	CreatedAt    string   `json:"createdAt"`
 }
 
@@ -113,6 +142,24 @@ func responseMode(pr *store.Provider) string {
 	return ResponseModeQuery
 }
 
+// DefaultLinkByEmail is the linkByEmail of a provider added without
+// one: true for the providers whose verified addresses are their own to
+// vouch for (google, apple, github, microsoft), false for a generic
+// OpenID Connect provider (type oidc), whose users may be able to set
+// any address on their account there.
+func DefaultLinkByEmail(typ string) bool { return typ != "oidc" }
+
+// linkByEmail reports whether a first sign-in with pr may sign in the
+// existing account of the address pr vouches for. A provider stored
+// before the setting existed (nil) keeps doing what it did then: it
+// links.
+func linkByEmail(pr *store.Provider) bool {
+	if pr.LinkByEmail != nil {
+		return *pr.LinkByEmail
+	}
+	return true
+}
+
 // ViewProvider returns the admin view of pr.
 func ViewProvider(pr *store.Provider) ProviderView {
 	scopes := pr.Scopes
@@ -120,7 +167,8 @@ func ViewProvider(pr *store.Provider) ProviderView {
 		scopes = []string{}
 	}
 	return ProviderView{ID: pr.ID, Name: pr.Name, Type: pr.Type, ClientID: pr.ClientID,
-		Issuer: nullable(pr.Issuer), Scopes: scopes, ResponseMode: responseMode(pr), CreatedAt: formatTime(pr.CreatedAt)}
+		Issuer: nullable(pr.Issuer), Scopes: scopes, ResponseMode: responseMode(pr), LinkByEmail: linkByEmail(pr),
+		CreatedAt: formatTime(pr.CreatedAt)}
 }
 
 // defaultScopes are the scopes asked when a provider names none.
@@ -135,23 +183,38 @@ func defaultScopes(typ string) []string {
 }
 
 // checkIssuer validates an issuer URL: https, or http on a loopback
-// address (a provider on the same host).
-func checkIssuer(raw string) error {
+// address (a provider on the same host). An issuer whose host is a
+// private, link-local or reserved IP address is refused unless
+// allowPrivate (a name is judged when it is dialled: social).
+func checkIssuer(raw string, allowPrivate bool) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || len(raw) > 512 {
 		return Invalid("issuer must be an absolute https URL.")
 	}
-	if u.Scheme == "https" || u.Scheme == "http" && isLoopbackHost(u.Hostname()) {
-		return nil
+	if u.Scheme != "https" && (u.Scheme != "http" || !social.LoopbackHost(u.Hostname())) {
+		return Invalid("issuer must be an absolute https URL.")
 	}
-	return Invalid("issuer must be an absolute https URL.")
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !allowPrivate && netguard.IsPrivate(ip) && !ip.Unmap().IsLoopback() {
+		return Invalid("issuer must not be a private, link-local or reserved address: latchkey does not call those (--oauth-allow-private lifts this).")
+	}
+	return nil
 }
 
-func isLoopbackHost(h string) bool { return h == "localhost" || isLoopbackIP(h) }
+// loopbackProvider reports whether pr is on loopback (its issuer's
+// host, or for GitHub the endpoints in use): its calls may then reach
+// loopback addresses.
+func (s *Service) loopbackProvider(pr *store.Provider) bool {
+	if pr.Type == "github" {
+		return s.social.GitHubLoopback()
+	}
+	u, err := url.Parse(pr.Issuer)
+	return err == nil && social.LoopbackHost(u.Hostname())
+}
 
 // AddProvider registers an OAuth provider for project projectID; the
-// client secret is sealed with the keyring and never shown again. 400
-// VALIDATION_ERROR for a bad field, 404 PROJECT_NOT_FOUND, 409
+// client secret is sealed with the keyring and never shown again. Its
+// linkByEmail is in.LinkByEmail, else DefaultLinkByEmail of its type.
+// 400 VALIDATION_ERROR for a bad field, 404 PROJECT_NOT_FOUND, 409
 // PROVIDER_EXISTS when the project has a provider of that name.
 func (s *Service) AddProvider(ctx context.Context, projectID string, in ProviderInput) (ProviderView, error) {
 	if !providerTypes[in.Type] {
@@ -188,7 +251,7 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 		in.Issuer = knownIssuers[in.Type]
 	}
 	if in.Issuer != "" {
-		if err := checkIssuer(in.Issuer); err != nil {
+		if err := checkIssuer(in.Issuer, s.social.AllowsPrivate()); err != nil {
 			return ProviderView{}, err
 		}
 	}
@@ -219,8 +282,12 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 	case in.Type == "apple" && in.ResponseMode == ResponseModeQuery && (contains(in.Scopes, "email") || contains(in.Scopes, "name")):
 		return ProviderView{}, Invalid("Apple returns with form_post when asked for email or name: responseMode query needs scopes without them.")
 	}
+	link := DefaultLinkByEmail(in.Type)
+	if in.LinkByEmail != nil {
+		link = *in.LinkByEmail
+	}
 	pr := store.Provider{ID: newID(), Name: in.Name, Type: in.Type, ClientID: in.ClientID,
-		Issuer: in.Issuer, Scopes: in.Scopes, ResponseMode: in.ResponseMode, CreatedAt: s.now().UTC()}
+		Issuer: in.Issuer, Scopes: in.Scopes, ResponseMode: in.ResponseMode, LinkByEmail: &link, CreatedAt: s.now().UTC()}
 	sealed, err := s.keys.Seal([]byte(in.ClientSecret), []byte("provider:"+pr.ID))
 	if err != nil {
 		return ProviderView{}, internal(err)
@@ -243,6 +310,37 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 	s.projects.invalidate(projectID)
 	s.projectsChanged()
 	return ViewProvider(&pr), nil
+}
+
+// UpdateProvider changes the settings of project projectID's provider
+// name that patch sets (linkByEmail) and returns its view; sign-ins
+// already past the provider's callback keep the setting they were
+// proven under. 400 VALIDATION_ERROR when patch sets nothing, 404
+// PROJECT_NOT_FOUND or PROVIDER_NOT_FOUND.
+func (s *Service) UpdateProvider(ctx context.Context, projectID, name string, patch ProviderPatch) (ProviderView, error) {
+	if patch.LinkByEmail == nil {
+		return ProviderView{}, Invalid("Nothing to change: give linkByEmail.")
+	}
+	var v ProviderView
+	err := s.db.Update(ctx, func(tx store.Tx) error {
+		p, err := projectTx(tx, projectID)
+		if err != nil {
+			return err
+		}
+		pr := findProvider(p, name)
+		if pr == nil {
+			return ErrProviderNotFound
+		}
+		pr.LinkByEmail = boolPtr(*patch.LinkByEmail)
+		v = ViewProvider(pr)
+		return tx.PutProject(p)
+	})
+	if err != nil {
+		return ProviderView{}, internal(err)
+	}
+	s.projects.invalidate(projectID)
+	s.projectsChanged()
+	return v, nil
 }
 
 // Providers lists project projectID's providers, oldest first; 404
@@ -317,11 +415,18 @@ type pendingOAuth struct {
 
 // oauthIdentity is what a callback proved, kept for the exchange.
 type oauthIdentity struct {
-	Provider      string `json:"provider"`
+	Provider string `json:"provider"`
+	// Issuer and Subject name the provider account (githubIssuer for
+	// GitHub). An identity kept by a release before links existed has
+	// no Issuer: it is neither looked up nor linked.
+	Issuer        string `json:"issuer,omitempty"`
 	Subject       string `json:"subject"`
 	Email         string `json:"email"`
 	EmailVerified bool   `json:"emailVerified"`
-	Bind          string `json:"bind,omitempty"` // the sign-in's codeChallenge
+	// LinkByEmail is the provider's setting when the callback proved
+	// the identity (false in one kept by an older release).
+	LinkByEmail bool   `json:"linkByEmail,omitempty"`
+	Bind        string `json:"bind,omitempty"` // the sign-in's codeChallenge
 }
 
 // oauthClient is a provider ready to use: its OAuth 2.0 configuration
@@ -335,8 +440,8 @@ type oauthClient struct {
 }
 
 // DiscoveryTTL is how long a provider's OpenID Connect discovery (its
-// document, and the JWKS go-oidc reads through it) is used before the
-// next sign-in with that provider reads it again.
+// document, and the JWKS read through it) is used before the next
+// sign-in with that provider reads it again.
 const DiscoveryTTL = time.Hour
 
 // discovered caches OpenID Connect discovery by provider id (and with
@@ -353,32 +458,56 @@ type discovered struct {
 	m  map[string]discovery // by provider id
 }
 
-// discovery is one provider's discovered OpenID Connect configuration.
+// discovery is one provider's discovered OpenID Connect configuration:
+// the provider object, and the key set of its JWKS (read when a token
+// names a key id it does not hold) with the signing algorithms it
+// announces.
 type discovery struct {
 	op        *oidc.Provider
+	keys      oidc.KeySet
+	algs      []string
 	projectID string
 	issuer    string
 	fetched   time.Time
 }
 
-// get returns the provider object of provider pr of project projectID,
+// signingAlgs are the ID-token signing algorithms go-oidc verifies.
+var signingAlgs = map[string]bool{oidc.RS256: true, oidc.RS384: true, oidc.RS512: true, oidc.ES256: true, oidc.ES384: true,
+	oidc.ES512: true, oidc.PS256: true, oidc.PS384: true, oidc.PS512: true, oidc.EdDSA: true}
+
+// get returns the discovery of provider pr of project projectID,
 // reading its issuer's discovery document when there is no entry, or
-// its entry is older than DiscoveryTTL at now.
-func (d *discovered) get(ctx context.Context, projectID string, pr *store.Provider, multiTenant bool, now time.Time) (*oidc.Provider, error) {
+// its entry is older than DiscoveryTTL at now. ctx carries the client
+// of the call; keysCtx the client (and nothing else) for the key set's
+// later reads of the JWKS.
+func (d *discovered) get(ctx, keysCtx context.Context, projectID string, pr *store.Provider, multiTenant bool, now time.Time) (discovery, error) {
 	d.mu.Lock()
 	e, ok := d.m[pr.ID]
 	d.mu.Unlock()
 	if ok && e.issuer == pr.Issuer && now.Sub(e.fetched) < DiscoveryTTL {
-		return e.op, nil
+		return e, nil
 	}
 	if multiTenant {
 		// Microsoft's multi-tenant discovery names a templated issuer;
-		// the token's issuer is checked against the tenant (tokenIssuerOK).
+		// the token's issuer is checked against the tenant (identify).
 		ctx = oidc.InsecureIssuerURLContext(ctx, strings.Replace(pr.Issuer, "/common/", "/{tenantid}/", 1))
 	}
 	op, err := oidc.NewProvider(ctx, pr.Issuer)
 	if err != nil {
-		return nil, err
+		return discovery{}, err
+	}
+	var doc struct {
+		JWKS string   `json:"jwks_uri"`
+		Algs []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := op.Claims(&doc); err != nil {
+		return discovery{}, err
+	}
+	e = discovery{op: op, keys: oidc.NewRemoteKeySet(keysCtx, doc.JWKS), projectID: projectID, issuer: pr.Issuer, fetched: now}
+	for _, a := range doc.Algs {
+		if signingAlgs[a] {
+			e.algs = append(e.algs, a)
+		}
 	}
 	d.mu.Lock()
 	if d.m == nil {
@@ -389,9 +518,9 @@ func (d *discovered) get(ctx context.Context, projectID string, pr *store.Provid
 			delete(d.m, id)
 		}
 	}
-	d.m[pr.ID] = discovery{op: op, projectID: projectID, issuer: pr.Issuer, fetched: now}
+	d.m[pr.ID] = e
 	d.mu.Unlock()
-	return op, nil
+	return e, nil
 }
 
 // forget drops the entry of provider providerID, or with providerID
@@ -406,9 +535,41 @@ func (d *discovered) forget(projectID, providerID string) {
 	d.mu.Unlock()
 }
 
-// oauthHTTP returns ctx carrying the HTTP client used for provider calls.
-func (s *Service) oauthHTTP(ctx context.Context) context.Context {
-	return s.social.Context(ctx)
+// oauthHTTP returns ctx carrying the HTTP client for the calls to
+// provider pr: guarded against private addresses, and against loopback
+// unless pr is on loopback.
+func (s *Service) oauthHTTP(ctx context.Context, pr *store.Provider) context.Context {
+	return s.social.Context(ctx, s.loopbackProvider(pr))
+}
+
+// providerFailed is the error for a call to provider pr that failed:
+// ErrProviderPrivate when the guard refused its address (logged: the
+// operator's to fix), else ErrProviderUnavailable.
+func (s *Service) providerFailed(pr *store.Provider, err error) *Error {
+	if errors.Is(err, social.ErrPrivateAddress) {
+		s.log.Warn("oauth: a provider endpoint is at a private, loopback or link-local address; not called",
+			"provider", pr.Name, "issuer", pr.Issuer, "err", err)
+		return ErrProviderPrivate.Because(err)
+	}
+	return ErrProviderUnavailable.Because(err)
+}
+
+// keyErrKey is the context key of the slot where reportingKeys keeps a
+// verification's key-set failure, which go-oidc's error leaves out.
+type keyErrKey struct{}
+
+// reportingKeys is a key set that keeps its failure (a JWKS that could
+// not be read, say) in the slot of the verification's context, so that
+// identify can tell an unreachable JWKS from a bad signature.
+type reportingKeys struct{ oidc.KeySet }
+
+// VerifySignature verifies jwt with the key set, keeping its failure.
+func (k reportingKeys) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	payload, err := k.KeySet.VerifySignature(ctx, jwt)
+	if slot, ok := ctx.Value(keyErrKey{}).(*error); ok && err != nil {
+		*slot = err
+	}
+	return payload, err
 }
 
 // client builds the client of provider pr of project projectID:
@@ -426,13 +587,13 @@ func (s *Service) client(ctx context.Context, projectID string, pr *store.Provid
 		return &oauthClient{pr: pr, conf: conf}, nil
 	}
 	multi := pr.Type == "microsoft" && !microsoftIssuer.MatchString(pr.Issuer)
-	op, err := s.oidc.get(s.oauthHTTP(ctx), projectID, pr, multi, s.now())
+	d, err := s.oidc.get(s.oauthHTTP(ctx, pr), s.oauthHTTP(context.Background(), pr), projectID, pr, multi, s.now())
 	if err != nil {
-		return nil, ErrProviderUnavailable.Because(err)
+		return nil, s.providerFailed(pr, err)
 	}
-	conf.Endpoint = op.Endpoint()
-	return &oauthClient{pr: pr, conf: conf, op: op, verifier: op.Verifier(&oidc.Config{
-		ClientID: pr.ClientID, Now: s.now, SkipIssuerCheck: multi,
+	conf.Endpoint = d.op.Endpoint()
+	return &oauthClient{pr: pr, conf: conf, op: d.op, verifier: oidc.NewVerifier(pr.Issuer, reportingKeys{d.keys}, &oidc.Config{
+		ClientID: pr.ClientID, Now: s.now, SkipIssuerCheck: multi, SupportedSigningAlgs: d.algs,
 	})}, nil
 }
 
@@ -596,7 +757,7 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 	if err != nil {
 		return back(err)
 	}
-	idn.Bind = pend.Bind
+	idn.Bind, idn.LinkByEmail = pend.Bind, linkByEmail(pr)
 	a.email = idn.Email
 	raw, err := json.Marshal(idn)
 	if err != nil {
@@ -634,16 +795,19 @@ func withQuery(raw, name, value string) string {
 	return u.String()
 }
 
-// identify redeems the provider's code and proves who signed in.
+// identify redeems the provider's code and proves who signed in: for
+// OpenID Connect, the ID token's signature, issuer, audience, expiry and
+// nonce (go-oidc), its authorized party (checkAZP) and a usable subject;
+// whether the address is verified (emailVerified); GitHub: its API.
 func (s *Service) identify(ctx context.Context, c *oauthClient, code string, pend *pendingOAuth) (*oauthIdentity, error) {
-	hctx := s.oauthHTTP(ctx)
+	hctx := s.oauthHTTP(ctx, c.pr)
 	tok, err := c.conf.Exchange(hctx, code, oauth2.VerifierOption(pend.Verifier))
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
 			return nil, ErrOAuthDenied.Because(err)
 		}
-		return nil, ErrProviderUnavailable.Because(err)
+		return nil, s.providerFailed(c.pr, err)
 	}
 	if c.verifier == nil {
 		return s.githubIdentity(hctx, c, tok)
@@ -652,20 +816,28 @@ func (s *Service) identify(ctx context.Context, c *oauthClient, code string, pen
 	if rawID == "" {
 		return nil, ErrInvalidIDToken.Because(errors.New("no id_token in the token response"))
 	}
-	idt, err := c.verifier.Verify(hctx, rawID)
+	var keyErr error
+	idt, err := c.verifier.Verify(context.WithValue(hctx, keyErrKey{}, &keyErr), rawID)
 	if err != nil {
+		// The JWKS could not be read (refused by the guard, or
+		// unreachable): the provider's failure, not the token's.
+		var ue *url.Error
+		if errors.Is(keyErr, social.ErrPrivateAddress) || errors.As(keyErr, &ue) {
+			return nil, s.providerFailed(c.pr, keyErr)
+		}
 		return nil, ErrInvalidIDToken.Because(err)
 	}
 	if idt.Nonce != pend.Nonce {
 		return nil, ErrInvalidIDToken.Because(errors.New("nonce mismatch"))
 	}
-	var claims struct {
-		Issuer        string `json:"iss"`
-		TenantID      string `json:"tid"`
-		Email         string `json:"email"`
-		EmailVerified any    `json:"email_verified"` // Apple sends "true"
+	if !usableSubject(idt.Subject) {
+		return nil, ErrInvalidIDToken.Because(fmt.Errorf("subject of %d bytes, empty, too long or not printable text", len(idt.Subject)))
 	}
+	var claims idClaims
 	if err := idt.Claims(&claims); err != nil {
+		return nil, ErrInvalidIDToken.Because(err)
+	}
+	if err := checkAZP(idt.Audience, claims.AZP, c.pr.ClientID); err != nil {
 		return nil, ErrInvalidIDToken.Because(err)
 	}
 	if c.pr.Type == "microsoft" && !microsoftIssuer.MatchString(c.pr.Issuer) {
@@ -673,13 +845,13 @@ func (s *Service) identify(ctx context.Context, c *oauthClient, code string, pen
 			return nil, ErrInvalidIDToken.Because(fmt.Errorf("issuer %q is not the token's tenant", claims.Issuer))
 		}
 	}
-	verified := claims.EmailVerified == true || claims.EmailVerified == "true"
+	verified := emailVerified(c.pr.Type, &claims)
 	if claims.Email == "" && c.op.UserInfoEndpoint() != "" {
 		// Providers that keep the address out of the ID token give it
 		// from their userinfo endpoint, for the same subject.
 		ui, err := c.op.UserInfo(hctx, oauth2.StaticTokenSource(tok))
 		if err != nil {
-			return nil, ErrProviderUnavailable.Because(err)
+			return nil, s.providerFailed(c.pr, err)
 		}
 		if ui.Subject != idt.Subject {
 			return nil, ErrInvalidIDToken.Because(errors.New("userinfo names another subject"))
@@ -690,7 +862,62 @@ func (s *Service) identify(ctx context.Context, c *oauthClient, code string, pen
 	if err != nil {
 		return nil, ErrEmailNotVerified.Because(fmt.Errorf("no usable address: %w", err))
 	}
-	return &oauthIdentity{Provider: c.pr.Name, Subject: idt.Subject, Email: email, EmailVerified: verified}, nil
+	// The token's own issuer: for Microsoft's multi-tenant endpoint, the
+	// user's tenant (checked above), else the provider's (go-oidc).
+	return &oauthIdentity{Provider: c.pr.Name, Issuer: claims.Issuer, Subject: idt.Subject, Email: email, EmailVerified: verified}, nil
+}
+
+// idClaims are the ID-token claims identify reads besides go-oidc's.
+type idClaims struct {
+	Issuer        string `json:"iss"`
+	TenantID      string `json:"tid"`
+	AZP           string `json:"azp"`
+	Email         string `json:"email"`
+	EmailVerified any    `json:"email_verified"` // Apple sends "true"
+	// EDOV is Microsoft's "email domain owner verified" (an optional
+	// claim the application asks for): true when the domain's owner
+	// vouches for the address.
+	EDOV any `json:"xms_edov"`
+}
+
+// isTrue reports whether a claim is true, as a JSON boolean or the
+// string "true" (as Apple sends email_verified).
+func isTrue(v any) bool { return v == true || v == "true" }
+
+// emailVerified reports whether an ID token of a provider of type typ
+// vouches for its address: email_verified true; for Microsoft, whose
+// email claim is whatever the account's owner typed unless said
+// otherwise, also xms_edov true (the address's domain owner verified
+// it). Microsoft sends no email_verified by default, so without
+// xms_edov its addresses are not verified.
+func emailVerified(typ string, c *idClaims) bool {
+	if isTrue(c.EmailVerified) {
+		return true
+	}
+	return typ == "microsoft" && isTrue(c.EDOV)
+}
+
+// checkAZP applies OpenID Connect Core 3.1.3.7 to an ID token whose
+// audience (aud) go-oidc found to contain clientID: with several
+// audiences, the authorized party (azp) must be present and be
+// clientID; with one, an azp that is present must be clientID.
+func checkAZP(aud []string, azp, clientID string) error {
+	switch {
+	case len(aud) > 1 && azp == "":
+		return fmt.Errorf("%d audiences and no azp", len(aud))
+	case azp != "" && azp != clientID:
+		return fmt.Errorf("azp %q is not this client", azp)
+	}
+	return nil
+}
+
+// usableSubject reports whether sub can name a provider account: 1 to
+// maxSubject bytes of UTF-8 text without control characters.
+func usableSubject(sub string) bool {
+	if sub == "" || len(sub) > maxSubject || !utf8.ValidString(sub) {
+		return false
+	}
+	return !strings.ContainsFunc(sub, unicode.IsControl)
 }
 
 // githubIdentity reads GitHub's user and its primary address.
@@ -699,9 +926,9 @@ func (s *Service) githubIdentity(ctx context.Context, c *oauthClient, tok *oauth
 	if errors.Is(err, social.ErrRefused) {
 		return nil, ErrOAuthDenied.Because(err)
 	} else if err != nil {
-		return nil, ErrProviderUnavailable.Because(err)
+		return nil, s.providerFailed(c.pr, err)
 	}
-	idn := &oauthIdentity{Provider: c.pr.Name, Subject: fmt.Sprint(id)}
+	idn := &oauthIdentity{Provider: c.pr.Name, Issuer: githubIssuer, Subject: fmt.Sprint(id)}
 	for _, e := range emails {
 		if e.Primary {
 			email, err := NormalizeEmail(e.Email)
@@ -718,14 +945,16 @@ func (s *Service) githubIdentity(ctx context.Context, c *oauthClient, tok *oauth
 }
 
 // OAuthExchange trades the one-time code of a callback for a login in
-// project p (single use, OAuthCodeLifetime). The linking rules
-// (decisions.md §18): an address the provider does not say is verified
-// signs no one in (403 EMAIL_NOT_VERIFIED); a new address is a new,
-// verified user; an existing user is signed in only when it has no
-// second factor (TOTP, SMS, passkey): one that has is 409
-// SIGN_IN_WITH_EMAIL_FIRST, and the app signs the user in by email code
-// (which its factors then guard) instead. 401 INVALID_CODE for an
-// unknown, used or expired code; 403 USER_DISABLED; 403 RISK_BLOCKED.
+// project p (single use, OAuthCodeLifetime), under the linking rules of
+// signInIdentity: the account linked to the provider account, else an
+// address the provider does not say is verified signs no one in (403
+// EMAIL_NOT_VERIFIED), a new address is a new, verified user, and an
+// existing account of the address is signed in only when the provider
+// links by address (else 409 SIGN_IN_WITH_EMAIL_FIRST) and it has no
+// second factor (TOTP, SMS, passkey; else 409 SIGN_IN_WITH_EMAIL_FIRST:
+// the app signs the user in by email code instead, which its factors
+// then guard). 401 INVALID_CODE for an unknown, used or expired code;
+// 403 USER_DISABLED; 403 RISK_BLOCKED.
 // A sign-in started with a codeChallenge needs its codeVerifier, and one
 // started without takes none (401 INVALID_CODE otherwise, the code used
 // up); a codeVerifier that is not 43-128 unreserved characters (RFC 7636)
@@ -870,7 +1099,34 @@ func isVerifier(v string) bool {
 // signInIdentity applies the linking rules to a proved identity inside
 // tx: the user to sign in and whether it is new, or the refusal (an
 // *Error, with the user it concerns when there is one).
+//
+//  1. The account linked to the provider account (issuer, subject) is
+//     the one signed in, whatever address the provider gives now; the
+//     address need not be verified, as it is not what finds the account.
+//  2. Else the address must be verified (ErrEmailNotVerified). An
+//     existing account of that address is signed in only when the
+//     provider links by address (else ErrNotLinked: neither taken over
+//     nor duplicated), and never one with a second factor
+//     (ErrSignInWithEmailFirst); a new address is a new user.
+//
+// A disabled account is ErrUserDisabled. The first sign-in that passes
+// links the provider account to its user.
 func (s *Service) signInIdentity(tx store.Tx, p *store.Project, idn *oauthIdentity) (*store.User, bool, error) {
+	linked, err := linkedUser(tx, p, idn)
+	if err != nil {
+		return nil, false, err
+	}
+	if linked != nil {
+		if linked.Disabled {
+			return linked, false, ErrUserDisabled
+		}
+		if has, err := hasFactors(tx, linked); err != nil {
+			return nil, false, err
+		} else if has {
+			return linked, false, ErrSignInWithEmailFirst
+		}
+		return linked, false, nil
+	}
 	if !idn.EmailVerified {
 		return nil, false, ErrEmailNotVerified
 	}
@@ -879,6 +1135,9 @@ func (s *Service) signInIdentity(tx store.Tx, p *store.Project, idn *oauthIdenti
 		return nil, false, err
 	}
 	if err == nil {
+		if !idn.LinkByEmail {
+			return u, false, ErrNotLinked
+		}
 		if u.Disabled {
 			return u, false, ErrUserDisabled
 		}
@@ -907,7 +1166,38 @@ func (s *Service) signInIdentity(tx store.Tx, p *store.Project, idn *oauthIdenti
 	// New, or an unverified account that registered itself (replaced
 	// as a code sign-in replaces it), or one kept without factors.
 	u, isNew, err := s.provenUser(tx, p, idn.Email)
+	if err != nil {
+		return nil, false, err
+	}
+	if idn.Issuer != "" {
+		err = tx.PutIdentity(&store.Identity{ProjectID: p.ID, Issuer: idn.Issuer, Subject: idn.Subject, UserID: u.ID,
+			Provider: idn.Provider, CreatedAt: s.now().UTC()})
+	}
 	return u, isNew, err
+}
+
+// linkedUser returns the user of p linked to idn's provider account, or
+// nil when there is none (no link, or one whose user is gone).
+func linkedUser(tx store.Tx, p *store.Project, idn *oauthIdentity) (*store.User, error) {
+	if idn.Issuer == "" {
+		return nil, nil
+	}
+	link, err := tx.Identity(p.ID, idn.Issuer, idn.Subject)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	u, err := tx.User(link.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if u.ProjectID != p.ID {
+		return nil, nil
+	}
+	return u, nil
 }
 
 // hasFactors reports whether u has an enrolled TOTP or SMS factor or a

@@ -10,7 +10,7 @@ import (
 	"latchkey/auth"
 )
 
-// OAuth 2.0 / OpenID Connect sign-in (decisions.md §18): the app starts
+// OAuth 2.0 / OpenID Connect sign-in: the app starts
 // a sign-in with its API key, the browser goes to the provider and back
 // to the callback, which sends it on to the app's redirectUrl with a
 // one-time code, and the app's backend exchanges that code for the
@@ -19,6 +19,7 @@ func (s *Server) oauthRoutes() {
 	r := s.router
 	r.POST("/api/v1/admin/projects/:id/providers", s.admin(s.createProvider))
 	r.GET("/api/v1/admin/projects/:id/providers", s.admin(s.listProviders))
+	r.PATCH("/api/v1/admin/projects/:id/providers/:name", s.admin(s.updateProvider))
 	r.DELETE("/api/v1/admin/projects/:id/providers/:name", s.admin(s.deleteProvider))
 	r.POST("/api/v1/oauth/start", s.key(s.oauthStart))
 	r.GET("/api/v1/oauth/callback", s.handle(s.oauthCallback))
@@ -37,6 +38,18 @@ func (s *Server) createProvider(w http.ResponseWriter, r *http.Request, p httpro
 		return err
 	}
 	v, err := s.auth.AddProvider(r.Context(), p.ByName("id"), in)
+	if err != nil {
+		return err
+	}
+	return ok(w, providerResponse{true, v})
+}
+
+func (s *Server) updateProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var in auth.ProviderPatch
+	if err := decodeStrict(w, r, &in); err != nil {
+		return err
+	}
+	v, err := s.auth.UpdateProvider(r.Context(), p.ByName("id"), p.ByName("name"), in)
 	if err != nil {
 		return err
 	}

@@ -43,8 +43,21 @@ const oauthApp = "https://app.example"
 type testOP struct {
 	URL, ClientID string
 	mode          atomic.Value // "", "badkey" or "audience"
+	// claims, when set, changes the claims of the ID tokens it issues
+	// (which are then signed again with its own key).
+	claims atomic.Pointer[func(map[string]any)]
 	// discoveries counts the reads of its discovery document.
 	discoveries atomic.Int32
+}
+
+// setClaims makes the provider's ID tokens go through f (nil: as
+// issued).
+func (o *testOP) setClaims(f func(map[string]any)) {
+	if f == nil {
+		o.claims.Store(nil)
+		return
+	}
+	o.claims.Store(&f)
 }
 
 // opStorage is the example storage with the faults testOP can inject.
@@ -67,11 +80,13 @@ func (s *opStorage) SigningKey(ctx context.Context) (op.SigningKey, error) {
 // readdress wraps the provider's handler: in mode "audience", the ID
 // token of a token response is addressed to another client ("aud" and
 // "azp") and signed again with the provider's own key, so that only its
-// audience is wrong. (zitadel's op always adds the requesting client to
-// the audience.)
+// audience is wrong (zitadel's op always adds the requesting client to
+// the audience); with claims set, the ID token's claims go through it
+// and are signed again alike.
 func (s *opStorage) readdress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.op.mode.Load() != "audience" || r.URL.Path != "/oauth/token" {
+		change := s.op.claims.Load()
+		if s.op.mode.Load() != "audience" && change == nil || r.URL.Path != "/oauth/token" {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -87,7 +102,12 @@ func (s *opStorage) readdress(next http.Handler) http.Handler {
 		payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
 		var claims map[string]any
 		json.Unmarshal(payload, &claims)
-		claims["aud"], claims["azp"] = []string{"someone-else"}, "someone-else"
+		if s.op.mode.Load() == "audience" {
+			claims["aud"], claims["azp"] = []string{"someone-else"}, "someone-else"
+		}
+		if change != nil {
+			(*change)(claims)
+		}
 		payload, _ = json.Marshal(claims)
 		k, _ := s.Storage.SigningKey(r.Context())
 		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: k.SignatureAlgorithm(), Key: jose.JSONWebKey{Key: k.Key(), KeyID: k.ID()}}, nil)
@@ -272,8 +292,11 @@ func TestOAuthNewAndExistingUser(t *testing.T) {
 	}
 }
 
+// TestOAuthLinksExistingEmailUser: a provider that links by address
+// signs the existing account of the address in, and links it.
 func TestOAuthLinksExistingEmailUser(t *testing.T) {
 	ts, o := oauthSetup(t)
+	ts.linkByEmail(t, "corp", true)
 	id := str(t, ts.login("ada@example.com").Body, "userId")
 	code := appQuery(t, o.browse(t, ts.oauthStart(t), "alice")).Get("code")
 	r := ts.do("POST", "/api/v1/oauth/exchange", ts.Key, map[string]any{"code": code})
@@ -283,13 +306,35 @@ func TestOAuthLinksExistingEmailUser(t *testing.T) {
 	}
 }
 
+// TestOAuthNeverIntoAccountWithFactors: an account with a second factor
+// is never signed in by a provider, whether found by its address (with
+// linking by address on) or by its link to the provider account.
 func TestOAuthNeverIntoAccountWithFactors(t *testing.T) {
 	ts, o := oauthSetup(t)
+	ts.linkByEmail(t, "corp", true)
 	tok := str(t, ts.login("ada@example.com").Body, "token")
 	ts.enrollTOTP(tok)
 	code := appQuery(t, o.browse(t, ts.oauthStart(t), "alice")).Get("code")
 	r := ts.do("POST", "/api/v1/oauth/exchange", ts.Key, map[string]any{"code": code})
 	wantError(t, r, http.StatusConflict, "SIGN_IN_WITH_EMAIL_FIRST")
+	if !strings.Contains(r.Body["error"].(string), "second factor") {
+		t.Fatalf("error %q, want the second-factor refusal", r.Body["error"])
+	}
+
+	// A linked account that enrolls a factor afterwards (bob's address
+	// is vouched for at his first sign-in only).
+	o.setClaims(func(c map[string]any) { c["email"], c["email_verified"] = "bob@example.com", true })
+	code = appQuery(t, o.browse(t, ts.oauthStart(t), "bob")).Get("code")
+	r = ts.do("POST", "/api/v1/oauth/exchange", ts.Key, map[string]any{"code": code})
+	wantOK(t, r)
+	ts.enrollTOTP(str(t, r.Body, "token"))
+	o.setClaims(nil)
+	code = appQuery(t, o.browse(t, ts.oauthStart(t), "bob")).Get("code")
+	r = ts.do("POST", "/api/v1/oauth/exchange", ts.Key, map[string]any{"code": code})
+	wantError(t, r, http.StatusConflict, "SIGN_IN_WITH_EMAIL_FIRST")
+	if !strings.Contains(r.Body["error"].(string), "second factor") {
+		t.Fatalf("error %q, want the second-factor refusal", r.Body["error"])
+	}
 }
 
 func TestOAuthForgedAndReplayedState(t *testing.T) {
@@ -507,6 +552,8 @@ type fakeGitHub struct {
 	URL        string
 	unverified atomic.Bool
 	verifiers  atomic.Int32
+	// other makes the user another GitHub account (id 4343).
+	other atomic.Bool
 }
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
@@ -541,6 +588,10 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 		}
 	}
 	mux.HandleFunc("GET /user", auth(func(w http.ResponseWriter, r *http.Request) {
+		if g.other.Load() {
+			w.Write([]byte(`{"id":4343,"login":"octo2"}`))
+			return
+		}
 		w.Write([]byte(`{"id":4242,"login":"octo"}`))
 	}))
 	mux.HandleFunc("GET /user/emails", auth(func(w http.ResponseWriter, r *http.Request) {
@@ -585,7 +636,21 @@ func TestOAuthGitHub(t *testing.T) {
 	if g.verifiers.Load() != 1 {
 		t.Fatal("the token request carried no PKCE verifier")
 	}
+	id := str(t, r.Body, "userId")
+	links := ts.identities(t, id)
+	if len(links) != 1 || links[0].Issuer != "https://github.com" || links[0].Subject != "4242" {
+		t.Fatalf("links %+v, want (https://github.com, 4242)", links)
+	}
+	// The linked GitHub account signs its user in whatever GitHub says
+	// of the address now; another account with that address unverified
+	// signs no one in.
 	g.unverified.Store(true)
+	r = signIn()
+	wantOK(t, r)
+	if r.Body["userId"] != id {
+		t.Fatalf("linked account: userId=%v, want %s", r.Body["userId"], id)
+	}
+	g.other.Store(true)
 	wantError(t, signIn(), http.StatusForbidden, "EMAIL_NOT_VERIFIED")
 }
 
@@ -625,5 +690,41 @@ func TestOAuthDashboard(t *testing.T) {
 	}
 	if n := len(ts.admin("GET", "/api/v1/admin/projects/"+ts.Project.ID+"/providers", nil).Body["providers"].([]any)); n != 1 {
 		t.Fatalf("%d providers after remove, want 1", n)
+	}
+
+	// Linking by address: set in the form, turned on behind a
+	// confirmation, turned off at once.
+	linking := func(name string) any {
+		t.Helper()
+		for _, p := range ts.admin("GET", "/api/v1/admin/projects/"+ts.Project.ID+"/providers", nil).Body["providers"].([]any) {
+			if p := p.(map[string]any); p["name"] == name {
+				return p["linkByEmail"]
+			}
+		}
+		t.Fatalf("no provider %s", name)
+		return nil
+	}
+	code, body = c.post(page, url.Values{"csrf": {csrf}, "type": {"google"}, "clientId": {"g-id"}, "clientSecret": {"y"}, "linkByEmail": {"no"}})
+	if code != 200 || linking("google") != false {
+		t.Fatalf("google added with linkByEmail no: %d, linkByEmail %v", code, linking("google"))
+	}
+	on := page + "/corp/link-by-email/on"
+	if !strings.Contains(body, `href="`+on+`"`) {
+		t.Fatalf("the list has no way to turn corp's linking on:\n%s", body)
+	}
+	if code, body := c.get(on); code != 200 || !strings.Contains(body, `<form id="confirm" method="post" action="`+on+`">`) || !strings.Contains(body, "trust") {
+		t.Fatalf("confirmation: %d\n%s", code, body)
+	}
+	if code, loc, _ := c.postRaw(on, url.Values{"csrf": {csrf}}); code != 200 || loc != "" || linking("corp") != false {
+		t.Fatalf("unconfirmed: %d to %q, linkByEmail %v", code, loc, linking("corp"))
+	}
+	if code, loc, _ := c.postRaw(on, url.Values{"csrf": {csrf}, "confirm": {"yes"}}); code != http.StatusSeeOther || loc != page || linking("corp") != true {
+		t.Fatalf("turned on: %d to %q, linkByEmail %v", code, loc, linking("corp"))
+	}
+	if code, loc, _ := c.postRaw(page+"/corp/link-by-email/off", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther || loc != page || linking("corp") != false {
+		t.Fatalf("turned off: %d to %q, linkByEmail %v", code, loc, linking("corp"))
+	}
+	if code, _, _ := c.postRaw(page+"/corp/link-by-email/off", url.Values{"csrf": {"forged"}}); code != http.StatusForbidden {
+		t.Fatalf("a forged form: %d, want 403", code)
 	}
 }

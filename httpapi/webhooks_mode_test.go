@@ -7,25 +7,34 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/netguard"
 	"latchkey/store"
-	"latchkey/webhook"
 )
 
 // privateListener listens on one of this host's private, non-loopback
 // addresses (a LAN address such as 10.x or fd00::), or skips the test.
 func privateListener(t *testing.T) net.Listener {
 	t.Helper()
+	if ln := listenPrivate(); ln != nil {
+		return ln
+	}
+	t.Skip("this host has no private non-loopback address to listen on")
+	return nil
+}
+
+// listenPrivate listens on one of this host's private, non-loopback
+// addresses; nil when it has none.
+func listenPrivate() net.Listener {
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
 		pfx, err := netip.ParsePrefix(a.String())
-		if err != nil || pfx.Addr().IsLoopback() || pfx.Addr().IsLinkLocalUnicast() || !webhook.IsPrivate(pfx.Addr()) {
+		if err != nil || pfx.Addr().IsLoopback() || pfx.Addr().IsLinkLocalUnicast() || !netguard.IsPrivate(pfx.Addr()) {
 			continue
 		}
 		if ln, err := net.Listen("tcp", netip.AddrPortFrom(pfx.Addr(), 0).String()); err == nil {
 			return ln
 		}
 	}
-	t.Skip("this host has no private non-loopback address to listen on")
 	return nil
 }
 

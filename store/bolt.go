@@ -67,6 +67,10 @@ var (
 	bucketJobs         = []byte("delivery_queue")
 	bucketUserPasskeys = []byte("passkeys_by_user")
 	bucketTemplates    = []byte("mail_templates")
+	// Sign-in provider links (identity.go): by (project, issuer,
+	// subject), and listed under their user.
+	bucketIdentities     = []byte("identities")
+	bucketUserIdentities = []byte("identities_by_user")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -89,6 +93,7 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
+		bucketIdentities, bucketUserIdentities,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,

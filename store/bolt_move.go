@@ -81,6 +81,7 @@ func (db *boltDB) Export(ctx context.Context, fn func(rec any) error) error {
 			{bucketBackupCodes, jsonRow(func() any { return &BackupCodes{} })},
 			{bucketGrants, jsonRow(func() any { return &Grant{} })},
 			{bucketPasskeys, jsonRow(func() any { return &Passkey{} })},
+			{bucketIdentities, jsonRow(func() any { return &Identity{} })},
 			{bucketChallenges, jsonRow(func() any { return &Challenge{} })},
 			{bucketMethods, jsonRow(func() any { return &ExternalMethod{} })},
 			{bucketWebhooks, jsonRow(func() any { return &Webhook{} })},

@@ -19,7 +19,8 @@ import (
 //	*Settings         the instance settings (one)
 //	*Project, *APIKey, *User, *Session
 //	*Code, *ThrottleRecord, *MagicLink, *Device
-//	*Factor, *BackupCodes, *Grant, *Passkey, *Challenge, *ExternalMethod
+//	*Factor, *BackupCodes, *Grant, *Passkey, *Identity, *Challenge,
+//	*ExternalMethod
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -132,6 +133,8 @@ func recordName(rec any) string {
 		return "Grant"
 	case *Passkey:
 		return "Passkey"
+	case *Identity:
+		return "Identity"
 	case *Challenge:
 		return "Challenge"
 	case *ExternalMethod:
@@ -202,6 +205,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutGrant(r)
 	case *Passkey:
 		return true, tx.PutPasskey(r)
+	case *Identity:
+		return true, tx.PutIdentity(r)
 	case *Challenge:
 		return true, tx.PutChallenge(r)
 	case *ExternalMethod:

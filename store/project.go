@@ -29,8 +29,8 @@ type Project struct {
 	PublicKey []byte `json:"publicKey"`
 
 	// Providers are the project's OAuth 2.0 / OpenID Connect sign-in
-	// providers (decisions.md §18), in the order they were added; names
-	// are unique in the project. Nil when there are none.
+	// providers, in the order they were added; names are unique in the
+	// project. Nil when there are none.
 	Providers []Provider `json:"providers,omitempty"`
 }
 
@@ -51,6 +51,11 @@ type Provider struct {
 	// posts); empty (providers stored before it existed) means the
 	// type's default.
 	ResponseMode string `json:"responseMode,omitempty"`
+	// LinkByEmail says whether a first sign-in with the provider may
+	// sign in the existing account of the address it vouches for; nil
+	// in providers stored before the setting existed (auth decides what
+	// that means).
+	LinkByEmail *bool `json:"linkByEmail,omitempty"`
 }
 
 // Project returns the project with id.
@@ -83,7 +88,7 @@ func (tx boltTx) Projects() ([]*Project, error) {
 
 // DeleteProject removes project id and, in this transaction, everything
 // that belongs to it: its users with their indexes, sessions, factors,
-// backup codes and passkeys; pending codes and send histories (the
+// backup codes, passkeys and links to sign-in providers; pending codes and send histories (the
 // replay marks of its external methods too), magic links, remembered
 // devices, WebAuthn challenges, external-method registrations and their
 // grants; its webhooks with their queued deliveries and history. Its
@@ -96,7 +101,7 @@ func (tx boltTx) Projects() ([]*Project, error) {
 //
 // Rows not indexed by project (codes, links, devices, challenges,
 // methods, grants, keys) are found by a scan of their bucket; users,
-// passkeys and webhooks through their per-project keys.
+// passkeys, provider links and webhooks through their per-project keys.
 func (tx boltTx) DeleteProject(id string) (detached []string, err error) {
 	if tx.bucket(bucketProjects).Get([]byte(id)) == nil {
 		return nil, ErrNotFound
@@ -133,6 +138,9 @@ func (tx boltTx) DeleteProject(id string) (detached []string, err error) {
 		if err := tx.DeletePasskey(pk); err != nil {
 			return nil, err
 		}
+	}
+	if err := tx.deleteProjectIdentities(id); err != nil {
+		return nil, err
 	}
 	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates} {
 		if err := tx.deletePrefix(b, prefix); err != nil {

@@ -30,6 +30,9 @@ func fillProject(t *testing.T, tx boltTx, name string) {
 	must(tx.PutFactor(&Factor{UserID: uid, ProjectID: pid, Kind: "sms", Status: "enrolled", Phone: "+15551234567", CreatedAt: now}))
 	must(tx.PutBackupCodes(&BackupCodes{UserID: uid, ProjectID: pid, Hashes: [][]byte{{1}}, Used: []bool{false}, CreatedAt: now}))
 	must(tx.PutPasskey(&Passkey{ID: "cred-" + name, UserID: uid, ProjectID: pid, Credential: []byte(`{}`), CreatedAt: now}))
+	must(tx.PutIdentity(&Identity{ProjectID: pid, Issuer: "https://idp.example", Subject: "sub-" + name, UserID: uid, Provider: "corp", CreatedAt: now}))
+	// A link whose user row is gone.
+	must(tx.PutIdentity(&Identity{ProjectID: pid, Issuer: "https://idp.example", Subject: "orphan-" + name, UserID: "u-gone-" + name, CreatedAt: now}))
 	must(tx.PutChallenge(&Challenge{ID: "ch-" + name, ProjectID: pid, Kind: "register", UserID: uid, Session: []byte(`{}`), ExpiresAt: later}))
 	must(tx.PutCode(&Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}))
 	must(tx.PutCode(&Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}))

@@ -10,13 +10,16 @@ import (
 )
 
 // TestProjectProviders: a project's OAuth providers round-trip whole on
-// either backend, and a project without any reads back with nil.
+// either backend (LinkByEmail nil, true and false alike), and a project
+// without any reads back with nil.
 func TestProjectProviders(t *testing.T) {
 	db := storetest.Open(t)
 	at := time.Date(2026, 11, 24, 15, 0, 0, 123456789, time.UTC)
+	yes, no := true, false
 	p := &store.Project{ID: "p1", Name: "shop", CreatedAt: at, Providers: []store.Provider{
 		{ID: "pr1", Name: "google", Type: "google", ClientID: "cid", Secret: []byte{0, 1, 2, 255}, Issuer: "https://accounts.google.com", Scopes: []string{"openid", "email"}, CreatedAt: at, ResponseMode: "form_post"},
-		{ID: "pr2", Name: "github", Type: "github", ClientID: "gh", Secret: []byte("sealed"), CreatedAt: at},
+		{ID: "pr2", Name: "github", Type: "github", ClientID: "gh", Secret: []byte("sealed"), CreatedAt: at, LinkByEmail: &no},
+		{ID: "pr3", Name: "corp", Type: "oidc", ClientID: "c", Secret: []byte("sealed"), Issuer: "https://idp.example", CreatedAt: at, LinkByEmail: &yes},
 	}}
 	if err := db.Update(ctx, func(tx store.Tx) error { return tx.PutProject(p) }); err != nil {
 		t.Fatal(err)

@@ -74,7 +74,8 @@ type Tx interface {
 	Projects() ([]*Project, error)
 	// DeleteProject removes project id and everything that belongs to
 	// it, in this transaction: its users with everything DeleteUser
-	// removes; pending codes and send or failure histories whose
+	// removes (and any provider link of the project left without its
+	// user); pending codes and send or failure histories whose
 	// project is id or one of its external methods' ids (the replay
 	// marks of those methods); magic links, remembered devices, WebAuthn
 	// challenges, external-method registrations and their grants; its
@@ -115,8 +116,9 @@ type Tx interface {
 	PutUser(u *User) error
 	// DeleteUser removes the user u.ID, its lookups by email and
 	// external id, its sessions, its factors (totp and sms), its backup
-	// codes and its passkeys. Other rows that name the user (remembered
-	// devices, codes, events) stay until they expire.
+	// codes, its passkeys and its links to sign-in providers
+	// (Identities). Other rows that name the user (remembered devices,
+	// codes, events) stay until they expire.
 	DeleteUser(u *User) error
 	// Users returns up to limit of projectID's users in Email byte
 	// order: those whose Email starts with emailPrefix ("" for all) and,
@@ -465,6 +467,22 @@ type Tx interface {
 	PutTemplate(t *Template) error
 	// DeleteTemplate removes the template (projectID, kind, locale).
 	DeleteTemplate(projectID, kind, locale string) error
+
+	// Links of users to their accounts at sign-in providers (Identity),
+	// keyed by (project, issuer, subject) and listed under their user.
+	// DeleteUser and DeleteProject remove them.
+
+	// Identity returns projectID's link of (issuer, subject): an exact
+	// match. A key that could not be stored (PutIdentity) finds none.
+	Identity(projectID, issuer, subject string) (*Identity, error)
+	// PutIdentity creates or replaces the link (id.ProjectID, id.Issuer,
+	// id.Subject), listed under id.UserID (and no longer under the user
+	// it named before, if another). ErrBadIdentity, changing nothing,
+	// when a key field or the user is empty or a field is not text.
+	PutIdentity(id *Identity) error
+	// UserIdentities returns userID's links in (ProjectID, Issuer,
+	// Subject) byte order; never nil.
+	UserIdentities(userID string) ([]*Identity, error)
 
 	// FactorSummaries returns, for each of userIDs (users of
 	// projectID), what second factors it has, in one read whatever

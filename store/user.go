@@ -104,12 +104,16 @@ func (tx boltTx) PutUser(u *User) error {
 	return tx.bucket(bucketUsers).Put([]byte(u.ID), encodeUser(u))
 }
 
-// DeleteUser removes the user, its indexes and its sessions.
+// DeleteUser removes the user, its indexes, its sessions, its factors
+// and its links to sign-in providers.
 func (tx boltTx) DeleteUser(u *User) error {
 	if err := tx.DeleteUserSessions(u.ID); err != nil {
 		return err
 	}
 	if err := tx.DeleteFactors(u); err != nil {
+		return err
+	}
+	if err := tx.deleteUserIdentities(u.ID); err != nil {
 		return err
 	}
 	if err := tx.del(bucketUsersByEmail, compound(u.ProjectID, u.Email)); err != nil {

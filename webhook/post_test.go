@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"latchkey/internal/netguard"
 )
 
 // newReceiver starts a webhook receiver on loopback, closed at cleanup.
@@ -341,7 +343,7 @@ func TestDialGuardLoopbackReach(t *testing.T) {
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
 		pfx, err := netip.ParsePrefix(a.String())
-		if err != nil || pfx.Addr().IsLoopback() || pfx.Addr().IsLinkLocalUnicast() || !IsPrivate(pfx.Addr()) {
+		if err != nil || pfx.Addr().IsLoopback() || pfx.Addr().IsLinkLocalUnicast() || !netguard.IsPrivate(pfx.Addr()) {
 			continue
 		}
 		ln, err := net.Listen("tcp", netip.AddrPortFrom(pfx.Addr(), 0).String())

@@ -8,9 +8,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"latchkey/internal/netguard"
 )
 
 // MaxURLLen is the length of the longest webhook URL accepted.
@@ -50,21 +51,23 @@ var (
 	ErrNotLoopback = &TargetError{"url must not point to a private, link-local or reserved address (test-mode webhooks may target loopback)."}
 )
 
-// Reach says which addresses a webhook may be delivered to.
-type Reach int
+// Reach says which addresses a webhook may be delivered to: the
+// reaches of package netguard, which classifies the addresses and guards
+// the dial (see there).
+type Reach = netguard.Reach
 
 // The reaches, from the narrowest. The zero value is ReachPublic.
 const (
 	// ReachPublic allows public addresses only (live-mode webhooks).
-	ReachPublic Reach = iota
+	ReachPublic = netguard.ReachPublic
 	// ReachLoopback also allows loopback: 127.0.0.0/8, ::1 and their
 	// IPv4-mapped forms (test-mode webhooks). Private, link-local, metadata
 	// and reserved addresses stay refused, and so does a loopback address
 	// embedded in a NAT64, 6to4 or Teredo address, which the host would not
 	// dial as loopback.
-	ReachLoopback
+	ReachLoopback = netguard.ReachLoopback
 	// ReachPrivate allows every address (--webhook-allow-private).
-	ReachPrivate
+	ReachPrivate = netguard.ReachPrivate
 )
 
 // ReachFor returns the reach of a webhook of mode ("live" or "test"):
@@ -80,23 +83,8 @@ func ReachFor(mode string, allowPrivate bool) Reach {
 	return ReachPublic
 }
 
-// Allows reports whether ip may be dialed under r; an invalid address never
-// may.
-func (r Reach) Allows(ip netip.Addr) bool {
-	if !ip.IsValid() {
-		return false
-	}
-	switch {
-	case r >= ReachPrivate || !IsPrivate(ip):
-		return true
-	case r == ReachLoopback:
-		return ip.Unmap().IsLoopback()
-	}
-	return false
-}
-
 // refusal is the error for an address r does not allow.
-func (r Reach) refusal() error {
+func refusal(r Reach) error {
 	if r == ReachLoopback {
 		return ErrNotLoopback
 	}
@@ -182,7 +170,7 @@ func CheckTarget(ctx context.Context, u *url.URL, reach Reach, resolver *net.Res
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !reach.Allows(ip) {
-			return reach.refusal()
+			return refusal(reach)
 		}
 		return nil
 	}
@@ -198,7 +186,7 @@ func CheckTarget(ctx context.Context, u *url.URL, reach Reach, resolver *net.Res
 	ips, _ := resolver.LookupNetIP(ctx, "ip", host)
 	for _, ip := range ips {
 		if !reach.Allows(ip) {
-			return reach.refusal()
+			return refusal(reach)
 		}
 	}
 	return nil
@@ -207,68 +195,6 @@ func CheckTarget(ctx context.Context, u *url.URL, reach Reach, resolver *net.Res
 // lookupTimeout bounds the name lookup of CheckTarget (a variable so
 // tests can shorten it).
 var lookupTimeout = 3 * time.Second
-
-// Special-purpose ranges that netip.Addr's own predicates do not cover.
-var reserved = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and broadcast
-	netip.MustParsePrefix("::/96"),           // unspecified, loopback, IPv4-compatible
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("100::/64"),        // discard-only
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
-}
-
-var (
-	nat64  = netip.MustParsePrefix("64:ff9b::/96")
-	sixTo4 = netip.MustParsePrefix("2002::/16")
-	teredo = netip.MustParsePrefix("2001::/32")
-	// IPv4-translated (RFC 2765), not to be confused with IPv4-mapped
-	// ::ffff:0:0/96, which Unmap handles.
-	translated = netip.MustParsePrefix("::ffff:0:0:0/96")
-)
-
-// IsPrivate reports whether a webhook must not be delivered to ip without
-// leave: an invalid address, or one that is unspecified, loopback, private
-// (RFC 1918, fc00::/7), link-local, multicast, carrier-grade NAT, or
-// otherwise reserved. Addresses that carry an IPv4 address count as that
-// address: IPv4-mapped (::ffff:0:0/96), IPv4-translated
-// (::ffff:0:0:0/96), NAT64 (64:ff9b::/96) and 6to4
-// (2002::/16); a Teredo address (2001::/32) is private when either its
-// server or its (obfuscated) client IPv4 address is.
-func IsPrivate(ip netip.Addr) bool {
-	if !ip.IsValid() {
-		return true
-	}
-	ip = ip.Unmap().WithZone("")
-	if ip.IsUnspecified() || ip.IsLoopback() || ip.IsPrivate() ||
-		ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() {
-		return true
-	}
-	for _, p := range reserved {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	b := ip.As16()
-	switch {
-	case nat64.Contains(ip), translated.Contains(ip):
-		return IsPrivate(netip.AddrFrom4([4]byte(b[12:16])))
-	case sixTo4.Contains(ip):
-		return IsPrivate(netip.AddrFrom4([4]byte(b[2:6])))
-	case teredo.Contains(ip):
-		client := [4]byte{^b[12], ^b[13], ^b[14], ^b[15]}
-		return IsPrivate(netip.AddrFrom4([4]byte(b[4:8]))) || IsPrivate(netip.AddrFrom4(client))
-	}
-	return false
-}
 
 type policyKey struct{}
 
@@ -322,10 +248,7 @@ func NewClient(timeout time.Duration) *http.Client {
 }
 
 func newTransport(timeout time.Duration, r Reach) *http.Transport {
-	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	if r < ReachPrivate {
-		d.Control = r.control
-	}
+	d := netguard.Dialer(timeout, r, refusal(r), nil)
 	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            d.DialContext,
@@ -337,17 +260,6 @@ func newTransport(timeout time.Duration, r Reach) *http.Transport {
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
-}
-
-// control is a net.Dialer Control function: it sees the address actually
-// being connected to, after name resolution, and refuses one r does not
-// allow.
-func (r Reach) control(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil || !r.Allows(ap.Addr()) {
-		return r.refusal()
-	}
-	return nil
 }
 
 // transport sends each request through the pool of its context's reach.

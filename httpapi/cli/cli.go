@@ -74,7 +74,7 @@ var commands = []*command{
 	projectCreate, projectList, projectUpdate, projectDelete,
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodList, methodDisable, methodEnable,
-	providerAdd, providerList, providerRemove,
+	providerAdd, providerList, providerSet, providerRemove,
 	webhookList,
 	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
 	userExport, userImport,

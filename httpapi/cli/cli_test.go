@@ -679,7 +679,7 @@ func TestUnknownCommandUsage(t *testing.T) {
 		"project create", "project list", "project update ID", "project delete ID",
 		"key create", "key list", "key revoke PREFIX",
 		"method create", "method list", "method disable ID", "method enable ID",
-		"provider add", "provider list", "provider remove NAME",
+		"provider add", "provider list", "provider set NAME", "provider remove NAME",
 		"webhook list",
 		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID", "user sessions ID", "user revoke-sessions ID",
 		"events", "backup",
@@ -962,7 +962,8 @@ func (ts *testServer) totpFactor(userID string) *store.Factor {
 }
 
 // TestProviderCommands: provider add reads the secret from a file and
-// never prints it; list shows the providers; remove removes one.
+// never prints it; list shows the providers; set changes whether one
+// links by address; remove removes one.
 func TestProviderCommands(t *testing.T) {
 	ts := newTestServer(t, testAdminToken)
 	pid := ts.Project.ID
@@ -993,12 +994,29 @@ func TestProviderCommands(t *testing.T) {
 	}
 	out = ts.ok("provider", "add", "--project", pid, "--type", "oidc", "--name", "corp", "--issuer", "https://idp.example.com",
 		"--client-id", "corp-id", "--client-secret-file", secret, "--response-mode", "form_post")
-	if row := tableRow(t, out, "corp-id"); row[0] != "corp" || row[len(row)-2] != "form_post" {
-		t.Fatalf("oidc row=%q, want response mode form_post", row)
+	if row := tableRow(t, out, "corp-id"); row[0] != "corp" || row[len(row)-2] != "form_post" || row[len(row)-3] != "no" {
+		t.Fatalf("oidc row=%q, want response mode form_post and no linking by address", row)
 	}
+	if row := tableRow(t, ts.ok("provider", "list", "--project", pid), "gh-id"); row[len(row)-3] != "yes" {
+		t.Fatalf("github row=%q, want linking by address", row)
+	}
+	// Linking by address: set at add, changed by set.
+	out = ts.ok("provider", "set", "corp", "--project", pid, "--link-by-email", "yes")
+	if row := tableRow(t, out, "corp-id"); row[len(row)-3] != "yes" {
+		t.Fatalf("after set yes: row=%q", row)
+	}
+	out = ts.ok("provider", "add", "--project", pid, "--type", "google", "--client-id", "g-id", "--client-secret-file", secret, "--link-by-email", "NO")
+	if row := tableRow(t, out, "g-id"); row[len(row)-3] != "no" {
+		t.Fatalf("google added with --link-by-email NO: row=%q", row)
+	}
+	wantFail(t, ts.cli("provider", "set", "corp", "--project", pid, "--link-by-email", "maybe"), 2, "--link-by-email must be yes or no")
+	wantFail(t, ts.cli("provider", "set", "corp", "--project", pid), 2, "--link-by-email is required")
+	wantFail(t, ts.cli("provider", "set", "nope", "--project", pid, "--link-by-email", "no"), 1, "(PROVIDER_NOT_FOUND)")
+	ts.ok("provider", "remove", "google", "--project", pid)
 	var listed struct {
 		Providers []struct {
 			Name, ResponseMode string
+			LinkByEmail        bool
 		}
 	}
 	if err := json.Unmarshal([]byte(ts.ok("provider", "list", "--project", pid, "--json")), &listed); err != nil {
@@ -1007,6 +1025,9 @@ func TestProviderCommands(t *testing.T) {
 	modes := map[string]string{}
 	for _, p := range listed.Providers {
 		modes[p.Name] = p.ResponseMode
+		if !p.LinkByEmail { // github's and apple's default, corp's by set
+			t.Errorf("--json %s linkByEmail=false, want true", p.Name)
+		}
 	}
 	if modes["github"] != "query" || modes["apple"] != "form_post" || modes["corp"] != "form_post" {
 		t.Fatalf("--json response modes %v", modes)

@@ -20,6 +20,7 @@ type provider struct {
 	Issuer       *string  `json:"issuer"`
 	Scopes       []string `json:"scopes"`
 	ResponseMode string   `json:"responseMode"`
+	LinkByEmail  bool     `json:"linkByEmail"`
 	CreatedAt    string   `json:"createdAt"`
 }
 
@@ -29,7 +30,9 @@ var providerAdd = &command{
 	help: "Add a sign-in provider (google, github, microsoft, apple or any oidc issuer) to a project.\n" +
 		"The client secret is read from --client-secret-file (\"-\": standard input), so that it stays out\n" +
 		"of the process list and the shell history; it is stored encrypted and never shown again.\n" +
-		"Register <base URL>/api/v1/oauth/callback as the redirect URI at the provider.",
+		"Register <base URL>/api/v1/oauth/callback as the redirect URI at the provider.\n" +
+		"--link-by-email says whether a first sign-in may sign in the existing account of an address\n" +
+		"the provider says is verified (default: yes, but no for oidc; see provider set).",
 	flags: func(fs *flag.FlagSet) action {
 		projectID := fs.String("project", "", "project `ID` (required)")
 		typ := fs.String("type", "", "`TYPE`: oidc, github, google, apple or microsoft (required)")
@@ -39,6 +42,7 @@ var providerAdd = &command{
 		issuer := fs.String("issuer", "", "issuer `URL` (required for oidc; a tenant's issuer for microsoft)")
 		scopes := fs.String("scopes", "", "space- or comma-separated `SCOPES` (default: openid email profile; github: read:user user:email)")
 		responseMode := fs.String("response-mode", "", "how the provider returns to the callback, `MODE`: query or form_post (default: form_post for apple, query otherwise)")
+		link := fs.String("link-by-email", "", "`YES_OR_NO`: link a first sign-in to the existing account of a verified address (default: yes; no for oidc)")
 		return func(ctx context.Context, c *call) error {
 			for _, f := range []string{"project", "type", "client-id", "client-secret-file"} {
 				if !c.set[f] {
@@ -67,6 +71,13 @@ var providerAdd = &command{
 			}
 			if *responseMode != "" {
 				body["responseMode"] = *responseMode
+			}
+			if c.set["link-by-email"] {
+				v, err := yesNo("link-by-email", *link)
+				if err != nil {
+					return err
+				}
+				body["linkByEmail"] = v
 			}
 			var resp struct {
 				Provider provider `json:"provider"`
@@ -102,6 +113,50 @@ var providerList = &command{
 	},
 }
 
+var providerSet = &command{
+	name:    "provider set",
+	args:    []string{"NAME"},
+	summary: "change a sign-in provider's settings",
+	help: "Change the provider NAME of a project. --link-by-email yes lets a first sign-in with it sign in\n" +
+		"the existing account of an address it says is verified (and link it); no refuses that sign-in\n" +
+		"(SIGN_IN_WITH_EMAIL_FIRST) unless the provider account is already linked. Turn it on only for a\n" +
+		"provider whose addresses you trust.",
+	flags: func(fs *flag.FlagSet) action {
+		projectID := fs.String("project", "", "project `ID` (required)")
+		link := fs.String("link-by-email", "", "`YES_OR_NO`: link first sign-ins to existing accounts by verified address (required)")
+		return func(ctx context.Context, c *call) error {
+			for _, f := range []string{"project", "link-by-email"} {
+				if !c.set[f] {
+					return usagef("--%s is required", f)
+				}
+			}
+			v, err := yesNo("link-by-email", *link)
+			if err != nil {
+				return err
+			}
+			var resp struct {
+				Provider provider `json:"provider"`
+			}
+			return c.send(ctx, "PATCH", "/api/v1/admin/projects/"+pathID(*projectID)+"/providers/"+pathID(c.args[0]), nil,
+				map[string]any{"linkByEmail": v}, &resp, func() error {
+					return printProviders(c, resp.Provider)
+				})
+		}
+	},
+}
+
+// yesNo reads a yes-or-no flag's value: yes, no, true or false (any
+// case).
+func yesNo(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "yes", "true":
+		return true, nil
+	case "no", "false":
+		return false, nil
+	}
+	return false, usagef("--%s must be yes or no", name)
+}
+
 var providerRemove = &command{
 	name:    "provider remove",
 	args:    []string{"NAME"},
@@ -122,9 +177,13 @@ var providerRemove = &command{
 }
 
 func printProviders(c *call, ps ...provider) error {
-	t := newTable(c.out, "NAME", "TYPE", "CLIENT", "ISSUER", "SCOPES", "RESPONSE", "CREATED")
+	t := newTable(c.out, "NAME", "TYPE", "CLIENT", "ISSUER", "SCOPES", "LINK-BY-EMAIL", "RESPONSE", "CREATED")
 	for _, p := range ps {
-		t.row(p.Name, p.Type, p.ClientID, deref(p.Issuer), strings.Join(p.Scopes, " "), p.ResponseMode, humanTime(p.CreatedAt))
+		link := "no"
+		if p.LinkByEmail {
+			link = "yes"
+		}
+		t.row(p.Name, p.Type, p.ClientID, deref(p.Issuer), strings.Join(p.Scopes, " "), link, p.ResponseMode, humanTime(p.CreatedAt))
 	}
 	return t.flush()
 }

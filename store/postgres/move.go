@@ -111,6 +111,12 @@ func (ex *exporter) run() error {
 		ex.paged("passkeys", []string{"project_id", "id"}, func(k []any) (any, error) {
 			return tx.Passkey(keyText(k[0]), keyText(k[1]))
 		}),
+		func() error {
+			return ex.stream(`SELECT `+identityCols+` FROM identities ORDER BY project_id, issuer, subject`, func(rows pgx.Rows) (any, error) {
+				id := &store.Identity{}
+				return id, rows.Scan(identityDest(id)...)
+			})
+		},
 		ex.paged("challenges", []string{"id"}, func(k []any) (any, error) { return tx.Challenge(keyText(k[0])) }),
 		ex.paged("external_methods", []string{"id"}, func(k []any) (any, error) { return tx.ExternalMethod(keyText(k[0])) }),
 		func() error {

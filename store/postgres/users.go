@@ -214,8 +214,9 @@ func (tx *txn) PutUser(u *store.User) error {
 	return tx.changed(store.ChangeUser, u.ID)
 }
 
-// DeleteUser removes the user u.ID with its sessions, and its factors,
-// backup codes and passkeys (deleteUserFactors).
+// DeleteUser removes the user u.ID with its sessions and its links to
+// sign-in providers, and its factors, backup codes and passkeys
+// (deleteUserFactors).
 func (tx *txn) DeleteUser(u *store.User) error {
 	tx.forgetUsers()
 	if !validText(u.ID) {
@@ -224,7 +225,8 @@ func (tx *txn) DeleteUser(u *store.User) error {
 	if err := tx.deleteUserFactors(u.ID); err != nil {
 		return err
 	}
-	_, err := tx.exec(`WITH s AS (DELETE FROM sessions WHERE user_id = $1)
+	_, err := tx.exec(`WITH s AS (DELETE FROM sessions WHERE user_id = $1),
+			i AS (DELETE FROM identities WHERE user_id = $1)
 		DELETE FROM users WHERE id = $1`, u.ID)
 	if err != nil {
 		return err
