@@ -50,8 +50,9 @@ func ValidPhone(phone string) bool {
 // TOTP or a passkey, a proof on this session within StepUpWindow by one
 // of them (the enrolled phone's code, a TOTP code, a passkey) or a
 // backup-code sign-in; else 403 STEP_UP_REQUIRED. A bad phone, or none
-// while SMS is not enrolled, is 400 VALIDATION_ERROR. The provider is called outside any transaction; a
-// failed send stores nothing and is 502 SEND_FAILED. Sends the provider
+// while SMS is not enrolled, is 400 VALIDATION_ERROR. The provider is
+// called outside any transaction; a failed send stores nothing and is 502
+// SEND_FAILED. Sends the provider
 // accepted are throttled per user (one per 30 s, ten per hour): over
 // that, 429 TOO_MANY_REQUESTS with a Retry-After and no message. A send
 // holds its slot from before the provider call, so concurrent sends
@@ -111,8 +112,8 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 // authentication for a phone other than the enrolled one
 // (requireRecentAuth), without a provider, or over the user's throttle
 // (the 429 with the wait), and otherwise takes a throttle slot at the
-// current time. It returns the slot and
-// the phone to text. Refusals are recorded as a's failures.
+// current time. It returns the slot and the phone to text. Refusals are
+// recorded as a's failures.
 func (s *Service) reserveSMSSend(pr *Principal, a *attempt, phone string) (time.Time, string, error) {
 	slot := s.now().UTC()
 	err := a.update(func(tx store.Tx) error {
