@@ -164,6 +164,11 @@ func TestCopyRoundTrip(t *testing.T) {
 			t.Errorf("the populated file holds no %s: the round trip would not test it", kind)
 		}
 	}
+	// a@'s session proved TOTP after its sign-in: its proofs travel too.
+	if !strings.Contains(strings.Join(before["Session"], "\n"), `"proofs":[{"method":"otp","at":`) ||
+		!strings.Contains(strings.Join(before["Session"], "\n"), `{"method":"totp","at":`) {
+		t.Errorf("no session of the populated file holds an otp and a totp proof: %v", before["Session"])
+	}
 
 	// 2. Copy it into the database; a second copy is refused.
 	var stdout, stderr bytes.Buffer

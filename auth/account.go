@@ -39,13 +39,18 @@ func checkFirstName(raw string) (string, error) {
 
 // DeleteUser deletes the session user, all their sessions, factors and
 // passkeys, and what could still sign their address or identity in
-// (dropPending), and emits user.deleted, in one transaction.
+// (dropPending), and emits user.deleted, in one transaction. It needs
+// recent authentication (requireRecentAuth): else 403 STEP_UP_REQUIRED
+// and nothing changes.
 func (s *Service) DeleteUser(ctx context.Context, pr *Principal) error {
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(pr.UserID)
 		if errors.Is(err, store.ErrNotFound) {
 			return ErrInvalidSession
 		} else if err != nil {
+			return err
+		}
+		if _, err := requireRecentAuth(tx, pr, s.now().UTC()); err != nil {
 			return err
 		}
 		return s.deleteAccount(tx, u)

@@ -5,7 +5,9 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"latchkey/store"
 )
@@ -55,10 +57,13 @@ type UserUpdate struct {
 // "verify" mode (the default) the address stays and a code goes to the
 // new one (PendingEmail); VerifyAddress applies it. In "direct" mode
 // the address changes at once and emailVerified becomes false. user.updated
-// is emitted when the user row changes. Errors: 400 VALIDATION_ERROR for
-// a bad body; 409 EMAIL_IN_USE when another user of the project holds
-// the address; 429 TOO_MANY_REQUESTS past the address's send throttle.
-// A failure changes nothing (the first name included).
+// is emitted when the user row changes. A change of address, in either
+// mode, needs recent authentication (requireRecentAuth); the first name
+// alone does not. Errors: 400 VALIDATION_ERROR for a bad body; 403
+// STEP_UP_REQUIRED (recorded); 409 EMAIL_IN_USE when another user of
+// the project holds the address; 429 TOO_MANY_REQUESTS past the
+// address's send throttle. A failure changes nothing (the first name
+// included).
 func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m Meta) (*UserUpdate, error) {
 	if in.Email == nil && in.FirstName == nil {
 		return nil, Invalid("Send email or firstName.")
@@ -102,6 +107,13 @@ func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m
 			direct := p.EmailChange == EmailChangeDirect
 			if direct {
 				a.action = "update"
+			}
+			// Before the address is looked up: a session that may not
+			// change it learns nothing about who holds another.
+			if _, err := requireRecentAuth(tx, pr, now); isAuthError(err) {
+				return a.fail(tx, err)
+			} else if err != nil {
+				return err
 			}
 			if _, err := tx.UserByEmail(p.ID, email); err == nil {
 				return a.fail(tx, ErrEmailInUse)
@@ -224,7 +236,10 @@ func (s *Service) enqueueMail(tx store.Tx, projectID, to, kind, locale string, c
 // VerifyAddress checks the code of the session user's pending
 // confirmation (POST /user/email/verify). For the current address it
 // sets emailVerified; for a new address it also switches to it, emits
-// user.updated and mails a notice (no link, no code) to the old address.
+// user.updated, ends every other session of the account
+// (session.revoked each) and mails a notice to the old address that
+// names the new one masked (MaskEmail) and says how to get help (no
+// link, no code).
 // It returns the user as it now is. Errors as otp/verify: 400
 // VALIDATION_ERROR for an empty or non-digit code; 401 INVALID_CODE when
 // none is pending, for a wrong code (each counts a try and an address
@@ -312,7 +327,12 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 		if err := s.emit(tx, u.ProjectID, "user.updated", map[string]string{"user_id": u.ID, "email": u.Email}); err != nil {
 			return err
 		}
-		if err := s.enqueueMail(tx, u.ProjectID, old, mailKindEmailChanged, a.m.Locale, store.MailContent{Project: p.Name}, now); err != nil {
+		// Whoever else held a session of the account holds it no more.
+		if err := s.revokeOtherSessions(tx, u.ID, pr.SessionID); err != nil {
+			return err
+		}
+		notice := store.MailContent{Project: p.Name, NewEmailMasked: MaskEmail(u.Email)}
+		if err := s.enqueueMail(tx, u.ProjectID, old, mailKindEmailChanged, a.m.Locale, notice, now); err != nil {
 			return err
 		}
 		out = u
@@ -322,4 +342,28 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 		return nil, err
 	}
 	return out, nil
+}
+
+// MaskEmail shows an address without giving it away, for a notice to
+// another address: the first character of the local part and of the
+// domain, then the domain's last label: "jane.doe@example.com" is
+// "j***@e***.com", "ada@mail.example.co.uk" "a***@m***.uk". The stars
+// say nothing about the lengths.
+func MaskEmail(addr string) string {
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 {
+		return firstRune(addr) + "***"
+	}
+	local, domain := addr[:at], addr[at+1:]
+	out := firstRune(local) + "***@" + firstRune(domain) + "***"
+	if dot := strings.LastIndexByte(domain, '.'); dot > 0 {
+		out += domain[dot:]
+	}
+	return out
+}
+
+// firstRune returns the first character of s ("" for none).
+func firstRune(s string) string {
+	_, n := utf8.DecodeRuneInString(s)
+	return s[:n]
 }

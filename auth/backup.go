@@ -27,6 +27,8 @@ const (
 // GenerateBackupCodes makes a new batch of 10 codes for the session user,
 // replacing (invalidating) the whole previous batch in the same
 // transaction. The codes are returned once; only keyed hashes are kept.
+// It needs recent authentication (requireRecentAuth): else 403
+// STEP_UP_REQUIRED, recorded, and nothing changes.
 func (s *Service) GenerateBackupCodes(ctx context.Context, pr *Principal, m Meta) ([]string, error) {
 	codes := make([]string, BackupBatchSize)
 	hashes := make([][]byte, BackupBatchSize)
@@ -43,8 +45,10 @@ func (s *Service) GenerateBackupCodes(ctx context.Context, pr *Principal, m Meta
 			return err
 		}
 		a.of(u)
-		if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+		if _, err := requireRecentAuth(tx, pr, s.now().UTC()); isAuthError(err) {
 			return a.fail(tx, err)
+		} else if err != nil {
+			return err
 		}
 		b := &store.BackupCodes{UserID: u.ID, ProjectID: u.ProjectID, Hashes: hashes, Used: make([]bool, BackupBatchSize), CreatedAt: s.now().UTC()}
 		if err := tx.PutBackupCodes(b); err != nil {
@@ -139,8 +143,10 @@ func normalizeBackupCode(code string) (string, bool) {
 // the window. Failures count per identifier whether or not it names a
 // user, so an unknown identifier answers exactly as a known one. A
 // disabled user is 403 USER_DISABLED. A login clears the user's TOTP
-// failures and lockout (the way out of TOTP's permanent lock) and
-// counts as a step-up for the session it creates.
+// failures and lockout (the way out of TOTP's permanent lock); its
+// session is proven by backup_code, which counts as recent
+// authentication for StepUpWindow (the factors' recovery) and leaves no
+// second factor pending.
 func (s *Service) VerifyBackupCode(ctx context.Context, p *store.Project, in BackupInput, m Meta) (*Login, error) {
 	a := s.attempt(ctx, p.ID, "backup_code", "verify", m)
 	if (in.Email == nil) == (in.ExternalUserID == nil) {
@@ -247,10 +253,6 @@ func (s *Service) VerifyBackupCode(ctx context.Context, p *store.Project, in Bac
 		}
 		login, err = s.startLogin(tx, p, u, "backup_code", a.m)
 		if err != nil {
-			return err
-		}
-		login.Session.SteppedUpAt = now
-		if err := tx.PutSession(login.Session); err != nil {
 			return err
 		}
 		return a.ok(tx)

@@ -151,10 +151,11 @@ var (
 	ErrAlreadyEnrolled    = newErr("ALREADY_ENROLLED", CatValidation, "TOTP is already enrolled.")
 	ErrTooManyAttempts    = newErr("TOO_MANY_ATTEMPTS", CatRateLimited, "Too many failed attempts; try again later.")
 	ErrSendFailed         = newErr("SEND_FAILED", CatInternal, "The SMS could not be sent.")
-	// ErrStepUpRequired refuses an SMS send to a phone other than the
-	// enrolled one on a session without a recent step-up (decisions.md
-	// §15). It is recorded as risk_blocked: a risky change blocked
-	// whatever the credential.
+	// ErrStepUpRequired refuses a change that needs recent
+	// authentication (requireRecentAuth) on a session without it; its
+	// own words are those of an SMS send to a phone other than the
+	// enrolled one. It is recorded as risk_blocked: a risky change
+	// blocked whatever the credential.
 	ErrStepUpRequired = newErr("STEP_UP_REQUIRED", CatRiskBlocked, "Verify with your current phone or another factor first.")
 )
 

@@ -37,10 +37,23 @@ type Login struct {
 	IsNewUser   bool
 	RedirectURL string // magic links: the send-time redirectUrl
 	project     *store.Project
+	enrolled    store.Enrolled // what the user has enrolled, read with the commit
 }
 
-// startLogin creates the session row, binds a device token and emits
-// session.created inside tx; a user row from before emailVerified
+// AMR returns how the login's session was proven: its methods (amr
+// values) in the order first proven.
+func (l *Login) AMR() []string { return amrOf(l.Session.Proofs) }
+
+// SecondFactorPending reports whether the user has TOTP or SMS enrolled
+// and the session proved neither: the app should ask for one before
+// treating the sign-in as complete. A backup-code sign-in leaves nothing
+// pending.
+func (l *Login) SecondFactorPending() bool {
+	return secondFactorPending(l.Session.Proofs, l.enrolled)
+}
+
+// startLogin creates the session row (proven by its sign-in method),
+// binds a device token and emits session.created inside tx; a user row from before emailVerified
 // existed gets it settled and stored. The JWT is signed after commit
 // (finish).
 func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, method string, m Meta) (*Login, error) {
@@ -68,7 +81,13 @@ func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, metho
 	if err != nil {
 		return nil, err
 	}
-	return &Login{User: u, Session: sess, DeviceToken: dt, project: p}, nil
+	l := &Login{User: u, Session: sess, DeviceToken: dt, project: p}
+	// For the login result only: read with the commit, no round trip of
+	// its own.
+	if err := tx.ReadEnrolled(p.ID, u.ID, &l.enrolled); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // finish signs the login's JWT and remembers it as verified; call after

@@ -233,10 +233,11 @@ func checkFinish(challengeID string, credential json.RawMessage) error {
 }
 
 // BeginPasskeyRegistration starts adding a passkey. With pr (a session)
-// it is for that user, excluding the credentials they already have;
-// otherwise it is a sign-up for rawEmail, which must not have an account
-// (409 USER_EXISTS). Bad email: 400 VALIDATION_ERROR; a denied IP: 403
-// RISK_BLOCKED.
+// it is for that user, excluding the credentials they already have, and
+// needs recent authentication (requireRecentAuth; else 403
+// STEP_UP_REQUIRED); otherwise it is a sign-up for rawEmail, which must
+// not have an account (409 USER_EXISTS). Bad email: 400
+// VALIDATION_ERROR; a denied IP: 403 RISK_BLOCKED.
 func (s *Service) BeginPasskeyRegistration(ctx context.Context, p *store.Project, pr *Principal, rawEmail string, m Meta) (*Ceremony, error) {
 	ch := &store.Challenge{ProjectID: p.ID, Kind: challengeRegister}
 	a := s.attempt(ctx, p.ID, "passkey", "register_start", m)
@@ -257,7 +258,7 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, p *store.Project
 				return err
 			}
 			ch.UserID = u.ID
-			if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
+			if _, err := requireRecentAuth(tx, pr, s.now().UTC()); err != nil {
 				a.of(u)
 				return err
 			}
@@ -308,7 +309,9 @@ type PasskeyRegistration struct {
 // FinishPasskeyRegistration verifies the browser's credential for a
 // challenge and stores the passkey, emitting passkey.registered. A
 // sign-up also creates the user (user.registered) and signs them in
-// (session.created); such a user's emailVerified is false. Errors: 400
+// (session.created); such a user's emailVerified is false. A passkey
+// added from a session proves passkey on that session, and a sign-up's
+// session is proven by passkey. Errors: 400
 // VALIDATION_ERROR for a malformed body (nothing consumed); 400
 // CHALLENGE_EXPIRED for an unknown, used, expired
 // or foreign challenge; 400 INVALID_CREDENTIAL when the credential does
@@ -413,6 +416,8 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 				return err
 			}
 			out.Login.IsNewUser = true
+		} else if err := s.markProof(tx, pr.SessionID, amrPasskey, now); err != nil {
+			return err
 		}
 		a.userID, a.email = u.ID, u.Email
 		return a.ok(tx)

@@ -77,7 +77,8 @@ func (s *Service) signerFor(p *store.Project) (*signer, error) {
 	return sg, nil
 }
 
-// newSession builds a session row for u in p starting now.
+// newSession builds a session row for u in p starting now, proven by
+// its sign-in method then.
 func (s *Service) newSession(p *store.Project, u *store.User, method string) *store.Session {
 	now := s.now().UTC().Truncate(time.Second)
 	ttl := p.SessionTTLSeconds
@@ -85,7 +86,8 @@ func (s *Service) newSession(p *store.Project, u *store.User, method string) *st
 		ttl = DefaultSessionTTL
 	}
 	return &store.Session{ID: newID(), UserID: u.ID, ProjectID: p.ID, Method: method,
-		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second)}
+		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second),
+		Proofs: []store.Proof{{Method: signInAMR(method), At: now}}}
 }
 
 // signSession returns the ES256 JWT for a session, and the Principal

@@ -193,6 +193,24 @@ func (s *Service) revokeSession(tx store.Tx, sess *store.Session) error {
 	return s.emit(tx, sess.ProjectID, "session.revoked", map[string]string{"user_id": sess.UserID, "session_id": sess.ID})
 }
 
+// revokeOtherSessions deletes, inside tx, every session of userID but
+// keep, emitting session.revoked for each.
+func (s *Service) revokeOtherSessions(tx store.Tx, userID, keep string) error {
+	rows, err := tx.UserSessionRows(userID)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.ID == keep {
+			continue
+		}
+		if err := s.revokeSession(tx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // FlushLastSeen writes the last-seen times the session check noted since
 // the previous flush, sorted by session id, in transactions of at most
 // lastSeenBatch sessions, each a function of the group commit, so each

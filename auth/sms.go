@@ -43,18 +43,16 @@ func ValidPhone(phone string) bool {
 	return true
 }
 
-// StepUpWindow is how recent a session's step-up must be for an SMS
-// send to a phone other than the enrolled one (decisions.md §15).
-const StepUpWindow = 10 * time.Minute
-
 // SendSMSCode texts a 6-digit code for the session user: to phone, or,
 // once SMS is enrolled and phone is empty or the enrolled one, to the
-// enrolled phone. A different phone needs a step-up on this session
-// within StepUpWindow (a TOTP code, a backup-code login that created the
-// session, or the enrolled phone's code): else 403 STEP_UP_REQUIRED. A
-// bad phone, or none while SMS is not enrolled, is 400
-// VALIDATION_ERROR. The provider is called outside any transaction; a
-// failed send stores nothing and is 502 SEND_FAILED. Sends the provider
+// enrolled phone. Any other phone (the first one too) needs recent
+// authentication (requireRecentAuth): on an account with SMS enrolled,
+// TOTP or a passkey, a proof on this session within StepUpWindow by one
+// of them (the enrolled phone's code, a TOTP code, a passkey) or a
+// backup-code sign-in; else 403 STEP_UP_REQUIRED. A bad phone, or none
+// while SMS is not enrolled, is 400 VALIDATION_ERROR. The provider is
+// called outside any transaction; a failed send stores nothing and is 502
+// SEND_FAILED. Sends the provider
 // accepted are throttled per user (one per 30 s, ten per hour): over
 // that, 429 TOO_MANY_REQUESTS with a Retry-After and no message. A send
 // holds its slot from before the provider call, so concurrent sends
@@ -110,11 +108,12 @@ func (s *Service) SendSMSCode(ctx context.Context, pr *Principal, phone string, 
 
 // reserveSMSSend decides, in one transaction that checks the session
 // again, where a send goes (phone, or the enrolled phone when phone is
-// empty), refuses it (recorded) without a phone, without a recent
-// step-up for a phone other than the enrolled one, without a provider,
-// or over the user's throttle (the 429 with the wait), and otherwise
-// takes a throttle slot at the current time. It returns the slot and
-// the phone to text. Refusals are recorded as a's failures.
+// empty), refuses it (recorded) without a phone, without recent
+// authentication for a phone other than the enrolled one
+// (requireRecentAuth), without a provider, or over the user's throttle
+// (the 429 with the wait), and otherwise takes a throttle slot at the
+// current time. It returns the slot and the phone to text. Refusals are
+// recorded as a's failures.
 func (s *Service) reserveSMSSend(pr *Principal, a *attempt, phone string) (time.Time, string, error) {
 	slot := s.now().UTC()
 	err := a.update(func(tx store.Tx) error {
@@ -133,13 +132,15 @@ func (s *Service) reserveSMSSend(pr *Principal, a *attempt, phone string) (time.
 			return a.fail(tx, Invalid("phone is required: no phone is enrolled for SMS yet."))
 		case phone == "":
 			phone = f.Phone
-		case enrolled && phone != f.Phone:
-			sess, err := tx.Session(pr.SessionID)
-			if err != nil {
-				return err
+		case !enrolled || phone != f.Phone:
+			_, err := requireRecentAuth(tx, pr, slot)
+			if enrolled && errors.Is(err, ErrStepUpRequired) {
+				err = ErrStepUpRequired // its own words: the current phone
 			}
-			if sess.SteppedUpAt.IsZero() || slot.Sub(sess.SteppedUpAt) > StepUpWindow {
-				return a.fail(tx, ErrStepUpRequired)
+			if isAuthError(err) {
+				return a.fail(tx, err)
+			} else if err != nil {
+				return err
 			}
 		}
 		if s.sms == nil {
@@ -175,28 +176,29 @@ func (s *Service) releaseSMSSend(tx store.Tx, u *store.User, slot time.Time) err
 
 // enrollPhone records phone as u's SMS factor inside tx. sms.enrolled is
 // emitted only when the factor becomes enrolled or its phone changes
-// (the new phone replaces the old one). A code of the enrolled phone
-// changes nothing there and is a step-up: stepUp reports it.
-func (s *Service) enrollPhone(tx store.Tx, u *store.User, phone string, now time.Time) (stepUp bool, err error) {
+// (the new phone replaces the old one); a code of the enrolled phone
+// changes nothing there.
+func (s *Service) enrollPhone(tx store.Tx, u *store.User, phone string, now time.Time) error {
 	f, err := tx.Factor(u.ID, factorSMS)
 	if errors.Is(err, store.ErrNotFound) {
 		f = &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorSMS, CreatedAt: now}
 	} else if err != nil {
-		return false, err
+		return err
 	}
 	if f.Status == factorEnrolled && f.Phone == phone {
-		return true, nil
+		return nil
 	}
 	f.Status, f.Phone, f.EnrolledAt = factorEnrolled, phone, &now
 	if err := tx.PutFactor(f); err != nil {
-		return false, err
+		return err
 	}
-	return false, s.emit(tx, u.ProjectID, "sms.enrolled", map[string]string{"user_id": u.ID})
+	return s.emit(tx, u.ProjectID, "sms.enrolled", map[string]string{"user_id": u.ID})
 }
 
 // VerifySMSCode checks the texted code and records the phone as the
-// user's SMS factor, replacing an enrolled phone (sms.enrolled); the
-// enrolled phone's own code is a step-up recorded on the session. An empty or non-digit code is 400 VALIDATION_ERROR
+// user's SMS factor, replacing an enrolled phone (sms.enrolled). Either
+// way, the enrolled phone's own code or a new phone's, the session has
+// proven sms now. An empty or non-digit code is 400 VALIDATION_ERROR
 // (no try counted); wrong, reused, expired, locked or missing codes are
 // 401 VERIFICATION_FAILED, recorded under their own categories.
 func (s *Service) VerifySMSCode(ctx context.Context, pr *Principal, code string, m Meta) error {
@@ -237,14 +239,11 @@ func (s *Service) VerifySMSCode(ctx context.Context, pr *Principal, code string,
 		if err := tx.DeleteCode(c); err != nil {
 			return err
 		}
-		stepUp, err := s.enrollPhone(tx, u, c.Phone, now)
-		if err != nil {
+		if err := s.enrollPhone(tx, u, c.Phone, now); err != nil {
 			return err
 		}
-		if stepUp {
-			if err := s.markStepUp(tx, pr.SessionID, now); err != nil {
-				return err
-			}
+		if err := s.markProof(tx, pr.SessionID, amrSMS, now); err != nil {
+			return err
 		}
 		return a.ok(tx)
 	})

@@ -1,54 +1,229 @@
 package auth
 
 import (
+	"context"
 	"errors"
+	"strings"
+	"sync"
 	"time"
 
 	"latchkey/store"
 )
 
-// Recent authentication (sudo mode). A session holder can make changes
-// that would let them keep an account they do not own: enrolling TOTP,
-// generating backup codes (a backup-code login is a step-up and a new
-// session), adding a passkey (a login of its own). Once the account has a
-// second factor (TOTP or SMS enrolled), those changes need a session that
-// signed in, or passed a step-up (markStepUp), within StepUpWindow;
-// otherwise 403 STEP_UP_REQUIRED. Moving SMS to another phone is
-// stricter: only a step-up counts (SendSMSCode).
+// How a session was proven, and recent authentication (sudo mode).
+//
+// Every session records its proofs (store.Session.Proofs): the method
+// of its sign-in at its IssuedAt, then each later proof on it (a TOTP
+// code, an SMS code, a passkey registered from it), each method once with
+// the time it was last proven. Methods are amr values: otp (an email
+// code), link (a magic link), passkey, backup_code, totp, sms,
+// oauth:<provider>, external, and mfa for a step-up of a session stored
+// before sessions kept their proofs (store.LegacyProofs).
+//
+// A session holder could otherwise add or move a way into the account
+// and keep it for good: generate backup codes (a backup-code sign-in is
+// a new session), enroll TOTP, text a code to a phone that is not the
+// enrolled one (which then replaces it, or is the first), add a passkey,
+// change the address, delete the account. Those actions need recent
+// authentication (requireRecentAuth), and what counts depends on the
+// account:
+//
+//   - An account with TOTP enrolled, SMS enrolled or a passkey
+//     ("guarded") needs a proof on this session, within StepUpWindow, by
+//     one of the factors it has (a TOTP code, a code texted to the
+//     enrolled phone, a passkey), or, for recovery, a backup-code
+//     sign-in. An email code, a magic link, a provider sign-in or an
+//     external confirm never counts there: they prove the address, which
+//     these factors are there to guard.
+//   - An account with none of them needs a proof of any kind on this
+//     session (its sign-in or a later one) within StepUpWindow.
+//
+// A passkey ceremony (sign-up or sign-in) proves the passkey for the
+// session it creates; a factor's enrollment (a TOTP verify that enrolls,
+// an SMS verify that enrolls, a passkey registered from a session)
+// proves that factor on the session that completed it, then.
 
-// errRecentAuthRequired refuses a change that needs recent
-// authentication.
-var errRecentAuthRequired = ErrStepUpRequired.With("Sign in again, or verify with a factor you already have (TOTP, your phone or a backup code), then retry.")
+// StepUpWindow is how recent a session's proof must be for the actions
+// that need recent authentication.
+const StepUpWindow = 10 * time.Minute
 
-// requireRecentAuth returns errRecentAuthRequired when u has TOTP or SMS
-// enrolled and the session pr neither signed in nor stepped up within
-// StepUpWindow of now; nil otherwise. Reads only, inside tx.
-func requireRecentAuth(tx store.Tx, pr *Principal, u *store.User, now time.Time) error {
-	guarded := false
-	for _, kind := range []string{factorTOTP, factorSMS} {
-		f, err := tx.Factor(u.ID, kind)
-		if err == nil && f.Status == factorEnrolled {
-			guarded = true
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+// amr values: how a session was proven (store.Proof.Method).
+const (
+	amrOTP        = "otp"
+	amrLink       = "link"
+	amrPasskey    = "passkey"
+	amrBackupCode = "backup_code"
+	amrTOTP       = "totp"
+	amrSMS        = "sms"
+	amrExternal   = "external"
+	amrMFA        = "mfa" // a step-up of a session stored before proofs: TOTP or SMS
+)
+
+// signInAMR returns the amr value of a sign-in method (store.Session.Method):
+// email_otp is otp, magic_link link, external:<method> external; passkey,
+// backup_code and oauth:<provider> are their own.
+func signInAMR(method string) string {
+	switch {
+	case method == "email_otp":
+		return amrOTP
+	case method == "magic_link":
+		return amrLink
+	case strings.HasPrefix(method, "external:"):
+		return amrExternal
+	}
+	return method
+}
+
+// prove records on sess that it proved method at t: the method's proof
+// gets the new time, or is added last.
+func prove(sess *store.Session, method string, t time.Time) {
+	for i := range sess.Proofs {
+		if sess.Proofs[i].Method == method {
+			sess.Proofs[i].At = t
+			return
 		}
 	}
-	if !guarded {
-		return nil
-	}
-	sess, err := tx.Session(pr.SessionID)
-	if errors.Is(err, store.ErrNotFound) {
-		return ErrInvalidSession
-	} else if err != nil {
+	sess.Proofs = append(sess.Proofs, store.Proof{Method: method, At: t})
+}
+
+// markProof records on session sessionID, inside tx, that it proved
+// method at now.
+func (s *Service) markProof(tx store.Tx, sessionID, method string, now time.Time) error {
+	sess, err := tx.Session(sessionID)
+	if err != nil {
 		return err
 	}
-	if within(sess.IssuedAt, now) || within(sess.SteppedUpAt, now) {
-		return nil
+	prove(sess, method, now)
+	return tx.PutSession(sess)
+}
+
+// guarded reports whether an account with en has a factor or a passkey,
+// so that only those (or a backup code) count as recent authentication.
+func guarded(en store.Enrolled) bool { return en.TOTP || en.SMS || en.Passkey }
+
+// provesFactor reports whether a proof by method is one by a factor of
+// an account with en: its TOTP, its enrolled phone, its passkey, or a
+// backup code (the factors' recovery).
+func provesFactor(method string, en store.Enrolled) bool {
+	switch method {
+	case amrTOTP:
+		return en.TOTP
+	case amrSMS:
+		return en.SMS
+	case amrPasskey:
+		return en.Passkey
+	case amrMFA:
+		return en.TOTP || en.SMS
+	case amrBackupCode:
+		return true
 	}
-	return errRecentAuthRequired
+	return false
+}
+
+// secondFactorPending reports whether an account with en has TOTP or SMS
+// enrolled and proofs hold none of them. A backup-code sign-in is the
+// second factor's recovery: it leaves nothing pending.
+func secondFactorPending(proofs []store.Proof, en store.Enrolled) bool {
+	if !en.TOTP && !en.SMS {
+		return false
+	}
+	for _, p := range proofs {
+		switch p.Method {
+		case amrTOTP, amrSMS, amrMFA, amrBackupCode:
+			return false
+		}
+	}
+	return true
+}
+
+// amrOf returns the methods of proofs, in their order.
+func amrOf(proofs []store.Proof) []string {
+	out := make([]string, len(proofs))
+	for i, p := range proofs {
+		out[i] = p.Method
+	}
+	return out
+}
+
+// The refusals of an action that needs recent authentication: on a
+// guarded account, and on an account without factors whose session has
+// no proof within the window. An SMS send to another phone than the
+// enrolled one says ErrStepUpRequired's own words.
+var (
+	errStepUpFactor = ErrStepUpRequired.With("Verify with a factor this account already has (a TOTP code, a code sent to the enrolled phone or a passkey), or sign in with a backup code, then retry within 10 minutes. An email code or link alone is not enough.")
+	errStepUpStale  = ErrStepUpRequired.With("Sign in again, then retry within 10 minutes.")
+)
+
+// requireRecentAuth checks, inside tx, that the session pr may make a
+// change that needs recent authentication at now (see above), and
+// returns what the account has enrolled. It answers 401 INVALID_SESSION
+// when the session is gone or not pr's, errStepUpFactor or
+// errStepUpStale when it may not. Reads only.
+func requireRecentAuth(tx store.Tx, pr *Principal, now time.Time) (store.Enrolled, error) {
+	sess, en, err := tx.SessionEnrolled(pr.SessionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && sess.UserID != pr.UserID) {
+		return en, ErrInvalidSession
+	} else if err != nil {
+		return en, err
+	}
+	strict := guarded(en)
+	for _, p := range sess.Proofs {
+		if within(p.At, now) && (!strict || provesFactor(p.Method, en)) {
+			return en, nil
+		}
+	}
+	if strict {
+		return en, errStepUpFactor
+	}
+	return en, errStepUpStale
 }
 
 // within reports whether t is set and at most StepUpWindow before now.
 func within(t, now time.Time) bool {
 	return !t.IsZero() && now.Sub(t) <= StepUpWindow
+}
+
+// SessionProofs is how a session was proven, as GET /session shows it:
+// AMR its methods in the order first proven, SecondFactorPending whether
+// the account has TOTP or SMS enrolled and the session proved neither
+// (nor signed in with a backup code).
+type SessionProofs struct {
+	AMR                 []string
+	SecondFactorPending bool
+}
+
+// sessionRead reads a session and its user's factors through a function
+// bound once (GET /session runs it on every call; see sessionProbe).
+type sessionRead struct {
+	id   string
+	sess *store.Session
+	en   store.Enrolled
+	run  func(store.Tx) error
+}
+
+var sessionReads = sync.Pool{New: func() any {
+	r := &sessionRead{}
+	r.run = func(tx store.Tx) (err error) {
+		r.sess, r.en, err = tx.SessionEnrolled(r.id)
+		return err
+	}
+	return r
+}}
+
+// SessionProofs returns how the session pr was proven, in one read
+// transaction: its row and its user's enrolled factors. 401
+// INVALID_SESSION when it is gone.
+func (s *Service) SessionProofs(ctx context.Context, pr *Principal) (SessionProofs, error) {
+	r := sessionReads.Get().(*sessionRead)
+	r.id = pr.SessionID
+	err := s.db.View(ctx, r.run)
+	sess, en := r.sess, r.en
+	r.id, r.sess = "", nil
+	sessionReads.Put(r)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && sess.UserID != pr.UserID) {
+		return SessionProofs{}, ErrInvalidSession
+	} else if err != nil {
+		return SessionProofs{}, internal(err)
+	}
+	return SessionProofs{AMR: amrOf(sess.Proofs), SecondFactorPending: secondFactorPending(sess.Proofs, en)}, nil
 }

@@ -90,13 +90,14 @@ type Rendered struct {
 }
 
 // templateData is what a template sees: {{.Project}}, {{.Email}},
-// {{.Code}}, {{.Link}}, {{.ExpiresInMinutes}}.
+// {{.Code}}, {{.Link}}, {{.ExpiresInMinutes}}, {{.NewEmailMasked}}.
 type templateData struct {
 	Project          string
 	Email            string
 	Code             string
 	Link             string
 	ExpiresInMinutes int
+	NewEmailMasked   string // email_changed_notice: the new address, masked (MaskEmail)
 }
 
 // sampleData is the data a template is checked and previewed with.
@@ -107,6 +108,8 @@ func sampleData(project, kind string) templateData {
 		d.Code, d.ExpiresInMinutes = "123456", int(OTPLifetime.Minutes())
 	case "magic_link":
 		d.Link, d.ExpiresInMinutes = "https://auth.example.com"+MagicPath+"?token=sample-token", int(MagicLifetime.Minutes())
+	case "email_changed_notice":
+		d.NewEmailMasked = MaskEmail("grace@example.org")
 	}
 	return d
 }
@@ -266,7 +269,8 @@ func renderCustom(tx store.Tx, projectID, mailKind, to, locale string, c *store.
 		if err != nil {
 			return nil
 		}
-		r, err := comp.render(templateData{Project: c.Project, Email: to, Code: c.Code, Link: c.Link, ExpiresInMinutes: c.TTLSeconds / 60})
+		r, err := comp.render(templateData{Project: c.Project, Email: to, Code: c.Code, Link: c.Link, ExpiresInMinutes: c.TTLSeconds / 60,
+			NewEmailMasked: c.NewEmailMasked})
 		if err != nil {
 			return nil
 		}
@@ -380,7 +384,8 @@ func (s *Service) PreviewTemplate(ctx context.Context, projectID, kind, locale s
 		}
 		d := sampleData(p.Name, kind)
 		out = &Preview{MailKind: mailKind, To: d.Email,
-			Sample: store.MailContent{Project: p.Name, Code: d.Code, Link: d.Link, TTLSeconds: d.ExpiresInMinutes * 60}}
+			Sample: store.MailContent{Project: p.Name, Code: d.Code, Link: d.Link, TTLSeconds: d.ExpiresInMinutes * 60,
+				NewEmailMasked: d.NewEmailMasked}}
 		if in.Subject != nil || in.Text != nil || in.HTML != nil {
 			_, r, err := checkTemplate(kind, p.Name, in)
 			if err != nil {

@@ -59,8 +59,9 @@ func totpAAD(userID string) []byte { return []byte("totp:" + userID) }
 
 // EnrollTOTP makes a new TOTP secret for the session user (issuer = the
 // project's name, account = the user's email) and stores it sealed as a
-// pending factor, replacing a pending one. 409 ALREADY_ENROLLED once the
-// factor is enrolled.
+// pending factor, replacing a pending one. 403 STEP_UP_REQUIRED without
+// recent authentication (requireRecentAuth), checked first; then 409
+// ALREADY_ENROLLED once the factor is enrolled.
 func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPEnrollment, error) {
 	u, err := s.SessionUser(ctx, pr)
 	if err != nil {
@@ -89,13 +90,14 @@ func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPE
 			return err
 		}
 		a.of(u)
-		if f, err := tx.Factor(u.ID, factorTOTP); err == nil && f.Status == factorEnrolled {
-			return a.fail(tx, ErrAlreadyEnrolled)
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		en, err := requireRecentAuth(tx, pr, s.now().UTC())
+		if isAuthError(err) {
+			return a.fail(tx, err)
+		} else if err != nil {
 			return err
 		}
-		if err := requireRecentAuth(tx, pr, u, s.now().UTC()); err != nil {
-			return a.fail(tx, err)
+		if en.TOTP {
+			return a.fail(tx, ErrAlreadyEnrolled)
 		}
 		f := &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorTOTP, Status: factorPending,
 			Secret: sealed, CreatedAt: s.now().UTC()}
@@ -172,23 +174,12 @@ func (s *Service) VerifyTOTP(ctx context.Context, pr *Principal, code string, m 
 		if err := tx.PutFactor(f); err != nil {
 			return err
 		}
-		if err := s.markStepUp(tx, pr.SessionID, now); err != nil {
+		if err := s.markProof(tx, pr.SessionID, amrTOTP, now); err != nil {
 			return err
 		}
 		return a.ok(tx)
 	})
 	return a.result(err)
-}
-
-// markStepUp records on session sessionID, inside tx, that it passed a
-// step-up check at now.
-func (s *Service) markStepUp(tx store.Tx, sessionID string, now time.Time) error {
-	sess, err := tx.Session(sessionID)
-	if err != nil {
-		return err
-	}
-	sess.SteppedUpAt = now
-	return tx.PutSession(sess)
 }
 
 // clearTOTPFailures resets userID's TOTP failure count and lockout inside

@@ -75,7 +75,9 @@ func TestAddressChangeRefusals(t *testing.T) {
 	ts.clock.Advance(auth.OTPLifetime)
 	wantErr(t, ts.verifyAddress(pr, code), auth.ErrCodeExpired, auth.CatExpired)
 
-	ts.clock.Advance(auth.SendInterval)
+	// The session is more than 10 minutes old now: a change of address
+	// needs a fresh one (TestStepUpMatrix).
+	_, pr = ts.signIn("me@example.com")
 	_, err = ts.UpdateUser(ctx, pr, auth.UserPatch{Email: ptr("guess@example.com")}, ts.meta)
 	ok(t, err)
 	code = ts.lastMail("guess@example.com", "email_change").Content.Code

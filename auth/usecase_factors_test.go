@@ -296,6 +296,9 @@ func TestSMSFailures(t *testing.T) {
 	ts.clock.Advance(auth.SMSLifetime)
 	wantErr(t, ts.VerifySMSCode(ctx, pr, code, ts.meta), auth.ErrVerificationFailed, auth.CatExpired)
 
+	// The session is more than 10 minutes old now, and the phone is not
+	// enrolled yet: texting it needs a fresh sign-in (TestStepUpMatrix).
+	_, pr = ts.signIn("smsfail@example.com")
 	_, sent := ts.sms.last()
 	ts.sms.failing(errors.New("provider down"))
 	wantErr(t, ts.SendSMSCode(ctx, pr, phone, ts.meta), auth.ErrSendFailed, auth.CatInternal)

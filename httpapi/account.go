@@ -145,17 +145,25 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ httprouter
 	return ok(w, nil)
 }
 
+// getSession is GET /session: the token's session, and how it was
+// proven (one read of its row and of the user's factors).
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
 	type session struct {
-		ID        string `json:"id"`
-		UserID    string `json:"userId"`
-		IssuedAt  int64  `json:"issuedAt"`
-		ExpiresAt int64  `json:"expiresAt"`
+		ID                  string   `json:"id"`
+		UserID              string   `json:"userId"`
+		IssuedAt            int64    `json:"issuedAt"`
+		ExpiresAt           int64    `json:"expiresAt"`
+		AMR                 []string `json:"amr"`
+		SecondFactorPending bool     `json:"secondFactorPending"`
+	}
+	sp, err := s.auth.SessionProofs(r.Context(), pr)
+	if err != nil {
+		return err
 	}
 	return ok(w, struct {
 		Success bool    `json:"success"`
 		Session session `json:"session"`
-	}{true, session{pr.SessionID, pr.UserID, pr.IssuedAt, pr.ExpiresAt}})
+	}{true, session{pr.SessionID, pr.UserID, pr.IssuedAt, pr.ExpiresAt, sp.AMR, sp.SecondFactorPending}})
 }
 
 // logout ends this session, or with {scope:"others"} every other session

@@ -44,18 +44,22 @@ func TestOutboxEventsOfEmailLogin(t *testing.T) {
 		{"session.created", map[string]any{"user_id": uid, "session_id": sid2, "method": "magic_link"}},
 	})
 
+	// A confirmed address change ends the other session.
 	n = len(ts.outbox())
 	ts.changeEmail(tok, "ev2@example.com")
 	wantOK(t, ts.do("POST", "/api/v1/logout", tok, nil))
 	wantEvents(t, ts.outboxSince(n), []outboxEvent{
 		{"user.updated", map[string]any{"user_id": uid, "email": "ev2@example.com"}},
+		{"session.revoked", map[string]any{"user_id": uid, "session_id": sid2}},
 		{"session.revoked", map[string]any{"user_id": uid, "session_id": sid}},
 	})
 
+	last := str(t, ts.login("ev2@example.com").Body, "token")
+	sid3 := str(t, obj(t, ts.do("GET", "/api/v1/session", last, nil).Body, "session"), "id")
 	n = len(ts.outbox())
-	wantOK(t, ts.do("DELETE", "/api/v1/user", str(t, m.Body, "token"), nil))
+	wantOK(t, ts.do("DELETE", "/api/v1/user", last, nil))
 	wantEvents(t, ts.outboxSince(n), []outboxEvent{
-		{"session.revoked", map[string]any{"user_id": uid, "session_id": sid2}},
+		{"session.revoked", map[string]any{"user_id": uid, "session_id": sid3}},
 		{"user.deleted", map[string]any{"user_id": uid}},
 	})
 }

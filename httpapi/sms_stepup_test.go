@@ -63,17 +63,21 @@ func (ts *testServer) smsPhone(userID string) string {
 // a session holder texts a code to their own phone to replace the
 // enrolled one. Now the send is 403 STEP_UP_REQUIRED, nothing is texted
 // and the enrolled phone stays; the refusal is an event (risk_blocked).
-// Without a phone, or with the enrolled one, a send goes to the
+// The session that enrolled the phone proved it then, for 10 minutes
+// only. Without a phone, or with the enrolled one, a send goes to the
 // enrolled phone; without a phone before any enrolment it is 400.
 func TestSMSPhoneBoundToEnrolled(t *testing.T) {
 	ts, fake := newSMSServer(t)
 	login := ts.login("owner@example.com")
 	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
 	wantError(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{}), 400, "VALIDATION_ERROR")
-	ts.enrollPhone(fake, tok, phoneOwner) // the first enrolment needs no step-up
+	ts.enrollPhone(fake, tok, phoneOwner) // the first enrolment: a fresh sign-in is enough
 
 	stolen := str(t, ts.login("owner@example.com").Body, "token")
-	for _, tk := range []string{stolen, tok} {
+	for i, tk := range []string{stolen, tok} {
+		if i == 1 {
+			ts.Clock.Advance(auth.StepUpWindow) // past the enrolment's proof
+		}
 		sent := fake.requestCount()
 		r := ts.do("POST", "/api/v1/sms/send", tk, map[string]any{"phone": phoneAttacker})
 		wantError(t, r, 403, "STEP_UP_REQUIRED")
@@ -105,8 +109,9 @@ func TestSMSPhoneBoundToEnrolled(t *testing.T) {
 
 // TestSMSPhoneChangeAfterStepUp: each step-up the rules name lets this
 // session text another phone within 10 minutes, and that phone's code
-// replaces the enrolled one (sms.enrolled); after 10 minutes, or on
-// another session, the step-up no longer counts.
+// replaces the enrolled one (sms.enrolled) and is a proof of its own;
+// 10 minutes after the last proof, or on another session, it no longer
+// counts.
 func TestSMSPhoneChangeAfterStepUp(t *testing.T) {
 	cases := []struct {
 		name string
@@ -150,10 +155,11 @@ func TestSMSPhoneChangeAfterStepUp(t *testing.T) {
 				t.Fatalf("phone %s, sms.enrolled %d→%d; want the new phone and one event", got, n, ts.countOutbox("sms.enrolled"))
 			}
 
-			// The step-up lasts 10 minutes from when it happened.
+			// A proof lasts 10 minutes from when it was last made; the new
+			// phone's enrolment (31 s ago) is one.
 			ts.Clock.Advance(10*time.Minute - 62*time.Second)
 			wantOK(t, ts.do("POST", "/api/v1/sms/send", stepped, map[string]any{"phone": phoneOwner}))
-			ts.Clock.Advance(31 * time.Second)
+			ts.Clock.Advance(32 * time.Second)
 			wantError(t, ts.do("POST", "/api/v1/sms/send", stepped, map[string]any{"phone": phoneOwner}), 403, "STEP_UP_REQUIRED")
 		})
 	}
@@ -166,7 +172,8 @@ func TestSMSPhoneChangeAfterStepUp(t *testing.T) {
 // backup codes (a backup-code login is a step-up and a new session), or
 // added a passkey (a login that outlives the session). Each is now 403
 // STEP_UP_REQUIRED and changes nothing; after a step-up with the
-// enrolled phone they work. A fresh sign-in counts as recent.
+// enrolled phone they work. A fresh sign-in by email code does not count
+// on such an account (finding 1: it would mint backup codes).
 func TestStolenSessionCannotMintFactors(t *testing.T) {
 	ts, fake := newSMSServer(t)
 	tok := str(t, ts.login("owner@example.com").Body, "token")
@@ -193,7 +200,13 @@ func TestStolenSessionCannotMintFactors(t *testing.T) {
 		wantOK(t, ts.do("POST", c.path, tok, map[string]any{}))
 	}
 
-	// A fresh sign-in is recent authentication too.
+	// A fresh sign-in by email code is not a factor the account has.
 	fresh := str(t, ts.login("owner@example.com").Body, "token")
-	wantOK(t, ts.do("POST", "/api/v1/backup-codes/generate", fresh, map[string]any{}))
+	n = len(ts.outbox())
+	for _, c := range attempts {
+		wantError(t, ts.do("POST", c.path, fresh, map[string]any{}), 403, "STEP_UP_REQUIRED")
+	}
+	if got := ts.outboxSince(n); len(got) != 0 {
+		t.Fatalf("refused calls emitted %v", got)
+	}
 }

@@ -54,10 +54,13 @@ func TestWebhookEvents(t *testing.T) {
 	m := ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(link), "", nil)
 	wantOK(t, m)
 	tokA2 := str(t, m.Body, "token")
-	add("session.created", "user_id", uidA, "session_id", sessionID(tokA2), "method", "magic_link")
+	sidA2 := sessionID(tokA2)
+	add("session.created", "user_id", uidA, "session_id", sidA2, "method", "magic_link")
 
+	// The confirmed change ends the other session.
 	ts.changeEmail(tokA, "a2@example.com")
 	add("user.updated", "user_id", uidA, "email", "a2@example.com")
+	add("session.revoked", "user_id", uidA, "session_id", sidA2)
 
 	g := ts.do("POST", "/api/v1/backup-codes/generate", tokA, map[string]any{})
 	wantOK(t, g)
@@ -79,9 +82,8 @@ func TestWebhookEvents(t *testing.T) {
 	wantOK(t, ts.do("POST", "/api/v1/logout", tokA, nil))
 	add("session.revoked", "user_id", uidA, "session_id", sidA)
 
-	sidA2, sidA3 := sessionID(tokA2), sessionID(tokA3)
-	wantOK(t, ts.do("DELETE", "/api/v1/user", tokA2, nil))
-	add("session.revoked", "user_id", uidA, "session_id", sidA2)
+	sidA3 := sessionID(tokA3)
+	wantOK(t, ts.do("DELETE", "/api/v1/user", tokA3, nil))
 	add("session.revoked", "user_id", uidA, "session_id", sidA3)
 	add("user.deleted", "user_id", uidA)
 

@@ -68,8 +68,9 @@ func TestSubjectNeverDecodesAsProjectChose(t *testing.T) {
 // TestAddressMessages: the address confirmation carries its code as the
 // only run of six digits, names the project in the subject and says when
 // the code expires; the notice to the old address names the project and
-// holds no code, no link and no digits at all (decisions.md §15: no
-// link, no code).
+// the new address masked (in both parts), says in words how to get help,
+// and holds no code, no link and no digits at all. A notice queued
+// without the new address (before it was recorded) says the rest.
 func TestAddressMessages(t *testing.T) {
 	cases := []struct {
 		kind, subject, text string
@@ -78,7 +79,11 @@ func TestAddressMessages(t *testing.T) {
 	}{
 		{mail.KindEmailChange, "Confirm your email address for Acme", "expires in 10 minutes",
 			store.MailContent{Project: "Acme", Code: "730519", TTLSeconds: 600}, "730519"},
-		{mail.KindEmailChangedNotice, "Your Acme email address was changed", "If you did not make this change, contact Acme",
+		{mail.KindEmailChangedNotice, "Your Acme email address was changed",
+			"was changed to j***@e***.com. Sign-in codes and links now go to the new address.\n\nIf you did not make this change, contact the support of Acme right away",
+			store.MailContent{Project: "Acme", NewEmailMasked: "j***@e***.com"}, ""},
+		{mail.KindEmailChangedNotice, "Your Acme email address was changed",
+			"account was changed. Sign-in codes and links now go to the new address.\n\nIf you did not make this change, contact the support of Acme right away",
 			store.MailContent{Project: "Acme"}, ""},
 	}
 	for _, c := range cases {
@@ -97,6 +102,12 @@ func TestAddressMessages(t *testing.T) {
 			runs := regexp.MustCompile(`\d{6,}`).FindAllString(body, -1)
 			if c.code != "" && (len(runs) != 2 || runs[0] != c.code || runs[1] != c.code || !strings.Contains(html, c.code)) {
 				t.Fatalf("digit runs %q, want the code in each part:\n%s", runs, raw)
+			}
+			if c.content.NewEmailMasked != "" && !strings.Contains(html, "<b>"+c.content.NewEmailMasked+"</b>") {
+				t.Fatalf("the HTML part does not name the new address:\n%s", html)
+			}
+			if c.code == "" && !strings.Contains(html, "contact the support of Acme right away") {
+				t.Fatalf("the HTML part does not say how to get help:\n%s", html)
 			}
 			if c.code == "" && (regexp.MustCompile(`\d`).MatchString(text) || regexp.MustCompile(`\d{4}`).MatchString(html) || strings.Contains(text+html, "http") || strings.Contains(html, "<a ")) {
 				t.Fatalf("notice holds digits or a link:\n%s", raw)

@@ -53,8 +53,14 @@ func Render(kind, to, from string, c store.MailContent) (*Message, error) {
 		d.Code, d.CodeIntro = c.Code, "Your code to confirm this email address for"
 	case KindEmailChangedNotice:
 		m.Subject = "Your " + project + " email address was changed"
-		m.Text = fmt.Sprintf("The email address of your %s account was changed. Sign-in codes and links now go to the new address.\n\nIf you did not make this change, contact %s at once.\n", project, project)
-		d.Notice = true
+		to := ""
+		if c.NewEmailMasked != "" {
+			to = " to " + c.NewEmailMasked
+		}
+		m.Text = fmt.Sprintf("The email address of your %s account was changed%s. Sign-in codes and links now go to the new address.\n\n"+
+			"If you did not make this change, contact the support of %s right away, and tell them that your account's address was changed without your consent.\n",
+			project, to, project)
+		d.Notice, d.NewEmail = true, c.NewEmailMasked
 	default:
 		return nil, fmt.Errorf("mail: unknown kind %q", kind)
 	}
@@ -70,12 +76,13 @@ type htmlData struct {
 	Project, Code, CodeIntro, Expiry string
 	Link                             template.URL
 	Notice                           bool
+	NewEmail                         string // the notice's new address, masked
 }
 
 var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
 <html><body style="font-family:sans-serif;max-width:32em">
-{{if .Notice}}<p>The email address of your <b>{{.Project}}</b> account was changed. Sign-in codes and links now go to the new address.</p>
-<p style="color:#666">If you did not make this change, contact {{.Project}} at once.</p>
+{{if .Notice}}<p>The email address of your <b>{{.Project}}</b> account was changed{{if .NewEmail}} to <b>{{.NewEmail}}</b>{{end}}. Sign-in codes and links now go to the new address.</p>
+<p>If you did not make this change, contact the support of {{.Project}} right away, and tell them that your account's address was changed without your consent.</p>
 {{else}}{{if .Code}}<p>{{.CodeIntro}} <b>{{.Project}}</b> is:</p>
 <p style="font-size:2em;letter-spacing:0.2em;font-family:monospace">{{.Code}}</p>
 {{else}}<p>Open this link to sign in to <b>{{.Project}}</b>:</p>

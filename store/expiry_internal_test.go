@@ -197,8 +197,8 @@ func TestRecordEncodings(t *testing.T) {
 		ExternalUserID: "ext-1", FirstName: "Ada", CompanyID: "0193a0d5-c3d2-7e80-9000-0000000000cc", Disabled: true,
 		CreatedAt: t0, UpdatedAt: t0.Add(time.Second), EmailVerified: &verified, Vouched: new(bool)}
 	s := &Session{ID: "0193a0d5-c3d2-7e80-9000-0000000000dd", UserID: u.ID, ProjectID: u.ProjectID, Method: "passkey",
-		IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour), SteppedUpAt: t0.Add(time.Minute), LastSeenAt: t0.Add(time.Hour),
-		IP: "2001:db8::1", UserAgent: "curl/8.5.0"}
+		IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour), LastSeenAt: t0.Add(time.Hour),
+		IP: "2001:db8::1", UserAgent: "curl/8.5.0", Proofs: []Proof{{"passkey", t0}, {"totp", t0.Add(time.Minute)}}}
 	c := &Code{Kind: "sms", ProjectID: u.ProjectID, Subject: u.ID, Phone: "+15551234567", Email: "new@example.com", Hash: []byte{1, 2, 3},
 		Attempts: 2, CreatedAt: t0, ExpiresAt: t0.Add(10 * time.Minute)}
 	th := &Throttle{Sends: []time.Time{t0, t0.Add(time.Second)}, KeepUntil: t0.Add(24 * time.Hour)}
@@ -251,16 +251,118 @@ func TestRecordEncodings(t *testing.T) {
 	if len(encodeSession(s)) > 110 {
 		t.Fatalf("a session takes %d bytes, want at most 110", len(encodeSession(s)))
 	}
-	for _, bad := range [][]byte{nil, {}, {9}, {recordFormat}, {recordFormat, tagUUID, 1}} {
+	for _, bad := range [][]byte{nil, {}, {9}, {recordFormat}, {recordFormat, tagUUID, 1}, {sessionFormat}, {sessionFormat, tagUUID, 1}} {
 		if _, err := decodeSession([]byte("s"), bad); err == nil {
 			t.Fatalf("decodeSession(%v) took a malformed record", bad)
 		}
 	}
 	// Setting a session's last-seen time does not grow the row.
 	later := *s
-	later.LastSeenAt, later.SteppedUpAt = time.Time{}, time.Time{}
+	later.LastSeenAt = time.Time{}
 	if len(encodeSession(&later)) != len(encodeSession(s)) {
-		t.Fatal("a session's size depends on its times")
+		t.Fatal("a session's size depends on its last-seen time")
+	}
+}
+
+// TestSessionProofsEncoding: a session's proofs come back exactly,
+// methods outside the one-byte table and proofs before the sign-in or
+// at the zero time included; none reads as none (not as a session
+// stored before proofs); a malformed proofs section is refused.
+func TestSessionProofsEncoding(t *testing.T) {
+	base := Session{ID: "0193a0d5-c3d2-7e80-9000-0000000000dd", UserID: "u", ProjectID: "p", Method: "oauth:github",
+		IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	for _, ps := range [][]Proof{
+		nil,
+		{{"oauth:github", t0}},
+		{{"otp", t0}, {"link", t0.Add(time.Nanosecond)}, {"passkey", t0.Add(-time.Hour)}, {"backup_code", t0.Add(90 * 24 * time.Hour)},
+			{"totp", t0}, {"sms", t0}, {"external", t0}, {"mfa", t0}, {"", time.Time{}}, {"oauth:é", t0.Add(time.Second)}},
+	} {
+		s := base
+		s.Proofs = ps
+		got, err := decodeSession([]byte(s.ID), encodeSession(&s))
+		if err != nil || !reflect.DeepEqual(got.Proofs, ps) {
+			t.Fatalf("proofs %v: got %v, %v", ps, got.Proofs, err)
+		}
+	}
+	s := base
+	s.Proofs = []Proof{{"otp", t0}}
+	v := encodeSession(&s)
+	if n := len(v) - len(encodeSession(&base)); n != 2 {
+		t.Fatalf("a proof at sign-in takes %d bytes, want 2", n)
+	}
+	for _, bad := range [][]byte{
+		append(v[:len(v)-3:len(v)-3], 1, 99, 0),  // an unknown method byte
+		append(v[:len(v)-3:len(v)-3], 1, 1),      // no time
+		append(v[:len(v)-3:len(v)-3], 200, 1, 0), // more proofs than bytes
+	} {
+		if _, err := decodeSession([]byte(s.ID), bad); err == nil {
+			t.Fatalf("decodeSession took a malformed proofs section %v", bad[len(bad)-3:])
+		}
+	}
+}
+
+// TestLegacySessionProofs: a session stored before sessions kept their
+// proofs, compact or JSON, reads as signed in by its method at IssuedAt,
+// and its step-up time, when set, as an "mfa" proof; a backup-code
+// sign-in's own step-up time (within a second of IssuedAt) is the
+// sign-in.
+func TestLegacySessionProofs(t *testing.T) {
+	// oldCompact is the compact row as written before proofs: the
+	// step-up time in its own slot, nothing after the user agent.
+	oldCompact := func(s *Session, stepped time.Time) []byte {
+		b := []byte{recordFormat}
+		b = appendID(b, s.UserID)
+		b = appendID(b, s.ProjectID)
+		b = appendString(b, s.Method)
+		b = appendTime(b, s.IssuedAt)
+		b = appendTime(b, s.ExpiresAt)
+		b = appendTime(b, stepped)
+		b = appendTime(b, s.LastSeenAt)
+		b = appendIP(b, s.IP)
+		return appendString(b, s.UserAgent)
+	}
+	oldJSON := func(s *Session, stepped time.Time) []byte {
+		m := map[string]any{"id": s.ID, "userId": s.UserID, "projectId": s.ProjectID, "method": s.Method,
+			"issuedAt": s.IssuedAt, "expiresAt": s.ExpiresAt, "ip": s.IP, "userAgent": s.UserAgent}
+		if !stepped.IsZero() {
+			m["steppedUpAt"] = stepped
+		}
+		raw, _ := json.Marshal(m)
+		return raw
+	}
+	cases := []struct {
+		method  string
+		stepped time.Time
+		want    []Proof
+	}{
+		{"email_otp", time.Time{}, []Proof{{"otp", t0}}},
+		{"magic_link", t0.Add(time.Minute), []Proof{{"link", t0}, {"mfa", t0.Add(time.Minute)}}},
+		{"passkey", time.Time{}, []Proof{{"passkey", t0}}},
+		{"oauth:google", time.Time{}, []Proof{{"oauth:google", t0}}},
+		{"external:bankid", t0.Add(time.Hour), []Proof{{"external", t0}, {"mfa", t0.Add(time.Hour)}}},
+		{"backup_code", t0.Add(400 * time.Millisecond), []Proof{{"backup_code", t0.Add(400 * time.Millisecond)}}},
+		{"backup_code", t0.Add(5 * time.Minute), []Proof{{"backup_code", t0}, {"mfa", t0.Add(5 * time.Minute)}}},
+	}
+	for _, c := range cases {
+		s := &Session{ID: "0193a0d5-c3d2-7e80-9000-0000000000dd", UserID: "0193a0d5-c3d2-7e80-9000-0000000000aa",
+			ProjectID: "0193a0d5-c3d2-7e80-9000-0000000000bb", Method: c.method, IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour),
+			IP: "192.0.2.1", UserAgent: "ua"}
+		for name, raw := range map[string][]byte{"compact": oldCompact(s, c.stepped), "JSON": oldJSON(s, c.stepped)} {
+			got, err := decodeSession([]byte(s.ID), raw)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, c.method, err)
+			}
+			want := *s
+			want.Proofs = c.want
+			if !reflect.DeepEqual(got, &want) {
+				t.Fatalf("%s %s stepped %v:\n got %+v\nwant %+v", name, c.method, c.stepped, got, &want)
+			}
+			// Rewritten (a last-seen flush, a step-up), it keeps them.
+			again, err := decodeSession([]byte(s.ID), encodeSession(got))
+			if err != nil || !reflect.DeepEqual(again, got) {
+				t.Fatalf("%s %s rewritten: %+v, %v", name, c.method, again, err)
+			}
+		}
 	}
 }
 
@@ -294,6 +396,8 @@ func fillAll(t *testing.T, v any) {
 			f.SetBytes([]byte("b-" + sf.Name))
 		case f.Kind() == reflect.Slice && f.Type().Elem() == reflect.TypeOf(time.Time{}):
 			f.Set(reflect.ValueOf([]time.Time{t0, t0.Add(time.Minute)}))
+		case f.Type() == reflect.TypeOf([]Proof{}):
+			f.Set(reflect.ValueOf([]Proof{{"otp", t0}, {"v-" + sf.Name, t0.Add(time.Minute)}}))
 		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Bool:
 			b := true
 			f.Set(reflect.ValueOf(&b))

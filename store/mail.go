@@ -66,6 +66,9 @@ type MailContent struct {
 	Code       string `json:"code,omitempty"`
 	Link       string `json:"link,omitempty"`
 	TTLSeconds int    `json:"ttlSeconds"`
+	// NewEmailMasked is, in the notice of an address change mailed to
+	// the old address, the new address masked ("j***@e***.com").
+	NewEmailMasked string `json:"newEmailMasked,omitempty"`
 
 	// Subject, Text and HTML, when Subject is set, are the message as
 	// the project's template for Locale rendered it (decisions.md §18);

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"time"
 )
 
@@ -66,39 +67,139 @@ func decodeUser(k, v []byte) (*User, error) {
 	return u, d.done()
 }
 
+// sessionFormat is the first byte of a compact session row since
+// sessions keep their proofs: the row of recordFormat without the slot
+// that held the time of the last step-up (after ExpiresAt), with the
+// proofs at the end (appendProofs). A recordFormat row is read as
+// LegacyProofs says, and rewritten in this format when it next changes.
+const sessionFormat = 2
+
 // Every time of a session has a fixed place, so the minute's last-seen
-// flush and a step-up rewrite a row without growing it.
+// flush rewrites a row without growing it.
 func encodeSession(s *Session) []byte {
-	b := make([]byte, 0, 80+len(s.Method)+len(s.IP)+len(s.UserAgent))
-	b = append(b, recordFormat)
+	b := make([]byte, 0, 76+len(s.Method)+len(s.IP)+len(s.UserAgent)+10*len(s.Proofs))
+	b = append(b, sessionFormat)
 	b = appendID(b, s.UserID)
 	b = appendID(b, s.ProjectID)
 	b = appendString(b, s.Method)
 	b = appendTime(b, s.IssuedAt)
 	b = appendTime(b, s.ExpiresAt)
-	b = appendTime(b, s.SteppedUpAt)
 	b = appendTime(b, s.LastSeenAt)
 	b = appendIP(b, s.IP)
-	return appendString(b, s.UserAgent)
+	b = appendString(b, s.UserAgent)
+	return appendProofs(b, s.Proofs, s.IssuedAt)
 }
 
 func decodeSession(k, v []byte) (*Session, error) {
 	s := &Session{}
-	done, d, err := decodeRecord(v, s)
-	if err != nil || done {
-		return s, err
+	switch {
+	case isJSON(v):
+		// Written before the compact encoding: the step-up time had a
+		// field of its own.
+		var j struct {
+			Session
+			SteppedUpAt time.Time `json:"steppedUpAt"`
+		}
+		if err := json.Unmarshal(v, &j); err != nil {
+			return s, err
+		}
+		if j.Proofs == nil {
+			j.Proofs = LegacyProofs(j.Method, j.IssuedAt, j.SteppedUpAt)
+		}
+		return &j.Session, nil
+	case len(v) == 0 || (v[0] != sessionFormat && v[0] != recordFormat):
+		return s, errBadRecord
 	}
+	legacy := v[0] == recordFormat
+	d := &decoder{b: v[1:]}
 	s.ID = string(k)
 	s.UserID = d.id()
 	s.ProjectID = d.id()
 	s.Method = d.string()
 	s.IssuedAt = d.time()
 	s.ExpiresAt = d.time()
-	s.SteppedUpAt = d.time()
+	var steppedUpAt time.Time
+	if legacy {
+		steppedUpAt = d.time()
+	}
 	s.LastSeenAt = d.time()
 	s.IP = d.ip()
 	s.UserAgent = d.string()
+	if legacy {
+		s.Proofs = LegacyProofs(s.Method, s.IssuedAt, steppedUpAt)
+	} else {
+		s.Proofs = d.proofs(s.IssuedAt)
+	}
 	return s, d.done()
+}
+
+// proofMethods are the methods a proof stores as one byte (its index);
+// any other is stored as 0 and the string.
+var proofMethods = [...]string{1: "otp", 2: "link", 3: "passkey", 4: "backup_code", 5: "totp", 6: "sms", 7: "external", 8: "mfa"}
+
+// appendProofs appends a session's proofs: their count, then each
+// method (one byte, see proofMethods) and time, as the signed difference
+// from base (the session's IssuedAt) in nanoseconds, a varint: a proof at
+// sign-in takes two bytes.
+func appendProofs(b []byte, ps []Proof, base time.Time) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ps)))
+	for _, p := range ps {
+		tag := byte(0)
+		for i, m := range proofMethods {
+			if i > 0 && m == p.Method {
+				tag = byte(i)
+				break
+			}
+		}
+		b = append(b, tag)
+		if tag == 0 {
+			b = appendString(b, p.Method)
+		}
+		b = binary.AppendVarint(b, nanos(p.At)-nanos(base))
+	}
+	return b
+}
+
+// proofs reads what appendProofs wrote; nil for none.
+func (d *decoder) proofs(base time.Time) []Proof {
+	n := d.uvarint()
+	if n == 0 || d.bad {
+		return nil
+	}
+	if n > uint64(len(d.b)/2) {
+		d.bad = true
+		return nil
+	}
+	out := make([]Proof, 0, n)
+	for range n {
+		var p Proof
+		if tag := d.byte(); tag == 0 {
+			p.Method = d.string()
+		} else if int(tag) < len(proofMethods) {
+			p.Method = proofMethods[tag]
+		} else {
+			d.bad = true
+		}
+		delta, w := binary.Varint(d.b)
+		if w <= 0 || d.bad {
+			d.bad = true
+			return nil
+		}
+		d.b = d.b[w:]
+		if t := nanos(base) + delta; t != 0 {
+			p.At = time.Unix(0, t).UTC()
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// nanos is t in Unix nanoseconds, 0 for the zero time (as appendTime).
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 func encodeCode(c *Code) []byte {

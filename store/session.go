@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -14,16 +16,62 @@ type Session struct {
 	Method    string    `json:"method"`
 	IssuedAt  time.Time `json:"issuedAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
-	// SteppedUpAt is the last time this session passed a step-up check
-	// (TOTP, the enrolled phone's SMS code, or a backup-code login that
-	// created it); zero when never.
-	SteppedUpAt time.Time `json:"steppedUpAt,omitzero"`
 
 	// Where the session was signed in from and when it was last used
 	// (written at most once a minute; zero until then: IssuedAt).
 	IP         string    `json:"ip,omitempty"`
 	UserAgent  string    `json:"userAgent,omitempty"`
 	LastSeenAt time.Time `json:"lastSeenAt,omitzero"`
+
+	// Proofs are how the session was proven: each method once, in the
+	// order first proven, with the time it was last proven. A session
+	// stored before sessions kept them reads as LegacyProofs says.
+	Proofs []Proof `json:"proofs,omitempty"`
+}
+
+// Proof is one way a session was proven and when it last was. Method is
+// an authentication method reference (amr): "otp" (an email code),
+// "link", "passkey", "backup_code", "totp", "sms", "oauth:<provider>",
+// "external", or "mfa" (LegacyProofs).
+type Proof struct {
+	Method string    `json:"method"`
+	At     time.Time `json:"at"`
+}
+
+// LegacyProofs returns the proofs of a session stored before sessions
+// kept them, from what such a row held: its sign-in method (as the
+// session lists show it: email_otp, magic_link, passkey, backup_code,
+// oauth:<provider>, external:<method>) at IssuedAt, and the time of its
+// last step-up. That step-up was a TOTP code or the enrolled phone's SMS
+// code, which of them was not recorded: it reads as "mfa". A backup-code
+// sign-in set it too, within a second of IssuedAt (IssuedAt is
+// truncated to the second): that is the sign-in itself, at the later
+// time.
+func LegacyProofs(method string, issuedAt, steppedUpAt time.Time) []Proof {
+	signIn := method
+	switch {
+	case method == "email_otp":
+		signIn = "otp"
+	case method == "magic_link":
+		signIn = "link"
+	case strings.HasPrefix(method, "external:"):
+		signIn = "external"
+	}
+	if steppedUpAt.IsZero() {
+		return []Proof{{signIn, issuedAt}}
+	}
+	if d := steppedUpAt.Sub(issuedAt); method == "backup_code" && d >= 0 && d < time.Second {
+		return []Proof{{signIn, steppedUpAt}}
+	}
+	return []Proof{{signIn, issuedAt}, {"mfa", steppedUpAt}}
+}
+
+// Enrolled is what an account holds that proves its user besides its
+// address: an enrolled TOTP factor, an enrolled SMS factor, passkeys.
+type Enrolled struct {
+	TOTP    bool // a TOTP factor with Status "enrolled"
+	SMS     bool // an SMS factor with Status "enrolled"
+	Passkey bool // at least one passkey in the user's project
 }
 
 // Session returns the session with id.
@@ -33,6 +81,65 @@ func (tx boltTx) Session(id string) (*Session, error) {
 		return nil, ErrNotFound
 	}
 	return decodeSession([]byte(id), v)
+}
+
+// SessionEnrolled returns the session with id and what its user has
+// enrolled: one point read of the session, two of the factors and one
+// index seek of the passkeys.
+func (tx boltTx) SessionEnrolled(id string) (*Session, Enrolled, error) {
+	s, err := tx.Session(id)
+	if err != nil {
+		return nil, Enrolled{}, err
+	}
+	en, err := tx.enrolled(s.ProjectID, s.UserID)
+	return s, en, err
+}
+
+// ReadEnrolled sets *dst to what userID has enrolled in projectID, at
+// once.
+func (tx boltTx) ReadEnrolled(projectID, userID string, dst *Enrolled) error {
+	en, err := tx.enrolled(projectID, userID)
+	*dst = en
+	return err
+}
+
+// enrolled reads what userID has enrolled in projectID: each factor's
+// status only, and whether one passkey row of the user's index exists.
+func (tx boltTx) enrolled(projectID, userID string) (Enrolled, error) {
+	var en Enrolled
+	factors := tx.bucket(bucketFactors)
+	var err error
+	if en.TOTP, err = factorEnrolled(factors.Get(compound(userID, "totp"))); err != nil {
+		return en, err
+	}
+	if en.SMS, err = factorEnrolled(factors.Get(compound(userID, "sms"))); err != nil {
+		return en, err
+	}
+	prefix := compound(userID, "")
+	c := tx.bucket(bucketUserPasskeys).Cursor()
+	if k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+		rows := tx.bucket(bucketPasskeys)
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if rows.Get(compound(projectID, string(k[len(prefix):]))) != nil {
+				en.Passkey = true
+				break
+			}
+		}
+	}
+	return en, nil
+}
+
+// factorEnrolled reports whether a stored factor (nil: none) has the
+// status "enrolled", decoding nothing else of it.
+func factorEnrolled(v []byte) (bool, error) {
+	if v == nil {
+		return false, nil
+	}
+	var f struct {
+		Status string `json:"status"`
+	}
+	err := json.Unmarshal(v, &f)
+	return f.Status == "enrolled", err
 }
 
 // SessionExists reports whether a session row with id exists, without

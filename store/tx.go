@@ -137,6 +137,17 @@ type Tx interface {
 	// expired or not. It is on the path of every user call: make it the
 	// cheapest read there is.
 	SessionExists(id string) (bool, error)
+	// SessionEnrolled returns the session with id (ErrNotFound without
+	// it) and what its user has enrolled in the session's project
+	// (Enrolled), in one read.
+	SessionEnrolled(id string) (*Session, Enrolled, error)
+	// ReadEnrolled sets *dst to what userID has enrolled in projectID
+	// (Enrolled) by the time the transaction commits: at once, or, where
+	// a read costs a round trip (PostgreSQL), with the commit, in the
+	// transaction. It is for an answer needed only after the commit:
+	// read *dst only once the transaction committed, and call it after
+	// the transaction's last change to the user's factors and passkeys.
+	ReadEnrolled(projectID, userID string, dst *Enrolled) error
 	// PutSession creates or replaces the session s.ID, under its user
 	// (UserSessions) and due for the sweep at its ExpiresAt
 	// (ExpiringSessions).

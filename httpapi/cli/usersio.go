@@ -246,7 +246,7 @@ var templatePut = &command{
 	name:    "template put",
 	summary: "upload a mail template",
 	help: "Create or replace the project's template of --kind in --locale: --subject, and the parts from --text-file\n" +
-		"and --html-file (Go templates; fields {{.Project}}, {{.Email}}, {{.Code}}, {{.Link}}, {{.ExpiresInMinutes}}).\n" +
+		"and --html-file (Go templates; fields {{.Project}}, {{.Email}}, {{.Code}}, {{.Link}}, {{.ExpiresInMinutes}}, {{.NewEmailMasked}}).\n" +
 		"The server checks them on sample data; an error names the part and the line.",
 	flags: func(fs *flag.FlagSet) action {
 		projectID, kind, locale := templateFlags(fs)

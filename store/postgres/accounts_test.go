@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"latchkey/store"
 )
 
@@ -123,7 +125,8 @@ func TestAccountsRoundTrip(t *testing.T) {
 	}
 	sessions := []*store.Session{
 		{ID: "s-full", UserID: "u-full", ProjectID: "p-full", Method: "passkey", IssuedAt: accT0, ExpiresAt: exp,
-			SteppedUpAt: accT0.Add(time.Minute), LastSeenAt: accT0.Add(time.Hour), IP: "2001:db8::1", UserAgent: "curl/8.5.0 é"},
+			LastSeenAt: accT0.Add(time.Hour), IP: "2001:db8::1", UserAgent: "curl/8.5.0 é",
+			Proofs: []store.Proof{{Method: "passkey", At: accT0}, {Method: "totp", At: accT0.Add(time.Minute + time.Nanosecond)}, {Method: "oauth:é", At: accT0.Add(-time.Hour)}, {Method: "mfa", At: zero}}},
 		// A user agent cut inside a UTF-8 sequence, an IP header with a NUL.
 		{ID: "s-bytes", UserID: "u-full", ProjectID: "p-full", IP: "1.2.3.4\x00x", UserAgent: "Mozilla \xe2\x82"},
 		{ID: "s-zero"},
@@ -202,6 +205,73 @@ func TestAccountsRoundTrip(t *testing.T) {
 	if !devices[1].LastUsedAt.Equal(devices[1].CreatedAt) {
 		t.Fatalf("PutDevice left LastUsedAt %v", devices[1].LastUsedAt)
 	}
+}
+
+// TestLegacySessionRows: a session row stored before sessions kept
+// their proofs (both proof columns NULL) reads as store.LegacyProofs
+// says, from its method, issued_at and stepped_up_at; written again, it
+// keeps them and its step-up column is cleared.
+func TestLegacySessionRows(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	db, _, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	stepped := accT0.Add(5 * time.Minute)
+	for _, r := range []struct {
+		id, method string
+		stepped    any
+	}{{"s-otp", "email_otp", nil}, {"s-link", "magic_link", stepped.UnixNano()}} {
+		if _, err := conn.Exec(ctx, `INSERT INTO sessions (id, user_id, project_id, method, issued_at, expires_at, stepped_up_at, ip, user_agent, due)
+			VALUES ($1, 'u', 'p', $2, $3, $4, $5, '', '', $4)`, r.id, r.method, accT0.UnixNano(), accT0.Add(time.Hour).UnixNano(), r.stepped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]store.Proof{
+		"s-otp":  {{Method: "otp", At: accT0}},
+		"s-link": {{Method: "link", At: accT0}, {Method: "mfa", At: stepped}},
+	}
+	var rows []*store.Session
+	accView(t, db, func(tx store.Tx) error {
+		for id, w := range want {
+			s, err := tx.Session(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(s.Proofs, w) {
+				t.Fatalf("%s: proofs %v, want %v", id, s.Proofs, w)
+			}
+			rows = append(rows, s)
+		}
+		return nil
+	})
+	accUpdate(t, db, func(tx store.Tx) error {
+		for _, s := range rows {
+			if err := tx.PutSession(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE stepped_up_at IS NOT NULL OR proof_methods IS NULL`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d rows still in the old form (%v)", left, err)
+	}
+	accView(t, db, func(tx store.Tx) error {
+		for id, w := range want {
+			if s, err := tx.Session(id); err != nil || !reflect.DeepEqual(s.Proofs, w) {
+				t.Fatalf("%s rewritten: proofs %v, %v; want %v", id, s.Proofs, err, w)
+			}
+		}
+		return nil
+	})
 }
 
 // TestPutUserConflict: another user's address or external id is

@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"latchkey/store"
 )
@@ -14,26 +17,57 @@ func init() {
 	expires(store.ExpiringSessions, due{"sessions", "due"})
 }
 
-const sessionCols = `id, user_id, project_id, method, issued_at, expires_at, stepped_up_at, last_seen_at, ip, user_agent`
+const sessionCols = `id, user_id, project_id, method, issued_at, expires_at, stepped_up_at, last_seen_at, ip, user_agent, proof_methods, proof_times`
 
 // sessionRow is a session as scanned: the IP and the user agent are
-// bytea, which takes any bytes a header brought.
+// bytea, which takes any bytes a header brought; the proofs are two
+// arrays side by side, NULL for a session stored before them, which reads
+// from its step-up time (stepped).
 type sessionRow struct {
 	s         store.Session
 	ip, agent []byte
+	stepped   time.Time
+	methods   []string
+	times     []int64
 }
 
 // dest returns the scan destinations of sessionCols in r.
 func (r *sessionRow) dest() []any {
 	s := &r.s
 	return []any{&s.ID, &s.UserID, &s.ProjectID, &s.Method, timeDest(&s.IssuedAt), timeDest(&s.ExpiresAt),
-		timeDest(&s.SteppedUpAt), timeDest(&s.LastSeenAt), &r.ip, &r.agent}
+		timeDest(&r.stepped), timeDest(&s.LastSeenAt), &r.ip, &r.agent, &r.methods, &r.times}
 }
 
 // session returns the scanned session.
 func (r *sessionRow) session() *store.Session {
 	r.s.IP, r.s.UserAgent = string(r.ip), string(r.agent)
+	switch {
+	case r.methods == nil:
+		r.s.Proofs = store.LegacyProofs(r.s.Method, r.s.IssuedAt, r.stepped)
+	case len(r.methods) > 0:
+		r.s.Proofs = make([]store.Proof, len(r.methods))
+		for i, m := range r.methods {
+			r.s.Proofs[i].Method = m
+			if i < len(r.times) && r.times[i] != 0 {
+				r.s.Proofs[i].At = time.Unix(0, r.times[i]).UTC()
+			}
+		}
+	}
 	return &r.s
+}
+
+// proofArgs returns s's proofs as the two array arguments: never NULL
+// (an empty array for none), so that no stored session reads as one
+// stored before proofs.
+func proofArgs(s *store.Session) ([]string, []int64) {
+	methods, times := make([]string, len(s.Proofs)), make([]int64, len(s.Proofs))
+	for i, p := range s.Proofs {
+		methods[i] = p.Method
+		if !p.At.IsZero() {
+			times[i] = unixNano(p.At)
+		}
+	}
+	return methods, times
 }
 
 // sessions runs a query of sessionCols and returns its sessions, never
@@ -78,14 +112,56 @@ func (tx *txn) SessionExists(id string) (bool, error) {
 // PutSession creates or replaces the session s.ID, due for the sweep at
 // its ExpiresAt.
 func (tx *txn) PutSession(s *store.Session) error {
+	methods, times := proofArgs(s)
 	tx.later(`INSERT INTO sessions (`+sessionCols+`, due)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, project_id = excluded.project_id,
 			method = excluded.method, issued_at = excluded.issued_at, expires_at = excluded.expires_at,
-			stepped_up_at = excluded.stepped_up_at, last_seen_at = excluded.last_seen_at,
-			ip = excluded.ip, user_agent = excluded.user_agent, due = excluded.due`,
+			stepped_up_at = NULL, last_seen_at = excluded.last_seen_at,
+			ip = excluded.ip, user_agent = excluded.user_agent,
+			proof_methods = excluded.proof_methods, proof_times = excluded.proof_times, due = excluded.due`,
 		s.ID, s.UserID, s.ProjectID, s.Method, timeArg(s.IssuedAt), timeArg(s.ExpiresAt),
-		timeArg(s.SteppedUpAt), timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), dueNanos(s.ExpiresAt))
+		timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), methods, times, dueNanos(s.ExpiresAt))
+	return nil
+}
+
+// sqlEnrolled is what user $1 has enrolled in project $2 (store.Enrolled):
+// two probes of factors' primary key and one of passkeys_user.
+const sqlEnrolled = `EXISTS (SELECT 1 FROM factors f WHERE f.user_id = $1 AND f.kind = 'totp' AND f.status = 'enrolled'),
+		EXISTS (SELECT 1 FROM factors f WHERE f.user_id = $1 AND f.kind = 'sms' AND f.status = 'enrolled'),
+		EXISTS (SELECT 1 FROM passkeys p WHERE p.user_id = $1 AND p.project_id = $2)`
+
+// sqlSessionEnrolled is session $1 and what its user has enrolled.
+var sqlSessionEnrolled = `SELECT ` + sessionCols + `, ` +
+	strings.NewReplacer("$1", "s.user_id", "$2", "s.project_id").Replace(sqlEnrolled) + `
+	FROM sessions s WHERE s.id = $1`
+
+// SessionEnrolled returns the session with id and what its user has
+// enrolled, in one statement.
+func (tx *txn) SessionEnrolled(id string) (*store.Session, store.Enrolled, error) {
+	var en store.Enrolled
+	if !validText(id) {
+		return nil, en, store.ErrNotFound
+	}
+	var r sessionRow
+	err := tx.one(sqlSessionEnrolled, []any{id}, append(r.dest(), &en.TOTP, &en.SMS, &en.Passkey)...)
+	if err != nil {
+		return nil, en, err
+	}
+	return r.session(), en, nil
+}
+
+// ReadEnrolled sets *dst to what userID has enrolled in projectID with
+// the transaction's next statement or its COMMIT (a queued read, as
+// later queues a write): it costs no round trip of its own.
+func (tx *txn) ReadEnrolled(projectID, userID string, dst *store.Enrolled) error {
+	*dst = store.Enrolled{}
+	if !validText(projectID) || !validText(userID) {
+		return nil
+	}
+	tx.laterRow(`SELECT `+sqlEnrolled, []any{userID, projectID}, func(row pgx.Row) error {
+		return row.Scan(&dst.TOTP, &dst.SMS, &dst.Passkey)
+	})
 	return nil
 }
 
