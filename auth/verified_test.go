@@ -232,7 +232,7 @@ func TestProviderSignInToVouchedAccount(t *testing.T) {
 				}
 			}
 			var err error
-			got, isNew, err = f.svc.signInIdentity(tx, p, &oauthIdentity{Provider: "google", Subject: "s-" + addr, Email: addr, EmailVerified: true})
+			got, isNew, err = f.svc.signInIdentity(tx, p, &oauthIdentity{Provider: "google", Subject: "s-" + addr, Email: addr, EmailVerified: true, LinkByEmail: true})
 			return err
 		})
 		if withFactor {
