@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -83,6 +82,13 @@ func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m
 	}
 	var out *UserUpdate
 	a := s.attempt(ctx, pr.ProjectID, methodEmailChange, "send", m)
+	var code string // of a new address: its mail is rendered before the transaction
+	if in.Email != nil {
+		code = randomDigits(6)
+		if err := s.prepareAddressCode(a, pr, email, code); err != nil {
+			return nil, a.result(err)
+		}
+	}
 	err := a.update(func(tx store.Tx) error {
 		out = nil
 		u, err := s.sessionUserTx(tx, pr)
@@ -125,7 +131,7 @@ func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m
 				// a sign-in that proves it replaces the account.
 				u.Email, u.EmailVerified, u.Vouched, changed = email, boolPtr(false), boolPtr(false), true
 			} else {
-				if e, err := s.sendAddressCode(tx, p, u, email, a.m.Locale, now); err != nil {
+				if e, err := s.sendAddressCode(tx, a, p, u, email, code, now); err != nil {
 					return err
 				} else if e != nil {
 					return a.fail(tx, e)
@@ -163,6 +169,10 @@ func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m
 // throttle (with the wait).
 func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) error {
 	a := s.attempt(ctx, pr.ProjectID, methodEmailVerify, "send", m)
+	code := randomDigits(6)
+	if err := s.prepareAddressCode(a, pr, "", code); err != nil {
+		return a.result(err)
+	}
 	err := a.update(func(tx store.Tx) error {
 		u, err := s.sessionUserTx(tx, pr)
 		if err != nil {
@@ -173,7 +183,7 @@ func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) er
 		if err != nil {
 			return err
 		}
-		if fail, err := s.sendAddressCode(tx, p, u, u.Email, a.m.Locale, s.now().UTC()); err != nil {
+		if fail, err := s.sendAddressCode(tx, a, p, u, u.Email, code, s.now().UTC()); err != nil {
 			return err
 		} else if fail != nil {
 			return a.fail(tx, fail)
@@ -184,10 +194,10 @@ func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) er
 }
 
 // sendAddressCode stores a new pending confirmation of address to for u
-// and queues its mail, inside tx, under the address's send throttle
-// (shared by the current-address and new-address codes). Over the
-// throttle it changes nothing and returns fail, the 429.
-func (s *Service) sendAddressCode(tx store.Tx, p *store.Project, u *store.User, to, locale string, now time.Time) (fail, err error) {
+// with code and queues its mail (a's), inside tx, under the address's
+// send throttle (shared by the current-address and new-address codes).
+// Over the throttle it changes nothing and returns fail, the 429.
+func (s *Service) sendAddressCode(tx store.Tx, a *attempt, p *store.Project, u *store.User, to, code string, now time.Time) (fail, err error) {
 	th, err := tx.Throttle(codeKindEmail, p.ID, to)
 	if err != nil {
 		return nil, err
@@ -199,38 +209,46 @@ func (s *Service) sendAddressCode(tx store.Tx, p *store.Project, u *store.User, 
 	if err := tx.PutThrottle(codeKindEmail, p.ID, to, th); err != nil {
 		return nil, err
 	}
-	code := randomDigits(6)
 	h := s.keys.HashString(hashDomainEmail, u.ID+"\x00"+to+"\x00"+code)
 	c := &store.Code{Kind: codeKindEmail, ProjectID: p.ID, Subject: u.ID, Email: to, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)}
 	if err := tx.PutCode(c); err != nil {
 		return nil, err
 	}
-	return nil, s.enqueueMail(tx, p.ID, to, mailKindEmailChange, locale, store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, now)
+	return nil, a.queueMail(tx, p.ID, mailKindEmailChange, to, addressCodeMail(p, code), now)
 }
 
-// enqueueMail seals content and queues it for to inside tx; the mail
-// task is woken after commit.
-//
-// The project's template for kind in locale (or the first of its
-// fallbacks that has one) renders the message here; without one, the
-// built-in English is rendered when the message is sent.
-func (s *Service) enqueueMail(tx store.Tx, projectID, to, kind, locale string, content store.MailContent, now time.Time) error {
-	if err := renderCustom(tx, projectID, kind, to, locale, &content); err != nil {
+// addressCodeMail is what the mail of an address code says.
+func addressCodeMail(p *store.Project, code string) store.MailContent {
+	return store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}
+}
+
+// prepareAddressCode renders, before the transaction of a session's
+// address code, the mail it will queue with code to to (the session
+// user's address when empty), from the project and user as read in a
+// short read transaction. The transaction checks what it queues
+// (queueMail): a guess that no longer holds costs one more run. Its
+// error is the store's.
+func (s *Service) prepareAddressCode(a *attempt, pr *Principal, to, code string) error {
+	a.expectMail()
+	var u *store.User
+	var p *store.Project
+	err := s.db.View(a.ctx, func(tx store.Tx) error {
+		var err error
+		if u, err = tx.User(pr.UserID); err != nil {
+			return err
+		}
+		p, err = tx.Project(u.ProjectID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // the transaction answers
+	} else if err != nil {
 		return err
 	}
-	body, err := json.Marshal(content)
-	if err != nil {
-		return err
+	if to == "" {
+		to = u.Email
 	}
-	sealed, err := s.keys.Seal(body, store.MailAAD)
-	if err != nil {
-		return err
-	}
-	if err := tx.EnqueueMail(&store.Mail{ProjectID: projectID, To: to, Kind: kind, Body: sealed, CreatedAt: now, NextAttemptAt: now}); err != nil {
-		return err
-	}
-	tx.OnCommit(s.wake)
-	return nil
+	return a.prepareMail(p.ID, mailKindEmailChange, to, addressCodeMail(p, code))
 }
 
 // VerifyAddress checks the code of the session user's pending
@@ -253,6 +271,7 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 		return nil, s.rejectStepUp(pr, a, err)
 	}
 	var out *store.User
+	a.expectMail() // the notice of a change: its first run asks for it
 	err := a.update(func(tx store.Tx) error {
 		out = nil
 		u, err := s.sessionUserTx(tx, pr)
@@ -332,7 +351,7 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 			return err
 		}
 		notice := store.MailContent{Project: p.Name, NewEmailMasked: MaskEmail(u.Email)}
-		if err := s.enqueueMail(tx, u.ProjectID, old, mailKindEmailChanged, a.m.Locale, notice, now); err != nil {
+		if err := a.queueMail(tx, u.ProjectID, mailKindEmailChanged, old, notice, now); err != nil {
 			return err
 		}
 		out = u

@@ -26,6 +26,7 @@ type attempt struct {
 	m                        Meta
 	risk                     *riskSlot // reserveRisk's slot: marked failed when a wrong guess commits
 	failure                  error     // what fail recorded: the use case's answer (result)
+	mail                     *mailbox  // the messages it queues, rendered before its transaction (mailbox.go)
 }
 
 // attempt starts recording an attempt at method and action in projectID
@@ -65,7 +66,24 @@ func (a *attempt) update(fn func(tx store.Tx) error) error { return a.run(a.s.db
 // batch is update through the group commit (see update).
 func (a *attempt) batch(fn func(tx store.Tx) error) error { return a.run(a.s.db.Batch, fn) }
 
+// run runs fn through txn (Update or Batch), as update says. A run that
+// queued a message not rendered before it (errUnrendered) is rolled
+// back; the message is rendered outside the transaction and fn runs
+// again (mailbox.go).
 func (a *attempt) run(txn func(context.Context, func(store.Tx) error) error, fn func(store.Tx) error) error {
+	for renders := 0; ; renders++ {
+		err := a.runOnce(txn, fn)
+		if a.mail == nil || !errors.Is(err, errUnrendered) {
+			return err
+		}
+		if err := a.renderUnrendered(renders); err != nil {
+			return err
+		}
+	}
+}
+
+// runOnce runs fn once through txn (see update).
+func (a *attempt) runOnce(txn func(context.Context, func(store.Tx) error) error, fn func(store.Tx) error) error {
 	before := *a
 	err := txn(a.ctx, func(tx store.Tx) error {
 		*a = before

@@ -43,9 +43,9 @@ func (s *Service) SendMagicLink(ctx context.Context, p *store.Project, rawEmail,
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	h := s.keys.HashString(hashDomainMagic, token)
 	link := s.baseURL + MagicPath + "?token=" + url.QueryEscape(token)
-	return s.queueSend(a, p, codeKindMagic, func(tx store.Tx, now time.Time) (store.MailContent, error) {
-		ml := &store.MagicLink{Hash: h[:], ProjectID: p.ID, Email: email, RedirectURL: redirectURL, CreatedAt: now, ExpiresAt: now.Add(MagicLifetime)}
-		return store.MailContent{Project: p.Name, Link: link, TTLSeconds: int(MagicLifetime / time.Second)}, tx.PutMagicLink(ml)
+	says := store.MailContent{Project: p.Name, Link: link, TTLSeconds: int(MagicLifetime / time.Second)}
+	return s.queueSend(a, p, codeKindMagic, says, func(tx store.Tx, now time.Time) error {
+		return tx.PutMagicLink(&store.MagicLink{Hash: h[:], ProjectID: p.ID, Email: email, RedirectURL: redirectURL, CreatedAt: now, ExpiresAt: now.Add(MagicLifetime)})
 	})
 }
 

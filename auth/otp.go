@@ -76,18 +76,21 @@ func (s *Service) SendOTP(ctx context.Context, p *store.Project, rawEmail string
 	}
 	code := randomDigits(6)
 	h := s.keys.HashString(hashDomainOTP, p.ID+"\x00"+email+"\x00"+code)
-	return s.queueSend(a, p, codeKindOTP, func(tx store.Tx, now time.Time) (store.MailContent, error) {
-		c := &store.Code{Kind: codeKindOTP, ProjectID: p.ID, Subject: email, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)}
-		return store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}, tx.PutCode(c)
+	says := store.MailContent{Project: p.Name, Code: code, TTLSeconds: int(OTPLifetime / time.Second)}
+	return s.queueSend(a, p, codeKindOTP, says, func(tx store.Tx, now time.Time) error {
+		return tx.PutCode(&store.Code{Kind: codeKindOTP, ProjectID: p.ID, Subject: email, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)})
 	})
 }
 
 // queueSend is the shared body of OTP and magic-link sends to a.email:
-// the disabled check, the per-address throttle, the code or link row
-// (made by put), the queued message of kind and the event, in one
-// transaction.
-func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(store.Tx, time.Time) (store.MailContent, error)) error {
+// the message of kind that says says is rendered first, then the
+// disabled check, the per-address throttle, the code or link row (made
+// by put), the queued message and the event, in one transaction.
+func (s *Service) queueSend(a *attempt, p *store.Project, kind string, says store.MailContent, put func(store.Tx, time.Time) error) error {
 	email := a.email
+	if err := a.prepareMail(p.ID, kind, email, says); err != nil {
+		return a.result(err)
+	}
 	return a.result(a.batch(func(tx store.Tx) error {
 		now := s.now().UTC()
 		tx.PrefetchThrottle(kind, p.ID, email) // read with the user
@@ -113,11 +116,10 @@ func (s *Service) queueSend(a *attempt, p *store.Project, kind string, put func(
 		if err := tx.PutThrottle(kind, p.ID, email, th); err != nil {
 			return err
 		}
-		content, err := put(tx, now)
-		if err != nil {
+		if err := put(tx, now); err != nil {
 			return err
 		}
-		if err := s.enqueueMail(tx, p.ID, email, kind, a.m.Locale, content, now); err != nil {
+		if err := a.queueMail(tx, p.ID, kind, email, says, now); err != nil {
 			return err
 		}
 		return a.ok(tx)

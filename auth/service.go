@@ -105,6 +105,8 @@ type Service struct {
 
 	social *social.Transport // OAuth providers' HTTP side; may be nil
 	oidc   discovered        // OpenID Connect discovery by issuer
+
+	onRender func() // tests: called as a mail template render starts
 }
 
 // New returns a Service over db. It loads the admin token hash.

@@ -50,7 +50,13 @@ var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 // data file is reopened and checked for consistency).
 func newTestService(t testing.TB, configure ...func(*auth.Config)) *testService {
 	t.Helper()
-	db := storetest.Open(t)
+	return newTestServiceOver(t, storetest.Open(t), configure...)
+}
+
+// newTestServiceOver is newTestService over db, a store of the backend
+// the tests run on (a test may wrap it).
+func newTestServiceOver(t testing.TB, db store.DB, configure ...func(*auth.Config)) *testService {
+	t.Helper()
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
+	"github.com/pb33f/libopenapi-validator/content"
 	"github.com/pb33f/libopenapi-validator/errors"
 	"github.com/pb33f/libopenapi-validator/helpers"
 )
@@ -72,8 +73,11 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 	// the browser library as they are: not described field by field.
 	// CORS answer headers are described once, in info.description, not
 	// on every response of every browser endpoint.
+	// A JSON-lines answer (the user export) is checked line by line: the
+	// document describes it as the array of its lines.
 	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**"),
-		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"))
+		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"),
+		config.WithBodyDecoder("application/x-ndjson", content.DecoderFunc(decodeJSONLines)))
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +87,30 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 	}
 	return &specValidators{responses: res, requests: req}, nil
 })
+
+// decodeJSONLines decodes a JSON-lines body into the array of its
+// lines. A last line without its newline is a stream cut short (the
+// export says so) and is left out; any other line that is not one JSON
+// value is an error.
+func decodeJSONLines(in *content.DecodeInput) (any, error) {
+	raw, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	lines := []any{}
+	for len(raw) > 0 {
+		i := bytes.IndexByte(raw, '\n')
+		if i < 0 {
+			break
+		}
+		var v any
+		if err := json.Unmarshal(raw[:i], &v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", len(lines)+1, err)
+		}
+		lines, raw = append(lines, v), raw[i+1:]
+	}
+	return lines, nil
+}
 
 // specSkipped reports the paths that are not API: the dashboard's HTML
 // pages and the passkey demo page with its forwarding calls.

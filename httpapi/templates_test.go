@@ -138,6 +138,18 @@ func TestTemplateValidation(t *testing.T) {
 		{"magic text without the link", "magic_link", map[string]any{"subject": "s", "text": "click", "html": `<a href="{{.Link}}">x</a>`}, "{{.Link}}"},
 		{"part missing", "otp", with("html", "\x00absent"), "html is required"},
 		{"subject renders empty", "otp", with("subject", "{{if false}}x{{end}}"), "subject renders empty"},
+		// Work that could grow past the source: loops, template calls,
+		// built strings and output past 256 KiB.
+		{"range over a number", "otp", with("text", "{{.Code}}{{range 100000000}}x{{end}}"), "text: line 1: range is not allowed"},
+		{"range over a field", "otp", with("html", "<p>{{.Code}}</p>\n{{range .ExpiresInMinutes}}x{{end}}"), "html: line 2: range is not allowed"},
+		{"template call", "otp", with("subject", `{{define "s"}}x{{end}}{{template "s"}}`), "subject: line 1: template and block are not allowed"},
+		{"block", "otp", with("text", `{{.Code}}{{block "b" .}}{{.Code}}{{end}}`), "text: line 1: template and block are not allowed"},
+		{"define", "otp", with("html", `<p>{{.Code}}</p>{{define "x"}}y{{end}}`), "html: define is not allowed"},
+		{"output past 256 KiB", "otp", with("text", "{{.Code}}"+strings.Repeat("x", 60000)+`{{printf "%210000s" ""}}`), "text renders more than 256 KiB."},
+		{"strings built past 256 KiB", "otp", with("text", `{{.Code}}{{if printf "%200000s" ""}}{{end}}{{if printf "%200000s" ""}}{{end}}`), "text: line 1: error calling printf: the strings built by printf"},
+		{"a string doubled", "otp", with("text", "{{.Code}}{{$x := .Email}}"+strings.Repeat("{{$x = printf `%s%s` $x $x}}", 20)), "pass 256 KiB"},
+		{"past 256 KiB with the longest values only", "otp", with("text", "{{.Code}}"+strings.Repeat("{{.Project}}", 5000)), "text renders more than 256 KiB (on the sample with the longest values)."},
+		{"fails on another sample", "otp", with("html", `{{if eq .Code "123456"}}{{.Code}}{{else}}{{index .Code 99}}{{end}}`), "html: line 1: error calling index: index out of range: 99 (on the sample with the longest values)."},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
