@@ -10,7 +10,7 @@ import (
 )
 
 // TestDependencyDirection: the packages import one another one way
-// (STYLE.md): main → httpapi → auth, mail, webhook → store; store (and
+// (docs/development.md, "Layout"): main → httpapi → auth, mail, webhook → store; store (and
 // internal/background, which runs background tasks for main, mail and
 // webhook) and internal/netguard (the private-address guard shared by
 // webhook and auth/social) import none of ours; store's backends and

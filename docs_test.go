@@ -1,6 +1,10 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -153,24 +157,230 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
+// outsideMarks are the marks of a pointer to the internal specification
+// files, which a reader who has only the repository does not have.
+// TestDocsCodeSelfContained skips this list's own strings.
+var outsideMarks = []string{"../shared", "shared/", "interface.md", "decisions", "§", "the contract"}
+
+// outsideMark returns the first of outsideMarks that text holds
+// (case-insensitively), or "".
+func outsideMark(text string) string {
+	lower := strings.ToLower(text)
+	for _, m := range outsideMarks {
+		if strings.Contains(lower, strings.ToLower(m)) {
+			return m
+		}
+	}
+	return ""
+}
+
 // TestDocsSelfContained: the documentation, and the OpenAPI document the
 // server serves, never point outside the repository (the internal
 // specification files a reader does not have).
 func TestDocsSelfContained(t *testing.T) {
-	banned := []string{"../shared", "shared/", "interface.md", "decisions", "§", "the contract"}
 	for _, file := range append(docFiles(t), "httpapi/openapi.json") {
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for n, l := range strings.Split(string(raw), "\n") {
-			for _, b := range banned {
-				if strings.Contains(strings.ToLower(l), strings.ToLower(b)) {
-					t.Errorf("%s:%d: %q points outside the repository: %s", file, n+1, b, strings.TrimSpace(l))
-				}
+			if m := outsideMark(l); m != "" {
+				t.Errorf("%s:%d: %q points outside the repository: %s", file, n+1, m, strings.TrimSpace(l))
 			}
 		}
 	}
+}
+
+// shippedText lists the text files besides Go and Markdown that users or
+// operators read: globs, each of which must match (a renamed file must
+// not drop out of the check unnoticed), and directories, walked whole.
+var shippedText = []string{
+	"httpapi/openapi.json",
+	"httpapi/ui/",
+	"store/postgres/migrations/*.sql",
+	"Dockerfile",
+	".ci/run",
+	"docs/latchkey.service",
+}
+
+var (
+	// mdRef is a Markdown file named in a comment or text, with an
+	// optional anchor or a quoted section after it: docs/api.md#errors,
+	// (docs/security.md, "The risk engine").
+	mdRef = regexp.MustCompile(`((?:\.\./)*(?:[\w-]+/)*[\w.-]+\.md)\b(?:#([\w-]+)|,\s*"([^"]+)")?`)
+	// urlRe is an absolute URL: its path is not a file of ours.
+	urlRe = regexp.MustCompile(`[a-z][a-z0-9+.-]*://\S+`)
+	// spaces is a run of white space, a line break and comment marks
+	// included once a comment's text is joined.
+	spaces = regexp.MustCompile(`\s+`)
+)
+
+// checkRefs reports each Markdown file text names that the repository
+// does not hold (looked for from the repository's root, then from dir),
+// and each anchor or quoted section that file has no heading for.
+func checkRefs(t *testing.T, where, dir, text string, anchorsOf func(string) map[string]bool) {
+	t.Helper()
+	text = spaces.ReplaceAllString(urlRe.ReplaceAllString(text, " "), " ")
+	for _, m := range mdRef.FindAllStringSubmatch(text, -1) {
+		name, frag, section := m[1], m[2], m[3]
+		path := filepath.FromSlash(name)
+		if _, err := os.Stat(path); err != nil {
+			path = filepath.Join(dir, path)
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s: names %s, which the repository does not hold", where, name)
+				continue
+			}
+		}
+		a := anchorsOf(path)
+		if frag != "" && !a[frag] {
+			t.Errorf("%s: %s has no heading with anchor #%s", where, name, frag)
+		}
+		if section != "" && !a[slug(section)] {
+			t.Errorf("%s: %s has no section %q", where, name, section)
+		}
+	}
+}
+
+// TestDocsCodeSelfContained: the rule of the documentation holds for the
+// code and the other shipped text too. No Go comment or string literal
+// (messages, CLI help, templates) in any package, no UI template,
+// migration, OpenAPI description, Dockerfile, CI script or systemd unit
+// points to the internal specification files; and every Markdown file
+// they name exists, with the anchor or the quoted section it names (as
+// in (docs/security.md, "The risk engine")).
+func TestDocsCodeSelfContained(t *testing.T) {
+	cache := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := cache[path]; ok {
+			return a
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache[path] = anchors(string(raw))
+		return cache[path]
+	}
+
+	// Go: every comment and string literal of every package.
+	fset := token.NewFileSet()
+	goFiles := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		goFiles++
+		dir := filepath.Dir(path)
+		for _, cg := range f.Comments {
+			for _, c := range cg.List {
+				for i, l := range strings.Split(c.Text, "\n") {
+					if m := outsideMark(l); m != "" {
+						t.Errorf("%s:%d: %q points outside the repository: %s", path, fset.Position(c.Pos()).Line+i, m, strings.TrimSpace(l))
+					}
+				}
+			}
+			checkRefs(t, fset.Position(cg.Pos()).String(), dir, cg.Text(), anchorsOf)
+		}
+		own := ownMarks(f)
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING || own[lit] {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				s = lit.Value
+			}
+			where := fset.Position(lit.Pos()).String()
+			if m := outsideMark(s); m != "" {
+				t.Errorf("%s: %q points outside the repository: %s", where, m, lit.Value)
+			}
+			checkRefs(t, where, dir, s, anchorsOf)
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if goFiles < 100 {
+		t.Fatalf("only %d Go files found: is the walk broken?", goFiles)
+	}
+
+	// The other shipped text, line by line.
+	var texts []string
+	for _, p := range shippedText {
+		if strings.HasSuffix(p, "/") {
+			err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					texts = append(texts, path)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		m, err := filepath.Glob(p)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("%s matches no file (err %v): update shippedText", p, err)
+		}
+		texts = append(texts, m...)
+	}
+	for _, file := range texts {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, l := range strings.Split(string(raw), "\n") {
+			where := file + ":" + strconv.Itoa(n+1)
+			if m := outsideMark(l); m != "" {
+				t.Errorf("%s: %q points outside the repository: %s", where, m, strings.TrimSpace(l))
+			}
+			checkRefs(t, where, filepath.Dir(file), l, anchorsOf)
+		}
+	}
+}
+
+// ownMarks returns the string literals of outsideMarks' declaration in
+// f, if f declares it: the list names what it bans.
+func ownMarks(f *ast.File) map[*ast.BasicLit]bool {
+	own := map[*ast.BasicLit]bool{}
+	for _, decl := range f.Decls {
+		g, ok := decl.(*ast.GenDecl)
+		if !ok || g.Tok != token.VAR {
+			continue
+		}
+		for _, spec := range g.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if name.Name != "outsideMarks" || i >= len(vs.Values) {
+					continue
+				}
+				ast.Inspect(vs.Values[i], func(n ast.Node) bool {
+					if lit, ok := n.(*ast.BasicLit); ok {
+						own[lit] = true
+					}
+					return true
+				})
+			}
+		}
+	}
+	return own
 }
 
 // TestSlug pins the anchor rule to GitHub's for the kinds of heading the
@@ -185,7 +395,7 @@ func TestSlug(t *testing.T) {
 		"`sk_live_` keys":                               "sk_live_-keys",
 		"Health, readiness, metrics, OpenAPI, JWKS":     "health-readiness-metrics-openapi-jwks",
 		"Step-up: TOTP, SMS, backup codes":              "step-up-totp-sms-backup-codes",
-		"[Link](x.md) text":                             "link-text",
+		"[Link](docs/api.md) text":                      "link-text",
 	} {
 		if got := slug(in); got != want {
 			t.Errorf("slug(%q) = %q, want %q", in, got, want)

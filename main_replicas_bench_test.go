@@ -28,7 +28,8 @@ import (
 // lease-holding replica sent; verify), its session checked eight times
 // with GET /session and the API key used twice with GET /me; one round
 // in four then logs the session out, and the replica that did it must
-// refuse the token at once, every other replica within 1 s (§16). Any
+// refuse the token at once, every other replica within 1 s (the promise
+// of docs/replicas.md, "Consistency across replicas"). Any
 // other answer is an error; the target is none, and the benchmark fails
 // on one. The replicas run with the defaults: feed read every 250 ms,
 // 15 s leases. It is BenchmarkReplicas (./httpapi) with real processes,

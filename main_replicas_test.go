@@ -206,7 +206,8 @@ func (h *hookReceiver) registered() (order []string, twice []string) {
 
 // TestThreeReplicas: three `latchkey serve` processes on one PostgreSQL
 // database, with the same master key, behind no balancer: each call
-// goes to the replica the test names. Decided (§16) and checked here:
+// goes to the replica the test names. Promised (docs/replicas.md) and
+// checked here:
 //
 //   - a revoked key and a deleted session (logout) are refused by the
 //     other replicas within 1 second;
@@ -376,9 +377,10 @@ func TestThreeReplicas(t *testing.T) {
 		}
 	}
 
-	// Nothing in flight at the kill: §16 allows a delivery or a mail
-	// under way when its sender dies to go out again (at least once
-	// across a crash); what is checked below is that the survivors send
+	// Nothing in flight at the kill: a delivery or a mail under way when
+	// its sender dies may go out again (at least once across a crash:
+	// docs/replicas.md, "Background work and leases"); what is checked
+	// below is that the survivors send
 	// the rest once. So wait until every event is delivered and every
 	// job deleted, and every code mailed.
 	settled := time.Now().Add(30 * time.Second)

@@ -483,7 +483,7 @@ func waitForCode(t *testing.T, dir string) string {
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// TestParseFlags: every flag of decisions.md §1 beats its environment
+// TestParseFlags: every flag (README.md, "Configuration") beats its environment
 // variable, which beats the default; --help lists each flag with its
 // variable and default and never prints a value from the environment.
 func TestParseFlags(t *testing.T) {

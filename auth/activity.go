@@ -8,7 +8,7 @@ import (
 	"latchkey/store"
 )
 
-// Per-session request limit (decisions.md §15, §20).
+// Per-session request limit (docs/api.md, "Rate limits").
 const (
 	// DefaultSessionRateLimit is how many requests one session may make
 	// per rolling minute on the user-JWT endpoints.

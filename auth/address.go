@@ -11,7 +11,8 @@ import (
 	"latchkey/store"
 )
 
-// Address confirmation and change (decisions.md §15). A user proves an
+// Address confirmation and change (docs/security.md, "Verified
+// addresses and address changes"). A user proves an
 // address from their session with a code mailed to it: their current
 // address (POST /user/email/send), or a new one (PATCH /user {email} in
 // a project whose emailChange is "verify"). Both are confirmed by POST

@@ -10,7 +10,7 @@ import (
 	"latchkey/store"
 )
 
-// API key format (decisions.md §4): "sk_live_" or "sk_test_", an
+// API key format (docs/api.md, "API keys"): "sk_live_" or "sk_test_", an
 // 8-character lookup id, "_", a 32-character secret; base62.
 const (
 	LivePrefix    = "sk_live_"

@@ -10,7 +10,9 @@ import (
 	"latchkey/store"
 )
 
-// Backup code parameters (decisions.md §8, §17).
+// Backup code parameters: batches of 10 codes; 5 failures per identifier
+// within 15 minutes lock it out (docs/security.md, "Guessing limits and
+// lockouts").
 const (
 	BackupBatchSize   = 10
 	BackupMaxFailures = 5

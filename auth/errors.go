@@ -8,7 +8,7 @@ import (
 	"latchkey/store"
 )
 
-// Error is a failure the caller may see: the contract's wire code, the
+// Error is a failure the caller may see: its stable wire code, the
 // failure category recorded on authentication events, and a message safe
 // to show. Err, the cause, is logged and never sent. RetryAfter, when
 // positive, tells the caller how long to wait (sent as the Retry-After
@@ -68,7 +68,7 @@ func (e *Error) WithRetry(d time.Duration) *Error {
 	return &c
 }
 
-// Failure categories (the contract's "Failure categories" table).
+// Failure categories (docs/api.md, "Failure categories").
 const (
 	CatInvalidCode    = "invalid_code"
 	CatExpired        = "expired"
@@ -90,7 +90,7 @@ func newErr(code, category, msg string) *Error {
 	return e
 }
 
-// Request and routing errors (decisions.md §13).
+// Request and routing errors (docs/api.md, "Request limits").
 var (
 	ErrValidation       = newErr("VALIDATION_ERROR", CatValidation, "Invalid request.")
 	ErrNotFound         = newErr("NOT_FOUND", "", "Not found")
@@ -106,7 +106,8 @@ var (
 	ErrOriginNotAllowed = newErr("ORIGIN_NOT_ALLOWED", "", "This origin is not an allowed origin of any project: add it to the project's allowedOrigins.")
 )
 
-// API key errors, in the decided validation order (decisions.md §4).
+// API key errors, in the order the key check tries them (docs/api.md,
+// "API keys").
 var (
 	ErrMissingAPIKey     = newErr("MISSING_API_KEY", "", "Missing API key: send the header Authorization: Bearer followed by the key.")
 	ErrInvalidFormat     = newErr("INVALID_FORMAT", "", "API key has an invalid format.")
@@ -117,7 +118,8 @@ var (
 	ErrInvalidAPIKey     = newErr("INVALID_API_KEY", "", "API key is not attached to a project.")
 	ErrRateLimitExceeded = newErr("RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this API key; retry later.")
 	// ErrKeyInternal is a failure inside the service while validating a
-	// key: unlike ErrInternal, the contract answers it as a refused key.
+	// key: unlike ErrInternal, it is answered as a refused key (401),
+	// never as a pass.
 	ErrKeyInternal = newErr("INTERNAL_ERROR", CatInternal, "Could not validate the API key; retry.")
 )
 
@@ -159,7 +161,7 @@ var (
 	ErrStepUpRequired = newErr("STEP_UP_REQUIRED", CatRiskBlocked, "Verify with your current phone or another factor first.")
 )
 
-// Passkey errors (decisions.md §9).
+// Passkey errors (docs/api.md, "Passkeys").
 var (
 	ErrInvalidCredential = newErr("INVALID_CREDENTIAL", CatInvalidCode, "The passkey response is not valid.")
 	ErrChallengeExpired  = newErr("CHALLENGE_EXPIRED", CatExpired, "The challenge is unknown, used or expired; start again.")
@@ -167,7 +169,7 @@ var (
 	ErrUserExists        = newErr("USER_EXISTS", CatUserExists, "An account with this email already exists; sign in and add a passkey.")
 	ErrPasskeyNotFound   = newErr("PASSKEY_NOT_FOUND", "", "Passkey not found.")
 	ErrNoPasskey         = newErr("USER_NOT_FOUND", CatUserNotFound, "No passkey is registered for this email.")
-	// ErrPasskeyLoginInternal is the contract's passkey-login catch-all:
+	// ErrPasskeyLoginInternal is passkey sign-in's catch-all:
 	// a failure inside the service, category internal_error, answered
 	// as a refused sign-in rather than as ErrInternal.
 	ErrPasskeyLoginInternal = newErr("INTERNAL_ERROR", CatInternal, "Passkey sign-in failed; retry.")
@@ -185,7 +187,7 @@ var (
 	ErrReplayed             = newErr("REPLAYED", CatExternalMethod, "This confirmation was already used.")
 )
 
-// OAuth 2.0 / OpenID Connect sign-in (decisions.md §18).
+// OAuth 2.0 / OpenID Connect sign-in (docs/oauth.md).
 var (
 	ErrProviderNotFound = newErr("PROVIDER_NOT_FOUND", "", "OAuth provider not found.")
 	ErrProviderExists   = newErr("PROVIDER_EXISTS", "", "The project already has a provider with that name.")
@@ -216,7 +218,8 @@ var (
 	ErrProviderPrivate = newErr("PROVIDER_UNAVAILABLE", CatInternal, "The provider's endpoints are at a private, loopback or link-local address, which latchkey does not call.")
 )
 
-// ErrWebhookNotFound is the contract's "not found" without a code.
+// ErrWebhookNotFound is the webhook 404, the one failure without a code
+// (docs/api.md, "Errors").
 var ErrWebhookNotFound = newErr("", "", "Webhook not found")
 
 // Admin errors.
@@ -229,7 +232,8 @@ var (
 	ErrMethodExists     = newErr("EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
 )
 
-// Session management and abuse limits (decisions.md §15, §20).
+// Session management and abuse limits (docs/security.md, "Abuse
+// bounds").
 var (
 	ErrSessionNotFound  = newErr("SESSION_NOT_FOUND", "", "Session not found.")
 	ErrSessionRateLimit = newErr("RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many requests for this session; retry later.")

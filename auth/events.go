@@ -22,7 +22,8 @@ type Meta struct {
 	EndUserIP bool
 	// Locale is the end user's language as the request gives it: the
 	// send body's locale, else the Accept-Language the app passed on
-	// (decisions.md §18). It picks the project's mail template.
+	// (docs/api.md, "Mail templates"). It picks the project's mail
+	// template.
 	Locale string
 }
 

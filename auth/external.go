@@ -14,7 +14,8 @@ import (
 	"latchkey/store"
 )
 
-// External-method parameters (decisions.md §10).
+// External-method parameters: verifiedAt within 60 s of now, a Pattern B
+// result redeemable for 5 minutes (docs/api.md, "External methods").
 const (
 	ExternalWindow   = 60 * time.Second
 	GrantLifetime    = 5 * time.Minute

@@ -11,7 +11,8 @@ import (
 	"latchkey/store"
 )
 
-// UserView is the user object of login results (decisions.md §14).
+// UserView is the user object every login result carries (docs/api.md,
+// "Login results").
 type UserView struct {
 	ID             string  `json:"id"`
 	Email          string  `json:"email"`

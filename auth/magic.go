@@ -10,7 +10,8 @@ import (
 	"latchkey/store"
 )
 
-// Magic link parameters (decisions.md §6).
+// Magic link parameters: a link is single use and lives 15 minutes
+// (docs/api.md, "Magic link").
 const (
 	MagicLifetime   = 15 * time.Minute
 	codeKindMagic   = "magic"

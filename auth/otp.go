@@ -9,7 +9,8 @@ import (
 	"latchkey/store"
 )
 
-// Email OTP parameters (decisions.md §6).
+// Email OTP parameters: a code lives 10 minutes and takes 5 tries; one
+// send per 30 s and ten per hour per address (docs/api.md, "Email OTP").
 const (
 	OTPLifetime    = 10 * time.Minute
 	OTPMaxAttempts = 5
@@ -19,7 +20,8 @@ const (
 	hashDomainOTP  = "otp"
 )
 
-// Guessing limit over time (decisions.md §15, NIST SP 800-63B 5.2.2): at
+// Guessing limit over time (NIST SP 800-63B 5.2.2; docs/security.md,
+// "Guessing limits and lockouts"): at
 // most AddressFailLimit wrong email codes per address in any rolling
 // AddressFailWindow, over all its codes (otp/verify and the address
 // confirmations of /user/email/verify). Past it those verifies answer
@@ -287,7 +289,7 @@ func isExternalIDConflict(err error) bool {
 // Rejected records a send or verify whose request body could not be read
 // (malformed JSON, wrong field types) as a failed authentication event of
 // project p, and returns err. Handlers call it so that every send and
-// verify leaves an event, as decisions.md §12 asks.
+// verify leaves an event (docs/api.md, "Failure categories").
 func (s *Service) Rejected(ctx context.Context, p *store.Project, method, action string, err error, m Meta) error {
 	projectID := ""
 	if p != nil {

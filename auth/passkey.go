@@ -50,8 +50,8 @@ func (s *Service) relyingParty(p *store.Project) (*webauthn.WebAuthn, error) {
 			UserVerification: protocol.VerificationPreferred,
 		},
 		// Browsers and password managers add client extension outputs
-		// nobody asked for; WebAuthn §7.1 step 14 lets the relying party
-		// ignore them, and none is trusted for anything here.
+		// nobody asked for; WebAuthn section 7.1, step 14 lets the relying
+		// party ignore them, and none is trusted for anything here.
 		ExtensionsUnsolicitedOutputPolicy: protocol.UnsolicitedOutputPolicyIgnore,
 	})
 	if err != nil {
@@ -436,8 +436,8 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 // BeginPasskeyLogin starts a sign-in: for rawEmail's passkeys, or, with
 // no email, for a discoverable credential. Errors: 400 VALIDATION_ERROR
 // for a bad email; 404 USER_NOT_FOUND when the email has no account or no
-// passkey (the contract's enrollment lookup); 403 USER_DISABLED; 403
-// RISK_BLOCKED.
+// passkey (an enrolment lookup: docs/choices.md, "Passkeys"); 403
+// USER_DISABLED; 403 RISK_BLOCKED.
 func (s *Service) BeginPasskeyLogin(ctx context.Context, p *store.Project, rawEmail string, m Meta) (*Ceremony, error) {
 	email, _ := NormalizeEmail(rawEmail) // a bad address fails in passkeyUser
 	a := s.attempt(ctx, p.ID, "passkey", "login_start", m)
@@ -511,7 +511,7 @@ func (s *Service) passkeyUser(ctx context.Context, a *attempt, p *store.Project,
 // or its user is unknown, is not the started email's, or (discoverable)
 // the user handle is not the credential's user; 403 USER_DISABLED
 // for a valid assertion of a disabled user; 403 RISK_BLOCKED; and, for any
-// failure inside the service, the contract's passkey-login catch-all 401
+// failure inside the service, passkey sign-in's catch-all 401
 // INTERNAL_ERROR. Consuming the challenge, the failure's event or the
 // updated counter, session and events are one transaction.
 func (s *Service) FinishPasskeyLogin(ctx context.Context, p *store.Project, challengeID string, credential json.RawMessage, m Meta) (*Login, error) {

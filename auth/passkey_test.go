@@ -36,8 +36,9 @@ func newPasskeyService(t *testing.T) (*Service, *store.Project, *time.Time) {
 	return s, b.Project, &now
 }
 
-// TestRelyingParty: rpId and origins per project, decisions.md §9 and §14,
-// with a loopback address standing as "localhost" and other IPs refused.
+// TestRelyingParty: rpId and origins per project (docs/api.md, "Relying
+// party and origins"), with a loopback address standing as "localhost"
+// and other IPs refused.
 func TestRelyingParty(t *testing.T) {
 	cases := []struct {
 		name    string

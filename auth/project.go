@@ -19,7 +19,10 @@ import (
 	"latchkey/store"
 )
 
-// Project limits (decisions.md §3, §5).
+// Project limits: session lifetime 5 minutes to 90 days (24 hours by
+// default), 1 to 1,000,000,000 requests per key per minute (100 by
+// default), at most 50 allowed origins and 1,000 deny-list entries
+// (docs/api.md, "Projects").
 const (
 	DefaultSessionTTL = 86400
 	MinSessionTTL     = 300

@@ -2,12 +2,13 @@ package auth
 
 import "latchkey/store"
 
-// Replicas on one database (decisions.md §16). The store's invalidation
+// Replicas on one database (docs/replicas.md, "Consistency across
+// replicas"). The store's invalidation
 // feed (store.DB.Watch) tells this service of the changes every replica
 // commits, its own included; it drops its cached copies as it does after
 // its own commits, so a revoked key or a changed or deleted project is
 // seen by every replica within the feed's delay (250 ms by default, well
-// within the 1 second decided). What the service caches across requests:
+// within the 1 second promised). What the service caches across requests:
 //
 //   - API keys (apiKeys) and projects (projects): dropped by
 //     ChangeAPIKey and ChangeProject;

@@ -10,7 +10,9 @@ import (
 	"latchkey/store"
 )
 
-// Risk parameters (decisions.md §12).
+// Risk parameters: more than 30 failed verifications of one key within
+// 10 minutes block it for 15 minutes (docs/security.md, "The risk
+// engine").
 const (
 	RiskMaxFailures = 30
 	RiskWindow      = 10 * time.Minute
@@ -293,15 +295,16 @@ type riskSlot struct {
 	failed bool // set on the goroutine that commits, read after the commit returns
 }
 
-// reserveRisk is the risk check of a verification (decisions.md §12,
-// §15): 403 RISK_BLOCKED from an address on the project's deny list, or
+// reserveRisk is the risk check of a verification (docs/security.md,
+// "The risk engine"): 403 RISK_BLOCKED from an address on the project's
+// deny list, or
 // when the velocity key is blocked or its slots are taken (see
 // Risk.reserve). The key is the end-user IP when it is known
 // (m.EndUserIP); otherwise the account who names, so one app backend
 // calling without X-End-User-IP cannot block a whole project. A request
 // that names no account and comes without a known IP is neither counted
-// nor blocked (nil slot). A device token bound to who's user (decisions
-// §5) passes a velocity refusal, its failures still counted. Use cases
+// nor blocked (nil slot). A device token bound to who's user (a known
+// device) passes a velocity refusal, its failures still counted. Use cases
 // take it through their attempt (attempt.reserveRisk), which settles it
 // with releaseRisk once the outcome is committed.
 func (s *Service) reserveRisk(ctx context.Context, p *store.Project, m Meta, who subject) (*riskSlot, error) {

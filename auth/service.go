@@ -1,7 +1,7 @@
 // Package auth holds latchkey's use cases: API-key checks, projects and
 // keys for the operator, sign-in by code, link, factor or external method,
 // sessions and JWTs, and the events each writes. It knows nothing of HTTP;
-// errors it returns are *Error values carrying the contract's wire code.
+// errors it returns are *Error values carrying their wire code.
 package auth
 
 import (

@@ -15,7 +15,8 @@ import (
 	"latchkey/store"
 )
 
-// claims are latchkey's JWT claims (decisions.md §5); aud is one string.
+// claims are latchkey's JWT claims (docs/api.md, "User session tokens");
+// aud is one string.
 type claims struct {
 	Iss string `json:"iss"`
 	Aud string `json:"aud"`

@@ -12,7 +12,7 @@ import (
 
 // Logout scopes (POST /logout {scope}).
 const (
-	LogoutThis   = ""       // the calling session (the contract's logout)
+	LogoutThis   = ""       // the calling session (the plain logout)
 	LogoutOthers = "others" // every other session of the user
 	LogoutAll    = "all"    // every session of the user, this one too
 )

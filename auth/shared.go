@@ -12,7 +12,8 @@ import (
 	"latchkey/store"
 )
 
-// Limits across replicas (decisions.md §16). On a store that several
+// Limits across replicas (docs/replicas.md, "Limits across replicas").
+// On a store that several
 // processes share (store.Shared: PostgreSQL) the risk engine's velocity
 // counts are rows, checked and counted by one statement each (exact),
 // and the request rates (per API key, per session, per admin address)

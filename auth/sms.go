@@ -10,8 +10,9 @@ import (
 	"latchkey/store"
 )
 
-// SMS parameters (decisions.md §8). The send throttle (one per 30 s, ten
-// per hour per user) is latchkey's own, against SMS pumping.
+// SMS parameters: codes live 10 minutes and take 5 tries (docs/api.md,
+// "SMS"). The send throttle (one per 30 s, ten per hour per user) is
+// latchkey's own, against SMS pumping.
 const (
 	SMSLifetime     = 10 * time.Minute
 	SMSMaxAttempts  = 5
@@ -29,8 +30,8 @@ var smsSends = sendLimit{SMSSendInterval, SMSSendsPerHour}
 // errSMSThrottled is the 429 of an SMS send over the per-user throttle.
 var errSMSThrottled = ErrTooManyRequests.With("Too many SMS codes sent for this account; wait before asking again.")
 
-// ValidPhone reports whether phone is E.164 as decisions.md §8 defines
-// it: "+" then 8 to 15 ASCII digits, nothing else (no spaces).
+// ValidPhone reports whether phone is E.164 as latchkey takes it: "+"
+// then 8 to 15 ASCII digits, nothing else (no spaces to normalise).
 func ValidPhone(phone string) bool {
 	if len(phone) < 9 || len(phone) > 16 || phone[0] != '+' {
 		return false

@@ -9,8 +9,9 @@ import (
 	"latchkey/store"
 )
 
-// TOTP hardening (decisions.md §8 and §15, a deviation from the
-// contract's "no rate limit"): each run of TOTPMaxFailures consecutive
+// TOTP hardening (stricter than the common form of this API, which sets
+// no limit: docs/security.md, "Guessing limits and lockouts"): each run
+// of TOTPMaxFailures consecutive
 // failures locks every try out, for TOTPLockout after the first run and
 // twice as long after each further run, up to TOTPMaxLockout;
 // TOTPFailureCap consecutive failures with no success lock it until a

@@ -92,6 +92,6 @@ func TestAdminBodiesStrict(t *testing.T) {
 	// (The body passes; the user has no TOTP to reset.)
 	wantError(t, ts.admin("POST", "/api/v1/admin/users/"+uid+"/factors/totp/reset", `{}`), 404, "TOTP_NOT_ENROLLED")
 
-	// The public API ignores unknown fields (decided for the contract).
+	// The public API ignores unknown fields (docs/api.md, "Request limits").
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, `{"email":"other@example.com","emial":"x"}`))
 }

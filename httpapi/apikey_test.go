@@ -182,7 +182,8 @@ func TestRateLimitHeaders(t *testing.T) {
 }
 
 // TestRateLimitByExternalIs401: the two by-external passkey routes answer
-// RATE_LIMIT_EXCEEDED with 401 (the contract), with the same headers.
+// RATE_LIMIT_EXCEEDED with 401 (docs/api.md, "Rate limits"), with the
+// same headers.
 func TestRateLimitByExternalIs401(t *testing.T) {
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 1}))

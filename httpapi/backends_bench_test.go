@@ -358,7 +358,7 @@ func BenchmarkReplicas(b *testing.B) {
 			}
 			if i%4 == 0 {
 				// The replica that logs out refuses the token at once,
-				// every other one within a second (decisions.md §16).
+				// every other one within a second (docs/replicas.md).
 				by := pick()
 				if _, err := by.post("/api/v1/logout", tok, map[string]any{}); err != nil {
 					return err

@@ -9,11 +9,12 @@ import (
 	"latchkey/auth"
 )
 
-// CORS for browser calls (docs/api.md, "CORS"). A web app calls the user-JWT
-// endpoints and the passkey ceremonies from its pages, on one of its
-// project's allowed origins. Bearer tokens, not cookies, authenticate
-// those calls, so no Access-Control-Allow-Credentials is sent. API-key
-// and admin endpoints are for servers and send no CORS headers.
+// CORS for browser calls (docs/api.md, "CORS (browser calls)"). A web
+// app calls the user-JWT endpoints and the passkey ceremonies from its
+// pages, on one of its project's allowed origins. Bearer tokens, not
+// cookies, authenticate those calls, so no Access-Control-Allow-Credentials
+// is sent. API-key and admin endpoints are for servers and send no CORS
+// headers.
 
 // CORS answer values.
 const (

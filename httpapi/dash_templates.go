@@ -10,7 +10,8 @@ import (
 	"latchkey/mail"
 )
 
-// The dashboard's mail templates page (decisions.md §18): the list, and
+// The dashboard's mail templates page (docs/api.md, "Mail templates"):
+// the list, and
 // one form that previews a draft on sample data or saves it.
 
 // templateForm is the template form's input, kept when it is shown

@@ -16,8 +16,8 @@ type sendInput struct {
 	Email       string `json:"email"`
 	RedirectURL string `json:"redirectUrl"`
 	DeviceToken string `json:"deviceToken"`
-	// Locale picks the mail template (decisions.md §18); without it the
-	// Accept-Language header does.
+	// Locale picks the mail template; without it the Accept-Language
+	// header does (docs/api.md, "Mail templates").
 	Locale string `json:"locale"`
 }
 
@@ -85,8 +85,9 @@ type magicLogin struct {
 }
 
 // wantsHTML reports a browser navigation: Accept lists text/html and not
-// application/json. Link scanners and API clients get the contract's
-// behaviour; people get a confirm page (decisions.md §6).
+// application/json. Link scanners and API clients get the JSON answer,
+// which consumes the link; people get a confirm page, so a scanner
+// cannot use a link up (docs/api.md, "GET /api/v1/magic/verify").
 func wantsHTML(r *http.Request) bool {
 	a := strings.ToLower(r.Header.Get("Accept"))
 	return strings.Contains(a, "text/html") && !strings.Contains(a, "application/json")

@@ -12,7 +12,8 @@ import (
 	"latchkey/httpapi"
 )
 
-// eventFields is the admin API's event shape (decisions.md §12).
+// eventFields is the admin API's event shape (docs/api.md,
+// "GET /api/v1/admin/events").
 var eventFields = []string{"id", "projectId", "userId", "email", "method", "action", "success", "failureCode", "ip", "userAgent", "createdAt"}
 
 // events returns the admin API's events for query.

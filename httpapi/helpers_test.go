@@ -483,10 +483,11 @@ func (ts *testServer) outboxSince(n int) []outboxEvent {
 	return out
 }
 
-// wantLoginUser asserts a login result's user object (decisions.md §14:
-// every login result carries it): exactly the five decided keys and
-// emailVerified (§15, a boolean), the result's userId, the given email,
-// and companyId beside it.
+// wantLoginUser asserts a login result's user object (every login result
+// carries it: docs/api.md, "Login results"): exactly the keys id,
+// email, externalUserId, company_id, first_name and emailVerified (a
+// boolean), the result's userId, the given email, and companyId beside
+// it.
 func wantLoginUser(t *testing.T, body map[string]any, email string) {
 	t.Helper()
 	u, ok := body["user"].(map[string]any)

@@ -65,7 +65,7 @@ func TestOutboxEventsOfEmailLogin(t *testing.T) {
 }
 
 // TestAuthEventsOfEmailLogin: every send and verify, failed or not,
-// leaves an authentication event with the contract's failure category,
+// leaves an authentication event with its failure category,
 // including requests whose body could not be read.
 func TestAuthEventsOfEmailLogin(t *testing.T) {
 	ts := newTestServer(t)

@@ -171,7 +171,7 @@ func (ts *testServer) postForm(path string, form url.Values) *response {
 
 // TestMagicVerifyAcceptHeaders: only a browser navigation gets the
 // confirm page; scanners and API clients sending no Accept, */* or JSON
-// get the contract's JSON, which consumes the link.
+// get the JSON login result, which consumes the link.
 func TestMagicVerifyAcceptHeaders(t *testing.T) {
 	ts := newTestServer(t)
 	for _, accept := range []string{"", "*/*", "application/json", "text/html, application/json", "application/json;q=0.9, text/html"} {

@@ -213,7 +213,7 @@ func TestPasskeyBadInput(t *testing.T) {
 	}{{"/api/v1/passkey/login/verify", login.ID}, {"/api/v1/passkey/register/verify", signup.ID}} {
 		// A malformed body or a missing challengeId is VALIDATION_ERROR; a
 		// credential that is not a JSON object is a bad credential
-		// (decisions §9: 400 INVALID_CREDENTIAL). Neither consumes the
+		// (400 INVALID_CREDENTIAL). Neither consumes the
 		// challenge.
 		bodies := []struct {
 			body any
@@ -257,7 +257,7 @@ func TestPasskeyBadInput(t *testing.T) {
 }
 
 // TestPasskeyInternalError: a failure inside the service during sign-in
-// is the contract's passkey-login catch-all, 401 INTERNAL_ERROR; during
+// is passkey sign-in's catch-all, 401 INTERNAL_ERROR; during
 // registration it is the usual 500.
 func TestPasskeyInternalError(t *testing.T) {
 	ts, a := newPasskeyServer(t)

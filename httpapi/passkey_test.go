@@ -584,8 +584,8 @@ func TestPasskeyUserExists(t *testing.T) {
 }
 
 // TestPasskeyLoginStartUnknown: sign-in by email needs an account with a
-// passkey: otherwise 404 USER_NOT_FOUND (the contract's enrollment
-// lookup), recorded as user_not_found.
+// passkey: otherwise 404 USER_NOT_FOUND (an enrolment lookup), recorded
+// as user_not_found.
 func TestPasskeyLoginStartUnknown(t *testing.T) {
 	ts, _ := newPasskeyServer(t)
 	wantError(t, ts.do("POST", "/api/v1/passkey/login/start", ts.Key, map[string]any{"email": "nobody@example.com"}), 404, "USER_NOT_FOUND")

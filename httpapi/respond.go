@@ -60,8 +60,8 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, envelope{Error: e.Message, Code: e.Code})
 }
 
-// statusByCode is the HTTP status of each wire code (interface.md's
-// tables and decisions.md). auth declares the codes and knows no
+// statusByCode is the HTTP status of each wire code (docs/api.md,
+// "Errors", and each endpoint's table). auth declares the codes and knows no
 // statuses; this table and statusOf are the only place that maps them.
 var statusByCode = map[string]int{
 	"VALIDATION_ERROR":     http.StatusBadRequest,
@@ -134,17 +134,18 @@ var statusByCode = map[string]int{
 	"SERVICE_UNAVAILABLE": http.StatusServiceUnavailable,
 }
 
-// statusByFailure is the status of the failures the contract answers
-// otherwise than the rest of their wire code, by the declared auth error
+// statusByFailure is the status of the failures answered otherwise
+// than the rest of their wire code, by the declared auth error
 // they derive from (errors.Is).
 var statusByFailure = []struct {
 	err    *auth.Error
 	status int
 }{
 	// A failure inside the service while validating a key is a refused
-	// key, not a server error (interface.md, API key errors).
+	// key, not a server error (docs/api.md, "API keys").
 	{auth.ErrKeyInternal, http.StatusUnauthorized},
-	// The passkey-login catch-all (interface.md, internal_error).
+	// Passkey sign-in's catch-all: a failure inside the service is a
+	// refused sign-in (docs/api.md, "Errors").
 	{auth.ErrPasskeyLoginInternal, http.StatusUnauthorized},
 	// An unknown credential on login verify is deliberately generic
 	// (user_not_found: 401 on passkey login verify); a malformed or
@@ -153,7 +154,7 @@ var statusByFailure = []struct {
 	// An admin call naming an unknown key prefix: the key is a resource
 	// there, not the caller's credential.
 	{auth.ErrKeyNotFound, http.StatusNotFound},
-	// The contract's webhook 404 has no code.
+	// The webhook 404 has no code (docs/api.md, "Errors").
 	{auth.ErrWebhookNotFound, http.StatusNotFound},
 }
 

@@ -53,7 +53,8 @@ type Server struct {
 	load load // is the API saturated? (Busy)
 }
 
-// MaxBodyBytes is the largest accepted request body (decisions.md §13).
+// MaxBodyBytes is the largest accepted request body (docs/api.md,
+// "Request limits").
 const MaxBodyBytes = 64 << 10
 
 // MaxHeaderBytes is the value for http.Server.MaxHeaderBytes: net/http

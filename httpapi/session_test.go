@@ -67,7 +67,7 @@ func TestPatchAndDeleteUser(t *testing.T) {
 	ts.login("taken@example.com")
 
 	// The address changes once the code mailed to it comes back
-	// (decisions.md §15); the first name at once.
+	// (emailChange "verify"); the first name at once.
 	r := ts.do("PATCH", "/api/v1/user", tok, map[string]any{"email": "New@Example.com", "firstName": "Pat"})
 	wantOK(t, r)
 	if u := obj(t, r.Body, "user"); u["email"] != "p@example.com" || u["firstName"] != "Pat" || u["id"] == nil || r.Body["pendingEmail"] != "new@example.com" {
@@ -246,7 +246,7 @@ func bigB64(t *testing.T, s string) *big.Int {
 	return new(big.Int).SetBytes(b)
 }
 
-// TestAccountShapes: the account calls answer the contract's shapes, and
+// TestAccountShapes: the account calls answer their documented shapes, and
 // GET /session's integers are the JWT's own iat and exp.
 func TestAccountShapes(t *testing.T) {
 	ts := newTestServer(t)

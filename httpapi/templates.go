@@ -9,7 +9,8 @@ import (
 	"latchkey/mail"
 )
 
-// Mail templates (decisions.md §18): thin handlers over auth's use
+// Mail templates (docs/api.md, "Mail templates"): thin handlers over
+// auth's use
 // cases; the preview of a kind without a template renders package mail's
 // built-in English.
 

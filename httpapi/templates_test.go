@@ -10,7 +10,7 @@ import (
 	"latchkey/store"
 )
 
-// Mail templates (decisions.md §18), over real HTTP on the test
+// Mail templates, over real HTTP on the test
 // backend.
 
 func tmplPath(ts *testServer, rest string) string {

@@ -13,7 +13,8 @@ import (
 	"latchkey/auth"
 )
 
-// User import and export (decisions.md §18): both stream, so their
+// User import and export (docs/api.md, "Import and export"): both
+// stream, so their
 // handlers lift the server's read and write deadlines for the request.
 
 // MaxImportBytes is the largest import body.

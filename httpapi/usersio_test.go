@@ -19,7 +19,7 @@ import (
 	"latchkey/store"
 )
 
-// User import and export (decisions.md §18), over real HTTP on the test
+// User import and export, over real HTTP on the test
 // backend.
 
 func (ts *testServer) importUsers(projectID, contentType, body string) *response {

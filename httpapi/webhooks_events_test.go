@@ -12,7 +12,7 @@ import (
 
 // TestWebhookEvents drives every capability that emits an event and
 // checks, at a real receiver, that each event arrives once with exactly
-// the data fields of decisions.md §11: sign-up, logins by code, link and
+// the data fields of docs/api.md, "Events": sign-up, logins by code, link and
 // backup code, profile change, backup codes, SMS enrolment, logout
 // (session.revoked), account deletion (session.revoked for every session,
 // then user.deleted) and disabling (session.revoked for every session).

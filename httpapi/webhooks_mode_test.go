@@ -38,7 +38,7 @@ func listenPrivate() net.Listener {
 	return nil
 }
 
-// wantWebhookNotFound asserts the contract's 404 for a webhook: no code.
+// wantWebhookNotFound asserts the webhook 404, the one without a code.
 func wantWebhookNotFound(t *testing.T, r *response) {
 	t.Helper()
 	if r.Status != 404 || r.Body["success"] != false || r.Body["error"] != "Webhook not found" {

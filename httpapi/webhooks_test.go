@@ -147,7 +147,7 @@ func TestWebhookRegistration(t *testing.T) {
 	if len(list) != 3 {
 		t.Fatalf("webhooks=%d", len(list))
 	}
-	// Oldest first, each with exactly the contract's fields.
+	// Oldest first, each with exactly the documented fields.
 	for i, want := range []struct {
 		id, url string
 		types   any

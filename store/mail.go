@@ -71,7 +71,7 @@ type MailContent struct {
 	NewEmailMasked string `json:"newEmailMasked,omitempty"`
 
 	// Subject, Text and HTML, when Subject is set, are the message as
-	// the project's template for Locale rendered it (decisions.md §18);
+	// the project's template for Locale rendered it;
 	// without them the mail package renders its built-in English.
 	Subject string `json:"subject,omitempty"`
 	Text    string `json:"text,omitempty"`

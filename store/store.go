@@ -5,7 +5,7 @@
 // Callers see two interfaces, DB and Tx (tx.go), and the record types
 // (User, Session, Project...). One use case is one transaction: DB.View,
 // DB.Update or DB.Batch hands its function a Tx with typed methods. The
-// interfaces are the contract every backend implements: their doc
+// interfaces are what every backend implements: their doc
 // comments say what each method does, in what order it returns rows and
 // what it returns when nothing matches, so that a second backend can be
 // written from them alone.

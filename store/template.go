@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Template is a project's own wording of one kind of mail in one locale
-// (decisions.md §18): Go templates for the subject, the text part and the
+// Template is a project's own wording of one kind of mail in one locale:
+// Go templates for the subject, the text part and the
 // HTML part, checked by the caller when uploaded. It is keyed by
 // (ProjectID, Kind, Locale); Locale is a canonical BCP 47 tag ("pt-BR").
 type Template struct {

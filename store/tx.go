@@ -23,7 +23,7 @@ import "time"
 //     PostgreSQL's jsonb, which reorders keys), nil and empty alike where
 //     the record's encoding does not tell them apart, times to the
 //     nanosecond with their zero value kept (compare them with Equal:
-//     the location of a time read back is not part of the contract),
+//     the location of a time read back is not part of the interface),
 //     nil pointers as nil.
 //   - "Byte order" of strings is the order of their bytes (PostgreSQL:
 //     COLLATE "C"). Ids are time-ordered UUIDs (version 7) unless said
@@ -464,8 +464,8 @@ type Tx interface {
 	// it deletes.
 	SweepExpired(kind Expiring, now time.Time, max int) (int, error)
 
-	// Mail templates (decisions.md §18), keyed by (project, kind,
-	// locale). DeleteProject removes a project's templates.
+	// Mail templates (a project's own wording of a kind of mail in a
+	// locale), keyed by (project, kind, locale). DeleteProject removes a project's templates.
 
 	// Template returns projectID's template of kind in locale (an exact
 	// match: callers do the locale fallback).

@@ -16,8 +16,8 @@ import (
 	"latchkey/store"
 )
 
-// EventTypes are the event types a webhook can subscribe to
-// (decisions.md §11).
+// EventTypes are the event types a webhook can subscribe to (each with
+// its data: docs/api.md, "Events").
 var EventTypes = []string{
 	"user.registered", "user.updated", "user.deleted",
 	"session.created", "session.revoked",
@@ -226,8 +226,9 @@ func adminView(w *store.Webhook) AdminView {
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Delete removes projectID's webhook id, cancelling its pending
-// deliveries and removing its history (decisions.md §11, a deviation
-// from the contract's 500). Another project's or the other mode's
+// deliveries and removing its history: a webhook with deliveries is
+// deleted too, where the common form of this API fails with a 500
+// (docs/choices.md, "Webhooks"). Another project's or the other mode's
 // webhook is ErrNotFound.
 func (s *Service) Delete(ctx context.Context, projectID, mode, id string) error {
 	return s.DB.Update(ctx, func(tx store.Tx) error {

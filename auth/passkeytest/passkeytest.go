@@ -33,7 +33,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 )
 
-// Authenticator flags (WebAuthn §6.1, authenticator data).
+// Authenticator flags (WebAuthn section 6.1, authenticator data).
 const (
 	FlagUP = 0x01 // user present
 	FlagUV = 0x04 // user verified

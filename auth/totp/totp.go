@@ -18,7 +18,8 @@ import (
 	"github.com/pquerna/otp/hotp"
 )
 
-// Parameters (interface.md "TOTP enrollment", decisions.md §8).
+// Parameters: RFC 6238 with HMAC-SHA1, a 20-byte secret, 6 digits every
+// 30 s, one step of skew either side (docs/api.md, "TOTP").
 const (
 	SecretSize = 20 // bytes of secret
 	Period     = 30 // seconds per step

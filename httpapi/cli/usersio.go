@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// User import and export, and mail templates (decisions.md §18).
+// User import and export, and mail templates (docs/operations.md,
+// "Importing and exporting users"; docs/api.md, "Mail templates").
 
 var userExport = &command{
 	name:    "user export",

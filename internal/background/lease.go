@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// Default lease timing (decisions.md §16: a dead replica's lease is taken
-// over within 30 seconds). A lease lasts DefaultLeaseTTL from its last
+// Default lease timing (a dead replica's lease is taken over within 30
+// seconds: docs/replicas.md, "Background work and leases"). A lease lasts DefaultLeaseTTL from its last
 // renewal, renewed every third of it; another replica tries as often, so
 // it takes a dead holder's lease at most TTL + TTL/3 = 20 s after the
 // holder's last renewal.

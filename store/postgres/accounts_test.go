@@ -62,7 +62,7 @@ func notYet(t *testing.T, err error) {
 }
 
 // same fails t unless got and want are deeply equal, times compared with
-// Equal (the location is not part of the contract).
+// Equal (the location is not part of store.Tx's promise).
 func sameAccount(t *testing.T, name string, got, want any) {
 	t.Helper()
 	if !reflect.DeepEqual(normTimes(got), normTimes(want)) {

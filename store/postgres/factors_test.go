@@ -358,7 +358,7 @@ func TestFactorRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	// The kinds are the contract's two.
+	// The kinds are store.Factor's two.
 	err := db.Update(context.Background(), func(tx store.Tx) error {
 		return tx.PutFactor(&store.Factor{UserID: "u1", ProjectID: "p1", Kind: "email"})
 	})

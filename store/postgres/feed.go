@@ -14,7 +14,8 @@ import (
 	"latchkey/store"
 )
 
-// The invalidation feed (decisions.md §16): every transaction that
+// The invalidation feed (docs/replicas.md, "Consistency across
+// replicas"): every transaction that
 // changes what replicas cache (an API key, a project, a user, a deleted
 // session) or that queues work for the replica doing a background task
 // (mail, an outbox event) writes a row to changes (txn.changed), in the

@@ -9,7 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Leases (decisions.md §16): one row per name in leases, holder and
+// Leases (docs/replicas.md, "Background work and leases"): one row per
+// name in leases, holder and
 // until. A lease is acquired or renewed by one upsert whose update
 // applies only when the lease ran out or the holder already holds it;
 // the row lock the upsert takes makes it atomic among replicas, and

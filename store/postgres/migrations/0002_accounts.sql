@@ -52,8 +52,8 @@ CREATE TABLE users (
 	CONSTRAINT users_external_id UNIQUE (project_id, external_user_id)
 );
 
--- Sessions name their user without a foreign key: the contract lets a
--- session be stored for any user id, and DeleteUser deletes them itself.
+-- Sessions name their user without a foreign key: store.Tx.PutSession
+-- stores a session for any user id, and DeleteUser deletes them itself.
 -- TouchSession rewrites last_seen_at, not indexed: room on the page for
 -- heap-only updates.
 CREATE TABLE sessions (

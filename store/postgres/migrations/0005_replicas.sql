@@ -1,4 +1,4 @@
--- Replicas (decisions.md §16): the invalidation feed and the leases of
+-- Replicas (docs/replicas.md): the invalidation feed and the leases of
 -- background tasks (feed.go, lease.go, sessioncache.go).
 
 -- The invalidation feed: one row per change that other replicas' caches

@@ -1,4 +1,4 @@
--- Mail templates (decisions.md §18; templates.go): a project's own
+-- Mail templates (templates.go): a project's own
 -- wording of a kind of mail in a locale. The primary key's prefix is
 -- the project (Templates, DeleteProject).
 CREATE TABLE mail_templates (
