@@ -24,16 +24,15 @@ import (
 // way reach their Batch calls and share the commit. Without it, on one
 // processor (GOMAXPROCS=1, a 1-vCPU machine), the committer ran as soon
 // as the first caller woke it (a goroutine woken by a channel runs
-// next), so a commit held 7 writes against 24 on two processors, and
+// next), so a commit held 1.3 to 1.8 writes against 19 to 24 on two, and
 // each commit's two fdatasync calls kept the only processor: the runtime
 // hands a processor on from a goroutine in a system call only when its
 // monitor next looks (20 µs to 10 ms later, the longer the idler it
 // was), and a trace showed 244 of 286 of those calls keeping it, idle,
 // while the callers just answered and the requests behind them waited.
-// One processor then signed in half or less as many users as two; with
-// the yield a commit holds as many writes on one processor as on two.
-// An idle server pays nothing: with nobody else ready, the committer
-// goes on at once.
+// One CPU then signed in a sixth as many users as two; with the yield,
+// 0.56 as many (docs/performance.md, One processor). An idle server pays
+// nothing: with nobody else ready, the committer goes on at once.
 type groupCommit struct {
 	mu      sync.Mutex
 	pending []*batchCall
