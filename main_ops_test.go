@@ -64,7 +64,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		return body
 	}
 	live := must(c.do("POST", "/api/v1/admin/keys", admin, map[string]any{"mode": "live", "projectId": projectID}))["key"].(string)
-	must(c.do("POST", "/api/v1/admin/projects", admin, map[string]any{"name": "Second"}))
+	must(c.do("POST", "/api/v1/admin/projects", admin, map[string]any{"name": "Second", "sessionRateLimitPerMinute": 33}))
 	must(c.do("POST", "/api/v1/webhooks", key, map[string]any{"url": failing.URL + "/hook"}))
 	must(c.do("POST", "/api/v1/admin/projects/"+projectID+"/external-methods", admin, map[string]any{"method": "bank", "pattern": "direct"}))
 	tokens := map[string]string{}

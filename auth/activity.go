@@ -3,17 +3,22 @@ package auth
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latchkey/store"
 )
 
-// Per-session request limit (docs/api.md, "Rate limits").
+// The per-session limit and last-seen times (docs/api.md, "Rate limits").
 const (
-	// DefaultSessionRateLimit is how many requests one session may make
-	// per rolling minute on the user-JWT endpoints.
+	// DefaultSessionRateLimit is how many calls that write or start a
+	// ceremony one session may make per rolling minute, unless its
+	// project says otherwise (sessionRateLimitPerMinute).
 	DefaultSessionRateLimit = 120
-	activityShards          = 64
+	// MaxSessionRateLimit is the largest per-session limit a project may
+	// set.
+	MaxSessionRateLimit = 100_000
+	activityShards      = 64
 	// ActivityMaxTracked bounds the sessions tracked in memory: those
 	// that made a request within the last minute or whose last-seen time
 	// is not yet written. Past it, a shard first drops sessions idle for
@@ -29,11 +34,27 @@ const (
 	lastSeenLag = time.Minute
 )
 
-// activity keeps, per session, its requests over the last rolling minute
-// in one-second buckets (the per-session rate limit) and the time of its
-// newest request not yet written to the store (lastSeenAt). The session
-// check touches one shard's lock for a few array operations; the store is
-// written by flush, off the request path.
+// sessionRateLimit returns p's per-session limit: its setting, or the
+// default for a project stored before the setting existed.
+func sessionRateLimit(p *store.Project) int {
+	if p.SessionRateLimitPerMinute > 0 {
+		return p.SessionRateLimitPerMinute
+	}
+	return DefaultSessionRateLimit
+}
+
+// activity keeps, per session, the time of its newest request not yet
+// written to the store (lastSeenAt) and, for the calls that the
+// per-session limit counts, those of the last rolling minute in
+// one-second buckets.
+//
+// Every session check notes the session as seen. For a session already
+// tracked that is a lock-free map lookup and, at most once a second, an
+// atomic store into the session's own entry: checks of one busy session
+// from many connections share no lock and, within a second, write
+// nothing. Only the first check of a session (an insert into one of 64
+// shards) and the limited calls (the session's own mutex) lock. The
+// store is written by flush, off the request path.
 type activity struct {
 	seed   maphash.Seed
 	max    int        // per shard
@@ -42,152 +63,255 @@ type activity struct {
 }
 
 type activityShard struct {
-	mu sync.Mutex
-	m  map[string]*sessionActivity
-	_  [40]byte // keep shards on separate cache lines
+	m  sync.Map   // session id → *sessionActivity
+	mu sync.Mutex // adding and dropping entries (lookups take no lock)
+	n  int        // entries, under mu
+	_  [40]byte   // keep shards on separate cache lines
 }
 
+// sessionActivity is one session's entry. A dropped entry (gone) is out
+// of its shard's map: a request that finds it so after noting itself
+// there tracks the session anew, so nothing it noted is lost.
 type sessionActivity struct {
-	newest int64      // the unix second of the newest counted request
-	counts [60]uint16 // requests per second, ring indexed by second % 60
+	seen   atomic.Int64 // unix second of the newest request not yet flushed; 0 when flushed
+	used   atomic.Int64 // unix second of the newest request of any kind
+	issued atomic.Int64 // unix second the session was signed in (its token's iat); 0 if unknown
+	gone   atomic.Bool  // dropped from the shard (set under the shard's lock and mu)
+
+	mu  sync.Mutex  // win, and gone for the limited calls
+	win *rateWindow // the limited calls of the last minute; nil until the first
+}
+
+// rateWindow is a session's limited calls over the last rolling minute.
+type rateWindow struct {
+	newest int64      // the unix second of the newest counted call
+	counts [60]uint16 // calls per second, ring indexed by second % 60
 	total  uint32     // sum of counts
-	seen   int64      // unix second of the newest request not yet flushed; 0 when flushed
-	issued int64      // unix second the session was signed in (its token's iat); 0 if unknown
 	dirty  bool       // counts changed since the last collect
 }
 
 func newActivity(maxTracked int) *activity {
-	a := &activity{seed: maphash.MakeSeed(), max: max(1, maxTracked/activityShards)}
-	for i := range a.shards {
-		a.shards[i].m = make(map[string]*sessionActivity)
-	}
-	return a
+	return &activity{seed: maphash.MakeSeed(), max: max(1, maxTracked/activityShards)}
 }
 
 func (a *activity) shard(id string) *activityShard {
 	return &a.shards[maphash.String(a.seed, id)%activityShards]
 }
 
-// hit counts one request of session id, signed in at unix second issued
-// (0 if unknown), at unix second now against limit per rolling minute
-// and notes the session as seen. A refused request is not counted; retry
-// is then the wait in whole seconds until the oldest counted request
-// leaves the minute. The other replicas' requests count too, as of the
-// last sync.
+// lookup returns session id's entry, or nil.
+func (sh *activityShard) lookup(id string) *sessionActivity {
+	if v, ok := sh.m.Load(id); ok {
+		return v.(*sessionActivity)
+	}
+	return nil
+}
+
+// entry returns session id's entry, adding one (signed in at unix second
+// issued) when there is none.
+func (a *activity) entry(id string, issued, now int64) *sessionActivity {
+	sh := a.shard(id)
+	if st := sh.lookup(id); st != nil && !st.gone.Load() {
+		return st
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if st := sh.lookup(id); st != nil { // added meanwhile (dropped ones leave the map under mu)
+		return st
+	}
+	if sh.n >= a.max {
+		sh.evict(now)
+	}
+	st := &sessionActivity{}
+	st.issued.Store(issued)
+	sh.m.Store(id, st)
+	sh.n++
+	return st
+}
+
+// seen notes a request of session id, signed in at unix second issued
+// (0 if unknown), at unix second now. It is the whole bookkeeping of a
+// call the per-session limit does not count.
+func (a *activity) seen(id string, issued, now int64) {
+	for {
+		st := a.entry(id, issued, now)
+		st.note(issued, now)
+		if !st.gone.Load() {
+			return
+		}
+	}
+}
+
+// note marks st as used and seen at now, writing only what changes.
+func (st *sessionActivity) note(issued, now int64) {
+	if issued != 0 && st.issued.Load() != issued {
+		st.issued.Store(issued)
+	}
+	raise(&st.used, now)
+	raise(&st.seen, now)
+}
+
+// raise sets v to x when x is later.
+func raise(v *atomic.Int64, x int64) {
+	for {
+		old := v.Load()
+		if old >= x || v.CompareAndSwap(old, x) {
+			return
+		}
+	}
+}
+
+// hit notes a request of session id as seen does and counts it against
+// limit per rolling minute. A refused request is not counted; retry is
+// then the wait in whole seconds until the oldest counted request leaves
+// the minute. The other replicas' requests count too, as of the last
+// sync.
 func (a *activity) hit(id string, issued, now int64, limit int) (ok bool, retry int) {
 	others, othersOldest := a.share.count(id, now)
-	sh := a.shard(id)
-	sh.mu.Lock()
-	st := sh.m[id]
-	if st == nil {
-		if len(sh.m) >= a.max {
-			sh.evict(now)
+	for {
+		st := a.entry(id, issued, now)
+		st.mu.Lock()
+		if st.gone.Load() {
+			st.mu.Unlock()
+			continue
 		}
-		st = &sessionActivity{newest: now}
-		sh.m[id] = st
+		st.note(issued, now)
+		if st.win == nil {
+			st.win = &rateWindow{newest: now}
+		}
+		ok, retry = st.win.count(now, limit, others, othersOldest)
+		st.mu.Unlock()
+		return ok, retry
 	}
-	st.issued = issued
-	st.advance(now)
-	if now > st.seen {
-		st.seen = now
-	}
-	if int64(st.total)+int64(others) >= int64(limit) || st.counts[st.newest%60] == ^uint16(0) {
-		retry = st.oldestAge(now)
-		if othersOldest != 0 && (st.total == 0 || int(othersOldest+60-now) < retry) {
+}
+
+// count counts a call at now against limit, others being the other
+// replicas' calls in the minute and othersOldest the start of the
+// oldest slot holding any (0: none).
+func (w *rateWindow) count(now int64, limit, others int, othersOldest int64) (bool, int) {
+	w.advance(now)
+	if int64(w.total)+int64(others) >= int64(limit) || w.counts[w.newest%60] == ^uint16(0) {
+		retry := w.oldestAge(now)
+		if othersOldest != 0 && (w.total == 0 || int(othersOldest+60-now) < retry) {
 			retry = max(1, int(othersOldest+60-now))
 		}
-		sh.mu.Unlock()
 		return false, retry
 	}
-	st.counts[st.newest%60]++
-	st.total++
-	st.dirty = true
-	sh.mu.Unlock()
+	w.counts[w.newest%60]++
+	w.total++
+	w.dirty = true
 	return true, 0
 }
 
 // advance moves the window so it ends at now, emptying the buckets of
 // the seconds that left it. A clock that went back counts in the newest
 // bucket.
-func (st *sessionActivity) advance(now int64) {
-	if now <= st.newest {
+func (w *rateWindow) advance(now int64) {
+	if now <= w.newest {
 		return
 	}
-	if now-st.newest >= 60 {
-		st.counts = [60]uint16{}
-		st.total = 0
+	if now-w.newest >= 60 {
+		w.counts = [60]uint16{}
+		w.total = 0
 	} else {
-		for s := st.newest + 1; s <= now; s++ {
-			st.total -= uint32(st.counts[s%60])
-			st.counts[s%60] = 0
+		for s := w.newest + 1; s <= now; s++ {
+			w.total -= uint32(w.counts[s%60])
+			w.counts[s%60] = 0
 		}
 	}
-	st.newest = now
+	w.newest = now
 }
 
-// oldestAge returns the seconds until the oldest counted request leaves
-// the minute (at least 1).
-func (st *sessionActivity) oldestAge(now int64) int {
-	for s := st.newest - 59; s <= st.newest; s++ {
-		if st.counts[s%60] > 0 {
+// oldestAge returns the seconds until the oldest counted call leaves the
+// minute (at least 1).
+func (w *rateWindow) oldestAge(now int64) int {
+	for s := w.newest - 59; s <= w.newest; s++ {
+		if w.counts[s%60] > 0 {
 			return max(1, int(s+60-now))
 		}
 	}
 	return 1
 }
 
-// evict frees an eighth of the shard: sessions whose minute is empty and
-// whose last-seen time is written first, then any.
+// idle reports, under st.mu, whether st made no request in the minute
+// before now and counts none.
+func (st *sessionActivity) idle(now int64) bool {
+	return now-st.used.Load() >= 60 && (st.win == nil || st.win.total == 0 || now-st.win.newest >= 60)
+}
+
+// dropIf takes st, session id's entry, out of sh (under sh.mu) when
+// cond, checked under st.mu, holds; it reports whether it did.
+func (sh *activityShard) dropIf(id string, st *sessionActivity, cond func() bool) bool {
+	st.mu.Lock()
+	ok := cond()
+	if ok {
+		st.gone.Store(true)
+	}
+	st.mu.Unlock()
+	if ok {
+		sh.m.Delete(id)
+		sh.n--
+	}
+	return ok
+}
+
+// evict frees an eighth of the shard (under sh.mu), from a quarter of
+// it (the map's order is its keys' hashes, so a sample): sessions idle
+// for a minute whose last-seen time is written first, then any.
 func (sh *activityShard) evict(now int64) {
-	want := len(sh.m) / 8
-	for pass := 0; pass < 2 && want > 0; pass++ {
-		for id, st := range sh.m {
-			if want <= 0 {
-				return
-			}
-			if pass == 0 && (st.seen != 0 || now-st.newest < 60) {
-				continue
-			}
-			delete(sh.m, id)
+	want, look := sh.n/8, sh.n/4
+	type entry struct {
+		id string
+		st *sessionActivity
+	}
+	var others []entry
+	sh.m.Range(func(k, v any) bool {
+		id, st := k.(string), v.(*sessionActivity)
+		if sh.dropIf(id, st, func() bool { return st.seen.Load() == 0 && st.idle(now) }) {
 			want--
+		} else if len(others) < want {
+			others = append(others, entry{id, st})
 		}
+		look--
+		return want > 0 && look > 0
+	})
+	for _, e := range others[:min(len(others), max(want, 0))] {
+		sh.dropIf(e.id, e.st, func() bool { return true })
 	}
 }
 
 // collect is Limiter.collect for the sessions' counts.
 func (a *activity) collect(now, since int64, all bool, ns string, put []store.RateCount, keys []string) ([]store.RateCount, []string) {
 	for i := range a.shards {
-		sh := &a.shards[i]
-		sh.mu.Lock()
-		for id, st := range sh.m {
-			if st.total == 0 || now-st.newest >= 60 {
-				continue
+		a.shards[i].m.Range(func(k, v any) bool {
+			st := v.(*sessionActivity)
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			w := st.win
+			if w == nil || w.total == 0 || now-w.newest >= 60 {
+				return true
 			}
 			c := slotCounts{first: since, cur: now / store.RateSlot}
-			for sec := max(st.newest-59, now-59); sec <= st.newest; sec++ {
-				if n := st.counts[sec%60]; n > 0 {
+			for sec := max(w.newest-59, now-59); sec <= w.newest; sec++ {
+				if n := w.counts[sec%60]; n > 0 {
 					c.add(sec, int(n))
 				}
 			}
-			key := ns + id
-			if st.dirty || all {
+			key := ns + k.(string)
+			if w.dirty || all {
 				put = c.appendTo(put, key)
 			}
-			st.dirty = false
+			w.dirty = false
 			keys = append(keys, key)
-		}
-		sh.mu.Unlock()
+			return true
+		})
 	}
 	return put, keys
 }
 
 // lastSeen returns the unflushed last-seen second of session id, or 0.
 func (a *activity) lastSeen(id string) int64 {
-	sh := a.shard(id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if st := sh.m[id]; st != nil {
-		return st.seen
+	if st := a.shard(id).lookup(id); st != nil {
+		return st.seen.Load()
 	}
 	return 0
 }
@@ -207,41 +331,45 @@ type seenEntry struct {
 // lastSeenLag after the sign-in, so an earlier time never replaces one.
 // A session checked only within its first minute (a sign-in, then the
 // app's check: the commonest use) costs the flush nothing.
+//
+// An entry is dropped before its last-seen time is taken, and a request
+// checks that its entry was not dropped after noting itself there, so a
+// request running meanwhile is either taken here or noted anew.
 func (a *activity) take(now int64) []seenEntry {
 	var out []seenEntry
 	lag := int64(lastSeenLag / time.Second)
 	for i := range a.shards {
 		sh := &a.shards[i]
 		sh.mu.Lock()
-		for id, st := range sh.m {
-			if st.seen != 0 {
-				if st.issued == 0 || st.seen-st.issued >= lag {
-					out = append(out, seenEntry{id, st.seen})
+		sh.m.Range(func(k, v any) bool {
+			id, st := k.(string), v.(*sessionActivity)
+			sh.dropIf(id, st, func() bool { return st.idle(now) })
+			if seen := st.seen.Swap(0); seen != 0 {
+				if issued := st.issued.Load(); issued == 0 || seen-issued >= lag {
+					out = append(out, seenEntry{id, seen})
 				}
-				st.seen = 0
 			}
-			if now-st.newest >= 60 {
-				delete(sh.m, id)
-			}
-		}
+			return true
+		})
 		sh.mu.Unlock()
 	}
 	return out
 }
 
 // restore puts back last-seen times a flush could not write, unless the
-// session was seen again meanwhile.
+// session was seen again meanwhile (or its shard is full).
 func (a *activity) restore(entries []seenEntry) {
 	for _, e := range entries {
 		sh := a.shard(e.id)
-		sh.mu.Lock()
-		st := sh.m[e.id]
-		if st == nil && len(sh.m) < a.max {
-			st = &sessionActivity{newest: e.seen - 60}
-			sh.m[e.id] = st
+		sh.mu.Lock() // no entry is dropped meanwhile
+		st := sh.lookup(e.id)
+		if st == nil && sh.n < a.max {
+			st = &sessionActivity{}
+			sh.m.Store(e.id, st)
+			sh.n++
 		}
-		if st != nil && st.seen < e.seen {
-			st.seen = e.seen
+		if st != nil {
+			raise(&st.seen, e.seen)
 		}
 		sh.mu.Unlock()
 	}
@@ -252,7 +380,7 @@ func (a *activity) tracked() int {
 	n := 0
 	for i := range a.shards {
 		a.shards[i].mu.Lock()
-		n += len(a.shards[i].m)
+		n += a.shards[i].n
 		a.shards[i].mu.Unlock()
 	}
 	return n

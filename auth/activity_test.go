@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -119,32 +120,127 @@ func TestActivityTakeSkipsFirstMinute(t *testing.T) {
 }
 
 // TestActivityMemoryBounded: 400,000 sessions, each seen once within
-// the minute, cost at most ActivityMaxTracked entries.
+// the minute, cost at most ActivityMaxTracked entries, whether they only
+// read (the commonest) or also made limited calls (a window of counts
+// each).
 func TestActivityMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates 400,000 session ids")
+	}
+	if raceEnabled {
+		t.Skip("measures the heap: runs without the race detector")
 	}
 	ids := make([]string, 400_000)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("0193e4f2-%04x-7000-8000-%012x", i>>16, i)
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	a := newActivity(ActivityMaxTracked)
-	const t0 = int64(1_800_000_000)
-	for i, id := range ids {
-		a.hit(id, 0, t0+int64(i/10_000), DefaultSessionRateLimit)
-	}
-	if n := a.tracked(); n > ActivityMaxTracked {
-		t.Fatalf("tracking %d sessions, bound is %d", n, ActivityMaxTracked)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d sessions tracked, heap +%d MiB (%d bytes each, ids included)", a.tracked(), grown>>20, grown/int64(a.tracked()))
-	if grown > 96<<20 {
-		t.Fatalf("heap grew %d MiB", grown>>20)
+	for _, c := range []struct {
+		name  string
+		bound int64 // heap growth, MiB
+		note  func(a *activity, id string, now int64)
+	}{
+		{"reads", 48, func(a *activity, id string, now int64) { a.seen(id, 0, now) }},
+		{"writes", 96, func(a *activity, id string, now int64) { a.hit(id, 0, now, DefaultSessionRateLimit) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			a := newActivity(ActivityMaxTracked)
+			const t0 = int64(1_800_000_000)
+			for i, id := range ids {
+				c.note(a, id, t0+int64(i/10_000))
+			}
+			if n := a.tracked(); n > ActivityMaxTracked {
+				t.Fatalf("tracking %d sessions, bound is %d", n, ActivityMaxTracked)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			t.Logf("%d sessions tracked, heap +%d MiB (%d bytes each, ids included)", a.tracked(), grown>>20, grown/int64(a.tracked()))
+			if grown > c.bound<<20 {
+				t.Fatalf("heap grew %d MiB, bound %d MiB", grown>>20, c.bound)
+			}
+			runtime.KeepAlive(a)
+		})
 	}
 	runtime.KeepAlive(ids)
+}
+
+// TestActivityReadsNotCounted: a session that only reads is seen (its
+// last-seen time is kept for the flush) but counts nothing: after a
+// thousand reads in one second its limited calls still get the whole
+// limit, and nothing of it is published to the other replicas.
+func TestActivityReadsNotCounted(t *testing.T) {
+	a := newActivity(1024)
+	const t0 = int64(1_800_000_000)
+	for range 1000 {
+		a.seen("s", t0-100, t0)
+	}
+	if got := a.lastSeen("s"); got != t0 {
+		t.Fatalf("last seen %d, want %d", got, t0)
+	}
+	if put, keys := a.collect(t0, t0/10-6, true, "s:", nil, nil); len(put) != 0 || len(keys) != 0 {
+		t.Fatalf("reads published %v %v", put, keys)
+	}
+	for i := range 3 {
+		if ok, _ := a.hit("s", t0-100, t0, 3); !ok {
+			t.Fatalf("limited call %d refused after reads", i)
+		}
+	}
+	if ok, retry := a.hit("s", t0-100, t0, 3); ok || retry != 60 {
+		t.Fatalf("fourth limited call: ok=%v retry=%d, want refused for 60 s", ok, retry)
+	}
+	a.seen("s", t0-100, t0+1) // reads go on while the writes are refused
+	if got := a.take(t0 + 1); len(got) != 1 || got[0] != (seenEntry{"s", t0 + 1}) {
+		t.Fatalf("took %v, want s at +1", got)
+	}
+}
+
+// TestActivityNoSeenLost: sessions read by many goroutines while flushes
+// run, each at a time when the sessions are idle (so each flush drops
+// them): every session's newest time is taken by a flush or still held
+// for the next, never lost with a dropped entry.
+func TestActivityNoSeenLost(t *testing.T) {
+	a := newActivity(1024)
+	const t0 = int64(1_800_000_000)
+	ids := []string{"a", "b", "c", "d"}
+	for round := range int64(200) {
+		now := t0 + 120*round
+		var wg sync.WaitGroup
+		taken := map[string]int64{}
+		var mu sync.Mutex
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 50 {
+					a.seen(ids[(g+i)%len(ids)], 0, now)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				for _, e := range a.take(now + 60) { // every session idle: dropped
+					mu.Lock()
+					taken[e.id] = max(taken[e.id], e.seen)
+					mu.Unlock()
+				}
+			}
+		}()
+		wg.Wait()
+		for _, e := range a.take(now + 60) {
+			taken[e.id] = max(taken[e.id], e.seen)
+		}
+		for _, id := range ids {
+			if taken[id] != now {
+				t.Fatalf("round %d: session %s taken at %d, want %d (a request's time was lost)", round, id, taken[id], now)
+			}
+		}
+		if n := a.tracked(); n != 0 {
+			t.Fatalf("round %d: %d sessions tracked after the flushes, want 0", round, n)
+		}
+	}
 }

@@ -43,6 +43,9 @@ type ProjectInput struct {
 	RateLimitPerMinute *int      `json:"rateLimitPerMinute"`
 	DenyCIDRs          *[]string `json:"denyCidrs"`
 	EmailChange        *string   `json:"emailChange"`
+	// SessionRateLimitPerMinute is the per-session limit of the calls
+	// that write or start a ceremony (1 to MaxSessionRateLimit).
+	SessionRateLimitPerMinute *int `json:"sessionRateLimitPerMinute"`
 }
 
 // apply validates in and copies it onto p.
@@ -117,6 +120,13 @@ func (in *ProjectInput) apply(p *store.Project) error {
 		}
 		p.EmailChange = *in.EmailChange
 	}
+	if in.SessionRateLimitPerMinute != nil {
+		r := *in.SessionRateLimitPerMinute
+		if r < 1 || r > MaxSessionRateLimit {
+			return Invalid("sessionRateLimitPerMinute must be between 1 and %d.", MaxSessionRateLimit)
+		}
+		p.SessionRateLimitPerMinute = r
+	}
 	return nil
 }
 
@@ -131,7 +141,10 @@ type ProjectView struct {
 	RateLimitPerMinute int      `json:"rateLimitPerMinute"`
 	DenyCIDRs          []string `json:"denyCidrs"`
 	EmailChange        string   `json:"emailChange"`
-	CreatedAt          string   `json:"createdAt"`
+	// SessionRateLimitPerMinute is the per-session limit in force (the
+	// default for a project that never set it).
+	SessionRateLimitPerMinute int    `json:"sessionRateLimitPerMinute"`
+	CreatedAt                 string `json:"createdAt"`
 }
 
 // ViewProject returns the admin view of p.
@@ -141,6 +154,7 @@ func (s *Service) ViewProject(p *store.Project) ProjectView {
 		AllowedOrigins: p.AllowedOrigins, RPID: s.RPID(p),
 		SessionTTLSeconds: p.SessionTTLSeconds, RateLimitPerMinute: p.RateLimitPerMinute,
 		DenyCIDRs: p.DenyCIDRs, EmailChange: p.EmailChange, CreatedAt: formatTime(p.CreatedAt),
+		SessionRateLimitPerMinute: sessionRateLimit(p),
 	}
 	if v.EmailChange == "" {
 		v.EmailChange = EmailChangeVerify
@@ -192,12 +206,13 @@ func (s *Service) newProject(in ProjectInput) (*store.Project, error) {
 		return nil, Invalid("name is required.")
 	}
 	p := &store.Project{
-		ID:                 uuid.NewString(),
-		SessionTTLSeconds:  DefaultSessionTTL,
-		RateLimitPerMinute: DefaultRateLimit,
-		AllowedOrigins:     []string{},
-		DenyCIDRs:          []string{},
-		CreatedAt:          s.now().UTC(),
+		ID:                        uuid.NewString(),
+		SessionTTLSeconds:         DefaultSessionTTL,
+		RateLimitPerMinute:        DefaultRateLimit,
+		SessionRateLimitPerMinute: DefaultSessionRateLimit,
+		AllowedOrigins:            []string{},
+		DenyCIDRs:                 []string{},
+		CreatedAt:                 s.now().UTC(),
 	}
 	if err := in.apply(p); err != nil {
 		return nil, err

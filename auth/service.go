@@ -35,9 +35,6 @@ type Config struct {
 	// Observer, when set, is told of authentication events and logins
 	// once they commit (metrics).
 	Observer Observer
-	// SessionRateLimit is how many requests a session may make per
-	// rolling minute; 0 means DefaultSessionRateLimit (benchmarks raise it).
-	SessionRateLimit int
 	// OAuth makes the calls to OAuth providers; nil means the default
 	// client (social.Timeout) and GitHub's own endpoints.
 	OAuth *social.Transport
@@ -82,9 +79,8 @@ type Service struct {
 	tokens   *tokenCache
 	suppress *suppressor
 
-	activity     *activity // per-session rate and last-seen times
-	sessionLimit int
-	adminFails   *Limiter // admin-token failures per client IP
+	activity   *activity // per-session rate and last-seen times
+	adminFails *Limiter  // admin-token failures per client IP
 
 	// shared counts the limits across replicas on a store they share
 	// (PostgreSQL); nil on bbolt (shared.go).
@@ -128,12 +124,8 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		tokens:   newTokenCache(1 << 16),
 		suppress: newSuppressor(),
 
-		activity:     newActivity(ActivityMaxTracked),
-		sessionLimit: cfg.SessionRateLimit,
-		adminFails:   NewLimiter(cfg.Now),
-	}
-	if s.sessionLimit <= 0 {
-		s.sessionLimit = DefaultSessionRateLimit
+		activity:   newActivity(ActivityMaxTracked),
+		adminFails: NewLimiter(cfg.Now),
 	}
 	s.social = cfg.OAuth
 	if s.shared = newShared(db); s.shared != nil {

@@ -110,87 +110,87 @@ func (s *Service) signSession(p *store.Project, sess *store.Session) (string, Pr
 
 // AuthenticateSession checks a bearer header as a user JWT: ES256
 // signature by the project's key, iss, aud, exp, and a live session row.
-// Any failure is 401 INVALID_SESSION. It then counts the request against
-// the session's rate (120 per rolling minute; past it 429
-// RATE_LIMIT_EXCEEDED with a retry time) and notes the session as seen
-// now, in memory: FlushLastSeen writes it later, off the request path.
+// Any failure is 401 INVALID_SESSION. It notes the session as seen now,
+// in memory (FlushLastSeen writes it later, off the request path), and
+// does not count the call against the per-session limit: an app checks
+// its user's session on every request of its own, so the reads (GET
+// /session, GET /me, GET /user...) are never limited per session. On a
+// cached token and a session the store knows, it writes nothing shared
+// and takes no lock that all sessions share.
 func (s *Service) AuthenticateSession(ctx context.Context, header string) (*Principal, error) {
+	pr, _, now, err := s.authenticateSession(ctx, header)
+	if err != nil {
+		return nil, err
+	}
+	s.activity.seen(pr.SessionID, pr.IssuedAt, now)
+	return pr, nil
+}
+
+// AuthenticateSessionWrite is AuthenticateSession for the calls that
+// write or start a ceremony: it also counts the call against the
+// project's per-session limit (sessionRateLimitPerMinute calls per
+// rolling minute, 120 by default; past it 429 RATE_LIMIT_EXCEEDED with a
+// retry time). A refused call is not counted.
+func (s *Service) AuthenticateSessionWrite(ctx context.Context, header string) (*Principal, error) {
+	pr, p, now, err := s.authenticateSession(ctx, header)
+	if err != nil {
+		return nil, err
+	}
+	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, sessionRateLimit(p)); !ok {
+		return nil, sessionLimitRetry(retry)
+	}
+	return pr, nil
+}
+
+// authenticateSession is the check both share; it returns the token's
+// principal, its project and the unix second it was checked at.
+func (s *Service) authenticateSession(ctx context.Context, header string) (*Principal, *store.Project, int64, error) {
 	tok, ok := ParseBearer(header)
 	if !ok || len(tok) > 4096 {
-		return nil, ErrInvalidSession
+		return nil, nil, 0, ErrInvalidSession
 	}
 	now := s.now().Unix()
+	var p *store.Project
 	pr, ok := s.tokens.get(tok)
 	if ok {
 		// The project may have been deleted since the token was cached
 		// (its session rows outlive it); an uncached token would fail
 		// verification, so the cached one must too.
-		if _, err := s.project(ctx, pr.ProjectID); err != nil {
+		var err error
+		if p, err = s.project(ctx, pr.ProjectID); err != nil {
 			s.tokens.drop(tok)
-			return nil, ErrInvalidSession.Because(err)
+			return nil, nil, 0, ErrInvalidSession.Because(err)
 		}
 	} else {
 		var err error
-		pr, err = s.verifyToken(ctx, tok)
+		pr, p, err = s.verifyToken(ctx, tok)
 		if err != nil {
-			return nil, ErrInvalidSession.Because(err)
+			return nil, nil, 0, ErrInvalidSession.Because(err)
 		}
 		s.tokens.put(tok, pr)
 	}
 	if now >= pr.ExpiresAt {
 		s.tokens.drop(tok)
-		return nil, ErrInvalidSession
+		return nil, nil, 0, ErrInvalidSession
 	}
-	live, err := s.sessionLive(ctx, pr.SessionID)
+	live, err := s.db.SessionLive(ctx, pr.SessionID)
 	if errors.Is(err, store.ErrUnavailable) {
-		return nil, internal(err) // 503: the database, not the token
+		return nil, nil, 0, internal(err) // 503: the database, not the token
 	} else if err != nil {
-		return nil, ErrInvalidSession.Because(err)
+		return nil, nil, 0, ErrInvalidSession.Because(err)
 	}
 	if !live {
 		// Logged out, deleted or disabled: the row is gone, so the
 		// cached verification is dead too.
 		s.tokens.drop(tok)
-		return nil, ErrInvalidSession
+		return nil, nil, 0, ErrInvalidSession
 	}
-	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, s.sessionLimit); !ok {
-		return nil, sessionLimitRetry(retry)
-	}
-	return &pr, nil
+	return &pr, p, now, nil
 }
 
-// sessionProbe asks the store whether a session row exists through a
-// function bound once: AuthenticateSession runs on every user call, and
-// a closure handed to DB.View (an interface method, so the closure
-// escapes) would cost an allocation per call.
-type sessionProbe struct {
-	id   string
-	live bool
-	run  func(store.Tx) error
-}
-
-var sessionProbes = sync.Pool{New: func() any {
-	p := &sessionProbe{}
-	p.run = func(tx store.Tx) (err error) {
-		p.live, err = tx.SessionExists(p.id)
-		return err
-	}
-	return p
-}}
-
-// sessionLive reports whether session id's row exists.
-func (s *Service) sessionLive(ctx context.Context, id string) (bool, error) {
-	p := sessionProbes.Get().(*sessionProbe)
-	p.id, p.live = id, false
-	err := s.db.View(ctx, p.run)
-	live := p.live
-	p.id = ""
-	sessionProbes.Put(p)
-	return live, err
-}
-
-// verifyToken does the full cryptographic check of a token.
-func (s *Service) verifyToken(ctx context.Context, tok string) (Principal, error) {
+// verifyToken does the full cryptographic check of a token and returns
+// its principal and project.
+func (s *Service) verifyToken(ctx context.Context, tok string) (Principal, *store.Project, error) {
 	var c claims
 	var p *store.Project
 	_, err := jwt.ParseWithClaims(tok, &c, func(t *jwt.Token) (any, error) {
@@ -209,12 +209,12 @@ func (s *Service) verifyToken(ctx context.Context, tok string) (Principal, error
 	}, jwt.WithValidMethods([]string{"ES256"}), jwt.WithIssuer(s.baseURL),
 		jwt.WithExpirationRequired(), jwt.WithTimeFunc(s.now))
 	if err != nil {
-		return Principal{}, err
+		return Principal{}, nil, err
 	}
 	if c.Sid == "" || c.Sub == "" {
-		return Principal{}, errors.New("missing sid or sub")
+		return Principal{}, nil, errors.New("missing sid or sub")
 	}
-	return c.principal(), nil
+	return c.principal(), p, nil
 }
 
 func (s *Service) publicKey(p *store.Project) (*ecdsa.PublicKey, error) {
@@ -282,23 +282,24 @@ func (s *Service) revokeAll(tx store.Tx, u *store.User) error {
 // tokenCache remembers verified tokens so the ES256 check runs once per
 // token; the session row is still checked on every call, so logout,
 // deletion and disabling take effect at once, and a token whose row is
-// gone is dropped from the cache on its next use. Bounded; sharded locks.
+// gone is dropped from the cache on its next use. Bounded. A lookup
+// takes no lock and writes nothing (a token checked from many
+// connections at once shares nothing but its entry); adding and
+// dropping lock one of 32 shards.
 type tokenCache struct {
 	shards [32]tokenShard
 	max    int
 }
 
 type tokenShard struct {
-	mu sync.RWMutex
-	m  map[string]Principal
+	m  sync.Map   // token → Principal
+	mu sync.Mutex // adding and dropping entries
+	n  int        // entries, under mu
+	_  [40]byte   // keep shards on separate cache lines
 }
 
 func newTokenCache(max int) *tokenCache {
-	c := &tokenCache{max: max / 32}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string]Principal)
-	}
-	return c
+	return &tokenCache{max: max / 32}
 }
 
 func (c *tokenCache) shard(tok string) *tokenShard {
@@ -311,17 +312,18 @@ func (c *tokenCache) shard(tok string) *tokenShard {
 }
 
 func (c *tokenCache) get(tok string) (Principal, bool) {
-	sh := c.shard(tok)
-	sh.mu.RLock()
-	p, ok := sh.m[tok]
-	sh.mu.RUnlock()
-	return p, ok
+	if v, ok := c.shard(tok).m.Load(tok); ok {
+		return v.(Principal), true
+	}
+	return Principal{}, false
 }
 
 func (c *tokenCache) drop(tok string) {
 	sh := c.shard(tok)
 	sh.mu.Lock()
-	delete(sh.m, tok)
+	if _, ok := sh.m.LoadAndDelete(tok); ok {
+		sh.n--
+	}
 	sh.mu.Unlock()
 }
 
@@ -334,12 +336,18 @@ func (c *tokenCache) cached(tok string) bool {
 func (c *tokenCache) put(tok string, p Principal) {
 	sh := c.shard(tok)
 	sh.mu.Lock()
-	if len(sh.m) >= c.max {
-		for k := range sh.m { // evict an arbitrary entry
-			delete(sh.m, k)
-			break
-		}
+	defer sh.mu.Unlock()
+	if _, ok := sh.m.Load(tok); ok {
+		sh.m.Store(tok, p)
+		return
 	}
-	sh.m[tok] = p
-	sh.mu.Unlock()
+	if sh.n >= c.max {
+		sh.m.Range(func(k, _ any) bool { // evict an arbitrary entry
+			sh.m.Delete(k)
+			sh.n--
+			return false
+		})
+	}
+	sh.m.Store(tok, p)
+	sh.n++
 }

@@ -397,8 +397,7 @@ func newReplicaEnv(b *testing.B, db store.DB, e0 *benchEnv) *benchEnv {
 	b.Helper()
 	hs := httptest.NewUnstartedServer(nil)
 	url := "http://" + hs.Listener.Addr().String()
-	svc, err := auth.New(db, e0.keys, auth.Config{BaseURL: e0.url, AdminToken: "adm_benchbenchbenchbenchbench", Logger: slog.New(slog.DiscardHandler),
-		SessionRateLimit: 1 << 30})
+	svc, err := auth.New(db, e0.keys, auth.Config{BaseURL: e0.url, AdminToken: "adm_benchbenchbenchbenchbench", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

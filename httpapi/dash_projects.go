@@ -88,7 +88,10 @@ func projectInput(form url.Values) (auth.ProjectInput, error) {
 	if in.SessionTTLSeconds, err = intField(form, "sessionTtlSeconds"); err != nil {
 		return in, err
 	}
-	in.RateLimitPerMinute, err = intField(form, "rateLimitPerMinute")
+	if in.RateLimitPerMinute, err = intField(form, "rateLimitPerMinute"); err != nil {
+		return in, err
+	}
+	in.SessionRateLimitPerMinute, err = intField(form, "sessionRateLimitPerMinute")
 	return in, err
 }
 
@@ -109,20 +112,22 @@ func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, p htt
 
 // settingsForm is the settings form's fields as text.
 type settingsForm struct {
-	Name, Origins, DenyCIDRs, EmailChange, SessionTTL, RateLimit string
+	Name, Origins, DenyCIDRs, EmailChange, SessionTTL, RateLimit, SessionRateLimit string
 }
 
 // settingsOf fills the settings form from the project.
 func settingsOf(p auth.ProjectView) settingsForm {
 	return settingsForm{Name: p.Name, Origins: strings.Join(p.AllowedOrigins, "\n"), DenyCIDRs: strings.Join(p.DenyCIDRs, "\n"),
-		EmailChange: p.EmailChange, SessionTTL: strconv.Itoa(p.SessionTTLSeconds), RateLimit: strconv.Itoa(p.RateLimitPerMinute)}
+		EmailChange: p.EmailChange, SessionTTL: strconv.Itoa(p.SessionTTLSeconds), RateLimit: strconv.Itoa(p.RateLimitPerMinute),
+		SessionRateLimit: strconv.Itoa(p.SessionRateLimitPerMinute)}
 }
 
 // kept returns f with the posted fields in place of the stored ones: a
 // refused form shows what the operator typed.
 func (f settingsForm) kept(form url.Values) settingsForm {
 	for name, field := range map[string]*string{"name": &f.Name, "origins": &f.Origins, "denyCidrs": &f.DenyCIDRs,
-		"emailChange": &f.EmailChange, "sessionTtlSeconds": &f.SessionTTL, "rateLimitPerMinute": &f.RateLimit} {
+		"emailChange": &f.EmailChange, "sessionTtlSeconds": &f.SessionTTL, "rateLimitPerMinute": &f.RateLimit,
+		"sessionRateLimitPerMinute": &f.SessionRateLimit} {
 		if v := textField(form, name); v != nil {
 			*field = *v
 		}

@@ -94,6 +94,8 @@ func TestDashboardFormErrors(t *testing.T) {
 		{"TTL not a number", proj, url.Values{"sessionTtlSeconds": {"a day"}}, 400, "settings-error", "sessionTtlSeconds must be a whole number", []string{`name="sessionTtlSeconds" value="a day"`}},
 		{"TTL too short", proj, url.Values{"sessionTtlSeconds": {"60"}, "rateLimitPerMinute": {"500"}}, 400, "settings-error", "sessionTtlSeconds must be between 300", []string{`name="sessionTtlSeconds" value="60"`, `name="rateLimitPerMinute" value="500"`}},
 		{"rate limit zero", proj, url.Values{"rateLimitPerMinute": {"0"}}, 400, "settings-error", "rateLimitPerMinute", []string{`name="rateLimitPerMinute" value="0"`}},
+		{"session rate limit too high", proj, url.Values{"sessionRateLimitPerMinute": {"100001"}}, 400, "settings-error", "sessionRateLimitPerMinute must be between 1 and 100000", []string{`name="sessionRateLimitPerMinute" value="100001"`}},
+		{"session rate limit not a number", proj, url.Values{"sessionRateLimitPerMinute": {"lots"}}, 400, "settings-error", "sessionRateLimitPerMinute must be a whole number", []string{`name="sessionRateLimitPerMinute" value="lots"`}},
 		{"markup kept escaped", proj, url.Values{"name": {`<b>x</b>"`}, "sessionTtlSeconds": {"1"}}, 400, "settings-error", "sessionTtlSeconds", []string{`name="name" value="&lt;b&gt;x&lt;/b&gt;&#34;"`}},
 		{"empty name", proj, url.Values{"name": {"  "}}, 400, "settings-error", "name", nil},
 		{"bad address change", proj, url.Values{"emailChange": {"sometimes"}}, 400, "settings-error", "emailChange", nil},
@@ -144,18 +146,24 @@ func TestDashboardFormErrors(t *testing.T) {
 	}
 	// A form that passes saves everything it holds and says so.
 	code, body := c.post(proj, with(csrf, url.Values{"name": {"Renamed"}, "origins": {"https://a.example"}, "denyCidrs": {"203.0.113.0/24"},
-		"sessionTtlSeconds": {"3600"}, "rateLimitPerMinute": {"250"}, "emailChange": {"direct"}}))
-	if code != 200 || elementText(body, "notice") != "Settings saved." || !strings.Contains(body, `name="sessionTtlSeconds" value="3600"`) {
+		"sessionTtlSeconds": {"3600"}, "rateLimitPerMinute": {"250"}, "emailChange": {"direct"}, "sessionRateLimitPerMinute": {"600"}}))
+	if code != 200 || elementText(body, "notice") != "Settings saved." || !strings.Contains(body, `name="sessionTtlSeconds" value="3600"`) ||
+		!strings.Contains(body, `name="sessionRateLimitPerMinute" value="600"`) {
 		t.Fatalf("save: %d, notice %q", code, elementText(body, "notice"))
 	}
 	p := obj(t, ts.admin("GET", "/api/v1/admin/projects/"+ts.Project.ID, nil).Body, "project")
 	if p["name"] != "Renamed" || p["sessionTtlSeconds"] != 3600.0 || p["rateLimitPerMinute"] != 250.0 || p["emailChange"] != "direct" ||
+		p["sessionRateLimitPerMinute"] != 600.0 ||
 		fmt.Sprint(p["allowedOrigins"]) != "[https://a.example]" || fmt.Sprint(p["denyCidrs"]) != "[203.0.113.0/24]" {
 		t.Fatalf("project after save: %v", p)
 	}
 	// The notice is shown once.
 	if _, body := c.get(proj); strings.Contains(body, "Settings saved.") {
 		t.Fatal("notice shown twice")
+	}
+	// The projects page shows both limits.
+	if _, body := c.get("/admin/"); !strings.Contains(body, "<th>Session rate/min</th>") || !strings.Contains(body, "<td>250</td><td>600</td>") {
+		t.Fatal("the projects page does not show the per-session limit")
 	}
 }
 

@@ -70,9 +70,9 @@ func (s *Server) byExternalKey(w http.ResponseWriter, r *http.Request) (*auth.Ca
 	return c, err
 }
 
-// session wraps h with user-token validation (401 INVALID_SESSION) and
-// the per-session rate (429 RATE_LIMIT_EXCEEDED, with Retry-After), and
-// the CORS headers of a browser call (allowOrigin).
+// session wraps h with user-token validation (401 INVALID_SESSION), the
+// per-session limit for a call that is not a read (authSession), and the
+// CORS headers of a browser call (allowOrigin).
 func (s *Server) session(h sessionHandler) httprouter.Handle {
 	return s.handle(func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		pr, err := s.authSession(w, r)
@@ -83,12 +83,21 @@ func (s *Server) session(h sessionHandler) httprouter.Handle {
 	})
 }
 
-// authSession validates the request's user token (and counts it against
-// the session's rate) and adds the CORS headers for the token's project;
-// when it fails (401, or 429 over the rate), for any project's origin, so
-// the page can read the answer.
+// authSession validates the request's user token and adds the CORS
+// headers for the token's project; when it fails (401, or 429 over the
+// limit), for any project's origin, so the page can read the answer. A
+// call that writes or starts a ceremony (any method but GET and HEAD:
+// every such route with a user token, the passkey ceremonies among them)
+// counts against the project's per-session limit; a read never does, so
+// an app may check its user's session on every request.
 func (s *Server) authSession(w http.ResponseWriter, r *http.Request) (*auth.Principal, error) {
-	pr, err := s.auth.AuthenticateSession(r.Context(), r.Header.Get("Authorization"))
+	var pr *auth.Principal
+	var err error
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		pr, err = s.auth.AuthenticateSession(r.Context(), r.Header.Get("Authorization"))
+	} else {
+		pr, err = s.auth.AuthenticateSessionWrite(r.Context(), r.Header.Get("Authorization"))
+	}
 	if err != nil {
 		s.allowOrigin(w, r, "")
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // sessionKeys are the fields of a session in GET /sessions.
@@ -315,10 +316,13 @@ func (ts *testServer) countChallenges() int {
 	return n
 }
 
-// TestSessionRateLimit is finding 8's first attack: one session made
-// 20,000 fsync'd passkey/register/start writes. A session now makes 120
-// requests per rolling minute on the user-JWT endpoints; past that 429
-// RATE_LIMIT_EXCEEDED with Retry-After, and nothing is written. Other
+// TestSessionRateLimit: one session made 20,000 fsync'd
+// passkey/register/start writes (an attack of an earlier review), so the
+// calls with a session's token that write or start a ceremony are
+// limited per session: 120 per rolling minute by default; past that 429
+// RATE_LIMIT_EXCEEDED with Retry-After, and nothing is written. Reads
+// are never limited per session (an app checks its user's session on
+// every request: a busy page once got 429 on GET /session). Other
 // sessions, API keys and, once the minute rolls on, the session itself
 // go on.
 func TestSessionRateLimit(t *testing.T) {
@@ -333,46 +337,177 @@ func TestSessionRateLimit(t *testing.T) {
 	}
 	before := ts.countChallenges()
 	for _, c := range []struct{ method, path string }{
-		{"POST", "/api/v1/passkey/register/start"}, {"GET", "/api/v1/session"}, {"GET", "/api/v1/me"},
-		{"GET", "/api/v1/sessions"}, {"POST", "/api/v1/totp/enroll"},
+		{"POST", "/api/v1/passkey/register/start"}, {"POST", "/api/v1/passkey/register/verify"},
+		{"POST", "/api/v1/totp/enroll"}, {"PATCH", "/api/v1/user"}, {"POST", "/api/v1/user/email/send"},
+		{"POST", "/api/v1/backup-codes/generate"}, {"DELETE", "/api/v1/passkeys/AAAA"},
+		{"DELETE", "/api/v1/sessions/" + ts.sessionID(other)}, {"POST", "/api/v1/logout"},
 	} {
 		r := ts.do(c.method, c.path, tok, map[string]any{})
 		wantError(t, r, 429, "RATE_LIMIT_EXCEEDED")
 		if ra := r.Header.Get("Retry-After"); ra != "40" { // the first 40 leave the minute at 60 s
-			t.Fatalf("%s Retry-After=%q, want 40", c.path, ra)
+			t.Fatalf("%s %s Retry-After=%q, want 40", c.method, c.path, ra)
+		}
+		if len(r.Body) != 3 || r.Body["error"] != "Too many requests for this session; retry later." {
+			t.Fatalf("%s %s body %s, want {success, error, code}", c.method, c.path, r.Raw)
 		}
 	}
 	if got := ts.countChallenges(); got != before || got != auth.DefaultSessionRateLimit {
 		t.Fatalf("challenges %d (before the refused calls %d), want %d", got, before, auth.DefaultSessionRateLimit)
 	}
+	// The reads of the limited session, the other session and the key go
+	// on; the refused logout and revocation ended nothing.
+	for _, path := range []string{"/api/v1/session", "/api/v1/me", "/api/v1/user", "/api/v1/sessions", "/api/v1/passkeys"} {
+		wantOK(t, ts.do("GET", path, tok, nil))
+	}
 	wantOK(t, ts.do("GET", "/api/v1/session", other, nil))
+	wantOK(t, ts.do("POST", "/api/v1/passkey/register/start", other, map[string]any{}))
 	wantOK(t, ts.do("GET", "/api/v1/me", ts.Key, nil))
 
 	ts.Clock.Advance(39 * time.Second)
-	wantError(t, ts.do("GET", "/api/v1/session", tok, nil), 429, "RATE_LIMIT_EXCEEDED")
+	wantError(t, ts.do("POST", "/api/v1/totp/enroll", tok, map[string]any{}), 429, "RATE_LIMIT_EXCEEDED")
 	ts.Clock.Advance(time.Second) // the first 40 left the rolling minute
 	for i := 0; i < 40; i++ {
-		wantOK(t, ts.do("GET", "/api/v1/session", tok, nil))
+		wantOK(t, ts.do("POST", "/api/v1/passkey/register/start", tok, map[string]any{}))
 	}
-	r := ts.do("GET", "/api/v1/session", tok, nil)
+	r := ts.do("POST", "/api/v1/passkey/register/start", tok, map[string]any{})
 	wantError(t, r, 429, "RATE_LIMIT_EXCEEDED")
 	if ra := r.Header.Get("Retry-After"); ra != "10" {
 		t.Fatalf("Retry-After=%q, want 10", ra)
 	}
 }
 
+// TestSessionReadsNotLimited: an app that checks its user's session on
+// every request of a busy page: 200 GET /session, 100 GET /me and 100
+// GET /user of one session within a minute all succeed, before and while
+// its writes are over the limit, and none of them counts against the
+// writes: 120 writes still pass in the same minute.
+func TestSessionReadsNotLimited(t *testing.T) {
+	ts := newTestServer(t)
+	tok := str(t, ts.login("ada@example.com").Body, "token")
+	for i := range 200 {
+		ts.Clock.Advance(200 * time.Millisecond) // 200 in 40 s
+		wantOK(t, ts.do("GET", "/api/v1/session", tok, nil))
+		if i%2 == 0 {
+			wantOK(t, ts.do("GET", "/api/v1/me", tok, nil))
+			wantOK(t, ts.do("GET", "/api/v1/user", tok, nil))
+		}
+	}
+	for range auth.DefaultSessionRateLimit {
+		wantOK(t, ts.do("POST", "/api/v1/passkey/register/start", tok, map[string]any{}))
+	}
+	wantError(t, ts.do("POST", "/api/v1/passkey/register/start", tok, map[string]any{}), 429, "RATE_LIMIT_EXCEEDED")
+	for range 50 {
+		wantOK(t, ts.do("GET", "/api/v1/session", tok, nil))
+	}
+}
+
 // TestSessionRateLimitConcurrent: the limit holds under concurrency:
-// exactly 120 of 200 simultaneous calls of one session pass.
+// exactly 120 of 200 simultaneous writes of one session pass, and all
+// of 200 simultaneous reads do.
 func TestSessionRateLimitConcurrent(t *testing.T) {
 	ts := newTestServer(t)
 	tok := str(t, ts.login("ada@example.com").Body, "token")
 	rs := ts.parallel(200, func(int) *http.Request {
-		req, _ := http.NewRequest("GET", ts.URL+"/api/v1/session", nil)
+		req, _ := http.NewRequest("POST", ts.URL+"/api/v1/passkey/register/start", strings.NewReader("{}"))
 		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
 		return req
 	})
 	got := statusCodes(rs)
 	if got["200 "] != auth.DefaultSessionRateLimit || got["429 RATE_LIMIT_EXCEEDED"] != 200-auth.DefaultSessionRateLimit {
 		t.Fatalf("answers %v, want 120 × 200 and 80 × 429", got)
+	}
+	rs = ts.parallel(200, func(int) *http.Request {
+		req, _ := http.NewRequest("GET", ts.URL+"/api/v1/session", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		return req
+	})
+	if got := statusCodes(rs); got["200 "] != 200 {
+		t.Fatalf("reads answered %v, want 200 × 200", got)
+	}
+}
+
+// TestSessionRateLimitSetting: sessionRateLimitPerMinute is a project
+// setting (1 to 100000, 120 by default) on create and PATCH, shown in
+// the project views; a change applies to the next request, raised or
+// lowered; a value out of range is 400 VALIDATION_ERROR and changes
+// nothing.
+func TestSessionRateLimitSetting(t *testing.T) {
+	ts := newTestServer(t)
+	path := "/api/v1/admin/projects/" + ts.Project.ID
+	limit := func() any { return obj(t, ts.admin("GET", path, nil).Body, "project")["sessionRateLimitPerMinute"] }
+	if got := limit(); got != float64(auth.DefaultSessionRateLimit) {
+		t.Fatalf("default sessionRateLimitPerMinute %v, want 120", got)
+	}
+	r := ts.admin("PATCH", path, map[string]any{"sessionRateLimitPerMinute": 3})
+	wantOK(t, r)
+	if got := obj(t, r.Body, "project")["sessionRateLimitPerMinute"]; got != float64(3) {
+		t.Fatalf("PATCH answered sessionRateLimitPerMinute %v, want 3", got)
+	}
+	tok := str(t, ts.login("ada@example.com").Body, "token")
+	write := func() *response { return ts.do("POST", "/api/v1/passkey/register/start", tok, map[string]any{}) }
+	for range 3 {
+		wantOK(t, write())
+	}
+	r = write()
+	wantError(t, r, 429, "RATE_LIMIT_EXCEEDED")
+	if r.Header.Get("Retry-After") != "60" {
+		t.Fatalf("Retry-After=%q, want 60", r.Header.Get("Retry-After"))
+	}
+	wantOK(t, ts.do("GET", "/api/v1/session", tok, nil))
+
+	wantOK(t, ts.admin("PATCH", path, map[string]any{"sessionRateLimitPerMinute": 5}))
+	wantOK(t, write())
+	wantOK(t, write())
+	wantError(t, write(), 429, "RATE_LIMIT_EXCEEDED")
+	wantOK(t, ts.admin("PATCH", path, map[string]any{"sessionRateLimitPerMinute": 2}))
+	wantError(t, write(), 429, "RATE_LIMIT_EXCEEDED")
+
+	for _, bad := range []any{0, 100001, -1, "many", 2.5} {
+		r := ts.admin("PATCH", path, map[string]any{"sessionRateLimitPerMinute": bad})
+		wantError(t, r, 400, "VALIDATION_ERROR")
+		r = ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "Other", "sessionRateLimitPerMinute": bad})
+		wantError(t, r, 400, "VALIDATION_ERROR")
+	}
+	if got := limit(); got != float64(2) {
+		t.Fatalf("sessionRateLimitPerMinute %v after refused changes, want 2", got)
+	}
+	if n := len(ts.admin("GET", "/api/v1/admin/projects", nil).Body["projects"].([]any)); n != 1 {
+		t.Fatalf("%d projects after refused creations, want 1", n)
+	}
+	r = ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "Busy", "sessionRateLimitPerMinute": 100000})
+	if r.Status != 200 || obj(t, r.Body, "project")["sessionRateLimitPerMinute"] != float64(100000) {
+		t.Fatalf("create with the largest limit: %d %s", r.Status, r.Raw)
+	}
+	r = ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "Plain"})
+	if r.Status != 200 || obj(t, r.Body, "project")["sessionRateLimitPerMinute"] != float64(auth.DefaultSessionRateLimit) {
+		t.Fatalf("create with the default limit: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestSessionRateLimitSettingAcrossReplicas: a change of the limit made
+// on one replica applies to the next requests of the other once its
+// invalidation feed has told it (a quarter of a second by default),
+// though the other had the project cached.
+func TestSessionRateLimitSettingAcrossReplicas(t *testing.T) {
+	if storetest.Backend(t) != storetest.Postgres {
+		t.Skip("replicas share a database: this test runs on the postgres pass")
+	}
+	a := newTestServer(t, func(c *auth.Config) { c.BaseURL = "https://auth.example.com" }) // one issuer behind the load balancer
+	b := a.replica()
+	tok := str(t, a.login("ada@example.com").Body, "token")
+	write := func() *response { return b.do("POST", "/api/v1/passkey/register/start", tok, map[string]any{}) }
+	wantOK(t, write()) // b caches the project: 120 a minute
+	wantOK(t, a.admin("PATCH", "/api/v1/admin/projects/"+a.Project.ID, map[string]any{"sessionRateLimitPerMinute": 2}))
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		r := write()
+		if r.Status == 429 {
+			wantError(t, r, 429, "RATE_LIMIT_EXCEEDED")
+			break
+		}
+		wantOK(t, r)
+		if time.Since(start) > 3*time.Second {
+			t.Fatal("replica b still allows 120 writes a minute 3 s after the limit became 2")
+		}
 	}
 }

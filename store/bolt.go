@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -114,6 +115,8 @@ type boltDB struct {
 	maxEvents  int
 	observe    func(time.Duration)                   // Options.ObserveCommit
 	batchWait  func(durable, answered time.Duration) // Options.ObserveBatch
+	sessions   *liveSessions                         // SessionLive's cache (sessioncache.go)
+	closed     atomic.Bool                           // Close was called
 	dashMemory                                       // the dashboard's sessions (Dashboard), in memory
 }
 
@@ -199,7 +202,8 @@ func openBolt(path string, opt Options) (db *boltDB, created bool, err error) {
 		b.Close()
 		return nil, false, err
 	}
-	db = &boltDB{bolt: b, path: path, maxEvents: opt.maxEventsPerProject(), observe: opt.ObserveCommit, batchWait: opt.ObserveBatch}
+	db = &boltDB{bolt: b, path: path, maxEvents: opt.maxEventsPerProject(), observe: opt.ObserveCommit, batchWait: opt.ObserveBatch,
+		sessions: newLiveSessions(boltSessionCacheSize)}
 	db.health.log, db.health.now = log, opt.Now
 	if db.health.now == nil {
 		db.health.now = time.Now
@@ -230,6 +234,7 @@ func (db *boltDB) Path() string { return db.path }
 // Close stops the group commit (committing the Batch calls already
 // queued; later ones get ErrClosed) and closes the data file.
 func (db *boltDB) Close() error {
+	db.closed.Store(true)
 	db.stopCommitter()
 	openFiles.Delete(db.bolt)
 	return db.bolt.Close()

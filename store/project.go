@@ -21,6 +21,12 @@ type Project struct {
 	// code sent to the new address) or "direct"; empty means "verify".
 	EmailChange string `json:"emailChange,omitempty"`
 
+	// SessionRateLimitPerMinute is how many calls with one session's
+	// token that write or start a ceremony the session may make per
+	// rolling minute; 0 (projects stored before it existed) means the
+	// default.
+	SessionRateLimitPerMinute int `json:"sessionRateLimitPerMinute,omitempty"`
+
 	// SigningKeyID is the JWT "kid" of the project's ES256 key.
 	SigningKeyID string `json:"signingKeyId"`
 	// SigningKey is the PKCS#8 private key, sealed with the keyring.

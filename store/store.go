@@ -115,6 +115,16 @@ type DB interface {
 	// Update's errors.
 	Batch(ctx context.Context, fn func(Tx) error) error
 
+	// SessionLive reports whether a session row with id exists (expired
+	// or not), as Tx.SessionExists in a View would. It is the check of
+	// every call with a user's token, so a backend answers it from
+	// memory for a session it knows to exist, without a transaction and
+	// without a lock that every session shares; a row deleted by a
+	// commit of this process is answered as gone once the commit
+	// returns, and one deleted by another process sharing the store
+	// once its invalidation feed tells (Watch).
+	SessionLive(ctx context.Context, id string) (bool, error)
+
 	// Close stops the store's own goroutines (Batch calls already
 	// queued are committed first) and releases the file or the
 	// connections. Calls after Close return ErrClosed.

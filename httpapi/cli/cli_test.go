@@ -241,16 +241,16 @@ func TestProjectCommands(t *testing.T) {
 
 	p := ts.okJSON("project", "create", "--name", "Blog")["project"].(map[string]any)
 	id := p["id"].(string)
-	if p["name"] != "Blog" || p["rateLimitPerMinute"] != float64(100) || p["sessionTtlSeconds"] != float64(86400) {
+	if p["name"] != "Blog" || p["rateLimitPerMinute"] != float64(100) || p["sessionTtlSeconds"] != float64(86400) || p["sessionRateLimitPerMinute"] != float64(120) {
 		t.Fatalf("project=%v, want Blog with server defaults", p)
 	}
 
 	out = ts.ok("project", "list")
-	if got := tableRow(t, out, "ID"); strings.Join(got, "|") != "ID|NAME|ORIGINS|RP ID|SESSION TTL|RATE/MIN|DENY CIDRS|EMAIL CHANGE|COMPANY ID|CREATED" {
+	if got := tableRow(t, out, "ID"); strings.Join(got, "|") != "ID|NAME|ORIGINS|RP ID|SESSION TTL|RATE/MIN|SESSION RATE/MIN|DENY CIDRS|EMAIL CHANGE|COMPANY ID|CREATED" {
 		t.Fatalf("header=%q", got)
 	}
 	row := tableRow(t, out, id)
-	if row[1] != "Blog" || row[2] != "-" || row[4] != "1d" || row[5] != "100" || row[6] != "-" || row[7] != "verify" {
+	if row[1] != "Blog" || row[2] != "-" || row[4] != "1d" || row[5] != "100" || row[6] != "120" || row[7] != "-" || row[8] != "verify" {
 		t.Fatalf("row=%q", row)
 	}
 	wantContains(t, out, "default", "http://localhost:3000", "Shop")
@@ -279,6 +279,12 @@ func TestProjectCommands(t *testing.T) {
 		t.Fatalf("project=%v", p)
 	}
 	wantContains(t, ts.ok("project", "update", id, "--email-change", "verify"), "Email change", "verify")
+	p = ts.okJSON("project", "update", id, "--session-rate-limit", "30")["project"].(map[string]any)
+	if p["sessionRateLimitPerMinute"] != float64(30) || p["rateLimitPerMinute"] != float64(7) {
+		t.Fatalf("project=%v", p)
+	}
+	wantContains(t, ts.ok("project", "update", id, "--session-rate-limit", "45"), "Session rate limit", "45/min per session")
+	wantFail(t, ts.cli("project", "update", id, "--session-rate-limit", "0"), 1, "(VALIDATION_ERROR)")
 	wantFail(t, ts.cli("project", "update", id, "--email-change", "never"), 1, "(VALIDATION_ERROR)")
 
 	wantFail(t, ts.cli("project", "update", "nope", "--name", "x"), 1, "(PROJECT_NOT_FOUND)")

@@ -24,7 +24,10 @@ type project struct {
 	RateLimitPerMinute int      `json:"rateLimitPerMinute"`
 	DenyCIDRs          []string `json:"denyCidrs"`
 	EmailChange        string   `json:"emailChange"`
-	CreatedAt          string   `json:"createdAt"`
+	// SessionRateLimitPerMinute is the per-session limit of the calls
+	// that write.
+	SessionRateLimitPerMinute int    `json:"sessionRateLimitPerMinute"`
+	CreatedAt                 string `json:"createdAt"`
 }
 
 type apiKey struct {
@@ -103,10 +106,10 @@ var projectList = &command{
 					_, err := fmt.Fprintln(c.out, "No projects.")
 					return err
 				}
-				t := newTable(c.out, "ID", "NAME", "ORIGINS", "RP ID", "SESSION TTL", "RATE/MIN", "DENY CIDRS", "EMAIL CHANGE", "COMPANY ID", "CREATED")
+				t := newTable(c.out, "ID", "NAME", "ORIGINS", "RP ID", "SESSION TTL", "RATE/MIN", "SESSION RATE/MIN", "DENY CIDRS", "EMAIL CHANGE", "COMPANY ID", "CREATED")
 				for _, p := range resp.Projects {
 					t.row(p.ID, p.Name, list(p.AllowedOrigins), p.RPID, humanSeconds(p.SessionTTLSeconds),
-						strconv.Itoa(p.RateLimitPerMinute), list(p.DenyCIDRs), p.EmailChange, p.CompanyID, humanTime(p.CreatedAt))
+						strconv.Itoa(p.RateLimitPerMinute), strconv.Itoa(p.SessionRateLimitPerMinute), list(p.DenyCIDRs), p.EmailChange, p.CompanyID, humanTime(p.CreatedAt))
 				}
 				return t.flush()
 			})
@@ -125,7 +128,7 @@ var projectUpdate = &command{
 		return func(ctx context.Context, c *call) error {
 			b := body(c)
 			if len(b) == 0 {
-				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --deny-cidr, --email-change")
+				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --session-rate-limit, --deny-cidr, --email-change")
 			}
 			var resp struct {
 				Project project `json:"project"`
@@ -165,18 +168,20 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 	rpID := fs.String("rp-id", "", "WebAuthn relying party `HOST` (default: the first origin's host)")
 	ttl := fs.Int("session-ttl", 0, "session lifetime in `SECONDS` (300 to 7776000; server default 86400)")
 	rate := fs.Int("rate-limit", 0, "API key requests per minute, `N` (server default 100)")
+	sessionRate := fs.Int("session-rate-limit", 0, "calls that write per minute per user session, `N` (1 to 100000; server default 120; reads are never limited)")
 	fs.Var(&deny, "deny-cidr", "refuse logins from `CIDR`; repeat or separate with commas")
 	emailChange := fs.String("email-change", "", "how users change their address, `MODE`: verify (a code to the new address) or direct (server default verify)")
 	return func(c *call) map[string]any {
 		b := map[string]any{}
 		for flagName, set := range map[string]func(){
-			"name":        func() { b["name"] = *name },
-			"origin":      func() { b["allowedOrigins"] = []string(origins) },
-			"company-id":  func() { b["companyId"] = *companyID },
-			"rp-id":       func() { b["rpId"] = *rpID },
-			"session-ttl": func() { b["sessionTtlSeconds"] = *ttl },
-			"rate-limit":  func() { b["rateLimitPerMinute"] = *rate },
-			"deny-cidr":   func() { b["denyCidrs"] = []string(deny) },
+			"name":               func() { b["name"] = *name },
+			"origin":             func() { b["allowedOrigins"] = []string(origins) },
+			"company-id":         func() { b["companyId"] = *companyID },
+			"rp-id":              func() { b["rpId"] = *rpID },
+			"session-ttl":        func() { b["sessionTtlSeconds"] = *ttl },
+			"rate-limit":         func() { b["rateLimitPerMinute"] = *rate },
+			"deny-cidr":          func() { b["denyCidrs"] = []string(deny) },
+			"session-rate-limit": func() { b["sessionRateLimitPerMinute"] = *sessionRate },
 		} {
 			if c.set[flagName] {
 				set()
@@ -198,6 +203,7 @@ func printProject(c *call, p project) error {
 		"RP ID", p.RPID,
 		"Session TTL", fmt.Sprintf("%s (%d s)", humanSeconds(p.SessionTTLSeconds), p.SessionTTLSeconds),
 		"Rate limit", fmt.Sprintf("%d/min per key", p.RateLimitPerMinute),
+		"Session rate limit", fmt.Sprintf("%d/min per session (calls that write)", p.SessionRateLimitPerMinute),
 		"Deny CIDRs", list(p.DenyCIDRs),
 		"Email change", p.EmailChange,
 		"Created", humanTime(p.CreatedAt),

@@ -108,7 +108,7 @@ func TestAccountsRoundTrip(t *testing.T) {
 	projects := []*store.Project{
 		{ID: "p-full", Name: "Full ✓", CompanyID: "c", AllowedOrigins: []string{"https://a.example", ""}, RPID: "a.example",
 			SessionTTLSeconds: 86400, RateLimitPerMinute: 1 << 40, DenyCIDRs: []string{"10.0.0.0/8"}, CreatedAt: accT0,
-			EmailChange: "direct", SigningKeyID: "kid", SigningKey: []byte{0, 1, 2, 255}, PublicKey: []byte("pub")},
+			EmailChange: "direct", SigningKeyID: "kid", SigningKey: []byte{0, 1, 2, 255}, PublicKey: []byte("pub"), SessionRateLimitPerMinute: 77},
 		{ID: "p-empty", AllowedOrigins: []string{}, DenyCIDRs: []string{}, SigningKey: []byte{}, PublicKey: []byte{}},
 		{ID: "p-nil"},
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"hash/maphash"
 	"strconv"
@@ -162,6 +163,29 @@ func (c *sessionCache) apply(ch store.Change) {
 	case store.ChangeStale, store.ChangeFresh:
 		c.dropWhere(nil)
 	}
+}
+
+// SessionLive reports whether session id's row exists: from the session
+// cache while the feed is trusted (no transaction, no round trip), else
+// as SessionExists in a read-only transaction (one probe, which fills
+// the cache).
+func (db *DB) SessionLive(ctx context.Context, id string) (bool, error) {
+	if err := db.ready(ctx); err != nil {
+		return false, err
+	}
+	if !validText(id) {
+		return false, nil
+	}
+	if c := db.sessions; c != nil && db.feed.trusted() && c.has(id) {
+		return true, nil
+	}
+	var live bool
+	err := db.View(ctx, func(tx store.Tx) error {
+		var err error
+		live, err = tx.SessionExists(id)
+		return err
+	})
+	return live, err
 }
 
 // cachedSessionExists answers SessionExists for session id (valid
