@@ -37,16 +37,41 @@ func TestReplicasFollowTheFeed(t *testing.T) {
 		return s
 	}
 	a, b := replica(), replica()
+	// The key's creation reaches b through the feed too, and drops what
+	// b cached of it: b caches the key only once it has seen that.
+	created := make(chan string, 16)
+	stop := b.db.Watch(func(c store.Change) {
+		if c.Kind == store.ChangeAPIKey {
+			select {
+			case created <- c.ID:
+			default:
+			}
+		}
+	})
+	defer stop()
 	boot, err := a.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prefix, id := boot.APIKey[:KeyPrefixLen], boot.Project.ID
-	if _, err := b.AuthenticateKey(ctx, "Bearer "+boot.APIKey); err != nil {
-		t.Fatal(err)
+	for seen := ""; seen != prefix; {
+		select {
+		case seen = <-created:
+		case <-time.After(time.Second):
+			t.Fatal("the key's creation did not reach the other replica within 1 s")
+		}
 	}
-	if _, ok := b.apiKeys.get(prefix); !ok {
-		t.Fatal("b did not cache the key")
+	start := time.Now()
+	for {
+		if _, err := b.AuthenticateKey(ctx, "Bearer "+boot.APIKey); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := b.apiKeys.get(prefix); ok {
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatal("b did not cache the key")
+		}
 	}
 	const origin = "https://app.example.com"
 	if b.OriginAllowed(ctx, origin, "") {
