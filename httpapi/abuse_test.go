@@ -94,6 +94,7 @@ func TestUnauthenticatedFailuresDoNotFillTheDisk(t *testing.T) {
 // oldest going first; another project and the events that name no
 // project keep theirs.
 func TestEventCapPerProject(t *testing.T) {
+	t.Parallel()
 	ts := newTestServerStore(t, store.Options{MaxEventsPerProject: 25})
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 100000}))
 	other := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "other"})

@@ -20,6 +20,7 @@ import (
 // them can sign in (and create a new account) afterwards. The address
 // itself may sign up again with a new code.
 func TestDeleteUserDropsPendingCredentials(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler), Dir: dir} })
 	_, directSecret := ts.method("bank_id", "direct")

@@ -14,6 +14,7 @@ import (
 // address; the account keeps its address, and the victim's sign-in makes
 // a new account of their own.
 func TestEmailChangeNeedsProof(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	attacker := ts.login("attacker@example.com")
 	tok, uid := str(t, attacker.Body, "token"), str(t, attacker.Body, "userId")
@@ -41,6 +42,7 @@ func TestEmailChangeNeedsProof(t *testing.T) {
 // the code applies it (emailVerified true, user.updated), a notice goes
 // to the old address, and the old address is free again.
 func TestEmailChangeVerified(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	login := ts.login("old@example.com")
 	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
@@ -89,6 +91,7 @@ func TestEmailChangeVerified(t *testing.T) {
 // TestEmailVerifyErrors: the confirmation code fails as otp/verify does,
 // each case with its status, code and text, changing nothing.
 func TestEmailVerifyErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("e@example.com").Body, "token")
 	verify := func(code any) *response {
@@ -148,6 +151,7 @@ func TestEmailVerifyErrors(t *testing.T) {
 // Retry-After; the same address as now starts nothing; a session is
 // required.
 func TestEmailChangeRequestErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("me@example.com").Body, "token")
 	ts.login("taken@example.com")
@@ -193,6 +197,7 @@ func TestEmailChangeRequestErrors(t *testing.T) {
 // unverified; the project field is validated and shown, "verify" by
 // default.
 func TestEmailChangeDirect(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	path := "/api/v1/admin/projects/" + ts.Project.ID
 	if got := obj(t, ts.admin("GET", path, nil).Body, "project")["emailChange"]; got != "verify" {

@@ -10,6 +10,7 @@ import (
 // project's webhooks of both modes, oldest first, without secrets; an
 // unknown project is 404 PROJECT_NOT_FOUND.
 func TestAdminProjectWebhooks(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	r := ts.admin("GET", "/api/v1/admin/projects/"+pid+"/webhooks", nil)
@@ -65,6 +66,7 @@ func TestAdminProjectWebhooks(t *testing.T) {
 // the project's registrations, oldest first, without secrets; an unknown
 // project is 404 PROJECT_NOT_FOUND.
 func TestAdminProjectMethods(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	r := ts.admin("GET", "/api/v1/admin/projects/"+pid+"/external-methods", nil)
@@ -110,6 +112,7 @@ func TestAdminProjectMethods(t *testing.T) {
 // refused, backup codes are gone, user.deleted is emitted (after
 // session.revoked), and the address signs up anew. Unknown ids are 404.
 func TestAdminDeleteUser(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	login := ts.login("gone@example.com")
 	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")

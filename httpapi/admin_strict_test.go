@@ -31,6 +31,7 @@ func (ts *testServer) adminState(extra ...string) []byte {
 // the fields it takes) and changes nothing; the public API keeps
 // ignoring unknown fields.
 func TestAdminBodiesStrict(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	uid := str(t, ts.login("strict@example.com").Body, "userId")

@@ -13,6 +13,7 @@ import (
 )
 
 func TestAdminUnauthorized(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, tok := range []string{"", "adm_wrongwrongwrongwrongwrong", ts.Key, "garbage"} {
 		wantError(t, ts.do("GET", "/api/v1/admin/projects", tok, nil), 401, "UNAUTHORIZED")
@@ -26,6 +27,7 @@ func TestAdminUnauthorized(t *testing.T) {
 }
 
 func TestAdminProjects(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.admin("POST", "/api/v1/admin/projects", map[string]any{
 		"name": "Shop", "allowedOrigins": []string{"https://Shop.Example.com:443", "http://localhost:5173"},
@@ -69,6 +71,7 @@ func TestAdminProjects(t *testing.T) {
 }
 
 func TestAdminProjectBadInput(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	cases := []struct {
 		name string
@@ -101,6 +104,7 @@ func TestAdminProjectBadInput(t *testing.T) {
 }
 
 func TestAdminKeys(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.admin("POST", "/api/v1/admin/keys", map[string]any{"projectId": ts.Project.ID, "mode": "live", "expiresAt": "2030-01-01T00:00:00Z"})
 	wantOK(t, r)
@@ -143,12 +147,14 @@ func TestAdminKeys(t *testing.T) {
 }
 
 func TestDeletedProjectKeyIsProjectless(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("DELETE", "/api/v1/admin/projects/"+ts.Project.ID, nil))
 	wantError(t, ts.do("GET", "/api/v1/me", ts.Key, nil), 401, "INVALID_API_KEY")
 }
 
 func TestAdminExternalMethods(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.admin("POST", "/api/v1/admin/projects/"+ts.Project.ID+"/external-methods", map[string]any{"method": "bank_id", "pattern": "direct"})
 	wantOK(t, r)
@@ -176,6 +182,7 @@ func TestAdminExternalMethods(t *testing.T) {
 }
 
 func TestAdminUsersAndEvents(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantError(t, ts.admin("GET", "/api/v1/admin/users", nil), 400, "VALIDATION_ERROR")
 	wantError(t, ts.admin("GET", "/api/v1/admin/users?projectId=nope", nil), 404, "PROJECT_NOT_FOUND")
@@ -199,6 +206,7 @@ func TestAdminUsersAndEvents(t *testing.T) {
 // (bbolt only: on PostgreSQL the endpoint answers 501, pg_dump backs it
 // up).
 func TestAdminBackup(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Bolt {
 		t.Skip("a backup is a bbolt data file")
 	}
@@ -233,6 +241,7 @@ func TestAdminBackup(t *testing.T) {
 // TestAdminBackupNotSupported: on PostgreSQL the backup is pg_dump's
 // job: 501 NOT_SUPPORTED, saying so.
 func TestAdminBackupNotSupported(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Postgres {
 		t.Skip("bbolt answers a backup (TestAdminBackup); this test runs on the postgres pass")
 	}
@@ -245,6 +254,7 @@ func TestAdminBackupNotSupported(t *testing.T) {
 }
 
 func TestRoutingErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, path := range []string{"/api/v1/nope", "/nope", "/", "/api/v1", "/api/v1/health/", "/api/v2/health", "/api/v1/admin/nope"} {
 		r := ts.do("GET", path, "", nil)
@@ -282,6 +292,7 @@ func TestRoutingErrors(t *testing.T) {
 // API (TestAdminBodiesStrict covers every admin route). Checked on an
 // API-key and an admin route.
 func TestBodies(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, body := range []string{`{"email":`, `null`, `[]`, `"a@example.com"`, `5`, `true`, `{"email":"a@example.com"} {}`, "\xff"} {
 		wantError(t, ts.do("POST", "/api/v1/otp/send", ts.Key, body), 400, "VALIDATION_ERROR")
@@ -307,6 +318,7 @@ func fields(t *testing.T, what string, m map[string]any, want ...string) {
 }
 
 func TestAdminUsersListPatchDisable(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ada := str(t, ts.login("ada@example.com").Body, "userId")
 	ts.login("adam@example.com")
@@ -371,6 +383,7 @@ func TestAdminUsersListPatchDisable(t *testing.T) {
 }
 
 func TestAdminEventsFilters(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.login("ada@example.com") // send + verify: two successes
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": "ada@example.com"}))
@@ -404,6 +417,7 @@ func TestAdminEventsFilters(t *testing.T) {
 }
 
 func TestAdminKeyShapesAndRevoke(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	// projectId omitted or null: a projectless key; expiresAt in the past
 	// is allowed (the key is simply expired).

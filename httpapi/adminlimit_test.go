@@ -27,6 +27,7 @@ func (ts *testServer) adminFrom(ip, token string) *response {
 // it), the dashboard's sign-in as well. Other addresses are unaffected;
 // the right token never spends the budget.
 func TestAdminTokenThrottle(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	const attacker, operator = "127.0.0.1", "127.0.0.2"
 	for i := 0; i < 60; i++ { // successes cost nothing
@@ -69,6 +70,7 @@ func TestAdminTokenThrottle(t *testing.T) {
 // are answered 10 × 401 and 30 × 429: the check counts before it
 // compares, so concurrency buys no extra guess.
 func TestAdminTokenThrottleConcurrent(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rs := ts.parallel(40, func(int) *http.Request {
 		req, _ := http.NewRequest("GET", ts.URL+"/api/v1/admin/projects", nil)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestAPIKeyErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	revoked := ts.createKey(map[string]any{"projectId": ts.Project.ID, "mode": "test"})
 	wantOK(t, ts.admin("POST", "/api/v1/admin/keys/"+revoked[:16]+"/revoke", nil))
@@ -63,6 +64,7 @@ func TestAPIKeyErrors(t *testing.T) {
 }
 
 func TestAPIKeyHashCheckedBeforeState(t *testing.T) {
+	t.Parallel()
 	// Someone who knows only a revoked key's prefix learns nothing.
 	ts := newTestServer(t)
 	k := ts.createKey(map[string]any{"projectId": ts.Project.ID, "mode": "test"})
@@ -71,12 +73,14 @@ func TestAPIKeyHashCheckedBeforeState(t *testing.T) {
 }
 
 func TestAPIKeyInternalError(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.breakStore()
 	wantError(t, ts.do("GET", "/api/v1/me", "sk_test_ZZZZZZZZ_"+strings.Repeat("a", 32), nil), 401, "INTERNAL_ERROR")
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	var last *response
 	for i := 0; i < 100; i++ {
@@ -111,6 +115,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestRateLimitPerProjectSetting(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 3}))
 	for i := 0; i < 3; i++ {
@@ -120,6 +125,7 @@ func TestRateLimitPerProjectSetting(t *testing.T) {
 }
 
 func TestMeWithAPIKey(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.do("GET", "/api/v1/me", ts.Key, nil)
 	wantOK(t, r)
@@ -134,6 +140,7 @@ func TestMeWithAPIKey(t *testing.T) {
 }
 
 func TestAPIKeyFormat(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	keyShape := regexp.MustCompile(`^sk_(live|test)_[0-9A-Za-z]{8}_[0-9A-Za-z]{32}$`)
 	for _, mode := range []string{"live", "test"} {
@@ -158,6 +165,7 @@ func TestAPIKeyFormat(t *testing.T) {
 // X-RateLimit headers, error answers of the endpoint included;
 // X-RateLimit-Reset is when the oldest counted request leaves the minute.
 func TestRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	first := ts.Clock.Now().Unix()
 	for i := 1; i <= 3; i++ {
@@ -185,6 +193,7 @@ func TestRateLimitHeaders(t *testing.T) {
 // RATE_LIMIT_EXCEEDED with 401 (docs/api.md, "Rate limits"), with the
 // same headers.
 func TestRateLimitByExternalIs401(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 1}))
 	wantOK(t, ts.do("GET", "/api/v1/me", ts.Key, nil))

@@ -26,6 +26,7 @@ func (ts *testServer) backupCodes(tok string) []string {
 }
 
 func TestBackupCodes(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	login := ts.login("k@example.com")
 	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
@@ -66,6 +67,7 @@ func TestBackupCodes(t *testing.T) {
 // TestBackupCodeAlphabet: generated codes never hold 0, O, 1, I or L,
 // and every other character of A-Z and 2-9 turns up.
 func TestBackupCodeAlphabet(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("alpha@example.com").Body, "token")
 	seen := map[rune]bool{}
@@ -91,6 +93,7 @@ func TestBackupCodeAlphabet(t *testing.T) {
 // uppercase code without its hyphen) still verifies, in any case and
 // with or without the hyphen; a look-alike is not taken for its twin.
 func TestBackupCodeOldAlphabet(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	login := ts.login("old@example.com")
 	uid := str(t, login.Body, "userId")
@@ -119,6 +122,7 @@ func TestBackupCodeOldAlphabet(t *testing.T) {
 }
 
 func TestBackupCodeByExternalID(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": "x@example.com"}))
 	r := ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "x@example.com", "code": ts.lastMail("x@example.com").Code, "externalUserId": "u-42"})
@@ -129,6 +133,7 @@ func TestBackupCodeByExternalID(t *testing.T) {
 }
 
 func TestBackupCodeBadInput(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	codes := ts.backupCodes(str(t, ts.login("b@example.com").Body, "token"))
 	for name, body := range map[string]any{
@@ -173,6 +178,7 @@ func TestBackupCodeBadInput(t *testing.T) {
 }
 
 func TestBackupCodeLockout(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	codes := ts.backupCodes(str(t, ts.login("l@example.com").Body, "token"))
 	for i := 0; i < 5; i++ {
@@ -191,6 +197,7 @@ func TestBackupCodeLockout(t *testing.T) {
 }
 
 func TestBackupCodeDoubleSpend(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	codes := ts.backupCodes(str(t, ts.login("d@example.com").Body, "token"))
 	const n = 6 // the losers stay within the 5-failure budget

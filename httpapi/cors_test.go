@@ -68,6 +68,7 @@ func newCORSServer(t *testing.T) *testServer {
 // ORIGIN_NOT_ALLOWED without them; API-key and admin endpoints keep
 // answering OPTIONS 405 with no CORS header.
 func TestCORSPreflight(t *testing.T) {
+	t.Parallel()
 	ts := newCORSServer(t)
 	for _, c := range []struct {
 		path, method, methods string
@@ -161,6 +162,7 @@ func TestCORSPreflight(t *testing.T) {
 // fails, of any project; never for another project's origin, an
 // unknown origin, API-key answers or admin answers.
 func TestCORSActual(t *testing.T) {
+	t.Parallel()
 	ts := newCORSServer(t)
 	tok := str(t, ts.login("cors@example.com").Body, "token")
 	for _, c := range []struct {
@@ -219,6 +221,7 @@ func TestCORSActual(t *testing.T) {
 // TestCORSFollowsProjectChanges: an origin added to a project is
 // allowed by the next preflight and request; one removed, refused.
 func TestCORSFollowsProjectChanges(t *testing.T) {
+	t.Parallel()
 	ts := newCORSServer(t)
 	tok := str(t, ts.login("change@example.com").Body, "token")
 	const newOrigin = "https://app.example"

@@ -11,6 +11,7 @@ import (
 // on sample data, shows a refused template with its line, saves, and
 // deletes after a confirmation.
 func TestDashboardTemplates(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	c := newDashClient(t, ts)
 	_, body := c.post("/admin/login", url.Values{"token": {testAdminToken}})

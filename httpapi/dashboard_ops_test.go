@@ -75,6 +75,7 @@ func with(csrf string, form url.Values) url.Values {
 // and the error's status; nothing is changed, and no separate error page
 // is shown.
 func TestDashboardFormErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.method("bank_id", "direct")
 	c, csrf := signedInCSRF(t, ts)
@@ -174,6 +175,7 @@ func TestDashboardFormErrors(t *testing.T) {
 // confirmed POST acts and redirects to a page that says what was done.
 // Enabling needs no confirmation.
 func TestDashboardConfirmations(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	c, csrf := signedInCSRF(t, ts)
 	login := ts.login("ann@example.com")
@@ -322,6 +324,7 @@ var (
 // status, creation time and the callback URL of a webhook-pattern
 // method; disabling after confirmation makes confirms 403.
 func TestDashboardMethods(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	c, csrf := signedInCSRF(t, ts)
 	path := "/admin/projects/" + ts.Project.ID + "/methods"
@@ -382,6 +385,7 @@ func TestDashboardMethods(t *testing.T) {
 // newest first, through an "older" cursor; another project's webhook,
 // an unknown one and a bad cursor are refused.
 func TestDashboardWebhooks(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	c, _ := signedInCSRF(t, ts)
 	path := "/admin/projects/" + ts.Project.ID + "/webhooks"
@@ -471,6 +475,7 @@ func TestDashboardWebhooks(t *testing.T) {
 // verified, the factors and the newest sessions (at most 100, saying
 // when there are more), all bounded whatever the number of sessions.
 func TestDashboardUser(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	c, _ := signedInCSRF(t, ts)
 	tok := ts.loginFrom("ann@example.com", "198.51.100.7", "Firefox/140")
@@ -511,6 +516,7 @@ func TestDashboardUser(t *testing.T) {
 // TestDashboardEventsProject: the events list names each event's
 // project, "—" for events without one and the id of a deleted project.
 func TestDashboardEventsProject(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	c, _ := signedInCSRF(t, ts)
 	gone := str(t, obj(t, ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "Gone"}).Body, "project"), "id")
@@ -551,6 +557,7 @@ func TestDashboardEventsProject(t *testing.T) {
 // /ready, unauthenticated, leaves out); the sign-in page shows nothing,
 // and the banner goes when the check passes.
 func TestDashboardNotReady(t *testing.T) {
+	t.Parallel()
 	var failing atomic.Bool
 	ts := newTestServerAPI(t, func(c *httpapi.Config) {
 		c.ReadyChecks = []httpapi.ReadyCheck{{Name: "mail",

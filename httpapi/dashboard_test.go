@@ -53,6 +53,7 @@ func (c *dashClient) post(path string, form url.Values) (int, string) {
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 func TestDashboard(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	c := newDashClient(t, ts)
 	if _, body := c.get("/admin/"); !strings.Contains(body, `name="token"`) {
@@ -153,6 +154,7 @@ var (
 // failures counted but not stored are shown beside the events and in the
 // chart, which reads hourly counters.
 func TestDashboardPages(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	all := ts.addUsers(230)
 	start := ts.Clock.Now().Add(-time.Hour)
@@ -239,6 +241,7 @@ func TestDashboardPages(t *testing.T) {
 // TestDashboardEmailChange: the project's settings form shows and saves
 // emailChange; the users table shows emailVerified.
 func TestDashboardEmailChange(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	ts.login("seen@example.com")
 	c := newDashClient(t, ts)

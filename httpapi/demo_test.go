@@ -19,6 +19,7 @@ import (
 // its API route over plain HTTP: live keys refused whatever the page's
 // script does, only the demo's own calls forwarded.
 func TestDemoRoutes(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for path, ctype := range map[string]string{"/demo/passkeys": "text/html", "/demo/passkeys.js": "text/javascript"} {
 		r := ts.do("GET", path, "", nil)

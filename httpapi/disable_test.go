@@ -13,6 +13,7 @@ import (
 // before the disable; their sessions die at once; enable restores all.
 // (Passkey login is covered in passkey_test.go.)
 func TestDisableAcrossLoginPaths(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	const addr = "dis@example.com"
 	_, direct := ts.method("bank_id", "direct")

@@ -58,6 +58,7 @@ var indexRow = regexp.MustCompile("^\\|\\s*([A-Z]+)\\s*\\|\\s*\\[`([^`]+)`\\]\\(
 // routes the server registers, once each, and each links into
 // docs/api.md.
 func TestReadmeEndpointIndex(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +113,7 @@ var apiHeading = regexp.MustCompile(`^#{2,5}\s+((?:[A-Z]+,\s*)*[A-Z]+)\s+(/\S+)\
 // server registers (the README's index links to them), and no heading
 // for a route that does not exist.
 func TestAPIReferenceHeadings(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // before cursor; every filter pages the same way; events that name no
 // project have projectId null and appear only without a projectId filter.
 func TestEventsPages(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	other := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "other"})
 	otherID := str(t, obj(t, other.Body, "project"), "id")

@@ -31,6 +31,7 @@ func (ts *testServer) events(query string) []map[string]any {
 // TestEventsAPI: events have the decided shape, come newest first, and
 // filter by projectId, failureCode and limit (default 100).
 func TestEventsAPI(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
 	other := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "other"})
@@ -119,6 +120,7 @@ func TestEventsAPI(t *testing.T) {
 // calls, the peer address on other calls, and X-Forwarded-For only from
 // trusted proxies.
 func TestEndUserIP(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("ip@example.com").Body, "token")
 	send := func(base, path, auth string, hdr map[string]string) {

@@ -47,6 +47,7 @@ func (ts *testServer) confirmBody(fields map[string]any) []byte {
 }
 
 func TestExternalConfirm(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	_, secret := ts.method("bank_id", "direct")
 	body := ts.confirmBody(map[string]any{"externalUserId": "ext-1", "method": "bank_id", "email": "Ext@Example.com"})
@@ -76,6 +77,7 @@ func TestExternalConfirm(t *testing.T) {
 }
 
 func TestExternalConfirmAttachByEmail(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	_, secret := ts.method("bank_id", "direct")
 	uid := str(t, ts.login("a@example.com").Body, "userId")
@@ -90,6 +92,7 @@ func TestExternalConfirmAttachByEmail(t *testing.T) {
 }
 
 func TestExternalConfirmErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	id, secret := ts.method("bank_id", "direct")
 	_, hookSecret := ts.method("hook", "webhook")
@@ -159,6 +162,7 @@ func TestExternalConfirmErrors(t *testing.T) {
 }
 
 func TestExternalPatternB(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	id, secret := ts.method("kyc", "webhook")
 	callback := func(fields map[string]any) *response {
@@ -192,6 +196,7 @@ func TestExternalPatternB(t *testing.T) {
 // TestExternalConfirmPayloads: every malformed body is 400
 // INVALID_PAYLOAD, whatever its signature.
 func TestExternalConfirmPayloads(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	_, secret := ts.method("bank_id", "direct")
 	at := ts.Clock.Now().UTC().Format(time.RFC3339)
@@ -233,6 +238,7 @@ func TestExternalConfirmPayloads(t *testing.T) {
 // in the decided order answers: payload, status, pattern, signature,
 // freshness, replay, email of a new user.
 func TestExternalConfirmOrder(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	_, secret := ts.method("bank_id", "direct")
 	_, hookSecret := ts.method("hook", "webhook")
@@ -281,6 +287,7 @@ func TestExternalConfirmOrder(t *testing.T) {
 // fractional seconds, or no zone at all (read as UTC, as the field is
 // defined); the 60-second window applies to the instant.
 func TestExternalConfirmTimestamps(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	_, secret := ts.method("bank_id", "direct")
 	now := ts.Clock.Now().UTC()
@@ -307,6 +314,7 @@ func TestExternalConfirmTimestamps(t *testing.T) {
 // TestExternalPatternBErrors: the callback runs confirm's checks with the
 // registration from the path; redeem's failures.
 func TestExternalPatternBErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	id, secret := ts.method("kyc", "webhook")
 	directID, directSecret := ts.method("bank_id", "direct")

@@ -57,6 +57,7 @@ func (ts *testServer) totpLocked(tok, secret, text string) {
 // Now each further run of 10 failures locks twice as long: the second
 // run locks for 30 minutes, the third for 60.
 func TestTOTPLockoutEscalates(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("t@example.com").Body, "token")
 	secret := ts.enrollTOTP(tok)
@@ -81,6 +82,7 @@ func TestTOTPLockoutEscalates(t *testing.T) {
 // backup-code login or the admin reset, however long one waits; replies
 // stay 401 VERIFICATION_FAILED. The reset keeps the enrolment.
 func TestTOTPFailureCap(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	// Sessions last 90 days: the test waits out lockouts for weeks.
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"sessionTtlSeconds": 7776000}))
@@ -139,6 +141,7 @@ func (ts *testServer) otpVerify(addr, code string) *response {
 // right code, the address's confirmation codes are locked too, and a
 // magic link still works.
 func TestOTPAddressGuessCap(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	const addr = "cap@example.com"
 	tok := str(t, ts.login(addr).Body, "token")
@@ -181,6 +184,7 @@ func TestOTPAddressGuessCap(t *testing.T) {
 // known one, 401 INVALID_CODE five times, then 429 TOO_MANY_ATTEMPTS
 // with Retry-After.
 func TestBackupCodeLockoutPerIdentifier(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": "known@example.com"}))
 	known := ts.do("POST", "/api/v1/otp/verify", ts.Key, map[string]any{"email": "known@example.com", "code": ts.lastMail("known@example.com").Code, "externalUserId": "ext-known"})

@@ -18,6 +18,7 @@ func wantEvents(t *testing.T, got, want []outboxEvent) {
 // profile change, logout and deletion writes its event with the decided
 // data, and failed attempts write none.
 func TestOutboxEventsOfEmailLogin(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.login("ev@example.com")
 	uid, tok := str(t, r.Body, "userId"), str(t, r.Body, "token")
@@ -68,6 +69,7 @@ func TestOutboxEventsOfEmailLogin(t *testing.T) {
 // leaves an authentication event with its failure category,
 // including requests whose body could not be read.
 func TestAuthEventsOfEmailLogin(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	disabled := str(t, ts.login("off@example.com").Body, "userId")
 	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+disabled+"/disable", nil))

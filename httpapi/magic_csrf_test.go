@@ -15,6 +15,7 @@ import (
 // or Sec-Fetch-Site: same-origin), or a request with neither header (not
 // a browser); anything else is 403 FORBIDDEN and the link stays unused.
 func TestMagicConfirmCrossSite(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	cases := []struct {
 		name    string

@@ -26,6 +26,7 @@ func (ts *testServer) magicToken(addr string, body map[string]any) string {
 }
 
 func TestMagicLinkJSON(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := ts.magicToken("m@example.com", map[string]any{"redirectUrl": "http://localhost:3000/welcome"})
 	r := ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(tok), "", nil)
@@ -64,6 +65,7 @@ func TestMagicLinkJSON(t *testing.T) {
 }
 
 func TestMagicLinkRedirect(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := ts.magicToken("r@example.com", nil)
 	// A disallowed redirect_uri is refused and leaves the link unused.
@@ -80,6 +82,7 @@ func TestMagicLinkRedirect(t *testing.T) {
 }
 
 func TestMagicLinkErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantError(t, ts.do("GET", "/api/v1/magic/verify", "", nil), 400, "VALIDATION_ERROR")
 	wantError(t, ts.do("GET", "/api/v1/magic/verify?token=unknown", "", nil), 401, "INVALID_TOKEN")
@@ -92,6 +95,7 @@ func TestMagicLinkErrors(t *testing.T) {
 }
 
 func TestMagicSendRedirectValidation(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	bad := []string{
 		"https://localhost:3000/x",          // other scheme
@@ -118,6 +122,7 @@ func TestMagicSendRedirectValidation(t *testing.T) {
 }
 
 func TestMagicLinkScannerProtection(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := ts.magicToken("b@example.com", map[string]any{"redirectUrl": "http://localhost:3000/app"})
 	link := ts.URL + "/api/v1/magic/verify?token=" + url.QueryEscape(tok)
@@ -173,6 +178,7 @@ func (ts *testServer) postForm(path string, form url.Values) *response {
 // confirm page; scanners and API clients sending no Accept, */* or JSON
 // get the JSON login result, which consumes the link.
 func TestMagicVerifyAcceptHeaders(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, accept := range []string{"", "*/*", "application/json", "text/html, application/json", "application/json;q=0.9, text/html"} {
 		t.Run("accept="+accept, func(t *testing.T) {
@@ -201,6 +207,7 @@ func TestMagicVerifyAcceptHeaders(t *testing.T) {
 // its POST shows a signed-in page when there is nowhere to redirect; a
 // JSON POST is answered like the GET.
 func TestMagicConfirmPage(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	const browser = "text/html,application/xhtml+xml"
 	tok := ts.magicToken("cp@example.com", nil)
@@ -254,6 +261,7 @@ func TestMagicConfirmPage(t *testing.T) {
 // TestMagicRedirectTokenParam: the JWT joins the redirect URL's query
 // with ? or &, before any fragment.
 func TestMagicRedirectTokenParam(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, c := range []struct{ redirect, prefix, suffix string }{
 		{"http://localhost:3000/cb", "http://localhost:3000/cb?token=", ""},
@@ -281,6 +289,7 @@ func TestMagicRedirectTokenParam(t *testing.T) {
 // TestMagicLinkFailureTexts: unknown, used and expired links share 401
 // INVALID_TOKEN; the texts tell used and expired apart.
 func TestMagicLinkFailureTexts(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	used := ts.magicToken("ft@example.com", nil)
 	wantOK(t, ts.do("GET", "/api/v1/magic/verify?token="+url.QueryEscape(used), "", nil))

@@ -78,6 +78,7 @@ func value(m *dto.Metric) float64 {
 // with latency, authentication events and logins, the mail queue, the
 // webhook backlog and attempts, the store's size and commit latency.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t, 500) // the first delivery fails, the rest succeed
 	ts.createWebhook(rcv.URL+"/hook", nil)
@@ -173,6 +174,7 @@ func TestMetrics(t *testing.T) {
 // TestMetricsNeedAdminToken: on the main listener /metrics answers 401
 // UNAUTHORIZED without the admin token.
 func TestMetricsNeedAdminToken(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, tok := range []string{"", ts.Key, "adm_wrongwrongwrongwrongwrong"} {
 		r := ts.do("GET", "/metrics", tok, nil)

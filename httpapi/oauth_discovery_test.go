@@ -9,6 +9,7 @@ import (
 // its first use and kept for an hour by the service's clock; a provider
 // removed and added again is discovered anew.
 func TestOAuthDiscoveryCache(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	want := func(n int32, when string) {
 		t.Helper()

@@ -96,6 +96,7 @@ func addFormPostProvider(t *testing.T, ts *testServer, o *testOP) {
 // for it, and its page's cross-site form POST to the callback signs the
 // user in as GET does; the state is single use there too.
 func TestOAuthFormPost(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	addFormPostProvider(t, ts, o)
 	authURL := ts.startWith(t, "corp-post")
@@ -149,6 +150,7 @@ func TestOAuthFormPost(t *testing.T) {
 // form, cannot be parsed or is over 64 KiB is answered with the error
 // envelope before the state is touched: the same state then works.
 func TestOAuthFormPostRefusedBodies(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	addFormPostProvider(t, ts, o)
 	action, fields := o.browseForm(t, ts.startWith(t, "corp-post"), "alice")
@@ -170,6 +172,7 @@ func TestOAuthFormPostRefusedBodies(t *testing.T) {
 // TestOAuthResponseModeAdmin: responseMode is checked, defaults by type
 // (Apple form_post, the others query), and is listed.
 func TestOAuthResponseModeAdmin(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	base := "/api/v1/admin/projects/" + ts.Project.ID + "/providers"
 	add := func(body map[string]any) *response {

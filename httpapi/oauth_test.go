@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,6 +66,25 @@ type opStorage struct {
 	*storage.Storage
 	op     *testOP
 	badKey *rogueKey
+}
+
+// testClients guards the example storage's client map, which is one map
+// for the whole process: tests run in parallel, each registering its
+// own OP's client while the others' OPs read theirs.
+var testClients sync.RWMutex
+
+// GetClientByClientID is the example's, under testClients.
+func (s *opStorage) GetClientByClientID(ctx context.Context, clientID string) (op.Client, error) {
+	testClients.RLock()
+	defer testClients.RUnlock()
+	return s.Storage.GetClientByClientID(ctx, clientID)
+}
+
+// AuthorizeClientIDSecret is the example's, under testClients.
+func (s *opStorage) AuthorizeClientIDSecret(ctx context.Context, clientID, clientSecret string) error {
+	testClients.RLock()
+	defer testClients.RUnlock()
+	return s.Storage.AuthorizeClientIDSecret(ctx, clientID, clientSecret)
 }
 
 // SigningKey signs with a key of the same id that the JWKS does not hold.
@@ -157,7 +177,9 @@ func newTestOP(t testing.TB, redirectURI string) *testOP {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testClients.Lock()
 	storage.RegisterClients(storage.WebClient(o.ClientID, "op-secret", redirectURI))
+	testClients.Unlock()
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +267,7 @@ func appQuery(t *testing.T, res *http.Response) url.Values {
 }
 
 func TestOAuthNewAndExistingUser(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	authURL := ts.oauthStart(t)
 	u, _ := url.Parse(authURL)
@@ -295,6 +318,7 @@ func TestOAuthNewAndExistingUser(t *testing.T) {
 // TestOAuthLinksExistingEmailUser: a provider that links by address
 // signs the existing account of the address in, and links it.
 func TestOAuthLinksExistingEmailUser(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	ts.linkByEmail(t, "corp", true)
 	id := str(t, ts.login("ada@example.com").Body, "userId")
@@ -310,6 +334,7 @@ func TestOAuthLinksExistingEmailUser(t *testing.T) {
 // is never signed in by a provider, whether found by its address (with
 // linking by address on) or by its link to the provider account.
 func TestOAuthNeverIntoAccountWithFactors(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	ts.linkByEmail(t, "corp", true)
 	tok := str(t, ts.login("ada@example.com").Body, "token")
@@ -338,6 +363,7 @@ func TestOAuthNeverIntoAccountWithFactors(t *testing.T) {
 }
 
 func TestOAuthForgedAndReplayedState(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	wantError(t, ts.do("GET", "/api/v1/oauth/callback?state=forged&code=x", "", nil), http.StatusBadRequest, "INVALID_STATE")
 	wantError(t, ts.do("GET", "/api/v1/oauth/callback?code=x", "", nil), http.StatusBadRequest, "INVALID_STATE")
@@ -386,6 +412,7 @@ func (o *testOP) callbackPath(tb testing.TB, ts *testServer, authURL string) str
 }
 
 func TestOAuthIDTokenChecks(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	for _, mode := range []string{"badkey", "audience"} {
 		o.mode.Store(mode)
@@ -400,6 +427,7 @@ func TestOAuthIDTokenChecks(t *testing.T) {
 }
 
 func TestOAuthUnverifiedAddress(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	code := appQuery(t, o.browse(t, ts.oauthStart(t), "bob")).Get("code")
 	wantError(t, ts.do("POST", "/api/v1/oauth/exchange", ts.Key, map[string]any{"code": code}), http.StatusForbidden, "EMAIL_NOT_VERIFIED")
@@ -410,6 +438,7 @@ func TestOAuthUnverifiedAddress(t *testing.T) {
 }
 
 func TestOAuthExpiredState(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	authURL := ts.oauthStart(t)
 	ts.Clock.Advance(11 * time.Minute)
@@ -430,6 +459,7 @@ func TestOAuthExpiredState(t *testing.T) {
 // code used up. A sign-in started without a challenge takes no verifier.
 // Malformed values are 400 VALIDATION_ERROR and use nothing up.
 func TestOAuthBoundToBrowser(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	verifier := func(who string) string { return strings.Repeat(who, 43/len(who)+1) }
 	challenge := func(v string) string {
@@ -484,6 +514,7 @@ func TestOAuthBoundToBrowser(t *testing.T) {
 // makes one address open more captured callback URLs than the check's
 // limit does not block it.
 func TestOAuthBindingNoGuess(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	wantOK(t, ts.do("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, testAdminToken, map[string]any{"rateLimitPerMinute": 10000}))
 	sum := sha256.Sum256([]byte(strings.Repeat("a", 43)))
@@ -499,6 +530,7 @@ func TestOAuthBindingNoGuess(t *testing.T) {
 }
 
 func TestOAuthStartChecks(t *testing.T) {
+	t.Parallel()
 	ts, _ := oauthSetup(t)
 	wantError(t, ts.do("POST", "/api/v1/oauth/start", ts.Key, map[string]any{"provider": "corp", "redirectUrl": "https://evil.example/x"}), http.StatusBadRequest, "INVALID_REDIRECT_URL")
 	wantError(t, ts.do("POST", "/api/v1/oauth/start", ts.Key, map[string]any{"provider": "nope", "redirectUrl": oauthApp + "/done"}), http.StatusNotFound, "PROVIDER_NOT_FOUND")
@@ -508,6 +540,7 @@ func TestOAuthStartChecks(t *testing.T) {
 }
 
 func TestOAuthProvidersAdmin(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	base := "/api/v1/admin/projects/" + ts.Project.ID + "/providers"
 	wantError(t, ts.admin("POST", base, map[string]any{"name": "corp", "type": "oidc", "clientId": "x", "clientSecret": "y", "issuer": o.URL}), http.StatusConflict, "PROVIDER_EXISTS")
@@ -604,6 +637,7 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 }
 
 func TestOAuthGitHub(t *testing.T) {
+	t.Parallel()
 	g := newFakeGitHub(t)
 	ts := newTestServer(t, func(c *auth.Config) {
 		c.OAuth = &social.Transport{GitHub: social.GitHubEndpoints{AuthURL: g.URL + "/login/oauth/authorize", TokenURL: g.URL + "/login/oauth/access_token", APIURL: g.URL}}
@@ -658,6 +692,7 @@ func TestOAuthGitHub(t *testing.T) {
 // secret never shown again), refuses a bad one in the form, and removes
 // one behind a confirmation.
 func TestOAuthDashboard(t *testing.T) {
+	t.Parallel()
 	ts, _ := oauthSetup(t)
 	c, csrf := signedInCSRF(t, ts)
 	page := "/admin/projects/" + ts.Project.ID + "/providers"

@@ -83,6 +83,7 @@ func (ts *testServer) userCount(t *testing.T) int {
 // whether or not the provider vouches for the new one, and the account
 // keeps its own address. The link goes with the user.
 func TestOAuthLinkedAfterEmailChange(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	r := ts.oauthSignIn(t, o, "alice")
 	wantOK(t, r)
@@ -137,6 +138,7 @@ func TestOAuthLinkedAfterEmailChange(t *testing.T) {
 // turned off again, the link still signs it in. Types that link by
 // default, and the PATCH's refusals.
 func TestOAuthLinkByEmail(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	base := "/api/v1/admin/projects/" + ts.Project.ID + "/providers"
 	r := ts.admin("GET", base, nil)
@@ -233,6 +235,7 @@ func TestOAuthLinkByEmail(t *testing.T) {
 // TestOAuthProvidersStoredBefore: a provider stored before linkByEmail
 // existed keeps linking by address, as it did, and says so.
 func TestOAuthProvidersStoredBefore(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		p, err := tx.Project(ts.Project.ID)
@@ -263,6 +266,7 @@ func TestOAuthProvidersStoredBefore(t *testing.T) {
 // azp naming this client; an azp present with one audience must name it
 // too (OpenID Connect Core 3.1.3.7).
 func TestOAuthAuthorizedParty(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	tests := []struct {
 		name string
@@ -303,6 +307,7 @@ func TestOAuthAuthorizedParty(t *testing.T) {
 // TestOAuthEDOVOnlyMicrosoft: xms_edov is Microsoft's claim; from any
 // other provider it vouches for nothing.
 func TestOAuthEDOVOnlyMicrosoft(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	o.setClaims(func(c map[string]any) {
 		c["email"], c["xms_edov"] = "ada@example.com", true
@@ -450,6 +455,7 @@ func (ts *testServer) fakeSignIn(t *testing.T, c *http.Client, provider string) 
 // provider is Microsoft's single-tenant issuer, reached on loopback
 // through a client that sends login.microsoftonline.com there.
 func TestOAuthMicrosoftVerifiedDomain(t *testing.T) {
+	t.Parallel()
 	const tenant = "9188040d-6c67-4c5b-b112-36a304b66dad"
 	var ts *testServer
 	f := newFakeOIDC(t, "https://login.microsoftonline.com/"+tenant+"/v2.0", func() time.Time { return ts.Clock.Now() })
@@ -510,6 +516,7 @@ func TestOAuthMicrosoftVerifiedDomain(t *testing.T) {
 // reaches a listener there. An issuer whose name resolves to loopback at
 // dial time is refused as it dials: no request is sent.
 func TestOAuthPrivateAddresses(t *testing.T) {
+	t.Parallel()
 	// A listener on loopback that counts connections, for the name
 	// that resolves to it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

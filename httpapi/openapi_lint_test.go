@@ -62,6 +62,7 @@ func findRedocly(version string) string {
 // fails, each listed with its rule and place. It does not use the store:
 // it runs on the first (bolt) pass only.
 func TestOpenAPILint(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) == storetest.Postgres {
 		t.Skip("lints a file, whatever the store: ran on the bolt pass")
 	}

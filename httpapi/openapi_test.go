@@ -22,6 +22,7 @@ import (
 // TestOpenAPIDocumentValid parses the document as OpenAPI 3.1, resolves
 // every reference and validates it against the OpenAPI 3.1 schema.
 func TestOpenAPIDocumentValid(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +90,7 @@ var routeParam = regexp.MustCompile(`:([A-Za-z]+)`)
 // document, and every documented operation is routed. The dashboard and
 // the demo page are not API (specSkipped).
 func TestOpenAPIRoutes(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	srv := httpapi.New(ts.Svc, httpapi.Config{Webhooks: ts.Hooks})
 	routed := map[string]bool{}
@@ -141,6 +143,7 @@ func sortedKeys(m map[string]bool) []string {
 // security requirement (empty for the calls without authentication),
 // and a 500 answer.
 func TestOpenAPIOperationsComplete(t *testing.T) {
+	t.Parallel()
 	ids := map[string]string{}
 	for path, ops := range readSpecDoc(t).Paths {
 		for method, op := range ops {
@@ -171,6 +174,7 @@ var errorCode = regexp.MustCompile(`newErr\((?:http\.Status\w+, )?"([A-Z_]+)"`)
 // code the document lists exists in the source (no typos), and every
 // declared code is mentioned by the document.
 func TestOpenAPIErrorCodes(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +247,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 // TestOpenAPIServed fetches the document from the server: no
 // authentication, the embedded file as JSON, an ETag that answers 304.
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.do("GET", "/api/v1/openapi.json", "", nil)
 	if r.Status != http.StatusOK {
@@ -286,6 +291,7 @@ func TestOpenAPIServed(t *testing.T) {
 // only those other tests happen to reach. Path parameters name nothing
 // that exists (404s must be documented too).
 func TestOpenAPIErrorPaths(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 1000000}))
 	session := str(t, ts.login("sweep@example.com").Body, "token")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestOTPSignUpAndSignIn(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.login("  Alice@Example.com ")
 	tok := str(t, r.Body, "token")
@@ -49,6 +50,7 @@ func TestOTPSignUpAndSignIn(t *testing.T) {
 }
 
 func TestOTPVerifyErrors(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	addr := "bob@example.com"
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))
@@ -70,6 +72,7 @@ func TestOTPVerifyErrors(t *testing.T) {
 }
 
 func TestOTPLockout(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	addr := "carol@example.com"
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))
@@ -97,6 +100,7 @@ func TestOTPLockout(t *testing.T) {
 }
 
 func TestOTPExpiryAndReplacement(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	addr := "dan@example.com"
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))
@@ -119,6 +123,7 @@ func TestOTPExpiryAndReplacement(t *testing.T) {
 }
 
 func TestOTPSendThrottle(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	addr := "erin@example.com"
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))
@@ -136,6 +141,7 @@ func TestOTPSendThrottle(t *testing.T) {
 }
 
 func TestOTPBadEmails(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, e := range []any{"", "no-at-sign", "a@b", strings.Repeat("a", 290) + "@example.com", "bad@exa mple.com", "İ@example.com", "a@exаmple.com", "a\u200b@example.com", "\"q\"@example.com", 42, nil} {
 		t.Run(fmt.Sprint(e), func(t *testing.T) {
@@ -149,6 +155,7 @@ func TestOTPBadEmails(t *testing.T) {
 }
 
 func TestOTPExternalUserID(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	verify := func(addr, ext string) *response {
 		ts.Clock.Advance(31 * time.Second)
@@ -170,6 +177,7 @@ func TestOTPExternalUserID(t *testing.T) {
 }
 
 func TestDisabledUserCannotSignIn(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.login("h@example.com")
 	tok, id := str(t, r.Body, "token"), str(t, r.Body, "userId")
@@ -211,6 +219,7 @@ var _ = http.StatusOK
 // TestSendThrottleWindow: a refused send does not restart the 30-second
 // window, and OTP and magic-link sends are throttled apart.
 func TestSendThrottleWindow(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, path := range []string{"/api/v1/otp/send", "/api/v1/magic/send"} {
 		t.Run(path, func(t *testing.T) {
@@ -233,6 +242,7 @@ func TestSendThrottleWindow(t *testing.T) {
 // string; a user holding another id gets its own 409 text; the code is
 // not spent by a refused verify.
 func TestOTPExternalUserIDInput(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	addr := "k@example.com"
 	wantOK(t, ts.do("POST", "/api/v1/otp/send", ts.Key, map[string]any{"email": addr}))

@@ -18,6 +18,7 @@ import (
 // attempt consumes its challenge, so even a good assertion for it is then
 // 400 CHALLENGE_EXPIRED.
 func TestPasskeyLoginRejects(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	const addr = "rej@example.com"
 	ts.passkeySignUp(a, addr)
@@ -70,6 +71,7 @@ func TestPasskeyLoginRejects(t *testing.T) {
 // 400 INVALID_CREDENTIAL and leaves the stored count; authenticators that
 // keep the counter at 0 (most synced passkeys) still sign in.
 func TestPasskeyCounterRegression(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	id := str(t, ts.passkeySignUp(a, "count@example.com").Body, "credentialId")
 	n := func(v uint32) passkeytest.Tweak { return passkeytest.Tweak{SignCount: &v} }
@@ -94,6 +96,7 @@ func TestPasskeyCounterRegression(t *testing.T) {
 // TestPasskeyRegisterRejects: a credential that does not verify is 400
 // INVALID_CREDENTIAL, creates no user and consumes the challenge.
 func TestPasskeyRegisterRejects(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	cases := []struct {
 		name  string
@@ -134,6 +137,7 @@ func TestPasskeyRegisterRejects(t *testing.T) {
 // unknown id, a used or expired one, and one of the other ceremony or
 // another caller are all 400 CHALLENGE_EXPIRED.
 func TestPasskeyChallenges(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	const addr = "ch@example.com"
 	tok := str(t, ts.passkeySignUp(a, addr).Body, "token")
@@ -200,6 +204,7 @@ func TestPasskeyChallenges(t *testing.T) {
 // TestPasskeyBadInput: malformed start and verify bodies get the 400
 // envelope and change nothing: the challenge still works afterwards.
 func TestPasskeyBadInput(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	const addr = "bad@example.com"
 	ts.passkeySignUp(a, addr)
@@ -260,6 +265,7 @@ func TestPasskeyBadInput(t *testing.T) {
 // is passkey sign-in's catch-all, 401 INTERNAL_ERROR; during
 // registration it is the usual 500.
 func TestPasskeyInternalError(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	ts.passkeySignUp(a, "int@example.com")
 	login := ts.startCeremony("/api/v1/passkey/login/start", ts.Key, map[string]any{})
@@ -276,6 +282,7 @@ func TestPasskeyInternalError(t *testing.T) {
 // the project, the origin and what was expected), at registration and at
 // sign-in; other refusals keep the generic text.
 func TestPasskeyRefusalSaysWhy(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	ts := newTestServer(t, func(c *auth.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID,

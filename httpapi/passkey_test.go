@@ -196,6 +196,7 @@ func (ts *testServer) storedCredential(credentialID string) (*store.Passkey, web
 // passkey added with the session, the list, sign-in by email and
 // discoverable, removal, and the events each step writes.
 func TestPasskeyEndToEnd(t *testing.T) {
+	t.Parallel()
 	ts, phone := newPasskeyServer(t)
 	const addr = "pat@example.com"
 	ts.Clock.Advance(123456 * time.Microsecond) // createdAt shows microseconds
@@ -337,6 +338,7 @@ func TestPasskeyEndToEnd(t *testing.T) {
 // count, transports, AAGUID, backup flags and createdAt, and a sign-in
 // advances the count and stamps lastUsedAt.
 func TestPasskeyStoredRecord(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	a.BackedUp = false // BE without BS: a synced passkey not yet backed up
 	r := ts.passkeySignUp(a, "rec@example.com")
@@ -378,6 +380,7 @@ func TestPasskeyStoredRecord(t *testing.T) {
 // and origin, a loopback address standing as "localhost" (an IP cannot
 // be a WebAuthn rpId). A ceremony from an origin not allowed fails.
 func TestPasskeyRelyingPartyDefaults(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rpID := func() any {
 		c := ts.startCeremony("/api/v1/passkey/register/start", ts.Key, map[string]any{"email": "rp@example.com"})
@@ -423,6 +426,7 @@ func TestPasskeyRelyingPartyDefaults(t *testing.T) {
 // externalUserId; unknown ids and other users' credentials are 404; over
 // the key's rate they answer 401 RATE_LIMIT_EXCEEDED, not 429.
 func TestPasskeyByExternal(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	// A user with an externalUserId (attached at otp/verify) adds a passkey.
 	const addr = "ext@example.com"
@@ -487,6 +491,7 @@ func TestPasskeyByExternal(t *testing.T) {
 // credential, nor a project another project's, and a credential or
 // challenge of one project means nothing in another.
 func TestPasskeyIsolation(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	r1 := ts.passkeySignUp(a, "one@example.com")
 	tok1, cred1 := str(t, r1.Body, "token"), str(t, r1.Body, "credentialId")
@@ -542,6 +547,7 @@ func TestPasskeyIsolation(t *testing.T) {
 // USER_DISABLED at sign-in (by email already at start); enabling again
 // restores it.
 func TestPasskeyDisabledUser(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	const addr = "off@example.com"
 	r := ts.passkeySignUp(a, addr)
@@ -563,6 +569,7 @@ func TestPasskeyDisabledUser(t *testing.T) {
 // TestPasskeyUserExists: sign-up for an email that has an account is 409
 // USER_EXISTS at start, and at verify when the account appeared meanwhile.
 func TestPasskeyUserExists(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	ts.login("taken@example.com")
 	wantError(t, ts.do("POST", "/api/v1/passkey/register/start", ts.Key, map[string]any{"email": "TAKEN@example.com"}), 409, "USER_EXISTS")
@@ -587,6 +594,7 @@ func TestPasskeyUserExists(t *testing.T) {
 // passkey: otherwise 404 USER_NOT_FOUND (an enrolment lookup), recorded
 // as user_not_found.
 func TestPasskeyLoginStartUnknown(t *testing.T) {
+	t.Parallel()
 	ts, _ := newPasskeyServer(t)
 	wantError(t, ts.do("POST", "/api/v1/passkey/login/start", ts.Key, map[string]any{"email": "nobody@example.com"}), 404, "USER_NOT_FOUND")
 	ts.wantAuthEvent("login_start", "user_not_found")
@@ -597,6 +605,7 @@ func TestPasskeyLoginStartUnknown(t *testing.T) {
 // TestPasskeyDenyList: a denied end-user IP cannot start a sign-up or a
 // sign-in.
 func TestPasskeyDenyList(t *testing.T) {
+	t.Parallel()
 	ts, _ := newPasskeyServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"denyCidrs": []string{"203.0.113.0/24"}}))
 	for _, path := range []string{"/api/v1/passkey/register/start", "/api/v1/passkey/login/start"} {

@@ -21,6 +21,7 @@ import (
 // its authentication events and queued mail, and leaves another project
 // alone.
 func TestDeleteProjectRemovesItsData(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler), Dir: t.TempDir()} })
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID,
 		map[string]any{"allowedOrigins": []string{pkOrigin}, "rpId": pkRPID}))

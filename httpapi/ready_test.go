@@ -16,6 +16,7 @@ import (
 // /health stays 200 (liveness). The store case comes last: it closes
 // the data file under the server.
 func TestReady(t *testing.T) {
+	t.Parallel()
 	var scheduler atomic.Bool
 	scheduler.Store(true)
 	var mailErr atomic.Pointer[error]

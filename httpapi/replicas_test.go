@@ -27,6 +27,7 @@ func (ts *testServer) replica() *testServer {
 // once) follows the operator from one to the other; so does the
 // sign-out.
 func TestDashboardSessionAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Postgres {
 		t.Skip("replicas share a database: this test runs on the postgres pass (on bbolt dashboard sessions are in the one process's memory)")
 	}

@@ -33,6 +33,7 @@ func (ts *testServer) devices() int {
 // it is unknown (the next sign-in gets a new token) and the sweep deletes
 // its row.
 func TestDeviceRetention(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	const day = 24 * time.Hour
 	tok := ts.loginWithDevice("dev@example.com", "")
@@ -68,6 +69,7 @@ func TestDeviceRetention(t *testing.T) {
 // TestDeviceUnusedIsUnknown: a device unused for 90 days is unknown at
 // once, before any sweep.
 func TestDeviceUnusedIsUnknown(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := ts.loginWithDevice("old@example.com", "")
 	ts.Clock.Advance(store.DeviceLifetime)
@@ -79,6 +81,7 @@ func TestDeviceUnusedIsUnknown(t *testing.T) {
 // TestDeliveryRetention: webhook delivery records are kept 30 days and
 // then swept; younger ones stay.
 func TestDeliveryRetention(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t, 200, 200)
 	id, _ := ts.createWebhook(rcv.URL, []string{"user.registered"})

@@ -19,6 +19,7 @@ func wantRetryAfter(t testing.TB, r *response, code, want string) {
 // per-address throttle say when the next send is allowed, in whole
 // seconds rounded up: the 30-second interval, then the hourly limit.
 func TestSendThrottleRetryAfter(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"/api/v1/otp/send", "/api/v1/magic/send"} {
 		t.Run(path, func(t *testing.T) {
 			ts := newTestServer(t)
@@ -50,6 +51,7 @@ func TestSendThrottleRetryAfter(t *testing.T) {
 // TOO_MANY_ATTEMPTS) says when the oldest failure leaves the 15-minute
 // window.
 func TestBackupLockoutRetryAfter(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("locked@example.com").Body, "token")
 	codes := ts.backupCodes(tok)

@@ -22,6 +22,7 @@ func (ts *testServer) fromIP(ip, method, path string, body string) *response {
 }
 
 func TestRiskVelocityBlock(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.do("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, testAdminToken, map[string]any{"rateLimitPerMinute": 10000}))
 	// A known device, for the exemption.
@@ -50,6 +51,7 @@ func TestRiskVelocityBlock(t *testing.T) {
 }
 
 func TestRiskDenyList(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.do("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, testAdminToken, map[string]any{"denyCidrs": []string{"198.51.100.0/24", "2001:db8::/32"}}))
 	wantError(t, ts.fromIP("198.51.100.23", "POST", "/api/v1/otp/send", `{"email":"a@example.com"}`), 403, "RISK_BLOCKED")
@@ -66,6 +68,7 @@ func TestRiskDenyList(t *testing.T) {
 // verifications; past 30 the IP is blocked on every verification path,
 // but not on sends.
 func TestRiskBadSignatures(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
 	_, secret := ts.method("bank_id", "direct")
@@ -96,6 +99,7 @@ func TestRiskBadSignatures(t *testing.T) {
 // TestRiskDenyListEveryPath: a denied CIDR is refused at once on every
 // API-key login path, and lifting it restores them.
 func TestRiskDenyListEveryPath(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	_, secret := ts.method("bank_id", "direct")
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"denyCidrs": []string{"192.0.2.0/24"}}))
@@ -131,6 +135,7 @@ func TestRiskDenyListEveryPath(t *testing.T) {
 // their own lockout and do not count towards the IP's velocity block:
 // their IP is the caller's peer, often the app's own backend.
 func TestRiskIgnoresStepUp(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler)} })
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
 	tok := str(t, ts.login("step@example.com").Body, "token")
@@ -147,6 +152,7 @@ func TestRiskIgnoresStepUp(t *testing.T) {
 // every verification in the project for 15 minutes. Now they count
 // against the account guessed at: it is blocked, everyone else signs in.
 func TestRiskWithoutEndUserIPCountsPerAccount(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
 	guess := map[string]any{"email": "victim@example.com", "code": "000000"}
@@ -168,6 +174,7 @@ func TestRiskWithoutEndUserIPCountsPerAccount(t *testing.T) {
 // TestRiskIPv6RotationInsideSlash64 is finding 5's third attack: an
 // IPv6 attacker owns a /64 and rotates through it. The count is per /64.
 func TestRiskIPv6RotationInsideSlash64(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
 	guess := `{"email":"victim@example.com","code":"000000"}`
@@ -183,6 +190,7 @@ func TestRiskIPv6RotationInsideSlash64(t *testing.T) {
 // 148 against a limit of 30). Now exactly as many are evaluated as one
 // at a time: the 31st failure blocks, the rest are refused unevaluated.
 func TestRiskConcurrentGuessesExact(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 10000}))
 	const n = 150
@@ -208,6 +216,7 @@ func TestRiskConcurrentGuessesExact(t *testing.T) {
 // may share, such as a proxy's), and another user's fresh link from that
 // address still signs in. Unknown tokens still answer 401.
 func TestRiskMagicLinkReplayDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	own := ts.magicToken("attacker@example.com", nil)
 	verify := func(tok string) *response {

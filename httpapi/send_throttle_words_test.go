@@ -9,6 +9,7 @@ import (
 // was sent, codes for otp/send and links for magic/send, under the same
 // wire code.
 func TestSendThrottleWords(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ path, want, not string }{
 		{"/api/v1/otp/send", "Too many codes sent to this address", "link"},
 		{"/api/v1/magic/send", "Too many sign-in links sent to this address", "code"},

@@ -15,6 +15,7 @@ import (
 )
 
 func TestPanicIsInternalError(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	s := New(nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.router.GET("/boom", func(http.ResponseWriter, *http.Request, httprouter.Params) {
@@ -42,6 +43,7 @@ func TestPanicIsInternalError(t *testing.T) {
 }
 
 func TestClientIP(t *testing.T) {
+	t.Parallel()
 	s := &Server{proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
 	cases := []struct {
 		name, peer, xff, endUser string

@@ -20,6 +20,7 @@ import (
 )
 
 func TestSessionLifecycle(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.login("s@example.com")
 	tok, uid := str(t, r.Body, "token"), str(t, r.Body, "userId")
@@ -49,6 +50,7 @@ func TestSessionLifecycle(t *testing.T) {
 }
 
 func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"sessionTtlSeconds": 300}))
 	tok := str(t, ts.login("x@example.com").Body, "token")
@@ -62,6 +64,7 @@ func TestSessionExpiry(t *testing.T) {
 }
 
 func TestPatchAndDeleteUser(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("p@example.com").Body, "token")
 	ts.login("taken@example.com")
@@ -113,6 +116,7 @@ func TestPatchAndDeleteUser(t *testing.T) {
 }
 
 func TestJWTShapeAndJWKS(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("j@example.com").Body, "token")
 	parts := strings.Split(tok, ".")
@@ -142,6 +146,7 @@ func TestJWTShapeAndJWKS(t *testing.T) {
 }
 
 func TestForgedTokens(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	login := ts.login("v@example.com")
 	tok := str(t, login.Body, "token")
@@ -249,6 +254,7 @@ func bigB64(t *testing.T, s string) *big.Int {
 // TestAccountShapes: the account calls answer their documented shapes, and
 // GET /session's integers are the JWT's own iat and exp.
 func TestAccountShapes(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("shape@example.com").Body, "token")
 	var cl map[string]any
@@ -299,6 +305,7 @@ func TestAccountShapes(t *testing.T) {
 // verified and cached) stops working at once when the session ends by
 // logout, user deletion or disabling, and other sessions are untouched.
 func TestCachedTokenDiesWithItsSession(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, end := range []string{"logout", "delete", "disable"} {
 		t.Run(end, func(t *testing.T) {
@@ -328,6 +335,7 @@ func TestCachedTokenDiesWithItsSession(t *testing.T) {
 // TestTokenOfDeletedProject: deleting a project ends its users' tokens,
 // whether or not they were verified (and cached) before.
 func TestTokenOfDeletedProject(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "doomed"})
 	id := str(t, obj(t, r.Body, "project"), "id")

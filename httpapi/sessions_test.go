@@ -86,6 +86,7 @@ func (ts *testServer) storedSession(id string) *store.Session {
 // engine resolves it, the User-Agent the app passed) and marks the
 // caller's own; another user's sessions are not there.
 func TestSessionsList(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	t0 := ts.Clock.Now()
 	tok1 := ts.loginFrom("ada@example.com", "203.0.113.5", "Firefox/140 "+strings.Repeat("x", 400))
@@ -127,6 +128,7 @@ func TestSessionsList(t *testing.T) {
 // writes each changed session once, so the time survives a restart; a
 // session deleted before the flush is not recreated by it.
 func TestSessionsLastSeen(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := ts.loginFrom("ada@example.com", "203.0.113.5", "Firefox")
 	gone := ts.loginFrom("ada@example.com", "203.0.113.5", "Firefox")
@@ -169,6 +171,7 @@ func TestSessionsLastSeen(t *testing.T) {
 // sessions and emits session.revoked; any other id, another user's
 // included, is 404 SESSION_NOT_FOUND and ends nothing.
 func TestSessionsDelete(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	a1 := ts.loginFrom("ada@example.com", "203.0.113.5", "A")
 	a2 := ts.loginFrom("ada@example.com", "203.0.113.6", "A")
@@ -206,6 +209,7 @@ func TestSessionsDelete(t *testing.T) {
 // ({scope:"all"}), with a session.revoked per session; a bad scope is
 // 400 VALIDATION_ERROR and ends nothing.
 func TestLogoutScopes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		body    any
@@ -258,6 +262,7 @@ func TestLogoutScopes(t *testing.T) {
 // user sees them, without current) and ends them all, each with its
 // session.revoked.
 func TestAdminUserSessions(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	a1 := ts.loginFrom("ada@example.com", "203.0.113.5", "A1")
 	a2 := ts.loginFrom("ada@example.com", "203.0.113.6", "A2")
@@ -326,6 +331,7 @@ func (ts *testServer) countChallenges() int {
 // sessions, API keys and, once the minute rolls on, the session itself
 // go on.
 func TestSessionRateLimit(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("ada@example.com").Body, "token")
 	other := str(t, ts.login("ada@example.com").Body, "token")
@@ -382,6 +388,7 @@ func TestSessionRateLimit(t *testing.T) {
 // its writes are over the limit, and none of them counts against the
 // writes: 120 writes still pass in the same minute.
 func TestSessionReadsNotLimited(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("ada@example.com").Body, "token")
 	for i := range 200 {
@@ -405,6 +412,7 @@ func TestSessionReadsNotLimited(t *testing.T) {
 // exactly 120 of 200 simultaneous writes of one session pass, and all
 // of 200 simultaneous reads do.
 func TestSessionRateLimitConcurrent(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("ada@example.com").Body, "token")
 	rs := ts.parallel(200, func(int) *http.Request {
@@ -433,6 +441,7 @@ func TestSessionRateLimitConcurrent(t *testing.T) {
 // lowered; a value out of range is 400 VALIDATION_ERROR and changes
 // nothing.
 func TestSessionRateLimitSetting(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	path := "/api/v1/admin/projects/" + ts.Project.ID
 	limit := func() any { return obj(t, ts.admin("GET", path, nil).Body, "project")["sessionRateLimitPerMinute"] }
@@ -490,6 +499,7 @@ func TestSessionRateLimitSetting(t *testing.T) {
 // invalidation feed has told it (a quarter of a second by default),
 // though the other had the project cached.
 func TestSessionRateLimitSettingAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Postgres {
 		t.Skip("replicas share a database: this test runs on the postgres pass")
 	}

@@ -67,6 +67,7 @@ func (ts *testServer) smsPhone(userID string) string {
 // only. Without a phone, or with the enrolled one, a send goes to the
 // enrolled phone; without a phone before any enrolment it is 400.
 func TestSMSPhoneBoundToEnrolled(t *testing.T) {
+	t.Parallel()
 	ts, fake := newSMSServer(t)
 	login := ts.login("owner@example.com")
 	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
@@ -113,6 +114,7 @@ func TestSMSPhoneBoundToEnrolled(t *testing.T) {
 // 10 minutes after the last proof, or on another session, it no longer
 // counts.
 func TestSMSPhoneChangeAfterStepUp(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// stepUp performs the step-up from a session of the user and
@@ -175,6 +177,7 @@ func TestSMSPhoneChangeAfterStepUp(t *testing.T) {
 // enrolled phone they work. A fresh sign-in by email code does not count
 // on such an account (finding 1: it would mint backup codes).
 func TestStolenSessionCannotMintFactors(t *testing.T) {
+	t.Parallel()
 	ts, fake := newSMSServer(t)
 	tok := str(t, ts.login("owner@example.com").Body, "token")
 	ts.enrollPhone(fake, tok, phoneOwner)

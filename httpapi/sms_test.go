@@ -50,6 +50,7 @@ func newFakeTwilio(t *testing.T) *fakeTwilio {
 var smsCode = regexp.MustCompile(`\b(\d{6})\b`)
 
 func TestSMSTwilio(t *testing.T) {
+	t.Parallel()
 	fake := newFakeTwilio(t)
 	tw, err := sms.NewTwilio("AC123", "secret-token", "+15550001111", fake.URL)
 	if err != nil {
@@ -120,6 +121,7 @@ func TestSMSTwilio(t *testing.T) {
 }
 
 func TestSMSDefaultProviderFails(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("none@example.com").Body, "token")
 	wantError(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{"phone": "+15551234567"}), 502, "SEND_FAILED")
@@ -128,6 +130,7 @@ func TestSMSDefaultProviderFails(t *testing.T) {
 }
 
 func TestSMSLogProviderAndLimits(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler), Dir: dir} })
 	tok := str(t, ts.login("log@example.com").Body, "token")
@@ -208,6 +211,7 @@ func newestSMSCode(t *testing.T, dir string, want int) string {
 // becomes enrolled and when its phone changes, not on a step-up check of
 // the enrolled phone (which still answers enrolled:true).
 func TestSMSEnrolledEvent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ts := newTestServer(t, func(c *auth.Config) { c.SMS = &sms.Log{Logger: slog.New(slog.DiscardHandler), Dir: dir} })
 	login := ts.login("steps@example.com")
@@ -262,6 +266,7 @@ func (f *fakeTwilio) setFail(fail bool) {
 // Concurrent sends cannot slip past it together. Another user has their
 // own budget.
 func TestSMSSendThrottle(t *testing.T) {
+	t.Parallel()
 	fake := newFakeTwilio(t)
 	tw, err := sms.NewTwilio("AC123", "secret-token", "+15550001111", fake.URL)
 	if err != nil {
@@ -333,6 +338,7 @@ func TestSMSSendThrottle(t *testing.T) {
 // TestSMSDefaultProviderNeverThrottled: with provider "none" no send is
 // accepted, so none counts: every send stays 502 SEND_FAILED.
 func TestSMSDefaultProviderNeverThrottled(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("none@example.com").Body, "token")
 	for i := 0; i < 12; i++ {

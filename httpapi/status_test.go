@@ -106,6 +106,7 @@ var statusTable = []struct {
 // the failures that share a code with others of another status
 // (INTERNAL_ERROR, INVALID_CREDENTIAL, API_KEY_NOT_FOUND) are told apart.
 func TestStatusOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range statusTable {
 		for _, e := range []*auth.Error{tc.err, tc.err.With("other text"), tc.err.Because(errors.New("cause")), tc.err.WithRetry(time.Second)} {
 			if got := statusOf(e); got != tc.status {
@@ -124,6 +125,7 @@ func TestStatusOf(t *testing.T) {
 // TestStatusTableComplete: every exported error auth/errors.go declares
 // is in statusTable, so a new one cannot fall to 500 unnoticed.
 func TestStatusTableComplete(t *testing.T) {
+	t.Parallel()
 	f, err := parser.ParseFile(token.NewFileSet(), "../auth/errors.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +161,7 @@ func TestStatusTableComplete(t *testing.T) {
 // 401 RATE_LIMIT_EXCEEDED) wins over statusOf, keeps the code, message
 // and Retry-After.
 func TestRouteStatus(t *testing.T) {
+	t.Parallel()
 	s := &Server{log: slog.New(slog.DiscardHandler)}
 	rec := httptest.NewRecorder()
 	s.writeError(rec, withStatus(http.StatusUnauthorized, auth.ErrRateLimitExceeded.WithRetry(1500*time.Millisecond)))

@@ -14,6 +14,7 @@ import (
 // 401 (a key check, a passkey sign-in); those failures' other causes
 // stay 401.
 func TestStatusOfUnavailable(t *testing.T) {
+	t.Parallel()
 	down := fmt.Errorf("%w: the database system is starting up", store.ErrUnavailable)
 	for _, tc := range []struct {
 		name   string

@@ -70,6 +70,7 @@ func (ts *testServer) wantSessionProofs(tok string, amr []string, pending bool) 
 // step-up on a session opens the changes; a backup-code sign-in (with a
 // code the owner holds) does too, and is no pending sign-in.
 func TestBackupCodeDetourClosed(t *testing.T) {
+	t.Parallel()
 	ts, fake := newSMSServer(t)
 	owner := ts.wantProofs(ts.login("victim@example.com"), []string{"otp"}, false)
 	secret := ts.enrollTOTP(owner)
@@ -112,6 +113,7 @@ func TestBackupCodeDetourClosed(t *testing.T) {
 // factors an old session is refused the same changes and a fresh
 // sign-in may make them.
 func TestStolenSessionCannotTakeAccount(t *testing.T) {
+	t.Parallel()
 	ts, fake := newSMSServer(t)
 	login := ts.login("owner@example.com")
 	owner, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
@@ -174,6 +176,7 @@ func TestStolenSessionCannotTakeAccount(t *testing.T) {
 // link, backup code, passkey sign-up and sign-in, external confirm and
 // redeem, provider sign-in. Later proofs show on GET /session.
 func TestLoginResultsShowProofs(t *testing.T) {
+	t.Parallel()
 	ts, o := oauthSetup(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID,
 		map[string]any{"allowedOrigins": []string{oauthApp, pkOrigin}, "rpId": pkRPID}))
@@ -231,6 +234,7 @@ func TestLoginResultsShowProofs(t *testing.T) {
 // new one masked and says in words how to get help, in the built-in
 // wording and to a project's template ({{.NewEmailMasked}}).
 func TestAddressChangeEndsOtherSessions(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	first := ts.login("jane.doe@example.com")
 	tok, uid := str(t, first.Body, "token"), str(t, first.Body, "userId")

@@ -11,6 +11,7 @@ import (
 // TestSweep: the scheduler's sweep deletes expired codes, sessions and
 // events older than 30 days, and keeps what is still live.
 func TestSweep(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("old@example.com").Body, "token")
 	sid := str(t, obj(t, ts.do("GET", "/api/v1/session", tok, nil).Body, "session"), "id")

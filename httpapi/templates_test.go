@@ -28,6 +28,7 @@ func otpTemplate(subject string) map[string]any {
 // TestTemplatesAdmin: upload, list, preview (stored, fallback, built-in,
 // draft), delete, and the errors of each.
 func TestTemplatesAdmin(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	r := ts.admin("PUT", tmplPath(ts, "/otp/pt"), otpTemplate("Código {{.Project}}"))
 	wantOK(t, r)
@@ -110,6 +111,7 @@ func TestTemplatesAdmin(t *testing.T) {
 // sample data is 400 VALIDATION_ERROR naming the part and the line, and
 // nothing is stored.
 func TestTemplateValidation(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	good := otpTemplate("Código")
 	with := func(part, v string) map[string]any {
@@ -174,6 +176,7 @@ func TestTemplateValidation(t *testing.T) {
 // HTML part escapes values; the raw message holds the code in its text
 // part.
 func TestTemplateSend(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"name": "Acme <b>&</b>"}))
 	wantOK(t, ts.admin("PUT", tmplPath(ts, "/otp/pt"), otpTemplate("Código {{.Project}}")))
@@ -267,6 +270,7 @@ func TestTemplateSend(t *testing.T) {
 
 // TestTemplatesGoWithProject: deleting a project deletes its templates.
 func TestTemplatesGoWithProject(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PUT", tmplPath(ts, "/otp/pt"), otpTemplate("x")))
 	wantOK(t, ts.admin("DELETE", "/api/v1/admin/projects/"+ts.Project.ID, nil))

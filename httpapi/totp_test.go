@@ -68,6 +68,7 @@ func (ts *testServer) countOutbox(typ string) int {
 // enrolls, reuse, skew ±1 accepted and ±2 refused, 409 once enrolled,
 // lockout after 10 failures and its expiry, the events and the outbox.
 func TestTOTPEnrollVerify(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	login := ts.login("ann@example.com")
 	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
@@ -238,6 +239,7 @@ func scanQR(t *testing.T, img image.Image, want string) string {
 // email label the URL; a name with characters that mean something in a
 // URL reads back whole, and the QR code carries the same URL.
 func TestTOTPIssuerIsProjectName(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"Acme Shop", "R&D + Co", "Smith & Sons / #1? 100% =ok", "Zürich — 東京"} {
 		t.Run(name, func(t *testing.T) {
 			ts := newTestServer(t)
@@ -257,6 +259,7 @@ func TestTOTPIssuerIsProjectName(t *testing.T) {
 // change nothing: the factor row is byte for byte the same, and the
 // right code still verifies afterwards.
 func TestTOTPBadInput(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	login := ts.login("cy@example.com")
 	tok, uid := str(t, login.Body, "token"), str(t, login.Body, "userId")
@@ -334,6 +337,7 @@ func TestTOTPBadInput(t *testing.T) {
 // TestTOTPConcurrentSameCode: one code sent many times at once is
 // accepted exactly once.
 func TestTOTPConcurrentSameCode(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	tok := str(t, ts.login("dee@example.com").Body, "token")
 	r := ts.do("POST", "/api/v1/totp/enroll", tok, map[string]any{})

@@ -37,6 +37,7 @@ func (ts *testServer) addUsers(n int) []string {
 // 100, at most 1,000) in email order follow nextCursor, null on the last
 // page; the email filter pages the same way.
 func TestAdminUsersPages(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	all := ts.addUsers(1250)
 	base := "/api/v1/admin/users?projectId=" + ts.Project.ID

@@ -84,6 +84,7 @@ func (ts *testServer) outboxTypes() map[string]int {
 // itself (with its line number), idempotent on email, no
 // user.registered.
 func TestImportUsers(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	body := strings.Join([]string{
@@ -173,6 +174,7 @@ func TestImportUsers(t *testing.T) {
 // rejected alone, and rejections found in a chunk's transaction come in
 // line order among the others.
 func TestImportChunks(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	var b strings.Builder
 	const n = 2500
@@ -214,6 +216,7 @@ func TestImportChunks(t *testing.T) {
 // TestExportUsers: every user, no secret, factors by name; the export of
 // a project imports into another as it is.
 func TestExportUsers(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	if users, r := ts.exportUsers(pid); r.Status != 200 || len(users) != 0 {
@@ -278,6 +281,7 @@ func TestExportUsers(t *testing.T) {
 // PostgreSQL the chunks once deadlocked (40P01) until the retry limit
 // and answered 500.
 func TestImportConcurrent(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	const n = 2500
 	lines := make([]string, n)
@@ -329,6 +333,7 @@ func TestImportConcurrent(t *testing.T) {
 // refused at reading that are listed already: the list keeps the first
 // ones by line number, not the first found.
 func TestImportRejectedCap(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	var b strings.Builder
 	const n = 3000
@@ -405,6 +410,7 @@ func (s *lineSource) Read(p []byte) (int, error) {
 // written. A Content-Length over the limit is refused before the body
 // is read.
 func TestImportOverLimit(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("streams 64 MiB")
 	}
@@ -460,6 +466,7 @@ func TestImportOverLimit(t *testing.T) {
 // committed before stays: the full chunk of ImportChunk lines, not the
 // lines read after it.
 func TestImportCutShort(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	var body strings.Builder
 	sent := auth.ImportChunk + auth.ImportChunk/5

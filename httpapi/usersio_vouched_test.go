@@ -43,6 +43,7 @@ func (ts *testServer) exported(addr string) map[string]any {
 // the imported user created with the line's fields, which the owner's
 // sign-in then finds.
 func TestImportCannotVerifyPreRegistered(t *testing.T) {
+	t.Parallel()
 	ts, attacker := newPasskeyServer(t)
 	signUp := ts.passkeySignUp(attacker, "victim@example.com")
 	attackerID, attackerTok := str(t, signUp.Body, "userId"), str(t, signUp.Body, "token")
@@ -108,6 +109,7 @@ func TestImportCannotVerifyPreRegistered(t *testing.T) {
 // companyId and createdAt kept, emailVerified true from then on, and no
 // user.registered or user.deleted.
 func TestImportedUserFirstSignIn(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"otp", "magic"} {
 		t.Run(how, func(t *testing.T) {
 			ts := newTestServer(t)
@@ -153,6 +155,7 @@ func TestImportedUserFirstSignIn(t *testing.T) {
 // directly (emailChange "direct": unverified), a sign-in proving the new
 // address replaces the account, as for any account.
 func TestImportedAccountAddressChangedDirectly(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"emailChange": "direct"}))
 	reportOf(t, ts.importUsers(ts.Project.ID, "application/x-ndjson", `{"email":"imp@example.com","externalUserId":"legacy-9"}`+"\n"))
@@ -171,6 +174,7 @@ func TestImportedAccountAddressChangedDirectly(t *testing.T) {
 // as it is: 1678 to 2262 (2262-04-11T23:47:16Z at the latest); a line
 // outside is rejected alone, and the bounds round-trip exactly.
 func TestImportCreatedAtBounds(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	body := strings.Join([]string{
 		`{"email":"a1677@example.com","createdAt":"1677-12-31T23:59:59Z"}`,
@@ -206,6 +210,7 @@ func TestImportCreatedAtBounds(t *testing.T) {
 // by themselves otherwise (a passkey sign-up: a sign-in proving the
 // address replaces it, as before).
 func TestVouchedOfOldRows(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	reportOf(t, ts.importUsers(ts.Project.ID, "application/x-ndjson", `{"email":"old-imp@example.com","firstName":"Olga"}`+"\n"))
 	impID := ts.exported("old-imp@example.com")["id"].(string)

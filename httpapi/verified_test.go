@@ -36,6 +36,7 @@ func loginUser(t testing.TB, r *response) map[string]any {
 // the old one deleted with its sessions and passkeys (user.deleted), and
 // the attacker's passkey and session dead.
 func TestPasskeySignUpCannotCaptureAddress(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"otp", "magic"} {
 		t.Run(how, func(t *testing.T) {
 			ts, attacker := newPasskeyServer(t)
@@ -81,6 +82,7 @@ func TestPasskeySignUpCannotCaptureAddress(t *testing.T) {
 // address from their session (POST /user/email/send, then verify) and
 // keeps their account: a later sign-in by code lands in it.
 func TestPasskeyUserKeepsAccountByConfirming(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	signUp := ts.passkeySignUp(a, "pk@example.com")
 	uid, tok := str(t, signUp.Body, "userId"), str(t, signUp.Body, "token")
@@ -120,6 +122,7 @@ func TestPasskeyUserKeepsAccountByConfirming(t *testing.T) {
 // with a JWT, every login result's user and the admin user list; a
 // sign-in by code makes it true, a passkey sign-up false.
 func TestEmailVerifiedShown(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	otp := ts.login("otp@example.com")
 	pk := ts.passkeySignUp(a, "pk@example.com")
@@ -161,6 +164,7 @@ func TestEmailVerifiedShown(t *testing.T) {
 // holding another externalUserId is not attached to (409) and stays; the
 // confirmed user is verified.
 func TestExternalConfirmReplacesUnverified(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	_, secret := ts.method("bank", "direct")
 	confirm := func(fields map[string]any) *response {
@@ -217,6 +221,7 @@ func (ts *testServer) setExternalID(userID, ext string, verified bool) {
 // unverified like every passkey sign-up since. A sign-in stores the
 // settled value.
 func TestEmailVerifiedOfOldRows(t *testing.T) {
+	t.Parallel()
 	ts, a := newPasskeyServer(t)
 	otpID := str(t, ts.login("old-otp@example.com").Body, "userId")
 	later := ts.login("old-later@example.com") // signed up by code, added a passkey later

@@ -28,6 +28,7 @@ func rfc3339ms(t *testing.T, v any) time.Time {
 // intervals, never earlier, across a restart, with the same event id and
 // bytes and a fresh Standard Webhooks timestamp; the 9th failure is final.
 func TestWebhookRetryScheduleToFailed(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500)
 	id, secret := ts.createWebhook(rcv.URL, []string{"user.registered"})
@@ -130,6 +131,7 @@ func mustInt(t *testing.T, s string) int64 {
 // that long, and never less than the schedule; other statuses' Retry-After
 // is ignored.
 func TestWebhookRetryAfter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		status int
@@ -190,6 +192,7 @@ func TestWebhookRetryAfter(t *testing.T) {
 // TestWebhookResponses: only a 2xx is success; a redirect is a failure
 // and is not followed.
 func TestWebhookResponses(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	var mu sync.Mutex
 	landed := 0
@@ -256,6 +259,7 @@ func TestWebhookResponses(t *testing.T) {
 // TestWebhookAllowPrivate: with --webhook-allow-private a live-mode key
 // may register a loopback receiver, and it is delivered to.
 func TestWebhookAllowPrivate(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t)
 	live := ts.createKey(map[string]any{"projectId": ts.Project.ID, "mode": "live"})
@@ -273,6 +277,7 @@ func TestWebhookAllowPrivate(t *testing.T) {
 // TestWebhookProjectDeleted: deleting a project deletes its webhooks, so
 // their pending retries are never sent.
 func TestWebhookProjectDeleted(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	p := ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "doomed"})
 	wantOK(t, p)

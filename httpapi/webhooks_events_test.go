@@ -17,6 +17,7 @@ import (
 // (session.revoked), account deletion (session.revoked for every session,
 // then user.deleted) and disabling (session.revoked for every session).
 func TestWebhookEvents(t *testing.T) {
+	t.Parallel()
 	fake := newFakeTwilio(t)
 	tw, err := sms.NewTwilio("AC123", "secret-token", "+15550001111", fake.URL)
 	if err != nil {

@@ -54,6 +54,7 @@ func wantWebhookNotFound(t *testing.T, r *response) {
 // records. Now a webhook belongs to its creator's mode and the other
 // mode's keys get 404 and do not see it; the same holds the other way.
 func TestWebhooksByMode(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	live := ts.createKey(map[string]any{"projectId": ts.Project.ID, "mode": "live"})
 	test := ts.Key
@@ -107,6 +108,7 @@ func TestWebhooksByMode(t *testing.T) {
 // belongs to live mode: test-mode keys neither see nor touch it, and its
 // deliveries get live mode's reach (public addresses only).
 func TestWebhookWithoutMode(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t)
 	live := ts.createKey(map[string]any{"projectId": ts.Project.ID, "mode": "live"})
@@ -143,6 +145,7 @@ func TestWebhookWithoutMode(t *testing.T) {
 // stored), also in their IPv4-embedding IPv6 forms, and the dial-time
 // check holds the same line; --webhook-allow-private lifts it.
 func TestWebhookTestModeTargets(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for _, u := range []string{
 		"http://10.1.2.3:5432/x", "http://172.16.0.1/x", "http://192.168.1.1:6379/x", "http://169.254.169.254/latest/meta-data/",

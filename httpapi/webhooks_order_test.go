@@ -11,6 +11,7 @@ import (
 // event receives them in that order. Repeated, because with deliveries
 // of one webhook running at once the order would be a coin toss.
 func TestWebhookSignupOrder(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t)
 	for i := range 50 {

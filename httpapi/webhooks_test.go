@@ -121,6 +121,7 @@ func (ts *testServer) history(key, id string) []map[string]any {
 }
 
 func TestWebhookRegistration(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t)
 	r := ts.do("POST", "/api/v1/webhooks", ts.Key, map[string]any{"url": rcv.URL + "/hook"})
@@ -225,6 +226,7 @@ func mustJSON(v any) string {
 }
 
 func TestWebhookBadInput(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	for name, body := range map[string]any{
 		"no url":           map[string]any{},
@@ -338,6 +340,7 @@ func wantData(t *testing.T, env map[string]any, want map[string]any) {
 }
 
 func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	all := newReceiver(t)
 	users := newReceiver(t)
@@ -407,6 +410,7 @@ func TestWebhookDeliverySignedAndFiltered(t *testing.T) {
 }
 
 func TestWebhookRetry(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t, 500)
 	id, _ := ts.createWebhook(rcv.URL, []string{"user.registered"})
@@ -449,6 +453,7 @@ func TestWebhookRetry(t *testing.T) {
 }
 
 func TestWebhookHangDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	slow := newReceiver(t)
 	slow.block = make(chan struct{})
@@ -478,6 +483,7 @@ func TestWebhookHangDoesNotStallOthers(t *testing.T) {
 }
 
 func TestWebhookDeleteWithHistory(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	rcv := newReceiver(t, 500, 500, 500)
 	id, _ := ts.createWebhook(rcv.URL, nil)
@@ -500,6 +506,7 @@ func TestWebhookDeleteWithHistory(t *testing.T) {
 }
 
 func TestWebhookDialTimeSSRF(t *testing.T) {
+	t.Parallel()
 	// A live-mode webhook registered while its name resolved publicly is
 	// refused at dial time when it points at loopback.
 	ts := newTestServer(t)

@@ -20,12 +20,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"latchkey/store"
 	"latchkey/store/pgtest"
-	_ "latchkey/store/postgres" // the "postgres" driver
+	"latchkey/store/postgres" // and its "postgres" driver
 )
 
 // EnvStore names the backend the tests run on.
@@ -133,12 +134,47 @@ func newDatabase(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	url, drop, err := c.NewDatabase(ctx)
+	tmpl, err := migrated(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, drop, err := c.NewDatabaseFrom(ctx, tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(drop)
 	return url
+}
+
+// template is the database every test's database copies: migrated once
+// per test process (and cluster), so a test's database costs a copy, not
+// every migration. A copy has the full schema and no rows, as a database
+// that a first store.Open migrated (store.Open then reports it not
+// created: tests of the first migration use pgtest's empty databases).
+var template struct {
+	mu      sync.Mutex
+	cluster *pgtest.Cluster
+	url     string
+}
+
+// migrated returns the URL of c's migrated template database.
+func migrated(c *pgtest.Cluster) (string, error) {
+	template.mu.Lock()
+	defer template.mu.Unlock()
+	if template.cluster == c {
+		return template.url, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url, _, err := c.NewDatabase(ctx) // dropped with the cluster
+	if err != nil {
+		return "", err
+	}
+	if _, _, err := postgres.Migrate(ctx, url, nil); err != nil {
+		return "", err
+	}
+	template.cluster, template.url = c, url
+	return url, nil
 }
 
 // RunMain runs a package's tests (m.Run) and then stops the shared
