@@ -13,6 +13,7 @@ import (
 // one-second buckets; a refused request is not counted and learns when
 // the oldest counted one leaves the minute.
 func TestActivityRollingMinute(t *testing.T) {
+	t.Parallel()
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for i := 0; i < 60; i++ { // 60 at t0, 60 at t0+30
@@ -64,6 +65,7 @@ func TestActivityRollingMinute(t *testing.T) {
 // a flush takes it once, with its newest time; a second flush takes
 // nothing new; sessions idle for a minute are dropped.
 func TestActivityTakeOncePerSession(t *testing.T) {
+	t.Parallel()
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for i := 0; i < 100; i++ {
@@ -99,6 +101,7 @@ func TestActivityTakeOncePerSession(t *testing.T) {
 // store would not write it); one seen later, or whose sign-in is
 // unknown, is taken.
 func TestActivityTakeSkipsFirstMinute(t *testing.T) {
+	t.Parallel()
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	a.hit("fresh", t0, t0, 1<<20)
@@ -172,6 +175,7 @@ func TestActivityMemoryBounded(t *testing.T) {
 // thousand reads in one second its limited calls still get the whole
 // limit, and nothing of it is published to the other replicas.
 func TestActivityReadsNotCounted(t *testing.T) {
+	t.Parallel()
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for range 1000 {
@@ -202,6 +206,7 @@ func TestActivityReadsNotCounted(t *testing.T) {
 // them): every session's newest time is taken by a flush or still held
 // for the next, never lost with a dropped entry.
 func TestActivityNoSeenLost(t *testing.T) {
+	t.Parallel()
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	ids := []string{"a", "b", "c", "d"}

@@ -15,6 +15,7 @@ import (
 // on the attempt, so the reject after it names only what was known
 // before.
 func TestAttemptRunsAfresh(t *testing.T) {
+	t.Parallel()
 	s, p, _ := newPasskeyService(t)
 	a := s.attempt(ctx, p.ID, "email_otp", "verify", Meta{IP: "203.0.113.7"})
 	a.email = "a@example.com"
@@ -73,6 +74,7 @@ func TestAttemptRunsAfresh(t *testing.T) {
 // TestAttemptResult: a store failure is INTERNAL_ERROR; an auth error
 // returned by the transaction is answered as it is.
 func TestAttemptResult(t *testing.T) {
+	t.Parallel()
 	s, p, _ := newPasskeyService(t)
 	a := s.attempt(ctx, p.ID, "totp", "verify", Meta{})
 	if got := a.result(errors.New("disk full")); !errors.Is(got, ErrInternal) {

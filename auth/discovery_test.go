@@ -41,6 +41,7 @@ func discoveryServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // project drops its entry, and expired entries are dropped as others
 // are filled.
 func TestDiscoveryCache(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{5}, 32))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // twice as long as the run before, from 15 minutes up to 24 hours; other
 // failure counts start no lockout.
 func TestTOTPLockoutDurations(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		failures int
 		want     time.Duration
@@ -31,6 +32,7 @@ func TestTOTPLockoutDurations(t *testing.T) {
 // failure locks until clearTOTPFailures (a backup-code login) or
 // ResetTOTP, and tries while locked count nothing.
 func TestTOTPEscalationAndCap(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	secret := bytes.Repeat([]byte{3}, 20)
 	f.putSecret(secret)
@@ -100,6 +102,7 @@ func TestTOTPEscalationAndCap(t *testing.T) {
 // hours only, locks at 50, and keeps its row from the hourly sweep for
 // the whole window.
 func TestAddressGuessLog(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	start := f.now
 	fail := func(n int) {

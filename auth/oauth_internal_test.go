@@ -17,6 +17,7 @@ import (
 // with real providers: httpapi's oauth tests).
 
 func TestCheckAZP(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		aud []string
 		azp string
@@ -37,6 +38,7 @@ func TestCheckAZP(t *testing.T) {
 }
 
 func TestEmailVerified(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		typ      string
 		verified any
@@ -66,6 +68,7 @@ func TestEmailVerified(t *testing.T) {
 }
 
 func TestUsableSubject(t *testing.T) {
+	t.Parallel()
 	for sub, want := range map[string]bool{
 		"248289761001": true, "a1b2-c3d4": true, "ünïcödé": true, strings.Repeat("s", 255): true,
 		"": false, strings.Repeat("s", 256): false, "a\x00b": false, "a\nb": false, "\xff": false, "a\u0085b": false,
@@ -77,6 +80,7 @@ func TestUsableSubject(t *testing.T) {
 }
 
 func TestCheckIssuer(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		issuer         string
 		public, anyone bool // accepted without and with allowPrivate
@@ -112,6 +116,7 @@ func TestCheckIssuer(t *testing.T) {
 // TestSignInIdentity: the linking rules, step by step on one project,
 // on the backend the tests run on.
 func TestSignInIdentity(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	db := storetest.Open(t)
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{7}, 32))

@@ -40,6 +40,7 @@ func newPasskeyService(t *testing.T) (*Service, *store.Project, *time.Time) {
 // party and origins"), with a loopback address standing as "localhost"
 // and other IPs refused.
 func TestRelyingParty(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		base    string
@@ -110,6 +111,7 @@ func TestRelyingParty(t *testing.T) {
 // TestPasskeySessionExpires: go-webauthn's own expiry is on (it defaults
 // to off), so its session data expires with our challenge.
 func TestPasskeySessionExpires(t *testing.T) {
+	t.Parallel()
 	s := &Service{baseURL: "https://auth.example.net"}
 	rp, err := s.relyingParty(&store.Project{Name: "shop"})
 	if err != nil {
@@ -157,6 +159,7 @@ func TestPasskeySessionExpires(t *testing.T) {
 // TestCeremonyOptions: options are go-webauthn's options object, with the
 // same object again under "publicKey".
 func TestCeremonyOptions(t *testing.T) {
+	t.Parallel()
 	s := &Service{baseURL: "https://auth.example.net"}
 	rp, err := s.relyingParty(&store.Project{Name: "shop"})
 	if err != nil {
@@ -191,6 +194,7 @@ func TestCeremonyOptions(t *testing.T) {
 // project, kind or owner is refused without being consumed; an expired
 // one is refused and removed; the sweep removes expired ones.
 func TestTakeChallenge(t *testing.T) {
+	t.Parallel()
 	s, p, now := newPasskeyService(t)
 	other := &store.Project{ID: "another-project"}
 	put := func(kind, user string) string {
@@ -268,6 +272,7 @@ func TestTakeChallenge(t *testing.T) {
 // TestCheckFinish: a verify body needs a challengeId and a credential
 // object; anything else is a validation error before anything is spent.
 func TestCheckFinish(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		id   string
 		cred string
@@ -298,6 +303,7 @@ func TestCheckFinish(t *testing.T) {
 // relying party, unless it is an IP address other than loopback (which
 // cannot be one).
 func TestFirstOrigins(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		base   string
 		want   []string

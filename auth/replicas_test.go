@@ -15,6 +15,7 @@ import (
 // though the other had them cached: its caches follow the store's
 // invalidation feed. On bbolt one process owns the file: skipped.
 func TestReplicasFollowTheFeed(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Postgres {
 		t.Skip("replicas share a PostgreSQL database: LATCHKEY_TEST_STORE=postgres runs this")
 	}
@@ -115,6 +116,7 @@ func TestReplicasFollowTheFeed(t *testing.T) {
 // they cache again. (The feed's own test makes it stale for real:
 // store/postgres TestFeedStale.)
 func TestStaleFeedFreezesCaches(t *testing.T) {
+	t.Parallel()
 	s, boot := newCacheService(t)
 	prefix, id := boot.APIKey[:KeyPrefixLen], boot.Project.ID
 	if _, err := s.AuthenticateKey(ctx, "Bearer "+boot.APIKey); err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRiskVelocity(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	ip := netip.MustParseAddr("203.0.113.9")
@@ -34,6 +35,7 @@ func TestRiskVelocity(t *testing.T) {
 }
 
 func TestRiskWindowSlides(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	ip := netip.MustParseAddr("2001:db8::1")
@@ -81,6 +83,7 @@ func TestRiskMemoryBounded(t *testing.T) {
 // blocked while a flood of one-shot addresses fills the tracker, because
 // eviction drops single-failure entries first.
 func TestRiskAttackerSurvivesFlood(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	bad := netip.MustParseAddr("198.51.100.1")
@@ -106,6 +109,7 @@ func TestRiskAttackerSurvivesFlood(t *testing.T) {
 // TestRiskBoundWithBlockedAddresses: even a tracker full of blocked
 // addresses cannot grow past its bound.
 func TestRiskBoundWithBlockedAddresses(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	n := 0
@@ -130,6 +134,7 @@ func TestRiskBoundWithBlockedAddresses(t *testing.T) {
 // (the failure that makes "more than 30"); the rest are refused. The old
 // check-then-count let 94 to 148 through.
 func TestRiskReserveIsAtomic(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	k := ipKey("p", netip.MustParseAddr("203.0.113.9"))
@@ -162,6 +167,7 @@ func TestRiskReserveIsAtomic(t *testing.T) {
 // TestRiskReserveSuccessFreesSlot: verifications that succeed take a
 // slot only while in flight; they never count and never block.
 func TestRiskReserveSuccessFreesSlot(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	k := riskKey{project: "p", kind: riskByEmail, account: "a@example.com"}
@@ -189,6 +195,7 @@ func TestRiskReserveSuccessFreesSlot(t *testing.T) {
 // TestRiskIPv6CountsPerSlash64: an attacker rotating addresses inside
 // their /64 is one key; the next /64 is another.
 func TestRiskIPv6CountsPerSlash64(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	for i := 0; i <= RiskMaxFailures; i++ {

@@ -17,6 +17,7 @@ import (
 // here; deletion and disabling delete the rows the same way) the next
 // check fails and evicts it.
 func TestTokenCacheDroppedWithSession(t *testing.T) {
+	t.Parallel()
 	s, l := signedIn(t, Config{})
 	if !s.tokens.cached(l.Token) {
 		t.Fatal("not cached when signed")
@@ -44,6 +45,7 @@ func TestTokenCacheDroppedWithSession(t *testing.T) {
 // signed is the one its verification gives, so a first check served from
 // the cache answers as a verified one would.
 func TestTokenCachedWhenSigned(t *testing.T) {
+	t.Parallel()
 	s, l := signedIn(t, Config{})
 	signed, ok := s.tokens.get(l.Token)
 	if !ok {
@@ -107,6 +109,7 @@ func (c *countingDB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 // session would share) and writes nothing; a logout still ends the
 // session for the next check.
 func TestSessionCheckTakesNoTransaction(t *testing.T) {
+	t.Parallel()
 	db := &countingDB{DB: storetest.Open(t)}
 	keys, err := store.NewKeyring(bytes.Repeat([]byte{3}, 32))
 	if err != nil {

@@ -50,6 +50,7 @@ func replicas(t *testing.T, n int, now func() time.Time) []*Service {
 // one process would (TestRiskReserveIsAtomic), then every replica
 // refuses.
 func TestVelocityExactAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	rs := replicas(t, 3, func() time.Time { return now })
 	k := ipKey("project", netip.MustParseAddr("2001:db8::1"))
@@ -93,6 +94,7 @@ func TestVelocityExactAcrossReplicas(t *testing.T) {
 // less than the limit either. Without the sync each would allow the
 // limit on its own (three times it).
 func TestRateLimitAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -141,6 +143,7 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 // TestRateLimitSyncKeepsOneReplicaExact: with one replica on a shared
 // store the limit is what it is on bbolt (the others' counts are none).
 func TestRateLimitSyncKeepsOneReplicaExact(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	s := replicas(t, 1, func() time.Time { return now })[0]
 	for i := range 150 {
@@ -160,6 +163,7 @@ func TestRateLimitSyncKeepsOneReplicaExact(t *testing.T) {
 // database create the first-start state once; the others learn the
 // generated admin token's hash, so every replica accepts it.
 func TestInitOnceAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	rs := replicas(t, 3, func() time.Time { return now })
 	for _, s := range rs {

@@ -49,6 +49,7 @@ func suppressedTotal(rows []SuppressedView) int64 {
 // write transaction, shown as suppressed, and flushed to the hourly
 // counters.
 func TestSuppressUnknownToken(t *testing.T) {
+	t.Parallel()
 	s, _, now := newPasskeyService(t)
 	m := Meta{IP: "203.0.113.9", UserAgent: "attacker"}
 	for i := range SuppressPerMinute {
@@ -117,6 +118,7 @@ func TestSuppressUnknownToken(t *testing.T) {
 // an IPv6 client is its /64; successes and failures that name a user are
 // always stored.
 func TestSuppressKeys(t *testing.T) {
+	t.Parallel()
 	s, p, _ := newPasskeyService(t)
 	fail := func(ip, method, action, userID string) {
 		t.Helper()
@@ -169,6 +171,7 @@ func TestSuppressKeys(t *testing.T) {
 // TestSuppressMemoryBounded: a flood from ever new addresses keeps at most
 // maxSuppressWindows windows; failures past that are counted, not stored.
 func TestSuppressMemoryBounded(t *testing.T) {
+	t.Parallel()
 	s, p, now := newPasskeyService(t)
 	stored := 0
 	for i := range maxSuppressWindows + 1000 {
@@ -197,6 +200,7 @@ func TestSuppressMemoryBounded(t *testing.T) {
 // TestEventsQueryErrors: bad filters are 400 VALIDATION_ERROR with a
 // clear message.
 func TestEventsQueryErrors(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newPasskeyService(t)
 	for _, q := range []EventQuery{{FailureCode: "nope"}, {Before: "yesterday"}, {Before: strings.Repeat("g", 32)}} {
 		_, err := s.Events(ctx, q)

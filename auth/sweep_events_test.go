@@ -12,6 +12,7 @@ import (
 // events: eleven transactions), keeps the younger ones, and writes the
 // suppressed counts; with nothing to delete it writes no transaction.
 func TestSweepEvents(t *testing.T) {
+	t.Parallel()
 	s, p, now := newPasskeyService(t)
 	start := *now
 	err := s.db.Update(ctx, func(tx store.Tx) error {

@@ -14,6 +14,7 @@ import (
 // sessions, a code, a send history and a link: eleven transactions),
 // keeps what is not yet due, and with nothing due writes nothing.
 func TestSweepExpiredBounded(t *testing.T) {
+	t.Parallel()
 	s, p, now := newPasskeyService(t)
 	start := *now
 	err := s.db.Update(ctx, func(tx store.Tx) error {

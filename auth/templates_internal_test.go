@@ -11,6 +11,7 @@ import (
 // longest a send carries (a project name of 100 characters, an address
 // of MaxEmailLength), and every set's values are ones a send could carry.
 func TestTemplateSamplesAreReal(t *testing.T) {
+	t.Parallel()
 	if n := utf8.RuneCountInString(longProject); n != 100 {
 		t.Fatalf("longest project name: %d characters, want 100", n)
 	}

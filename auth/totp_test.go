@@ -152,6 +152,7 @@ func wantErr(t *testing.T, err error, code, category string) {
 // VerifyTOTP with the service clock set to each time: the last 6 digits
 // verify, and the same code again is already_used.
 func TestVerifyTOTPRFC6238(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	f.putSecret([]byte("12345678901234567890"))
 	for _, v := range []struct {
@@ -188,6 +189,7 @@ func TestVerifyTOTPRFC6238(t *testing.T) {
 }
 
 func TestEnrollTOTP(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	e1, err := f.svc.EnrollTOTP(ctx, f.pr, Meta{})
 	if err != nil {
@@ -230,6 +232,7 @@ func TestEnrollTOTP(t *testing.T) {
 }
 
 func TestVerifyTOTPNotEnrolledAndBadInput(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	wantErr(t, f.svc.VerifyTOTP(ctx, f.pr, "123456", Meta{}), "TOTP_NOT_ENROLLED", CatUserNotFound)
 	secret := bytes.Repeat([]byte{1}, 20)
@@ -255,6 +258,7 @@ func TestVerifyTOTPNotEnrolledAndBadInput(t *testing.T) {
 // TestVerifyTOTPSkewAndLockout: ±1 step accepted, ±2 not; ten failures
 // lock for 15 minutes even for a right code; expiry and success reset.
 func TestVerifyTOTPSkewAndLockout(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	secret := bytes.Repeat([]byte{2}, 20)
 	f.putSecret(secret)
@@ -306,6 +310,7 @@ func TestVerifyTOTPSkewAndLockout(t *testing.T) {
 // factor does not open (associated data), and the try is an
 // internal_error event, not a pass.
 func TestTOTPSecretBoundToUser(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	if _, err := f.svc.EnrollTOTP(ctx, f.pr, Meta{}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // switches the address (user.updated, emailVerified), mails a notice to
 // the old one and the user signs in by the new address.
 func TestAddressChangeVerified(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const old, new = "old@example.com", "new@example.com"
 	l, pr := ts.signIn(old)
@@ -55,6 +56,7 @@ func (ts *testService) verifyAddress(pr *auth.Principal, code string) error {
 // confirmation; codes expire and lock after five tries as email codes
 // do; nothing pending is 401.
 func TestAddressChangeRefusals(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	_, pr := ts.signIn("me@example.com")
 	ts.signIn("taken@example.com")
@@ -92,6 +94,7 @@ func TestAddressChangeRefusals(t *testing.T) {
 // TestAddressChangeDirect: in a project with emailChange "direct" the
 // address changes at once, unverified, with user.updated.
 func TestAddressChangeDirect(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	p, err := ts.UpdateProject(ctx, ts.project.ID, auth.ProjectInput{EmailChange: ptr(auth.EmailChangeDirect)})
 	ok(t, err)
@@ -117,6 +120,7 @@ func TestAddressChangeDirect(t *testing.T) {
 // mailed to it (SendAddressCode) and VerifyAddress marks it verified;
 // the send counts against the address's send throttle.
 func TestAddressProof(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "prove@example.com"
 	_, pr := ts.signIn(addr)

@@ -12,6 +12,7 @@ import (
 // listed, changed and deleted; a deleted project's keys stop working and
 // its id is 404.
 func TestProjectAdmin(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	p, err := ts.CreateProject(ctx, auth.ProjectInput{Name: ptr("Shop"), AllowedOrigins: &[]string{"https://shop.example.com"}})
 	ok(t, err)
@@ -58,6 +59,7 @@ func TestProjectAdmin(t *testing.T) {
 // TestKeyValidation: the decided validation order and its codes, a
 // key's life (revoked, expired, without a project) and the per-key rate.
 func TestKeyValidation(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	live, k, err := ts.CreateKey(ctx, auth.KeyInput{ProjectID: &ts.project.ID, Mode: "live"})
 	ok(t, err)
@@ -126,6 +128,7 @@ func TestKeyValidation(t *testing.T) {
 // TestAdminToken: the configured token passes; a wrong or missing one is
 // 401 UNAUTHORIZED, and ten failures a minute from one address 429.
 func TestAdminToken(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	ok(t, ts.CheckAdmin("Bearer adm_usecase_test_token_0123"))
 	wantErr(t, ts.CheckAdmin("Bearer adm_wrong"), auth.ErrUnauthorized, "")
@@ -143,6 +146,7 @@ func TestAdminToken(t *testing.T) {
 // TestExternalMethodAdmin: a method name is unique per project and
 // checked; its status toggles; lists never show the secret.
 func TestExternalMethodAdmin(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	m, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
 	ok(t, err)

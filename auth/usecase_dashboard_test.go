@@ -12,6 +12,7 @@ import (
 // (generated) token instead of the configured one, does not know it, and
 // cannot flash into it or end it; the first token's service still does.
 func TestDashSessionBoundToAdminToken(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t) // admin token configured: adm_usecase_test_token_0123
 	other := func(token string) *auth.Service {
 		t.Helper()

@@ -35,6 +35,7 @@ func (ts *testService) confirmation(ext, method, email string) map[string]any {
 // (verified address, isNewUser) and signs them in (session.created with
 // method external:<name>); a later one needs no email and finds them.
 func TestExternalConfirm(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	m, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
 	ok(t, err)
@@ -65,6 +66,7 @@ func TestExternalConfirm(t *testing.T) {
 // TestExternalConfirmFailures: the decided checks, each with its code;
 // a refused confirmation changes nothing (no user, no replay mark).
 func TestExternalConfirmFailures(t *testing.T) {
+	t.Parallel()
 	type fixture struct {
 		ts              *testService
 		direct, webhook auth.MethodView
@@ -148,6 +150,7 @@ func TestExternalConfirmFailures(t *testing.T) {
 // REPLAYED, and a disabled user's redeem 403 that leaves the grant
 // unused.
 func TestExternalCallbackAndRedeem(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	m, err := ts.CreateMethod(ctx, ts.project.ID, "kyc", "webhook")
 	ok(t, err)

@@ -19,6 +19,7 @@ var backupCodeShape = regexp.MustCompile(`^[A-HJKMNP-Z2-9]{5}-[A-HJKMNP-Z2-9]{5}
 // its case and hyphen, by email or externalUserId; a new batch
 // invalidates the whole previous one.
 func TestBackupCodes(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "backup@example.com"
 	l, pr := ts.signIn(addr)
@@ -73,6 +74,7 @@ func TestBackupCodes(t *testing.T) {
 // failure leaves the window. An unknown address answers exactly as a
 // known one.
 func TestBackupCodeLockout(t *testing.T) {
+	t.Parallel()
 	for _, known := range []bool{true, false} {
 		name := map[bool]string{true: "known address", false: "unknown address"}[known]
 		t.Run(name, func(t *testing.T) {
@@ -115,6 +117,7 @@ func TestBackupCodeLockout(t *testing.T) {
 // TestBackupCodeInput: both or neither identifier, and a malformed code,
 // are VALIDATION_ERROR and count no failure.
 func TestBackupCodeInput(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	for _, in := range []auth.BackupInput{
 		{Code: "AAAAA-AAAAA"},
@@ -145,6 +148,7 @@ func totpCode(t *testing.T, secret string, at time.Time) string {
 // are step-ups; a code is accepted once; enrolling again is 409; a user
 // without TOTP gets 404 TOTP_NOT_ENROLLED.
 func TestTOTPEnrollAndVerify(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	l, pr := ts.signIn("totp@example.com")
 	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
@@ -178,6 +182,7 @@ func TestTOTPEnrollAndVerify(t *testing.T) {
 // that the right code works. A backup-code login clears failures short
 // of a lockout, and an admin reset clears a lockout.
 func TestTOTPLockout(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "lock@example.com"
 	_, pr := ts.signIn(addr)
@@ -221,6 +226,7 @@ func TestTOTPLockout(t *testing.T) {
 // needs a step-up on this session within 10 minutes (403
 // STEP_UP_REQUIRED otherwise), and its code replaces the enrolled phone.
 func TestSMSEnrollAndStepUp(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	l, pr := ts.signIn("sms@example.com")
 	const phone, other = "+15551230001", "+15551230002"
@@ -271,6 +277,7 @@ func TestSMSEnrollAndStepUp(t *testing.T) {
 // phone, the send throttle, and a provider that fails (502 SEND_FAILED,
 // no code stored, the throttle slot given back) or is missing.
 func TestSMSFailures(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	_, pr := ts.signIn("smsfail@example.com")
 	ctx := t.Context()

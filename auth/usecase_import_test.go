@@ -47,6 +47,7 @@ func (ts *testService) putSelfRegistered(addr string) *store.User {
 // lands in: same id, not new, every imported field kept, verified from
 // then on, and no user.registered.
 func TestImportedUserKeptAtFirstSignIn(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"otp", "magic"} {
 		t.Run(how, func(t *testing.T) {
 			ts := newTestService(t)
@@ -91,6 +92,7 @@ func TestImportedUserKeptAtFirstSignIn(t *testing.T) {
 // deleted, user.deleted) and is rejected otherwise, changing nothing and
 // never giving that account the line's externalUserId.
 func TestImportOntoSelfRegistered(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	squat := ts.putSelfRegistered("victim@example.com")
 	for _, line := range []string{
@@ -136,6 +138,7 @@ func TestImportOntoSelfRegistered(t *testing.T) {
 // self-registered account but names another user's externalUserId is
 // rejected before anything is deleted.
 func TestImportReplaceNeedsFreeExternalID(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	squat := ts.putSelfRegistered("victim@example.com")
 	ts.importLines(`{"email":"holder@example.com","externalUserId":"taken"}`)
@@ -155,6 +158,7 @@ func TestImportReplaceNeedsFreeExternalID(t *testing.T) {
 // exactly (1678-01-01 to 2262-04-11T23:47:16Z); a line outside is
 // rejected alone.
 func TestImportCreatedAtRange(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const why = "createdAt must be from 1678-01-01T00:00:00Z to 2262-04-11T23:47:16Z"
 	for _, c := range []struct {

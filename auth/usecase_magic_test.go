@@ -12,6 +12,7 @@ import (
 // returns the send-time redirectUrl; MagicLinkProject names the project
 // of a pending link only.
 func TestMagicLinkSignIn(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "link@example.com"
 	const redirect = "http://localhost:3000/welcome"
@@ -44,6 +45,7 @@ func TestMagicLinkSignIn(t *testing.T) {
 // redirects outside the project's origins, with the categories their
 // events record; a refused redirect leaves the link usable.
 func TestMagicLinkFailures(t *testing.T) {
+	t.Parallel()
 	const addr = "fail@example.com"
 	cases := []struct {
 		name     string
@@ -104,6 +106,7 @@ func TestMagicLinkFailures(t *testing.T) {
 // project's origins is INVALID_REDIRECT_URL and mails nothing; links
 // share the address's send throttle rules but count apart from codes.
 func TestMagicLinkSendRefusals(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "send@example.com"
 	wantErr(t, ts.SendMagicLink(ctx, ts.project, addr, "https://elsewhere.example.org/", ts.meta), auth.ErrInvalidRedirect, auth.CatValidation)

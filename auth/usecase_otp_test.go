@@ -14,6 +14,7 @@ import (
 // sign-in finds the same user, and a device token presented back is
 // kept. Each step is an event.
 func TestOTPSignIn(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "new@example.com"
 	ok(t, ts.SendOTP(ctx, ts.project, " New@Example.com ", ts.meta))
@@ -55,6 +56,7 @@ func TestOTPSignIn(t *testing.T) {
 // TestOTPVerifyFailures: every way an email code fails, its answer and
 // the category its event records.
 func TestOTPVerifyFailures(t *testing.T) {
+	t.Parallel()
 	const addr = "guess@example.com"
 	cases := []struct {
 		name      string
@@ -132,6 +134,7 @@ func wrongCode(code string) string {
 // text, even for the right code) while a magic link still signs in; a
 // day after the failures the address's codes work again.
 func TestOTPAddressFailCap(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "capped@example.com"
 	failures := 0
@@ -164,6 +167,7 @@ func TestOTPAddressFailCap(t *testing.T) {
 // over it 429 TOO_MANY_REQUESTS with the wait; a refused send queues
 // nothing and does not restart the window; addresses count apart.
 func TestOTPSendThrottle(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "busy@example.com"
 	ok(t, ts.SendOTP(ctx, ts.project, addr, ts.meta))
@@ -194,6 +198,7 @@ func TestOTPSendThrottle(t *testing.T) {
 // account USER_DISABLED, an address on the deny list RISK_BLOCKED; none
 // queues mail.
 func TestOTPSendRefusals(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	wantErr(t, ts.SendOTP(ctx, ts.project, "not an address", ts.meta), auth.ErrValidation, auth.CatValidation)
 	l, _ := ts.signIn("off@example.com")
@@ -216,6 +221,7 @@ func TestOTPSendRefusals(t *testing.T) {
 // without one; one held by another user is 409 EXTERNAL_ID_CONFLICT, and
 // for a new address nothing is created.
 func TestOTPExternalUserID(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	verify := func(addr, ext string) (*auth.Login, error) {
 		t.Helper()

@@ -15,6 +15,7 @@ import (
 // past ten a minute are counted, not stored: the clock moves a minute
 // before the event looked at.)
 func TestRiskBlocksVelocity(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "target@example.com"
 	l, _ := ts.signIn(addr)

@@ -15,6 +15,7 @@ import (
 // (session.revoked) and no one else's (404 SESSION_NOT_FOUND); an ended
 // session's token is refused at once.
 func TestSessionsListAndRevoke(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "many@example.com"
 	var logins []*auth.Login
@@ -56,6 +57,7 @@ func TestSessionsListAndRevoke(t *testing.T) {
 // of the user's, each with a session.revoked; another scope is 400 and
 // a gone session 401.
 func TestLogoutScopes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		scope     string
 		survivors []bool // per session, whether its token still works
@@ -110,6 +112,7 @@ func TestLogoutScopes(t *testing.T) {
 // with 403 USER_DISABLED until enabled again; deleting a user ends its
 // sessions and emits user.deleted.
 func TestAdminSessionsAndDisable(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "admin@example.com"
 	l1, _ := ts.signIn(addr)
@@ -158,6 +161,7 @@ func TestAdminSessionsAndDisable(t *testing.T) {
 // TestSessionExpires: a session token is refused once the project's
 // session lifetime has passed.
 func TestSessionExpires(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	p, err := ts.UpdateProject(ctx, ts.project.ID, auth.ProjectInput{SessionTTLSeconds: ptr(300)})
 	ok(t, err)
@@ -181,6 +185,7 @@ func TestSessionExpires(t *testing.T) {
 // and requests are noted by the second, so 0.3 s into a second a check
 // 60 s after the sign-in counts as 60 s.
 func TestLastSeenFlush(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	ts.clock.Advance(300 * time.Millisecond)
 	for _, c := range []struct {

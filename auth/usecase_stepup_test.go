@@ -203,6 +203,7 @@ var stepUpActions = []stepUpAction{
 // minutes counts: never an email code, a magic link or an external
 // confirm alone. A refusal changes nothing (the address, the account).
 func TestStepUpMatrix(t *testing.T) {
+	t.Parallel()
 	accounts := []factors{{}, {totp: true}, {sms: true}, {passkey: true}, {totp: true, sms: true}}
 	ts := newTestService(t)
 	m, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
@@ -275,6 +276,7 @@ func TestStepUpMatrix(t *testing.T) {
 // last made. A session signed in by email on a TOTP account has its
 // second factor pending until it proves TOTP or SMS.
 func TestStepUpProofs(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	const addr = "proofs@example.com"
 	l, pr := ts.signIn(addr)
@@ -352,6 +354,7 @@ func TestStepUpProofs(t *testing.T) {
 // the phone's own words. A backup-code sign-in made with a code the
 // owner holds may move it (recovery).
 func TestBackupCodeDetour(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	acc := ts.setUpAccount("detour@example.com", factors{totp: true, sms: true}, 1)
 	_, stolen := ts.signIn(acc.addr)

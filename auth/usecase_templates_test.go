@@ -72,6 +72,7 @@ func (ts *testService) putTemplate(kind, locale, subject, text, html string) {
 // a render is held: with the render inside the write transaction, it
 // would wait for the writer (bbolt has one) and this test would fail.
 func TestTemplatesRenderOutsideTransactions(t *testing.T) {
+	t.Parallel()
 	ts, count := newCountedService(t)
 	other, err := ts.CreateProject(ctx, auth.ProjectInput{Name: ptr("Other")})
 	ok(t, err)
@@ -167,6 +168,7 @@ func TestTemplatesRenderOutsideTransactions(t *testing.T) {
 // name; one renamed at every render gets the built-in wording, with the
 // name the transaction read.
 func TestTemplateContentChangedBeforeCommit(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	ts.putTemplate("email_change", "en", "Confirm for {{.Project}}", "Code {{.Code}}", "<p>{{.Code}}</p>")
 	_, pr := ts.signIn("a@example.com")
@@ -207,6 +209,7 @@ func TestTemplateContentChangedBeforeCommit(t *testing.T) {
 // (as an older version could store it: a range over a number) is not
 // run at send time; the built-in English is sent, at once.
 func TestTemplateBadAtSendTime(t *testing.T) {
+	t.Parallel()
 	ts := newTestService(t)
 	ok(t, ts.db.Update(ctx, func(tx store.Tx) error {
 		return tx.PutTemplate(&store.Template{ProjectID: ts.project.ID, Kind: "otp", Locale: "en",

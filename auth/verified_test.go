@@ -13,6 +13,7 @@ import (
 // passkey created in the same instant as the user and no externalUserId.
 // A row with the field keeps it.
 func TestSettleVerified(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	created := f.now.Add(-time.Hour)
 	yes, no := true, false
@@ -69,6 +70,7 @@ func ptrTime(t time.Time) *time.Time { return &t }
 // and creates a new verified user (user.registered) in one transaction;
 // a verified account is kept; a disabled one is returned as it is.
 func TestProvenUserReplacesUnverified(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	p := f.project()
 	victim, pr := f.signIn(p, "victim@example.com")
@@ -150,6 +152,7 @@ func TestProvenUserReplacesUnverified(t *testing.T) {
 // counts as vouched for when nobody can sign in to it: any passkey,
 // session, backup codes or enrolled factor makes it replaceable.
 func TestReplaceable(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	yes, no := true, false
 	for _, c := range []struct {
@@ -215,6 +218,7 @@ func TestReplaceable(t *testing.T) {
 // user who had enrolled one) is signed in to by email first; without
 // one, the provider sign-in lands in it and verifies it.
 func TestProviderSignInToVouchedAccount(t *testing.T) {
+	t.Parallel()
 	f := newTOTPFixture(t)
 	p := f.project()
 	for _, withFactor := range []bool{true, false} {

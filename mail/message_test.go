@@ -14,6 +14,7 @@ import (
 // black-box tests do with the outbox) finds the code as the message's only
 // run of six digits and the link unbroken, in both parts.
 func TestRawMessageReadable(t *testing.T) {
+	t.Parallel()
 	link := "http://127.0.0.1:18080/api/v1/magic/verify?token=AbC-dEf_0123456789abcdefghijklmnopqrstuvwxy"
 	for i := 0; i < 50; i++ { // boundaries and Message-IDs are random
 		m, err := mail.Render(mail.KindOTP, "a@example.com", "auth@example.com", store.MailContent{Project: "Acme", Code: "048213", TTLSeconds: 600})
@@ -54,6 +55,7 @@ func TestRawMessageReadable(t *testing.T) {
 // TestSubjectNeverDecodesAsProjectChose: a project name that looks like
 // an RFC 2047 encoded word is shown literally, not decoded.
 func TestSubjectNeverDecodesAsProjectChose(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"=?utf-8?q?Your_bank?=", "=??B??=", strings.Repeat("=?ü", 40)} {
 		m, err := mail.Render(mail.KindOTP, "a@example.com", "auth@example.com", store.MailContent{Project: name, Code: "123456", TTLSeconds: 600})
 		if err != nil {
@@ -72,6 +74,7 @@ func TestSubjectNeverDecodesAsProjectChose(t *testing.T) {
 // and holds no code, no link and no digits at all. A notice queued
 // without the new address (before it was recorded) says the rest.
 func TestAddressMessages(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		kind, subject, text string
 		content             store.MailContent
@@ -121,6 +124,7 @@ func TestAddressMessages(t *testing.T) {
 // "=" stand in the raw message as shown; the HTML part stays
 // quoted-printable, and a part with a control character too.
 func TestMessageUTF8Text(t *testing.T) {
+	t.Parallel()
 	link := "https://auth.example.com/api/v1/magic/verify?token=abc_DEF-123"
 	m := &mail.Message{From: "a@example.com", To: "b@example.com", Subject: "Código",
 		Text: "Olá ada@example.com, o seu código para a Loja Exemplo Ltda. é 123456 e expira em 10 minutos; ou abra " + link + "\n",

@@ -33,6 +33,7 @@ func (h *hangingTransport) Send(ctx context.Context, m *mail.Message) error {
 // progress under the queue's own context, the message staying queued,
 // and nothing is sent after it returns.
 func TestQueueStartAndClose(t *testing.T) {
+	t.Parallel()
 	f := mustOpen(t)
 	f.enqueue(t, "otp", "a@example.com", store.MailContent{Project: "Shop", Code: "123456", TTLSeconds: 600})
 	tr := &hangingTransport{hangAt: 2, sends: make(chan string, 8)}

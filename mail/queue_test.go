@@ -105,6 +105,7 @@ func (f *queueFixture) queued(t *testing.T) []*store.Mail {
 }
 
 func TestQueueSendsAndDeletes(t *testing.T) {
+	t.Parallel()
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Acme", Code: "482913", TTLSeconds: 600})
 	f.enqueue(t, mail.KindMagic, "b@example.com", store.MailContent{Project: "Acme", Link: "https://auth.example.com/api/v1/magic/verify?token=tok123", TTLSeconds: 900})
@@ -140,6 +141,7 @@ func TestQueueSendsAndDeletes(t *testing.T) {
 }
 
 func TestQueueRetriesTransientFailures(t *testing.T) {
+	t.Parallel()
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Acme", Code: "111111", TTLSeconds: 600})
 	tr := &fakeTransport{fail: errors.New("connection refused")}
@@ -170,6 +172,7 @@ func TestQueueRetriesTransientFailures(t *testing.T) {
 }
 
 func TestQueueGivesUp(t *testing.T) {
+	t.Parallel()
 	t.Run("permanent", func(t *testing.T) {
 		f := mustOpen(t)
 		f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Acme", Code: "111111", TTLSeconds: 600})
@@ -199,6 +202,7 @@ func TestQueueGivesUp(t *testing.T) {
 // TestQueueSurvivesRestart: a message queued before a restart goes out
 // after it.
 func TestQueueSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Acme", Code: "222222", TTLSeconds: 600})
 	f.db.Close()
@@ -218,6 +222,7 @@ func TestQueueSurvivesRestart(t *testing.T) {
 // TestQueueThroughSMTP runs the queue against the in-test SMTP server and
 // reads the code back out of the received MIME message.
 func TestQueueThroughSMTP(t *testing.T) {
+	t.Parallel()
 	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "p"})
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Zürich Bank", Code: "975310", TTLSeconds: 600})
@@ -240,6 +245,7 @@ func TestQueueThroughSMTP(t *testing.T) {
 // failure is logged as an error once a minute, not once per message, and
 // ConfigError reports it until a send works again.
 func TestQueueConfigError(t *testing.T) {
+	t.Parallel()
 	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "right", Mechanisms: []string{mailtest.Login}})
 	ca := srv.CAFile(t)
 	f := mustOpen(t)
@@ -326,6 +332,7 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestOutbox(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "latchkey.db.outbox")
 	o := &mail.Outbox{Dir: dir}
 	if err := o.Send(context.Background(), testMessage()); err != nil {
@@ -390,6 +397,7 @@ func parseMessage(t testing.TB, data []byte) (subject, text, html string) {
 // sends nothing and leaves the queue as it is; once it holds it, it
 // sends (replicas on one database: one sends each message).
 func TestQueueHold(t *testing.T) {
+	t.Parallel()
 	f := mustOpen(t)
 	f.enqueue(t, mail.KindOTP, "a@example.com", store.MailContent{Project: "Acme", Code: "482913", TTLSeconds: 600})
 	tr := &fakeTransport{}

@@ -48,6 +48,7 @@ func mustSMTP(t *testing.T, rawURL, ca string) *mail.SMTP {
 // PLAIN) and CRAM-MD5, chosen from what the server offers or forced with
 // ?auth=.
 func TestSMTPAuthMechanisms(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		offered []string
@@ -84,6 +85,7 @@ func TestSMTPAuthMechanisms(t *testing.T) {
 // it): the same headers and none added, 7bit parts, the code and the
 // link unbroken on their own lines, so grep finds them in what was sent.
 func TestSMTPSendsMessageBytesUnchanged(t *testing.T) {
+	t.Parallel()
 	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "p"})
 	link := "https://auth.example.com/api/v1/magic/verify?token=AbC-dEf_0123456789abcdefghijklmnopqrstuvwxy"
 	m, err := mail.Render(mail.KindMagic, "user@example.com", "Acme <auth@example.com>", store.MailContent{Project: "Acme", Link: link, TTLSeconds: 900})
@@ -134,6 +136,7 @@ func TestSMTPSendsMessageBytesUnchanged(t *testing.T) {
 }
 
 func TestSMTPImplicitTLS(t *testing.T) {
+	t.Parallel()
 	srv := mailtest.NewServer(t, mailtest.Options{ImplicitTLS: true, User: "u", Pass: "p", Mechanisms: []string{mailtest.Login}})
 	s := mustSMTP(t, "smtps://u:p@"+srv.Addr, srv.CAFile(t))
 	if err := s.Send(context.Background(), testMessage()); err != nil {
@@ -148,6 +151,7 @@ func TestSMTPImplicitTLS(t *testing.T) {
 // private CA is refused, on STARTTLS and on implicit TLS, as a
 // configuration error naming the certificate; nothing is sent.
 func TestSMTPCertificateNotTrusted(t *testing.T) {
+	t.Parallel()
 	for _, implicit := range []bool{false, true} {
 		srv := mailtest.NewServer(t, mailtest.Options{ImplicitTLS: implicit, User: "u", Pass: "p"})
 		scheme := "smtp"
@@ -168,6 +172,7 @@ func TestSMTPCertificateNotTrusted(t *testing.T) {
 // are set; tls=required refuses it (a configuration error). Passwords
 // without TLS: TestSMTPPasswordInClearText.
 func TestSMTPWithoutTLS(t *testing.T) {
+	t.Parallel()
 	srv := mailtest.NewServer(t, mailtest.Options{NoTLS: true})
 	if err := mustSMTP(t, "smtp://"+srv.Addr, "").Send(context.Background(), testMessage()); err != nil {
 		t.Fatal(err)
@@ -190,6 +195,7 @@ func TestSMTPWithoutTLS(t *testing.T) {
 // sends it, forced mechanism or not, unless the mechanism does not
 // reveal it (CRAM-MD5). Each relay requires AUTH before MAIL.
 func TestSMTPPasswordInClearText(t *testing.T) {
+	t.Parallel()
 	const pass = "hunter2 secret"
 	for _, tc := range []struct {
 		name, listen, host string
@@ -237,6 +243,7 @@ func TestSMTPPasswordInClearText(t *testing.T) {
 // implicit TLS, its certificate naming ::1 (the host is joined to the
 // port in brackets).
 func TestSMTPOverIPv6(t *testing.T) {
+	t.Parallel()
 	if !mailtest.HostAvailable("::1") {
 		t.Skip("this machine has no ::1")
 	}
@@ -260,6 +267,7 @@ func TestSMTPOverIPv6(t *testing.T) {
 // 4xx is transient, a 5xx to RCPT permanent; nobody listening is
 // transient.
 func TestSMTPErrors(t *testing.T) {
+	t.Parallel()
 	srv := mailtest.NewServer(t, mailtest.Options{User: "u", Pass: "right", Mechanisms: []string{mailtest.Login}})
 	ca := srv.CAFile(t)
 	for _, rawURL := range []string{"smtp://u:wrongpassword@" + srv.Addr, "smtp://u:wrongpassword@" + srv.Addr + "?auth=plain"} {
@@ -303,6 +311,7 @@ func TestSMTPErrors(t *testing.T) {
 }
 
 func TestNewSMTP(t *testing.T) {
+	t.Parallel()
 	caFile := mailtest.NewServer(t, mailtest.Options{NoTLS: true}).CAFile(t)
 	notPEM := filepath.Join(t.TempDir(), "not.pem")
 	os.WriteFile(notPEM, []byte("hello"), 0o600)

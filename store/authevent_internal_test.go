@@ -52,6 +52,7 @@ func addEvents(t *testing.T, db *boltDB, evs []*AuthEvent) {
 }
 
 func TestAuthEventEncoding(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	tests := []AuthEvent{
 		{},
@@ -104,6 +105,7 @@ func TestAuthEventEncoding(t *testing.T) {
 }
 
 func TestEventPos(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	p := EventPos{Nanos: t0.UnixNano(), Seq: 42}
 	got, err := ParseEventPos(p.String())
@@ -121,6 +123,7 @@ func TestEventPos(t *testing.T) {
 // indexed and counted at the first open, also when an earlier upgrade
 // stopped half way.
 func TestMigrateEvents(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	for _, interrupted := range []bool{false, true} {
 		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
@@ -208,6 +211,7 @@ func TestMigrateEvents(t *testing.T) {
 // TestAuthEventBytes reports the file bytes per stored event (about the
 // record plus its index entry and counters) with a browser's user agent.
 func TestAuthEventBytes(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	if testing.Short() {
 		t.Skip("short")

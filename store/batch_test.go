@@ -16,6 +16,7 @@ import (
 // (with a leader chosen among callers, the first caller ran the later
 // commits too and was held until the queue was empty).
 func TestBatchCallerNotHeld(t *testing.T) {
+	t.Parallel()
 	db, _ := openFile(t, store.Options{})
 	aRunning, releaseA := make(chan struct{}), make(chan struct{})
 	bRunning, releaseB := make(chan struct{}), make(chan struct{})
@@ -76,6 +77,7 @@ func waitQueued(t *testing.T, db store.DB) {
 // TestBatchClose: calls queued when Close begins are committed; later
 // calls get ErrClosed.
 func TestBatchClose(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {

@@ -75,6 +75,7 @@ func boltFile(t *testing.T, buckets ...string) []byte {
 // a truncated file and a newer schema with an error naming the file,
 // without changing it.
 func TestCheckFile(t *testing.T) {
+	t.Parallel()
 	good := latchkeyFile(t)
 	pageSize := int(binary.NativeEndian.Uint32(good[16+8:]))
 	// The pages in use: the high-water mark of the newer meta page. The
@@ -184,6 +185,7 @@ func TestCheckFile(t *testing.T) {
 // TestCheckFileInUse: a file another process (here: another open) holds
 // is ErrInUse after the lock timeout.
 func TestCheckFileInUse(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
@@ -198,6 +200,7 @@ func TestCheckFileInUse(t *testing.T) {
 // TestOpenRefusesAnotherProgramsFile: Open leaves another program's
 // bbolt file as it is.
 func TestOpenRefusesAnotherProgramsFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "other.db")
 	data := boltFile(t, "widgets")
 	os.WriteFile(path, data, 0o600)

@@ -17,6 +17,7 @@ import (
 // bucket (codeKey), leaves the histories where they are, and sweeps and
 // project deletion find both afterwards.
 func TestMigrateCodes(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	path := filepath.Join(t.TempDir(), "v3.db")
 	b, err := bolt.Open(path, 0o600, nil)

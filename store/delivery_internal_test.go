@@ -8,6 +8,7 @@ import (
 // TestDeliveryOldRecord: a delivery record written before records had a
 // public id (its "id" was the sequence number) still reads back.
 func TestDeliveryOldRecord(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	db, _, err := openBolt(filepath.Join(t.TempDir(), "d.db"), Options{})
 	if err != nil {

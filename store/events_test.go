@@ -33,6 +33,7 @@ func addEvents(t *testing.T, db store.DB, evs []*store.AuthEvent) {
 // TestAuthEventQueries checks every filter, walked page by page, against
 // a plain filter over all events.
 func TestAuthEventQueries(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	projects := []string{"", "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "p3"}
@@ -122,6 +123,7 @@ func head(s []string) []string { return s[:min(len(s), 5)] }
 // whether the oldest event of all is the capped project's or, in "older
 // project", another's.
 func TestAuthEventCap(t *testing.T) {
+	t.Parallel()
 	for _, older := range []bool{false, true} {
 		t.Run(map[bool]string{false: "oldest", true: "older project"}[older], func(t *testing.T) { testAuthEventCap(t, older) })
 	}
@@ -198,6 +200,7 @@ func testAuthEventCap(t *testing.T, older bool) {
 // bounded transactions, with their index entries and totals; hourly and
 // suppressed counters of old hours go too.
 func TestSweepAuthEvents(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.New(t)
 	db := openDSN(t, dsn, store.Options{})
 	var evs []*store.AuthEvent
@@ -278,6 +281,7 @@ func TestSweepAuthEvents(t *testing.T) {
 // project and for all projects; suppressed failures count in both and in
 // their own counters.
 func TestHourlyAndSuppressedCounts(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	addEvents(t, db, []*store.AuthEvent{
 		{ProjectID: "A", Success: true, CreatedAt: t0},

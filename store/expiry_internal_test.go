@@ -45,6 +45,7 @@ func sweepAll(t *testing.T, db *boltDB, kind Expiring, now time.Time, max int) [
 // history, a project, links and grants by owner, an emptied history)
 // takes their index entries along (openTestDB's Check verifies it).
 func TestExpiringDeletes(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	db := openTestDB(t, Options{})
 	mustTx(t, db, func(tx boltTx) error {
@@ -90,6 +91,7 @@ func TestExpiringDeletes(t *testing.T) {
 // earlier upgrade stopped part of the way; the rows read back as written
 // and are swept at their time.
 func TestMigrateExpiry(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	for _, interrupted := range []bool{false, true} {
 		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
@@ -191,6 +193,7 @@ func TestMigrateExpiry(t *testing.T) {
 // TestRecordEncodings: the compact records read back as written, and
 // JSON rows written before them still read.
 func TestRecordEncodings(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	verified := true
 	u := &User{ID: "0193a0d5-c3d2-7e80-9000-0000000000aa", ProjectID: "0193a0d5-c3d2-7e80-9000-0000000000bb", Email: "ada@example.com",
@@ -269,6 +272,7 @@ func TestRecordEncodings(t *testing.T) {
 // at the zero time included; none reads as none (not as a session
 // stored before proofs); a malformed proofs section is refused.
 func TestSessionProofsEncoding(t *testing.T) {
+	t.Parallel()
 	base := Session{ID: "0193a0d5-c3d2-7e80-9000-0000000000dd", UserID: "u", ProjectID: "p", Method: "oauth:github",
 		IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 	for _, ps := range [][]Proof{
@@ -307,6 +311,7 @@ func TestSessionProofsEncoding(t *testing.T) {
 // sign-in's own step-up time (within a second of IssuedAt) is the
 // sign-in.
 func TestLegacySessionProofs(t *testing.T) {
+	t.Parallel()
 	// oldCompact is the compact row as written before proofs: the
 	// step-up time in its own slot, nothing after the user agent.
 	oldCompact := func(s *Session, stepped time.Time) []byte {
@@ -410,6 +415,7 @@ func fillAll(t *testing.T, v any) {
 // TestRecordsKeepEveryField: a field added to a record type must be
 // added to its compact encoding too, or this test fails.
 func TestRecordsKeepEveryField(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	same := func(name string, want, got any, err error) {
 		t.Helper()

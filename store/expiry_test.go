@@ -48,6 +48,7 @@ func expiring(t *testing.T, db store.DB, kind store.Expiring) int {
 // nanosecond before, through its index (ExpiryDue agrees), and a row
 // rewritten with a later expiry moves in the index.
 func TestExpiryKinds(t *testing.T) {
+	t.Parallel()
 	day := 24 * time.Hour
 	cases := []struct {
 		kind store.Expiring
@@ -139,6 +140,7 @@ func TestExpiryKinds(t *testing.T) {
 // most 1,000, oldest first; the sessions not yet due stay, with their
 // users' index entries.
 func TestSweepExpiredBounded(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	mustTx(t, db, func(tx store.Tx) error {
 		for i := range 3000 {
@@ -180,6 +182,7 @@ func TestSweepExpiredBounded(t *testing.T) {
 // TestTouchSessionGrace: a session never touched is not written for a
 // use within grace of its sign-in; later uses are, and never move back.
 func TestTouchSessionGrace(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	mustTx(t, db, func(tx store.Tx) error {
 		return tx.PutSession(&store.Session{ID: "s", UserID: "u", ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)})

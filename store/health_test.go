@@ -14,6 +14,7 @@ import (
 // their count, writes that fail and succeed by turns no more, and a
 // recovery line follows each error line once; WriteError tells the state.
 func TestWriteHealthLog(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	var buf bytes.Buffer
 	now := t0
@@ -53,6 +54,7 @@ func TestWriteHealthLog(t *testing.T) {
 // comes back as it is, not as a failed write, and so does a closed
 // file's (the disk-full test in the root package makes real ones).
 func TestWriteFailedOnlyForTheStore(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	db, _, err := openBolt(t.TempDir()+"/w.db", Options{})
 	if err != nil {

@@ -65,6 +65,7 @@ func putIdentities(t *testing.T, db store.DB) {
 // key order, move whole to another user when replaced, refuse keys that
 // are not text, and go with their user and with their project.
 func TestIdentities(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	putIdentities(t, db)
 	err := db.Update(ctx, func(tx store.Tx) error {
@@ -194,6 +195,7 @@ func TestIdentities(t *testing.T) {
 // store of that backend (bbolt → bbolt → bbolt on the bolt pass,
 // PostgreSQL → bbolt → PostgreSQL on the postgres pass).
 func TestIdentitiesCopy(t *testing.T) {
+	t.Parallel()
 	src := storetest.Open(t)
 	putIdentities(t, src)
 	long := strings.Repeat("ß", 100) + "|" + strings.Repeat("z", 55)

@@ -20,6 +20,7 @@ import (
 // too. (That waiters hold no connection on PostgreSQL is
 // postgres.TestLockWaitsOffPool.)
 func TestLock(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	add := func(tx store.Tx) error {
 		return tx.AddAuthEvent(&store.AuthEvent{ProjectID: "p", CreatedAt: time.Now()})

@@ -12,6 +12,7 @@ import (
 // TestRecentUserSessions: a user's sessions come newest first, limit of
 // them, with whether older ones remain; another user's never show.
 func TestRecentUserSessions(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	err := db.Update(ctx, func(tx store.Tx) error {
@@ -60,6 +61,7 @@ func TestRecentUserSessions(t *testing.T) {
 // each starting below the last Seq of the previous one, cover every
 // attempt exactly once; another webhook's attempts never show.
 func TestDeliveriesBefore(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	err := db.Update(ctx, func(tx store.Tx) error {
 		for i := range 7 {

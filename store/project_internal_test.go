@@ -74,6 +74,7 @@ func mentions(tx boltTx, s string) map[string]int {
 // and the mail queue; its
 // key is detached; another project's rows are untouched.
 func TestDeleteProjectRemovesItsRows(t *testing.T) {
+	t.Parallel()
 	boltOnly(t)
 	db, _, err := openBolt(filepath.Join(t.TempDir(), "d.db"), Options{})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // either backend (LinkByEmail nil, true and false alike), and a project
 // without any reads back with nil.
 func TestProjectProviders(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	at := time.Date(2026, 11, 24, 15, 0, 0, 123456789, time.UTC)
 	yes, no := true, false

@@ -14,6 +14,7 @@ import (
 // a second holder is refused while the first's lease runs
 // (store/postgres tests the rest: expiry, release, races).
 func TestLeaseOneHolder(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	for _, ttl := range []time.Duration{time.Minute, time.Minute} {
 		if held, err := db.Lease(ctx, "sweep", "a", ttl); err != nil || !held {
@@ -36,6 +37,7 @@ func TestLeaseOneHolder(t *testing.T) {
 // a bbolt file never calls the watcher (its own process made every
 // change, and its callers drop their copies themselves).
 func TestWatchCancel(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	called := make(chan store.Change, 16)
 	cancel := db.Watch(func(c store.Change) { called <- c })

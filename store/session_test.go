@@ -15,6 +15,7 @@ import (
 // times to the nanosecond, a proof before the sign-in and at the zero
 // time), none as none, and a rewrite replaces them.
 func TestSessionProofsRoundTrip(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
 	sessions := []*store.Session{
@@ -65,6 +66,7 @@ func TestSessionProofsRoundTrip(t *testing.T) {
 // ReadEnrolled gives the same once the transaction committed, changes
 // made earlier in the transaction included.
 func TestSessionEnrolled(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	type user struct {

@@ -9,6 +9,7 @@ import (
 // its shard is void (the row it saw may be the one deleted), a later
 // fill is kept, a drop forgets, and the cache holds at most its size.
 func TestLiveSessionsGeneration(t *testing.T) {
+	t.Parallel()
 	c := newLiveSessions(64)
 	gen := c.generation("s")
 	c.drop("s") // a deletion committed while the read ran

@@ -15,6 +15,7 @@ import (
 // as the deleting Update or Batch has returned; a deletion rolled back
 // deletes nothing.
 func TestSessionLive(t *testing.T) {
+	t.Parallel()
 	errRollback := errors.New("roll back")
 	cases := []struct {
 		name   string

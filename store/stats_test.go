@@ -16,6 +16,7 @@ import (
 // TestStats: the queue sizes and the oldest queued mail are read back;
 // a data file has a size.
 func TestStats(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	st, err := db.Stats(ctx)
 	if err != nil {
@@ -53,6 +54,7 @@ func TestStats(t *testing.T) {
 // TestObserveCommit: every committed write transaction, by Update or
 // Batch, is timed; a rolled-back one is not (bbolt only).
 func TestObserveCommit(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []time.Duration
 	db, _, err := store.Open(ctx, filepath.Join(t.TempDir(), "latchkey.db"), store.Options{ObserveCommit: func(d time.Duration) {
@@ -97,6 +99,7 @@ func TestObserveCommit(t *testing.T) {
 // TestUsable: an open file is usable; a closed one, or one deleted
 // under the server, is not (bbolt only).
 func TestUsable(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {

@@ -90,6 +90,7 @@ func check(t *testing.T, db store.DB) {
 
 // TestClosed: after Close, transactions return ErrClosed.
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -108,6 +109,7 @@ func TestClosed(t *testing.T) {
 
 // TestCanceled: a context already done refuses a write, changing nothing.
 func TestCanceled(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	done, cancel := context.WithCancel(ctx)
 	cancel()
@@ -129,6 +131,7 @@ func TestCanceled(t *testing.T) {
 // TestOpenRefusesNewerSchema: a data file of a newer latchkey is refused
 // (bbolt only: PostgreSQL has its own migrations).
 func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
@@ -155,6 +158,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 // TestOpenInUse: a data file another process holds is ErrInUse (bbolt
 // only).
 func TestOpenInUse(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	db, _, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
@@ -177,6 +181,7 @@ func TestOpenInUse(t *testing.T) {
 // TestBatch: concurrent Batch calls all commit; a failing call gets its
 // own error and does not undo the others.
 func TestBatch(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 200)
@@ -216,6 +221,7 @@ func TestBatch(t *testing.T) {
 // TestBackupIsAConsistentCopy: a backup is a data file that opens and
 // checks (bbolt only: PostgreSQL's backup is pg_dump).
 func TestBackupIsAConsistentCopy(t *testing.T) {
+	t.Parallel()
 	db, _ := openFile(t, store.Options{})
 	db.Update(ctx, func(tx store.Tx) error {
 		return tx.AddAuthEvent(&store.AuthEvent{ID: "ev1", ProjectID: "p", CreatedAt: time.Now()})
@@ -248,6 +254,7 @@ func TestBackupIsAConsistentCopy(t *testing.T) {
 }
 
 func TestKeyring(t *testing.T) {
+	t.Parallel()
 	k1, _ := store.NewKeyring(bytes.Repeat([]byte{1}, 32))
 	k2, _ := store.NewKeyring(bytes.Repeat([]byte{2}, 32))
 	if _, err := store.NewKeyring([]byte("short")); err == nil {
@@ -276,6 +283,7 @@ func TestKeyring(t *testing.T) {
 }
 
 func TestLoadMasterKey(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "latchkey.db.key")
 	key, created, err := store.LoadMasterKey("", file)
 	if err != nil || !created || len(key) != store.MasterKeySize {
@@ -300,6 +308,7 @@ func TestLoadMasterKey(t *testing.T) {
 // TestDueJobs: each webhook's due jobs come earliest first, a webhook
 // without room is skipped, jobs in flight are skipped, future jobs wait.
 func TestDueJobs(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	db.Update(ctx, func(tx store.Tx) error {
@@ -364,6 +373,7 @@ func TestDueJobs(t *testing.T) {
 // skipped, counted up to peek; a webhook without room even at peek is
 // passed over without counting.
 func TestDueJobsPeek(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	t0 := time.Unix(1_800_000_000, 0)
 	var skipSeq uint64

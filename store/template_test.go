@@ -13,6 +13,7 @@ import (
 // locale) byte order per project, are replaced and deleted by key, and
 // go with their project.
 func TestTemplates(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	at := time.Date(2026, 11, 24, 10, 0, 0, 123456789, time.UTC)
 	put := func(tx store.Tx, pid, kind, locale, subject string) error {
@@ -112,6 +113,7 @@ func join(s []string) string {
 // TestFactorSummaries: one call reports each user's factors with their
 // statuses, its passkeys in the project and its backup codes.
 func TestFactorSummaries(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t)
 	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	err := db.Update(ctx, func(tx store.Tx) error {

@@ -231,6 +231,7 @@ func (ts *testServer) confirm(secret, method, extID, email string) (int, string)
 }
 
 func TestProjectCommands(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 
 	out := ts.ok("project", "create", "--name", "Shop", "--origin", "https://shop.example",
@@ -294,6 +295,7 @@ func TestProjectCommands(t *testing.T) {
 var keyShape = regexp.MustCompile(`(?m)^    (sk_(live|test)_[0-9A-Za-z]{8}_[0-9A-Za-z]{32})$`)
 
 func TestKeyCommands(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	pid := ts.Project.ID
 
@@ -348,6 +350,7 @@ func TestKeyCommands(t *testing.T) {
 }
 
 func TestMethodUserAndEventCommands(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	pid := ts.Project.ID
 
@@ -442,6 +445,7 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 // TestBackup: backups are data files (bbolt only: on PostgreSQL the
 // server answers 501, pg_dump backs it up).
 func TestBackup(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Bolt {
 		t.Skip("a backup is a bbolt data file")
 	}
@@ -497,6 +501,7 @@ func checkBackup(t *testing.T, file, projectID string) {
 }
 
 func TestAdminTokenSources(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, "") // the server generates the token
 	file := ts.Path + ".admin-token"
 	if err := os.WriteFile(file, []byte("\n  "+ts.AdminToken+"  \n"), 0o600); err != nil {
@@ -533,6 +538,7 @@ func TestAdminTokenSources(t *testing.T) {
 }
 
 func TestWrongAdminToken(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	wrong := "adm_wrongwrongwrongwrongwrong"
 	for _, args := range [][]string{
@@ -579,6 +585,7 @@ func TestWrongAdminToken(t *testing.T) {
 }
 
 func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
 	r := run(t, map[string]string{"LATCHKEY_SERVER": "http://127.0.0.1:1", "LATCHKEY_ADMIN_TOKEN": testAdminToken}, "project", "list")
 	wantFail(t, r, 1, "cannot reach http://127.0.0.1:1")
 	if strings.Contains(r.Stderr, testAdminToken) {
@@ -590,6 +597,7 @@ func TestUnreachableServer(t *testing.T) {
 var singleDash = regexp.MustCompile(`(^|[\s:(])-[a-z]`)
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	// No server: a usage error must be found before any request.
 	env := map[string]string{"LATCHKEY_SERVER": "http://127.0.0.1:1", "LATCHKEY_ADMIN_TOKEN": testAdminToken}
 	for _, tc := range []struct {
@@ -650,6 +658,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -678,6 +687,7 @@ func TestHelp(t *testing.T) {
 // TestUnknownCommandUsage: an unknown command's usage lists serve,
 // version and every subcommand.
 func TestUnknownCommandUsage(t *testing.T) {
+	t.Parallel()
 	r := run(t, nil, "frob")
 	wantFail(t, r, 2, `unknown command "frob"`)
 	want := []string{"latchkey serve [flags]", "latchkey version"}
@@ -697,6 +707,7 @@ func TestUnknownCommandUsage(t *testing.T) {
 
 // TestFailureCategories: the CLI's list of categories is the server's.
 func TestFailureCategories(t *testing.T) {
+	t.Parallel()
 	if !slices.Equal(cli.FailureCategories, auth.FailureCategories) {
 		t.Fatalf("cli categories %v, want the server's %v", cli.FailureCategories, auth.FailureCategories)
 	}
@@ -706,6 +717,7 @@ func TestFailureCategories(t *testing.T) {
 // name (its tokens stop working; the project's keys are detached);
 // unknown ids exit 1 with the API's code.
 func TestDeleteCommands(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	shop := ts.okJSON("project", "create", "--name", "Shop")["project"].(map[string]any)["id"].(string)
 	key := keyShape.FindStringSubmatch(ts.ok("key", "create", "--project", shop))[1]
@@ -741,6 +753,7 @@ func TestDeleteCommands(t *testing.T) {
 // TestUserUpdate: --company-id sets the company; --no-company and
 // --company-id with an empty value clear it (null).
 func TestUserUpdate(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	_, uid := ts.login("ann@example.com")
 	out := ts.ok("user", "update", uid, "--company-id", "acme")
@@ -769,6 +782,7 @@ func TestUserUpdate(t *testing.T) {
 // webhooks and methods without secrets, "No ..." when there are none,
 // and the API's JSON with --json.
 func TestListCommands(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	pid := ts.Project.ID
 	if out := ts.ok("webhook", "list", "--project", pid); out != "No webhooks.\n" {
@@ -825,6 +839,7 @@ func TestListCommands(t *testing.T) {
 
 // TestEventsFailureCode: every known category is accepted and filters.
 func TestEventsFailureCode(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	for _, c := range auth.FailureCategories {
 		if out := ts.ok("events", "--failure-code", c); out != "No events.\n" {
@@ -836,6 +851,7 @@ func TestEventsFailureCode(t *testing.T) {
 // TestBackupOnPostgres: on PostgreSQL the backup command fails in one
 // line naming pg_dump (the server answers 501 NOT_SUPPORTED).
 func TestBackupOnPostgres(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Postgres {
 		t.Skip("bbolt answers a backup (TestBackup); this test runs on the postgres pass")
 	}
@@ -845,6 +861,7 @@ func TestBackupOnPostgres(t *testing.T) {
 
 // TestCustomHTTPClient checks Env.HTTPClient is used for every call.
 func TestCustomHTTPClient(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	var n int
 	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -878,6 +895,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // TestUserResetTOTP: `user reset-totp ID` lifts a TOTP lockout through
 // the admin API, keeping the enrolment; --json prints {success:true}.
 func TestUserResetTOTP(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	tok, uid := ts.totpUser("locked@example.com")
 	for i := 0; i < 10; i++ {
@@ -971,6 +989,7 @@ func (ts *testServer) totpFactor(userID string) *store.Factor {
 // never prints it; list shows the providers; set changes whether one
 // links by address; remove removes one.
 func TestProviderCommands(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	pid := ts.Project.ID
 	if out := ts.ok("provider", "list", "--project", pid); out != "No providers.\n" {

@@ -39,6 +39,7 @@ var emailCell = regexp.MustCompile(`u\d{3}@example\.com`)
 // --cursor continues; --all follows every page (with --json, one body
 // per page).
 func TestUserListPages(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	all := ts.addUsers(25)
 	pid := ts.Project.ID
@@ -92,6 +93,7 @@ func TestUserListPages(t *testing.T) {
 // TestEventsPages: events prints the --before cursor of older events and
 // takes it back.
 func TestEventsPages(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	t0 := time.Now().UTC().Add(-time.Hour)
 	err := ts.db.Update(ctx, func(tx store.Tx) error {

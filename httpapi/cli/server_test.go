@@ -21,6 +21,7 @@ import (
 // file. A file that holds no URL is a usage error naming it, and a
 // server gone from the address in it is an error naming the file.
 func TestServerAddress(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

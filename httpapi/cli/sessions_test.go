@@ -8,6 +8,7 @@ import (
 // TestUserSessions: `user sessions ID` lists a user's sessions as a
 // table (or the API's JSON), `user revoke-sessions ID` ends them all.
 func TestUserSessions(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	pid := ts.Project.ID
 	secret := ts.okJSON("method", "create", "--project", pid, "--method", "card", "--pattern", "direct")["registration"].(map[string]any)["secret"].(string)

@@ -9,6 +9,7 @@ import (
 // TestMessagesForOne: counts of one read in the singular: one rejected
 // import line, one ended session (and zero in the plural).
 func TestMessagesForOne(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	in := filepath.Join(t.TempDir(), "one-bad.jsonl")
 	os.WriteFile(in, []byte("{\"email\":\"ok@example.com\"}\nnot json\n"), 0o600)

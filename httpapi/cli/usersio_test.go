@@ -15,6 +15,7 @@ import (
 // import` reads back into another project; the report names rejected
 // lines and the exit code says so.
 func TestUserExportImport(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
@@ -94,6 +95,7 @@ not json
 // TestTemplateCommands: put, list, preview (stored, draft, built-in),
 // delete, and a template error naming its line.
 func TestTemplateCommands(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, testAdminToken)
 	pid := ts.Project.ID
 	dir := t.TempDir()

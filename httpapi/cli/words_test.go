@@ -10,6 +10,7 @@ import (
 // TestFlagError: every parse error of package flag comes out naming the
 // flag with two dashes; other errors pass unchanged.
 func TestFlagError(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -43,6 +44,7 @@ func TestFlagError(t *testing.T) {
 
 // TestCount: singular for one, plural otherwise.
 func TestCount(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n    int64
 		want string

@@ -220,6 +220,7 @@ var accountTables = []string{"projects", "api_keys", "users", "sessions", "devic
 // statement switches to. Statements without a WHERE (the full listings
 // and counts, for tools and the admin's project list) are left out.
 func TestAccountsPlans(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fills tables")
 	}
@@ -363,6 +364,7 @@ func literal(a any) (string, error) {
 // PutDevice) cost one round trip besides COMMIT, and GET /session's
 // SessionExists one. It logs what it measured (go test -v).
 func TestAccountsRoundTrips(t *testing.T) {
+	t.Parallel()
 	tr := openTraced(t)
 	ctx := context.Background()
 	measure := func(name string, view bool, fn func(tx store.Tx, i int) error) int64 {

@@ -102,6 +102,7 @@ func normTimes(v any) any {
 // nil, a pointer to the zero time, bytes a header brought that are not
 // UTF-8.
 func TestAccountsRoundTrip(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	yes, no := true, false
 	exp, zero := accT0.Add(365*24*time.Hour), time.Time{}
@@ -212,6 +213,7 @@ func TestAccountsRoundTrip(t *testing.T) {
 // says, from its method, issued_at and stepped_up_at; written again, it
 // keeps them and its step-up column is cleared.
 func TestLegacySessionRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := newDatabase(t)
 	db, _, err := store.Open(ctx, url, store.Options{})
@@ -279,6 +281,7 @@ func TestLegacySessionRows(t *testing.T) {
 // violation would have aborted it); an address or external id a user
 // gave up is free again; many users have no external id.
 func TestPutUserConflict(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	ada := &store.User{ID: "u1", ProjectID: "p", Email: "ada@example.com", ExternalUserID: "x1", CreatedAt: accT0}
 	accUpdate(t, db, func(tx store.Tx) error {
@@ -361,6 +364,7 @@ func TestPutUserConflict(t *testing.T) {
 // the address up first (as auth's login does) or PutUser's own check is
 // the only read.
 func TestPutUserRace(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"lookFirst", "insert", "update"} {
 		t.Run(mode, func(t *testing.T) {
 			db := openAccounts(t)
@@ -412,6 +416,7 @@ func TestPutUserRace(t *testing.T) {
 // collation), by prefix and after a cursor, with more, match a reference
 // computed in Go, for cursors and prefixes of any bytes too.
 func TestUsersPages(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	emails := []string{"a@x.io", "A@x.io", "ab@x.io", "ab.c@x.io", "abc@x.io", "b@x.io", "B@x.io", "_@x.io",
 		"é@x.io", "e@x.io", "z@x.io", "\u00ff@x.io", "\U0010ffff@x.io", "\U0010ffffa@x.io", "ab\u00e9@x.io", "ab\u00ea@x.io"}
@@ -485,6 +490,7 @@ func TestUsersPages(t *testing.T) {
 // from URLs and headers) find nothing without an error, and the
 // transaction goes on.
 func TestNotText(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	accUpdate(t, db, func(tx store.Tx) error {
 		return tx.PutUser(&store.User{ID: "u", ProjectID: "p", Email: "a@x.io"})
@@ -535,6 +541,7 @@ func third[T, U any](_ T, _ U, err error) error { return err }
 // a limit, deleted one by one or all; TouchSession's grace and its
 // never-backwards rule; a deleted session is not recreated by a touch.
 func TestSessionsOfAUser(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	accUpdate(t, db, func(tx store.Tx) error {
 		for i := range 5 {
@@ -624,6 +631,7 @@ func TestSessionsOfAUser(t *testing.T) {
 // not a nanosecond before, through ExpiryDue and SweepExpired; a row
 // rewritten with a later expiry moves; a zero expiry is long due.
 func TestAccountsExpiry(t *testing.T) {
+	t.Parallel()
 	day := 24 * time.Hour
 	cases := []struct {
 		kind store.Expiring
@@ -686,6 +694,7 @@ func TestAccountsExpiry(t *testing.T) {
 // their prefixes), leaves another project's rows, and answers
 // ErrNotFound for an unknown project without changing anything.
 func TestDeleteProjectAccounts(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	for _, p := range []string{"p", "q"} {
 		accUpdate(t, db, func(tx store.Tx) error {
@@ -772,6 +781,7 @@ func TestDeleteProjectAccounts(t *testing.T) {
 // TestDeleteUserAccounts: DeleteUser removes the row and its sessions and
 // frees its address; another user's sessions stay.
 func TestDeleteUserAccounts(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	u := &store.User{ID: "u1", ProjectID: "p", Email: "a@x.io", ExternalUserID: "x"}
 	accUpdate(t, db, func(tx store.Tx) error {
@@ -804,6 +814,7 @@ func TestDeleteUserAccounts(t *testing.T) {
 // TestListsInByteOrder: projects and keys come in id and prefix byte
 // order, and nil when there are none.
 func TestListsInByteOrder(t *testing.T) {
+	t.Parallel()
 	db := openAccounts(t)
 	accView(t, db, func(tx store.Tx) error {
 		ps, err1 := tx.Projects()

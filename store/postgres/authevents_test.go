@@ -45,6 +45,7 @@ func listEvents(t *testing.T, db store.DB, f store.AuthEventFilter) []string {
 // email, IP and user agent PostgreSQL's text would refuse included), Pos
 // is set, and a NUL in the project or failure code is refused.
 func TestAuthEventRoundTrip(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	e := &store.AuthEvent{ID: "0193-e", ProjectID: "p", UserID: "u", Email: odd, Method: "email_otp", Action: "verify",
 		FailureCode: "invalid_code", IP: "::1%\xff", UserAgent: "UA \xc3(" + odd, CreatedAt: evT0}
@@ -77,6 +78,7 @@ func TestAuthEventRoundTrip(t *testing.T) {
 // TestAuthEventQueries checks every filter, walked page by page, against
 // a plain filter over all events.
 func TestAuthEventQueries(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	projects := []string{"", "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "p3"}
@@ -160,6 +162,7 @@ func TestAuthEventQueries(t *testing.T) {
 // counters keep counting. A lowered cap trims four per new event, and
 // TrimAuthEvents the rest.
 func TestAuthEventCap(t *testing.T) {
+	t.Parallel()
 	url := newDatabase(t)
 	open := func(cap int) store.DB {
 		db, _, err := store.Open(context.Background(), url, store.Options{MaxEventsPerProject: cap})
@@ -230,6 +233,7 @@ func TestAuthEventCap(t *testing.T) {
 // bounded transactions, with their kept numbers; counters of old hours go
 // too, and EventSweepDue tells when anything is left to do.
 func TestSweepAuthEvents(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	var evs []*store.AuthEvent
 	for i := range 50 {
@@ -307,6 +311,7 @@ func TestSweepAuthEvents(t *testing.T) {
 // project and for all projects; suppressed failures count in both and in
 // their own counters.
 func TestHourlyAndSuppressedCounts(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	addEvents(t, db, []*store.AuthEvent{
 		{ProjectID: "A", Success: true, CreatedAt: evT0},
@@ -397,6 +402,7 @@ func TestHourlyAndSuppressedCounts(t *testing.T) {
 // write, all commit, and the counters and kept numbers are exact: the
 // counter rows are split by backend, so no two transactions update one.
 func TestConcurrentSignIns(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	const workers, each = 16, 25
 	var wg sync.WaitGroup
@@ -457,6 +463,7 @@ func TestConcurrentSignIns(t *testing.T) {
 // TestFoldCounters: the sweep folds the counter rows of backends that are
 // gone, and of past hours, into one row per key; the sums stay.
 func TestFoldCounters(t *testing.T) {
+	t.Parallel()
 	url := newDatabase(t)
 	ctx := context.Background()
 	now := time.Now()

@@ -72,6 +72,7 @@ func waitPending(t *testing.T, db *DB, n int) {
 // run again alone, so that its error is its own and its panic reaches
 // its caller, and the others commit without it.
 func TestGroupShares(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	if db.group.committers != 3 {
 		t.Fatalf("committers of the default pool (4 connections): %d, want 3", db.group.committers)
@@ -141,6 +142,7 @@ func TestGroupShares(t *testing.T) {
 // at its commit), the loser runs again alone: no other committer's
 // transaction runs meanwhile.
 func TestGroupConflictRunsAlone(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	var mu sync.Mutex
 	runs := map[string]int{}
@@ -210,6 +212,7 @@ func TestGroupConflictRunsAlone(t *testing.T) {
 // TestGroupClose: calls queued when Close begins commit; later calls get
 // ErrClosed.
 func TestGroupClose(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	release := holdCommitters(t, db)
 	queued := make(chan error, 1)
@@ -241,6 +244,7 @@ func TestGroupClose(t *testing.T) {
 // context's error at once and writes nothing; the other calls of the
 // transaction run again without it and commit.
 func TestGroupCallerLeaves(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	mustUpdate(t, db, func(tx store.Tx) error {
 		return tx.PutThrottle("send", "p", "locked@example.com", &store.Throttle{Sends: []time.Time{time.Unix(5, 0)}})
@@ -294,6 +298,7 @@ func TestGroupCallerLeaves(t *testing.T) {
 // conflicts holds the gate only while it runs, not while it waits for
 // its next attempt: other Batch calls go on meanwhile.
 func TestGroupGateFreeBetweenRetries(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
@@ -322,6 +327,7 @@ func TestGroupGateFreeBetweenRetries(t *testing.T) {
 // TestGroupPanicAlone: a function that panics alone on a committer
 // panics in its caller's goroutine, as in a shared transaction.
 func TestGroupPanicAlone(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	got := func() (p any) {
 		defer func() { p = recover() }()
@@ -338,6 +344,7 @@ func TestGroupPanicAlone(t *testing.T) {
 // the round failed and was taken out, does not take the process down:
 // every caller is answered, and later calls still commit.
 func TestGroupGoexit(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	release := holdCommitters(t, db)
 	fns := []func(store.Tx) error{

@@ -49,6 +49,7 @@ const odd = "a\x00b\xff\xfe c"
 // and empty event types and secrets apart; Put replaces; lookups by ids
 // no row can have find nothing.
 func TestWebhookRoundTrip(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	hooks := []*store.Webhook{
 		{ID: "w1", ProjectID: "p", URL: "https://example.com/h", Secret: []byte{0, 1, 2, 255}, EventTypes: []string{"user.login", "user.created"}, Mode: "live", CreatedAt: evT0},
@@ -114,6 +115,7 @@ func TestWebhookRoundTrip(t *testing.T) {
 // TestDeleteWebhook: a webhook goes with its jobs and delivery records;
 // another webhook's stay.
 func TestDeleteWebhook(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	var job *store.Job
 	evUpdate(t, db, func(tx store.Tx) error {
@@ -160,6 +162,7 @@ func TestDeleteWebhook(t *testing.T) {
 // TestJobRoundTrip: every field of a job comes back; a job with a Seq
 // keeps it; DeleteJob needs the exact key; NextJobAt and JobCount.
 func TestJobRoundTrip(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	jobs := []*store.Job{
 		{WebhookID: "w", ProjectID: "p", EventID: "e1", EventType: "user.login", Body: []byte(`{"a":1}`), Attempt: 3, CreatedAt: evT0, NextAttemptAt: evT0.Add(time.Second)},
@@ -237,6 +240,7 @@ func TestJobRoundTrip(t *testing.T) {
 // without room is skipped, jobs in flight are skipped, future jobs wait,
 // webhooks are served in turn after the last one served.
 func TestDueJobs(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	evT0 := time.Unix(1_800_000_000, 0)
 	evUpdate(t, db, func(tx store.Tx) error {
@@ -299,6 +303,7 @@ func TestDueJobs(t *testing.T) {
 // skipped, counted up to peek; a webhook without room even at peek is
 // passed over without counting; one with only future jobs is visited.
 func TestDueJobsPeek(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	evT0 := time.Unix(1_800_000_000, 0)
 	var skipSeq uint64
@@ -359,6 +364,7 @@ func TestDueJobsPeek(t *testing.T) {
 // past the first few of a webhook: each job is taken once, in order,
 // with its body.
 func TestDueJobsMany(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	const hooks, backlog = 150, 60
 	evUpdate(t, db, func(tx store.Tx) error {
@@ -428,6 +434,7 @@ func TestDueJobsMany(t *testing.T) {
 // cover every record once; the sweep deletes records DeliveryLifetime
 // after the attempt.
 func TestDeliveries(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	next := evT0.Add(time.Minute)
 	d0 := &store.Delivery{ID: "d0", WebhookID: "w1", EventID: "evt", EventType: "user.login", Attempt: 2, Status: "pending",
@@ -520,6 +527,7 @@ func TestDeliveries(t *testing.T) {
 // TestOutbox: events come back in Seq order with every field, data byte
 // for byte (not as jsonb would); deleted ones go.
 func TestOutbox(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	evs := []*store.Event{
 		{ID: "evt_1", ProjectID: "p", Type: "user.login", CreatedAt: evT0, Data: json.RawMessage(`{"b": 1,  "a":2}`)},
@@ -585,6 +593,7 @@ func TestOutbox(t *testing.T) {
 // without a next attempt due at once; PutMail replaces (and requeues a
 // deleted one under its id); RecentMail newest first across its pages.
 func TestMailQueue(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	m0 := &store.Mail{ProjectID: "p", To: "a@example.com", Kind: "otp", Body: []byte{1, 2, 3}, Attempts: 2, LastError: odd, CreatedAt: evT0, NextAttemptAt: evT0.Add(time.Minute)}
 	evUpdate(t, db, func(tx store.Tx) error {
@@ -654,6 +663,7 @@ func TestMailQueue(t *testing.T) {
 
 // TestStats: queue sizes, the oldest queued mail and the database size.
 func TestStats(t *testing.T) {
+	t.Parallel()
 	db := openEvents(t, store.Options{})
 	st, err := db.Stats(context.Background())
 	if err != nil {

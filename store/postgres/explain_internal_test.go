@@ -82,6 +82,7 @@ func wholeRead(sql, table string) bool {
 // runs every method, and fails when a statement's plan reads a table
 // whole where it should not (a Seq Scan), under custom and generic plans.
 func TestPlans(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := replicaDatabase(t)
 	sdb, _, err := Open(ctx, url, store.Options{MaxEventsPerProject: 100_000})

@@ -78,6 +78,7 @@ func diffFactor(what string, got, want any) error {
 func ptrTo[T any](v T) *T { return &v }
 
 func TestCodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	// A subject is any string, byte for byte: a NUL, bytes that are not
 	// UTF-8.
@@ -138,6 +139,7 @@ func TestCodeRoundTrip(t *testing.T) {
 }
 
 func TestThrottleRoundTrip(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	factorView(t, db, func(tx store.Tx) error {
 		th, err := tx.Throttle("otp", "p1", "a@example.com")
@@ -189,6 +191,7 @@ func TestThrottleRoundTrip(t *testing.T) {
 // auth does it): serializable transactions retried on conflict lose
 // none, from an absent row and from an existing one.
 func TestThrottleConcurrentFailures(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	const n = 20
 	for round := 1; round <= 2; round++ {
@@ -235,6 +238,7 @@ func TestThrottleConcurrentFailures(t *testing.T) {
 }
 
 func TestMagicLinkRoundTrip(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	links := []*store.MagicLink{
 		{Hash: []byte("h1"), ProjectID: "p1", Email: "a@example.com", RedirectURL: "https://app.example.com/x?y=1", CreatedAt: ft0, ExpiresAt: ft0.Add(15 * time.Minute)},
@@ -280,6 +284,7 @@ func TestMagicLinkRoundTrip(t *testing.T) {
 }
 
 func TestFactorRoundTrip(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	factors := []*store.Factor{
 		{UserID: "u1", ProjectID: "p1", Kind: "totp", Status: "enrolled", Secret: []byte{1, 2, 3}, LastStep: 1 << 40, Failures: 2,
@@ -368,6 +373,7 @@ func TestFactorRoundTrip(t *testing.T) {
 }
 
 func TestGrantRoundTrip(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	grants := []*store.Grant{
 		{Hash: []byte("g1"), MethodID: "m1", ProjectID: "p1", ExternalUserID: "x", Email: "a@example.com", CreatedAt: ft0, ExpiresAt: ft0.Add(5 * time.Minute)},
@@ -409,6 +415,7 @@ func TestGrantRoundTrip(t *testing.T) {
 }
 
 func TestPasskeys(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	// Credential bytes are kept as given (whitespace too, which a JSON
 	// column would lose).
@@ -491,6 +498,7 @@ func TestPasskeys(t *testing.T) {
 }
 
 func TestChallengeRoundTrip(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	chs := []*store.Challenge{
 		{ID: "c1", ProjectID: "p1", Kind: "register", UserID: "u1", Email: "a@example.com", Session: json.RawMessage(`{"challenge":"x", "a": [1, 2]}`), ExpiresAt: ft0},
@@ -528,6 +536,7 @@ func TestChallengeRoundTrip(t *testing.T) {
 }
 
 func TestExternalMethods(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	ms := []*store.ExternalMethod{
 		{ID: "m3", ProjectID: "p1", Method: "bank", Pattern: "webhook", Status: "active", Secret: []byte{1}, CreatedAt: ft0},
@@ -646,6 +655,7 @@ func fillFactorProject(t *testing.T, db store.DB, name string) {
 // domain that names the project or its methods (the methods it is not
 // told of too); another project's rows stay.
 func TestDeleteHelpers(t *testing.T) {
+	t.Parallel()
 	db, url := openFactorDB(t)
 	fillFactorProject(t, db, "doomed")
 	fillFactorProject(t, db, "kept")
@@ -690,6 +700,7 @@ func factorDueAt(at time.Time, d time.Duration) time.Time {
 // before; a rewrite moves it; the sweep deletes it at its time; a zero
 // expiry is due at once.
 func TestFactorExpiry(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		kind store.Expiring
 		due  time.Time
@@ -789,6 +800,7 @@ func TestFactorExpiry(t *testing.T) {
 
 // TestFactorWritesInView: a write in a View fails.
 func TestFactorWritesInView(t *testing.T) {
+	t.Parallel()
 	db, _ := openFactorDB(t)
 	err := db.View(context.Background(), func(tx store.Tx) error {
 		return tx.PutCode(&store.Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com"})
@@ -802,6 +814,7 @@ func TestFactorWritesInView(t *testing.T) {
 // statement of the domain, nor the sweep's on its tables, reads a table
 // whole, planned for its values or generically.
 func TestFactorPlans(t *testing.T) {
+	t.Parallel()
 	_, url := openFactorDB(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)

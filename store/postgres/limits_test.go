@@ -33,6 +33,7 @@ var rule = store.VelocityRule{Max: 30, BlockFor: 15 * time.Minute, Hold: time.Mi
 // replicas, each failing: exactly Max+1 are evaluated, as one process
 // evaluating them one at a time would, then the key is blocked.
 func TestVelocityExactAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	a, b := openTwo(t)
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0)
@@ -88,6 +89,7 @@ func TestVelocityExactAcrossReplicas(t *testing.T) {
 // TestVelocityWindowSlides: failures leave the count ten minutes after
 // their minute; a success frees its slot without counting.
 func TestVelocityWindowSlides(t *testing.T) {
+	t.Parallel()
 	a, b := openTwo(t)
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0) // a whole minute
@@ -153,6 +155,7 @@ func TestVelocityWindowSlides(t *testing.T) {
 // TestFailWithoutReserve: a failure counted for a key without a row
 // creates it, and a Max of 0 blocks at once.
 func TestFailWithoutReserve(t *testing.T) {
+	t.Parallel()
 	a, _ := openTwo(t)
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0)
@@ -169,6 +172,7 @@ func TestFailWithoutReserve(t *testing.T) {
 // TestSyncRates: each replica reads the others' counts, never its own,
 // and a count replaces the replica's earlier one.
 func TestSyncRates(t *testing.T) {
+	t.Parallel()
 	a, b := openTwo(t)
 	ctx := context.Background()
 	if _, err := a.SyncRates(ctx, "A", []store.RateCount{{Key: "k:1", Slot: 10, N: 3}, {Key: "k:1", Slot: 11, N: 1}, {Key: "k:2", Slot: 11, N: 5}}, nil, 0); err != nil {

@@ -14,6 +14,7 @@ import (
 // connections leave it free for everything else; once the holder
 // commits, they all run.
 func TestLockWaitsOffPool(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	ctx := context.Background()
 	locked, release := make(chan struct{}), make(chan struct{})

@@ -3,46 +3,27 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"latchkey/store"
-	"latchkey/store/pgtest"
 	"latchkey/store/postgres"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.StopShared()
-	os.Exit(code)
-}
+// newDatabase returns the URL of a new database with the whole schema,
+// dropped at cleanup.
+func newDatabase(t *testing.T) string { return postgres.NewTestDatabase(t, true) }
 
-// newDatabase returns the URL of a fresh database, dropped at cleanup.
-// Without PostgreSQL the test is skipped, unless LATCHKEY_REQUIRE_POSTGRES
-// is set (CI), where it fails.
-func newDatabase(t *testing.T) string {
-	t.Helper()
-	c, err := pgtest.Shared()
-	if err != nil {
-		if os.Getenv("LATCHKEY_REQUIRE_POSTGRES") == "" && errors.Is(err, pgtest.ErrNoPostgres) {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	url, drop, err := c.NewDatabase(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
-	return url
-}
+// emptyDatabase returns the URL of a new empty database, dropped at
+// cleanup: what a first start finds.
+func emptyDatabase(t *testing.T) string { return postgres.NewTestDatabase(t, false) }
 
 func TestOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	url := newDatabase(t)
+	url := emptyDatabase(t)
 	db, created, err := store.Open(ctx, url, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +54,7 @@ func TestOpenMigratesOnce(t *testing.T) {
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := newDatabase(t)
 	db, _, err := store.Open(ctx, url, store.Options{})
@@ -101,6 +83,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	_, _, err := store.Open(context.Background(), "postgres://latchkey@127.0.0.1:1/latchkey?connect_timeout=2", store.Options{})
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
@@ -108,6 +91,7 @@ func TestUnreachable(t *testing.T) {
 }
 
 func TestBackupNotSupported(t *testing.T) {
+	t.Parallel()
 	db, _, err := store.Open(context.Background(), newDatabase(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)

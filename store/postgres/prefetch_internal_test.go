@@ -16,6 +16,7 @@ import (
 // transaction's own writes once it writes them, and copies the caller
 // may change.
 func TestPrefetch(t *testing.T) {
+	t.Parallel()
 	tr := openTraced(t)
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0).UTC()
@@ -130,6 +131,7 @@ func TestPrefetch(t *testing.T) {
 // user for it end with one user: the one that loses at the commit runs
 // again and finds the other's.
 func TestPutUserQueued(t *testing.T) {
+	t.Parallel()
 	tr := openTraced(t)
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0).UTC()
@@ -212,6 +214,7 @@ func TestPutUserQueued(t *testing.T) {
 // function takes for "none" (as auth's device check does), still runs the
 // transaction again rather than failing its commit.
 func TestQueuedConflictUnderIgnoredRead(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	now := time.Unix(1_800_000_000, 0).UTC()
 	runs := 0
@@ -244,6 +247,7 @@ func TestQueuedConflictUnderIgnoredRead(t *testing.T) {
 // the chunk. Writing a user drops only the answers the write can change:
 // the address it takes and any it leaves.
 func TestPrefetchUsers(t *testing.T) {
+	t.Parallel()
 	tr := openTraced(t)
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0).UTC()

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"latchkey/store"
-	"latchkey/store/pgtest"
 )
 
 // Tests of the replica services on real PostgreSQL: two or more DBs
@@ -27,25 +25,10 @@ import (
 // the database's clock, so their expiry is waited for in real time with
 // TTLs of milliseconds.
 
-// replicaDatabase returns the URL of a fresh database, dropped at
-// cleanup; without PostgreSQL the test is skipped (unless
-// LATCHKEY_REQUIRE_POSTGRES is set). Every internal test's database.
-func replicaDatabase(t *testing.T) string {
-	t.Helper()
-	c, err := pgtest.Shared()
-	if err != nil {
-		if os.Getenv("LATCHKEY_REQUIRE_POSTGRES") == "" && errors.Is(err, pgtest.ErrNoPostgres) {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	u, drop, err := c.NewDatabase(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
-	return u
-}
+// replicaDatabase returns the URL of a new database with the whole
+// schema, dropped at cleanup (NewTestDatabase). Every internal test's
+// database.
+func replicaDatabase(t *testing.T) string { return NewTestDatabase(t, true) }
 
 // fastFeed reads the feed every 10 ms.
 var fastFeed = store.Options{FeedInterval: 10 * time.Millisecond}
@@ -135,6 +118,7 @@ func exists(t *testing.T, db store.DB, id string) bool {
 // a 10 ms poll interval: in practice within a few of them); the
 // backend's own notes (sessions swept) are not told.
 func TestFeedAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a, b := openReplica(t, u, fastFeed), openReplica(t, u, fastFeed)
 	w := watch(b)
@@ -213,6 +197,7 @@ func TestFeedAcrossReplicas(t *testing.T) {
 // always reads the row; this replica's own deletion drops the entry as
 // it commits.
 func TestSessionCacheRoundTrips(t *testing.T) {
+	t.Parallel()
 	tr := openTraced(t)
 	tr.db.opt.FeedInterval = time.Hour // the feed's reads would count as round trips
 	if err := tr.db.startFeed(bg); err != nil {
@@ -279,6 +264,7 @@ func TestSessionCacheRoundTrips(t *testing.T) {
 // project, or the sweep of expired sessions) is refused by the first
 // within a second.
 func TestSessionCacheAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a, b := openReplica(t, u, fastFeed), openReplica(t, u, fastFeed)
 	now := time.Now().UTC()
@@ -337,6 +323,7 @@ func TestSessionCacheAcrossReplicas(t *testing.T) {
 // number before another's but commits after it is still told (the
 // number skipped at the first read is asked for again).
 func TestFeedCommitOrder(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a := openReplica(t, u, fastFeed)
 	w := watch(a)
@@ -424,6 +411,7 @@ func (p *proxy) setCut(cut bool) {
 // decides); once it reads the feed again, ChangeFresh, and the cache is
 // used again.
 func TestFeedStale(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	pu, err := url.Parse(u)
 	if err != nil {
@@ -459,6 +447,7 @@ func TestFeedStale(t *testing.T) {
 // database's clock) or is released; of many asking at once for a free
 // lease, exactly one gets it.
 func TestLease(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a, b := openReplica(t, u, store.Options{}), openReplica(t, u, store.Options{})
 	lease := func(db *DB, name, holder string, ttl time.Duration) bool {
@@ -527,6 +516,7 @@ func TestLease(t *testing.T) {
 // ones kept; a replica that starts reads only the last feedStartWindow
 // numbers back, not the whole feed.
 func TestFeedSweep(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a := openReplica(t, u, fastFeed)
 	if _, err := a.pool.Exec(bg, `INSERT INTO changes (kind, id, at)
@@ -565,6 +555,7 @@ func TestFeedSweep(t *testing.T) {
 // such a read took seconds and the feed went stale. A hole that commits,
 // and a new row, are still told.
 func TestFeedReadHoles(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a := openReplica(t, u, store.Options{FeedInterval: time.Hour}) // its own reader idle
 	const rows = 100_000
@@ -658,6 +649,7 @@ func TestFeedReadHoles(t *testing.T) {
 // store (auth's keys and projects) then hold nothing older than that,
 // as the session cache does.
 func TestFeedStaleWhileSlow(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	const staleAfter = 400 * time.Millisecond
 	b := openReplica(t, u, store.Options{FeedInterval: 100 * time.Millisecond, FeedStaleAfter: staleAfter})

@@ -58,6 +58,7 @@ func (s *statements) take() []string {
 // its counters, its outbox event, a queued mail) are one statement each,
 // and so is the webhook worker's common claim.
 func TestRoundTrips(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := replicaDatabase(t)
 	sdb, _, err := Open(ctx, url, store.Options{}) // the schema

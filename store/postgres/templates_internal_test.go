@@ -27,6 +27,7 @@ func (c *fakeClock) add(d time.Duration) {
 // replica's once templateTTL has passed on its clock, and a rolled-back
 // change never.
 func TestTemplateCache(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a, b := openReplica(t, u, store.Options{}), openReplica(t, u, store.Options{})
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
@@ -100,6 +101,7 @@ func TestTemplateCache(t *testing.T) {
 // A transaction whose snapshot predates a template write committed on
 // this replica does not put its (old) read into the replica's cache.
 func TestTemplateCacheOldSnapshot(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	put := func(subject string) {
 		mustUpdate(t, db, func(tx store.Tx) error {

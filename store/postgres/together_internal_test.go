@@ -15,6 +15,7 @@ import (
 // caller gets its own answer, and a statement that fails leaves the
 // others' answers (and writes) as they would be alone.
 func TestTogether(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	if _, err := db.pool.Exec(bg, `CREATE TABLE together_test (k int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func TestTogether(t *testing.T) {
 // order their statements came in: they never wait for each other in a
 // cycle (which PostgreSQL would break only after deadlock_timeout, 1 s).
 func TestTogetherAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	u := replicaDatabase(t)
 	a, b := openReplica(t, u, store.Options{}), openReplica(t, u, store.Options{})
 	now := time.Now()
@@ -132,6 +134,7 @@ func TestTogetherAcrossReplicas(t *testing.T) {
 // An import sends its queued writes (sessions, codes, histories,
 // devices) in batches of importBatch, not all at its commit.
 func TestImportSendsInBatches(t *testing.T) {
+	t.Parallel()
 	db := openReplica(t, replicaDatabase(t), store.Options{})
 	imp, err := db.Import(bg)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // own SQLSTATE (a constraint, a serialization failure, a cancelled query,
 // a read-only transaction) is left as PostgreSQL answered it.
 func TestUnavailableSQLSTATEs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		code string
 		want bool
@@ -135,6 +136,7 @@ func ready(be *pgproto3.Backend) bool {
 // server that is down, starting up, shutting down or gone is
 // ErrUnavailable; an error answered to the statement is not.
 func TestUnavailableOverTheWire(t *testing.T) {
+	t.Parallel()
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
