@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"latchkey/internal/testkit"
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
@@ -100,7 +101,7 @@ func TestDiskFull(t *testing.T) {
 	storetest.BoltOnly(t)
 	dir := smallFS(t, 16<<20)
 	data := filepath.Join(dir, "latchkey.db")
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	m, out := startMain(t, Config{Data: data, AdminToken: "adm_diskfulldiskfulldiskfull"}, &logs)
 	base := "http://" + m.Addr()
 	key := keyLine.FindStringSubmatch(out.String())[1]

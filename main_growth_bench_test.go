@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"latchkey/auth"
+	"latchkey/internal/testkit"
 	"latchkey/mail/mailtest"
 	"latchkey/store"
 	"latchkey/store/storetest"
@@ -433,7 +434,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	var writes timedWrites
 	var slow slowCommits
 	box := &mailtest.Codes{}
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	m := NewMain()
 	m.Stdout = io.Discard
 	if err := m.ParseFlags(nil, func(string) string { return "" }); err != nil {
@@ -588,7 +589,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 // session), so that the CPU left to the store is not taken by HTTP, JSON
 // and the load's own clients, while the scheduler's sweep and last-seen
 // flush run at their real period. It reports every store write.
-func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d time.Duration, batch, answered *latencies, writes *timedWrites, logs *lockedBuffer) {
+func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d time.Duration, batch, answered *latencies, writes *timedWrites, logs *testkit.Buffer) {
 	b.Helper()
 	p, err := m.Service.Project(ctx, meta.ProjectID)
 	if err != nil {

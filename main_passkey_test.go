@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"latchkey/auth/passkeytest"
+	"latchkey/internal/testkit"
 )
 
 // TestPasskeyDemoOnFreshStart: on a fresh start the default project
@@ -16,7 +17,7 @@ import (
 // from an origin the project does not allow is refused with an error and
 // a log line that name the origin.
 func TestPasskeyDemoOnFreshStart(t *testing.T) {
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	m, out := startMain(t, Config{}, &logs)
 	key := match(t, keyLine, out.String())
 	admin := match(t, adminLine, out.String())

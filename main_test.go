@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/mail/mailtest"
 	"latchkey/store"
 	"latchkey/store/storetest"
@@ -88,24 +89,6 @@ func startMain(t *testing.T, c Config, log ...io.Writer) (*Main, *bytes.Buffer) 
 	}
 	t.Cleanup(func() { m.Close() })
 	return m, &out
-}
-
-// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var (
@@ -239,7 +222,7 @@ func TestRestartMidOTP(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadSMTP := "smtp://" + ln.Addr().String()
 	ln.Close()
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	m, out := startMain(t, Config{Data: data, SMTPURL: deadSMTP}, &logs)
 	key := match(t, keyLine, out.String())
 	c := client{t, "http://" + m.Addr()}
@@ -745,7 +728,7 @@ func TestSMTPConfigErrorKeepsMail(t *testing.T) {
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "right-password"})
 	ca := srv.CAFile(t)
 	data := filepath.Join(t.TempDir(), "latchkey.db")
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	m, out := startMain(t, Config{Data: data, SMTPURL: "smtp://mailer:wrong-password@" + srv.Addr, SMTPCAFile: ca}, &logs)
 	key := match(t, keyLine, out.String())
 	c := client{t, "http://" + m.Addr()}

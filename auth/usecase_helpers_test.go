@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"latchkey/auth"
+	"latchkey/internal/testkit"
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
@@ -29,7 +30,7 @@ type testService struct {
 	t       testing.TB
 	db      store.DB
 	keys    *store.Keyring
-	clock   *clock
+	clock   *testkit.Clock
 	sms     *smsOutbox
 	project *store.Project
 	apiKey  string
@@ -61,7 +62,7 @@ func newTestServiceOver(t testing.TB, db store.DB, configure ...func(*auth.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testService{t: t, db: db, keys: keys, clock: &clock{now: start}, sms: &smsOutbox{},
+	ts := &testService{t: t, db: db, keys: keys, clock: testkit.NewClock(start), sms: &smsOutbox{},
 		meta: auth.Meta{IP: "198.51.100.7", UserAgent: "usecase-test"}}
 	cfg := auth.Config{BaseURL: "https://auth.example.com", AdminToken: "adm_usecase_test_token_0123", Now: ts.clock.Now, SMS: ts.sms}
 	for _, f := range configure {
@@ -84,16 +85,6 @@ func newTestServiceOver(t testing.TB, db store.DB, configure ...func(*auth.Confi
 	})
 	return ts
 }
-
-// clock is the service's clock; tests move it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // smsOutbox is the SMS provider: it keeps what it is asked to send, and
 // refuses every send while fail is set.

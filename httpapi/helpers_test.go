@@ -20,6 +20,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/httpapi"
+	"latchkey/internal/testkit"
 	"latchkey/store"
 	"latchkey/store/storetest"
 	"latchkey/webhook"
@@ -35,24 +36,9 @@ func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
 // cancelled, so cleanups may write too.
 var ctx = context.Background()
 
-// clock is an injectable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newClock returns the tests' clock, at a fixed start.
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 }
 
 // testServer is the real API over loopback HTTP on a real store of the
@@ -63,7 +49,7 @@ type testServer struct {
 	DB      store.DB
 	Keys    *store.Keyring
 	Svc     *auth.Service
-	Clock   *clock
+	Clock   *testkit.Clock
 	Hooks   *webhook.Service
 	Worker  *webhook.Worker
 	Key     string // a test-mode key of Project

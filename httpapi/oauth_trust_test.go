@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	"latchkey/auth"
 	"latchkey/auth/social"
 	"latchkey/internal/netguard/netguardtest"
+	"latchkey/internal/testkit"
 	"latchkey/store"
 )
 
@@ -537,7 +537,7 @@ func TestOAuthPrivateAddresses(t *testing.T) {
 	t.Cleanup(func() { ln.Close() })
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	dns := netguardtest.NewDNS(t, map[string]string{"idp.test": "127.0.0.1"})
-	var logs syncBuffer
+	var logs testkit.Buffer
 	ts := newTestServer(t, func(c *auth.Config) {
 		c.OAuth = &social.Transport{Resolver: dns}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -620,28 +620,4 @@ func TestOAuthPrivateAddresses(t *testing.T) {
 	if n := rebound.Load(); n != 0 {
 		t.Fatalf("%d connections reached the rebound name's listener", n)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
 }

@@ -1,16 +1,15 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"latchkey/auth"
 	"latchkey/auth/passkeytest"
+	"latchkey/internal/testkit"
 )
 
 // TestPasskeyLoginRejects: assertions that must not sign anyone in, each
@@ -283,7 +282,7 @@ func TestPasskeyInternalError(t *testing.T) {
 // sign-in; other refusals keep the generic text.
 func TestPasskeyRefusalSaysWhy(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	ts := newTestServer(t, func(c *auth.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID,
 		map[string]any{"allowedOrigins": []string{pkOrigin}, "rpId": pkRPID}))
@@ -335,22 +334,4 @@ func TestPasskeyRefusalSaysWhy(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -17,19 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/mail"
 	"latchkey/mail/mailtest"
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // fakeTransport records messages and fails while fail is non-nil.
 type fakeTransport struct {
@@ -56,7 +49,7 @@ var ctx = context.Background()
 type queueFixture struct {
 	db    store.DB
 	keys  *store.Keyring
-	clock *clock
+	clock *testkit.Clock
 	path  string
 }
 
@@ -72,7 +65,7 @@ func mustOpen(t *testing.T) *queueFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &queueFixture{db: db, keys: keys, clock: &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}, path: path}
+	return &queueFixture{db: db, keys: keys, clock: testkit.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)), path: path}
 }
 
 func (f *queueFixture) enqueue(t *testing.T, kind, to string, c store.MailContent) {
@@ -252,7 +245,7 @@ func TestQueueConfigError(t *testing.T) {
 	for _, to := range []string{"a@example.com", "b@example.com", "c@example.com"} {
 		f.enqueue(t, mail.KindOTP, to, store.MailContent{Project: "Acme", Code: "314159", TTLSeconds: 600})
 	}
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	q := f.queue(mustSMTP(t, "smtp://u:wrong-secret@"+srv.Addr, ca), &logs)
 	q.Concurrency = 1
 	ctx := context.Background()
@@ -311,24 +304,6 @@ func TestQueueConfigError(t *testing.T) {
 	if !strings.Contains(logs.String(), "configuration error is resolved") {
 		t.Fatalf("no line saying the error is resolved:\n%s", logs.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for the queue's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestOutbox(t *testing.T) {

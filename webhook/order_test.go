@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/store"
 	"latchkey/webhook"
 )
@@ -115,7 +116,7 @@ func TestWorkerRetryDoesNotBlock(t *testing.T) {
 		return http.StatusNoContent
 	}
 	w, wake := newWorker(t, 6, a.URL)
-	clk := &fakeClock{t: time.Now()}
+	clk := testkit.NewClock(time.Now())
 	w.Now = clk.Now
 	run(t, w, wake, 5*time.Second, func() bool { return a.count() == 6 })
 	w.Wait()
@@ -192,22 +193,4 @@ func deliverDue(t *testing.T, w *webhook.Worker) {
 		t.Fatal(err)
 	}
 	w.Wait()
-}
-
-// fakeClock is the worker's clock, moved by the test.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }

@@ -3,9 +3,9 @@ package background
 import (
 	"context"
 	"errors"
+	"latchkey/internal/testkit"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,7 +86,7 @@ func TestTaskWakesCoalesce(t *testing.T) {
 // TestTaskLogsErrors: a failed run is logged with the task's name and
 // the task goes on; a run cut short by Close is not logged.
 func TestTaskLogsErrors(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	var runs atomic.Int64
 	task := &Task{Name: "flaky", Interval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Run: func(ctx context.Context) error {
@@ -103,24 +103,6 @@ func TestTaskLogsErrors(t *testing.T) {
 	if n := strings.Count(got, "background task failed"); n != 3 || !strings.Contains(got, "task=flaky") || strings.Contains(got, "context canceled") {
 		t.Fatalf("log %q, want the three failures only", got)
 	}
-}
-
-// syncBuffer is a log destination safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func waitUntil(t *testing.T, cond func() bool) {

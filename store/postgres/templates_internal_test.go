@@ -2,25 +2,12 @@ package postgres
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/store"
 )
-
-// fakeClock is a settable clock for the template cache.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // TestTemplateCache: a replica answers Template from the project's
 // templates as it read them: its own changes show at once, another
@@ -30,8 +17,8 @@ func TestTemplateCache(t *testing.T) {
 	t.Parallel()
 	u := replicaDatabase(t)
 	a, b := openReplica(t, u, store.Options{}), openReplica(t, u, store.Options{})
-	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	a.templates = &templates{now: clock.now}
+	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	a.templates = &templates{now: clock.Now}
 	now := time.Now().UTC()
 	put := func(db store.DB, subject string) {
 		t.Helper()
@@ -70,7 +57,7 @@ func TestTemplateCache(t *testing.T) {
 	if got := subject(a); got != "one" {
 		t.Fatalf("another replica's change before the TTL: %q, want the cached one", got)
 	}
-	clock.add(templateTTL)
+	clock.Advance(templateTTL)
 	if got := subject(a); got != "two" {
 		t.Fatalf("another replica's change after the TTL: %q, want two", got)
 	}
