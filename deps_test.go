@@ -22,6 +22,7 @@ import (
 // httprouter).
 // Non-test files only.
 func TestDependencyDirection(t *testing.T) {
+	t.Parallel()
 	// refused lists, per package (a path prefix of ours), the imports it
 	// must not have; a refused entry ending in "/" is a prefix.
 	refused := map[string][]string{

@@ -103,6 +103,7 @@ func anchors(text string) map[string]bool {
 // TestDocLinks: every relative link of README.md and docs/*.md resolves,
 // anchors included.
 func TestDocLinks(t *testing.T) {
+	t.Parallel()
 	cache := map[string]map[string]bool{}
 	anchorsOf := func(path string) (map[string]bool, bool) {
 		if a, ok := cache[path]; ok {
@@ -178,6 +179,7 @@ func outsideMark(text string) string {
 // server serves, never point outside the repository (the internal
 // specification files a reader does not have).
 func TestDocsSelfContained(t *testing.T) {
+	t.Parallel()
 	for _, file := range append(docFiles(t), "httpapi/openapi.json") {
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -249,6 +251,7 @@ func checkRefs(t *testing.T, where, dir, text string, anchorsOf func(string) map
 // they name exists, with the anchor or the quoted section it names (as
 // in (docs/security.md, "The risk engine")).
 func TestDocsCodeSelfContained(t *testing.T) {
+	t.Parallel()
 	cache := map[string]map[string]bool{}
 	anchorsOf := func(path string) map[string]bool {
 		if a, ok := cache[path]; ok {
@@ -386,6 +389,7 @@ func ownMarks(f *ast.File) map[*ast.BasicLit]bool {
 // TestSlug pins the anchor rule to GitHub's for the kinds of heading the
 // docs use.
 func TestSlug(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Running":               "running",
 		"POST /api/v1/otp/send": "post-apiv1otpsend",

@@ -19,6 +19,7 @@ import (
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the file goes beside
 // the data file.
 func TestCLIFindsServer(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	m, _ := startMain(t, Config{Data: data})
@@ -50,6 +51,7 @@ func TestCLIFindsServer(t *testing.T) {
 // TestAddrFileLoopback: a server listening on every address writes the
 // loopback address the CLI reaches it on.
 func TestAddrFileLoopback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ip   net.IP
 		want string
@@ -73,6 +75,7 @@ func TestAddrFileLoopback(t *testing.T) {
 // compact, migrate, copy) word package flag's errors with two dashes,
 // as the admin subcommands do.
 func TestFlagMessagesDoubleDash(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ args, want string }{
 		{"serve --nope", "latchkey serve: unknown flag --nope\n"},
 		{"serve --addr", "latchkey serve: --addr needs a value\n"},

@@ -18,6 +18,7 @@ import (
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: compact rewrites a data file.
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	if _, usage, _, _ := child(t, nil, ""); !strings.Contains(usage, "latchkey compact --data FILE --out FILE") {
 		t.Fatalf("usage does not name compact:\n%s", usage)

@@ -23,6 +23,7 @@ import (
 // names mail and gives the server's own words, without the password;
 // the sign-in page shows nothing.
 func TestDashboardShowsMailConfigError(t *testing.T) {
+	t.Parallel()
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "right-password"})
 	m, out := startMain(t, Config{
 		SMTPURL: "smtp://mailer:wrong-password@" + srv.Addr, SMTPCAFile: srv.CAFile(t)})
@@ -75,6 +76,7 @@ func TestDashboardShowsMailConfigError(t *testing.T) {
 // same token, a session survives where the store keeps it (PostgreSQL;
 // the data file keeps dashboard sessions in memory only).
 func TestDashboardSessionEndsWithAdminToken(t *testing.T) {
+	t.Parallel()
 	const tokenA, tokenB = "adm_dashboard_first_token_0123456789", "adm_dashboard_second_token_012345678"
 	dsn := storetest.New(t)
 	outbox := filepath.Join(t.TempDir(), "outbox")

@@ -98,6 +98,7 @@ func rawDo(t *testing.T, method, url, auth string, body any) (*http.Response, ma
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a data file on a full file system.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	dir := smallFS(t, 16<<20)
 	data := filepath.Join(dir, "latchkey.db")

@@ -25,6 +25,7 @@ import (
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: kill -9 of a child process serving a data file.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")

@@ -45,6 +45,7 @@ func rawRequest(t *testing.T, addr, path string, size int) int {
 // headers took 850 MB. The request line and headers may take 64 KiB;
 // one byte more, or a megabyte, is 431 before any handler runs.
 func TestHeaderLimit(t *testing.T) {
+	t.Parallel()
 	m, _ := startMain(t, Config{})
 	for _, c := range []struct {
 		size int

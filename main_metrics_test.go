@@ -12,6 +12,7 @@ import (
 // listener it still needs the admin token. /api/v1/ready answers ready
 // once the server runs.
 func TestMetricsAddrAndReady(t *testing.T) {
+	t.Parallel()
 	m, out := startMain(t, Config{MetricsAddr: "127.0.0.1:0"})
 	admin := match(t, adminLine, out.String())
 	c := client{t, "http://" + m.Addr()}

@@ -337,6 +337,7 @@ func exportAll(t *testing.T, path string) map[string][]string {
 // binary's schema version and says so; run again it has nothing to do;
 // without a database URL it is a usage error.
 func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
 	if storetest.Backend(t) != storetest.Postgres {
 		t.Skip("needs a database: runs on the postgres pass (LATCHKEY_TEST_STORE=postgres)")
 	}

@@ -29,6 +29,7 @@ import (
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a backup is a data file.
 func TestRestoreFromBackup(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
@@ -191,6 +192,7 @@ func dockerfile(t *testing.T) []string {
 // distroless, listening on 0.0.0.0:8080 with its data in the /data
 // volume; the build context leaves out the repository and data files.
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	mod, err := os.ReadFile("go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +253,7 @@ func TestDockerfile(t *testing.T) {
 // is usable here: the container starts, answers GET /api/v1/health and
 // prints the first-start key.
 func TestDockerImage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a container image")
 	}
@@ -315,6 +318,7 @@ func TestDockerImage(t *testing.T) {
 // hardening options; systemd-analyze, where installed, finds no error in
 // it.
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("docs/latchkey.service")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // from an origin the project does not allow is refused with an error and
 // a log line that name the origin.
 func TestPasskeyDemoOnFreshStart(t *testing.T) {
+	t.Parallel()
 	var logs testkit.Buffer
 	m, out := startMain(t, Config{}, &logs)
 	key := match(t, keyLine, out.String())

@@ -25,6 +25,7 @@ import (
 // and reads alike; once it is back, the same calls succeed again
 // without restarting latchkey.
 func TestPostgresRestartAnswers503(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("restarts a PostgreSQL cluster")
 	}

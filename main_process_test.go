@@ -42,6 +42,7 @@ func child(t *testing.T, env []string, args string) (code int, stdout, stderr st
 // TestUsage: `latchkey` alone prints the usage, naming serve and every
 // CLI subcommand group; `latchkey serve --help` lists every flag.
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	code, out, _, _ := child(t, nil, "")
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)
@@ -70,6 +71,7 @@ func TestUsage(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the data file's lock.
 func TestSignalAndLock(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
@@ -108,6 +110,7 @@ func TestSignalAndLock(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the token file beside the data file.
 func TestConfiguredAdminToken(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	const token = "adm_configuredconfiguredconfigured"
 	data := filepath.Join(t.TempDir(), "latchkey.db")
@@ -132,6 +135,7 @@ func TestConfiguredAdminToken(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the token file beside the data file.
 func TestAdminTokenAfterConfiguredStart(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	const configured = "adm_configuredconfiguredconfigured"
 	data := filepath.Join(t.TempDir(), "latchkey.db")
@@ -175,6 +179,7 @@ func TestAdminTokenAfterConfiguredStart(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the files beside the data file.
 func TestFirstStartEdgeCases(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "latchkey.db")

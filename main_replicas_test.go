@@ -223,6 +223,7 @@ func (h *hookReceiver) registered() (order []string, twice []string) {
 // every 50 ms (--lease-ttl, --feed-interval; defaults 15 s and 250 ms).
 // PostgreSQL only: on bbolt one process owns the data file.
 func TestThreeReplicas(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns server processes")
 	}

@@ -17,6 +17,7 @@ import (
 // last request in memory; serve flushes it every minute and once more
 // at shutdown, so a clean stop loses none.
 func TestLastSeenFlushedAtShutdown(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.New(t)
 	m := NewMain()
 	var out bytes.Buffer

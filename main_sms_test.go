@@ -55,6 +55,7 @@ func signIn(t *testing.T, c client, key, data, addr string) string {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestTwilioFromEnvironment(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	var mu sync.Mutex
 	var path, user, pass string
@@ -121,6 +122,7 @@ func TestTwilioFromEnvironment(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestTwilioSettingsChecked(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	full := map[string]string{"LATCHKEY_TWILIO_ACCOUNT_SID": "AC1", "LATCHKEY_TWILIO_AUTH_TOKEN": "tok", "LATCHKEY_TWILIO_FROM": "+15550001111"}
 	for name, change := range map[string][2]string{
@@ -167,6 +169,7 @@ func TestTwilioSettingsChecked(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file, the outbox beside it.
 func TestSMSLogProvider(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	m, c, key := startWithEnv(t, []string{"--sms-provider", "log"}, nil)
 	tok := signIn(t, c, key, m.Config.Data, "log@example.com")

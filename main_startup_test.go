@@ -48,6 +48,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a data file and its cold start.
 func TestStartupChecks(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
@@ -148,6 +149,7 @@ func TestStartupChecks(t *testing.T) {
 // TestCheckBaseURL: --base-url is an http(s) origin; a trailing slash is
 // dropped; a password in a refused URL is not repeated.
 func TestCheckBaseURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"https://auth.example.com", "https://auth.example.com"},

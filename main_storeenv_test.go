@@ -22,6 +22,7 @@ import (
 //     LATCHKEY_DATABASE_URL is set, saying so; both flags on the command
 //     line exit 2.
 func TestStoreNamedTwice(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns server processes")
 	}

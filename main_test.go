@@ -132,6 +132,7 @@ func (c client) do(method, path, auth string, body any) (int, map[string]any) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the key and token files beside the data file.
 func TestFirstStartAndRestart(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	m, out := startMain(t, Config{Data: data})
@@ -217,6 +218,7 @@ func TestFirstStartAndRestart(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a restart on the same data file, the outbox beside it.
 func TestRestartMidOTP(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	data := filepath.Join(t.TempDir(), "latchkey.db")
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -292,6 +294,7 @@ func TestRestartMidOTP(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a child process serving a data file.
 func TestWebhookSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	if testing.Short() {
 		t.Skip("spawns server processes")
@@ -470,6 +473,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // variable, which beats the default; --help lists each flag with its
 // variable and default and never prints a value from the environment.
 func TestParseFlags(t *testing.T) {
+	t.Parallel()
 	type setting struct {
 		flag, env, def, fromEnv, fromFlag string
 		got                               func(Config) string
@@ -651,6 +655,7 @@ func TestDatabaseURL(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: the serve flags name a data file.
 func TestOTPOverSMTP(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "pw", Mechanisms: []string{mailtest.Login}})
 	data := filepath.Join(t.TempDir(), "latchkey.db")
@@ -724,6 +729,7 @@ func TestOTPOverSMTP(t *testing.T) {
 //
 // bbolt only, whatever LATCHKEY_TEST_STORE says: a restart on the same data file.
 func TestSMTPConfigErrorKeepsMail(t *testing.T) {
+	t.Parallel()
 	storetest.BoltOnly(t)
 	srv := mailtest.NewServer(t, mailtest.Options{User: "mailer", Pass: "right-password"})
 	ca := srv.CAFile(t)

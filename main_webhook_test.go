@@ -18,6 +18,7 @@ import (
 // user up, and the first delivery is user.registered, the second
 // session.created. Repeated with a fresh webhook and user each time.
 func TestWebhookFirstDeliveryIsRegistration(t *testing.T) {
+	t.Parallel()
 	type hit struct{ path, typ, email string }
 	hits := make(chan hit, 64)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

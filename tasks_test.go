@@ -14,6 +14,7 @@ import (
 // (TestWebhookFirstDeliveryIsRegistration shows the same of webhooks).
 // The loop itself is tested in internal/background.
 func TestBackgroundTasks(t *testing.T) {
+	t.Parallel()
 	m, out := startMain(t, Config{})
 	got := map[string]*background.Task{}
 	for _, tk := range m.tasks {

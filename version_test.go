@@ -11,6 +11,7 @@ import (
 // TestVersionCommand: `latchkey version` and `latchkey --version` print
 // the version and the Go version and exit 0.
 func TestVersionCommand(t *testing.T) {
+	t.Parallel()
 	want := regexp.MustCompile(`^latchkey (\S+) \((go\S+), ` + runtime.GOOS + `/` + runtime.GOARCH + `\)\n$`)
 	for _, args := range []string{"version", "--version", "-version"} {
 		code, out, errOut, _ := child(t, nil, args)
@@ -30,6 +31,7 @@ func TestVersionCommand(t *testing.T) {
 // TestVersion: -X main.version wins; else the module version stamped by
 // the go command; else the VCS revision; else "dev".
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		bi   debug.BuildInfo
@@ -64,6 +66,7 @@ func TestVersion(t *testing.T) {
 // --flag=VALUE and as --flag VALUE, with true/false, yes/no, on/off,
 // 1/0; from the environment too; anything else is refused.
 func TestWebhookAllowPrivateForms(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		env  string
