@@ -13,7 +13,9 @@ import (
 // (docs/development.md, "Layout"): main → httpapi → auth, mail, webhook → store; store (and
 // internal/background, which runs background tasks for main, mail and
 // webhook) and internal/netguard (the private-address guard shared by
-// webhook and auth/social) import none of ours; store's backends and
+// webhook and auth/social), internal/cli (the admin CLI, a client of the
+// admin API over HTTP) and internal/testkit (the tests' clock and buffer)
+// import none of ours; store's backends and
 // test helpers (store/postgres, store/storetest, store/pgtest) import only store and
 // one another; store is the only one to import bbolt, and only they
 // import pgx;
@@ -31,6 +33,8 @@ func TestDependencyDirection(t *testing.T) {
 		"latchkey/store/storetest":     {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
 		"latchkey/internal/background": {"latchkey/"},
 		"latchkey/internal/netguard":   {"latchkey/"},
+		"latchkey/internal/cli":        {"latchkey/"},
+		"latchkey/internal/testkit":    {"latchkey/"},
 		"latchkey/auth":                {"latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/webhook":             {"latchkey/auth", "latchkey/httpapi", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/mail":                {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "github.com/julienschmidt/httprouter"},

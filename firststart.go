@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 	"latchkey/store"
 )
 

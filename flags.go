@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 	"latchkey/store"
 )
 

@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 	_ "latchkey/store/postgres" // registers the "postgres" driver (--database-url)
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 	"latchkey/store/storetest"
 )
 

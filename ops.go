@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 	"latchkey/store"
 	"latchkey/store/postgres"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 )
 
 // TestServerAddress: without --server or LATCHKEY_SERVER the CLI calls

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"latchkey/httpapi"
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 )
 
 // TestUserExportImport: `user export` writes JSON lines that `user

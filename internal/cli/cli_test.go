@@ -21,7 +21,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/httpapi"
-	"latchkey/httpapi/cli"
+	"latchkey/internal/cli"
 	"latchkey/store"
 	"latchkey/store/storetest"
 	"latchkey/webhook"
