@@ -44,8 +44,29 @@ type Tx interface {
 	// quick and must not block.
 	OnCommit(fn func())
 
-	// Instance settings: one value each, stored with the data.
+	// The records, by aggregate: each interface below holds one
+	// aggregate's reads and writes, so a new kind of record shows every
+	// place it must go (both backends, the copy, the conformance tests).
+	Instance
+	Projects
+	Users
+	Sessions
+	Codes
+	Factors
+	Passkeys
+	ExternalMethods
+	Identities
+	Webhooks
+	Outbox
+	MailQueue
+	AuthEvents
+	Expiry
+	Templates
+	Hints
+}
 
+// Instance is the instance settings: one value each, stored with the data.
+type Instance interface {
 	// AdminTokenHash returns the stored keyed hash of a generated admin
 	// token; nil (no error) when none is stored.
 	AdminTokenHash() ([]byte, error)
@@ -63,9 +84,10 @@ type Tx interface {
 	MasterKeyCheck() ([]byte, error)
 	// SetMasterKeyCheck stores the master key's check value.
 	SetMasterKeyCheck(v []byte) error
+}
 
-	// Projects.
-
+// Projects is the projects and their API keys.
+type Projects interface {
 	// Project returns the project with id.
 	Project(id string) (*Project, error)
 	// PutProject creates or replaces the project p.ID.
@@ -86,9 +108,6 @@ type Tx interface {
 	// events and their counters, outbox events and queued mail stay. An
 	// unknown id is ErrNotFound, changing nothing.
 	DeleteProject(id string) (detached []string, err error)
-
-	// API keys.
-
 	// APIKey returns the key whose Prefix is prefix.
 	APIKey(prefix string) (*APIKey, error)
 	// PutAPIKey creates or replaces the key k.Prefix.
@@ -96,10 +115,12 @@ type Tx interface {
 	// APIKeys returns, in Prefix byte order, every key when projectID is
 	// empty, else projectID's keys.
 	APIKeys(projectID string) ([]*APIKey, error)
+}
 
-	// Users. Email is unique per project, and so is ExternalUserID when
-	// set; callers store addresses normalized (lowercased).
-
+// Users is the accounts. Email is unique per project, and so is
+// ExternalUserID when set; callers store addresses normalized
+// (lowercased).
+type Users interface {
 	// User returns the user with id.
 	User(id string) (*User, error)
 	// UserByEmail returns projectID's user whose Email is email (an
@@ -127,9 +148,16 @@ type Tx interface {
 	// match (more is then false). It costs the page's rows, not the rows
 	// before it.
 	Users(projectID, emailPrefix, after string, limit int) (users []*User, more bool, err error)
+	// FactorSummaries returns, for each of userIDs (users of
+	// projectID), what second factors it has, in one read whatever
+	// their number (the export reads a page of users at a time). A user
+	// without any has the zero FactorSummary; an unknown id is left out
+	// or given the zero value alike. Never nil.
+	FactorSummaries(projectID string, userIDs []string) (map[string]FactorSummary, error)
+}
 
-	// Sessions. Session ids are time-ordered UUIDs.
-
+// Sessions is the users' sessions. Session ids are time-ordered UUIDs.
+type Sessions interface {
 	// Session returns the session with id, expired or not (callers check
 	// ExpiresAt; the sweep deletes it once expired).
 	Session(id string) (*Session, error)
@@ -175,11 +203,13 @@ type Tx interface {
 	TouchSession(id string, t time.Time, grace time.Duration) error
 	// DeleteUserSessions removes every session of userID.
 	DeleteUserSessions(userID string) error
+}
 
-	// One-time codes and send or failure histories. A code and a
-	// history are each keyed by (kind, project, subject); the project
-	// may be an external method's id (replay marks).
-
+// Codes is the one-time codes and the send or failure histories
+// (throttles), each keyed by (kind, project, subject); the project may
+// be an external method's id (replay marks); and the magic links and
+// remembered devices.
+type Codes interface {
 	// Code returns the pending code of (kind, projectID, subject),
 	// expired or not (callers check ExpiresAt).
 	Code(kind, projectID, subject string) (*Code, error)
@@ -198,27 +228,6 @@ type Tx interface {
 	// KeepUntil, whichever is later (ExpiringCodes). A history without
 	// Sends is deleted instead.
 	PutThrottle(kind, projectID, subject string, t *Throttle) error
-	// PrefetchCode and PrefetchThrottle say that the transaction is
-	// about to read that code or history: a backend that pays a round
-	// trip per read (PostgreSQL) reads it along with the transaction's
-	// next statement. What Code and Throttle answer does not change.
-	PrefetchCode(kind, projectID, subject string)
-	PrefetchThrottle(kind, projectID, subject string)
-	// PrefetchUsers says the same of UserByEmail for each of emails
-	// (an import's chunk): they are read together, with the next
-	// statement. What UserByEmail answers does not change.
-	PrefetchUsers(projectID string, emails []string)
-	// Lock makes write transactions that take the same name run one at
-	// a time, each seeing what the one before it committed: two imports
-	// into one project would otherwise write the same rows in opposite
-	// orders and deadlock. Call it first in an Update's function, before
-	// any read or write. bbolt's writers run one at a time anyway;
-	// PostgreSQL tries the name as the transaction's first statement and,
-	// while another transaction holds it, runs the function again later.
-	Lock(name string) error
-
-	// Magic links and remembered devices.
-
 	// MagicLink returns the link whose Hash is hash, used or expired or
 	// not.
 	MagicLink(hash []byte) (*MagicLink, error)
@@ -236,9 +245,10 @@ type Tx interface {
 	// is set to CreatedAt first (in d too). The sweep deletes it
 	// DeviceLifetime after its LastUsedAt (ExpiringDevices).
 	PutDevice(d *Device) error
+}
 
-	// Factors, backup codes and external-method grants.
-
+// Factors is the second factors (TOTP, SMS) and backup codes.
+type Factors interface {
 	// Factor returns userID's factor of kind ("totp" or "sms").
 	Factor(userID, kind string) (*Factor, error)
 	// PutFactor creates or replaces the factor (f.UserID, f.Kind).
@@ -248,18 +258,11 @@ type Tx interface {
 	// PutBackupCodes stores b as b.UserID's batch, replacing the
 	// previous one.
 	PutBackupCodes(b *BackupCodes) error
-	// Grant returns the grant whose Hash is hash, used or expired or
-	// not.
-	Grant(hash []byte) (*Grant, error)
-	// PutGrant creates or replaces the grant g.Hash; the sweep deletes
-	// it at its ExpiresAt (ExpiringGrants).
-	PutGrant(g *Grant) error
-	// DeleteGrants removes projectID's grants for externalUserID and
-	// returns how many it removed.
-	DeleteGrants(projectID, externalUserID string) (int, error)
+}
 
-	// Passkeys and WebAuthn ceremonies.
-
+// Passkeys is the WebAuthn credentials and the ceremonies in progress
+// (challenges).
+type Passkeys interface {
 	// Passkey returns projectID's credential whose ID is id.
 	Passkey(projectID, id string) (*Passkey, error)
 	// PutPasskey creates or replaces the credential (pk.ProjectID,
@@ -278,9 +281,11 @@ type Tx interface {
 	PutChallenge(c *Challenge) error
 	// DeleteChallenge removes the ceremony with id.
 	DeleteChallenge(id string) error
+}
 
-	// External methods (BYOAM registrations).
-
+// ExternalMethods is the external-method registrations (BYOAM) and
+// their one-time grants.
+type ExternalMethods interface {
 	// ExternalMethod returns the registration with id.
 	ExternalMethod(id string) (*ExternalMethod, error)
 	// ExternalMethodByName returns projectID's registration whose Method
@@ -291,9 +296,37 @@ type Tx interface {
 	ExternalMethods(projectID string) ([]*ExternalMethod, error)
 	// PutExternalMethod creates or replaces the registration m.ID.
 	PutExternalMethod(m *ExternalMethod) error
+	// Grant returns the grant whose Hash is hash, used or expired or
+	// not.
+	Grant(hash []byte) (*Grant, error)
+	// PutGrant creates or replaces the grant g.Hash; the sweep deletes
+	// it at its ExpiresAt (ExpiringGrants).
+	PutGrant(g *Grant) error
+	// DeleteGrants removes projectID's grants for externalUserID and
+	// returns how many it removed.
+	DeleteGrants(projectID, externalUserID string) (int, error)
+}
 
-	// Webhooks, their queued jobs and their delivery records.
+// Identities is the links of users to their accounts at sign-in
+// providers (Identity), keyed by (project, issuer, subject) and listed
+// under their user. DeleteUser and DeleteProject remove them.
+type Identities interface {
+	// Identity returns projectID's link of (issuer, subject): an exact
+	// match. A key that could not be stored (PutIdentity) finds none.
+	Identity(projectID, issuer, subject string) (*Identity, error)
+	// PutIdentity creates or replaces the link (id.ProjectID, id.Issuer,
+	// id.Subject), listed under id.UserID (and no longer under the user
+	// it named before, if another). ErrBadIdentity, changing nothing,
+	// when a key field or the user is empty or a field is not text.
+	PutIdentity(id *Identity) error
+	// UserIdentities returns userID's links in (ProjectID, Issuer,
+	// Subject) byte order; never nil.
+	UserIdentities(userID string) ([]*Identity, error)
+}
 
+// Webhooks is the webhooks, their queued jobs and their delivery
+// records.
+type Webhooks interface {
 	// Webhook returns projectID's webhook with id.
 	Webhook(projectID, id string) (*Webhook, error)
 	// Webhooks returns projectID's webhooks in id byte order.
@@ -350,10 +383,12 @@ type Tx interface {
 	// highest Seq first, and whether older ones remain; never nil. It
 	// costs the page's rows at any depth.
 	DeliveriesBefore(webhookID string, before uint64, limit int) ([]*Delivery, bool, error)
+}
 
-	// The event outbox: webhook events written in the transaction of the
-	// change they report, fanned out to the webhooks' jobs later.
-
+// Outbox is the event outbox: webhook events written in the
+// transaction of the change they report, fanned out to the webhooks'
+// jobs later.
+type Outbox interface {
 	// AppendEvent adds e to the outbox and assigns e.Seq the next outbox
 	// sequence number.
 	AppendEvent(e *Event) error
@@ -364,9 +399,10 @@ type Tx interface {
 	EventsAfter(seq uint64, limit int) ([]*Event, error)
 	// DeleteEvent removes the outbox event with seq (once fanned out).
 	DeleteEvent(seq uint64) error
+}
 
-	// The mail queue.
-
+// MailQueue is the queue of mail to send.
+type MailQueue interface {
 	// EnqueueMail assigns m.ID the next mail sequence number and queues
 	// m.
 	EnqueueMail(m *Mail) error
@@ -384,12 +420,13 @@ type Tx interface {
 	// RecentMail calls fn for queued messages, newest (highest ID)
 	// first, until fn returns false or none is left. fn must not call tx.
 	RecentMail(fn func(m *Mail) bool) error
+}
 
-	// Authentication events (the events API and the dashboard), with
-	// hourly counters per project and over all projects ("" is the
-	// project of events that name none), and suppressed failures:
-	// failures counted but not stored one by one.
-
+// AuthEvents is the authentication events (the events API and the
+// dashboard), with hourly counters per project and over all projects
+// ("" is the project of events that name none), and suppressed
+// failures: failures counted but not stored one by one.
+type AuthEvents interface {
 	// AddAuthEvent records e and counts it: in its hour's counter of its
 	// outcome (success, or its FailureCode), for its project and for all
 	// projects, and in the number of events its project keeps. It sets
@@ -446,10 +483,11 @@ type Tx interface {
 	// (with cutoff) and TrimAuthEvents would delete anything, cheaply:
 	// the sweep asks it in a View so that an idle sweep writes nothing.
 	EventSweepDue(cutoff time.Time) (events, counters, overCap bool, err error)
+}
 
-	// Expiring rows (see Expiring): every kind is deleted by the sweep
-	// once due, through an index by due time.
-
+// Expiry is the sweep of expiring rows (see Expiring): every kind is
+// deleted once due, through an index by due time.
+type Expiry interface {
 	// ExpiryDue reports whether a row of kind is due at now (due at or
 	// before it), cheaply (one index probe): an idle sweep then needs no
 	// write transaction.
@@ -463,10 +501,12 @@ type Tx interface {
 	// max, more may be left for another transaction. It costs the rows
 	// it deletes.
 	SweepExpired(kind Expiring, now time.Time, max int) (int, error)
+}
 
-	// Mail templates (a project's own wording of a kind of mail in a
-	// locale), keyed by (project, kind, locale). DeleteProject removes a project's templates.
-
+// Templates is the mail templates (a project's own wording of a kind
+// of mail in a locale), keyed by (project, kind, locale).
+// DeleteProject removes a project's templates.
+type Templates interface {
 	// Template returns projectID's template of kind in locale (an exact
 	// match: callers do the locale fallback).
 	Template(projectID, kind, locale string) (*Template, error)
@@ -478,27 +518,30 @@ type Tx interface {
 	PutTemplate(t *Template) error
 	// DeleteTemplate removes the template (projectID, kind, locale).
 	DeleteTemplate(projectID, kind, locale string) error
+}
 
-	// Links of users to their accounts at sign-in providers (Identity),
-	// keyed by (project, issuer, subject) and listed under their user.
-	// DeleteUser and DeleteProject remove them.
-
-	// Identity returns projectID's link of (issuer, subject): an exact
-	// match. A key that could not be stored (PutIdentity) finds none.
-	Identity(projectID, issuer, subject string) (*Identity, error)
-	// PutIdentity creates or replaces the link (id.ProjectID, id.Issuer,
-	// id.Subject), listed under id.UserID (and no longer under the user
-	// it named before, if another). ErrBadIdentity, changing nothing,
-	// when a key field or the user is empty or a field is not text.
-	PutIdentity(id *Identity) error
-	// UserIdentities returns userID's links in (ProjectID, Issuer,
-	// Subject) byte order; never nil.
-	UserIdentities(userID string) ([]*Identity, error)
-
-	// FactorSummaries returns, for each of userIDs (users of
-	// projectID), what second factors it has, in one read whatever
-	// their number (the export reads a page of users at a time). A user
-	// without any has the zero FactorSummary; an unknown id is left out
-	// or given the zero value alike. Never nil.
-	FactorSummaries(projectID string, userIDs []string) (map[string]FactorSummary, error)
+// Hints is what a transaction may tell the store about what it is
+// about to do, so that a backend where each read costs a round trip
+// (PostgreSQL) reads ahead and orders writers; what the reads answer
+// does not change. On bbolt, where a read costs no round trip and
+// writers run one at a time, every hint is already satisfied.
+type Hints interface {
+	// PrefetchCode and PrefetchThrottle say that the transaction is
+	// about to read that code or history: a backend that pays a round
+	// trip per read (PostgreSQL) reads it along with the transaction's
+	// next statement. What Code and Throttle answer does not change.
+	PrefetchCode(kind, projectID, subject string)
+	PrefetchThrottle(kind, projectID, subject string)
+	// PrefetchUsers says the same of UserByEmail for each of emails
+	// (an import's chunk): they are read together, with the next
+	// statement. What UserByEmail answers does not change.
+	PrefetchUsers(projectID string, emails []string)
+	// Lock makes write transactions that take the same name run one at
+	// a time, each seeing what the one before it committed: two imports
+	// into one project would otherwise write the same rows in opposite
+	// orders and deadlock. Call it first in an Update's function, before
+	// any read or write. bbolt's writers run one at a time anyway;
+	// PostgreSQL tries the name as the transaction's first statement and,
+	// while another transaction holds it, runs the function again later.
+	Lock(name string) error
 }
