@@ -162,7 +162,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	svc, err := auth.New(db, keys, auth.Config{
 		BaseURL: baseURL, AdminToken: c.AdminToken, Now: m.Now, Logger: m.Logger, Wake: m.wake, SMS: chk.sms,
-		Observer: m.Metrics, OAuth: &social.Transport{AllowPrivate: c.OAuthAllowPrivate},
+		Observer: m.Metrics, OAuth: &social.Transport{AllowPrivate: c.OAuthAllowPrivate}, BuiltInMail: httpapi.BuiltInMail,
 	})
 	if err != nil {
 		return err

@@ -38,7 +38,15 @@ type Config struct {
 	// OAuth makes the calls to OAuth providers; nil means the default
 	// client (social.Timeout) and GitHub's own endpoints.
 	OAuth *social.Transport
+	// BuiltInMail renders the built-in wording of a mail (package mail's
+	// Render), which template previews show when a project has no
+	// template of its own; nil makes such a preview fail.
+	BuiltInMail BuiltInMail
 }
+
+// BuiltInMail renders the built-in wording of a mail of kind (a queued
+// mail's kind) to address to, with content c.
+type BuiltInMail func(kind, to string, c store.MailContent) (Rendered, error)
 
 // Observer is told of authentication outcomes after their transaction
 // commits, so a rolled-back or retried transaction counts once or not
@@ -67,7 +75,8 @@ type Service struct {
 	log     *slog.Logger
 	wake    func()
 	sms     SMSSender
-	obs     Observer // nil: none
+	obs     Observer    // nil: none
+	builtIn BuiltInMail // nil: none
 
 	adminToken string // configured admin token, or empty
 	adminHash  []byte // stored hash of a generated admin token
@@ -118,7 +127,7 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
-		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS, obs: cfg.Observer,
+		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS, obs: cfg.Observer, builtIn: cfg.BuiltInMail,
 		limiter:  NewLimiter(cfg.Now),
 		risk:     NewRisk(cfg.Now),
 		tokens:   newTokenCache(1 << 16),

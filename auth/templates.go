@@ -578,19 +578,16 @@ func (s *Service) DeleteTemplate(ctx context.Context, projectID, kind, locale st
 // chain): the caller renders the built-in English of MailKind on Sample.
 type Preview struct {
 	Rendered
-	Locale   string            // the locale whose template rendered ("" for the built-in)
-	BuiltIn  bool              // render the built-in (package mail) instead
-	MailKind string            // the queued mail's kind
-	To       string            // the sample address
-	Sample   store.MailContent // the sample content for the built-in
+	Locale  string // the locale whose template rendered ("" for the built-in)
+	BuiltIn bool   // the built-in wording rendered (Config.BuiltInMail)
 }
 
 // PreviewTemplate renders on sample data the draft in (when it has any
 // part), or else what a user asking for locale would receive: the stored
 // template of the first locale of its chain that has one, or the
-// built-in English (BuiltIn), as a send would (a stored template that no
-// longer renders falls back to the built-in). It renders after its read
-// transaction closed. Errors: 400 VALIDATION_ERROR (as PutTemplate for a
+// built-in English (BuiltIn, rendered by Config.BuiltInMail), as a send
+// would (a stored template that no longer renders falls back to the
+// built-in). It renders after its read transaction closed. Errors: 400 VALIDATION_ERROR (as PutTemplate for a
 // draft), 404 PROJECT_NOT_FOUND.
 func (s *Service) PreviewTemplate(ctx context.Context, projectID, kind, locale string, in TemplateInput) (*Preview, error) {
 	loc, err := checkKind(kind, locale)
@@ -613,9 +610,9 @@ func (s *Service) PreviewTemplate(ctx context.Context, projectID, kind, locale s
 		return nil, internal(err)
 	}
 	d := samples(p.Name, kind)[0].data
-	out := &Preview{MailKind: mailKind, To: d.Email,
-		Sample: store.MailContent{Project: p.Name, Code: d.Code, Link: d.Link, TTLSeconds: d.ExpiresInMinutes * 60,
-			NewEmailMasked: d.NewEmailMasked}}
+	sample := store.MailContent{Project: p.Name, Code: d.Code, Link: d.Link, TTLSeconds: d.ExpiresInMinutes * 60,
+		NewEmailMasked: d.NewEmailMasked}
+	out := &Preview{}
 	s.rendering()
 	if draft {
 		r, err := checkTemplate(kind, p.Name, in)
@@ -626,10 +623,16 @@ func (s *Service) PreviewTemplate(ctx context.Context, projectID, kind, locale s
 		return out, nil
 	}
 	if t != nil {
-		if r, err := renderStored(t, dataOf(d.Email, out.Sample)); err == nil {
+		if r, err := renderStored(t, dataOf(d.Email, sample)); err == nil {
 			out.Rendered, out.Locale = *r, t.Locale
 			return out, nil
 		}
+	}
+	if s.builtIn == nil {
+		return nil, internal(errors.New("auth: no renderer of the built-in mail (Config.BuiltInMail)"))
+	}
+	if out.Rendered, err = s.builtIn(mailKind, d.Email, sample); err != nil {
+		return nil, internal(err)
 	}
 	out.BuiltIn = true
 	return out, nil

@@ -17,6 +17,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/internal/testkit"
+	"latchkey/mail"
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
@@ -64,7 +65,8 @@ func newTestServiceOver(t testing.TB, db store.DB, configure ...func(*auth.Confi
 	}
 	ts := &testService{t: t, db: db, keys: keys, clock: testkit.NewClock(start), sms: &smsOutbox{},
 		meta: auth.Meta{IP: "198.51.100.7", UserAgent: "usecase-test"}}
-	cfg := auth.Config{BaseURL: "https://auth.example.com", AdminToken: "adm_usecase_test_token_0123", Now: ts.clock.Now, SMS: ts.sms}
+	cfg := auth.Config{BaseURL: "https://auth.example.com", AdminToken: "adm_usecase_test_token_0123", Now: ts.clock.Now, SMS: ts.sms,
+		BuiltInMail: builtInMail}
 	for _, f := range configure {
 		f(&cfg)
 	}
@@ -336,3 +338,13 @@ func ok(t testing.TB, err error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// builtInMail is the service's renderer of the built-in wording: package
+// mail's, as the server's.
+func builtInMail(kind, to string, c store.MailContent) (auth.Rendered, error) {
+	m, err := mail.Render(kind, to, "", c)
+	if err != nil {
+		return auth.Rendered{}, err
+	}
+	return auth.Rendered{Subject: m.Subject, Text: m.Text, HTML: m.HTML}, nil
+}

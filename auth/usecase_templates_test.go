@@ -221,7 +221,7 @@ func TestTemplateBadAtSendTime(t *testing.T) {
 	}
 	pv, err := ts.PreviewTemplate(ctx, ts.project.ID, "otp", "en", auth.TemplateInput{})
 	ok(t, err)
-	if !pv.BuiltIn {
-		t.Fatalf("preview=%+v, want the built-in", pv)
+	if !pv.BuiltIn || pv.Locale != "" || !strings.Contains(pv.Subject, "code") || !strings.Contains(pv.HTML, "<") {
+		t.Fatalf("preview=%+v, want the built-in, rendered", pv)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"latchkey/auth"
-	"latchkey/mail"
 )
 
 // The dashboard's mail templates page (docs/api.md, "Mail templates"):
@@ -67,13 +66,6 @@ func (s *Server) dashPostTemplate(w http.ResponseWriter, r *http.Request, p http
 		pv, err := s.auth.PreviewTemplate(r.Context(), id, f.Kind, f.Locale, in)
 		if err != nil {
 			return refused(page, "template", err, again)
-		}
-		if pv.BuiltIn { // not reached with a draft; kept for safety
-			m, err := mail.Render(pv.MailKind, pv.To, "", pv.Sample)
-			if err != nil {
-				return err
-			}
-			pv.Rendered = auth.Rendered{Subject: m.Subject, Text: m.Text, HTML: m.HTML}
 		}
 		return s.showTemplates(w, r, p, page, f, &pv.Rendered)
 	}

@@ -131,7 +131,7 @@ func (ts *testServer) start() {
 	ts.DB, ts.Keys = db, keys
 	ts.http = httptest.NewUnstartedServer(nil)
 	ts.URL = "http://" + ts.http.Listener.Addr().String()
-	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now, Observer: ts.Metrics}
+	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now, Observer: ts.Metrics, BuiltInMail: httpapi.BuiltInMail}
 	for _, o := range ts.opts {
 		o(&cfg)
 	}

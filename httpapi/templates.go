@@ -7,6 +7,7 @@ import (
 
 	"latchkey/auth"
 	"latchkey/mail"
+	"latchkey/store"
 )
 
 // Mail templates (docs/api.md, "Mail templates"): thin handlers over
@@ -63,13 +64,6 @@ func (s *Server) previewTemplate(w http.ResponseWriter, r *http.Request, p httpr
 	if err != nil {
 		return err
 	}
-	if pv.BuiltIn {
-		m, err := mail.Render(pv.MailKind, pv.To, "", pv.Sample)
-		if err != nil {
-			return err
-		}
-		pv.Rendered = auth.Rendered{Subject: m.Subject, Text: m.Text, HTML: m.HTML}
-	}
 	var locale *string
 	if !pv.BuiltIn {
 		locale = &pv.Locale
@@ -82,4 +76,14 @@ func (s *Server) previewTemplate(w http.ResponseWriter, r *http.Request, p httpr
 		Locale  *string `json:"locale"`
 		BuiltIn bool    `json:"builtIn"`
 	}{true, pv.Subject, pv.Text, pv.HTML, locale, pv.BuiltIn})
+}
+
+// BuiltInMail renders the built-in wording of a mail (package mail) for
+// the service's template previews: auth.Config.BuiltInMail.
+func BuiltInMail(kind, to string, c store.MailContent) (auth.Rendered, error) {
+	m, err := mail.Render(kind, to, "", c)
+	if err != nil {
+		return auth.Rendered{}, err
+	}
+	return auth.Rendered{Subject: m.Subject, Text: m.Text, HTML: m.HTML}, nil
 }

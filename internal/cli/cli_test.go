@@ -71,7 +71,7 @@ func newTestServer(t testing.TB, adminToken string) *testServer {
 	hs := httptest.NewUnstartedServer(nil)
 	url := "http://" + hs.Listener.Addr().String()
 	logger := slog.New(slog.DiscardHandler)
-	svc, err := auth.New(db, keys, auth.Config{BaseURL: url, AdminToken: adminToken, Logger: logger})
+	svc, err := auth.New(db, keys, auth.Config{BaseURL: url, AdminToken: adminToken, Logger: logger, BuiltInMail: httpapi.BuiltInMail})
 	if err != nil {
 		t.Fatal(err)
 	}
