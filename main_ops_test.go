@@ -341,7 +341,7 @@ func TestMigrateCommand(t *testing.T) {
 	if storetest.Backend(t) != storetest.Postgres {
 		t.Skip("needs a database: runs on the postgres pass (LATCHKEY_TEST_STORE=postgres)")
 	}
-	url := storetest.New(t)
+	url := storetest.NewEmpty(t)
 	var stdout, stderr bytes.Buffer
 	if code := runMigrate(ctx, []string{"--database-url", url}, noEnv, &stdout, &stderr); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, stderr.String())

@@ -121,9 +121,28 @@ func CheckFile(t testing.TB, path string) {
 	}
 }
 
-// newDatabase creates a database on the shared cluster, dropped when the
-// test ends, and returns its URL.
+// NewEmpty is New for a test of what a first start finds: on PostgreSQL
+// an empty database, without latchkey's schema (New's has the schema
+// already); on bbolt the same as New.
+func NewEmpty(t testing.TB) string {
+	t.Helper()
+	if Backend(t) == Postgres {
+		return newDatabaseFrom(t, false)
+	}
+	return New(t)
+}
+
+// newDatabase creates a database with latchkey's schema on the shared
+// cluster, dropped when the test ends, and returns its URL.
 func newDatabase(t testing.TB) string {
+	t.Helper()
+	return newDatabaseFrom(t, true)
+}
+
+// newDatabaseFrom creates a database on the shared cluster, a copy of
+// the migrated template when migrated, else empty; dropped when the test
+// ends.
+func newDatabaseFrom(t testing.TB, migrated bool) string {
 	t.Helper()
 	c, err := pgtest.Shared()
 	if errors.Is(err, pgtest.ErrNoPostgres) && os.Getenv(EnvRequirePostgres) == "" {
@@ -134,9 +153,11 @@ func newDatabase(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tmpl, err := migrated(c)
-	if err != nil {
-		t.Fatal(err)
+	tmpl := ""
+	if migrated {
+		if tmpl, err = migratedTemplate(c); err != nil {
+			t.Fatal(err)
+		}
 	}
 	url, drop, err := c.NewDatabaseFrom(ctx, tmpl)
 	if err != nil {
@@ -150,15 +171,15 @@ func newDatabase(t testing.TB) string {
 // per test process (and cluster), so a test's database costs a copy, not
 // every migration. A copy has the full schema and no rows, as a database
 // that a first store.Open migrated (store.Open then reports it not
-// created: tests of the first migration use pgtest's empty databases).
+// created: tests of a first start use NewEmpty).
 var template struct {
 	mu      sync.Mutex
 	cluster *pgtest.Cluster
 	url     string
 }
 
-// migrated returns the URL of c's migrated template database.
-func migrated(c *pgtest.Cluster) (string, error) {
+// migratedTemplate returns the URL of c's migrated template database.
+func migratedTemplate(c *pgtest.Cluster) (string, error) {
 	template.mu.Lock()
 	defer template.mu.Unlock()
 	if template.cluster == c {
