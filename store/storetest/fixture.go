@@ -116,7 +116,7 @@ func Fixture() []any {
 			HTML: "<p>Code: <b>{{.Code}}</b></p>", UpdatedAt: at(32 * time.Second)},
 		&store.Template{ProjectID: p1, Kind: "otp", Locale: "pt-BR", Subject: "Seu código {{.Code}}", Text: "Código: {{.Code}}",
 			HTML: "<p>Código: {{.Code}}</p>", UpdatedAt: at(33 * time.Second)},
-		&store.Template{ProjectID: p2, Kind: "magic", Locale: "de", Subject: "Anmelden", Text: "{{.Link}}", HTML: "<a href=\"{{.Link}}\">Anmelden</a>",
+		&store.Template{ProjectID: p2, Kind: "magic_link", Locale: "de", Subject: "Anmelden", Text: "{{.Link}}", HTML: "<a href=\"{{.Link}}\">Anmelden</a>",
 			UpdatedAt: at(34 * time.Second)},
 
 		&store.Webhook{ID: w1, ProjectID: p1, URL: "https://hooks.example.com/latchkey", Secret: bytesOf("sealed-webhook-secret"),
