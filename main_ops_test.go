@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -25,13 +26,16 @@ import (
 // TestCopyRoundTrip: a data file populated through the API (users,
 // sessions, a TOTP factor and backup codes, a passkey, a magic link,
 // remembered devices, throttles, an external method, a webhook with
-// failed deliveries and queued jobs, keys, events, counters and
-// suppressed failures, and an imported user; and, written directly, queued
-// mail, an outbox event and a provider link) is copied into PostgreSQL with
-// latchkey copy; a server on the database accepts the sessions, keys,
-// factor and passkey made on the file, signs a user in, and keeps the
-// imported user's account at its first sign-in; the database copied back
-// into a new file holds the same records as the original.
+// failed deliveries and queued jobs, a mail template, keys, events,
+// counters and suppressed failures, and an imported user; and, written
+// directly, queued mail, an outbox event and a provider link) is copied
+// into PostgreSQL with latchkey copy; a server on the database accepts
+// the sessions, keys, factor and passkey made on the file, lists the
+// template as it was stored, signs a user in, and keeps the imported
+// user's account at its first sign-in; the database copied back into a
+// new file holds the same records as the original. (Every kind of
+// record, every field set, is copied both ways in store's
+// TestCopyCarriesEveryRecord.)
 //
 // It needs PostgreSQL and runs on the postgres pass (it copies between
 // both backends whatever LATCHKEY_TEST_STORE says, so it does not run
@@ -67,6 +71,8 @@ func TestCopyRoundTrip(t *testing.T) {
 	must(c.do("POST", "/api/v1/admin/projects", admin, map[string]any{"name": "Second", "sessionRateLimitPerMinute": 33}))
 	must(c.do("POST", "/api/v1/webhooks", key, map[string]any{"url": failing.URL + "/hook"}))
 	must(c.do("POST", "/api/v1/admin/projects/"+projectID+"/external-methods", admin, map[string]any{"method": "bank", "pattern": "direct"}))
+	tplPath := "/api/v1/admin/projects/" + projectID + "/templates/otp/pt-BR"
+	tpl := must(c.do("PUT", tplPath, admin, map[string]any{"subject": "Código {{.Project}}", "text": "Código: {{.Code}}\n", "html": "<p>{{.Code}}</p>"}))["template"]
 	tokens := map[string]string{}
 	for _, addr := range []string{"a@example.com", "b@example.com", "c@example.com"} {
 		must(c.do("POST", "/api/v1/otp/send", key, map[string]any{"email": addr}))
@@ -159,7 +165,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		t.Errorf("the populated file lacks a vouched or a self-registered user: the round trip would not test Vouched:\n%s", users)
 	}
 	for _, kind := range []string{"Settings", "Project", "APIKey", "User", "Session", "Code", "Throttle", "MagicLink", "Device",
-		"Factor", "BackupCodes", "Passkey", "Identity", "Challenge", "ExternalMethod", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
+		"Factor", "BackupCodes", "Passkey", "Identity", "Challenge", "ExternalMethod", "Template", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
 		if len(before[kind]) == 0 {
 			t.Errorf("the populated file holds no %s: the round trip would not test it", kind)
 		}
@@ -236,6 +242,11 @@ func TestCopyRoundTrip(t *testing.T) {
 		must(c.do("GET", "/api/v1/me", k, nil))
 	}
 	must(c.do("GET", "/api/v1/admin/projects", admin, nil))
+	// The project's template, as the file's server stored it.
+	tpls := must(c.do("GET", "/api/v1/admin/projects/"+projectID+"/templates", admin, nil))["templates"].([]any)
+	if len(tpls) != 1 || !reflect.DeepEqual(tpls[0], tpl) {
+		t.Fatalf("templates on the database: %v, want the file's %v", tpls, tpl)
+	}
 	code, _ = ptotp.GenerateCode(secret, time.Now().Add(30*time.Second))
 	must(c.do("POST", "/api/v1/totp/verify", tokens["a@example.com"], map[string]any{"code": code}))
 	lstart := must(c.do("POST", "/api/v1/passkey/login/start", key, map[string]any{"email": "d@example.com"}))

@@ -80,8 +80,8 @@ func runCopy(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprint(w, `Usage: latchkey copy --from FILE_OR_URL --to FILE_OR_URL
 
 Copy everything a store holds (projects, keys, users, sessions, factors,
-passkeys, webhooks, queued mail and deliveries, events and their counters)
-into an empty store: from a bbolt data file into a PostgreSQL database
+passkeys, mail templates, webhooks, queued mail and deliveries, events and
+their counters) into an empty store: from a bbolt data file into a PostgreSQL database
 (postgres://...) or back, or between two of either. Secrets stay encrypted
 under the master key, so the copy is read with the same key. Stop the
 servers that write to the source first; a target that holds data is

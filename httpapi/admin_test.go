@@ -238,6 +238,51 @@ func TestAdminBackup(t *testing.T) {
 	}
 }
 
+// TestAdminBackupHoldsEveryRecord: a backup of a data file holding the
+// fixture (every kind of record a copy carries, mail templates included,
+// every field set) holds every one of them: its records are the live
+// file's and the fixture's, kind by kind and count by count.
+func TestAdminBackupHoldsEveryRecord(t *testing.T) {
+	t.Parallel()
+	if storetest.Backend(t) != storetest.Bolt {
+		t.Skip("a backup is a bbolt data file (TestAdminBackupNotSupported runs on the postgres pass)")
+	}
+	path := storetest.New(t)
+	db, _, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storetest.Normalize(t, storetest.WriteFixture(t, db))
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{t: t, Clock: newClock(), dsn: path}
+	ts.start()
+
+	r := ts.admin("GET", "/api/v1/admin/backup", nil)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("status=%d type=%q", r.Status, r.Header.Get("Content-Type"))
+	}
+	copyPath := filepath.Join(t.TempDir(), "backup.db")
+	if err := os.WriteFile(copyPath, r.Raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	backup, _, err := store.Open(ctx, copyPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backup.Close()
+	if err := backup.(store.File).Check(); err != nil {
+		t.Fatal(err)
+	}
+	got := storetest.Records(t, backup)
+	storetest.SameRecords(t, "the backup", got, storetest.Records(t, ts.DB))
+	storetest.SameRecords(t, "the backup", got, want)
+	if n := len(got["Template"]); n != 3 {
+		t.Errorf("the backup holds %d templates, want the fixture's 3", n)
+	}
+}
+
 // TestAdminBackupNotSupported: on PostgreSQL the backup is pg_dump's
 // job: 501 NOT_SUPPORTED, saying so.
 func TestAdminBackupNotSupported(t *testing.T) {

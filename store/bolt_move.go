@@ -10,8 +10,9 @@ import (
 )
 
 // Mover of a bbolt file (move.go): Export walks the buckets of one read
-// transaction, decoding each row; Import writes through the Tx methods
-// (which keep every index) in write transactions of importChunk records.
+// transaction (boltExport), decoding each row; Import writes through the
+// Tx methods (which keep every index, so the buckets of boltNotExported
+// are rebuilt) in write transactions of importChunk records.
 
 var _ Mover = (*boltDB)(nil)
 
@@ -28,13 +29,13 @@ func (db *boltDB) Export(ctx context.Context, fn func(rec any) error) error {
 		if err := fn(st); err != nil {
 			return err
 		}
-		each := func(bucket []byte, decode func(k, v []byte) (any, error)) error {
-			c := btx.Bucket(bucket).Cursor()
+		for _, s := range boltExport {
+			c := btx.Bucket(s.bucket).Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				rec, err := decode(k, v)
+				rec, err := s.decode(k, v)
 				if err != nil {
 					return err
 				}
@@ -45,82 +46,115 @@ func (db *boltDB) Export(ctx context.Context, fn func(rec any) error) error {
 					return err
 				}
 			}
-			return nil
-		}
-		jsonRow := func(newRec func() any) func(k, v []byte) (any, error) {
-			return func(_, v []byte) (any, error) {
-				rec := newRec()
-				return rec, jsonDecode(v, rec)
-			}
-		}
-		steps := []struct {
-			bucket []byte
-			decode func(k, v []byte) (any, error)
-		}{
-			{bucketProjects, jsonRow(func() any { return &Project{} })},
-			{bucketKeys, jsonRow(func() any { return &APIKey{} })},
-			{bucketUsers, func(k, v []byte) (any, error) { return decodeUser(k, v) }},
-			{bucketSessions, func(k, v []byte) (any, error) { return decodeSession(k, v) }},
-			{bucketCodes, func(k, v []byte) (any, error) {
-				if !isThrottleKey(k) {
-					return decodeCode(v)
-				}
-				kind, project, subject, ok := codeKeyParts(k)
-				if !ok {
-					return nil, errBadRecord
-				}
-				t, err := decodeThrottle(v)
-				if err != nil {
-					return nil, err
-				}
-				return &ThrottleRecord{Kind: string(kind), ProjectID: string(project), Subject: string(subject), Throttle: *t}, nil
-			}},
-			{bucketMagic, jsonRow(func() any { return &MagicLink{} })},
-			{bucketDevices, func(k, v []byte) (any, error) { return decodeDevice(k, v) }},
-			{bucketFactors, jsonRow(func() any { return &Factor{} })},
-			{bucketBackupCodes, jsonRow(func() any { return &BackupCodes{} })},
-			{bucketGrants, jsonRow(func() any { return &Grant{} })},
-			{bucketPasskeys, jsonRow(func() any { return &Passkey{} })},
-			{bucketIdentities, jsonRow(func() any { return &Identity{} })},
-			{bucketChallenges, jsonRow(func() any { return &Challenge{} })},
-			{bucketMethods, jsonRow(func() any { return &ExternalMethod{} })},
-			{bucketWebhooks, jsonRow(func() any { return &Webhook{} })},
-			{bucketJobs, jsonRow(func() any { return &Job{} })},
-			{bucketDeliveries, jsonRow(func() any { return &Delivery{} })},
-			{bucketOutbox, func(k, v []byte) (any, error) { return decodeEvent(k, v) }},
-			{bucketMail, func(k, v []byte) (any, error) { return decodeMail(k, v) }},
-			{bucketEvents, func(k, v []byte) (any, error) { return decodeAuthEvent(k, v) }},
-			{bucketEventCounts, func(k, v []byte) (any, error) {
-				i := bytes.IndexByte(k, 0)
-				if i < 0 || len(k) < i+5 {
-					return nil, errBadRecord
-				}
-				hour := binary.BigEndian.Uint32(k[i+1:])
-				if hour == noHour {
-					return nil, nil // a scope's kept events: counted again by the import
-				}
-				return &EventCount{Scope: string(k[:i]), Hour: int64(hour), Kind: string(k[i+5:]), N: int64(getU64(v))}, nil
-			}},
-			{bucketEventSuppressed, func(k, v []byte) (any, error) {
-				if len(k) < 4 {
-					return nil, errBadRecord
-				}
-				parts := strings.SplitN(string(k[4:]), "\x00", 4)
-				if len(parts) != 4 {
-					return nil, errBadRecord
-				}
-				return &SuppressedCount{Hour: unixHour(int64(binary.BigEndian.Uint32(k))), ProjectID: parts[0], Method: parts[1],
-					Action: parts[2], FailureCode: parts[3], N: int64(getU64(v))}, nil
-			}},
-		}
-		for _, s := range steps {
-			if err := each(s.bucket, s.decode); err != nil {
-				return err
-			}
 		}
 		return nil
 	})
 }
+
+// boltExport is what Export walks after the settings (bucketMeta), in
+// the order of the Mover contract: each bucket with the decoding of its
+// rows into records (nil: a row that is not one). With bucketMeta, its
+// buckets are the ones a copy carries; every other bucket is in
+// boltNotExported.
+var boltExport = []struct {
+	bucket []byte
+	decode func(k, v []byte) (any, error)
+}{
+	{bucketProjects, jsonRow(func() any { return &Project{} })},
+	{bucketKeys, jsonRow(func() any { return &APIKey{} })},
+	{bucketUsers, func(k, v []byte) (any, error) { return decodeUser(k, v) }},
+	{bucketSessions, func(k, v []byte) (any, error) { return decodeSession(k, v) }},
+	{bucketCodes, func(k, v []byte) (any, error) {
+		if !isThrottleKey(k) {
+			return decodeCode(v)
+		}
+		kind, project, subject, ok := codeKeyParts(k)
+		if !ok {
+			return nil, errBadRecord
+		}
+		t, err := decodeThrottle(v)
+		if err != nil {
+			return nil, err
+		}
+		return &ThrottleRecord{Kind: string(kind), ProjectID: string(project), Subject: string(subject), Throttle: *t}, nil
+	}},
+	{bucketMagic, jsonRow(func() any { return &MagicLink{} })},
+	{bucketDevices, func(k, v []byte) (any, error) { return decodeDevice(k, v) }},
+	{bucketFactors, jsonRow(func() any { return &Factor{} })},
+	{bucketBackupCodes, jsonRow(func() any { return &BackupCodes{} })},
+	{bucketGrants, jsonRow(func() any { return &Grant{} })},
+	{bucketPasskeys, jsonRow(func() any { return &Passkey{} })},
+	{bucketIdentities, jsonRow(func() any { return &Identity{} })},
+	{bucketChallenges, jsonRow(func() any { return &Challenge{} })},
+	{bucketMethods, jsonRow(func() any { return &ExternalMethod{} })},
+	{bucketTemplates, jsonRow(func() any { return &Template{} })},
+	{bucketWebhooks, jsonRow(func() any { return &Webhook{} })},
+	{bucketJobs, jsonRow(func() any { return &Job{} })},
+	{bucketDeliveries, jsonRow(func() any { return &Delivery{} })},
+	{bucketOutbox, func(k, v []byte) (any, error) { return decodeEvent(k, v) }},
+	{bucketMail, func(k, v []byte) (any, error) { return decodeMail(k, v) }},
+	{bucketEvents, func(k, v []byte) (any, error) { return decodeAuthEvent(k, v) }},
+	{bucketEventCounts, func(k, v []byte) (any, error) {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) < i+5 {
+			return nil, errBadRecord
+		}
+		hour := binary.BigEndian.Uint32(k[i+1:])
+		if hour == noHour {
+			return nil, nil // a scope's kept events: counted again by the import
+		}
+		return &EventCount{Scope: string(k[:i]), Hour: int64(hour), Kind: string(k[i+5:]), N: int64(getU64(v))}, nil
+	}},
+	{bucketEventSuppressed, func(k, v []byte) (any, error) {
+		if len(k) < 4 {
+			return nil, errBadRecord
+		}
+		parts := strings.SplitN(string(k[4:]), "\x00", 4)
+		if len(parts) != 4 {
+			return nil, errBadRecord
+		}
+		return &SuppressedCount{Hour: unixHour(int64(binary.BigEndian.Uint32(k))), ProjectID: parts[0], Method: parts[1],
+			Action: parts[2], FailureCode: parts[3], N: int64(getU64(v))}, nil
+	}},
+}
+
+// jsonRow decodes a JSON row into the record newRec makes.
+func jsonRow(newRec func() any) func(k, v []byte) (any, error) {
+	return func(_, v []byte) (any, error) {
+		rec := newRec()
+		return rec, jsonDecode(v, rec)
+	}
+}
+
+// boltNotExported names the buckets Export does not walk, each with why
+// a copy needs none of its rows: the import rebuilds them, as the Tx
+// methods it writes with keep them, or they are not data.
+var boltNotExported = map[string]string{
+	// Indexes, written with the rows they index.
+	string(bucketUsersByEmail):   "index of users by address (PutUser)",
+	string(bucketUsersByExt):     "index of users by external id (PutUser)",
+	string(bucketUserSessions):   "index of sessions by user (PutSession)",
+	string(bucketUserPasskeys):   "index of passkeys by user (PutPasskey)",
+	string(bucketUserIdentities): "index of provider links by user (PutIdentity)",
+	string(bucketEventIndex):     "index of authentication events by scope and kind (the import of each event)",
+	// Expiry indexes (expiry.go), written with their rows.
+	string(bucketSessionsExpiry):   "expiry index of sessions (PutSession)",
+	string(bucketCodesExpiry):      "expiry index of codes and send histories (PutCode, PutThrottle)",
+	string(bucketMagicExpiry):      "expiry index of magic links (PutMagicLink)",
+	string(bucketChallengesExpiry): "expiry index of challenges (PutChallenge)",
+	string(bucketGrantsExpiry):     "expiry index of grants (PutGrant)",
+	string(bucketDevicesExpiry):    "expiry index of remembered devices (PutDevice)",
+	string(bucketDeliveriesExpiry): "expiry index of delivery records (AddDelivery)",
+}
+
+// bbolt keeps dashboard sessions and the counts of the approximate rate
+// limits in memory, in no bucket: a copy has none to carry (they belong
+// to the running process; see the Mover contract). Of bucketMeta, Export
+// carries the settings (Settings); the schema version and the progress
+// of a migration are the target's own, written by Open. Of
+// bucketEventCounts, it carries the hourly counters (EventCount); each
+// scope's count of kept events is counted again by the import of the
+// events.
 
 // Import returns an Importer into the file, which must hold no data
 // (Mover).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -14,21 +15,28 @@ import (
 // as they are (keyed hashes, sealed values): the copy needs the same
 // master key.
 //
-// The values Export passes, in this order, and Import takes:
+// The values Export passes, in this order, and Import takes (RecordKinds
+// lists them, by name, in this order):
 //
 //	*Settings         the instance settings (one)
 //	*Project, *APIKey, *User, *Session
 //	*Code, *ThrottleRecord, *MagicLink, *Device
 //	*Factor, *BackupCodes, *Grant, *Passkey, *Identity, *Challenge,
 //	*ExternalMethod
+//	*Template         the projects' mail templates
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
 //
 // Sequence numbers a store assigns (Delivery.Seq, Event.Seq, Mail.ID,
 // AuthEvent.Pos.Seq) are assigned again by the target in the same order;
-// jobs keep theirs. Dashboard sessions and the counts of limits are not
-// moved: they are about the running processes, not the data.
+// jobs keep theirs. What else a backend keeps is rebuilt by the import
+// (indexes, the events' kept numbers, the replicas' change feed) or not
+// moved: dashboard sessions (an operator signs in again) and the counts
+// of limits (a few minutes of requests and failures) are about the
+// running processes, not the data. Each backend names, in code, its
+// buckets or tables that Export carries and those it rebuilds or leaves,
+// and a test fails when one is in neither list.
 
 // Mover copies a store's records out and in.
 type Mover interface {
@@ -85,7 +93,7 @@ type EventCount struct {
 }
 
 // Copy copies every record of from into to, which must be empty, and
-// returns how many records of each kind it copied (by type name). On
+// returns how many records of each kind it copied (by RecordName). On
 // failure the import is rolled back (see Importer.Rollback).
 func Copy(ctx context.Context, from, to DB) (map[string]int, error) {
 	imp, err := to.Import(ctx)
@@ -94,7 +102,7 @@ func Copy(ctx context.Context, from, to DB) (map[string]int, error) {
 	}
 	counts := map[string]int{}
 	err = from.Export(ctx, func(rec any) error {
-		counts[recordName(rec)]++
+		counts[RecordName(rec)]++
 		return imp.Add(rec)
 	})
 	if err != nil {
@@ -104,57 +112,65 @@ func Copy(ctx context.Context, from, to DB) (map[string]int, error) {
 	return counts, imp.Commit()
 }
 
-// recordName is the type name of a record ("User").
-func recordName(rec any) string {
-	switch rec.(type) {
-	case *Settings:
-		return "Settings"
-	case *Project:
-		return "Project"
-	case *APIKey:
-		return "APIKey"
-	case *User:
-		return "User"
-	case *Session:
-		return "Session"
-	case *Code:
-		return "Code"
-	case *ThrottleRecord:
-		return "Throttle"
-	case *MagicLink:
-		return "MagicLink"
-	case *Device:
-		return "Device"
-	case *Factor:
-		return "Factor"
-	case *BackupCodes:
-		return "BackupCodes"
-	case *Grant:
-		return "Grant"
-	case *Passkey:
-		return "Passkey"
-	case *Identity:
-		return "Identity"
-	case *Challenge:
-		return "Challenge"
-	case *ExternalMethod:
-		return "ExternalMethod"
-	case *Webhook:
-		return "Webhook"
-	case *Job:
-		return "Job"
-	case *Delivery:
-		return "Delivery"
-	case *Event:
-		return "Event"
-	case *Mail:
-		return "Mail"
-	case *AuthEvent:
-		return "AuthEvent"
-	case *EventCount:
-		return "EventCount"
-	case *SuppressedCount:
-		return "SuppressedCount"
+// recordKinds are the kinds of record of the Mover contract, in the
+// order Export passes them, with their names.
+var recordKinds = []struct {
+	name string
+	typ  reflect.Type
+}{
+	{"Settings", reflect.TypeFor[*Settings]()},
+	{"Project", reflect.TypeFor[*Project]()},
+	{"APIKey", reflect.TypeFor[*APIKey]()},
+	{"User", reflect.TypeFor[*User]()},
+	{"Session", reflect.TypeFor[*Session]()},
+	{"Code", reflect.TypeFor[*Code]()},
+	{"Throttle", reflect.TypeFor[*ThrottleRecord]()},
+	{"MagicLink", reflect.TypeFor[*MagicLink]()},
+	{"Device", reflect.TypeFor[*Device]()},
+	{"Factor", reflect.TypeFor[*Factor]()},
+	{"BackupCodes", reflect.TypeFor[*BackupCodes]()},
+	{"Grant", reflect.TypeFor[*Grant]()},
+	{"Passkey", reflect.TypeFor[*Passkey]()},
+	{"Identity", reflect.TypeFor[*Identity]()},
+	{"Challenge", reflect.TypeFor[*Challenge]()},
+	{"ExternalMethod", reflect.TypeFor[*ExternalMethod]()},
+	{"Template", reflect.TypeFor[*Template]()},
+	{"Webhook", reflect.TypeFor[*Webhook]()},
+	{"Job", reflect.TypeFor[*Job]()},
+	{"Delivery", reflect.TypeFor[*Delivery]()},
+	{"Event", reflect.TypeFor[*Event]()},
+	{"Mail", reflect.TypeFor[*Mail]()},
+	{"AuthEvent", reflect.TypeFor[*AuthEvent]()},
+	{"EventCount", reflect.TypeFor[*EventCount]()},
+	{"SuppressedCount", reflect.TypeFor[*SuppressedCount]()},
+}
+
+// recordNames maps each kind of recordKinds to its name.
+var recordNames = func() map[reflect.Type]string {
+	m := make(map[reflect.Type]string, len(recordKinds))
+	for _, k := range recordKinds {
+		m[k.typ] = k.name
+	}
+	return m
+}()
+
+// RecordKinds returns the names of the kinds of record Export passes and
+// Import takes, in the order Export passes them (the names Copy counts
+// by: "Settings", "Project", ..., "SuppressedCount"). The caller may
+// change the slice.
+func RecordKinds() []string {
+	out := make([]string, len(recordKinds))
+	for i, k := range recordKinds {
+		out[i] = k.name
+	}
+	return out
+}
+
+// RecordName returns the name of rec's kind in RecordKinds ("User" for a
+// *User), or its Go type ("*store.Provider") when it is not a record.
+func RecordName(rec any) string {
+	if name, ok := recordNames[reflect.TypeOf(rec)]; ok {
+		return name
 	}
 	return fmt.Sprintf("%T", rec)
 }
@@ -211,6 +227,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutChallenge(r)
 	case *ExternalMethod:
 		return true, tx.PutExternalMethod(r)
+	case *Template:
+		return true, tx.PutTemplate(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

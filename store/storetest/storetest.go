@@ -1,5 +1,8 @@
 // Package storetest gives tests a store on the backend they are asked to
-// run on, and fills stores with many rows for benchmarks (Load).
+// run on, fills stores with many rows for benchmarks (Load), and holds
+// records of every kind a move carries with the comparison of what a
+// store exports with them (Fixture, Records, SameRecords), for the tests
+// of latchkey copy and of backups on every backend.
 //
 // The environment variable LATCHKEY_TEST_STORE picks the backend: "bolt"
 // (the default) is a data file in the test's temporary directory,
