@@ -58,7 +58,16 @@ var ctx = context.Background()
 // LATCHKEY_TEST_STORE says.
 func startMain(t *testing.T, c Config, log ...io.Writer) (*Main, *bytes.Buffer) {
 	t.Helper()
+	return startMainAt(t, c, nil, log...)
+}
+
+// startMainAt is startMain with the server's clock now (nil: time.Now).
+func startMainAt(t *testing.T, c Config, now func() time.Time, log ...io.Writer) (*Main, *bytes.Buffer) {
+	t.Helper()
 	m := NewMain()
+	if now != nil {
+		m.Now = now
+	}
 	if c.Data == "" && c.DatabaseURL == "" {
 		if dsn := storetest.New(t); store.IsURL(dsn) {
 			c.DatabaseURL, c.MasterKey = dsn, testMasterKey
