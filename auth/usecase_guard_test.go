@@ -116,15 +116,22 @@ func TestPendingTOTPPlantedBeforeAFactor(t *testing.T) {
 }
 
 // TestPendingTOTPLifetime: a pending enrolment can be confirmed for
-// TOTPPendingLifetime after it was made; then it is gone (404
-// TOTP_NOT_ENROLLED, category expired, the row deleted: the next try
-// finds no enrolment at all), and enrolling again starts a new one.
+// TOTPPendingLifetime after it was made; then it is gone (the operator
+// no longer sees it; 404 TOTP_NOT_ENROLLED, category expired, the row
+// deleted: the next try finds no enrolment at all), and enrolling again
+// starts a new one.
 func TestPendingTOTPLifetime(t *testing.T) {
 	ts := newTestService(t)
 	_, pr := ts.signIn("life@example.com")
 	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
 	ok(t, err)
+	if d, err := ts.AdminUserDetail(ctx, pr.UserID, 1); err != nil || d.TOTP == nil || d.TOTP.Status != "pending" {
+		t.Fatalf("the operator sees TOTP %+v (err %v), want pending", d.TOTP, err)
+	}
 	ts.clock.Advance(auth.TOTPPendingLifetime)
+	if d, err := ts.AdminUserDetail(ctx, pr.UserID, 1); err != nil || d.TOTP != nil {
+		t.Fatalf("the operator sees an expired enrolment: %+v (err %v)", d.TOTP, err)
+	}
 	err = ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta)
 	wantErr(t, err, auth.ErrTOTPNotEnrolled, auth.CatExpired)
 	wantEvent(t, ts.lastEvent(), "totp", "verify", auth.CatExpired, true)

@@ -2,11 +2,14 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"latchkey/auth"
 	"latchkey/auth/passkeytest"
+	"latchkey/store"
 )
 
 // The ways around recent authentication that an outside review found,
@@ -268,5 +271,59 @@ func TestSMSFailuresLockThePhone(t *testing.T) {
 	req, _ := http.NewRequest("POST", ts.URL+reset, nil)
 	if res := ts.send(req); res.Status != 401 {
 		t.Fatalf("reset without the admin token: %d", res.Status)
+	}
+}
+
+// TestDashboardResetSMS: the dashboard's user page shows the enrolled
+// phone's failures and lockout, and its reset asks first, then clears
+// them (the phone stays); a user without a phone has no lockout to
+// reset (404).
+func TestDashboardResetSMS(t *testing.T) {
+	t.Parallel()
+	ts, fake := newSMSServer(t)
+	c, csrf := signedInCSRF(t, ts)
+	l := ts.login("ann@example.com")
+	tok, uid := str(t, l.Body, "token"), str(t, l.Body, "userId")
+	ts.enrollPhone(fake, tok, phoneOwner)
+	for range auth.SMSMaxFailures / auth.SMSMaxAttempts {
+		wantOK(t, ts.do("POST", "/api/v1/sms/send", tok, map[string]any{}))
+		_, code := fake.last(t)
+		wrong := "000000"
+		if code == wrong {
+			wrong = "111111"
+		}
+		for range auth.SMSMaxAttempts {
+			ts.do("POST", "/api/v1/sms/verify", tok, map[string]any{"code": wrong})
+		}
+		ts.Clock.Advance(31 * time.Second)
+	}
+	failures := func() int {
+		var n int
+		ts.DB.View(ctx, func(tx store.Tx) error {
+			if f, err := tx.Factor(uid, "sms"); err == nil {
+				n = f.Failures
+			}
+			return nil
+		})
+		return n
+	}
+	user := "/admin/users/" + uid
+	if _, body := c.get(user); !strings.Contains(body, "<th>SMS</th><td>enrolled, 10 consecutive failures, <span class=\"bad\">locked until") || !strings.Contains(body, `id="reset-sms"`) {
+		t.Fatalf("user page:\n%s", body)
+	}
+	code, body := c.get(user + "/reset-sms")
+	if code != 200 || !strings.Contains(body, "SMS failures") || !strings.Contains(body, "SMS locked until") || failures() != 10 {
+		t.Fatalf("confirmation page: %d\n%s", code, body)
+	}
+	code, loc, _ := c.postRaw(user+"/reset-sms", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	if code != http.StatusSeeOther || loc != user || failures() != 0 || ts.smsPhone(uid) != phoneOwner {
+		t.Fatalf("confirmed POST: %d to %q, failures %d", code, loc, failures())
+	}
+	if _, body := c.get(user); elementText(body, "notice") != "SMS lockout of ann@example.com reset." {
+		t.Fatalf("notice %q", elementText(body, "notice"))
+	}
+	noSMS := str(t, ts.login("cy@example.com").Body, "userId")
+	if code, body := c.get("/admin/users/" + noSMS + "/reset-sms"); code != 404 || !strings.Contains(body, "SMS is not enrolled") {
+		t.Fatalf("reset SMS without a phone: %d", code)
 	}
 }
