@@ -132,7 +132,7 @@ func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m
 				// a sign-in that proves it replaces the account.
 				u.Email, u.EmailVerified, u.Vouched, changed = email, boolPtr(false), boolPtr(false), true
 			} else {
-				if e, err := s.sendAddressCode(tx, a, p, u, email, code, now); err != nil {
+				if e, err := s.sendAddressCode(tx, a, p, u, pr.SessionID, email, code, now); err != nil {
 					return err
 				} else if e != nil {
 					return a.fail(tx, e)
@@ -184,7 +184,7 @@ func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) er
 		if err != nil {
 			return err
 		}
-		if fail, err := s.sendAddressCode(tx, a, p, u, u.Email, code, s.now().UTC()); err != nil {
+		if fail, err := s.sendAddressCode(tx, a, p, u, pr.SessionID, u.Email, code, s.now().UTC()); err != nil {
 			return err
 		} else if fail != nil {
 			return a.fail(tx, fail)
@@ -195,10 +195,13 @@ func (s *Service) SendAddressCode(ctx context.Context, pr *Principal, m Meta) er
 }
 
 // sendAddressCode stores a new pending confirmation of address to for u
-// with code and queues its mail (a's), inside tx, under the address's
-// send throttle (shared by the current-address and new-address codes).
-// Over the throttle it changes nothing and returns fail, the 429.
-func (s *Service) sendAddressCode(tx store.Tx, a *attempt, p *store.Project, u *store.User, to, code string, now time.Time) (fail, err error) {
+// with code, bound to the session sessionID that asked for it
+// (addressHash), and queues its mail (a's), inside tx, under the
+// address's send throttle (shared by the current-address and
+// new-address codes). Over the throttle it changes nothing and returns
+// fail, the 429. The code's CreatedAt is now: the time the change of
+// address was checked at (VerifyAddress checks again as of then).
+func (s *Service) sendAddressCode(tx store.Tx, a *attempt, p *store.Project, u *store.User, sessionID, to, code string, now time.Time) (fail, err error) {
 	th, err := tx.Throttle(codeKindEmail, p.ID, to)
 	if err != nil {
 		return nil, err
@@ -210,12 +213,19 @@ func (s *Service) sendAddressCode(tx store.Tx, a *attempt, p *store.Project, u *
 	if err := tx.PutThrottle(codeKindEmail, p.ID, to, th); err != nil {
 		return nil, err
 	}
-	h := s.keys.HashString(hashDomainEmail, u.ID+"\x00"+to+"\x00"+code)
+	h := s.addressHash(u.ID, to, sessionID, code)
 	c := &store.Code{Kind: codeKindEmail, ProjectID: p.ID, Subject: u.ID, Email: to, Hash: h[:], CreatedAt: now, ExpiresAt: now.Add(OTPLifetime)}
 	if err := tx.PutCode(c); err != nil {
 		return nil, err
 	}
 	return nil, a.queueMail(tx, p.ID, mailKindEmailChange, to, addressCodeMail(p, code), now)
+}
+
+// addressHash is the keyed hash an address code is kept as: bound to
+// the user, the address and the session that asked for it, so that only
+// that session can use the code.
+func (s *Service) addressHash(userID, to, sessionID, code string) [32]byte {
+	return s.keys.HashString(hashDomainEmail, userID+"\x00"+to+"\x00"+sessionID+"\x00"+code)
 }
 
 // addressCodeMail is what the mail of an address code says.
@@ -253,19 +263,22 @@ func (s *Service) prepareAddressCode(a *attempt, pr *Principal, to, code string)
 }
 
 // VerifyAddress checks the code of the session user's pending
-// confirmation (POST /user/email/verify). For the current address it
-// sets emailVerified; for a new address it also switches to it, emits
-// user.updated, ends every other session of the account
-// (session.revoked each) and mails a notice to the old address that
-// names the new one masked (MaskEmail) and says how to get help (no
-// link, no code).
+// confirmation (POST /user/email/verify), which must have been asked
+// for by this session. For the current address it sets emailVerified;
+// for a new address it also switches to it, emits user.updated, ends
+// every other session of the account (session.revoked each) and mails a
+// notice to the old address that names the new one masked (MaskEmail)
+// and says how to get help (no link, no code). A new address needs the
+// recent authentication the change needed, checked again now
+// (requireRecentAuth as of the PATCH; the account may have got a factor
+// since): else 403 STEP_UP_REQUIRED, recorded, the code kept.
 // It returns the user as it now is. Errors as otp/verify: 400
 // VALIDATION_ERROR for an empty or non-digit code; 401 INVALID_CODE when
-// none is pending, for a wrong code (each counts a try and an address
-// failure), an expired one, after 5 tries, and while the address has 50
-// failed guesses in 24 hours (the locked text); 409 EMAIL_IN_USE when
-// another user took the new address meanwhile (the confirmation is
-// dropped).
+// none is pending, for a wrong code or one another session asked for
+// (each counts a try and an address failure), an expired one, after 5
+// tries, and while the address has 50 failed guesses in 24 hours (the
+// locked text); 409 EMAIL_IN_USE when another user took the new address
+// meanwhile (the confirmation is dropped).
 func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string, m Meta) (*store.User, error) {
 	a := s.attempt(ctx, pr.ProjectID, methodEmailVerify, "verify", m)
 	if err := checkCodeShape(code); err != nil {
@@ -296,6 +309,13 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 			}
 			return a.fail(tx, ErrCodeExpired)
 		}
+		if a.method == methodEmailChange {
+			if _, err := requireRecentAuth(tx, pr, c.CreatedAt); isAuthError(err) {
+				return a.fail(tx, err)
+			} else if err != nil {
+				return err
+			}
+		}
 		if c.Attempts >= OTPMaxAttempts {
 			return a.fail(tx, ErrCodeLocked)
 		}
@@ -306,7 +326,7 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 		if guesses.locked() {
 			return a.fail(tx, ErrCodeLocked)
 		}
-		h := s.keys.HashString(hashDomainEmail, u.ID+"\x00"+c.Email+"\x00"+code)
+		h := s.addressHash(u.ID, c.Email, pr.SessionID, code)
 		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
 			c.Attempts++
 			if err := tx.PutCode(c); err != nil {

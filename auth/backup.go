@@ -250,8 +250,10 @@ func (s *Service) VerifyBackupCode(ctx context.Context, p *store.Project, in Bac
 		if err := tx.PutBackupCodes(b); err != nil {
 			return err
 		}
-		if err := clearTOTPFailures(tx, u.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+		for _, kind := range []string{factorTOTP, factorSMS} {
+			if err := clearFactorFailures(tx, u.ID, kind); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
 		}
 		login, err = s.startLogin(tx, p, u, "backup_code", a.m)
 		if err != nil {

@@ -150,6 +150,7 @@ var (
 var (
 	ErrVerificationFailed = newErr("VERIFICATION_FAILED", CatInvalidCode, "Verification failed.")
 	ErrTOTPNotEnrolled    = newErr("TOTP_NOT_ENROLLED", CatUserNotFound, "TOTP is not enrolled for this user.")
+	ErrSMSNotEnrolled     = newErr("SMS_NOT_ENROLLED", CatUserNotFound, "SMS is not enrolled for this user.")
 	ErrAlreadyEnrolled    = newErr("ALREADY_ENROLLED", CatValidation, "TOTP is already enrolled.")
 	ErrTooManyAttempts    = newErr("TOO_MANY_ATTEMPTS", CatRateLimited, "Too many failed attempts; try again later.")
 	ErrSendFailed         = newErr("SEND_FAILED", CatInternal, "The SMS could not be sent.")

@@ -1107,7 +1107,14 @@ func isVerifier(v string) bool {
 //     existing account of that address is signed in only when the
 //     provider links by address (else ErrNotLinked: neither taken over
 //     nor duplicated), and never one with a second factor
-//     (ErrSignInWithEmailFirst); a new address is a new user.
+//     (ErrSignInWithEmailFirst); a new address is a new user. A
+//     provider that links by address is trusted for it: its new user
+//     is verified. One that does not is not: its new user is an
+//     unverified account that registered itself, as a passkey sign-up
+//     is, which a sign-in proving the address replaces (with its link
+//     to the provider account: replaceUnverified), so that whoever
+//     claimed an address at such a provider cannot hold it against its
+//     owner.
 //
 // A disabled account is ErrUserDisabled. The first sign-in that passes
 // links the provider account to its user.
@@ -1164,8 +1171,17 @@ func (s *Service) signInIdentity(tx store.Tx, p *store.Project, idn *oauthIdenti
 		}
 	}
 	// New, or an unverified account that registered itself (replaced
-	// as a code sign-in replaces it), or one kept without factors.
-	u, isNew, err := s.provenUser(tx, p, idn.Email)
+	// as a code sign-in replaces it), or one kept without factors. A
+	// provider that does not link by address does not prove it (the
+	// address has no account: an existing one was refused above): its
+	// new user registered itself, unverified.
+	var isNew bool
+	if !idn.LinkByEmail {
+		u, err = s.newUser(tx, p, idn.Email, false)
+		isNew = err == nil
+	} else {
+		u, isNew, err = s.provenUser(tx, p, idn.Email)
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -189,12 +189,22 @@ func TestSignInIdentity(t *testing.T) {
 		}
 	}
 
-	// A new address: a new user, linked.
+	// A new address: a new user, linked; unverified and registered by
+	// itself, as the provider does not link by address (it is not
+	// trusted for it); verified from one that does.
 	o := signIn(oauthIdentity{Provider: "corp", Issuer: iss, Subject: "s1", Email: "new@example.com", EmailVerified: true})
 	want("new address", o, "*", true, nil)
 	first := o.user.ID
 	if l := link("s1"); l == nil || l.UserID != first || l.Provider != "corp" || !l.CreatedAt.Equal(now) {
 		t.Fatalf("link of a new user: %+v", l)
+	}
+	if u := o.user; isVerified(u) || u.Vouched == nil || *u.Vouched {
+		t.Fatalf("a non-linking provider's new user: emailVerified %v vouched %v, want false false", u.EmailVerified, u.Vouched)
+	}
+	o = signIn(oauthIdentity{Provider: "google", Issuer: iss, Subject: "g1", Email: "trusted@example.com", EmailVerified: true, LinkByEmail: true})
+	want("new address, linkByEmail true", o, "*", true, nil)
+	if u := o.user; !isVerified(u) || u.Vouched != nil {
+		t.Fatalf("a linking provider's new user: emailVerified %v vouched %v, want true and unset", u.EmailVerified, u.Vouched)
 	}
 	// Linked: found whatever the address now, verified or not.
 	o = signIn(oauthIdentity{Provider: "corp", Issuer: iss, Subject: "s1", Email: "changed@example.com"})
@@ -293,4 +303,143 @@ func identitiesOf(t *testing.T, db store.DB, userID string) []*store.Identity {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// newIdentityService returns a service on a store of the backend the
+// tests run on, its store and its first project.
+func newIdentityService(t *testing.T) (*Service, store.DB, *store.Project) {
+	t.Helper()
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	db := storetest.Open(t)
+	keys, err := store.NewKeyring(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(db, keys, Config{BaseURL: "https://auth.example.com", AdminToken: "adm_identity_test_token_0123", Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	b, err := s.Init(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db, b.Project
+}
+
+// TestNonLinkingProviderCannotHoldAnAddress performs the pre-hijack
+// through a provider that does not link by address: whoever controls an
+// account there claims the victim's address (verified, as an open
+// provider lets anyone say) before the victim signs up. The account it
+// creates is unverified and registered by itself, so the owner's first
+// sign-in proving the address (an email code) replaces it: a new user,
+// and the provider account's link goes with the old one. The provider
+// account then finds the owner's verified account and is refused
+// (ErrNotLinked), linking nothing.
+func TestNonLinkingProviderCannotHoldAnAddress(t *testing.T) {
+	s, db, p := newIdentityService(t)
+	const iss, addr = "https://open-idp.example.com", "ada@example.com"
+	idn := oauthIdentity{Provider: "corp", Issuer: iss, Subject: "mallory", Email: addr, EmailVerified: true}
+	signIn := func() (u *store.User, isNew bool, fail error) {
+		t.Helper()
+		err := db.Update(ctx, func(tx store.Tx) error {
+			var err error
+			u, isNew, err = s.signInIdentity(tx, p, &idn)
+			if isAuthError(err) {
+				fail = err
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u, isNew, fail
+	}
+	att, isNew, err := signIn()
+	if err != nil || !isNew || isVerified(att) {
+		t.Fatalf("first provider sign-in: %+v new=%v err=%v", att, isNew, err)
+	}
+	if ids := identitiesOf(t, db, att.ID); len(ids) != 1 {
+		t.Fatalf("links of the provider's user: %+v", ids)
+	}
+
+	var owner *store.User
+	err = db.Update(ctx, func(tx store.Tx) error {
+		var err error
+		owner, isNew, err = s.provenUser(tx, p, addr) // an email code sign-in
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isNew || owner.ID == att.ID || !isVerified(owner) {
+		t.Fatalf("the owner's sign-in: %+v new=%v, want a new verified user", owner, isNew)
+	}
+	if ids := identitiesOf(t, db, owner.ID); len(ids) != 0 {
+		t.Fatalf("the provider account's link carried over to the owner: %+v", ids)
+	}
+	if ids := identitiesOf(t, db, att.ID); len(ids) != 0 {
+		t.Fatalf("the replaced user kept its link: %+v", ids)
+	}
+	u, _, err := signIn()
+	if !errors.Is(err, ErrNotLinked) || u == nil || u.ID != owner.ID {
+		t.Fatalf("the provider account afterwards: %+v err=%v, want ErrNotLinked", u, err)
+	}
+	if ids := identitiesOf(t, db, owner.ID); len(ids) != 0 {
+		t.Fatalf("a refused sign-in linked: %+v", ids)
+	}
+}
+
+// TestImportOntoNonLinkingProviderAccount: an import line for an address
+// that a provider which does not link by address registered (unverified,
+// by itself) never merges into that account: a line without
+// emailVerified true is rejected, changing nothing; one with it replaces
+// the account (its link to the provider account goes with it) by a new
+// user that carries the line's fields.
+func TestImportOntoNonLinkingProviderAccount(t *testing.T) {
+	s, db, p := newIdentityService(t)
+	idn := oauthIdentity{Provider: "corp", Issuer: "https://open-idp.example.com", Subject: "mallory", Email: "ada@example.com", EmailVerified: true}
+	var att *store.User
+	if err := db.Update(ctx, func(tx store.Tx) (err error) { att, _, err = s.signInIdentity(tx, p, &idn); return err }); err != nil {
+		t.Fatal(err)
+	}
+	user := func() *store.User {
+		t.Helper()
+		var u *store.User
+		if err := db.View(ctx, func(tx store.Tx) (err error) { u, err = tx.UserByEmail(p.ID, idn.Email); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+
+	rep, err := s.ImportUsers(ctx, p.ID, strings.NewReader(`{"email":"ada@example.com","externalUserId":"legacy-42","firstName":"Ada"}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Created != 0 || rep.Updated != 0 || len(rep.Rejected) != 1 || rep.Rejected[0].Error != whyUnproven {
+		t.Fatalf("report %+v, want the line rejected", rep)
+	}
+	if u := user(); u.ID != att.ID || u.ExternalUserID != "" || u.FirstName != "" {
+		t.Fatalf("a rejected line changed the account: %+v", u)
+	}
+
+	rep, err = s.ImportUsers(ctx, p.ID, strings.NewReader(`{"email":"ada@example.com","externalUserId":"legacy-42","firstName":"Ada","emailVerified":true}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Created != 1 || rep.Updated != 0 || len(rep.Rejected) != 0 {
+		t.Fatalf("report %+v, want the account replaced (created 1)", rep)
+	}
+	u := user()
+	if u.ID == att.ID || u.ExternalUserID != "legacy-42" || u.FirstName != "Ada" || !isVerified(u) {
+		t.Fatalf("after the import: %+v", u)
+	}
+	if ids := identitiesOf(t, db, u.ID); len(ids) != 0 {
+		t.Fatalf("the provider account's link carried over: %+v", ids)
+	}
+	var linked *store.User
+	if err := db.View(ctx, func(tx store.Tx) (err error) { linked, err = linkedUser(tx, p, &idn); return err }); err != nil || linked != nil {
+		t.Fatalf("the provider account still finds %+v (err %v)", linked, err)
+	}
 }

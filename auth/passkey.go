@@ -171,14 +171,30 @@ func ceremonyOptions(opts any) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
+// challengeSession is what a challenge's Session holds: go-webauthn's
+// session data and, for a passkey added from a session, that session's
+// id (a challenge is finished by the session that started it only).
+type challengeSession struct {
+	webauthn.SessionData
+	BoundSession string `json:"latchkeySession,omitempty"`
+}
+
 // putChallenge stores ch (project, kind and owner set by the caller) with
-// a fresh random id, a 5-minute expiry and go-webauthn's session data, and
-// returns the ceremony for opts.
-func (s *Service) putChallenge(ctx context.Context, ch *store.Challenge, sess *webauthn.SessionData, opts any) (*Ceremony, error) {
+// a fresh random id, a 5-minute expiry (from when it started: ch's
+// ExpiresAt minus ChallengeLifetime, when the caller set it) and
+// go-webauthn's session data bound to the session bound ("" for none),
+// and returns the ceremony for opts.
+func (s *Service) putChallenge(ctx context.Context, ch *store.Challenge, sess *webauthn.SessionData, bound string, opts any) (*Ceremony, error) {
 	ch.ID = uuid.NewString() // random: the id is the only handle on it
-	ch.ExpiresAt = s.now().Add(ChallengeLifetime).UTC()
+	if ch.ExpiresAt.IsZero() {
+		ch.ExpiresAt = s.now().Add(ChallengeLifetime).UTC()
+	}
+	cs := challengeSession{BoundSession: bound}
+	if sess != nil {
+		cs.SessionData = *sess
+	}
 	var err error
-	if ch.Session, err = json.Marshal(sess); err != nil {
+	if ch.Session, err = json.Marshal(cs); err != nil {
 		return nil, internal(err)
 	}
 	cer := &Ceremony{ChallengeID: ch.ID}
@@ -193,17 +209,25 @@ func (s *Service) putChallenge(ctx context.Context, ch *store.Challenge, sess *w
 
 // takeChallenge consumes challenge id of kind inside tx and returns its
 // session data. A challenge of another project or kind, or one belongs
-// refuses, is left alone; an expired one is deleted. All of these,
-// and an unknown id, are 400 CHALLENGE_EXPIRED. A challenge is consumed
-// before its ceremony is verified, so a failed verify cannot be retried.
-func (s *Service) takeChallenge(tx store.Tx, p *store.Project, id, kind string, belongs func(*store.Challenge) bool) (*store.Challenge, *webauthn.SessionData, error) {
+// refuses (given the session it is bound to, "" for none), is left
+// alone; an expired one is deleted. All of these, and an unknown id,
+// are 400 CHALLENGE_EXPIRED. A challenge is consumed before its
+// ceremony is verified, so a failed verify cannot be retried.
+func (s *Service) takeChallenge(tx store.Tx, p *store.Project, id, kind string, belongs func(ch *store.Challenge, bound string) bool) (*store.Challenge, *webauthn.SessionData, error) {
 	ch, err := tx.Challenge(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, ErrChallengeExpired
 	} else if err != nil {
 		return nil, nil, err
 	}
-	if ch.ProjectID != p.ID || ch.Kind != kind || (belongs != nil && !belongs(ch)) {
+	if ch.ProjectID != p.ID || ch.Kind != kind {
+		return nil, nil, ErrChallengeExpired
+	}
+	var sess challengeSession
+	if err := json.Unmarshal(ch.Session, &sess); err != nil {
+		return nil, nil, err
+	}
+	if belongs != nil && !belongs(ch, sess.BoundSession) {
 		return nil, nil, ErrChallengeExpired
 	}
 	if err := tx.DeleteChallenge(id); err != nil {
@@ -212,11 +236,7 @@ func (s *Service) takeChallenge(tx store.Tx, p *store.Project, id, kind string, 
 	if !s.now().Before(ch.ExpiresAt) {
 		return nil, nil, ErrChallengeExpired
 	}
-	var sess webauthn.SessionData
-	if err := json.Unmarshal(ch.Session, &sess); err != nil {
-		return nil, nil, err
-	}
-	return ch, &sess, nil
+	return ch, &sess.SessionData, nil
 }
 
 // checkFinish validates a verify call's body before anything is
@@ -233,13 +253,16 @@ func checkFinish(challengeID string, credential json.RawMessage) error {
 }
 
 // BeginPasskeyRegistration starts adding a passkey. With pr (a session)
-// it is for that user, excluding the credentials they already have, and
+// it is for that user, excluding the credentials they already have,
 // needs recent authentication (requireRecentAuth; else 403
-// STEP_UP_REQUIRED); otherwise it is a sign-up for rawEmail, which must
+// STEP_UP_REQUIRED), and only that session may finish it; otherwise it is a sign-up for rawEmail, which must
 // not have an account (409 USER_EXISTS). Bad email: 400
 // VALIDATION_ERROR; a denied IP: 403 RISK_BLOCKED.
 func (s *Service) BeginPasskeyRegistration(ctx context.Context, p *store.Project, pr *Principal, rawEmail string, m Meta) (*Ceremony, error) {
-	ch := &store.Challenge{ProjectID: p.ID, Kind: challengeRegister}
+	// One time for the check and the challenge: the finish checks the
+	// session again as of the challenge's start.
+	now := s.now().UTC()
+	ch := &store.Challenge{ProjectID: p.ID, Kind: challengeRegister, ExpiresAt: now.Add(ChallengeLifetime)}
 	a := s.attempt(ctx, p.ID, "passkey", "register_start", m)
 	if pr == nil {
 		if err := s.checkRisk(p, m); err != nil {
@@ -258,7 +281,7 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, p *store.Project
 				return err
 			}
 			ch.UserID = u.ID
-			if _, err := requireRecentAuth(tx, pr, s.now().UTC()); err != nil {
+			if _, err := requireRecentAuth(tx, pr, now); err != nil {
 				a.of(u)
 				return err
 			}
@@ -296,7 +319,11 @@ func (s *Service) BeginPasskeyRegistration(ctx context.Context, p *store.Project
 	if err != nil {
 		return nil, internal(err)
 	}
-	return s.putChallenge(ctx, ch, sess, creation.Response)
+	bound := ""
+	if pr != nil {
+		bound = pr.SessionID
+	}
+	return s.putChallenge(ctx, ch, sess, bound, creation.Response)
 }
 
 // PasskeyRegistration is the outcome of a registration: the new
@@ -310,13 +337,17 @@ type PasskeyRegistration struct {
 // challenge and stores the passkey, emitting passkey.registered. A
 // sign-up also creates the user (user.registered) and signs them in
 // (session.created); such a user's emailVerified is false. A passkey
-// added from a session proves passkey on that session, and a sign-up's
-// session is proven by passkey. Errors: 400
+// added from a session needs the recent authentication the start
+// needed, checked again now (requireRecentAuth as of the start; the
+// account may have got a factor since), proves passkey on that session,
+// and is the account's first factor or another (factorAdded); a
+// sign-up's session is proven by passkey. Errors: 400
 // VALIDATION_ERROR for a malformed body (nothing consumed); 400
 // CHALLENGE_EXPIRED for an unknown, used, expired
-// or foreign challenge; 400 INVALID_CREDENTIAL when the credential does
-// not verify or is already registered; 409 USER_EXISTS when the email got
-// an account meanwhile. Consuming the challenge, the failure's event or
+// or foreign challenge (another user's, or started by another session);
+// 403 STEP_UP_REQUIRED (the challenge consumed); 400 INVALID_CREDENTIAL
+// when the credential does not verify or is already registered; 409
+// USER_EXISTS when the email got an account meanwhile. Consuming the challenge, the failure's event or
 // the new passkey, user, session and events are one transaction.
 func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Project, pr *Principal, challengeID string, credential json.RawMessage, m Meta) (*PasskeyRegistration, error) {
 	if err := checkFinish(challengeID, credential); err != nil {
@@ -337,11 +368,11 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 		return nil, err
 	}
 	parsed, parseErr := protocol.ParseCredentialCreationResponseBytes(credential)
-	belongs := func(ch *store.Challenge) bool {
+	belongs := func(ch *store.Challenge, bound string) bool {
 		if signup {
 			return ch.Email != ""
 		}
-		return ch.Email == "" && ch.UserID == pr.UserID
+		return ch.Email == "" && ch.UserID == pr.UserID && bound == pr.SessionID
 	}
 	var out PasskeyRegistration
 	err = a.update(func(tx store.Tx) error {
@@ -355,6 +386,7 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 		now := s.now().UTC()
 		var u *store.User
 		var wu *waUser
+		var before store.Enrolled
 		if signup {
 			a.email = ch.Email
 			if _, err := tx.UserByEmail(p.ID, ch.Email); err == nil {
@@ -374,6 +406,11 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 				return err
 			}
 			a.userID, a.email = u.ID, u.Email
+			if before, err = requireRecentAuth(tx, pr, ch.ExpiresAt.Add(-ChallengeLifetime)); isAuthError(err) {
+				return a.fail(tx, err)
+			} else if err != nil {
+				return err
+			}
 			if wu, err = loadWAUser(tx, u); err != nil {
 				return err
 			}
@@ -416,8 +453,13 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 				return err
 			}
 			out.Login.IsNewUser = true
-		} else if err := s.markProof(tx, pr.SessionID, amrPasskey, now); err != nil {
-			return err
+		} else {
+			if err := s.markProof(tx, pr.SessionID, amrPasskey, now); err != nil {
+				return err
+			}
+			if err := factorAdded(tx, u.ID, before, amrPasskey); err != nil {
+				return err
+			}
 		}
 		a.userID, a.email = u.ID, u.Email
 		return a.ok(tx)
@@ -465,7 +507,7 @@ func (s *Service) BeginPasskeyLogin(ctx context.Context, p *store.Project, rawEm
 	if err != nil {
 		return nil, internal(err)
 	}
-	return s.putChallenge(ctx, &store.Challenge{ProjectID: p.ID, Kind: challengeLogin}, sess, assertion.Response)
+	return s.putChallenge(ctx, &store.Challenge{ProjectID: p.ID, Kind: challengeLogin}, sess, "", assertion.Response)
 }
 
 // passkeyUser returns the user with rawEmail and their passkeys for a
@@ -715,14 +757,48 @@ func (s *Service) UserIDByExternal(ctx context.Context, projectID, ext string) (
 	return id, internal(err)
 }
 
-// DeletePasskey removes one of a user's passkeys and emits
-// passkey.removed in the same transaction; 404 PASSKEY_NOT_FOUND when the
-// user has no such credential in the project (another user's or project's
-// credential is "not found" too).
+// DeletePasskey removes one of a user's passkeys, for the app (DELETE
+// /passkeys/by-external/:credentialId with an API key), and emits
+// passkey.removed in the same transaction; 404 PASSKEY_NOT_FOUND when
+// the user has no such credential in the project (another user's or
+// project's credential is "not found" too). The app's backend vouches
+// for the call: there is no session to check (DeleteSessionPasskey is
+// the user's own call).
 func (s *Service) DeletePasskey(ctx context.Context, projectID, userID, credentialID string, m Meta) error {
+	return s.deletePasskey(ctx, projectID, userID, credentialID, nil, m)
+}
+
+// DeleteSessionPasskey removes one of the session user's passkeys
+// (DELETE /passkeys/:credentialId), as DeletePasskey does. It may take
+// away what guards the account (then any fresh sign-in would count as
+// recent authentication), so it needs recent authentication
+// (requireRecentAuth), checked before the passkey is looked up: else
+// 403 STEP_UP_REQUIRED, recorded, nothing removed. 401 INVALID_SESSION
+// when the session is gone.
+func (s *Service) DeleteSessionPasskey(ctx context.Context, pr *Principal, credentialID string, m Meta) error {
+	return s.deletePasskey(ctx, pr.ProjectID, pr.UserID, credentialID, pr, m)
+}
+
+// deletePasskey removes userID's passkey credentialID in projectID (see
+// DeletePasskey), checking the session pr first when it is not nil
+// (DeleteSessionPasskey). A removal changes the account's factors: a
+// pending TOTP enrolment is dropped.
+func (s *Service) deletePasskey(ctx context.Context, projectID, userID, credentialID string, pr *Principal, m Meta) error {
 	a := s.attempt(ctx, projectID, "passkey", "remove", m)
 	a.userID = userID
 	err := a.update(func(tx store.Tx) error {
+		if pr != nil {
+			u, err := s.sessionUserTx(tx, pr)
+			if err != nil {
+				return err
+			}
+			a.of(u)
+			if _, err := requireRecentAuth(tx, pr, s.now().UTC()); isAuthError(err) {
+				return a.fail(tx, err)
+			} else if err != nil {
+				return err
+			}
+		}
 		pk, err := tx.Passkey(projectID, credentialID)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && pk.UserID != userID) {
 			return ErrPasskeyNotFound
@@ -733,6 +809,9 @@ func (s *Service) DeletePasskey(ctx context.Context, projectID, userID, credenti
 			return err
 		}
 		if err := s.emit(tx, projectID, "passkey.removed", map[string]string{"user_id": userID, "credential_id": credentialID}); err != nil {
+			return err
+		}
+		if err := dropPendingTOTP(tx, userID); err != nil {
 			return err
 		}
 		if u, err := tx.User(userID); err == nil {

@@ -191,22 +191,22 @@ func TestCeremonyOptions(t *testing.T) {
 }
 
 // TestTakeChallenge: a challenge is consumed once; one of another
-// project, kind or owner is refused without being consumed; an expired
+// project, kind, owner or session is refused without being consumed; an expired
 // one is refused and removed; the sweep removes expired ones.
 func TestTakeChallenge(t *testing.T) {
 	t.Parallel()
 	s, p, now := newPasskeyService(t)
 	other := &store.Project{ID: "another-project"}
-	put := func(kind, user string) string {
+	put := func(kind, user, bound string) string {
 		t.Helper()
 		ch := &store.Challenge{ProjectID: p.ID, Kind: kind, UserID: user}
-		if _, err := s.putChallenge(ctx, ch, nil, map[string]any{}); err != nil {
+		if _, err := s.putChallenge(ctx, ch, nil, bound, map[string]any{}); err != nil {
 			t.Fatal(err)
 		}
 		return ch.ID
 	}
 	// take commits a refusal as the verify calls do (with its event).
-	take := func(p *store.Project, id, kind string, belongs func(*store.Challenge) bool) error {
+	take := func(p *store.Project, id, kind string, belongs func(*store.Challenge, string) bool) error {
 		var fail error
 		err := s.db.Update(ctx, func(tx store.Tx) error {
 			_, _, fail = s.takeChallenge(tx, p, id, kind, belongs)
@@ -225,11 +225,11 @@ func TestTakeChallenge(t *testing.T) {
 		return err == nil
 	}
 
-	id := put(challengeLogin, "")
+	id := put(challengeLogin, "", "")
 	for _, bad := range []error{
 		take(other, id, challengeLogin, nil),
 		take(p, id, challengeRegister, nil),
-		take(p, id, challengeLogin, func(*store.Challenge) bool { return false }),
+		take(p, id, challengeLogin, func(*store.Challenge, string) bool { return false }),
 	} {
 		if !errors.Is(bad, ErrChallengeExpired) {
 			t.Fatalf("err=%v, want CHALLENGE_EXPIRED", bad)
@@ -238,16 +238,29 @@ func TestTakeChallenge(t *testing.T) {
 	if !exists(id) {
 		t.Fatal("a refused caller consumed the challenge")
 	}
-	if err := take(p, id, challengeLogin, func(ch *store.Challenge) bool { return ch.Kind == challengeLogin }); err != nil {
+	if err := take(p, id, challengeLogin, func(ch *store.Challenge, _ string) bool { return ch.Kind == challengeLogin }); err != nil {
 		t.Fatal(err)
 	}
 	if exists(id) || !errors.Is(take(p, id, challengeLogin, nil), ErrChallengeExpired) {
 		t.Fatal("a challenge was usable twice")
 	}
 
-	old := put(challengeRegister, "u1")
+	// A challenge bound to a session is handed only to a caller that
+	// accepts that session (the registration from a session: its own).
+	bound := put(challengeRegister, "u1", "session-1")
+	of := func(want string) func(*store.Challenge, string) bool {
+		return func(_ *store.Challenge, b string) bool { return b == want }
+	}
+	if err := take(p, bound, challengeRegister, of("session-2")); !errors.Is(err, ErrChallengeExpired) || !exists(bound) {
+		t.Fatalf("another session's take: err=%v, consumed=%v", err, !exists(bound))
+	}
+	if err := take(p, bound, challengeRegister, of("session-1")); err != nil {
+		t.Fatal(err)
+	}
+
+	old := put(challengeRegister, "u1", "")
 	*now = now.Add(ChallengeLifetime - time.Nanosecond)
-	fresh := put(challengeRegister, "u1")
+	fresh := put(challengeRegister, "u1", "")
 	*now = now.Add(time.Nanosecond)
 	if err := take(p, old, challengeRegister, nil); !errors.Is(err, ErrChallengeExpired) {
 		t.Fatalf("5-minute-old challenge: err=%v, want CHALLENGE_EXPIRED", err)
@@ -255,7 +268,7 @@ func TestTakeChallenge(t *testing.T) {
 	if exists(old) {
 		t.Fatal("an expired challenge was left behind")
 	}
-	stale := put(challengeLogin, "")
+	stale := put(challengeLogin, "", "")
 	*now = now.Add(ChallengeLifetime)
 	var swept int
 	if err := s.db.Update(ctx, func(tx store.Tx) (err error) {

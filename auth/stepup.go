@@ -42,6 +42,25 @@ import (
 // session it creates; a factor's enrollment (a TOTP verify that enrolls,
 // an SMS verify that enrolls, a passkey registered from a session)
 // proves that factor on the session that completed it, then.
+//
+// Removing a passkey from a session is such an action too: it may leave
+// the account without a factor, where any fresh sign-in counts.
+//
+// An action that starts and finishes in two calls (a passkey added from
+// a session, a code texted to a phone that is not the enrolled one, a
+// pending TOTP confirmed, a new address confirmed) is checked at both:
+// the finishing call checks again, against the factors the account has
+// then, whether the finishing session was recently authenticated when
+// the action started (a proof made since counts too). A finish
+// therefore fails only when the account gained a factor meanwhile that
+// the session has not proven. The challenge or code of such an action
+// is bound to the session that started it, and another session cannot
+// finish it.
+//
+// When an account without any factor gets its first one, its backup
+// codes are deleted (factorAdded): they were made without any factor's
+// proof, and would otherwise count as that factor's recovery. Any change
+// to the account's factors drops a pending TOTP enrolment.
 
 // StepUpWindow is how recent a session's proof must be for the actions
 // that need recent authentication.
@@ -156,7 +175,10 @@ var (
 
 // requireRecentAuth checks, inside tx, that the session pr may make a
 // change that needs recent authentication at now (see above), and
-// returns what the account has enrolled. It answers 401 INVALID_SESSION
+// returns what the account has enrolled. The finish of a two-call
+// action passes the time the action started as now: what is checked
+// then is the account's factors as they are, and the session's proofs
+// as they were at the start or made since. It answers 401 INVALID_SESSION
 // when the session is gone or not pr's, errStepUpFactor or
 // errStepUpStale when it may not. Reads only.
 func requireRecentAuth(tx store.Tx, pr *Principal, now time.Time) (store.Enrolled, error) {
@@ -176,6 +198,38 @@ func requireRecentAuth(tx store.Tx, pr *Principal, now time.Time) (store.Enrolle
 		return en, errStepUpFactor
 	}
 	return en, errStepUpStale
+}
+
+// factorAdded does, inside tx, what follows enrolling a factor of kind
+// (factorTOTP, factorSMS, or "passkey") on userID's account, which had
+// before enrolled: a pending TOTP enrolment is dropped (unless kind is
+// TOTP: it is the one just enrolled), and, when the account had no
+// factor before, its backup codes are deleted.
+func factorAdded(tx store.Tx, userID string, before store.Enrolled, kind string) error {
+	if kind != factorTOTP {
+		if err := dropPendingTOTP(tx, userID); err != nil {
+			return err
+		}
+	}
+	if guarded(before) {
+		return nil
+	}
+	return tx.DeleteBackupCodes(userID)
+}
+
+// dropPendingTOTP deletes userID's TOTP factor inside tx when it is
+// pending (not yet enrolled).
+func dropPendingTOTP(tx store.Tx, userID string) error {
+	f, err := tx.Factor(userID, factorTOTP)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if f.Status == factorEnrolled {
+		return nil
+	}
+	return tx.DeleteFactor(userID, factorTOTP)
 }
 
 // within reports whether t is set and at most StepUpWindow before now.

@@ -21,9 +21,13 @@ const (
 	TOTPLockout     = 15 * time.Minute
 	TOTPMaxLockout  = 24 * time.Hour
 	TOTPFailureCap  = 100
-	factorTOTP      = "totp"
-	factorPending   = "pending"
-	factorEnrolled  = "enrolled"
+	// TOTPPendingLifetime is how long a pending TOTP enrolment may be
+	// confirmed: after that, totp/verify answers as if none were
+	// pending, and the secret must be enrolled again.
+	TOTPPendingLifetime = 10 * time.Minute
+	factorTOTP          = "totp"
+	factorPending       = "pending"
+	factorEnrolled      = "enrolled"
 )
 
 // totpLockout returns the lockout that the failures-th consecutive
@@ -48,6 +52,10 @@ var (
 	errTOTPCapped = ErrVerificationFailed.withCategory(CatRateLimited).With("Too many failed attempts. Sign in with a backup code to use TOTP again.")
 )
 
+// errTOTPPendingExpired answers the verify of a pending enrolment older
+// than TOTPPendingLifetime: as no enrolment (404 TOTP_NOT_ENROLLED).
+var errTOTPPendingExpired = ErrTOTPNotEnrolled.withCategory(CatExpired).With("The TOTP enrolment expired (10 minutes); enroll again.")
+
 // TOTPEnrollment is a new pending TOTP secret, shown once.
 type TOTPEnrollment struct {
 	OtpauthURL    string // otpauth://totp/<project>:<email>?…
@@ -60,8 +68,9 @@ func totpAAD(userID string) []byte { return []byte("totp:" + userID) }
 
 // EnrollTOTP makes a new TOTP secret for the session user (issuer = the
 // project's name, account = the user's email) and stores it sealed as a
-// pending factor, replacing a pending one. 403 STEP_UP_REQUIRED without
-// recent authentication (requireRecentAuth), checked first; then 409
+// pending factor, replacing a pending one; VerifyTOTP may confirm it for
+// TOTPPendingLifetime. 403 STEP_UP_REQUIRED without recent
+// authentication (requireRecentAuth), checked first; then 409
 // ALREADY_ENROLLED once the factor is enrolled.
 func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPEnrollment, error) {
 	u, err := s.SessionUser(ctx, pr)
@@ -91,7 +100,10 @@ func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPE
 			return err
 		}
 		a.of(u)
-		en, err := requireRecentAuth(tx, pr, s.now().UTC())
+		// One time for the check and the enrolment: confirming it checks
+		// the session again as of CreatedAt.
+		now := s.now().UTC()
+		en, err := requireRecentAuth(tx, pr, now)
 		if isAuthError(err) {
 			return a.fail(tx, err)
 		} else if err != nil {
@@ -101,7 +113,7 @@ func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPE
 			return a.fail(tx, ErrAlreadyEnrolled)
 		}
 		f := &store.Factor{UserID: u.ID, ProjectID: u.ProjectID, Kind: factorTOTP, Status: factorPending,
-			Secret: sealed, CreatedAt: s.now().UTC()}
+			Secret: sealed, CreatedAt: now}
 		if err := tx.PutFactor(f); err != nil {
 			return err
 		}
@@ -117,12 +129,19 @@ func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPE
 // current step ±1, and only a step newer than the last accepted one. The
 // first correct code enrolls a pending factor (event totp.enrolled);
 // later ones are step-up checks. A correct code resets the failure count
-// and records a step-up on the session. Errors: 400 VALIDATION_ERROR for
-// an empty or non-digit code; 404 TOTP_NOT_ENROLLED without a factor; 401
-// VERIFICATION_FAILED for a wrong or reused code (each counts as a
-// failure), for every try during a lockout (totpLockout; tries then
-// count nothing) and, after TOTPFailureCap consecutive failures, for
-// every try until a backup-code login or ResetTOTP.
+// and records a step-up on the session. Confirming a pending factor
+// adds a way in: it needs the recent authentication enrolling needed,
+// checked again now (requireRecentAuth as of the enrolment; the account
+// may have got a factor since), and it makes the factor the account's
+// first one, or another (factorAdded). Errors: 400 VALIDATION_ERROR for
+// an empty or non-digit code; 404 TOTP_NOT_ENROLLED without a factor,
+// or with a pending one older than TOTPPendingLifetime (deleted); 403
+// STEP_UP_REQUIRED confirming a pending one without recent
+// authentication (no try counted); 401 VERIFICATION_FAILED for a wrong
+// or reused code (each counts as a failure), for every try during a
+// lockout (totpLockout; tries then count nothing) and, after
+// TOTPFailureCap consecutive failures, for every try until a
+// backup-code login or ResetTOTP.
 func (s *Service) VerifyTOTP(ctx context.Context, pr *Principal, code string, m Meta) error {
 	a := s.attempt(ctx, pr.ProjectID, "totp", "verify", m)
 	if err := checkCodeShape(code); err != nil {
@@ -141,6 +160,21 @@ func (s *Service) VerifyTOTP(ctx context.Context, pr *Principal, code string, m 
 			return err
 		}
 		now := s.now().UTC()
+		enrolling := f.Status != factorEnrolled
+		var before store.Enrolled
+		if enrolling {
+			if !now.Before(f.CreatedAt.Add(TOTPPendingLifetime)) {
+				if err := tx.DeleteFactor(u.ID, factorTOTP); err != nil {
+					return err
+				}
+				return a.fail(tx, errTOTPPendingExpired)
+			}
+			if before, err = requireRecentAuth(tx, pr, f.CreatedAt); isAuthError(err) {
+				return a.fail(tx, err)
+			} else if err != nil {
+				return err
+			}
+		}
 		if f.Failures >= TOTPFailureCap {
 			return a.fail(tx, errTOTPCapped)
 		}
@@ -166,9 +200,12 @@ func (s *Service) VerifyTOTP(ctx context.Context, pr *Principal, code string, m 
 			return a.fail(tx, ErrVerificationFailed)
 		}
 		f.LastStep, f.Failures, f.LockedUntil = step, 0, time.Time{}
-		if f.Status != factorEnrolled {
+		if enrolling {
 			f.Status, f.EnrolledAt = factorEnrolled, &now
 			if err := s.emit(tx, u.ProjectID, "totp.enrolled", map[string]string{"user_id": u.ID}); err != nil {
+				return err
+			}
+			if err := factorAdded(tx, u.ID, before, factorTOTP); err != nil {
 				return err
 			}
 		}
@@ -186,15 +223,7 @@ func (s *Service) VerifyTOTP(ctx context.Context, pr *Principal, code string, m 
 // clearTOTPFailures resets userID's TOTP failure count and lockout inside
 // tx (a backup-code login, an admin reset); ErrNotFound without a factor.
 func clearTOTPFailures(tx store.Tx, userID string) error {
-	f, err := tx.Factor(userID, factorTOTP)
-	if err != nil {
-		return err
-	}
-	if f.Failures == 0 && f.LockedUntil.IsZero() {
-		return nil
-	}
-	f.Failures, f.LockedUntil = 0, time.Time{}
-	return tx.PutFactor(f)
+	return clearFactorFailures(tx, userID, factorTOTP)
 }
 
 // ResetTOTP clears a user's TOTP failure count and lockout, the

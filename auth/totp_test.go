@@ -77,6 +77,23 @@ func (f *totpFixture) putSecret(secret []byte) {
 	}
 }
 
+// putEnrolled stores secret as the user's enrolled TOTP factor.
+func (f *totpFixture) putEnrolled(secret []byte) {
+	f.t.Helper()
+	f.putSecret(secret)
+	err := f.db.Update(ctx, func(tx store.Tx) error {
+		fa, err := tx.Factor(f.u.ID, "totp")
+		if err != nil {
+			return err
+		}
+		fa.Status, fa.EnrolledAt = "enrolled", &f.now
+		return tx.PutFactor(fa)
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (f *totpFixture) factor() *store.Factor {
 	f.t.Helper()
 	var fa *store.Factor

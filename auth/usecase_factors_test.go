@@ -260,6 +260,7 @@ func TestSMSEnrollAndStepUp(t *testing.T) {
 	ok(t, ts.VerifySMSCode(ctx, pr, ts.smsCode(phone), ts.meta))
 	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
 	ok(t, err)
+	ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta)) // enrolls it
 	ts.clock.Advance(auth.StepUpWindow + time.Second)
 	ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta)) // the step-up
 	ok(t, ts.SendSMSCode(ctx, pr, other, ts.meta))

@@ -48,17 +48,21 @@ type stepUpAccount struct {
 // relying party of its passkeys.
 const passkeyOrigin = "https://auth.example.com"
 
-// setUpAccount signs addr in by email code and gives the account a batch
-// of backup codes and the factors f (each allowed: the setup session is
-// fresh, then has proven each factor it enrolls).
+// setUpAccount signs addr in by email code and gives the account the
+// factors f and then a batch of backup codes (each allowed: the setup
+// session is fresh, then has proven each factor it enrolls; codes made
+// before the first factor would not survive it).
 func (ts *testService) setUpAccount(addr string, f factors, n int) *stepUpAccount {
 	ts.t.Helper()
 	t := ts.t
 	acc := &stepUpAccount{addr: addr, phone: fmt.Sprintf("+1555123%04d", n), authn: passkeytest.New(passkeyOrigin)}
 	_, pr := ts.signIn(addr)
-	codes, err := ts.GenerateBackupCodes(ctx, pr, ts.meta)
-	ok(t, err)
-	acc.backup = codes
+	defer func() {
+		codes, err := ts.GenerateBackupCodes(ctx, pr, ts.meta)
+		ok(t, err)
+		acc.backup = codes
+		ts.clock.Advance(auth.SMSSendInterval + time.Second) // past the SMS and TOTP steps used
+	}()
 	if f.passkey {
 		ok(t, ts.addPasskey(pr, acc.authn))
 	}
@@ -72,7 +76,6 @@ func (ts *testService) setUpAccount(addr string, f factors, n int) *stepUpAccoun
 		ok(t, ts.SendSMSCode(ctx, pr, acc.phone, ts.meta))
 		ok(t, ts.VerifySMSCode(ctx, pr, ts.smsCode(acc.phone), ts.meta))
 	}
-	ts.clock.Advance(auth.SMSSendInterval + time.Second) // past the SMS and TOTP steps used
 	return acc
 }
 

@@ -24,13 +24,27 @@ type TOTPState struct {
 	Capped bool
 }
 
+// SMSState is a user's enrolled phone's guessing limits as the operator
+// sees them (see SMSMaxFailures).
+type SMSState struct {
+	// Failures counts the consecutive failed codes of the enrolled phone.
+	Failures int
+	// LockedUntil is when a timed lockout ends (RFC 3339 UTC); "" when
+	// none is running.
+	LockedUntil string
+	// Capped is true after SMSFailureCap consecutive failures: SMS is
+	// locked until a backup-code login or ResetSMS.
+	Capped bool
+}
+
 // UserDetail is one user as the dashboard's user page shows it.
 type UserDetail struct {
 	User AdminUser
-	// TOTP is the TOTP factor, nil when the user has none.
+	// TOTP is the TOTP factor, nil when the user has none (a pending
+	// enrolment older than TOTPPendingLifetime is none).
 	TOTP *TOTPState
-	// SMS is true when an SMS factor is enrolled.
-	SMS bool
+	// SMS is the enrolled phone, nil when the user has none.
+	SMS *SMSState
 	// Passkeys counts the user's passkeys.
 	Passkeys int
 	// BackupCodes is true when the user has a batch of backup codes.
@@ -59,18 +73,22 @@ func (s *Service) AdminUserDetail(ctx context.Context, id string, sessionLimit i
 		if d.User, err = viewAdminUser(tx, u); err != nil {
 			return err
 		}
-		if f, err := tx.Factor(u.ID, factorTOTP); err == nil {
+		if f, err := tx.Factor(u.ID, factorTOTP); err == nil && (f.Status == factorEnrolled || s.now().Before(f.CreatedAt.Add(TOTPPendingLifetime))) {
 			st := &TOTPState{Status: f.Status, Failures: f.Failures, Capped: f.Failures >= TOTPFailureCap}
 			if s.now().Before(f.LockedUntil) {
 				st.LockedUntil = formatTime(f.LockedUntil)
 			}
 			d.TOTP = st
-		} else if !errors.Is(err, store.ErrNotFound) {
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if f, err := tx.Factor(u.ID, factorSMS); err == nil {
-			d.SMS = f.Status == factorEnrolled
-		} else if !errors.Is(err, store.ErrNotFound) {
+		if f, err := tx.Factor(u.ID, factorSMS); err == nil && f.Status == factorEnrolled {
+			st := &SMSState{Failures: f.Failures, Capped: f.Failures >= SMSFailureCap}
+			if s.now().Before(f.LockedUntil) {
+				st.LockedUntil = formatTime(f.LockedUntil)
+			}
+			d.SMS = st
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		pks, err := tx.UserPasskeys(u.ProjectID, u.ID)

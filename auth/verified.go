@@ -149,10 +149,14 @@ func (s *Service) replaceUnverified(tx store.Tx, p *store.Project, old *store.Us
 }
 
 // newUser creates p's user with email inside tx and emits
-// user.registered.
+// user.registered. An unverified one registered itself (Vouched false:
+// a sign-in proving the address replaces it).
 func (s *Service) newUser(tx store.Tx, p *store.Project, email string, verified bool) (*store.User, error) {
 	now := s.now().UTC()
 	u := &store.User{ID: newID(), ProjectID: p.ID, Email: email, CreatedAt: now, UpdatedAt: now, EmailVerified: boolPtr(verified)}
+	if !verified {
+		u.Vouched = boolPtr(false)
+	}
 	if err := tx.PutUser(u); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ func (s *Server) adminRoutes() {
 	r.GET("/api/v1/admin/users/:id/sessions", s.admin(s.listUserSessions))
 	r.POST("/api/v1/admin/users/:id/sessions/revoke", s.admin(s.revokeUserSessions))
 	r.POST("/api/v1/admin/users/:id/factors/totp/reset", s.admin(s.resetTOTP))
+	r.POST("/api/v1/admin/users/:id/factors/sms/reset", s.admin(s.resetSMS))
 	r.GET("/api/v1/admin/events", s.admin(s.listEvents))
 	r.GET("/api/v1/admin/backup", s.admin(s.backup))
 }
@@ -303,6 +304,17 @@ func (s *Server) resetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.
 		return err
 	}
 	if err := s.auth.ResetTOTP(r.Context(), p.ByName("id"), s.meta(r, false)); err != nil {
+		return err
+	}
+	return ok(w, nil)
+}
+
+// resetSMS clears a user's SMS lockout and failure count.
+func (s *Server) resetSMS(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := noFields(w, r); err != nil {
+		return err
+	}
+	if err := s.auth.ResetSMS(r.Context(), p.ByName("id"), s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)

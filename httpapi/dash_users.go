@@ -152,6 +152,36 @@ func (s *Server) dashResetTOTP(w http.ResponseWriter, r *http.Request, p httprou
 	return s.done(w, r, page, userBack(r, d.User), "TOTP lockout of "+d.User.Email+" reset.")
 }
 
+func (s *Server) confirmResetSMS(r *http.Request, p httprouter.Params) (confirmation, error) {
+	d, c, err := s.userConfirmation(r, p.ByName("id"))
+	if err != nil {
+		return c, err
+	}
+	if d.SMS == nil {
+		return c, auth.ErrSMSNotEnrolled
+	}
+	c.Facts = append(c.Facts, fact{"SMS failures", fmt.Sprint(d.SMS.Failures)})
+	if d.SMS.LockedUntil != "" {
+		c.Facts = append(c.Facts, fact{"SMS locked until", d.SMS.LockedUntil})
+	}
+	c.Heading = "Reset this user's SMS lockout?"
+	c.Effects = []string{"Clears the failure count and any lockout of the enrolled phone, including the one after 100 failures: its codes are accepted again at once.",
+		"The phone stays enrolled. Do this only once you know the user is who they say."}
+	c.Button = "Reset SMS lockout"
+	return c, nil
+}
+
+func (s *Server) dashResetSMS(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
+	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
+	if err != nil {
+		return err
+	}
+	if err := s.auth.ResetSMS(r.Context(), d.User.ID, s.meta(r, false)); err != nil {
+		return err
+	}
+	return s.done(w, r, page, userBack(r, d.User), "SMS lockout of "+d.User.Email+" reset.")
+}
+
 func (s *Server) confirmDeleteUser(r *http.Request, p httprouter.Params) (confirmation, error) {
 	_, c, err := s.userConfirmation(r, p.ByName("id"))
 	c.Heading = "Delete this user?"

@@ -109,6 +109,7 @@ func (s *Server) dashboardRoutes() {
 	s.dashConfirmed("/admin/users/:id/disable", s.confirmDisableUser, s.dashDisableUser)
 	s.dashConfirmed("/admin/users/:id/revoke-sessions", s.confirmRevokeSessions, s.dashRevokeSessions)
 	s.dashConfirmed("/admin/users/:id/reset-totp", s.confirmResetTOTP, s.dashResetTOTP)
+	s.dashConfirmed("/admin/users/:id/reset-sms", s.confirmResetSMS, s.dashResetSMS)
 	s.dashConfirmed("/admin/users/:id/delete", s.confirmDeleteUser, s.dashDeleteUser)
 	r.GET("/admin/events", s.dash(s.dashEvents))
 }

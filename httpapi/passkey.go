@@ -178,7 +178,7 @@ func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request, p httprou
 	if err != nil {
 		return err
 	}
-	if err := s.auth.DeletePasskey(r.Context(), pr.ProjectID, pr.UserID, rest, s.meta(r, false)); err != nil {
+	if err := s.auth.DeleteSessionPasskey(r.Context(), pr, rest, s.meta(r, false)); err != nil {
 		return err
 	}
 	return ok(w, nil)

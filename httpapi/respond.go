@@ -100,6 +100,7 @@ var statusByCode = map[string]int{
 	"NOT_FOUND":                 http.StatusNotFound,
 	"USER_NOT_FOUND":            http.StatusNotFound,
 	"TOTP_NOT_ENROLLED":         http.StatusNotFound,
+	"SMS_NOT_ENROLLED":          http.StatusNotFound,
 	"PASSKEY_NOT_FOUND":         http.StatusNotFound,
 	"PROJECT_NOT_FOUND":         http.StatusNotFound,
 	"EXTERNAL_METHOD_NOT_FOUND": http.StatusNotFound,

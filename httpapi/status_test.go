@@ -60,6 +60,7 @@ var statusTable = []struct {
 	{"ErrRiskBlocked", auth.ErrRiskBlocked, 403},
 	{"ErrVerificationFailed", auth.ErrVerificationFailed, 401},
 	{"ErrTOTPNotEnrolled", auth.ErrTOTPNotEnrolled, 404},
+	{"ErrSMSNotEnrolled", auth.ErrSMSNotEnrolled, 404},
 	{"ErrAlreadyEnrolled", auth.ErrAlreadyEnrolled, 409},
 	{"ErrTooManyAttempts", auth.ErrTooManyAttempts, 429},
 	{"ErrSendFailed", auth.ErrSendFailed, 502},

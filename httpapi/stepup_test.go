@@ -191,6 +191,7 @@ func TestLoginResultsShowProofs(t *testing.T) {
 	// a failed code changes nothing.
 	secret := ts.enrollTOTP(tok)
 	ts.wantSessionProofs(tok, []string{"otp", "totp"}, false)
+	codes = ts.backupCodes(tok) // those made before TOTP went with its enrolment
 	ts.Clock.Advance(31 * time.Second)
 	pending := ts.wantProofs(ts.login("a@example.com"), []string{"otp"}, true)
 	link = ts.magicToken("a@example.com", nil)

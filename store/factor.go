@@ -36,6 +36,11 @@ func (tx boltTx) PutFactor(f *Factor) error {
 	return tx.put(bucketFactors, compound(f.UserID, f.Kind), f)
 }
 
+// DeleteFactor removes userID's factor of kind.
+func (tx boltTx) DeleteFactor(userID, kind string) error {
+	return tx.del(bucketFactors, compound(userID, kind))
+}
+
 // DeleteFactors removes every factor, backup batch and passkey of u.
 func (tx boltTx) DeleteFactors(u *User) error {
 	for _, k := range []string{"totp", "sms"} {
@@ -77,6 +82,11 @@ func (tx boltTx) BackupCodes(userID string) (*BackupCodes, error) {
 // PutBackupCodes stores b, replacing the previous batch.
 func (tx boltTx) PutBackupCodes(b *BackupCodes) error {
 	return tx.put(bucketBackupCodes, []byte(b.UserID), b)
+}
+
+// DeleteBackupCodes removes userID's batch.
+func (tx boltTx) DeleteBackupCodes(userID string) error {
+	return tx.del(bucketBackupCodes, []byte(userID))
 }
 
 // Grant is a Pattern B external-method result waiting to be redeemed,

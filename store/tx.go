@@ -253,11 +253,15 @@ type Factors interface {
 	Factor(userID, kind string) (*Factor, error)
 	// PutFactor creates or replaces the factor (f.UserID, f.Kind).
 	PutFactor(f *Factor) error
+	// DeleteFactor removes userID's factor of kind.
+	DeleteFactor(userID, kind string) error
 	// BackupCodes returns userID's batch of backup codes.
 	BackupCodes(userID string) (*BackupCodes, error)
 	// PutBackupCodes stores b as b.UserID's batch, replacing the
 	// previous one.
 	PutBackupCodes(b *BackupCodes) error
+	// DeleteBackupCodes removes userID's batch of backup codes.
+	DeleteBackupCodes(userID string) error
 }
 
 // Passkeys is the WebAuthn credentials and the ceremonies in progress

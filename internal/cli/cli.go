@@ -76,7 +76,7 @@ var commands = []*command{
 	methodCreate, methodList, methodDisable, methodEnable,
 	providerAdd, providerList, providerSet, providerRemove,
 	webhookList,
-	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userSessions, userRevokeSessions,
+	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userResetSMS, userSessions, userRevokeSessions,
 	userExport, userImport,
 	templateList, templatePut, templateDelete, templatePreview,
 	events,

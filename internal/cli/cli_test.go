@@ -399,6 +399,9 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 	wantFail(t, ts.cli("user", "reset-totp", uid), 1, "(TOTP_NOT_ENROLLED)")
 	wantFail(t, ts.cli("user", "reset-totp", "nope"), 1, "(USER_NOT_FOUND)")
 	wantFail(t, ts.cli("user", "reset-totp"), 2)
+	wantFail(t, ts.cli("user", "reset-sms", uid), 1, "(SMS_NOT_ENROLLED)")
+	wantFail(t, ts.cli("user", "reset-sms", "nope"), 1, "(USER_NOT_FOUND)")
+	wantFail(t, ts.cli("user", "reset-sms"), 2)
 
 	if row := tableRow(t, ts.ok("method", "disable", mid), mid); row[2] != "card" || row[3] != "direct" || row[4] != "inactive" {
 		t.Fatalf("row=%q", row)
@@ -697,7 +700,7 @@ func TestUnknownCommandUsage(t *testing.T) {
 		"method create", "method list", "method disable ID", "method enable ID",
 		"provider add", "provider list", "provider set NAME", "provider remove NAME",
 		"webhook list",
-		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID", "user sessions ID", "user revoke-sessions ID",
+		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID", "user reset-sms ID", "user sessions ID", "user revoke-sessions ID",
 		"events", "backup",
 	} {
 		want = append(want, "latchkey "+name)
@@ -911,6 +914,32 @@ func TestUserResetTOTP(t *testing.T) {
 		t.Fatalf("factor=%+v, want reset and still there", f)
 	}
 	if got := ts.okJSON("user", "reset-totp", uid); len(got) != 1 {
+		t.Fatalf("--json=%v, want {success:true}", got)
+	}
+}
+
+// TestUserResetSMS: `user reset-sms ID` lifts the enrolled phone's
+// lockout through the admin API, keeping the phone; --json prints
+// {success:true}. (The server has no SMS provider: the locked factor is
+// written as wrong codes would leave it.)
+func TestUserResetSMS(t *testing.T) {
+	ts := newTestServer(t, testAdminToken)
+	_, uid := ts.totpUser("smslocked@example.com")
+	now := time.Now().UTC()
+	err := ts.db.Update(ctx, func(tx store.Tx) error {
+		return tx.PutFactor(&store.Factor{UserID: uid, ProjectID: ts.Project.ID, Kind: "sms", Status: "enrolled", Phone: "+15551230001",
+			Failures: 100, LockedUntil: now.Add(time.Hour), CreatedAt: now, EnrolledAt: &now})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, ts.ok("user", "reset-sms", uid), "Reset the SMS lockout of user "+uid)
+	var f *store.Factor
+	ts.db.View(ctx, func(tx store.Tx) (err error) { f, err = tx.Factor(uid, "sms"); return err })
+	if f == nil || f.Failures != 0 || !f.LockedUntil.IsZero() || f.Phone != "+15551230001" {
+		t.Fatalf("factor=%+v, want reset and still enrolled", f)
+	}
+	if got := ts.okJSON("user", "reset-sms", uid); len(got) != 1 {
 		t.Fatalf("--json=%v, want {success:true}", got)
 	}
 }

@@ -581,6 +581,24 @@ var userResetTOTP = &command{
 	},
 }
 
+var userResetSMS = &command{
+	name:    "user reset-sms",
+	args:    []string{"ID"},
+	summary: "lift a user's SMS lockout",
+	help: "Clear the failure count and lockout of the enrolled phone of the user ID, the\n" +
+		"lock after 100 failures included; the phone stays enrolled. A sign-in with a\n" +
+		"backup code does the same.",
+	flags: func(fs *flag.FlagSet) action {
+		return func(ctx context.Context, c *call) error {
+			id := c.args[0]
+			return c.send(ctx, "POST", "/api/v1/admin/users/"+pathID(id)+"/factors/sms/reset", nil, map[string]any{}, nil, func() error {
+				_, err := fmt.Fprintf(c.out, "Reset the SMS lockout of user %s; the phone stays enrolled.\n", cell(id))
+				return err
+			})
+		}
+	},
+}
+
 // Events.
 
 // failureCategories are the failure categories events carry (the

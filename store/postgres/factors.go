@@ -24,13 +24,15 @@ const (
 			last_step = excluded.last_step, failures = excluded.failures,
 			locked_until = excluded.locked_until, created_at = excluded.created_at,
 			enrolled_at = excluded.enrolled_at`
-	sqlBackupCodes = `SELECT project_id, hashes, used, created_at
+	sqlDeleteFactor = `DELETE FROM factors WHERE user_id = $1 AND kind = $2`
+	sqlBackupCodes  = `SELECT project_id, hashes, used, created_at
 		FROM backup_codes WHERE user_id = $1`
 	sqlPutBackupCodes = `INSERT INTO backup_codes (user_id, project_id, hashes, used, created_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (user_id) DO UPDATE SET project_id = excluded.project_id,
 			hashes = excluded.hashes, used = excluded.used, created_at = excluded.created_at`
-	sqlGrant = `SELECT method_id, project_id, external_user_id, email, created_at, expires_at, used_at
+	sqlDeleteBackupCodes = `DELETE FROM backup_codes WHERE user_id = $1`
+	sqlGrant             = `SELECT method_id, project_id, external_user_id, email, created_at, expires_at, used_at
 		FROM grants WHERE hash = $1`
 	sqlPutGrant = `INSERT INTO grants (hash, method_id, project_id, external_user_id, email, created_at, expires_at, used_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -68,6 +70,15 @@ func (tx *txn) PutFactor(f *store.Factor) error {
 	return err
 }
 
+// DeleteFactor removes userID's factor of kind.
+func (tx *txn) DeleteFactor(userID, kind string) error {
+	if !validText(userID) || !validText(kind) {
+		return nil
+	}
+	_, err := tx.exec(sqlDeleteFactor, userID, kind)
+	return err
+}
+
 // BackupCodes returns userID's batch of backup codes.
 func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) {
 	b := &store.BackupCodes{UserID: userID}
@@ -82,6 +93,15 @@ func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) {
 // one.
 func (tx *txn) PutBackupCodes(b *store.BackupCodes) error {
 	_, err := tx.exec(sqlPutBackupCodes, b.UserID, b.ProjectID, b.Hashes, b.Used, timeArg(b.CreatedAt))
+	return err
+}
+
+// DeleteBackupCodes removes userID's batch of backup codes.
+func (tx *txn) DeleteBackupCodes(userID string) error {
+	if !validText(userID) {
+		return nil
+	}
+	_, err := tx.exec(sqlDeleteBackupCodes, userID)
 	return err
 }
 
