@@ -129,9 +129,9 @@ func (s Suite) authEventsQueries(t *testing.T) {
 	for _, c := range codes[1:] {
 		filters = append(filters, store.AuthEventFilter{FailureCode: c})
 	}
-	view(t, db, func(tx store.Tx) error {
-		for _, f := range filters {
-			for _, limit := range []int{0, 1, 7, 100, 1000} {
+	for _, f := range filters {
+		for _, limit := range []int{0, 1, 7, 100, 1000} {
+			t.Run(fmt.Sprintf("%q/%q/%d", f.ProjectID, f.FailureCode, limit), func(t *testing.T) {
 				var want []string
 				for _, e := range newest {
 					if (f.ProjectID == "" || e.ProjectID == f.ProjectID) && (f.FailureCode == "" || e.FailureCode == f.FailureCode) {
@@ -141,32 +141,33 @@ func (s Suite) authEventsQueries(t *testing.T) {
 				var got []string
 				f := f
 				f.Limit = limit
-				for pages := 0; ; pages++ {
-					if pages > 700 {
-						return fmt.Errorf("%q/%q/%d: pagination does not end", f.ProjectID, f.FailureCode, limit)
+				view(t, db, func(tx store.Tx) error {
+					for pages := 0; ; pages++ {
+						if pages > 700 {
+							return errors.New("pagination does not end")
+						}
+						evs, more, err := tx.AuthEvents(f)
+						if err != nil {
+							return err
+						}
+						if evs == nil || (limit > 0 && len(evs) > limit) || (more && len(evs) != limit) {
+							return fmt.Errorf("page of %d events (limit %d, never nil), more=%v", len(evs), limit, more)
+						}
+						for _, e := range evs {
+							got = append(got, e.ID)
+						}
+						if !more {
+							return nil
+						}
+						f.Before = evs[len(evs)-1].Pos
 					}
-					evs, more, err := tx.AuthEvents(f)
-					if err != nil {
-						return err
-					}
-					if evs == nil || (limit > 0 && len(evs) > limit) || (more && len(evs) != limit) {
-						return fmt.Errorf("%q/%q: page of %d events (limit %d, never nil), more=%v", f.ProjectID, f.FailureCode, len(evs), limit, more)
-					}
-					for _, e := range evs {
-						got = append(got, e.ID)
-					}
-					if !more {
-						break
-					}
-					f.Before = evs[len(evs)-1].Pos
-				}
+				})
 				if !slices.Equal(got, want) {
-					return fmt.Errorf("%q/%q/%d: got %d events %v…, want %d %v…", f.ProjectID, f.FailureCode, limit, len(got), head(got), len(want), head(want))
+					t.Fatalf("got %d events %v…, want %d %v…", len(got), head(got), len(want), head(want))
 				}
-			}
+			})
 		}
-		return nil
-	})
+	}
 	// Before a time: events older than it.
 	if ids := listEvents(t, db, store.AuthEventFilter{Before: store.PosBefore(t0.Add(time.Second)), Limit: 10}); fmt.Sprint(ids) != "[e2 e1 e0]" {
 		t.Fatalf("before t0+1s: %v", ids)
