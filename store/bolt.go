@@ -481,6 +481,21 @@ func (tx boltTx) put(bucket, key []byte, v any) error {
 
 func (tx boltTx) del(bucket, key []byte) error { return tx.bucket(bucket).Delete(key) }
 
+// keyCount returns how many keys b holds. Bucket.Stats counts the pages
+// as last committed, so in a write transaction, which may have changed
+// them, the keys are walked instead.
+func keyCount(b *bolt.Bucket) int {
+	if !b.Tx().Writable() {
+		return b.Stats().KeyN
+	}
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
 // nextSeq returns the bucket's next sequence number as an 8-byte key.
 func (tx boltTx) nextSeq(bucket []byte) ([]byte, uint64, error) {
 	n, err := tx.bucket(bucket).NextSequence()

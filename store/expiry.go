@@ -275,7 +275,7 @@ func (tx boltTx) ExpiryDue(kind Expiring, now time.Time) (bool, error) {
 // ExpiringCount returns how many rows of kind are stored. It walks the
 // kind's index: for tests and tools, not for requests.
 func (tx boltTx) ExpiringCount(kind Expiring) (int, error) {
-	return tx.bucket(expiries[kind].index).Stats().KeyN, nil
+	return keyCount(tx.bucket(expiries[kind].index)), nil
 }
 
 // SweepExpired deletes up to max rows of kind that are due at now (due at

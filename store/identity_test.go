@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -14,15 +13,6 @@ import (
 )
 
 var idT0 = time.Date(2026, 11, 28, 9, 30, 0, 123456789, time.UTC)
-
-// identityKeys returns the "user issuer subject" of ids, in order.
-func identityKeys(ids []*store.Identity) []string {
-	out := []string{}
-	for _, id := range ids {
-		out = append(out, id.UserID+" "+id.Issuer+" "+id.Subject)
-	}
-	return out
-}
 
 // putIdentities writes users and links: p has u1 (two links) and u2
 // (one); p2 has u3 (one, under an issuer p also uses, with u1's
@@ -58,136 +48,6 @@ func putIdentities(t *testing.T, db store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestIdentities: links to provider accounts round-trip exactly, are
-// found by (project, issuer, subject) only, list under their user in
-// key order, move whole to another user when replaced, refuse keys that
-// are not text, and go with their user and with their project.
-func TestIdentities(t *testing.T) {
-	t.Parallel()
-	db := storetest.Open(t)
-	putIdentities(t, db)
-	err := db.Update(ctx, func(tx store.Tx) error {
-		got, err := tx.Identity("p", "https://github.com", "4242")
-		if err != nil {
-			return err
-		}
-		want := store.Identity{ProjectID: "p", Issuer: "https://github.com", Subject: "4242", UserID: "u1", Provider: "gh", CreatedAt: idT0}
-		if !got.CreatedAt.Equal(idT0) {
-			t.Errorf("CreatedAt=%v, want %v", got.CreatedAt, idT0)
-		}
-		got.CreatedAt = idT0
-		if *got != want {
-			t.Errorf("Identity=%+v, want %+v", *got, want)
-		}
-		for _, k := range [][3]string{{"p", "https://github.com", "4243"}, {"p", "https://github.co", "4242"}, {"p3", "https://github.com", "4242"},
-			{"p", "https://github.com", ""}, {"p", "", "4242"}, {"", "https://github.com", "4242"}, {"p", "https://github.com", "4242\x00"},
-			{"p", "https://github.com\x00", "4242"}, {"p", "https://github.com", "\xff"}} {
-			if _, err := tx.Identity(k[0], k[1], k[2]); !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("Identity(%q)=%v, want ErrNotFound", k, err)
-			}
-		}
-		list, err := tx.UserIdentities("u1")
-		if err != nil {
-			return err
-		}
-		if got, want := identityKeys(list), []string{"u1 https://accounts.google.com 1077", "u1 https://github.com 4242"}; !reflect.DeepEqual(got, want) {
-			t.Errorf("UserIdentities(u1)=%q, want %q", got, want)
-		}
-		if list, err := tx.UserIdentities("nobody"); err != nil || list == nil || len(list) != 0 {
-			t.Errorf("UserIdentities(nobody)=%v, %v: want empty, not nil", list, err)
-		}
-		// Keys and fields that are not text are refused, changing
-		// nothing; the transaction goes on.
-		for _, bad := range []*store.Identity{
-			{ProjectID: "p", Issuer: "https://x", Subject: "a\x00b", UserID: "u1"},
-			{ProjectID: "p", Issuer: "https://x", Subject: "\xc3", UserID: "u1"},
-			{ProjectID: "p", Issuer: "https://x", Subject: "", UserID: "u1"},
-			{ProjectID: "p", Issuer: "", Subject: "s", UserID: "u1"},
-			{ProjectID: "p", Issuer: "https://x", Subject: "s", UserID: ""},
-			{ProjectID: "p", Issuer: "https://x", Subject: "s", UserID: "u1", Provider: "\x00"},
-		} {
-			if err := tx.PutIdentity(bad); !errors.Is(err, store.ErrBadIdentity) {
-				t.Errorf("PutIdentity(%q)=%v, want ErrBadIdentity", *bad, err)
-			}
-		}
-		// Replaced: the link moves to u2.
-		return tx.PutIdentity(&store.Identity{ProjectID: "p", Issuer: "https://github.com", Subject: "4242", UserID: "u2", Provider: "github", CreatedAt: idT0.Add(time.Hour)})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lists := func() map[string][]string {
-		out := map[string][]string{}
-		db.View(ctx, func(tx store.Tx) error {
-			for _, u := range []string{"u1", "u2", "u3", "gone"} {
-				list, err := tx.UserIdentities(u)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out[u] = identityKeys(list)
-			}
-			return nil
-		})
-		return out
-	}
-	want := map[string][]string{
-		"u1":   {"u1 https://accounts.google.com 1077"},
-		"u2":   {"u2 https://accounts.google.com 2088", "u2 https://github.com 4242"},
-		"u3":   {"u3 https://accounts.google.com 1077"},
-		"gone": {},
-	}
-	if got := lists(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the move: %q, want %q", got, want)
-	}
-	check(t, db)
-
-	// DeleteUser takes u2's links, not u1's nor another project's.
-	err = db.Update(ctx, func(tx store.Tx) error {
-		u, err := tx.User("u2")
-		if err != nil {
-			return err
-		}
-		if err := tx.DeleteUser(u); err != nil {
-			return err
-		}
-		_, err = tx.Identity("p", "https://github.com", "4242")
-		if !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("a deleted user's link: %v, want ErrNotFound", err)
-		}
-		// A link whose user is gone (left by an older release), for
-		// DeleteProject to find.
-		return tx.PutIdentity(&store.Identity{ProjectID: "p", Issuer: "https://idp.example", Subject: "orphan", UserID: "gone", CreatedAt: idT0})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want["u2"], want["gone"] = []string{}, []string{"gone https://idp.example orphan"}
-	if got := lists(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after DeleteUser: %q, want %q", got, want)
-	}
-
-	// DeleteProject takes the project's links, the orphan's too.
-	if err := db.Update(ctx, func(tx store.Tx) error { _, err := tx.DeleteProject("p"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	want["u1"], want["gone"] = []string{}, []string{}
-	if got := lists(); !reflect.DeepEqual(got, want) {
-		t.Fatalf("after DeleteProject: %q, want %q", got, want)
-	}
-	db.View(ctx, func(tx store.Tx) error {
-		for _, k := range [][3]string{{"p", "https://accounts.google.com", "1077"}, {"p", "https://idp.example", "orphan"}} {
-			if _, err := tx.Identity(k[0], k[1], k[2]); !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("Identity(%q) after DeleteProject: %v", k, err)
-			}
-		}
-		if _, err := tx.Identity("p2", "https://accounts.google.com", "1077"); err != nil {
-			t.Errorf("another project's link after DeleteProject: %v", err)
-		}
-		return nil
-	})
-	check(t, db)
 }
 
 // TestIdentitiesCopy: latchkey copy carries every link exactly, out of

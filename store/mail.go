@@ -57,7 +57,7 @@ func (tx boltTx) DeleteMail(id uint64) error {
 }
 
 // MailCount returns how many messages are queued.
-func (tx boltTx) MailCount() (int, error) { return tx.bucket(bucketMail).Stats().KeyN, nil }
+func (tx boltTx) MailCount() (int, error) { return keyCount(tx.bucket(bucketMail)), nil }
 
 // MailContent is what a queued message says, sealed into Mail.Body (the
 // keyring's aad is MailAAD). Kind "otp" carries Code, kind "magic" Link.

@@ -54,7 +54,11 @@ func (tx boltTx) UserPasskeys(projectID, userID string) ([]*Passkey, error) {
 		} else if err != nil {
 			return nil, err
 		}
-		out = append(out, pk)
+		// The index is by user and credential id: the project's
+		// credential of that id may be another user's.
+		if pk.UserID == userID {
+			out = append(out, pk)
+		}
 	}
 	sortPasskeys(out)
 	return out, nil

@@ -104,7 +104,9 @@ func (tx boltTx) ReadEnrolled(projectID, userID string, dst *Enrolled) error {
 }
 
 // enrolled reads what userID has enrolled in projectID: each factor's
-// status only, and whether one passkey row of the user's index exists.
+// status only, and whether one passkey row of the user's index exists in
+// the project (and is the user's: the index is by user and credential
+// id, and another user may hold a credential of that id there).
 func (tx boltTx) enrolled(projectID, userID string) (Enrolled, error) {
 	var en Enrolled
 	factors := tx.bucket(bucketFactors)
@@ -120,9 +122,17 @@ func (tx boltTx) enrolled(projectID, userID string) (Enrolled, error) {
 	if k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
 		rows := tx.bucket(bucketPasskeys)
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			if rows.Get(compound(projectID, string(k[len(prefix):]))) != nil {
-				en.Passkey = true
-				break
+			if v := rows.Get(compound(projectID, string(k[len(prefix):]))); v != nil {
+				var pk struct {
+					UserID string `json:"userId"`
+				}
+				if err := json.Unmarshal(v, &pk); err != nil {
+					return en, err
+				}
+				if pk.UserID == userID {
+					en.Passkey = true
+					break
+				}
 			}
 		}
 	}

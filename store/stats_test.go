@@ -10,46 +10,7 @@ import (
 	"time"
 
 	"latchkey/store"
-	"latchkey/store/storetest"
 )
-
-// TestStats: the queue sizes and the oldest queued mail are read back;
-// a data file has a size.
-func TestStats(t *testing.T) {
-	t.Parallel()
-	db := storetest.Open(t)
-	st, err := db.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.MailQueued != 0 || !st.OldestMail.IsZero() || st.DeliveriesQueued != 0 || st.OutboxEvents != 0 {
-		t.Fatalf("empty store: %+v", st)
-	}
-	if _, ok := db.(store.File); ok && (st.FileSize <= 0 || st.DataSize <= 0) {
-		t.Fatalf("empty file: %+v", st)
-	}
-	first := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
-	err = db.Update(ctx, func(tx store.Tx) error {
-		for i := range 3 {
-			if err := tx.EnqueueMail(&store.Mail{To: "a@example.com", CreatedAt: first.Add(time.Duration(i) * time.Minute)}); err != nil {
-				return err
-			}
-		}
-		if err := tx.EnqueueJob(&store.Job{WebhookID: "w", NextAttemptAt: first}); err != nil {
-			return err
-		}
-		return tx.AppendEvent(&store.Event{ID: "evt_1", Type: "user.registered"})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err = db.Stats(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st.MailQueued != 3 || !st.OldestMail.Equal(first) || st.DeliveriesQueued != 1 || st.OutboxEvents != 1 {
-		t.Fatalf("stats=%+v, want 3 mails (oldest %v), 1 delivery, 1 event", st, first)
-	}
-}
 
 // TestObserveCommit: every committed write transaction, by Update or
 // Batch, is timed; a rolled-back one is not (bbolt only).

@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +17,13 @@ import (
 	"latchkey/store/storetest"
 )
 
-// The tests of this package that open their store with storetest.Open
-// run on the backend LATCHKEY_TEST_STORE names; those about what only a
-// bbolt file does (its lock, its pages, its group commit, CheckFile)
-// open a file with openFile and run on bbolt whatever it names.
+// The store's contract is tested by package storetest's suites, which
+// TestConformance (conformance_test.go) runs on bbolt files and
+// store/postgres on PostgreSQL. The other tests of this package that
+// open their store with storetest.Open run on the backend
+// LATCHKEY_TEST_STORE names; those about what only a bbolt file does
+// (its lock, its pages, its group commit, CheckFile) open a file with
+// openFile and run on bbolt whatever it names.
 
 func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
 
@@ -47,34 +48,15 @@ func openFile(t *testing.T, opt store.Options) (store.DB, store.File) {
 	return db, db.(store.File)
 }
 
-// openDSN opens the store at dsn (storetest.New), closed when the test
-// ends.
-func openDSN(t *testing.T, dsn string, opt store.Options) store.DB {
+// t0 is the tests' fixed time.
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// mustTx runs fn in a write transaction and fails t on its error.
+func mustTx(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
 	t.Helper()
-	db, _, err := store.Open(ctx, dsn, opt)
-	if err != nil {
+	if err := db.Update(ctx, fn); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// reopen closes db and opens dsn again with opt.
-func reopen(t *testing.T, db store.DB, dsn string, opt store.Options) store.DB {
-	t.Helper()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return openDSN(t, dsn, opt)
-}
-
-// must returns v, failing the test (by a panic) on err: for reads whose
-// error no test expects.
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // check runs the file's consistency check in the middle of a test, on
@@ -86,46 +68,6 @@ func check(t *testing.T, db store.DB) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// TestClosed: after Close, transactions return ErrClosed.
-func TestClosed(t *testing.T) {
-	t.Parallel()
-	db := storetest.Open(t)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	none := func(store.Tx) error { return nil }
-	for name, call := range map[string]func() error{
-		"View":   func() error { return db.View(ctx, none) },
-		"Update": func() error { return db.Update(ctx, none) },
-		"Batch":  func() error { return db.Batch(ctx, none) },
-	} {
-		if err := call(); !errors.Is(err, store.ErrClosed) {
-			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
-		}
-	}
-}
-
-// TestCanceled: a context already done refuses a write, changing nothing.
-func TestCanceled(t *testing.T) {
-	t.Parallel()
-	db := storetest.Open(t)
-	done, cancel := context.WithCancel(ctx)
-	cancel()
-	put := func(tx store.Tx) error { return tx.SetAdminTokenHash([]byte("h")) }
-	if err := db.Update(done, put); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Update: %v, want context.Canceled", err)
-	}
-	if err := db.Batch(done, put); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Batch: %v, want context.Canceled", err)
-	}
-	db.View(ctx, func(tx store.Tx) error {
-		if h, err := tx.AdminTokenHash(); err != nil || h != nil {
-			t.Fatalf("stored %q (%v) after refused writes", h, err)
-		}
-		return nil
-	})
 }
 
 // TestOpenRefusesNewerSchema: a data file of a newer latchkey is refused
@@ -175,46 +117,6 @@ func TestOpenInUse(t *testing.T) {
 	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("data file mode %v", fi.Mode().Perm())
-	}
-}
-
-// TestBatch: concurrent Batch calls all commit; a failing call gets its
-// own error and does not undo the others.
-func TestBatch(t *testing.T) {
-	t.Parallel()
-	db := storetest.Open(t)
-	var wg sync.WaitGroup
-	errs := make([]error, 200)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = db.Batch(ctx, func(tx store.Tx) error {
-				if i%50 == 7 {
-					return fmt.Errorf("call %d refuses", i)
-				}
-				return tx.AddAuthEvent(&store.AuthEvent{ID: fmt.Sprintf("ev%03d", i), ProjectID: "p", CreatedAt: time.Unix(int64(i), 0)})
-			})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if i%50 == 7 {
-			if err == nil || err.Error() != fmt.Sprintf("call %d refuses", i) {
-				t.Fatalf("call %d: err = %v", i, err)
-			}
-		} else if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-	}
-	var n int
-	db.View(ctx, func(tx store.Tx) error {
-		evs, _, err := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 1000})
-		n = len(evs)
-		return err
-	})
-	if n != 196 {
-		t.Fatalf("%d events committed, want 196", n)
 	}
 }
 
@@ -304,120 +206,3 @@ func TestLoadMasterKey(t *testing.T) {
 		t.Fatalf("bad file: %v", err)
 	}
 }
-
-// TestDueJobs: each webhook's due jobs come earliest first, a webhook
-// without room is skipped, jobs in flight are skipped, future jobs wait.
-func TestDueJobs(t *testing.T) {
-	t.Parallel()
-	db := storetest.Open(t)
-	t0 := time.Unix(1_800_000_000, 0)
-	db.Update(ctx, func(tx store.Tx) error {
-		for i := 0; i < 5; i++ {
-			tx.EnqueueJob(&store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: t0.Add(time.Duration(i) * time.Second)})
-			tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: fmt.Sprint("b", i), NextAttemptAt: t0.Add(time.Duration(i) * time.Second)})
-		}
-		return nil
-	})
-	due := func(now time.Time, limit int, after string, room map[string]int, skip map[string]bool) []string {
-		var ids []string
-		db.View(ctx, func(tx store.Tx) error {
-			seqs := map[uint64]bool{}
-			jobs, err := tx.DueJobs(now, 100, "", 100, func(string, int) int { return 100 }, nil2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, j := range jobs {
-				if skip[j.EventID] {
-					seqs[j.Seq] = true
-				}
-			}
-			jobs, err = tx.DueJobs(now, limit, after, 100, func(h string, _ int) int { return room[h] }, func(s uint64) bool { return seqs[s] })
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, j := range jobs {
-				ids = append(ids, j.EventID)
-			}
-			return nil
-		})
-		return ids
-	}
-	got := fmt.Sprint(due(t0.Add(2*time.Second), 10, "", map[string]int{"hook-a": 2, "hook-b": 10}, map[string]bool{"b0": true}))
-	if got != "[a0 a1 b1 b2]" {
-		t.Fatalf("due = %s", got)
-	}
-	if got := fmt.Sprint(due(t0.Add(time.Hour), 3, "", map[string]int{"hook-a": 0, "hook-b": 10}, nil)); got != "[b0 b1 b2]" {
-		t.Fatalf("due = %s", got)
-	}
-	// Round robin: after hook-a comes hook-b, then hook-a again; a
-	// one-job scan after hook-a serves hook-b, after hook-b serves hook-a.
-	all := map[string]int{"hook-a": 10, "hook-b": 10}
-	for _, tt := range []struct{ after, want string }{
-		{"hook-a", "[b0]"}, {"hook-b", "[a0]"}, {"hook-0", "[a0]"}, {"hook-z", "[a0]"}, {"", "[a0]"},
-	} {
-		if got := fmt.Sprint(due(t0.Add(time.Hour), 1, tt.after, all, nil)); got != tt.want {
-			t.Fatalf("due after %q = %s, want %s", tt.after, got, tt.want)
-		}
-	}
-	if got := fmt.Sprint(due(t0.Add(time.Second), 10, "hook-a", all, nil)); got != "[b0 b1 a0 a1]" {
-		t.Fatalf("due after hook-a = %s, want [b0 b1 a0 a1]", got)
-	}
-	var next time.Time
-	db.View(ctx, func(tx store.Tx) (err error) { next, _, err = tx.NextJobAt(); return err })
-	if !next.Equal(t0) {
-		t.Fatalf("NextJobAt = %v", next)
-	}
-}
-
-// TestDueJobsPeek: room hears how many of a webhook's due jobs are not
-// skipped, counted up to peek; a webhook without room even at peek is
-// passed over without counting.
-func TestDueJobsPeek(t *testing.T) {
-	t.Parallel()
-	db := storetest.Open(t)
-	t0 := time.Unix(1_800_000_000, 0)
-	var skipSeq uint64
-	db.Update(ctx, func(tx store.Tx) error {
-		for i := 0; i < 5; i++ {
-			j := &store.Job{WebhookID: "hook-a", EventID: fmt.Sprint("a", i), NextAttemptAt: t0}
-			tx.EnqueueJob(j)
-			if i == 0 {
-				skipSeq = j.Seq
-			}
-		}
-		tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: "b0", NextAttemptAt: t0})
-		tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: "b1", NextAttemptAt: t0.Add(time.Second)})
-		tx.EnqueueJob(&store.Job{WebhookID: "hook-b", EventID: "b2", NextAttemptAt: t0.Add(time.Hour)})
-		tx.EnqueueJob(&store.Job{WebhookID: "hook-c", EventID: "c0", NextAttemptAt: t0})
-		return nil
-	})
-	heard := map[string][]int{}
-	var ids []string
-	db.View(ctx, func(tx store.Tx) error {
-		jobs, err := tx.DueJobs(t0.Add(time.Minute), 10, "", 3, func(h string, due int) int {
-			heard[h] = append(heard[h], due)
-			switch h {
-			case "hook-a":
-				return due - 1
-			case "hook-b":
-				return 10
-			}
-			return 0
-		}, func(seq uint64) bool { return seq == skipSeq })
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, j := range jobs {
-			ids = append(ids, j.EventID)
-		}
-		return nil
-	})
-	if got := fmt.Sprint(ids); got != "[a1 a2 b0 b1]" {
-		t.Fatalf("due = %s", got)
-	}
-	if got := fmt.Sprint(heard); got != "map[hook-a:[3 3] hook-b:[3 2] hook-c:[3]]" {
-		t.Fatalf("room heard %s, want each webhook asked at peek, then with its count up to peek", got)
-	}
-}
-
-func nil2(uint64) bool { return false }

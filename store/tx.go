@@ -30,7 +30,11 @@ import "time"
 //     otherwise, so id order is creation order.
 //   - Sequence numbers (Mail.ID, Event.Seq, Job.Seq, Delivery.Seq,
 //     EventPos.Seq) start at 1 and grow with every row of their kind,
-//     never reused; they need not be dense.
+//     never reused; they need not be dense. The method that assigns one
+//     sets it in the value passed by the time the transaction commits:
+//     EnqueueJob and AddDelivery before they return, AppendEvent,
+//     EnqueueMail and AddAuthEvent possibly only with the transaction's
+//     next statement (PostgreSQL sends the write with it).
 //   - Limits: a limit of 0 or less means no limit only where the comment
 //     says so.
 //   - Errors other than those named are the store's own (I/O, a lost
@@ -293,7 +297,8 @@ type ExternalMethods interface {
 	// ExternalMethod returns the registration with id.
 	ExternalMethod(id string) (*ExternalMethod, error)
 	// ExternalMethodByName returns projectID's registration whose Method
-	// is method.
+	// is method (the lowest ID when several are: the store does not make
+	// names unique).
 	ExternalMethodByName(projectID, method string) (*ExternalMethod, error)
 	// ExternalMethods returns projectID's registrations, oldest
 	// CreatedAt first (equal times in ID byte order).

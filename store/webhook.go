@@ -92,15 +92,30 @@ type Job struct {
 // Queued jobs are keyed by webhook id, a zero byte, the due time and the
 // sequence number: each webhook's jobs sit together in due order, so the
 // dispatcher can skip a busy webhook with one seek instead of walking its
-// backlog.
+// backlog. The due time is its Unix nanoseconds, and 0 for the zero time
+// and any time before 1970 (due before every other), so that byte order
+// is due order.
 func jobPrefix(webhookID string) []byte { return append([]byte(webhookID), 0) }
 
 func jobKey(webhookID string, at time.Time, seq uint64) []byte {
+	return jobKeyAt(webhookID, jobDue(at), seq)
+}
+
+func jobKeyAt(webhookID string, due, seq uint64) []byte {
 	k := make([]byte, 0, len(webhookID)+17)
 	k = append(k, webhookID...)
 	k = append(k, 0)
-	k = binary.BigEndian.AppendUint64(k, uint64(at.UnixNano()))
+	k = binary.BigEndian.AppendUint64(k, due)
 	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// jobDue is a job key's due time: at's Unix nanoseconds, 0 for the zero
+// time and times before 1970.
+func jobDue(at time.Time) uint64 {
+	if at.IsZero() || at.UnixNano() < 0 {
+		return 0
+	}
+	return uint64(at.UnixNano())
 }
 
 // splitJobKey returns a job key's webhook id, due time and sequence.
@@ -139,7 +154,7 @@ func (tx boltTx) EnqueueJob(j *Job) error {
 // peek keys, whatever its backlog.
 func (tx boltTx) DueJobs(now time.Time, limit int, after string, peek int, room func(webhookID string, due int) int, skip func(seq uint64) bool) ([]*Job, error) {
 	var out []*Job
-	due := now.UnixNano()
+	due := int64(jobDue(now))
 	peek = max(peek, 1)
 	c := tx.bucket(bucketJobs).Cursor()
 	// Two passes: from after's successor to the end, then from the start
@@ -208,6 +223,9 @@ func (tx boltTx) NextJobAt() (time.Time, bool, error) {
 	if !found {
 		return time.Time{}, false, nil
 	}
+	if first == 0 {
+		return time.Time{}, true, nil // due at once (jobDue)
+	}
 	return time.Unix(0, first), true, nil
 }
 
@@ -216,13 +234,18 @@ func (tx boltTx) NextJobAt() (time.Time, bool, error) {
 func (tx boltTx) DeleteJob(j *Job) (bool, error) {
 	k := jobKey(j.WebhookID, j.NextAttemptAt, j.Seq)
 	if tx.bucket(bucketJobs).Get(k) == nil {
-		return false, nil
+		// Before jobDue, a job due at the zero time or before 1970 was
+		// keyed by its Unix nanoseconds as they were.
+		k = jobKeyAt(j.WebhookID, uint64(j.NextAttemptAt.UnixNano()), j.Seq)
+		if jobDue(j.NextAttemptAt) != 0 || tx.bucket(bucketJobs).Get(k) == nil {
+			return false, nil
+		}
 	}
 	return true, tx.del(bucketJobs, k)
 }
 
 // JobCount returns how many deliveries are queued.
-func (tx boltTx) JobCount() (int, error) { return tx.bucket(bucketJobs).Stats().KeyN, nil }
+func (tx boltTx) JobCount() (int, error) { return keyCount(tx.bucket(bucketJobs)), nil }
 
 // Delivery records one delivery attempt. Seq orders a webhook's
 // attempts in the store; ID is the attempt's public id (empty in records

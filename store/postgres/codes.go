@@ -37,6 +37,9 @@ const (
 
 // Code returns the pending code of (kind, projectID, subject).
 func (tx *txn) Code(kind, projectID, subject string) (*store.Code, error) {
+	if !storable(kind, projectID) {
+		return nil, store.ErrNotFound
+	}
 	if c, err, ok := tx.fetchedCode(rowKey{'c', kind, projectID, subject}); ok {
 		return c, err
 	}
@@ -70,6 +73,9 @@ func (tx *txn) PutCode(c *store.Code) error {
 
 // DeleteCode removes the code under (c.Kind, c.ProjectID, c.Subject).
 func (tx *txn) DeleteCode(c *store.Code) error {
+	if !storable(c.Kind, c.ProjectID) {
+		return nil
+	}
 	tx.forget(rowKey{'c', c.Kind, c.ProjectID, c.Subject})
 	tx.later(sqlDeleteCode, c.ProjectID, c.Kind, []byte(c.Subject))
 	return nil
@@ -83,6 +89,9 @@ func (tx *txn) DeleteCode(c *store.Code) error {
 // concurrently cannot both commit (the loser is aborted with a
 // serialization failure and run again), so no entry is lost.
 func (tx *txn) Throttle(kind, projectID, subject string) (*store.Throttle, error) {
+	if !storable(kind, projectID) {
+		return &store.Throttle{}, nil
+	}
 	if t, ok := tx.fetchedThrottle(rowKey{'t', kind, projectID, subject}); ok {
 		return t, nil
 	}

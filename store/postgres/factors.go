@@ -50,6 +50,9 @@ const (
 
 // Factor returns userID's factor of kind.
 func (tx *txn) Factor(userID, kind string) (*store.Factor, error) {
+	if !storable(userID, kind) {
+		return nil, store.ErrNotFound
+	}
 	f := &store.Factor{UserID: userID, Kind: kind}
 	var failures int64
 	err := tx.one(sqlFactor, []any{userID, kind},
@@ -81,6 +84,9 @@ func (tx *txn) DeleteFactor(userID, kind string) error {
 
 // BackupCodes returns userID's batch of backup codes.
 func (tx *txn) BackupCodes(userID string) (*store.BackupCodes, error) {
+	if !storable(userID) {
+		return nil, store.ErrNotFound
+	}
 	b := &store.BackupCodes{UserID: userID}
 	err := tx.one(sqlBackupCodes, []any{userID}, &b.ProjectID, &b.Hashes, &b.Used, timeDest(&b.CreatedAt))
 	if err != nil {
@@ -126,6 +132,9 @@ func (tx *txn) PutGrant(g *store.Grant) error {
 // DeleteGrants removes projectID's grants for externalUserID and
 // returns how many it removed.
 func (tx *txn) DeleteGrants(projectID, externalUserID string) (int, error) {
+	if !storable(projectID, externalUserID) {
+		return 0, nil
+	}
 	tag, err := tx.exec(sqlDeleteGrants, projectID, externalUserID)
 	return int(tag.RowsAffected()), err
 }

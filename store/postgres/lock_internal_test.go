@@ -63,3 +63,20 @@ func TestLockWaitsOffPool(t *testing.T) {
 		t.Fatalf("%d events, want %d", n, waiters+1)
 	}
 }
+
+// TestLockFirst: Lock after a read is an error (the advisory lock must
+// be the transaction's first statement, or a rerun could not see what
+// the holder committed).
+func TestLockFirst(t *testing.T) {
+	t.Parallel()
+	db := openReplica(t, replicaDatabase(t), store.Options{})
+	err := db.Update(context.Background(), func(tx store.Tx) error {
+		if _, err := tx.AuthEventCount("p"); err != nil {
+			return err
+		}
+		return tx.Lock("lock-test")
+	})
+	if err == nil {
+		t.Fatal("Lock after a read: no error")
+	}
+}

@@ -44,6 +44,9 @@ func (tx *txn) PutMagicLink(m *store.MagicLink) error {
 // DeleteMagicLinks removes projectID's links for email and returns how
 // many it removed.
 func (tx *txn) DeleteMagicLinks(projectID, email string) (int, error) {
+	if !storable(projectID, email) {
+		return 0, nil
+	}
 	tag, err := tx.exec(sqlDeleteMagicLinks, projectID, email)
 	return int(tag.RowsAffected()), err
 }

@@ -49,6 +49,9 @@ const (
 
 // ExternalMethod returns the registration with id.
 func (tx *txn) ExternalMethod(id string) (*store.ExternalMethod, error) {
+	if !storable(id) {
+		return nil, store.ErrNotFound
+	}
 	m := &store.ExternalMethod{ID: id}
 	err := tx.one(sqlExternalMethod, []any{id}, &m.ProjectID, &m.Method, &m.Pattern, &m.Status, &m.Secret, timeDest(&m.CreatedAt))
 	if err != nil {
@@ -60,6 +63,9 @@ func (tx *txn) ExternalMethod(id string) (*store.ExternalMethod, error) {
 // ExternalMethodByName returns projectID's registration whose Method is
 // method (the lowest id when several are).
 func (tx *txn) ExternalMethodByName(projectID, method string) (*store.ExternalMethod, error) {
+	if !storable(projectID, method) {
+		return nil, store.ErrNotFound
+	}
 	m := &store.ExternalMethod{ProjectID: projectID, Method: method}
 	err := tx.one(sqlExternalMethodByName, []any{projectID, method}, &m.ID, &m.Pattern, &m.Status, &m.Secret, timeDest(&m.CreatedAt))
 	if err != nil {
@@ -71,6 +77,9 @@ func (tx *txn) ExternalMethodByName(projectID, method string) (*store.ExternalMe
 // ExternalMethods returns projectID's registrations, oldest CreatedAt
 // first (equal times in ID byte order); nil when there are none.
 func (tx *txn) ExternalMethods(projectID string) ([]*store.ExternalMethod, error) {
+	if !storable(projectID) {
+		return nil, nil
+	}
 	rows, err := tx.query(sqlExternalMethods, projectID)
 	if err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ func TestCopyCarriesEveryTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := newDatabase(t)
-	src := openStore(t, url)
+	src := openDSN(t, url)
 	want := storetest.Normalize(t, storetest.WriteFixture(t, src))
 	wantCounts := storetest.Counts(want)
 	srcRows := tableRows(t, url)
@@ -66,7 +66,7 @@ func TestCopyCarriesEveryTable(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "copy.db")
 	t.Cleanup(func() { storetest.CheckFile(t, path) }) // once closed
-	file := openStore(t, path)
+	file := openDSN(t, path)
 	counts, err := store.Copy(ctx, src, file)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestCopyCarriesEveryTable(t *testing.T) {
 	storetest.SameRecords(t, "the data file", storetest.Records(t, file), want)
 
 	backURL := newDatabase(t)
-	back := openStore(t, backURL)
+	back := openDSN(t, backURL)
 	if counts, err = store.Copy(ctx, file, back); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestCopyCarriesEveryTable(t *testing.T) {
 }
 
 // openStore opens the store at dsn, closed when the test ends.
-func openStore(t *testing.T, dsn string) store.DB {
+func openDSN(t *testing.T, dsn string) store.DB {
 	t.Helper()
 	db, _, err := store.Open(context.Background(), dsn, store.Options{})
 	if err != nil {

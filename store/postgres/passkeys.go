@@ -38,6 +38,9 @@ const (
 
 // Passkey returns projectID's credential whose ID is id.
 func (tx *txn) Passkey(projectID, id string) (*store.Passkey, error) {
+	if !storable(projectID, id) {
+		return nil, store.ErrNotFound
+	}
 	pk := &store.Passkey{ID: id, ProjectID: projectID}
 	var cred []byte
 	err := tx.one(sqlPasskey, []any{projectID, id}, &pk.UserID, &cred, timeDest(&pk.CreatedAt), timePtrDest(&pk.LastUsedAt))
@@ -60,6 +63,9 @@ func (tx *txn) PutPasskey(pk *store.Passkey) error {
 // DeletePasskey removes the credential (pk.ProjectID, pk.ID), whichever
 // user it is listed under.
 func (tx *txn) DeletePasskey(pk *store.Passkey) error {
+	if !storable(pk.ProjectID, pk.ID) {
+		return nil
+	}
 	_, err := tx.exec(sqlDeletePasskey, pk.ProjectID, pk.ID)
 	return err
 }
@@ -67,6 +73,9 @@ func (tx *txn) DeletePasskey(pk *store.Passkey) error {
 // UserPasskeys returns userID's credentials in projectID, oldest
 // CreatedAt first (equal times in ID byte order); never nil.
 func (tx *txn) UserPasskeys(projectID, userID string) ([]*store.Passkey, error) {
+	if !storable(projectID, userID) {
+		return []*store.Passkey{}, nil
+	}
 	rows, err := tx.query(sqlUserPasskeys, userID, projectID)
 	if err != nil {
 		return nil, err
@@ -90,6 +99,9 @@ func (tx *txn) UserPasskeys(projectID, userID string) ([]*store.Passkey, error) 
 
 // Challenge returns the ceremony with id, expired or not.
 func (tx *txn) Challenge(id string) (*store.Challenge, error) {
+	if !storable(id) {
+		return nil, store.ErrNotFound
+	}
 	c := &store.Challenge{ID: id}
 	var session []byte
 	err := tx.one(sqlChallenge, []any{id}, &c.ProjectID, &c.Kind, &c.UserID, &c.Email, &session, timeDest(&c.ExpiresAt))
@@ -108,6 +120,9 @@ func (tx *txn) PutChallenge(c *store.Challenge) error {
 
 // DeleteChallenge removes the ceremony with id.
 func (tx *txn) DeleteChallenge(id string) error {
+	if !storable(id) {
+		return nil
+	}
 	_, err := tx.exec(sqlDeleteChallenge, id)
 	return err
 }

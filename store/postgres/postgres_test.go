@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,6 +20,42 @@ func newDatabase(t *testing.T) string { return postgres.NewTestDatabase(t, true)
 // emptyDatabase returns the URL of a new empty database, dropped at
 // cleanup: what a first start finds.
 func emptyDatabase(t *testing.T) string { return postgres.NewTestDatabase(t, false) }
+
+// The tests of this package are about PostgreSQL alone (its columns,
+// plans, round trips, replicas); the store's contract, which holds on
+// every engine, is package storetest's suites (TestConformance).
+
+// t0 has nanoseconds, which timestamptz would lose.
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
+
+// openStore opens a store on a new database and returns it with the
+// database's URL; it is closed at cleanup.
+func openStore(t *testing.T, opt store.Options) (store.DB, string) {
+	t.Helper()
+	url := newDatabase(t)
+	db, _, err := store.Open(context.Background(), url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, url
+}
+
+// update runs fn in a write transaction and fails t on its error.
+func update(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := db.Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// view runs fn in a read transaction and fails t on its error.
+func view(t *testing.T, db store.DB, fn func(tx store.Tx) error) {
+	t.Helper()
+	if err := db.View(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func TestOpenMigratesOnce(t *testing.T) {
 	t.Parallel()

@@ -451,16 +451,16 @@ func SameRecords(t testing.TB, what string, got, want map[string][]string) {
 		if len(g) != len(w) {
 			t.Errorf("%s holds %d %s, want %d", what, len(g), kind, len(w))
 		}
-		if missing, extra := diff(w, g), diff(g, w); len(missing) > 0 || len(extra) > 0 {
+		if missing, extra := missingFrom(w, g), missingFrom(g, w); len(missing) > 0 || len(extra) > 0 {
 			t.Errorf("%s: %s records differ:\n missing %s\n instead %s", what, kind, strings.Join(missing, "\n         "),
 				strings.Join(extra, "\n         "))
 		}
 	}
 }
 
-// diff returns the strings of a not in b (both sorted), a string that is
+// missingFrom returns the strings of a not in b (both sorted), a string that is
 // in a twice and in b once counting once.
-func diff(a, b []string) []string {
+func missingFrom(a, b []string) []string {
 	var out []string
 	j := 0
 	for _, s := range a {

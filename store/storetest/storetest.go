@@ -1,8 +1,10 @@
 // Package storetest gives tests a store on the backend they are asked to
-// run on, fills stores with many rows for benchmarks (Load), and holds
-// records of every kind a move carries with the comparison of what a
-// store exports with them (Fixture, Records, SameRecords), for the tests
-// of latchkey copy and of backups on every backend.
+// run on, holds the store contract as tests (Suite: one suite per
+// aggregate of store.Tx, which every engine's package runs on its own
+// stores), holds records of every kind a move carries with the
+// comparison of what a store exports with them (Fixture, Records,
+// SameRecords), for the tests of latchkey copy and of backups on every
+// backend, and fills stores with many rows for benchmarks (Load).
 //
 // The environment variable LATCHKEY_TEST_STORE picks the backend: "bolt"
 // (the default) is a data file in the test's temporary directory,
@@ -101,6 +103,15 @@ func New(t testing.TB) string {
 	if Backend(t) == Postgres {
 		return newDatabase(t)
 	}
+	return NewFile(t)
+}
+
+// NewFile returns the path of a new bbolt data file in t.TempDir() (not
+// created yet), whatever EnvStore says; when the test ends the file is
+// reopened and checked (CheckFile). Its store must be closed by then:
+// register its Close after calling NewFile.
+func NewFile(t testing.TB) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	t.Cleanup(func() { CheckFile(t, path) })
 	return path
