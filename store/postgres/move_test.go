@@ -90,7 +90,7 @@ func TestCopyCarriesEveryTable(t *testing.T) {
 	}
 }
 
-// openStore opens the store at dsn, closed when the test ends.
+// openDSN opens the store at dsn, closed when the test ends.
 func openDSN(t *testing.T, dsn string) store.DB {
 	t.Helper()
 	db, _, err := store.Open(context.Background(), dsn, store.Options{})
