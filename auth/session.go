@@ -49,6 +49,21 @@ type Principal struct {
 	ProjectID string
 	IssuedAt  int64
 	ExpiresAt int64
+
+	// How the session was proven and what its user has enrolled, as the
+	// session check that returned the principal found them (Proofs);
+	// proofs is shared with the store's cache: never changed.
+	proofs    []store.Proof
+	totp, sms bool
+}
+
+// Proofs returns how the session was proven, as GET /session shows it,
+// when the session check that returned pr ran (AuthenticateSession,
+// AuthenticateSessionWrite): from what that check read, without reading
+// the store again. Check the token again for a later answer.
+func (pr *Principal) Proofs() SessionProofs {
+	return SessionProofs{AMR: amrOf(pr.proofs),
+		SecondFactorPending: secondFactorPending(pr.proofs, store.Enrolled{TOTP: pr.totp, SMS: pr.sms})}
 }
 
 // signer is a project's decrypted signing key, kept in memory.
@@ -109,8 +124,9 @@ func (s *Service) signSession(p *store.Project, sess *store.Session) (string, Pr
 }
 
 // AuthenticateSession checks a bearer header as a user JWT: ES256
-// signature by the project's key, iss, aud, exp, and a live session row.
-// Any failure is 401 INVALID_SESSION. It notes the session as seen now,
+// signature by the project's key, iss, aud, exp, and a live session row
+// of the token's user, whose proofs the principal carries (Proofs). Any
+// failure is 401 INVALID_SESSION. It notes the session as seen now,
 // in memory (FlushLastSeen writes it later, off the request path), and
 // does not count the call against the per-session limit: an app checks
 // its user's session on every request of its own, so the reads (GET
@@ -173,18 +189,20 @@ func (s *Service) authenticateSession(ctx context.Context, header string) (*Prin
 		s.tokens.drop(tok)
 		return nil, nil, 0, ErrInvalidSession
 	}
-	live, err := s.db.SessionLive(ctx, pr.SessionID)
-	if errors.Is(err, store.ErrUnavailable) {
-		return nil, nil, 0, internal(err) // 503: the database, not the token
-	} else if err != nil {
-		return nil, nil, 0, ErrInvalidSession.Because(err)
-	}
-	if !live {
+	// The session row, from the store's memory for a session it knows
+	// (no transaction): its proofs ride along for GET /session.
+	st, err := s.db.SessionState(ctx, pr.SessionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && st.UserID != pr.UserID) {
 		// Logged out, deleted or disabled: the row is gone, so the
 		// cached verification is dead too.
 		s.tokens.drop(tok)
 		return nil, nil, 0, ErrInvalidSession
+	} else if errors.Is(err, store.ErrUnavailable) {
+		return nil, nil, 0, internal(err) // 503: the database, not the token
+	} else if err != nil {
+		return nil, nil, 0, ErrInvalidSession.Because(err)
 	}
+	pr.proofs, pr.totp, pr.sms = st.Proofs, st.TOTP, st.SMS
 	return &pr, p, now, nil
 }
 

@@ -850,7 +850,7 @@ func TestFactorPlans(t *testing.T) {
 		"PutMagicLink":          {b, "p7", "7@example.com", "", 1, 2, nil},
 		"DeleteMagicLinks":      {"p7", "7@example.com"},
 		"Factor":                {u, "totp"},
-		"PutFactor":             {u, "totp", "p7", "enrolled", nil, "", 0, 0, nil, 1, nil},
+		"PutFactor":             {u, "totp", "p7", "enrolled", nil, "", 0, 0, nil, 1, nil, "factors"},
 		"BackupCodes":           {u},
 		"PutBackupCodes":        {u, "p7", [][]byte{b}, []bool{false}, 1},
 		"Grant":                 {b},
