@@ -50,11 +50,10 @@ type Principal struct {
 	IssuedAt  int64
 	ExpiresAt int64
 
-	// How the session was proven and what its user has enrolled, as the
-	// session check that returned the principal found them (Proofs);
-	// proofs is shared with the store's cache: never changed.
-	proofs    []store.Proof
-	totp, sms bool
+	// The session's row as the session check that returned the
+	// principal found it (Proofs): shared with the store's cache, never
+	// changed.
+	state *store.SessionState
 }
 
 // Proofs returns how the session was proven, as GET /session shows it,
@@ -62,8 +61,12 @@ type Principal struct {
 // AuthenticateSessionWrite): from what that check read, without reading
 // the store again. Check the token again for a later answer.
 func (pr *Principal) Proofs() SessionProofs {
-	return SessionProofs{AMR: amrOf(pr.proofs),
-		SecondFactorPending: secondFactorPending(pr.proofs, store.Enrolled{TOTP: pr.totp, SMS: pr.sms})}
+	if pr.state == nil {
+		return SessionProofs{AMR: []string{}}
+	}
+	st := pr.state
+	return SessionProofs{AMR: amrOf(st.Proofs),
+		SecondFactorPending: secondFactorPending(st.Proofs, store.Enrolled{TOTP: st.TOTP, SMS: st.SMS})}
 }
 
 // signer is a project's decrypted signing key, kept in memory.
@@ -192,18 +195,26 @@ func (s *Service) authenticateSession(ctx context.Context, header string) (*Prin
 	// The session row, from the store's memory for a session it knows
 	// (no transaction): its proofs ride along for GET /session.
 	st, err := s.db.SessionState(ctx, pr.SessionID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && st.UserID != pr.UserID) {
+	if err != nil || st.UserID != pr.UserID {
+		return nil, nil, 0, s.sessionRefused(tok, err)
+	}
+	pr.state = st
+	return &pr, p, now, nil
+}
+
+// sessionRefused is the answer to token tok whose session row the store
+// did not give (err) or gave for another user.
+func (s *Service) sessionRefused(tok string, err error) error {
+	switch {
+	case err == nil || errors.Is(err, store.ErrNotFound):
 		// Logged out, deleted or disabled: the row is gone, so the
 		// cached verification is dead too.
 		s.tokens.drop(tok)
-		return nil, nil, 0, ErrInvalidSession
-	} else if errors.Is(err, store.ErrUnavailable) {
-		return nil, nil, 0, internal(err) // 503: the database, not the token
-	} else if err != nil {
-		return nil, nil, 0, ErrInvalidSession.Because(err)
+		return ErrInvalidSession
+	case errors.Is(err, store.ErrUnavailable):
+		return internal(err) // 503: the database, not the token
 	}
-	pr.proofs, pr.totp, pr.sms = st.Proofs, st.TOTP, st.SMS
-	return &pr, p, now, nil
+	return ErrInvalidSession.Because(err)
 }
 
 // verifyToken does the full cryptographic check of a token and returns

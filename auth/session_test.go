@@ -62,7 +62,7 @@ func TestTokenCachedWhenSigned(t *testing.T) {
 	if sp := got.Proofs(); !slices.Equal(sp.AMR, []string{"otp"}) || sp.SecondFactorPending {
 		t.Fatalf("verified principal's proofs %+v, want the sign-in's", sp)
 	}
-	got.proofs = nil // what the session check adds to the token's principal
+	got.state = nil // what the session check adds to the token's principal
 	if !reflect.DeepEqual(signed, got) || !reflect.DeepEqual(signed, want) {
 		t.Fatalf("cached when signed %+v, verified %+v, want %+v", signed, got, want)
 	}

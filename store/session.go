@@ -79,9 +79,7 @@ type Enrolled struct {
 // was proven, and whether its user has a second factor enrolled.
 type SessionState struct {
 	UserID string
-	// Proofs are the session's proofs (Session.Proofs). The slice may be
-	// shared with the store's cache and with other callers: read it,
-	// never change it.
+	// Proofs are the session's proofs (Session.Proofs).
 	Proofs []Proof
 	// TOTP and SMS are Enrolled's: the user has a TOTP factor, an SMS
 	// factor, with Status "enrolled".

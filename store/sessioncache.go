@@ -25,6 +25,10 @@ import (
 //   - per user id, whether the user has TOTP or SMS enrolled: PutFactor
 //     and DeleteFactors drop it the same way.
 //
+// A session's entry points at its user's factor entry, so that a check
+// looks up one key: a factor entry dropped (or evicted) is marked so, and
+// the sessions that point at it miss until read again.
+//
 // A miss reads the session and the factors in one read transaction and
 // fills each entry only if no drop happened in its shard since before the
 // read began, so an entry never outlives what it copies past the commit
@@ -50,7 +54,7 @@ type sessionCache struct {
 type factorGens [boltSessionShards]uint64
 
 // stateShard is one shard of either cache: session id → *sessionEntry,
-// or user id → factorBits.
+// or user id → *factorEntry.
 type stateShard struct {
 	m   sync.Map
 	gen atomic.Uint64 // bumped by every drop: fills read before it are void
@@ -59,15 +63,23 @@ type stateShard struct {
 	_   [32]byte      // keep shards on separate cache lines
 }
 
-// sessionEntry is what the cache keeps of a session row.
+// sessionEntry is what the cache keeps of a session row: its state as
+// read, its user's factors included, valid while the user's factor entry
+// it was filled with is (nil: none).
 type sessionEntry struct {
-	user   string
-	proofs []Proof
+	state   *SessionState
+	factors *factorEntry
 }
 
-// factorBits is what the cache keeps of a user's factors: factorTOTP and
-// factorSMS, set when that factor is enrolled. A uint8 in an interface
-// costs no allocation.
+// factorEntry is what the cache keeps of a user's factors: factorTOTP and
+// factorSMS, set when that factor is enrolled. Once dropped it is never
+// read again.
+type factorEntry struct {
+	bits    factorBits
+	dropped atomic.Bool
+}
+
+// factorBits are a user's enrolled factors.
 type factorBits uint8
 
 const (
@@ -79,34 +91,28 @@ func newSessionCache(size int) *sessionCache {
 	return &sessionCache{seed: maphash.MakeSeed(), perShard: max(1, size/boltSessionShards)}
 }
 
-func (c *sessionCache) shard(shards *[boltSessionShards]stateShard, key string) *stateShard {
-	return &shards[c.index(key)]
-}
-
 func (c *sessionCache) index(key string) uint64 {
 	return maphash.String(c.seed, key) % boltSessionShards
 }
 
 // has reports whether session id is cached (known to exist).
 func (c *sessionCache) has(id string) bool {
-	_, ok := c.shard(&c.sessions, id).m.Load(id)
+	_, ok := c.sessions[c.index(id)].m.Load(id)
 	return ok
 }
 
 // state returns session id's state when both the session and its user's
 // factors are cached.
-func (c *sessionCache) state(id string) (SessionState, bool) {
-	v, ok := c.shard(&c.sessions, id).m.Load(id)
+func (c *sessionCache) state(id string) (*SessionState, bool) {
+	v, ok := c.sessions[c.index(id)].m.Load(id)
 	if !ok {
-		return SessionState{}, false
+		return nil, false
 	}
 	e := v.(*sessionEntry)
-	f, ok := c.shard(&c.factors, e.user).m.Load(e.user)
-	if !ok {
-		return SessionState{}, false
+	if f := e.factors; f == nil || f.dropped.Load() {
+		return nil, false
 	}
-	bits := f.(factorBits)
-	return SessionState{UserID: e.user, Proofs: e.proofs, TOTP: bits&factorTOTP != 0, SMS: bits&factorSMS != 0}, true
+	return e.state, true
 }
 
 // generations returns what a fill of session id must carry: read them
@@ -115,19 +121,13 @@ func (c *sessionCache) generations(id string) (session uint64, factors factorGen
 	for i := range c.factors {
 		factors[i] = c.factors[i].gen.Load()
 	}
-	return c.shard(&c.sessions, id).gen.Load(), factors
+	return c.sessions[c.index(id)].gen.Load(), factors
 }
 
 // fill caches session id's state, each entry unless a drop happened in
 // its shard since its generation was read. A full shard loses an
 // arbitrary entry.
-func (c *sessionCache) fill(id string, st SessionState, sessionGen uint64, factorGen *factorGens) {
-	sh := c.shard(&c.sessions, id)
-	sh.mu.Lock()
-	if sh.gen.Load() == sessionGen {
-		c.store(sh, id, &sessionEntry{user: st.UserID, proofs: st.Proofs})
-	}
-	sh.mu.Unlock()
+func (c *sessionCache) fill(id string, st *SessionState, sessionGen uint64, factorGen *factorGens) {
 	var bits factorBits
 	if st.TOTP {
 		bits |= factorTOTP
@@ -136,32 +136,55 @@ func (c *sessionCache) fill(id string, st SessionState, sessionGen uint64, facto
 		bits |= factorSMS
 	}
 	i := c.index(st.UserID)
-	sh = &c.factors[i]
+	fs := &c.factors[i]
+	var f *factorEntry
+	fs.mu.Lock()
+	if fs.gen.Load() == factorGen[i] {
+		if v, ok := fs.m.Load(st.UserID); ok && v.(*factorEntry).bits == bits {
+			f = v.(*factorEntry) // the sessions of one user share it
+		} else {
+			f = &factorEntry{bits: bits}
+			c.store(fs, st.UserID, f)
+		}
+	}
+	fs.mu.Unlock()
+	sh := &c.sessions[c.index(id)]
 	sh.mu.Lock()
-	if sh.gen.Load() == factorGen[i] {
-		c.store(sh, st.UserID, bits)
+	if sh.gen.Load() == sessionGen {
+		c.store(sh, id, &sessionEntry{state: st, factors: f})
 	}
 	sh.mu.Unlock()
 }
 
 // store sets key in sh (locked), evicting an arbitrary entry from a full
-// shard.
+// shard. A factor entry replaced or evicted is dropped: the sessions
+// that point at it could not tell when it changes.
 func (c *sessionCache) store(sh *stateShard, key string, v any) {
-	if _, loaded := sh.m.Swap(key, v); loaded {
+	old, loaded := sh.m.Swap(key, v)
+	if loaded {
+		forget(old)
 		return
 	}
 	sh.n++
 	if sh.n <= c.perShard {
 		return
 	}
-	sh.m.Range(func(k, _ any) bool {
+	sh.m.Range(func(k, v any) bool {
 		if k.(string) == key {
 			return true
 		}
 		sh.m.Delete(k)
+		forget(v)
 		sh.n--
 		return false
 	})
+}
+
+// forget marks a factor entry that left its cache as dropped.
+func forget(v any) {
+	if f, ok := v.(*factorEntry); ok {
+		f.dropped.Store(true)
+	}
 }
 
 // drop forgets session id and voids the fills in progress in its shard.
@@ -175,7 +198,8 @@ func (c *sessionCache) dropFactors(userID string) { c.factors[c.index(userID)].d
 func (sh *stateShard) drop(key string) {
 	sh.mu.Lock()
 	sh.gen.Add(1)
-	if _, ok := sh.m.LoadAndDelete(key); ok {
+	if v, ok := sh.m.LoadAndDelete(key); ok {
+		forget(v)
 		sh.n--
 	}
 	sh.mu.Unlock()
@@ -184,40 +208,40 @@ func (sh *stateShard) drop(key string) {
 // SessionState returns session id's state: from the cache for a session
 // known to exist, else with one read transaction, whose answer fills the
 // cache.
-func (db *boltDB) SessionState(ctx context.Context, id string) (SessionState, error) {
+func (db *boltDB) SessionState(ctx context.Context, id string) (*SessionState, error) {
 	if db.closed.Load() {
-		return SessionState{}, ErrClosed
+		return nil, ErrClosed
 	}
 	c := db.sessions
 	if st, ok := c.state(id); ok {
 		return st, nil
 	}
 	sessionGen, factorGen := c.generations(id)
-	var st SessionState
+	var st *SessionState
 	err := db.View(ctx, func(tx Tx) (err error) {
 		st, err = tx.(boltTx).sessionState(id)
 		return err
 	})
 	if err != nil {
-		return SessionState{}, err
+		return nil, err
 	}
 	c.fill(id, st, sessionGen, &factorGen)
 	return st, nil
 }
 
 // sessionState reads session id's state: ErrNotFound without the row.
-func (tx boltTx) sessionState(id string) (SessionState, error) {
+func (tx boltTx) sessionState(id string) (*SessionState, error) {
 	s, err := tx.Session(id)
 	if err != nil {
-		return SessionState{}, err
+		return nil, err
 	}
-	st := SessionState{UserID: s.UserID, Proofs: s.Proofs}
+	st := &SessionState{UserID: s.UserID, Proofs: s.Proofs}
 	factors := tx.bucket(bucketFactors)
 	if st.TOTP, err = factorEnrolled(factors.Get(compound(s.UserID, "totp"))); err != nil {
-		return SessionState{}, err
+		return nil, err
 	}
 	if st.SMS, err = factorEnrolled(factors.Get(compound(s.UserID, "sms"))); err != nil {
-		return SessionState{}, err
+		return nil, err
 	}
 	return st, nil
 }

@@ -37,13 +37,13 @@ func sessionStateFixture(t *testing.T) store.DB {
 // other than ErrNotFound (reported as found false).
 func sessionState(t *testing.T, db store.DB, id string) (store.SessionState, bool) {
 	t.Helper()
-	st, err := db.SessionState(ctx, id)
+	p, err := db.SessionState(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return st, false
+		return store.SessionState{}, false
 	} else if err != nil {
 		t.Fatalf("SessionState(%s): %v", id, err)
 	}
-	return st, true
+	return *p, true
 }
 
 // wantState checks what SessionState(id) answers against what a View

@@ -126,8 +126,10 @@ type DB interface {
 	// deleted or rewritten (PutSession of an existing session: a
 	// step-up's proof), a TOTP or SMS factor of its user written or
 	// deleted. One committed by another process sharing the store shows
-	// once its invalidation feed tells (Watch).
-	SessionState(ctx context.Context, id string) (SessionState, error)
+	// once its invalidation feed tells (Watch). The state returned is
+	// shared with the store's cache and with other callers: read it,
+	// never change it.
+	SessionState(ctx context.Context, id string) (*SessionState, error)
 
 	// Close stops the store's own goroutines (Batch calls already
 	// queued are committed first) and releases the file or the

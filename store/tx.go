@@ -150,7 +150,8 @@ type Tx interface {
 	ReadEnrolled(projectID, userID string, dst *Enrolled) error
 	// PutSession creates or replaces the session s.ID, under its user
 	// (UserSessions) and due for the sweep at its ExpiresAt
-	// (ExpiringSessions).
+	// (ExpiringSessions). A replaced session leaves the store's session
+	// cache (DB.SessionState) once the transaction commits.
 	PutSession(s *Session) error
 	// DeleteSession removes the session s.ID and its entry under
 	// s.UserID (even when the row itself is gone).
@@ -241,7 +242,9 @@ type Tx interface {
 
 	// Factor returns userID's factor of kind ("totp" or "sms").
 	Factor(userID, kind string) (*Factor, error)
-	// PutFactor creates or replaces the factor (f.UserID, f.Kind).
+	// PutFactor creates or replaces the factor (f.UserID, f.Kind). The
+	// user's factors leave the store's session cache (DB.SessionState)
+	// once the transaction commits.
 	PutFactor(f *Factor) error
 	// BackupCodes returns userID's batch of backup codes.
 	BackupCodes(userID string) (*BackupCodes, error)

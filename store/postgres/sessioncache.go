@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latchkey/store"
@@ -22,14 +23,15 @@ import (
 // more), each entry dropped by its exact key. They are kept coherent by
 //
 //   - this replica's own changes, dropped as soon as they commit
-//     (txn.changed registers the drop with OnCommit): a session row
-//     deleted or rewritten (PutSession of an existing session: a
-//     step-up's proof), a factor written or deleted;
+//     (txn.changed and dropOnCommit register the drop with OnCommit): a
+//     session row deleted or rewritten (PutSession of an existing
+//     session: a step-up's proof), a factor written or deleted;
 //   - other replicas' changes, dropped when the invalidation feed tells
 //     of them (every Options.FeedInterval): store.ChangeSession for a
 //     session deleted or rewritten (PutSession writes it only for a
 //     rewrite: a new session was in no cache), kindFactors for a factor
-//     whose enrolment changed;
+//     whose enrolment changed, store.ChangeUser for a user deleted with
+//     its factors;
 //   - the sweep of expired sessions, which writes kindSessionsSwept (the
 //     due time it swept up to) to the feed: entries due by then go.
 //
@@ -41,7 +43,10 @@ import (
 // generation was read: a change that drops the entry in between voids
 // the fill, so no entry outlives the row it stands for by more than the
 // feed's delay. A miss learns the session's user only from its read, so
-// it notes every factor shard's generation before it.
+// it notes every factor shard's generation before it. A session's entry
+// points at its user's factor entry, so that a check looks up one key: a
+// factor entry dropped (or evicted) is marked so, and the sessions that
+// point at it miss until read again.
 
 // sessionCacheSize bounds the sessions cached, and the users whose
 // factors are (per replica).
@@ -60,18 +65,27 @@ const kindSessionsSwept store.ChangeKind = "sessions_swept"
 // subscribers are not told of it.
 const kindFactors store.ChangeKind = "factors"
 
-// sessionEntry is what the cache keeps of a session: whose it is and
-// how it was proven (SessionState), and, so that a user's, a project's
-// and the sweep's deletions drop it, its project and when the sweep
-// deletes it.
+// sessionEntry is what the cache keeps of a session: whose it is, its
+// project and when the sweep deletes it (so that a user's, a project's
+// and the sweep's deletions drop it), and its state as SessionState read
+// it (nil when SessionExists filled the entry), valid while the user's
+// factor entry it was filled with is.
 type sessionEntry struct {
 	user, project string
 	due           int64
-	proofs        []store.Proof // shared with SessionState's callers: never changed
+	state         *store.SessionState // shared with SessionState's callers: never changed
+	factors       *factorEntry
 }
 
-// factorBits is what the cache keeps of a user's factors: factorTOTP and
-// factorSMS, set when that factor is enrolled.
+// factorEntry is what the cache keeps of a user's factors. Once dropped
+// it is never read again.
+type factorEntry struct {
+	bits    factorBits
+	dropped atomic.Bool
+}
+
+// factorBits are a user's enrolled factors: factorTOTP and factorSMS,
+// set when that factor is enrolled.
 type factorBits uint8
 
 const (
@@ -93,11 +107,11 @@ type sessionShard struct {
 	_   [32]byte // keep shards on separate cache lines
 }
 
-// factorShard is a shard of the factor cache: user id → factorBits.
+// factorShard is a shard of the factor cache.
 type factorShard struct {
-	mu  sync.RWMutex
+	mu  sync.Mutex
 	gen uint64 // bumped by every drop: fills read before it are void
-	m   map[string]factorBits
+	m   map[string]*factorEntry
 	_   [32]byte
 }
 
@@ -109,7 +123,7 @@ func newSessionCache(size int) *sessionCache {
 	c := &sessionCache{seed: maphash.MakeSeed(), perShard: max(1, size/sessionShards)}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]sessionEntry)
-		c.factors[i].m = make(map[string]factorBits)
+		c.factors[i].m = make(map[string]*factorEntry)
 	}
 	return c
 }
@@ -137,19 +151,15 @@ func (c *sessionCache) entry(id string) (sessionEntry, bool) {
 
 // state returns session id's state when both the session and its user's
 // factors are cached.
-func (c *sessionCache) state(id string) (store.SessionState, bool) {
-	e, ok := c.entry(id)
-	if !ok {
-		return store.SessionState{}, false
+func (c *sessionCache) state(id string) (*store.SessionState, bool) {
+	sh := c.shard(id)
+	sh.mu.RLock()
+	e, ok := sh.m[id]
+	sh.mu.RUnlock()
+	if !ok || e.state == nil || e.factors == nil || e.factors.dropped.Load() {
+		return nil, false
 	}
-	fs := &c.factors[c.index(e.user)]
-	fs.mu.RLock()
-	bits, ok := fs.m[e.user]
-	fs.mu.RUnlock()
-	if !ok {
-		return store.SessionState{}, false
-	}
-	return store.SessionState{UserID: e.user, Proofs: e.proofs, TOTP: bits&factorTOTP != 0, SMS: bits&factorSMS != 0}, true
+	return e.state, true
 }
 
 // generation returns what a fill of session id must carry: read it
@@ -166,9 +176,9 @@ func (c *sessionCache) generation(id string) uint64 {
 func (c *sessionCache) factorGenerations() (gens factorGens) {
 	for i := range c.factors {
 		fs := &c.factors[i]
-		fs.mu.RLock()
+		fs.mu.Lock()
 		gens[i] = fs.gen
-		fs.mu.RUnlock()
+		fs.mu.Unlock()
 	}
 	return gens
 }
@@ -192,22 +202,33 @@ func (c *sessionCache) fill(id string, e sessionEntry, gen uint64) {
 }
 
 // fillFactors caches userID's factors unless a drop happened in its
-// shard since gens were read. A full shard loses an arbitrary entry.
-func (c *sessionCache) fillFactors(userID string, bits factorBits, gens *factorGens) {
+// shard since gens were read, and returns the entry for the sessions of
+// the user to point at (nil when void). A full shard loses an arbitrary
+// entry; an entry that leaves the cache is dropped, since the sessions
+// that point at it could not tell when it changes.
+func (c *sessionCache) fillFactors(userID string, bits factorBits, gens *factorGens) *factorEntry {
 	i := c.index(userID)
 	fs := &c.factors[i]
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.gen != gens[i] {
-		return
+		return nil
 	}
-	if _, ok := fs.m[userID]; !ok && len(fs.m) >= c.perShard {
-		for k := range fs.m {
+	old, ok := fs.m[userID]
+	if ok && old.bits == bits {
+		return old // the sessions of one user share it
+	} else if ok {
+		old.dropped.Store(true)
+	} else if len(fs.m) >= c.perShard {
+		for k, f := range fs.m {
+			f.dropped.Store(true)
 			delete(fs.m, k)
 			break
 		}
 	}
-	fs.m[userID] = bits
+	f := &factorEntry{bits: bits}
+	fs.m[userID] = f
+	return f
 }
 
 // drop forgets session id.
@@ -224,7 +245,10 @@ func (c *sessionCache) dropFactors(userID string) {
 	fs := &c.factors[c.index(userID)]
 	fs.mu.Lock()
 	fs.gen++
-	delete(fs.m, userID)
+	if f, ok := fs.m[userID]; ok {
+		f.dropped.Store(true)
+		delete(fs.m, userID)
+	}
 	fs.mu.Unlock()
 }
 
@@ -251,6 +275,9 @@ func (c *sessionCache) dropWhere(match func(sessionEntry) bool) {
 			fs := &c.factors[i]
 			fs.mu.Lock()
 			fs.gen++
+			for _, f := range fs.m {
+				f.dropped.Store(true)
+			}
 			clear(fs.m)
 			fs.mu.Unlock()
 		}
@@ -305,12 +332,12 @@ func (tx *txn) dropOnCommit(id string, factors bool) {
 // caches while the feed is trusted (no transaction, no round trip), else
 // in a read-only transaction with one statement (the session and its
 // user's factors), whose answer fills the caches.
-func (db *DB) SessionState(ctx context.Context, id string) (store.SessionState, error) {
+func (db *DB) SessionState(ctx context.Context, id string) (*store.SessionState, error) {
 	if err := db.ready(ctx); err != nil {
-		return store.SessionState{}, err
+		return nil, err
 	}
 	if !validText(id) {
-		return store.SessionState{}, store.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	c := db.sessions
 	cache := c != nil && db.feed.trusted()
@@ -325,19 +352,25 @@ func (db *DB) SessionState(ctx context.Context, id string) (store.SessionState, 
 		gen, gens = c.generation(id), c.factorGenerations()
 	}
 	var e sessionEntry
-	var bits factorBits
 	err := db.View(ctx, func(tx store.Tx) (err error) {
-		e, bits, err = tx.(*txn).sessionState(id)
+		e, err = tx.(*txn).sessionState(id)
 		return err
 	})
 	if err != nil {
-		return store.SessionState{}, err
+		return nil, err
 	}
 	if cache {
+		var bits factorBits
+		if e.state.TOTP {
+			bits |= factorTOTP
+		}
+		if e.state.SMS {
+			bits |= factorSMS
+		}
+		e.factors = c.fillFactors(e.user, bits, &gens)
 		c.fill(id, e, gen)
-		c.fillFactors(e.user, bits, &gens)
 	}
-	return store.SessionState{UserID: e.user, Proofs: e.proofs, TOTP: bits&factorTOTP != 0, SMS: bits&factorSMS != 0}, nil
+	return e.state, nil
 }
 
 // sqlSessionState is session $1's row, when the sweep deletes it, and
@@ -348,23 +381,18 @@ var sqlSessionState = `SELECT ` + sessionCols + `, s.due, ` +
 
 // sessionState reads what the cache keeps of session id (valid text) and
 // of its user's factors, in one statement; ErrNotFound without the row.
-func (tx *txn) sessionState(id string) (sessionEntry, factorBits, error) {
+func (tx *txn) sessionState(id string) (sessionEntry, error) {
 	var r sessionRow
 	var e sessionEntry
-	var totp, sms bool
-	if err := tx.one(sqlSessionState, []any{id}, append(r.dest(), &e.due, &totp, &sms)...); err != nil {
-		return sessionEntry{}, 0, err
+	st := &store.SessionState{}
+	if err := tx.one(sqlSessionState, []any{id}, append(r.dest(), &e.due, &st.TOTP, &st.SMS)...); err != nil {
+		return sessionEntry{}, err
 	}
 	s := r.session()
-	e.user, e.project, e.proofs = s.UserID, s.ProjectID, s.Proofs
-	var bits factorBits
-	if totp {
-		bits |= factorTOTP
-	}
-	if sms {
-		bits |= factorSMS
-	}
-	return e, bits, nil
+	e.user, e.project = s.UserID, s.ProjectID
+	st.UserID, st.Proofs = s.UserID, s.Proofs
+	e.state = st
+	return e, nil
 }
 
 // cachedSessionExists answers SessionExists for session id (valid
@@ -383,17 +411,14 @@ func (tx *txn) cachedSessionExists(id string) (bool, error) {
 		gen = c.generation(id)
 	}
 	first := !tx.begun()
-	var r sessionRow
 	var e sessionEntry
-	err := tx.one(`SELECT `+sessionCols+`, due FROM sessions WHERE id = $1`, []any{id}, append(r.dest(), &e.due)...)
+	err := tx.one(`SELECT user_id, project_id, due FROM sessions WHERE id = $1`, []any{id}, &e.user, &e.project, &e.due)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
 	if cache && first {
-		s := r.session()
-		e.user, e.project, e.proofs = s.UserID, s.ProjectID, s.Proofs
 		c.fill(id, e, gen)
 	}
 	return true, nil

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -19,17 +20,17 @@ func feedRows(t *testing.T, db *DB, kind store.ChangeKind, id string) int {
 	return n
 }
 
-// stateOf returns db's SessionState(id), failing t on an error other than
+// readState returns db's SessionState(id), failing t on an error other than
 // ErrNotFound (found false).
-func stateOf(t *testing.T, db *DB, id string) (st store.SessionState, found bool) {
+func readState(t *testing.T, db *DB, id string) (st store.SessionState, found bool) {
 	t.Helper()
-	st, err := db.SessionState(bg, id)
+	p, err := db.SessionState(bg, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return st, false
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return st, true
+	return *p, true
 }
 
 // methods returns the proofs' methods.
@@ -69,7 +70,7 @@ func TestSessionStateAcrossReplicas(t *testing.T) {
 	// Both replicas know the session, and answer it from memory.
 	for _, db := range []*DB{a, b} {
 		within(t, 2*time.Second, "s1 cached", func() bool {
-			st, ok := stateOf(t, db, "s1")
+			st, ok := readState(t, db, "s1")
 			if !ok || st.UserID != "u1" || !slices.Equal(methods(st.Proofs), []string{"otp"}) || st.TOTP || st.SMS {
 				t.Fatalf("SessionState(s1) = %+v, %v", st, ok)
 			}
@@ -80,11 +81,11 @@ func TestSessionStateAcrossReplicas(t *testing.T) {
 	var worst time.Duration
 	follows := func(what string, cond func(st store.SessionState, found bool) bool) {
 		t.Helper()
-		if st, ok := stateOf(t, b, "s1"); !cond(st, ok) {
+		if st, ok := readState(t, b, "s1"); !cond(st, ok) {
 			t.Fatalf("%s: the replica that made it answers %+v, %v", what, st, ok)
 		}
 		worst = max(worst, within(t, time.Second, what+": seen by the other replica", func() bool {
-			return cond(stateOf(t, a, "s1"))
+			return cond(readState(t, a, "s1"))
 		}))
 	}
 
@@ -152,14 +153,14 @@ func TestSessionStateRoundTrips(t *testing.T) {
 	trips := func(what string, want int64) {
 		t.Helper()
 		before := tr.trips.Load()
-		if st, ok := stateOf(t, tr.db, "s1"); !ok || st.UserID != "u1" {
+		if st, ok := readState(t, tr.db, "s1"); !ok || st.UserID != "u1" {
 			t.Fatalf("%s: SessionState(s1) = %+v, %v", what, st, ok)
 		}
 		if got := tr.trips.Load() - before; got != want {
 			t.Fatalf("%s: %d round trips, want %d", what, got, want)
 		}
 	}
-	stateOf(t, tr.db, "s1") // the first, which prepares the statement
+	readState(t, tr.db, "s1") // the first, which prepares the statement
 	trips("a known session", 0)
 	tr.db.sessions.drop("s1")
 	trips("a session not in the cache", 2)
@@ -171,4 +172,53 @@ func TestSessionStateRoundTrips(t *testing.T) {
 	tr.db.feed.stale.Store(true)
 	trips("the feed not trusted", 2)
 	trips("the feed not trusted, again", 2)
+}
+
+// TestSessionCacheFactorEntries: a session's entry answers with its
+// user's factor entry only while that entry is in the cache: dropped
+// (PutFactor, the feed's kindFactors or ChangeUser), evicted from a full
+// shard, or emptied with the rest (ChangeStale), the session misses
+// until read again; a fill whose read began before a drop of the user's
+// factors leaves the session without them.
+func TestSessionCacheFactorEntries(t *testing.T) {
+	c := newSessionCache(64)
+	fill := func(id, user string) {
+		gen, gens := c.generation(id), c.factorGenerations()
+		e := sessionEntry{user: user, project: "p", state: &store.SessionState{UserID: user, TOTP: true}}
+		e.factors = c.fillFactors(user, factorTOTP, &gens)
+		c.fill(id, e, gen)
+	}
+	cached := func(id string) bool { _, ok := c.state(id); return ok }
+	fill("s", "u")
+	if st, ok := c.state("s"); !ok || st.UserID != "u" || !st.TOTP || st.SMS {
+		t.Fatalf("state %+v, %v after a fill", st, ok)
+	}
+	for _, ch := range []store.Change{{Kind: kindFactors, ID: "u"}, {Kind: store.ChangeUser, ID: "u"}, {Kind: store.ChangeStale}} {
+		fill("s", "u")
+		c.apply(ch)
+		if cached("s") {
+			t.Fatalf("a session answered with its user's factors after %v", ch)
+		}
+	}
+	gen, gens := c.generation("s"), c.factorGenerations()
+	c.dropFactors("u") // a factor written while the read ran
+	if f := c.fillFactors("u", 0, &gens); f != nil {
+		t.Fatal("a fill of factors read before their drop was kept")
+	}
+	c.fill("s", sessionEntry{user: "u", state: &store.SessionState{UserID: "u"}}, gen)
+	if cached("s") || !c.has("s") {
+		t.Fatal("the session's entry is not kept without its factors, or answered without them")
+	}
+	fill("s", "u")
+	for i := range 1000 {
+		fill(fmt.Sprint("s", i), fmt.Sprint("u", i))
+	}
+	if _, kept := c.factors[c.index("u")].m["u"]; !kept && cached("s") {
+		t.Fatal("a session answered with its user's evicted factors")
+	}
+	for i := range c.factors {
+		if n := len(c.factors[i].m); n > c.perShard {
+			t.Fatalf("factor shard %d holds %d, bound %d", i, n, c.perShard)
+		}
+	}
 }
