@@ -207,11 +207,8 @@ func TestReplicasShowSessionProofs(t *testing.T) {
 	}
 	header := "Bearer " + tok
 	proofs := func(s *Service) (SessionProofs, error) {
-		pr, err := s.AuthenticateSession(ctx, header)
-		if err != nil {
-			return SessionProofs{}, err
-		}
-		return pr.Proofs(), nil
+		_, sp, err := s.AuthenticateSessionProofs(ctx, header)
+		return sp, err
 	}
 	for _, s := range []*Service{a, b} {
 		for range 2 { // the second from memory

@@ -182,7 +182,7 @@ func within(t, now time.Time) bool {
 }
 
 // SessionProofs is how a session was proven, as GET /session shows it
-// (Principal.Proofs): AMR its methods in the order first proven,
+// (AuthenticateSessionProofs): AMR its methods in the order first proven,
 // SecondFactorPending whether the account has TOTP or SMS enrolled and
 // the session proved neither (nor signed in with a backup code).
 type SessionProofs struct {

@@ -146,9 +146,9 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ httprouter
 }
 
 // getSession is GET /session: the token's session, and how it was
-// proven, as the session check found them (from the store's memory for
+// proven, as the token's check found them (from the store's memory for
 // a session it knows: no transaction).
-func (s *Server) getSession(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
+func (s *Server) getSession(w http.ResponseWriter, _ *http.Request, pr *auth.Principal, sp auth.SessionProofs) error {
 	type session struct {
 		ID                  string   `json:"id"`
 		UserID              string   `json:"userId"`
@@ -157,7 +157,6 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, _ httprouter
 		AMR                 []string `json:"amr"`
 		SecondFactorPending bool     `json:"secondFactorPending"`
 	}
-	sp := pr.Proofs()
 	return ok(w, struct {
 		Success bool    `json:"success"`
 		Session session `json:"session"`

@@ -67,8 +67,8 @@ type stateShard struct {
 // read, its user's factors included, valid while the user's factor entry
 // it was filled with is (nil: none).
 type sessionEntry struct {
-	state   *SessionState
 	factors *factorEntry
+	state   SessionState // returned by address: never changed
 }
 
 // factorEntry is what the cache keeps of a user's factors: factorTOTP and
@@ -112,7 +112,7 @@ func (c *sessionCache) state(id string) (*SessionState, bool) {
 	if f := e.factors; f == nil || f.dropped.Load() {
 		return nil, false
 	}
-	return e.state, true
+	return &e.state, true
 }
 
 // generations returns what a fill of session id must carry: read them
@@ -151,7 +151,7 @@ func (c *sessionCache) fill(id string, st *SessionState, sessionGen uint64, fact
 	sh := &c.sessions[c.index(id)]
 	sh.mu.Lock()
 	if sh.gen.Load() == sessionGen {
-		c.store(sh, id, &sessionEntry{state: st, factors: f})
+		c.store(sh, id, &sessionEntry{factors: f, state: *st})
 	}
 	sh.mu.Unlock()
 }
