@@ -110,13 +110,13 @@ func (s *Service) signSession(p *store.Project, sess *store.Session) (string, Pr
 
 // AuthenticateSession checks a bearer header as a user JWT: ES256
 // signature by the project's key, iss, aud, exp, and a live session row
-// of the token's user. Any failure is 401 INVALID_SESSION. It notes the session as seen now,
-// in memory (FlushLastSeen writes it later, off the request path), and
-// does not count the call against the per-session limit: an app checks
-// its user's session on every request of its own, so the reads (GET
-// /session, GET /me, GET /user...) are never limited per session. On a
-// cached token and a session the store knows, it writes nothing shared
-// and takes no lock that all sessions share.
+// of the token's user. Any failure is 401 INVALID_SESSION. It notes the
+// session as seen now, in memory (FlushLastSeen writes it later, off the
+// request path), and does not count the call against the per-session
+// limit: an app checks its user's session on every request of its own,
+// so the reads (GET /session, GET /me, GET /user...) are never limited
+// per session. On a cached token and a session the store knows, it
+// writes nothing shared and takes no lock that all sessions share.
 func (s *Service) AuthenticateSession(ctx context.Context, header string) (*Principal, error) {
 	pr, _, _, now, err := s.authenticateSession(ctx, header)
 	if err != nil {
