@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,4 +156,109 @@ func TestStaleFeedFreezesCaches(t *testing.T) {
 	if idx := s.origins.Load(); idx == nil || idx.version != s.projectsVersion.Load() {
 		t.Fatal("the origin index is not kept once the feed is fresh")
 	}
+}
+
+// TestReplicasShowSessionProofs: the session check answers from each
+// replica's memory, and what it carries for GET /session (Proofs)
+// follows the other replica's changes within a second: a TOTP factor
+// enrolled on the user (the session's second factor now pending), then a
+// step-up by TOTP on the session (amr grows, nothing pending), then a
+// logout. On bbolt one process owns the file: skipped.
+func TestReplicasShowSessionProofs(t *testing.T) {
+	if storetest.Backend(t) != storetest.Postgres {
+		t.Skip("replicas share a PostgreSQL database: LATCHKEY_TEST_STORE=postgres runs this")
+	}
+	dsn := storetest.New(t)
+	keys, err := store.NewKeyring(bytes.Repeat([]byte{6}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := func() *Service {
+		db, _, err := store.Open(ctx, dsn, store.Options{FeedInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		s, err := New(db, keys, Config{BaseURL: "http://127.0.0.1:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := replica(), replica()
+	boot, err := a.Init(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := boot.Project
+	now := time.Now().UTC()
+	u := &store.User{ID: newID(), ProjectID: p.ID, Email: "proofs@example.com", CreatedAt: now}
+	sess := a.newSession(p, u, "email_otp")
+	if err := a.db.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		return tx.PutSession(sess)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := a.signSession(p, sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "Bearer " + tok
+	proofs := func(s *Service) (SessionProofs, error) {
+		_, sp, err := s.AuthenticateSessionProofs(ctx, header)
+		return sp, err
+	}
+	for _, s := range []*Service{a, b} {
+		for range 2 { // the second from memory
+			if sp, err := proofs(s); err != nil || !slices.Equal(sp.AMR, []string{"otp"}) || sp.SecondFactorPending {
+				t.Fatalf("signed in: %+v, %v", sp, err)
+			}
+		}
+	}
+	follows := func(what string, want func(SessionProofs, error) bool) {
+		t.Helper()
+		if sp, err := proofs(a); !want(sp, err) {
+			t.Fatalf("%s: the replica that made it answers %+v, %v", what, sp, err)
+		}
+		start := time.Now()
+		for {
+			sp, err := proofs(b)
+			if want(sp, err) {
+				break
+			}
+			if time.Since(start) > time.Second {
+				t.Fatalf("%s: the other replica answers %+v, %v after 1 s", what, sp, err)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		t.Logf("%s: seen by the other replica after %v (poll interval 20 ms)", what, time.Since(start))
+	}
+
+	if err := a.db.Update(ctx, func(tx store.Tx) error {
+		return tx.PutFactor(&store.Factor{UserID: u.ID, ProjectID: p.ID, Kind: factorTOTP, Status: factorEnrolled,
+			CreatedAt: now, EnrolledAt: &now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	follows("TOTP enrolled", func(sp SessionProofs, err error) bool {
+		return err == nil && slices.Equal(sp.AMR, []string{"otp"}) && sp.SecondFactorPending
+	})
+	if err := a.db.Update(ctx, func(tx store.Tx) error { return a.markProof(tx, sess.ID, amrTOTP, now) }); err != nil {
+		t.Fatal(err)
+	}
+	follows("a TOTP step-up", func(sp SessionProofs, err error) bool {
+		return err == nil && slices.Equal(sp.AMR, []string{"otp", "totp"}) && !sp.SecondFactorPending
+	})
+	pr, err := a.AuthenticateSession(ctx, header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Logout(ctx, pr, LogoutThis); err != nil {
+		t.Fatal(err)
+	}
+	follows("logout", func(_ SessionProofs, err error) bool { return err == ErrInvalidSession })
 }

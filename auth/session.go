@@ -109,21 +109,35 @@ func (s *Service) signSession(p *store.Project, sess *store.Session) (string, Pr
 }
 
 // AuthenticateSession checks a bearer header as a user JWT: ES256
-// signature by the project's key, iss, aud, exp, and a live session row.
-// Any failure is 401 INVALID_SESSION. It notes the session as seen now,
-// in memory (FlushLastSeen writes it later, off the request path), and
-// does not count the call against the per-session limit: an app checks
-// its user's session on every request of its own, so the reads (GET
-// /session, GET /me, GET /user...) are never limited per session. On a
-// cached token and a session the store knows, it writes nothing shared
-// and takes no lock that all sessions share.
+// signature by the project's key, iss, aud, exp, and a live session row
+// of the token's user. Any failure is 401 INVALID_SESSION. It notes the
+// session as seen now, in memory (FlushLastSeen writes it later, off the
+// request path), and does not count the call against the per-session
+// limit: an app checks its user's session on every request of its own,
+// so the reads (GET /session, GET /me, GET /user...) are never limited
+// per session. On a cached token and a session the store knows, it
+// writes nothing shared and takes no lock that all sessions share.
 func (s *Service) AuthenticateSession(ctx context.Context, header string) (*Principal, error) {
-	pr, _, now, err := s.authenticateSession(ctx, header)
+	pr, _, _, now, err := s.authenticateSession(ctx, header)
 	if err != nil {
 		return nil, err
 	}
 	s.activity.seen(pr.SessionID, pr.IssuedAt, now)
 	return pr, nil
+}
+
+// AuthenticateSessionProofs is AuthenticateSession that also returns how
+// the session was proven, as GET /session shows it: from the session row
+// the check read (from the store's memory for a session it knows), with
+// no read of its own.
+func (s *Service) AuthenticateSessionProofs(ctx context.Context, header string) (*Principal, SessionProofs, error) {
+	pr, _, st, now, err := s.authenticateSession(ctx, header)
+	if err != nil {
+		return nil, SessionProofs{}, err
+	}
+	s.activity.seen(pr.SessionID, pr.IssuedAt, now)
+	return pr, SessionProofs{AMR: amrOf(st.Proofs),
+		SecondFactorPending: secondFactorPending(st.Proofs, store.Enrolled{TOTP: st.TOTP, SMS: st.SMS})}, nil
 }
 
 // AuthenticateSessionWrite is AuthenticateSession for the calls that
@@ -132,7 +146,7 @@ func (s *Service) AuthenticateSession(ctx context.Context, header string) (*Prin
 // rolling minute, 120 by default; past it 429 RATE_LIMIT_EXCEEDED with a
 // retry time). A refused call is not counted.
 func (s *Service) AuthenticateSessionWrite(ctx context.Context, header string) (*Principal, error) {
-	pr, p, now, err := s.authenticateSession(ctx, header)
+	pr, p, _, now, err := s.authenticateSession(ctx, header)
 	if err != nil {
 		return nil, err
 	}
@@ -142,12 +156,13 @@ func (s *Service) AuthenticateSessionWrite(ctx context.Context, header string) (
 	return pr, nil
 }
 
-// authenticateSession is the check both share; it returns the token's
-// principal, its project and the unix second it was checked at.
-func (s *Service) authenticateSession(ctx context.Context, header string) (*Principal, *store.Project, int64, error) {
+// authenticateSession is the check they share; it returns the token's
+// principal, its project, its session's state (shared with the store's
+// cache: never changed) and the unix second it was checked at.
+func (s *Service) authenticateSession(ctx context.Context, header string) (*Principal, *store.Project, *store.SessionState, int64, error) {
 	tok, ok := ParseBearer(header)
 	if !ok || len(tok) > 4096 {
-		return nil, nil, 0, ErrInvalidSession
+		return nil, nil, nil, 0, ErrInvalidSession
 	}
 	now := s.now().Unix()
 	var p *store.Project
@@ -159,33 +174,42 @@ func (s *Service) authenticateSession(ctx context.Context, header string) (*Prin
 		var err error
 		if p, err = s.project(ctx, pr.ProjectID); err != nil {
 			s.tokens.drop(tok)
-			return nil, nil, 0, ErrInvalidSession.Because(err)
+			return nil, nil, nil, 0, ErrInvalidSession.Because(err)
 		}
 	} else {
 		var err error
 		pr, p, err = s.verifyToken(ctx, tok)
 		if err != nil {
-			return nil, nil, 0, ErrInvalidSession.Because(err)
+			return nil, nil, nil, 0, ErrInvalidSession.Because(err)
 		}
 		s.tokens.put(tok, pr)
 	}
 	if now >= pr.ExpiresAt {
 		s.tokens.drop(tok)
-		return nil, nil, 0, ErrInvalidSession
+		return nil, nil, nil, 0, ErrInvalidSession
 	}
-	live, err := s.db.SessionLive(ctx, pr.SessionID)
-	if errors.Is(err, store.ErrUnavailable) {
-		return nil, nil, 0, internal(err) // 503: the database, not the token
-	} else if err != nil {
-		return nil, nil, 0, ErrInvalidSession.Because(err)
+	// The session row, from the store's memory for a session it knows
+	// (no transaction): its proofs are GET /session's answer.
+	st, err := s.db.SessionState(ctx, pr.SessionID)
+	if err != nil || st.UserID != pr.UserID {
+		return nil, nil, nil, 0, s.sessionRefused(tok, err)
 	}
-	if !live {
+	return &pr, p, st, now, nil
+}
+
+// sessionRefused is the answer to token tok whose session row the store
+// did not give (err) or gave for another user.
+func (s *Service) sessionRefused(tok string, err error) error {
+	switch {
+	case err == nil || errors.Is(err, store.ErrNotFound):
 		// Logged out, deleted or disabled: the row is gone, so the
 		// cached verification is dead too.
 		s.tokens.drop(tok)
-		return nil, nil, 0, ErrInvalidSession
+		return ErrInvalidSession
+	case errors.Is(err, store.ErrUnavailable):
+		return internal(err) // 503: the database, not the token
 	}
-	return &pr, p, now, nil
+	return ErrInvalidSession.Because(err)
 }
 
 // verifyToken does the full cryptographic check of a token and returns

@@ -41,6 +41,28 @@ func TestTokenCacheDroppedWithSession(t *testing.T) {
 	}
 }
 
+// TestSessionOfAnotherUser: a token whose session row belongs to another
+// user than its subject (which only a forger holding the project's key
+// could sign) is refused and leaves the token cache.
+func TestSessionOfAnotherUser(t *testing.T) {
+	s, l := signedIn(t, Config{})
+	other := *l.Session
+	other.UserID = "someone-else"
+	tok, _, err := s.signSession(l.project, &other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AuthenticateSession(ctx, "Bearer "+tok); err != ErrInvalidSession {
+		t.Fatalf("a session row of another user: %v, want ErrInvalidSession", err)
+	}
+	if s.tokens.cached(tok) {
+		t.Fatal("the refused token is still cached")
+	}
+	if _, err := s.AuthenticateSession(ctx, "Bearer "+l.Token); err != nil {
+		t.Fatalf("the session's own token: %v", err)
+	}
+}
+
 // TestTokenCachedWhenSigned: the principal remembered when a token is
 // signed is the one its verification gives, so a first check served from
 // the cache answers as a verified one would.

@@ -1,10 +1,8 @@
 package auth
 
 import (
-	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"latchkey/store"
@@ -237,47 +235,11 @@ func within(t, now time.Time) bool {
 	return !t.IsZero() && now.Sub(t) <= StepUpWindow
 }
 
-// SessionProofs is how a session was proven, as GET /session shows it:
-// AMR its methods in the order first proven, SecondFactorPending whether
-// the account has TOTP or SMS enrolled and the session proved neither
-// (nor signed in with a backup code).
+// SessionProofs is how a session was proven, as GET /session shows it
+// (AuthenticateSessionProofs): AMR its methods in the order first proven,
+// SecondFactorPending whether the account has TOTP or SMS enrolled and
+// the session proved neither (nor signed in with a backup code).
 type SessionProofs struct {
 	AMR                 []string
 	SecondFactorPending bool
-}
-
-// sessionRead reads a session and its user's factors through a function
-// bound once (GET /session runs it on every call; see sessionProbe).
-type sessionRead struct {
-	id   string
-	sess *store.Session
-	en   store.Enrolled
-	run  func(store.Tx) error
-}
-
-var sessionReads = sync.Pool{New: func() any {
-	r := &sessionRead{}
-	r.run = func(tx store.Tx) (err error) {
-		r.sess, r.en, err = tx.SessionEnrolled(r.id)
-		return err
-	}
-	return r
-}}
-
-// SessionProofs returns how the session pr was proven, in one read
-// transaction: its row and its user's enrolled factors. 401
-// INVALID_SESSION when it is gone.
-func (s *Service) SessionProofs(ctx context.Context, pr *Principal) (SessionProofs, error) {
-	r := sessionReads.Get().(*sessionRead)
-	r.id = pr.SessionID
-	err := s.db.View(ctx, r.run)
-	sess, en := r.sess, r.en
-	r.id, r.sess = "", nil
-	sessionReads.Put(r)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && sess.UserID != pr.UserID) {
-		return SessionProofs{}, ErrInvalidSession
-	} else if err != nil {
-		return SessionProofs{}, internal(err)
-	}
-	return SessionProofs{AMR: amrOf(sess.Proofs), SecondFactorPending: secondFactorPending(sess.Proofs, en)}, nil
 }

@@ -83,6 +83,20 @@ func (s *Server) session(h sessionHandler) httprouter.Handle {
 	})
 }
 
+// sessionProofs is session for GET /session, a read: h also gets how
+// the session was proven, from the row the token's check read.
+func (s *Server) sessionProofs(h func(w http.ResponseWriter, r *http.Request, pr *auth.Principal, sp auth.SessionProofs) error) httprouter.Handle {
+	return s.handle(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		pr, sp, err := s.auth.AuthenticateSessionProofs(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			s.allowOrigin(w, r, "")
+			return err
+		}
+		s.allowOrigin(w, r, pr.ProjectID)
+		return h(w, r, pr, sp)
+	})
+}
+
 // authSession validates the request's user token and adds the CORS
 // headers for the token's project; when it fails (401, or 429 over the
 // limit), for any project's origin, so the page can read the answer. A

@@ -139,7 +139,7 @@ func (s *Server) routes() {
 	r.DELETE("/api/v1/user", s.session(s.deleteUser))
 	r.POST("/api/v1/user/email/send", s.session(s.emailSend))
 	r.POST("/api/v1/user/email/verify", s.session(s.emailVerify))
-	r.GET("/api/v1/session", s.session(s.getSession))
+	r.GET("/api/v1/session", s.sessionProofs(s.getSession))
 	r.POST("/api/v1/logout", s.session(s.logout))
 	r.GET("/api/v1/sessions", s.session(s.listSessions))
 	r.DELETE("/api/v1/sessions/:id", s.session(s.deleteSession))

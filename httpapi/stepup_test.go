@@ -286,3 +286,25 @@ func TestAddressChangeEndsOtherSessions(t *testing.T) {
 		t.Fatalf("templated notice %+v", c)
 	}
 }
+
+// TestSessionShowsChangesAtOnce: GET /session answers from the store's
+// memory for a session it knows, and shows every change the next call:
+// TOTP enrolled from another session of the user makes this one's second
+// factor pending, a wrong code changes nothing, a TOTP step-up on it
+// ends that (amr grows), and its logout ends it (401 INVALID_SESSION).
+func TestSessionShowsChangesAtOnce(t *testing.T) {
+	ts := newTestServer(t)
+	first := ts.wantProofs(ts.login("changes@example.com"), []string{"otp"}, false)
+	tok := ts.wantProofs(ts.login("changes@example.com"), []string{"otp"}, false)
+	ts.wantSessionProofs(tok, []string{"otp"}, false) // from memory
+	secret := ts.enrollTOTP(first)
+	ts.wantSessionProofs(tok, []string{"otp"}, true)
+	wantError(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.wrongTOTP(secret)}), 401, "VERIFICATION_FAILED")
+	ts.wantSessionProofs(tok, []string{"otp"}, true)
+	wantOK(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.totpCode(secret, 0)}))
+	ts.wantSessionProofs(tok, []string{"otp", "totp"}, false)
+	ts.wantSessionProofs(first, []string{"otp", "totp"}, false)
+	wantOK(t, ts.do("POST", "/api/v1/logout", tok, nil))
+	wantError(t, ts.do("GET", "/api/v1/session", tok, nil), 401, "INVALID_SESSION")
+	ts.wantSessionProofs(first, []string{"otp", "totp"}, false)
+}

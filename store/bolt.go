@@ -115,7 +115,7 @@ type boltDB struct {
 	maxEvents  int
 	observe    func(time.Duration)                   // Options.ObserveCommit
 	batchWait  func(durable, answered time.Duration) // Options.ObserveBatch
-	sessions   *liveSessions                         // SessionLive's cache (sessioncache.go)
+	sessions   *sessionCache                         // SessionState's cache (sessioncache.go)
 	closed     atomic.Bool                           // Close was called
 	dashMemory                                       // the dashboard's sessions (Dashboard), in memory
 }
@@ -203,7 +203,7 @@ func openBolt(path string, opt Options) (db *boltDB, created bool, err error) {
 		return nil, false, err
 	}
 	db = &boltDB{bolt: b, path: path, maxEvents: opt.maxEventsPerProject(), observe: opt.ObserveCommit, batchWait: opt.ObserveBatch,
-		sessions: newLiveSessions(boltSessionCacheSize)}
+		sessions: newSessionCache(boltSessionCacheSize)}
 	db.health.log, db.health.now = log, opt.Now
 	if db.health.now == nil {
 		db.health.now = time.Now

@@ -103,7 +103,7 @@ var expiries = [numExpiring]expiry{
 			if err != nil {
 				return err
 			}
-			tx.sessionDeleted(k)
+			tx.sessionChanged(k)
 			return tx.del(bucketUserSessions, compound(s.UserID, s.ID))
 		}},
 	ExpiringCodes: {name: "codes", rows: bucketCodes, index: bucketCodesExpiry,

@@ -31,18 +31,23 @@ func (tx boltTx) Factor(userID, kind string) (*Factor, error) {
 	return &f, nil
 }
 
-// PutFactor creates or replaces a factor.
+// PutFactor creates or replaces a factor. The user's factors leave the
+// session cache once tx commits (SessionState).
 func (tx boltTx) PutFactor(f *Factor) error {
+	tx.factorsChanged(f.UserID)
 	return tx.put(bucketFactors, compound(f.UserID, f.Kind), f)
 }
 
-// DeleteFactor removes userID's factor of kind.
+// DeleteFactor removes userID's factor of kind. The user's factors leave
+// the session cache once tx commits (SessionState).
 func (tx boltTx) DeleteFactor(userID, kind string) error {
+	tx.factorsChanged(userID)
 	return tx.del(bucketFactors, compound(userID, kind))
 }
 
 // DeleteFactors removes every factor, backup batch and passkey of u.
 func (tx boltTx) DeleteFactors(u *User) error {
+	tx.factorsChanged(u.ID)
 	for _, k := range []string{"totp", "sms"} {
 		if err := tx.del(bucketFactors, compound(u.ID, k)); err != nil {
 			return err

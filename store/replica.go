@@ -25,7 +25,8 @@ const (
 	// ChangeUser: user ID was changed (disabled, address, profile) or
 	// deleted.
 	ChangeUser ChangeKind = "user"
-	// ChangeSession: session ID was deleted (logout, revocation).
+	// ChangeSession: session ID was deleted (logout, revocation) or
+	// rewritten (a step-up's proof).
 	ChangeSession ChangeKind = "session"
 	// ChangeUserSessions: every session of user ID was deleted (logout
 	// everywhere, disabled, deleted).

@@ -74,6 +74,18 @@ type Enrolled struct {
 	Passkey bool // at least one passkey in the user's project
 }
 
+// SessionState is what the session check of every user call and GET
+// /session need of a session row (DB.SessionState): whose it is, how it
+// was proven, and whether its user has a second factor enrolled.
+type SessionState struct {
+	UserID string
+	// Proofs are the session's proofs (Session.Proofs).
+	Proofs []Proof
+	// TOTP and SMS are Enrolled's: the user has a TOTP factor, an SMS
+	// factor, with Status "enrolled".
+	TOTP, SMS bool
+}
+
 // Session returns the session with id.
 func (tx boltTx) Session(id string) (*Session, error) {
 	v := tx.bucket(bucketSessions).Get([]byte(id))
@@ -159,9 +171,14 @@ func (tx boltTx) SessionExists(id string) (bool, error) {
 }
 
 // PutSession stores a session, indexed under its user and by its expiry.
+// Rewriting an existing session (a step-up's proof) drops it from the
+// session cache once tx commits; a new one was in no cache.
 func (tx boltTx) PutSession(s *Session) error {
 	if err := tx.bucket(bucketUserSessions).Put(compound(s.UserID, s.ID), nil); err != nil {
 		return err
+	}
+	if tx.bucket(bucketSessions).Get([]byte(s.ID)) != nil {
+		tx.sessionChanged([]byte(s.ID))
 	}
 	return tx.putExpiring(&expiries[ExpiringSessions], []byte(s.ID), encodeSession(s), s.ExpiresAt)
 }

@@ -115,15 +115,21 @@ type DB interface {
 	// Update's errors.
 	Batch(ctx context.Context, fn func(Tx) error) error
 
-	// SessionLive reports whether a session row with id exists (expired
-	// or not), as Tx.SessionExists in a View would. It is the check of
-	// every call with a user's token, so a backend answers it from
-	// memory for a session it knows to exist, without a transaction and
-	// without a lock that every session shares; a row deleted by a
-	// commit of this process is answered as gone once the commit
-	// returns, and one deleted by another process sharing the store
-	// once its invalidation feed tells (Watch).
-	SessionLive(ctx context.Context, id string) (bool, error)
+	// SessionState returns what the session check needs of session id
+	// (SessionState), as Tx.SessionEnrolled in a View would read it, or
+	// ErrNotFound when no session row has id (expired rows are found:
+	// the sweep deletes them). It is the check of every call with a
+	// user's token and the answer of GET /session, so a backend answers
+	// it from memory for a session it knows, without a transaction and
+	// without a lock that every session shares. A change committed by
+	// this process shows once its commit returns: the session row
+	// deleted or rewritten (PutSession of an existing session: a
+	// step-up's proof), a TOTP or SMS factor of its user written or
+	// deleted. One committed by another process sharing the store shows
+	// once its invalidation feed tells (Watch). The state returned is
+	// shared with the store's cache and with other callers: read it,
+	// never change it.
+	SessionState(ctx context.Context, id string) (*SessionState, error)
 
 	// Close stops the store's own goroutines (Batch calls already
 	// queued are committed first) and releases the file or the

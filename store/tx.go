@@ -182,7 +182,8 @@ type Sessions interface {
 	ReadEnrolled(projectID, userID string, dst *Enrolled) error
 	// PutSession creates or replaces the session s.ID, under its user
 	// (UserSessions) and due for the sweep at its ExpiresAt
-	// (ExpiringSessions).
+	// (ExpiringSessions). A replaced session leaves the store's session
+	// cache (DB.SessionState) once the transaction commits.
 	PutSession(s *Session) error
 	// DeleteSession removes the session s.ID and its entry under
 	// s.UserID (even when the row itself is gone).
@@ -255,7 +256,9 @@ type Codes interface {
 type Factors interface {
 	// Factor returns userID's factor of kind ("totp" or "sms").
 	Factor(userID, kind string) (*Factor, error)
-	// PutFactor creates or replaces the factor (f.UserID, f.Kind).
+	// PutFactor creates or replaces the factor (f.UserID, f.Kind). The
+	// user's factors leave the store's session cache (DB.SessionState)
+	// once the transaction commits.
 	PutFactor(f *Factor) error
 	// DeleteFactor removes userID's factor of kind.
 	DeleteFactor(userID, kind string) error

@@ -16,16 +16,26 @@ func init() {
 const (
 	sqlFactor = `SELECT project_id, status, secret, phone, last_step, failures, locked_until, created_at, enrolled_at
 		FROM factors WHERE user_id = $1 AND kind = $2`
-	sqlPutFactor = `INSERT INTO factors (user_id, kind, project_id, status, secret, phone, last_step, failures,
+	// sqlPutFactor upserts the factor and, when that makes it enrolled
+	// or no longer enrolled, writes kindFactors ($12) for the user to the
+	// feed (every sub-statement sees the row as it was before the
+	// statement).
+	sqlPutFactor = `WITH old AS (SELECT status FROM factors WHERE user_id = $1 AND kind = $2),
+		put AS (INSERT INTO factors (user_id, kind, project_id, status, secret, phone, last_step, failures,
 			locked_until, created_at, enrolled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (user_id, kind) DO UPDATE SET project_id = excluded.project_id,
 			status = excluded.status, secret = excluded.secret, phone = excluded.phone,
 			last_step = excluded.last_step, failures = excluded.failures,
 			locked_until = excluded.locked_until, created_at = excluded.created_at,
-			enrolled_at = excluded.enrolled_at`
-	sqlDeleteFactor = `DELETE FROM factors WHERE user_id = $1 AND kind = $2`
-	sqlBackupCodes  = `SELECT project_id, hashes, used, created_at
+			enrolled_at = excluded.enrolled_at)
+		INSERT INTO changes (kind, id) SELECT $12, $1
+		WHERE coalesce((SELECT status = 'enrolled' FROM old), false) <> ($4::text = 'enrolled')`
+	// sqlDeleteFactor deletes the factor and, when it was enrolled,
+	// writes kindFactors ($3) for the user to the feed.
+	sqlDeleteFactor = `WITH del AS (DELETE FROM factors WHERE user_id = $1 AND kind = $2 RETURNING status)
+		INSERT INTO changes (kind, id) SELECT $3, $1 FROM del WHERE status = 'enrolled'`
+	sqlBackupCodes = `SELECT project_id, hashes, used, created_at
 		FROM backup_codes WHERE user_id = $1`
 	sqlPutBackupCodes = `INSERT INTO backup_codes (user_id, project_id, hashes, used, created_at)
 		VALUES ($1, $2, $3, $4, $5)
@@ -66,19 +76,27 @@ func (tx *txn) Factor(userID, kind string) (*store.Factor, error) {
 }
 
 // PutFactor creates or replaces the factor (f.UserID, f.Kind). A kind
-// other than "totp" or "sms" is refused by the table's CHECK.
+// other than "totp" or "sms" is refused by the table's CHECK. Session
+// caches drop the user's factors: this replica's as the transaction
+// commits, the others' through the feed when the factor's enrolment
+// changed (a code's step or a failure count leaves it as it was, and
+// writes no feed row).
 func (tx *txn) PutFactor(f *store.Factor) error {
 	_, err := tx.exec(sqlPutFactor, f.UserID, f.Kind, f.ProjectID, f.Status, f.Secret, f.Phone,
-		f.LastStep, int64(f.Failures), timeArg(f.LockedUntil), timeArg(f.CreatedAt), timePtrArg(f.EnrolledAt))
+		f.LastStep, int64(f.Failures), timeArg(f.LockedUntil), timeArg(f.CreatedAt), timePtrArg(f.EnrolledAt),
+		string(kindFactors))
+	tx.dropOnCommit(f.UserID, true)
 	return err
 }
 
-// DeleteFactor removes userID's factor of kind.
+// DeleteFactor removes userID's factor of kind. Session caches drop the
+// user's factors as PutFactor's do (the feed only when it was enrolled).
 func (tx *txn) DeleteFactor(userID, kind string) error {
 	if !validText(userID) || !validText(kind) {
 		return nil
 	}
-	_, err := tx.exec(sqlDeleteFactor, userID, kind)
+	_, err := tx.exec(sqlDeleteFactor, userID, kind, string(kindFactors))
+	tx.dropOnCommit(userID, true)
 	return err
 }
 
@@ -145,6 +163,15 @@ func (tx *txn) DeleteGrants(projectID, externalUserID string) (int, error) {
 func (tx *txn) deleteUserFactors(userIDs ...string) error {
 	if len(userIDs) == 0 {
 		return nil
+	}
+	// This replica's session cache drops their factors as the
+	// transaction commits; the others' on the user's ChangeUser, which
+	// DeleteUser writes. A deleted project's users keep theirs in other
+	// replicas' caches until evicted, never read again: the sessions,
+	// through which alone they are read, go (ChangeProject), and no new
+	// session can name a deleted user.
+	for _, id := range userIDs {
+		tx.dropOnCommit(id, true)
 	}
 	_, err := tx.exec(sqlDeleteUserFactors, userIDs)
 	return err

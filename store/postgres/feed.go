@@ -278,7 +278,7 @@ func (db *DB) Watch(fn func(store.Change)) (cancel func()) {
 // to the subscribers.
 func (f *feed) tell(c store.Change) {
 	f.db.sessions.apply(c)
-	if c.Kind == kindSessionsSwept {
+	if c.Kind == kindSessionsSwept || c.Kind == kindFactors {
 		return
 	}
 	f.subMu.Lock()

@@ -422,8 +422,12 @@ func (im *importer) Add(rec any) error {
 		return fmt.Errorf("postgres: import: %T is not a record", rec)
 	}
 	// The queued writes (txn.later) go in batches of importBatch, not
-	// all at the commit.
+	// all at the commit. What the writes registered to run after the
+	// commit (the session cache's drops) is not kept: the import's
+	// commit does not run it, and no cache holds rows of the empty
+	// store it fills.
 	if tx.pending != nil && tx.pending.Len()+len(tx.feedRows) >= importBatch {
+		tx.onCommit = nil
 		tx.writeFeed()
 		if err := tx.flush(); err != nil {
 			return err

@@ -5,34 +5,51 @@ import (
 	"errors"
 	"hash/maphash"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"latchkey/store"
 )
 
-// The session cache: SessionExists is on the path of every user call
+// The session cache: SessionState is on the path of every user call
 // (GET /session, every call with a user's token), and on PostgreSQL a
-// probe of the sessions table is a round trip. So read-only transactions
-// answer it from memory for sessions known to exist: a positive cache of
-// session ids, bounded, kept coherent by
+// read of the sessions table is a round trip. So SessionState answers
+// from memory, and read-only transactions answer SessionExists, for
+// sessions known to exist: a bounded cache of what the session check
+// needs of each (its user, its proofs), and beside it one of whether
+// each user has TOTP or SMS enrolled (secondFactorPending needs no
+// more), each entry dropped by its exact key. They are kept coherent by
 //
-//   - this replica's own deletions, dropped as soon as they commit
-//     (txn.changed registers the drop with OnCommit);
-//   - other replicas' deletions, dropped when the invalidation feed tells
-//     of them (every Options.FeedInterval);
+//   - this replica's own changes, dropped as soon as they commit
+//     (txn.changed and dropOnCommit register the drop with OnCommit): a
+//     session row deleted or rewritten (PutSession of an existing
+//     session: a step-up's proof), a factor written or deleted;
+//   - other replicas' changes, dropped when the invalidation feed tells
+//     of them (every Options.FeedInterval): store.ChangeSession for a
+//     session deleted or rewritten (PutSession writes it only for a
+//     rewrite: a new session was in no cache), kindFactors for a factor
+//     whose enrolment changed, store.ChangeUser for a user deleted with
+//     its factors;
 //   - the sweep of expired sessions, which writes kindSessionsSwept (the
 //     due time it swept up to) to the feed: entries due by then go.
 //
 // While the feed is not trusted (unread for longer than
-// Options.FeedStaleAfter) the cache is neither read nor filled. A miss
-// reads the row (one primary-key probe) and fills the entry only when
-// that read took the transaction's snapshot, after the cache's
-// generation was read: a deletion that drops the entry in between voids
+// Options.FeedStaleAfter) the caches are neither read nor filled. A miss
+// reads the row (one primary-key probe; with SessionState, the factors'
+// two probes in the same statement) and fills each entry only when that
+// read took the transaction's snapshot, after the entry's shard's
+// generation was read: a change that drops the entry in between voids
 // the fill, so no entry outlives the row it stands for by more than the
-// feed's delay.
+// feed's delay. A miss learns the session's user only from its read, so
+// it notes every factor shard's generation before it. A session's entry
+// points at its user's factor entry, so that a check looks up one key: a
+// factor entry dropped (or evicted) is marked so, and the sessions that
+// point at it miss until read again.
 
-// sessionCacheSize bounds the sessions cached (per replica).
+// sessionCacheSize bounds the sessions cached, and the users whose
+// factors are (per replica).
 const sessionCacheSize = 1 << 16
 
 const sessionShards = 32
@@ -42,18 +59,45 @@ const sessionShards = 32
 // backend's own: subscribers are not told of it.
 const kindSessionsSwept store.ChangeKind = "sessions_swept"
 
-// sessionEntry is what the cache keeps of a session: whose it is and
-// when the sweep deletes it, so that a user's, a project's and the
-// sweep's deletions drop it.
+// kindFactors is the feed's note that user ID's TOTP or SMS factor
+// became enrolled or stopped being (PutFactor): the session cache drops
+// what it keeps of the user's factors. It is the backend's own:
+// subscribers are not told of it.
+const kindFactors store.ChangeKind = "factors"
+
+// sessionEntry is what the cache keeps of a session: whose it is, its
+// project and when the sweep deletes it (so that a user's, a project's
+// and the sweep's deletions drop it), and its state as SessionState read
+// it (nil when SessionExists filled the entry), valid while the user's
+// factor entry it was filled with is.
 type sessionEntry struct {
 	user, project string
 	due           int64
+	state         *store.SessionState // shared with SessionState's callers: never changed
+	factors       *factorEntry
 }
+
+// factorEntry is what the cache keeps of a user's factors. Once dropped
+// it is never read again.
+type factorEntry struct {
+	bits    factorBits
+	dropped atomic.Bool
+}
+
+// factorBits are a user's enrolled factors: factorTOTP and factorSMS,
+// set when that factor is enrolled.
+type factorBits uint8
+
+const (
+	factorTOTP factorBits = 1 << iota
+	factorSMS
+)
 
 type sessionCache struct {
 	seed     maphash.Seed
 	perShard int
 	shards   [sessionShards]sessionShard
+	factors  [sessionShards]factorShard
 }
 
 type sessionShard struct {
@@ -63,29 +107,63 @@ type sessionShard struct {
 	_   [32]byte // keep shards on separate cache lines
 }
 
+// factorShard is a shard of the factor cache.
+type factorShard struct {
+	mu  sync.Mutex
+	gen uint64 // bumped by every drop: fills read before it are void
+	m   map[string]*factorEntry
+	_   [32]byte
+}
+
+// factorGens are the factor shards' generations, as a fill must carry
+// them.
+type factorGens [sessionShards]uint64
+
 func newSessionCache(size int) *sessionCache {
 	c := &sessionCache{seed: maphash.MakeSeed(), perShard: max(1, size/sessionShards)}
 	for i := range c.shards {
 		c.shards[i].m = make(map[string]sessionEntry)
+		c.factors[i].m = make(map[string]*factorEntry)
 	}
 	return c
 }
 
-func (c *sessionCache) shard(id string) *sessionShard {
-	return &c.shards[maphash.String(c.seed, id)%sessionShards]
+func (c *sessionCache) index(key string) uint64 {
+	return maphash.String(c.seed, key) % sessionShards
 }
+
+func (c *sessionCache) shard(id string) *sessionShard { return &c.shards[c.index(id)] }
 
 // has reports whether session id is cached (known to exist).
 func (c *sessionCache) has(id string) bool {
-	sh := c.shard(id)
-	sh.mu.RLock()
-	_, ok := sh.m[id]
-	sh.mu.RUnlock()
+	_, ok := c.entry(id)
 	return ok
 }
 
-// generation returns what a fill of id must carry: read it before the
-// read that fills.
+// entry returns what is cached of session id.
+func (c *sessionCache) entry(id string) (sessionEntry, bool) {
+	sh := c.shard(id)
+	sh.mu.RLock()
+	e, ok := sh.m[id]
+	sh.mu.RUnlock()
+	return e, ok
+}
+
+// state returns session id's state when both the session and its user's
+// factors are cached.
+func (c *sessionCache) state(id string) (*store.SessionState, bool) {
+	sh := c.shard(id)
+	sh.mu.RLock()
+	e, ok := sh.m[id]
+	sh.mu.RUnlock()
+	if !ok || e.state == nil || e.factors == nil || e.factors.dropped.Load() {
+		return nil, false
+	}
+	return e.state, true
+}
+
+// generation returns what a fill of session id must carry: read it
+// before the read that fills.
 func (c *sessionCache) generation(id string) uint64 {
 	sh := c.shard(id)
 	sh.mu.RLock()
@@ -93,8 +171,20 @@ func (c *sessionCache) generation(id string) uint64 {
 	return sh.gen
 }
 
-// fill caches id unless a drop happened in its shard since gen was read.
-// A full shard loses an arbitrary entry.
+// factorGenerations returns what a fill of factors must carry: read it
+// before the read that fills.
+func (c *sessionCache) factorGenerations() (gens factorGens) {
+	for i := range c.factors {
+		fs := &c.factors[i]
+		fs.mu.Lock()
+		gens[i] = fs.gen
+		fs.mu.Unlock()
+	}
+	return gens
+}
+
+// fill caches session id unless a drop happened in its shard since gen
+// was read. A full shard loses an arbitrary entry.
 func (c *sessionCache) fill(id string, e sessionEntry, gen uint64) {
 	sh := c.shard(id)
 	sh.mu.Lock()
@@ -102,7 +192,7 @@ func (c *sessionCache) fill(id string, e sessionEntry, gen uint64) {
 	if sh.gen != gen {
 		return
 	}
-	if len(sh.m) >= c.perShard {
+	if _, ok := sh.m[id]; !ok && len(sh.m) >= c.perShard {
 		for k := range sh.m {
 			delete(sh.m, k)
 			break
@@ -111,7 +201,37 @@ func (c *sessionCache) fill(id string, e sessionEntry, gen uint64) {
 	sh.m[id] = e
 }
 
-// drop forgets id.
+// fillFactors caches userID's factors unless a drop happened in its
+// shard since gens were read, and returns the entry for the sessions of
+// the user to point at (nil when void). A full shard loses an arbitrary
+// entry; an entry that leaves the cache is dropped, since the sessions
+// that point at it could not tell when it changes.
+func (c *sessionCache) fillFactors(userID string, bits factorBits, gens *factorGens) *factorEntry {
+	i := c.index(userID)
+	fs := &c.factors[i]
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.gen != gens[i] {
+		return nil
+	}
+	old, ok := fs.m[userID]
+	if ok && old.bits == bits {
+		return old // the sessions of one user share it
+	} else if ok {
+		old.dropped.Store(true)
+	} else if len(fs.m) >= c.perShard {
+		for k, f := range fs.m {
+			f.dropped.Store(true)
+			delete(fs.m, k)
+			break
+		}
+	}
+	f := &factorEntry{bits: bits}
+	fs.m[userID] = f
+	return f
+}
+
+// drop forgets session id.
 func (c *sessionCache) drop(id string) {
 	sh := c.shard(id)
 	sh.mu.Lock()
@@ -120,8 +240,20 @@ func (c *sessionCache) drop(id string) {
 	sh.mu.Unlock()
 }
 
-// dropWhere forgets every entry for which match is true (nil: every
-// entry), shard by shard.
+// dropFactors forgets userID's factors.
+func (c *sessionCache) dropFactors(userID string) {
+	fs := &c.factors[c.index(userID)]
+	fs.mu.Lock()
+	fs.gen++
+	if f, ok := fs.m[userID]; ok {
+		f.dropped.Store(true)
+		delete(fs.m, userID)
+	}
+	fs.mu.Unlock()
+}
+
+// dropWhere forgets every session entry for which match is true (nil:
+// every entry, and every user's factors too), shard by shard.
 func (c *sessionCache) dropWhere(match func(sessionEntry) bool) {
 	for i := range c.shards {
 		sh := &c.shards[i]
@@ -138,6 +270,18 @@ func (c *sessionCache) dropWhere(match func(sessionEntry) bool) {
 		}
 		sh.mu.Unlock()
 	}
+	if match == nil {
+		for i := range c.factors {
+			fs := &c.factors[i]
+			fs.mu.Lock()
+			fs.gen++
+			for _, f := range fs.m {
+				f.dropped.Store(true)
+			}
+			clear(fs.m)
+			fs.mu.Unlock()
+		}
+	}
 }
 
 // apply drops what change c makes stale. A nil cache (a DB opened
@@ -153,6 +297,10 @@ func (c *sessionCache) apply(ch store.Change) {
 		c.dropWhere(func(e sessionEntry) bool { return e.user == ch.ID })
 	case store.ChangeProject:
 		c.dropWhere(func(e sessionEntry) bool { return e.project == ch.ID })
+	case kindFactors, store.ChangeUser:
+		// A user deleted took its factors along (its sessions went
+		// too: ChangeUserSessions).
+		c.dropFactors(ch.ID)
 	case kindSessionsSwept:
 		upTo, err := strconv.ParseInt(ch.ID, 10, 64)
 		if err != nil {
@@ -165,27 +313,86 @@ func (c *sessionCache) apply(ch store.Change) {
 	}
 }
 
-// SessionLive reports whether session id's row exists: from the session
-// cache while the feed is trusted (no transaction, no round trip), else
-// as SessionExists in a read-only transaction (one probe, which fills
-// the cache).
-func (db *DB) SessionLive(ctx context.Context, id string) (bool, error) {
+// dropOnCommit has this replica's cache drop session id (factors false)
+// or user id's factors (factors true) once tx commits. Other replicas
+// learn of it through the feed, when the caller writes it there.
+func (tx *txn) dropOnCommit(id string, factors bool) {
+	c := tx.db.sessions
+	if c == nil {
+		return
+	}
+	if factors {
+		tx.OnCommit(func() { c.dropFactors(id) })
+	} else {
+		tx.OnCommit(func() { c.drop(id) })
+	}
+}
+
+// SessionState returns session id's state (see store.DB): from the
+// caches while the feed is trusted (no transaction, no round trip), else
+// in a read-only transaction with one statement (the session and its
+// user's factors), whose answer fills the caches.
+func (db *DB) SessionState(ctx context.Context, id string) (*store.SessionState, error) {
 	if err := db.ready(ctx); err != nil {
-		return false, err
+		return nil, err
 	}
 	if !validText(id) {
-		return false, nil
+		return nil, store.ErrNotFound
 	}
-	if c := db.sessions; c != nil && db.feed.trusted() && c.has(id) {
-		return true, nil
+	c := db.sessions
+	cache := c != nil && db.feed.trusted()
+	if cache {
+		if st, ok := c.state(id); ok {
+			return st, nil
+		}
 	}
-	var live bool
-	err := db.View(ctx, func(tx store.Tx) error {
-		var err error
-		live, err = tx.SessionExists(id)
+	var gen uint64
+	var gens factorGens
+	if cache {
+		gen, gens = c.generation(id), c.factorGenerations()
+	}
+	var e sessionEntry
+	err := db.View(ctx, func(tx store.Tx) (err error) {
+		e, err = tx.(*txn).sessionState(id)
 		return err
 	})
-	return live, err
+	if err != nil {
+		return nil, err
+	}
+	if cache {
+		var bits factorBits
+		if e.state.TOTP {
+			bits |= factorTOTP
+		}
+		if e.state.SMS {
+			bits |= factorSMS
+		}
+		e.factors = c.fillFactors(e.user, bits, &gens)
+		c.fill(id, e, gen)
+	}
+	return e.state, nil
+}
+
+// sqlSessionState is session $1's row, when the sweep deletes it, and
+// whether its user has TOTP or SMS enrolled.
+var sqlSessionState = `SELECT ` + sessionCols + `, s.due, ` +
+	strings.ReplaceAll(sqlSecondFactors, "$1", "s.user_id") + `
+	FROM sessions s WHERE s.id = $1`
+
+// sessionState reads what the cache keeps of session id (valid text) and
+// of its user's factors, in one statement; ErrNotFound without the row.
+func (tx *txn) sessionState(id string) (sessionEntry, error) {
+	var r sessionRow
+	var e sessionEntry
+	st := &store.SessionState{}
+	if err := tx.one(sqlSessionState, []any{id}, append(r.dest(), &e.due, &st.TOTP, &st.SMS)...); err != nil {
+		return sessionEntry{}, err
+	}
+	s := r.session()
+	e.user, e.project = s.UserID, s.ProjectID
+	st.UserID, st.Proofs = s.UserID, s.Proofs
+	e.state = st
+	return e, nil
 }
 
 // cachedSessionExists answers SessionExists for session id (valid

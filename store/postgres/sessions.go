@@ -110,25 +110,40 @@ func (tx *txn) SessionExists(id string) (bool, error) {
 }
 
 // PutSession creates or replaces the session s.ID, due for the sweep at
-// its ExpiresAt.
+// its ExpiresAt. Replacing one (a step-up's proof) writes
+// store.ChangeSession to the feed in the same statement, so that every
+// replica's session cache drops it; creating one writes nothing there
+// (no cache can hold a session not yet created). The upsert tells which
+// it did by the new row's xmax: an update of a row locks it first
+// (ON CONFLICT), which leaves the transaction's id there, an insert
+// leaves 0. This replica's cache drops the session as the transaction
+// commits either way.
 func (tx *txn) PutSession(s *store.Session) error {
 	methods, times := proofArgs(s)
-	tx.later(`INSERT INTO sessions (`+sessionCols+`, due)
+	tx.later(`WITH s AS (INSERT INTO sessions (`+sessionCols+`, due)
 		VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, project_id = excluded.project_id,
 			method = excluded.method, issued_at = excluded.issued_at, expires_at = excluded.expires_at,
 			stepped_up_at = NULL, last_seen_at = excluded.last_seen_at,
 			ip = excluded.ip, user_agent = excluded.user_agent,
-			proof_methods = excluded.proof_methods, proof_times = excluded.proof_times, due = excluded.due`,
+			proof_methods = excluded.proof_methods, proof_times = excluded.proof_times, due = excluded.due
+		RETURNING xmax)
+		INSERT INTO changes (kind, id) SELECT $13, $1 FROM s WHERE s.xmax::text <> '0'`,
 		s.ID, s.UserID, s.ProjectID, s.Method, timeArg(s.IssuedAt), timeArg(s.ExpiresAt),
-		timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), methods, times, dueNanos(s.ExpiresAt))
+		timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), methods, times, dueNanos(s.ExpiresAt),
+		string(store.ChangeSession))
+	tx.dropOnCommit(s.ID, false)
 	return nil
 }
 
+// sqlSecondFactors is whether user $1 has TOTP and SMS enrolled: two
+// probes of factors' primary key.
+const sqlSecondFactors = `EXISTS (SELECT 1 FROM factors f WHERE f.user_id = $1 AND f.kind = 'totp' AND f.status = 'enrolled'),
+		EXISTS (SELECT 1 FROM factors f WHERE f.user_id = $1 AND f.kind = 'sms' AND f.status = 'enrolled')`
+
 // sqlEnrolled is what user $1 has enrolled in project $2 (store.Enrolled):
 // two probes of factors' primary key and one of passkeys_user.
-const sqlEnrolled = `EXISTS (SELECT 1 FROM factors f WHERE f.user_id = $1 AND f.kind = 'totp' AND f.status = 'enrolled'),
-		EXISTS (SELECT 1 FROM factors f WHERE f.user_id = $1 AND f.kind = 'sms' AND f.status = 'enrolled'),
+const sqlEnrolled = sqlSecondFactors + `,
 		EXISTS (SELECT 1 FROM passkeys p WHERE p.user_id = $1 AND p.project_id = $2)`
 
 // sqlSessionEnrolled is session $1 and what its user has enrolled.
