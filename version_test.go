@@ -31,7 +31,6 @@ func TestVersionCommand(t *testing.T) {
 // TestVersion: -X main.version wins; else the module version stamped by
 // the go command; else the VCS revision; else "dev".
 func TestVersion(t *testing.T) {
-	t.Parallel()
 	for _, c := range []struct {
 		name string
 		bi   debug.BuildInfo

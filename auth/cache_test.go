@@ -59,7 +59,6 @@ func raceFill(t *testing.T, key string) (read <-chan struct{}, release func()) {
 // store what it read. Before the versioned cache, that pre-update project
 // stayed cached and the new deny list was ignored until restart.
 func TestProjectChangeNotLostToStaleFill(t *testing.T) {
-	t.Parallel()
 	s, boot := newCacheService(t)
 	id := boot.Project.ID
 	read, release := raceFill(t, id)
@@ -90,7 +89,6 @@ func TestProjectChangeNotLostToStaleFill(t *testing.T) {
 // a key revoked while a request was filling its entry must answer
 // API_KEY_REVOKED on the next request.
 func TestKeyRevokeNotLostToStaleFill(t *testing.T) {
-	t.Parallel()
 	s, boot := newCacheService(t)
 	prefix := boot.APIKey[:KeyPrefixLen]
 	read, release := raceFill(t, prefix)
