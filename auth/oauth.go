@@ -260,75 +260,47 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 		return "", a.reject(ErrInvalidState)
 	}
 	a.projectID = ch.ProjectID
-	// consume deletes the state inside tx, or reports it already gone.
-	consume := func(tx store.Tx) (bool, error) {
-		if _, err := tx.Challenge(id); errors.Is(err, store.ErrNotFound) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
-		return true, tx.DeleteChallenge(id)
-	}
-	// end consumes the state and records failure, in one transaction.
-	end := func(failure error) error {
-		err := a.update(func(tx store.Tx) error {
-			if _, err := consume(tx); err != nil {
-				return err
-			}
-			return a.fail(tx, failure)
-		})
-		return a.result(err)
-	}
+	cb := &callback{s: s, a: a, id: id}
 	if !s.now().Before(ch.ExpiresAt) {
-		return "", end(ErrStateExpired)
+		return "", cb.fail(ErrStateExpired)
 	}
 	p, err := s.project(ctx, ch.ProjectID)
 	if err != nil { // the project was deleted (with the state)
 		return "", a.reject(ErrInvalidState)
 	}
-	var pend pendingOAuth
-	if err := json.Unmarshal(ch.Session, &pend); err != nil {
+	if err := json.Unmarshal(ch.Session, &cb.pend); err != nil {
 		return "", a.reject(internal(err))
 	}
-	back := func(failure error) (string, error) {
-		e := AsError(failure)
-		if err := end(failure); err != nil && AsError(err).Code != e.Code {
-			return "", err
-		}
-		if e.Code == ErrInternal.Code {
-			s.log.Error("oauth callback", "provider", pend.Provider, "err", failure)
-		}
-		return withQuery(pend.RedirectURL, "error", e.Code), nil
-	}
+	pend := &cb.pend
 	if err := s.checkRisk(p, m); err != nil {
-		return back(err)
+		return cb.redirect(err)
 	}
 	if providerError != "" || code == "" {
-		return back(ErrOAuthDenied)
+		return cb.redirect(ErrOAuthDenied)
 	}
 	pr := findProvider(p, pend.Provider)
 	if pr == nil || pr.ID != pend.ProviderID {
-		return back(ErrProviderNotFound)
+		return cb.redirect(ErrProviderNotFound)
 	}
 	c, err := s.client(ctx, p.ID, pr)
 	if err != nil {
-		return back(err)
+		return cb.redirect(err)
 	}
-	idn, err := s.identify(ctx, c, code, &pend)
+	idn, err := s.identify(ctx, c, code, pend)
 	if err != nil {
-		return back(err)
+		return cb.redirect(err)
 	}
 	idn.Bind, idn.LinkByEmail = pend.Bind, linkByEmail(pr)
 	a.email = idn.Email
 	raw, err := json.Marshal(idn)
 	if err != nil {
-		return back(internal(err))
+		return cb.redirect(internal(err))
 	}
 	one := base64.RawURLEncoding.EncodeToString(randomBytes(32))
 	out := &store.Challenge{ID: s.oauthKey(kindOAuthCode, one), ProjectID: p.ID, Kind: kindOAuthCode,
 		Email: idn.Email, Session: raw, ExpiresAt: s.now().Add(OAuthCodeLifetime).UTC()}
 	err = a.update(func(tx store.Tx) error {
-		if there, err := consume(tx); err != nil {
+		if there, err := cb.consume(tx); err != nil {
 			return err
 		} else if !there {
 			return a.fail(tx, ErrInvalidState)
@@ -342,6 +314,51 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 		return "", err
 	}
 	return withQuery(pend.RedirectURL, "code", one), nil
+}
+
+// callback is one provider callback under way: its attempt, the state's
+// challenge id and what the started sign-in kept. The state is consumed
+// by the transaction that ends the callback, whichever way it ends.
+type callback struct {
+	s    *Service
+	a    *attempt
+	id   string // the state's challenge id
+	pend pendingOAuth
+}
+
+// consume deletes the state inside tx, or reports it already gone.
+func (cb *callback) consume(tx store.Tx) (bool, error) {
+	if _, err := tx.Challenge(cb.id); errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, tx.DeleteChallenge(cb.id)
+}
+
+// fail consumes the state and records failure, in one transaction.
+func (cb *callback) fail(failure error) error {
+	err := cb.a.update(func(tx store.Tx) error {
+		if _, err := cb.consume(tx); err != nil {
+			return err
+		}
+		return cb.a.fail(tx, failure)
+	})
+	return cb.a.result(err)
+}
+
+// redirect ends the callback with failure (fail) and sends the browser
+// back to the app with the failure's code (an internal one is logged);
+// an error other than failure itself in ending it is returned instead.
+func (cb *callback) redirect(failure error) (string, error) {
+	e := AsError(failure)
+	if err := cb.fail(failure); err != nil && AsError(err).Code != e.Code {
+		return "", err
+	}
+	if e.Code == ErrInternal.Code {
+		cb.s.log.Error("oauth callback", "provider", cb.pend.Provider, "err", failure)
+	}
+	return withQuery(cb.pend.RedirectURL, "error", e.Code), nil
 }
 
 // withQuery returns raw with name=value added to its query.
