@@ -10,30 +10,6 @@ import (
 	"latchkey/store"
 )
 
-// AdminUser is a user as the admin API shows it.
-type AdminUser struct {
-	ID             string  `json:"id"`
-	ProjectID      string  `json:"projectId"`
-	Email          string  `json:"email"`
-	ExternalUserID *string `json:"externalUserId"`
-	CompanyID      *string `json:"companyId"`
-	FirstName      *string `json:"firstName"`
-	EmailVerified  bool    `json:"emailVerified"`
-	Disabled       bool    `json:"disabled"`
-	CreatedAt      string  `json:"createdAt"`
-}
-
-// viewAdminUser returns the admin view of u, settling its emailVerified
-// inside tx.
-func viewAdminUser(tx store.Tx, u *store.User) (AdminUser, error) {
-	if _, err := settleVerified(tx, u); err != nil {
-		return AdminUser{}, err
-	}
-	return AdminUser{ID: u.ID, ProjectID: u.ProjectID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
-		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), EmailVerified: isVerified(u),
-		Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt)}, nil
-}
-
 func nullable(s string) *string {
 	if s == "" {
 		return nil
