@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"strings"
 	"time"
@@ -303,42 +302,22 @@ func (s *Service) VerifyAddress(ctx context.Context, pr *Principal, code string,
 			a.method = methodEmailChange
 		}
 		now := s.now().UTC()
-		if !now.Before(c.ExpiresAt) {
-			if err := tx.DeleteCode(c); err != nil {
-				return err
-			}
-			return a.fail(tx, ErrCodeExpired)
-		}
+		rules := addressCodeRules(u.ProjectID, c.Email)
 		if a.method == methodEmailChange {
-			if _, err := requireRecentAuth(tx, pr, c.CreatedAt); isAuthError(err) {
-				return a.fail(tx, err)
-			} else if err != nil {
-				return err
+			rules.afterExpiry = func() (error, error) {
+				if _, err := requireRecentAuth(tx, pr, c.CreatedAt); isAuthError(err) {
+					return err, nil
+				} else if err != nil {
+					return nil, err
+				}
+				return nil, nil
 			}
-		}
-		if c.Attempts >= OTPMaxAttempts {
-			return a.fail(tx, ErrCodeLocked)
-		}
-		guesses, err := addressGuesses(tx, u.ProjectID, c.Email, now)
-		if err != nil {
-			return err
-		}
-		if guesses.locked() {
-			return a.fail(tx, ErrCodeLocked)
 		}
 		h := s.addressHash(u.ID, c.Email, pr.SessionID, code)
-		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
-			c.Attempts++
-			if err := tx.PutCode(c); err != nil {
-				return err
-			}
-			if err := guesses.fail(tx, u.ProjectID, c.Email, now); err != nil {
-				return err
-			}
-			if c.Attempts >= OTPMaxAttempts {
-				return a.fail(tx, ErrInvalidCode.With(ErrCodeLocked.Message))
-			}
-			return a.fail(tx, ErrInvalidCode)
+		if failure, err := checkCode(tx, c, h[:], now, rules); err != nil {
+			return err
+		} else if failure != nil {
+			return a.fail(tx, failure)
 		}
 		if err := tx.DeleteCode(c); err != nil {
 			return err

@@ -405,20 +405,6 @@ func mergeRejected(a, b []ImportRejected) []ImportRejected {
 	return append(append(out, a...), b...)
 }
 
-// ExportUser is one line of an export: a user without any secret, with
-// the names of its factors ("totp", "sms", "passkey", "backup_codes").
-type ExportUser struct {
-	ID             string   `json:"id"`
-	Email          string   `json:"email"`
-	ExternalUserID *string  `json:"externalUserId"`
-	FirstName      *string  `json:"firstName"`
-	CompanyID      *string  `json:"companyId"`
-	EmailVerified  bool     `json:"emailVerified"`
-	Disabled       bool     `json:"disabled"`
-	CreatedAt      string   `json:"createdAt"`
-	Factors        []string `json:"factors"`
-}
-
 // factorNames returns the names of a user's factors from its summary,
 // in a fixed order; never nil.
 func factorNames(fs store.FactorSummary) []string {

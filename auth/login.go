@@ -11,23 +11,6 @@ import (
 	"latchkey/store"
 )
 
-// UserView is the user object every login result carries (docs/api.md,
-// "Login results").
-type UserView struct {
-	ID             string  `json:"id"`
-	Email          string  `json:"email"`
-	ExternalUserID *string `json:"externalUserId"`
-	CompanyID      *string `json:"company_id"`
-	FirstName      *string `json:"first_name"`
-	EmailVerified  bool    `json:"emailVerified"`
-}
-
-// ViewUser returns the login-result view of u.
-func ViewUser(u *store.User) UserView {
-	return UserView{ID: u.ID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
-		CompanyID: nullable(u.CompanyID), FirstName: nullable(u.FirstName), EmailVerified: isVerified(u)}
-}
-
 // Login is the outcome of a successful sign-in; handlers pick the fields
 // each endpoint's contract lists.
 type Login struct {

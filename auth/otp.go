@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"time"
 
@@ -218,34 +217,10 @@ func (s *Service) VerifyOTP(ctx context.Context, p *store.Project, in OTPInput, 
 		} else if err != nil {
 			return err
 		}
-		if !now.Before(c.ExpiresAt) {
-			if err := tx.DeleteCode(c); err != nil {
-				return err
-			}
-			return a.fail(tx, ErrCodeExpired)
-		}
-		if c.Attempts >= OTPMaxAttempts {
-			return a.fail(tx, ErrCodeLocked)
-		}
-		guesses, err := addressGuesses(tx, p.ID, email, now)
-		if err != nil {
+		if failure, err := checkCode(tx, c, h[:], now, addressCodeRules(p.ID, email)); err != nil {
 			return err
-		}
-		if guesses.locked() {
-			return a.fail(tx, ErrCodeLocked)
-		}
-		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
-			c.Attempts++
-			if err := tx.PutCode(c); err != nil {
-				return err
-			}
-			if err := guesses.fail(tx, p.ID, email, now); err != nil {
-				return err
-			}
-			if c.Attempts >= OTPMaxAttempts {
-				return a.fail(tx, ErrInvalidCode.With(ErrCodeLocked.Message))
-			}
-			return a.fail(tx, ErrInvalidCode)
+		} else if failure != nil {
+			return a.fail(tx, failure)
 		}
 		u, isNew, err := s.provenUser(tx, p, email)
 		if err != nil {

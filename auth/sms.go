@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"time"
@@ -46,6 +45,13 @@ var errSMSThrottled = ErrTooManyRequests.With("Too many SMS codes sent for this 
 var (
 	errSMSLocked = ErrVerificationFailed.withCategory(CatRateLimited).With("Too many failed attempts. Try again later.")
 	errSMSCapped = ErrVerificationFailed.withCategory(CatRateLimited).With("Too many failed attempts. Sign in with a backup code to use SMS again.")
+)
+
+// A texted code's failures: 401 VERIFICATION_FAILED, expired, or with
+// its attempts used up.
+var (
+	errSMSCodeExpired = ErrVerificationFailed.withCategory(CatExpired)
+	errSMSCodeLocked  = ErrVerificationFailed.withCategory(CatRateLimited)
 )
 
 // smsHash is the keyed hash a texted code is kept as: bound to the
@@ -256,58 +262,64 @@ func (s *Service) VerifySMSCode(ctx context.Context, pr *Principal, code string,
 			return err
 		}
 		now := s.now().UTC()
-		if !now.Before(c.ExpiresAt) {
-			if err := tx.DeleteCode(c); err != nil {
-				return err
-			}
-			return a.fail(tx, ErrVerificationFailed.withCategory(CatExpired))
-		}
-		f, err := tx.Factor(u.ID, factorSMS)
-		if errors.Is(err, store.ErrNotFound) {
-			f = nil
-		} else if err != nil {
-			return err
-		}
-		enrolled := f != nil && f.Status == factorEnrolled
-		own := enrolled && c.Phone == f.Phone // the enrolled phone's code
-		var before store.Enrolled
-		if own {
-			if f.Failures >= SMSFailureCap {
-				return a.fail(tx, errSMSCapped)
-			}
-			if now.Before(f.LockedUntil) {
-				return a.fail(tx, errSMSLocked)
-			}
-		} else {
-			before, err = requireRecentAuth(tx, pr, c.CreatedAt)
-			if enrolled && errors.Is(err, ErrStepUpRequired) {
-				err = ErrStepUpRequired // its own words: the current phone
-			}
-			if isAuthError(err) {
-				return a.fail(tx, err)
-			} else if err != nil {
-				return err
-			}
-		}
-		if c.Attempts >= SMSMaxAttempts {
-			return a.fail(tx, ErrVerificationFailed.withCategory(CatRateLimited))
-		}
+		var (
+			f      *store.Factor
+			own    bool // the enrolled phone's code
+			before store.Enrolled
+		)
 		h := s.smsHash(u.ID, c.Phone, pr.SessionID, code)
-		if subtle.ConstantTimeCompare(h[:], c.Hash) != 1 {
-			c.Attempts++
-			if err := tx.PutCode(c); err != nil {
-				return err
-			}
-			if own {
+		failure, err := checkCode(tx, c, h[:], now, codeRules{
+			max:     SMSMaxAttempts,
+			expired: errSMSCodeExpired,
+			locked:  errSMSCodeLocked,
+			wrong:   ErrVerificationFailed,
+			// The enrolled phone's lockout, or recent authentication to
+			// enroll another phone.
+			afterExpiry: func() (error, error) {
+				var err error
+				f, err = tx.Factor(u.ID, factorSMS)
+				if errors.Is(err, store.ErrNotFound) {
+					f = nil
+				} else if err != nil {
+					return nil, err
+				}
+				enrolled := f != nil && f.Status == factorEnrolled
+				own = enrolled && c.Phone == f.Phone
+				if own {
+					if f.Failures >= SMSFailureCap {
+						return errSMSCapped, nil
+					}
+					if now.Before(f.LockedUntil) {
+						return errSMSLocked, nil
+					}
+					return nil, nil
+				}
+				before, err = requireRecentAuth(tx, pr, c.CreatedAt)
+				if enrolled && errors.Is(err, ErrStepUpRequired) {
+					err = ErrStepUpRequired // its own words: the current phone
+				}
+				if isAuthError(err) {
+					return err, nil
+				}
+				return nil, err
+			},
+			// A wrong guess at the enrolled phone's code counts toward
+			// its cumulative lockout.
+			wrongGuess: func() error {
+				if !own {
+					return nil
+				}
 				f.Failures++
 				if d := totpLockout(f.Failures); d > 0 {
 					f.LockedUntil = now.Add(d)
 				}
-				if err := tx.PutFactor(f); err != nil {
-					return err
-				}
-			}
-			return a.fail(tx, ErrVerificationFailed)
+				return tx.PutFactor(f)
+			},
+		})
+		if err != nil {
+			return err
+		} else if failure != nil {
+			return a.fail(tx, failure)
 		}
 		if err := tx.DeleteCode(c); err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"latchkey/auth"
-	"latchkey/store"
 )
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -21,33 +20,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	}{true, "ok"})
 }
 
-// accountUser is the user object of the account calls.
-type accountUser struct {
-	ID             string  `json:"id"`
-	Email          string  `json:"email"`
-	ExternalUserID *string `json:"externalUserId"`
-	FirstName      *string `json:"firstName"`
-	CompanyID      *string `json:"companyId"`
-	EmailVerified  bool    `json:"emailVerified"`
-}
-
-func viewAccount(u *store.User) accountUser {
-	v := accountUser{ID: u.ID, Email: u.Email, EmailVerified: u.EmailVerified != nil && *u.EmailVerified}
-	if u.ExternalUserID != "" {
-		v.ExternalUserID = &u.ExternalUserID
-	}
-	if u.FirstName != "" {
-		v.FirstName = &u.FirstName
-	}
-	if u.CompanyID != "" {
-		v.CompanyID = &u.CompanyID
-	}
-	return v
-}
-
 type userResponse struct {
-	Success bool        `json:"success"`
-	User    accountUser `json:"user"`
+	Success bool             `json:"success"`
+	User    auth.AccountUser `json:"user"`
 }
 
 // me answers with the project's companyId for an API key, or the user for
@@ -77,7 +52,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if err != nil {
 		return err
 	}
-	return ok(w, userResponse{true, viewAccount(u)})
+	return ok(w, userResponse{true, auth.ViewAccount(u)})
 }
 
 func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
@@ -96,7 +71,7 @@ func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, _ httprouter.
 	return ok(w, struct {
 		userResponse
 		PendingEmail *string `json:"pendingEmail"`
-	}{userResponse{true, viewAccount(up.User)}, pending})
+	}{userResponse{true, auth.ViewAccount(up.User)}, pending})
 }
 
 // emailSend is POST /user/email/send: a code to the current address.
@@ -135,7 +110,7 @@ func (s *Server) emailVerify(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
-	return ok(w, userResponse{true, viewAccount(u)})
+	return ok(w, userResponse{true, auth.ViewAccount(u)})
 }
 
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params, pr *auth.Principal) error {
