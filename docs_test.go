@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 )
@@ -158,17 +159,32 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
-// outsideMarks are the marks of a pointer to the internal specification
-// files, which a reader who has only the repository does not have.
-// TestDocsCodeSelfContained skips this list's own strings.
-var outsideMarks = []string{"../shared", "shared/", "interface.md", "decisions", "§", "the contract"}
+// outsideMarks are the marks of a pointer to a file the repository does
+// not contain, one a line in testdata/outside-marks.txt (kept out of Go
+// code, which the check reads too).
+var outsideMarks = sync.OnceValue(func() []string {
+	raw, err := os.ReadFile("testdata/outside-marks.txt")
+	if err != nil {
+		panic(err)
+	}
+	var marks []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			marks = append(marks, strings.ToLower(l))
+		}
+	}
+	if len(marks) == 0 {
+		panic("testdata/outside-marks.txt holds no mark")
+	}
+	return marks
+})
 
 // outsideMark returns the first of outsideMarks that text holds
 // (case-insensitively), or "".
 func outsideMark(text string) string {
 	lower := strings.ToLower(text)
-	for _, m := range outsideMarks {
-		if strings.Contains(lower, strings.ToLower(m)) {
+	for _, m := range outsideMarks() {
+		if strings.Contains(lower, m) {
 			return m
 		}
 	}
@@ -297,10 +313,9 @@ func TestDocsCodeSelfContained(t *testing.T) {
 			}
 			checkRefs(t, fset.Position(cg.Pos()).String(), dir, cg.Text(), anchorsOf)
 		}
-		own := ownMarks(f)
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING || own[lit] {
+			if !ok || lit.Kind != token.STRING {
 				return true
 			}
 			s, err := strconv.Unquote(lit.Value)
@@ -357,33 +372,6 @@ func TestDocsCodeSelfContained(t *testing.T) {
 			checkRefs(t, where, filepath.Dir(file), l, anchorsOf)
 		}
 	}
-}
-
-// ownMarks returns the string literals of outsideMarks' declaration in
-// f, if f declares it: the list names what it bans.
-func ownMarks(f *ast.File) map[*ast.BasicLit]bool {
-	own := map[*ast.BasicLit]bool{}
-	for _, decl := range f.Decls {
-		g, ok := decl.(*ast.GenDecl)
-		if !ok || g.Tok != token.VAR {
-			continue
-		}
-		for _, spec := range g.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if name.Name != "outsideMarks" || i >= len(vs.Values) {
-					continue
-				}
-				ast.Inspect(vs.Values[i], func(n ast.Node) bool {
-					if lit, ok := n.(*ast.BasicLit); ok {
-						own[lit] = true
-					}
-					return true
-				})
-			}
-		}
-	}
-	return own
 }
 
 // TestSlug pins the anchor rule to GitHub's for the kinds of heading the
