@@ -17,28 +17,7 @@ import (
 // invalidation feed. On bbolt one process owns the file: skipped.
 func TestReplicasFollowTheFeed(t *testing.T) {
 	t.Parallel()
-	if storetest.Backend(t) != storetest.Postgres {
-		t.Skip("replicas share a PostgreSQL database: LATCHKEY_TEST_STORE=postgres runs this")
-	}
-	dsn := storetest.New(t)
-	keys, err := store.NewKeyring(bytes.Repeat([]byte{5}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := func() *Service {
-		db, _, err := store.Open(ctx, dsn, store.Options{FeedInterval: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		s, err := New(db, keys, Config{BaseURL: "http://127.0.0.1:1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := replica(), replica()
+	a, b := twoReplicas(t)
 	// The key's creation reaches b through the feed too, and drops what
 	// b cached of it: b caches the key only once it has seen that.
 	created := make(chan string, 16)
@@ -165,28 +144,7 @@ func TestStaleFeedFreezesCaches(t *testing.T) {
 // step-up by TOTP on the session (amr grows, nothing pending), then a
 // logout. On bbolt one process owns the file: skipped.
 func TestReplicasShowSessionProofs(t *testing.T) {
-	if storetest.Backend(t) != storetest.Postgres {
-		t.Skip("replicas share a PostgreSQL database: LATCHKEY_TEST_STORE=postgres runs this")
-	}
-	dsn := storetest.New(t)
-	keys, err := store.NewKeyring(bytes.Repeat([]byte{6}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := func() *Service {
-		db, _, err := store.Open(ctx, dsn, store.Options{FeedInterval: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		s, err := New(db, keys, Config{BaseURL: "http://127.0.0.1:1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := replica(), replica()
+	a, b := twoReplicas(t)
 	boot, err := a.Init(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -261,4 +219,34 @@ func TestReplicasShowSessionProofs(t *testing.T) {
 		t.Fatal(err)
 	}
 	follows("logout", func(_ SessionProofs, err error) bool { return err == ErrInvalidSession })
+}
+
+// twoReplicas returns two services on one new PostgreSQL database, each
+// with its own store and caches, their feeds read every 20 ms (closed
+// when the test ends); on bbolt, where one process owns the file, it
+// skips t.
+func twoReplicas(t *testing.T) (a, b *Service) {
+	t.Helper()
+	if storetest.Backend(t) != storetest.Postgres {
+		t.Skip("replicas share a PostgreSQL database: LATCHKEY_TEST_STORE=postgres runs this")
+	}
+	dsn := storetest.New(t)
+	keys, err := store.NewKeyring(bytes.Repeat([]byte{5}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := func() *Service {
+		db, _, err := store.Open(ctx, dsn, store.Options{FeedInterval: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		s, err := New(db, keys, Config{BaseURL: "http://127.0.0.1:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return replica(), replica()
 }
