@@ -56,6 +56,9 @@ type Cluster struct {
 	exited   chan struct{} // closed when cmd has exited
 	seq      atomic.Int64
 	base     string // random prefix of the databases this process creates
+
+	tmplMu  sync.Mutex
+	tmplURL string // the template database (Template), once made
 }
 
 // Options tune StartWith.
@@ -231,6 +234,29 @@ func (c *Cluster) Stop() error {
 // function that drops it.
 func (c *Cluster) NewDatabase(ctx context.Context) (string, func(), error) {
 	return c.NewDatabaseFrom(ctx, "")
+}
+
+// Template returns the URL of the cluster's template database: a new
+// database that migrate brought to the whole schema, made on the first
+// call (later calls return it; it is dropped with the cluster). Tests
+// copy it with NewDatabaseFrom instead of migrating each database.
+func (c *Cluster) Template(migrate func(ctx context.Context, url string) error) (string, error) {
+	c.tmplMu.Lock()
+	defer c.tmplMu.Unlock()
+	if c.tmplURL != "" {
+		return c.tmplURL, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u, _, err := c.NewDatabase(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := migrate(ctx, u); err != nil {
+		return "", err
+	}
+	c.tmplURL = u
+	return u, nil
 }
 
 // NewDatabaseFrom creates a database as a copy of the database at

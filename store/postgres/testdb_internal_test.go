@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
 	"latchkey/store/pgtest"
 )
@@ -43,7 +41,7 @@ func NewTestDatabase(t testing.TB, migrated bool) string {
 	}
 	from := ""
 	if migrated {
-		if from, err = testTemplate(c); err != nil {
+		if from, err = c.Template(migrateTest); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,28 +53,8 @@ func NewTestDatabase(t testing.TB, migrated bool) string {
 	return u
 }
 
-var template struct {
-	mu      sync.Mutex
-	cluster *pgtest.Cluster
-	url     string
-}
-
-// testTemplate returns the URL of c's migrated template database.
-func testTemplate(c *pgtest.Cluster) (string, error) {
-	template.mu.Lock()
-	defer template.mu.Unlock()
-	if template.cluster == c {
-		return template.url, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	u, _, err := c.NewDatabase(ctx) // dropped with the cluster
-	if err != nil {
-		return "", err
-	}
-	if _, _, err := Migrate(ctx, u, nil); err != nil {
-		return "", err
-	}
-	template.cluster, template.url = c, u
-	return u, nil
+// migrateTest is Migrate for pgtest.Cluster.Template.
+func migrateTest(ctx context.Context, u string) error {
+	_, _, err := Migrate(ctx, u, nil)
+	return err
 }

@@ -25,7 +25,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -169,7 +168,7 @@ func newDatabaseFrom(t testing.TB, migrated bool) string {
 	defer cancel()
 	tmpl := ""
 	if migrated {
-		if tmpl, err = migratedTemplate(c); err != nil {
+		if tmpl, err = c.Template(migrate); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,35 +180,15 @@ func newDatabaseFrom(t testing.TB, migrated bool) string {
 	return url
 }
 
-// template is the database every test's database copies: migrated once
-// per test process (and cluster), so a test's database costs a copy, not
-// every migration. A copy has the full schema and no rows, as a database
-// that a first store.Open migrated (store.Open then reports it not
-// created: tests of a first start use NewEmpty).
-var template struct {
-	mu      sync.Mutex
-	cluster *pgtest.Cluster
-	url     string
-}
-
-// migratedTemplate returns the URL of c's migrated template database.
-func migratedTemplate(c *pgtest.Cluster) (string, error) {
-	template.mu.Lock()
-	defer template.mu.Unlock()
-	if template.cluster == c {
-		return template.url, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	url, _, err := c.NewDatabase(ctx) // dropped with the cluster
-	if err != nil {
-		return "", err
-	}
-	if _, _, err := postgres.Migrate(ctx, url, nil); err != nil {
-		return "", err
-	}
-	template.cluster, template.url = c, url
-	return url, nil
+// migrate brings the database at url to latchkey's whole schema: the
+// template (pgtest.Cluster.Template) every test's database copies, so a
+// test's database costs a copy, not every migration. A copy has the full
+// schema and no rows, as a database that a first store.Open migrated
+// (store.Open then reports it not created: tests of a first start use
+// NewEmpty).
+func migrate(ctx context.Context, url string) error {
+	_, _, err := postgres.Migrate(ctx, url, nil)
+	return err
 }
 
 // RunMain runs a package's tests (m.Run) and then stops the shared
