@@ -59,6 +59,12 @@ type Cluster struct {
 
 	tmplMu  sync.Mutex
 	tmplURL string // the template database (Template), once made
+	// The template's schema (fingerprint), the statements that empty a
+	// copy of it (clean), and the copies emptied and ready again (free):
+	// see recycle.
+	tmplPrint string
+	tmplClean string
+	free      []string
 }
 
 // Options tune StartWith.
@@ -255,8 +261,114 @@ func (c *Cluster) Template(migrate func(ctx context.Context, url string) error) 
 	if err := migrate(ctx, u); err != nil {
 		return "", err
 	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, fingerprint).Scan(&c.tmplPrint); err != nil {
+		return "", err
+	}
+	if err := conn.QueryRow(ctx, cleaning).Scan(&c.tmplClean); err != nil {
+		return "", err
+	}
 	c.tmplURL = u
 	return u, nil
+}
+
+// fingerprint sums up a database's schema: its tables' columns, its
+// indexes and its applied migrations. Two databases with the same sum
+// have the same schema.
+const fingerprint = `SELECT md5(coalesce(string_agg(x, E'\n' ORDER BY x), '')) FROM (
+	SELECT 'c ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '') || ' ' || coalesce(generation_expression, '') AS x
+		FROM information_schema.columns WHERE table_schema = 'public'
+	UNION ALL SELECT 'i ' || indexdef FROM pg_indexes WHERE schemaname = 'public'
+	UNION ALL SELECT 'k ' || conrelid::regclass || ' ' || pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+	UNION ALL SELECT 'm ' || version || ' ' || name FROM schema_migrations) s`
+
+// cleaning builds the statements that bring a copy of a database back to
+// its template's state when the template has no rows but its migrations
+// (a migrated schema): every other table emptied, every sequence
+// restarted.
+const cleaning = `SELECT 'SET lock_timeout = ''5s'';' ||
+	coalesce((SELECT string_agg('DELETE FROM ' || quote_ident(tablename) || ';', '' ORDER BY tablename)
+		FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'), '') ||
+	coalesce((SELECT string_agg('SELECT setval(' || quote_literal(quote_ident(sequencename)) || ', ' || start_value || ', false);', '' ORDER BY sequencename)
+		FROM pg_sequences WHERE schemaname = 'public'), '')`
+
+// takeFree returns a recycled copy of the template, or "" when none is
+// ready.
+func (c *Cluster) takeFree() string {
+	c.tmplMu.Lock()
+	defer c.tmplMu.Unlock()
+	n := len(c.free)
+	if n == 0 {
+		return ""
+	}
+	name := c.free[n-1]
+	c.free = c.free[:n-1]
+	return name
+}
+
+// recycle brings the template's copy name back to the template's state
+// and keeps it for the next NewDatabaseFrom of the template, instead of
+// dropping it: copying the migrated template costs PostgreSQL hundreds
+// of milliseconds (a file per table and index), emptying a test's few
+// rows a few. It ends the copy's other sessions first. A copy whose
+// schema a test changed (its fingerprint differs), or that cannot be
+// emptied, is dropped instead.
+func (c *Cluster) recycle(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ok := func() bool {
+		u, err := c.databaseURL(name)
+		if err != nil {
+			return false
+		}
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			return false
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+			return false
+		}
+		var print string
+		if err := conn.QueryRow(ctx, fingerprint).Scan(&print); err != nil || print != c.tmplPrint {
+			return false
+		}
+		_, err = conn.Exec(ctx, c.tmplClean)
+		return err == nil
+	}()
+	if !ok {
+		c.drop(name)
+		return
+	}
+	c.tmplMu.Lock()
+	c.free = append(c.free, name)
+	c.tmplMu.Unlock()
+}
+
+// drop drops the database name, ending its sessions.
+func (c *Cluster) drop(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
+// databaseURL returns the URL of the database name on the cluster.
+func (c *Cluster) databaseURL(name string) (string, error) {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
 }
 
 // NewDatabaseFrom creates a database as a copy of the database at
@@ -264,7 +376,25 @@ func (c *Cluster) Template(migrate func(ctx context.Context, url string) error) 
 // an empty database) and returns its URL and a function that drops it.
 // (A copy costs what creating an empty database costs, about as much
 // as applying latchkey's schema: it saves the client's share of that.)
+// Copies of the cluster's Template are recycled rather than dropped:
+// the function empties the copy, and a later call hands it out again,
+// as the template left it (see recycle).
 func (c *Cluster) NewDatabaseFrom(ctx context.Context, template string) (string, func(), error) {
+	recycled := false
+	if template != "" { // (Template holds tmplMu while it makes an empty one)
+		c.tmplMu.Lock()
+		recycled = template == c.tmplURL && c.tmplClean != ""
+		c.tmplMu.Unlock()
+	}
+	if recycled {
+		if name := c.takeFree(); name != "" {
+			u, err := c.databaseURL(name)
+			if err != nil {
+				return "", nil, err
+			}
+			return u, func() { c.recycle(name) }, nil
+		}
+	}
 	name := fmt.Sprintf("%s_%d", c.base, c.seq.Add(1))
 	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
 	if template != "" {
@@ -292,22 +422,14 @@ func (c *Cluster) NewDatabaseFrom(ctx context.Context, template string) (string,
 	if err != nil {
 		return "", nil, err
 	}
-	u, err := url.Parse(c.URL)
+	u, err := c.databaseURL(name)
 	if err != nil {
 		return "", nil, err
 	}
-	u.Path = "/" + name
-	drop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, c.URL)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	if recycled {
+		return u, func() { c.recycle(name) }, nil
 	}
-	return u.String(), drop, nil
+	return u, func() { c.drop(name) }, nil
 }
 
 func (c *Cluster) ping() error {
