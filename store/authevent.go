@@ -66,7 +66,8 @@ func outcomeKind(success bool, failureCode string) string {
 	return failureCode
 }
 
-func (e *AuthEvent) kind() string { return outcomeKind(e.Success, e.FailureCode) }
+// eventKind is the kind of e's outcome: the counters' and the index's.
+func eventKind(e *AuthEvent) string { return outcomeKind(e.Success, e.FailureCode) }
 
 func indexPrefix(scope, kind string) []byte { return compound(scope, kind, "") }
 
@@ -79,7 +80,7 @@ var ErrBadEventField = errors.New("store: project id or failure code holds a NUL
 // the project is over the cap its oldest events go, a few per call. It
 // sets e.Pos.
 func (tx boltTx) AddAuthEvent(e *AuthEvent) error {
-	kind := e.kind()
+	kind := eventKind(e)
 	if strings.IndexByte(e.ProjectID, 0) >= 0 || strings.IndexByte(kind, 0) >= 0 {
 		return ErrBadEventField
 	}
@@ -89,7 +90,7 @@ func (tx boltTx) AddAuthEvent(e *AuthEvent) error {
 		return err
 	}
 	e.Pos = EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: seq}
-	pk := e.Pos.key()
+	pk := posKey(e.Pos)
 	events.FillPercent = appendFill
 	if err := events.Put(pk, encodeAuthEvent(e)); err != nil {
 		return err
@@ -239,7 +240,7 @@ func (tx boltTx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
 	}
 	var before []byte
 	if !f.Before.IsZero() {
-		before = f.Before.key()
+		before = posKey(f.Before)
 	}
 	events := tx.bucket(bucketEvents)
 	var w *revWalk
@@ -285,7 +286,7 @@ func (tx boltTx) AuthEvents(f AuthEventFilter) ([]*AuthEvent, bool, error) {
 // the events it deletes.
 func (tx boltTx) SweepAuthEvents(cutoff time.Time, max int) (int, error) {
 	events, index := tx.bucket(bucketEvents), tx.bucket(bucketEventIndex)
-	end := PosBefore(cutoff).key()
+	end := posKey(PosBefore(cutoff))
 	removed := map[string]int64{}
 	n := 0
 	c := events.Cursor()

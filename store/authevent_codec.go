@@ -21,7 +21,12 @@ type EventPos struct {
 func (p EventPos) IsZero() bool { return p == EventPos{} }
 
 // String returns p as 32 hexadecimal digits, the form ParseEventPos reads.
-func (p EventPos) String() string { return hex.EncodeToString(p.key()) }
+func (p EventPos) String() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:], uint64(p.Nanos))
+	binary.BigEndian.PutUint64(b[8:], p.Seq)
+	return hex.EncodeToString(b[:])
+}
 
 // ErrBadPos is returned by ParseEventPos for a string that is not a
 // position.
@@ -36,16 +41,16 @@ func ParseEventPos(s string) (EventPos, error) {
 	if err != nil {
 		return EventPos{}, ErrBadPos
 	}
-	return posOf(b), nil
+	return EventPos{Nanos: int64(binary.BigEndian.Uint64(b)), Seq: binary.BigEndian.Uint64(b[8:])}, nil
 }
 
 // PosBefore is the position just before every event created at t or
 // later: events older than t sort before it.
 func PosBefore(t time.Time) EventPos { return EventPos{Nanos: t.UnixNano()} }
 
-// key is the 16-byte big-endian key of p: the events bucket's key, and the
-// suffix of every index key.
-func (p EventPos) key() []byte {
+// posKey is the 16-byte big-endian key of p: the events bucket's key, and
+// the suffix of every index key.
+func posKey(p EventPos) []byte {
 	k := make([]byte, 16)
 	binary.BigEndian.PutUint64(k, uint64(p.Nanos))
 	binary.BigEndian.PutUint64(k[8:], p.Seq)
@@ -135,7 +140,7 @@ func eventHead(v []byte) (projectID, kind string, err error) {
 		if err := json.Unmarshal(v, &e); err != nil {
 			return "", "", err
 		}
-		return e.ProjectID, e.kind(), nil
+		return e.ProjectID, eventKind(&e), nil
 	}
 	if len(v) == 0 || v[0] != eventFormat {
 		return "", "", errBadEvent

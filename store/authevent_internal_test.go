@@ -70,7 +70,7 @@ func TestAuthEventEncoding(t *testing.T) {
 			e.CreatedAt = t0.Add(time.Duration(i) * time.Microsecond)
 			e.Pos = EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: uint64(i + 1)}
 			v := encodeAuthEvent(&e)
-			got, err := decodeAuthEvent(e.Pos.key(), v)
+			got, err := decodeAuthEvent(posKey(e.Pos), v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,11 +78,11 @@ func TestAuthEventEncoding(t *testing.T) {
 				t.Fatalf("decoded %+v, want %+v", *got, e)
 			}
 			scope, kind, err := eventHead(v)
-			if err != nil || scope != e.ProjectID || kind != e.kind() {
-				t.Fatalf("head %q %q %v, want %q %q", scope, kind, err, e.ProjectID, e.kind())
+			if err != nil || scope != e.ProjectID || kind != eventKind(&e) {
+				t.Fatalf("head %q %q %v, want %q %q", scope, kind, err, e.ProjectID, eventKind(&e))
 			}
 			for n := 0; n < len(v); n++ {
-				if _, err := decodeAuthEvent(e.Pos.key(), v[:n]); err == nil {
+				if _, err := decodeAuthEvent(posKey(e.Pos), v[:n]); err == nil {
 					t.Fatalf("truncated record of %d/%d bytes decoded", n, len(v))
 				}
 			}
@@ -91,7 +91,7 @@ func TestAuthEventEncoding(t *testing.T) {
 	// A record written before the compact encoding (JSON) still decodes.
 	old := AuthEvent{ID: "a", ProjectID: "p", Method: "email_otp", Action: "send", Success: true, CreatedAt: t0}
 	raw, _ := json.Marshal(old)
-	got, err := decodeAuthEvent(PosBefore(t0).key(), raw)
+	got, err := decodeAuthEvent(posKey(PosBefore(t0)), raw)
 	if err != nil || got.ID != "a" || !got.CreatedAt.Equal(t0) || !got.Success {
 		t.Fatalf("JSON record: %+v %v", got, err)
 	}
@@ -141,7 +141,7 @@ func TestMigrateEvents(t *testing.T) {
 					e := AuthEvent{ID: fmt.Sprint(i), ProjectID: []string{"A", ""}[i%2], Success: i%5 == 0, FailureCode: map[bool]string{true: "", false: "expired"}[i%5 == 0],
 						CreatedAt: t0.Add(time.Duration(i) * time.Second)}
 					raw, _ := json.Marshal(e)
-					ev.Put(EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: uint64(i + 1)}.key(), raw)
+					ev.Put(posKey(EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: uint64(i + 1)}), raw)
 				}
 				ev.SetSequence(n)
 				if interrupted {

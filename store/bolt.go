@@ -202,7 +202,7 @@ func openBolt(path string, opt Options) (db *boltDB, created bool, err error) {
 		b.Close()
 		return nil, false, err
 	}
-	db = &boltDB{bolt: b, path: path, maxEvents: opt.maxEventsPerProject(), observe: opt.ObserveCommit, batchWait: opt.ObserveBatch,
+	db = &boltDB{bolt: b, path: path, maxEvents: maxEventsPerProject(opt), observe: opt.ObserveCommit, batchWait: opt.ObserveBatch,
 		sessions: newSessionCache(boltSessionCacheSize)}
 	db.health.log, db.health.now = log, opt.Now
 	if db.health.now == nil {

@@ -83,14 +83,23 @@ var boltExport = []struct {
 	{bucketFactors, jsonRow(func() any { return &Factor{} })},
 	{bucketBackupCodes, jsonRow(func() any { return &BackupCodes{} })},
 	{bucketGrants, jsonRow(func() any { return &Grant{} })},
-	{bucketPasskeys, jsonRow(func() any { return &Passkey{} })},
+	{bucketPasskeys, func(_, v []byte) (any, error) {
+		pk := &Passkey{}
+		return pk, jsonDecode(v, (*passkeyRow)(pk))
+	}},
 	{bucketIdentities, jsonRow(func() any { return &Identity{} })},
-	{bucketChallenges, jsonRow(func() any { return &Challenge{} })},
+	{bucketChallenges, func(_, v []byte) (any, error) {
+		c := &Challenge{}
+		return c, jsonDecode(v, (*challengeRow)(c))
+	}},
 	{bucketMethods, jsonRow(func() any { return &ExternalMethod{} })},
 	{bucketTemplates, jsonRow(func() any { return &Template{} })},
 	{bucketWebhooks, jsonRow(func() any { return &Webhook{} })},
 	{bucketJobs, jsonRow(func() any { return &Job{} })},
-	{bucketDeliveries, jsonRow(func() any { return &Delivery{} })},
+	{bucketDeliveries, func(_, v []byte) (any, error) {
+		d := &Delivery{}
+		return d, jsonDecode(v, (*deliveryRow)(d))
+	}},
 	{bucketOutbox, func(k, v []byte) (any, error) { return decodeEvent(k, v) }},
 	{bucketMail, func(k, v []byte) (any, error) { return decodeMail(k, v) }},
 	{bucketEvents, func(k, v []byte) (any, error) { return decodeAuthEvent(k, v) }},
@@ -282,7 +291,7 @@ func (im *boltImporter) Rollback() {
 // count) but without counting it in the hourly counters, which the
 // import copies (EventCount), nor trimming.
 func (tx boltTx) importAuthEvent(e *AuthEvent) error {
-	kind := e.kind()
+	kind := eventKind(e)
 	if strings.IndexByte(e.ProjectID, 0) >= 0 || strings.IndexByte(kind, 0) >= 0 {
 		return ErrBadEventField
 	}
@@ -293,7 +302,7 @@ func (tx boltTx) importAuthEvent(e *AuthEvent) error {
 	}
 	ev := *e
 	ev.Pos = EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: seq}
-	pk := ev.Pos.key()
+	pk := posKey(ev.Pos)
 	events.FillPercent = appendFill
 	if err := events.Put(pk, encodeAuthEvent(&ev)); err != nil {
 		return err

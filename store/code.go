@@ -114,7 +114,7 @@ func (tx boltTx) PutThrottle(kind, projectID, subject string, t *Throttle) error
 	if len(t.Sends) == 0 {
 		return tx.deleteExpiring(x, key)
 	}
-	return tx.putExpiring(x, key, encodeThrottle(t), t.due())
+	return tx.putExpiring(x, key, encodeThrottle(t), throttleDue(t))
 }
 
 // sweepKeys deletes every row of bucket for which expired says so. It

@@ -47,7 +47,7 @@ func TestMigrateCodes(t *testing.T) {
 		}
 		k := throttleKey("otp", "p", "a@example.com")
 		btx.Bucket(bucketCodes).Put(k, encodeThrottle(&history))
-		return btx.Bucket(bucketCodesExpiry).Put(dueKey(history.due(), k), nil)
+		return btx.Bucket(bucketCodesExpiry).Put(dueKey(throttleDue(&history), k), nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestMigrateCodes(t *testing.T) {
 	if n := count(db, bucketCodes); n != 1 {
 		t.Fatalf("%d rows left in codes, want the history", n)
 	}
-	if got := sweepAll(t, db, ExpiringCodes, history.due(), 100); len(got) != 1 || got[0] != 1 {
+	if got := sweepAll(t, db, ExpiringCodes, throttleDue(&history), 100); len(got) != 1 || got[0] != 1 {
 		t.Fatalf("swept %v at the history's due time, want [1]", got)
 	}
 }

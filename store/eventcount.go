@@ -276,7 +276,7 @@ func (tx boltTx) SweepEventCounts(cutoff time.Time, max int) (int, error) {
 // the sweep checks it in a read transaction so that an idle sweep writes
 // nothing.
 func (tx boltTx) EventSweepDue(cutoff time.Time) (events, counters, overCap bool, err error) {
-	if k, _ := tx.bucket(bucketEvents).Cursor().First(); k != nil && bytes.Compare(k, PosBefore(cutoff).key()) < 0 {
+	if k, _ := tx.bucket(bucketEvents).Cursor().First(); k != nil && bytes.Compare(k, posKey(PosBefore(cutoff))) < 0 {
 		events = true
 	}
 	if k, _ := tx.bucket(bucketEventSuppressed).Cursor().First(); k != nil && len(k) >= 4 && binary.BigEndian.Uint32(k) < hourOf(cutoff) {

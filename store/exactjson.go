@@ -10,9 +10,10 @@ import (
 // not keep every byte of two kinds of field: a json.RawMessage comes back
 // compacted (and an empty one cannot be written at all), a string that is
 // not UTF-8 comes back with U+FFFD in place of its stray bytes. The
-// records with such fields (Passkey, Challenge, Delivery) write them, when
-// JSON would change them, as base64 bytes in a field of their own
-// ("…Bytes"); rows written before read as they were.
+// records with such fields (Passkey, Challenge, Delivery) are written as
+// their row types (passkeyRow, challengeRow, deliveryRow), which write
+// such a field, when JSON would change it, as base64 bytes in a field of
+// its own ("…Bytes"); rows written before read as they were.
 
 // keptAsJSON reports whether raw, written as a JSON value, reads back byte
 // for byte: it is JSON as encoding/json writes it (compact, HTML
@@ -46,8 +47,12 @@ func rawFields(raw json.RawMessage) (json.RawMessage, []byte) {
 	return nil, raw
 }
 
-// MarshalJSON writes pk as the bbolt backend stores it (see keptAsJSON).
-func (pk Passkey) MarshalJSON() ([]byte, error) {
+// passkeyRow is a Passkey as a row of bucketPasskeys: its credential
+// kept byte for byte (see keptAsJSON).
+type passkeyRow Passkey
+
+// MarshalJSON writes pk as the row stores it.
+func (pk passkeyRow) MarshalJSON() ([]byte, error) {
 	type plain Passkey
 	row := struct {
 		plain
@@ -59,7 +64,7 @@ func (pk Passkey) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a row MarshalJSON wrote, or one written before it.
-func (pk *Passkey) UnmarshalJSON(data []byte) error {
+func (pk *passkeyRow) UnmarshalJSON(data []byte) error {
 	type plain Passkey
 	var row struct {
 		plain
@@ -69,13 +74,17 @@ func (pk *Passkey) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &row); err != nil {
 		return err
 	}
-	*pk = Passkey(row.plain)
+	*pk = passkeyRow(row.plain)
 	pk.Credential = rawValue(row.Credential, row.CredentialBytes)
 	return nil
 }
 
-// MarshalJSON writes c as the bbolt backend stores it (see keptAsJSON).
-func (c Challenge) MarshalJSON() ([]byte, error) {
+// challengeRow is a Challenge as a row of bucketChallenges: its session
+// kept byte for byte (see keptAsJSON).
+type challengeRow Challenge
+
+// MarshalJSON writes c as the row stores it.
+func (c challengeRow) MarshalJSON() ([]byte, error) {
 	type plain Challenge
 	row := struct {
 		plain
@@ -87,7 +96,7 @@ func (c Challenge) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a row MarshalJSON wrote, or one written before it.
-func (c *Challenge) UnmarshalJSON(data []byte) error {
+func (c *challengeRow) UnmarshalJSON(data []byte) error {
 	type plain Challenge
 	var row struct {
 		plain
@@ -97,14 +106,18 @@ func (c *Challenge) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &row); err != nil {
 		return err
 	}
-	*c = Challenge(row.plain)
+	*c = challengeRow(row.plain)
 	c.Session = rawValue(row.Session, row.SessionBytes)
 	return nil
 }
 
-// MarshalJSON writes d as the bbolt backend stores it: an Error that is
-// not UTF-8 (a receiver's answer may hold any bytes) as base64 bytes.
-func (d Delivery) MarshalJSON() ([]byte, error) {
+// deliveryRow is a Delivery as a row of bucketDeliveries: an Error that
+// is not UTF-8 (a receiver's answer may hold any bytes) kept as base64
+// bytes.
+type deliveryRow Delivery
+
+// MarshalJSON writes d as the row stores it.
+func (d deliveryRow) MarshalJSON() ([]byte, error) {
 	type plain Delivery
 	row := struct {
 		plain
@@ -117,7 +130,7 @@ func (d Delivery) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a row MarshalJSON wrote, or one written before it.
-func (d *Delivery) UnmarshalJSON(data []byte) error {
+func (d *deliveryRow) UnmarshalJSON(data []byte) error {
 	type plain Delivery
 	var row struct {
 		plain
@@ -126,7 +139,7 @@ func (d *Delivery) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &row); err != nil {
 		return err
 	}
-	*d = Delivery(row.plain)
+	*d = deliveryRow(row.plain)
 	if row.ErrorBytes != nil {
 		d.Error = string(row.ErrorBytes)
 	}

@@ -67,7 +67,18 @@ func (k Expiring) String() string {
 	if k < 0 || k >= numExpiring {
 		return fmt.Sprintf("Expiring(%d)", int(k))
 	}
-	return expiries[k].name
+	return expiringNames[k]
+}
+
+// expiringNames names the kinds for String.
+var expiringNames = [numExpiring]string{
+	ExpiringSessions:   "sessions",
+	ExpiringCodes:      "codes",
+	ExpiringMagicLinks: "magic links",
+	ExpiringChallenges: "challenges",
+	ExpiringGrants:     "grants",
+	ExpiringDevices:    "devices",
+	ExpiringDeliveries: "webhook deliveries",
 }
 
 // expiryRow is what the index and DeleteProject need to know of a row.
@@ -78,7 +89,6 @@ type expiryRow struct {
 
 // expiry describes one expiring kind.
 type expiry struct {
-	name  string
 	rows  []byte
 	index []byte
 	// head decodes the row v stored at k.
@@ -89,8 +99,9 @@ type expiry struct {
 	remove func(tx boltTx, k, v []byte) error
 }
 
-var expiries = [numExpiring]expiry{
-	ExpiringSessions: {name: "sessions", rows: bucketSessions, index: bucketSessionsExpiry,
+// expiries describes each expiring kind, at its index (TestExpiriesEveryKind).
+var expiries = [...]expiry{
+	ExpiringSessions: {rows: bucketSessions, index: bucketSessionsExpiry,
 		head: func(k, v []byte) (expiryRow, error) {
 			s, err := decodeSession(k, v)
 			if err != nil {
@@ -106,14 +117,14 @@ var expiries = [numExpiring]expiry{
 			tx.sessionChanged(k)
 			return tx.del(bucketUserSessions, compound(s.UserID, s.ID))
 		}},
-	ExpiringCodes: {name: "codes", rows: bucketCodes, index: bucketCodesExpiry,
+	ExpiringCodes: {rows: bucketCodes, index: bucketCodesExpiry,
 		head: func(k, v []byte) (expiryRow, error) {
 			if isThrottleKey(k) {
 				t, err := decodeThrottle(v)
 				if err != nil {
 					return expiryRow{}, err
 				}
-				return expiryRow{due: t.due()}, nil
+				return expiryRow{due: throttleDue(t)}, nil
 			}
 			c, err := decodeCode(v)
 			if err != nil {
@@ -121,44 +132,44 @@ var expiries = [numExpiring]expiry{
 			}
 			return expiryRow{c.ExpiresAt, c.ProjectID}, nil
 		}},
-	ExpiringMagicLinks: {name: "magic links", rows: bucketMagic, index: bucketMagicExpiry,
+	ExpiringMagicLinks: {rows: bucketMagic, index: bucketMagicExpiry,
 		head: func(_, v []byte) (expiryRow, error) {
 			var m MagicLink
 			err := jsonDecode(v, &m)
 			return expiryRow{m.ExpiresAt, m.ProjectID}, err
 		}},
-	ExpiringChallenges: {name: "challenges", rows: bucketChallenges, index: bucketChallengesExpiry,
+	ExpiringChallenges: {rows: bucketChallenges, index: bucketChallengesExpiry,
 		head: func(_, v []byte) (expiryRow, error) {
 			var c Challenge
-			err := jsonDecode(v, &c)
+			err := jsonDecode(v, (*challengeRow)(&c))
 			return expiryRow{c.ExpiresAt, c.ProjectID}, err
 		}},
-	ExpiringGrants: {name: "grants", rows: bucketGrants, index: bucketGrantsExpiry,
+	ExpiringGrants: {rows: bucketGrants, index: bucketGrantsExpiry,
 		head: func(_, v []byte) (expiryRow, error) {
 			var g Grant
 			err := jsonDecode(v, &g)
 			return expiryRow{g.ExpiresAt, g.ProjectID}, err
 		}},
-	ExpiringDevices: {name: "devices", rows: bucketDevices, index: bucketDevicesExpiry,
+	ExpiringDevices: {rows: bucketDevices, index: bucketDevicesExpiry,
 		head: func(k, v []byte) (expiryRow, error) {
 			d, err := decodeDevice(k, v)
 			if err != nil {
 				return expiryRow{}, err
 			}
-			return expiryRow{d.expiresAt(), d.ProjectID}, nil
+			return expiryRow{deviceDue(d), d.ProjectID}, nil
 		}},
-	ExpiringDeliveries: {name: "webhook deliveries", rows: bucketDeliveries, index: bucketDeliveriesExpiry,
+	ExpiringDeliveries: {rows: bucketDeliveries, index: bucketDeliveriesExpiry,
 		head: func(_, v []byte) (expiryRow, error) {
 			var d Delivery
-			err := jsonDecode(v, &d)
+			err := jsonDecode(v, (*deliveryRow)(&d))
 			return expiryRow{due: d.CreatedAt.Add(DeliveryLifetime)}, err
 		}},
 }
 
-// due returns when the sweep deletes t: ThrottleIdle after its newest
-// entry or its KeepUntil, whichever is later (at once when it has
+// throttleDue returns when the sweep deletes t: ThrottleIdle after its
+// newest entry or its KeepUntil, whichever is later (at once when it has
 // neither).
-func (t *Throttle) due() time.Time {
+func throttleDue(t *Throttle) time.Time {
 	last := t.KeepUntil
 	if n := len(t.Sends); n > 0 && t.Sends[n-1].After(last) {
 		last = t.Sends[n-1]
@@ -313,16 +324,16 @@ func (tx boltTx) SweepExpired(kind Expiring, now time.Time, max int) (int, error
 // entry and every index entry its row (for tests, through Check).
 func (tx boltTx) checkExpiries() error {
 	for i := range expiries {
-		x := &expiries[i]
+		x, kind := &expiries[i], Expiring(i)
 		index := tx.bucket(x.index)
 		rows := 0
 		err := tx.bucket(x.rows).ForEach(func(k, v []byte) error {
 			h, err := x.head(k, v)
 			if err != nil {
-				return fmt.Errorf("%s: row %q: %w", x.name, k, err)
+				return fmt.Errorf("%s: row %q: %w", kind, k, err)
 			}
 			if index.Get(dueKey(h.due, k)) == nil {
-				return fmt.Errorf("%s: row %q due %v has no index entry", x.name, k, h.due)
+				return fmt.Errorf("%s: row %q due %v has no index entry", kind, k, h.due)
 			}
 			rows++
 			return nil
@@ -331,7 +342,7 @@ func (tx boltTx) checkExpiries() error {
 			return err
 		}
 		if n := index.Stats().KeyN; n != rows {
-			return fmt.Errorf("%s: %d index entries for %d rows", x.name, n, rows)
+			return fmt.Errorf("%s: %d index entries for %d rows", kind, n, rows)
 		}
 	}
 	return nil

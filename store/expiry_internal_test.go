@@ -79,10 +79,28 @@ func TestExpiringDeletes(t *testing.T) {
 	for i := range expiries {
 		db.viewTx(func(tx boltTx) error {
 			if n := mentions(tx, "-a")[string(expiries[i].index)]; n != 0 {
-				t.Fatalf("%s: %d index entries of the deleted project left", expiries[i].name, n)
+				t.Fatalf("%s: %d index entries of the deleted project left", Expiring(i), n)
 			}
 			return nil
 		})
+	}
+}
+
+// TestExpiriesEveryKind: the expiry table describes every expiring kind
+// of the contract, each with its own rows and index buckets.
+func TestExpiriesEveryKind(t *testing.T) {
+	t.Parallel()
+	kinds := ExpiringKinds()
+	if len(expiries) != len(kinds) {
+		t.Fatalf("expiries describes %d kinds, the contract has %d", len(expiries), len(kinds))
+	}
+	seen := map[string]bool{}
+	for _, kind := range kinds {
+		x := expiries[kind]
+		if x.rows == nil || x.index == nil || x.head == nil || seen[string(x.index)] {
+			t.Errorf("%s: rows %q, index %q (or an index another kind has), head set %v", kind, x.rows, x.index, x.head != nil)
+		}
+		seen[string(x.index)] = true
 	}
 }
 

@@ -61,12 +61,13 @@ type Device struct {
 	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
 }
 
-// expiresAt is when the sweep deletes d.
-func (d *Device) expiresAt() time.Time { return d.LastUsedAt.Add(DeviceLifetime) }
-
 // Expired reports whether d has not been used for DeviceLifetime at now:
 // lookups treat it as absent until the sweep deletes it.
-func (d *Device) Expired(now time.Time) bool { return !now.Before(d.expiresAt()) }
+func (d *Device) Expired(now time.Time) bool { return !now.Before(d.LastUsedAt.Add(DeviceLifetime)) }
+
+// deviceDue is when the sweep deletes d: DeviceLifetime after its last
+// use.
+func deviceDue(d *Device) time.Time { return d.LastUsedAt.Add(DeviceLifetime) }
 
 // Device returns the device row with key, expired or not.
 func (tx boltTx) Device(key []byte) (*Device, error) {
@@ -83,5 +84,5 @@ func (tx boltTx) PutDevice(d *Device) error {
 	if d.LastUsedAt.IsZero() {
 		d.LastUsedAt = d.CreatedAt
 	}
-	return tx.putExpiring(&expiries[ExpiringDevices], d.Key, encodeDevice(d), d.expiresAt())
+	return tx.putExpiring(&expiries[ExpiringDevices], d.Key, encodeDevice(d), deviceDue(d))
 }

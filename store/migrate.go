@@ -108,7 +108,7 @@ func migrateExpiry(b *bolt.DB, log *slog.Logger) error {
 			if pos := meta.Get(keyExpiryMigration); len(pos) > 0 {
 				kind, from = int(pos[0]), clone(pos[1:])
 			}
-			for ; kind < numExpiring; kind, from = kind+1, nil {
+			for ; kind < len(expiries); kind, from = kind+1, nil {
 				x := &expiries[kind]
 				index := tx.bucket(x.index)
 				c := tx.bucket(x.rows).Cursor()
@@ -122,7 +122,7 @@ func migrateExpiry(b *bolt.DB, log *slog.Logger) error {
 				for ; k != nil && n < migrateChunk; k, v = c.Next() {
 					h, err := x.head(k, v)
 					if err != nil {
-						return fmt.Errorf("upgrade: %s row %q: %w", x.name, k, err)
+						return fmt.Errorf("upgrade: %s row %q: %w", Expiring(kind), k, err)
 					}
 					if err := index.Put(dueKey(h.due, k), nil); err != nil {
 						return err

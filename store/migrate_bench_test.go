@@ -38,7 +38,7 @@ func BenchmarkMigrateEvents(b *testing.B) {
 					e.CreatedAt = time.Now().Add(time.Duration(j-n) * time.Second)
 					v, _ := json.Marshal(e)
 					seq, _ := ev.NextSequence()
-					if err := ev.Put(EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: seq}.key(), v); err != nil {
+					if err := ev.Put(posKey(EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: seq}), v); err != nil {
 						return err
 					}
 				}

@@ -20,7 +20,7 @@ type Passkey struct {
 // Passkey returns projectID's credential id.
 func (tx boltTx) Passkey(projectID, id string) (*Passkey, error) {
 	var pk Passkey
-	if err := tx.get(bucketPasskeys, compound(projectID, id), &pk); err != nil {
+	if err := tx.get(bucketPasskeys, compound(projectID, id), (*passkeyRow)(&pk)); err != nil {
 		return nil, err
 	}
 	return &pk, nil
@@ -31,7 +31,7 @@ func (tx boltTx) PutPasskey(pk *Passkey) error {
 	if err := tx.bucket(bucketUserPasskeys).Put(compound(pk.UserID, pk.ID), nil); err != nil {
 		return err
 	}
-	return tx.put(bucketPasskeys, compound(pk.ProjectID, pk.ID), pk)
+	return tx.put(bucketPasskeys, compound(pk.ProjectID, pk.ID), (*passkeyRow)(pk))
 }
 
 // DeletePasskey removes a credential.
@@ -86,7 +86,7 @@ type Challenge struct {
 // Challenge returns the challenge with id.
 func (tx boltTx) Challenge(id string) (*Challenge, error) {
 	var c Challenge
-	if err := tx.get(bucketChallenges, []byte(id), &c); err != nil {
+	if err := tx.get(bucketChallenges, []byte(id), (*challengeRow)(&c)); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -94,7 +94,7 @@ func (tx boltTx) Challenge(id string) (*Challenge, error) {
 
 // PutChallenge stores c; the sweep deletes it at its ExpiresAt.
 func (tx boltTx) PutChallenge(c *Challenge) error {
-	v, err := json.Marshal(c)
+	v, err := json.Marshal((*challengeRow)(c))
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,7 @@ func (tx boltTx) DeleteProject(id string) (detached []string, err error) {
 	pc := tx.bucket(bucketPasskeys).Cursor()
 	for k, v := pc.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = pc.Next() {
 		var pk Passkey
-		if err := jsonDecode(v, &pk); err != nil {
+		if err := jsonDecode(v, (*passkeyRow)(&pk)); err != nil {
 			return nil, err
 		}
 		passkeys = append(passkeys, &pk)

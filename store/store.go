@@ -261,8 +261,8 @@ type Options struct {
 	FeedStaleAfter time.Duration
 }
 
-// maxEventsPerProject returns the cap Options set, or the default.
-func (opt Options) maxEventsPerProject() int {
+// maxEventsPerProject returns the cap opt sets, or the default.
+func maxEventsPerProject(opt Options) int {
 	if opt.MaxEventsPerProject <= 0 {
 		return DefaultMaxEventsPerProject
 	}

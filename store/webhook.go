@@ -274,7 +274,7 @@ func (tx boltTx) AddDelivery(d *Delivery) error {
 	}
 	d.Seq = n
 	k := append(compound(d.WebhookID, ""), u64(n)...)
-	v, err := json.Marshal(d)
+	v, err := json.Marshal((*deliveryRow)(d))
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (tx boltTx) Deliveries(webhookID string, limit int) ([]*Delivery, error) {
 	}
 	for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Prev() {
 		var d Delivery
-		if err := jsonDecode(v, &d); err != nil {
+		if err := jsonDecode(v, (*deliveryRow)(&d)); err != nil {
 			return nil, err
 		}
 		out = append(out, &d)
@@ -334,7 +334,7 @@ func (tx boltTx) DeliveriesBefore(webhookID string, before uint64, limit int) ([
 	}
 	for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Prev() {
 		var d Delivery
-		if err := jsonDecode(v, &d); err != nil {
+		if err := jsonDecode(v, (*deliveryRow)(&d)); err != nil {
 			return nil, false, err
 		}
 		out = append(out, &d)
