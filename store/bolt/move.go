@@ -13,7 +13,7 @@ import (
 	"latchkey/store"
 )
 
-// Mover of a bbolt file (move.go): Export walks the buckets of one read
+// store.Mover of a bbolt file: Export walks the buckets of one read
 // transaction (exportBuckets), decoding each row; Import writes through the
 // Tx methods (which keep every index, so the buckets of notExported
 // are rebuilt) in write transactions of importChunk records.

@@ -24,11 +24,11 @@ func exportedBuckets() []string {
 }
 
 // ExportedBuckets returns the buckets a copy of a data file carries
-// (for package store_test).
+// (for package bolt_test).
 func ExportedBuckets() []string { return exportedBuckets() }
 
 // BucketKeys returns how many keys each bucket of the data file db holds
-// (for package store_test).
+// (for package bolt_test).
 func BucketKeys(t testing.TB, db store.DB) map[string]int {
 	t.Helper()
 	out := map[string]int{}
