@@ -16,9 +16,11 @@ import (
 // webhook and auth/social), internal/cli (the admin CLI, a client of the
 // admin API over HTTP) and internal/testkit (the tests' clock and buffer)
 // import none of ours; store's backends and
-// test helpers (store/postgres, store/storetest, store/pgtest) import only store and
-// one another; store is the only one to import bbolt, and only they
-// import pgx;
+// test helpers (store/bolt, store/postgres, store/storetest,
+// store/pgtest) import only store and one another, and neither backend
+// the other; store/bolt is the only one to import bbolt, store/postgres
+// and store/pgtest the only ones to import pgx (store itself imports
+// neither: TestStoreImportsNoEngine);
 // webhook and auth never import each other; httpapi is the only one that
 // serves HTTP or knows statuses (auth imports neither net/http nor
 // httprouter).
@@ -29,7 +31,8 @@ func TestDependencyDirection(t *testing.T) {
 	// must not have; a refused entry ending in "/" is a prefix.
 	refused := map[string][]string{
 		"latchkey/store":               {"latchkey/"},
-		"latchkey/store/postgres":      {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
+		"latchkey/store/bolt":          {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/", "latchkey/store/postgres", "latchkey/store/storetest", "latchkey/store/pgtest"},
+		"latchkey/store/postgres":      {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/", "latchkey/store/bolt", "latchkey/store/storetest"},
 		"latchkey/store/storetest":     {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
 		"latchkey/internal/background": {"latchkey/"},
 		"latchkey/internal/netguard":   {"latchkey/"},
@@ -64,11 +67,11 @@ func TestDependencyDirection(t *testing.T) {
 		}
 		seen++
 		for _, imp := range pkg.Imports {
-			if imp == "go.etcd.io/bbolt" && ip != "latchkey/store" {
-				t.Errorf("%s imports bbolt: only store may", ip)
+			if isBbolt(imp) && ip != "latchkey/store/bolt" {
+				t.Errorf("%s imports %s: only store/bolt may", ip, imp)
 			}
-			if strings.HasPrefix(imp, "github.com/jackc/pgx") && !strings.HasPrefix(ip, "latchkey/store/") {
-				t.Errorf("%s imports pgx: only store's backends may", ip)
+			if isPgx(imp) && ip != "latchkey/store/postgres" && ip != "latchkey/store/pgtest" {
+				t.Errorf("%s imports %s: only store/postgres and store/pgtest may", ip, imp)
 			}
 			for owner, bad := range refused {
 				if ip != owner && !strings.HasPrefix(ip, owner+"/") {
@@ -94,5 +97,55 @@ func TestDependencyDirection(t *testing.T) {
 	}
 	if seen < 8 {
 		t.Fatalf("found %d packages; the walk is broken", seen)
+	}
+}
+
+// isBbolt and isPgx report whether an import path is of an engine's
+// client: bbolt's or pgx's packages.
+func isBbolt(imp string) bool {
+	return imp == "go.etcd.io/bbolt" || strings.HasPrefix(imp, "go.etcd.io/bbolt/")
+}
+
+func isPgx(imp string) bool {
+	return imp == "github.com/jackc/pgx" || strings.HasPrefix(imp, "github.com/jackc/pgx/")
+}
+
+// TestStoreImportsNoEngine: package store (the records and interfaces)
+// depends on no backend, directly or through another package: what `go
+// list -deps ./store` lists names neither bbolt nor pgx, nor store/bolt
+// nor store/postgres, so a program links an engine only by importing its
+// backend. Non-test files only.
+func TestStoreImportsNoEngine(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	var walk func(path, from string)
+	walk = func(path, from string) {
+		if seen[path] {
+			return
+		}
+		seen[path] = true
+		if isBbolt(path) || isPgx(path) || path == "latchkey/store/bolt" || path == "latchkey/store/postgres" {
+			t.Errorf("latchkey/store depends on %s (imported by %s)", path, from)
+		}
+		var pkg *build.Package
+		var err error
+		switch first, _, _ := strings.Cut(path, "/"); {
+		case path == "latchkey" || first == "latchkey":
+			pkg, err = build.ImportDir("."+strings.TrimPrefix(path, "latchkey"), 0)
+		case !strings.Contains(first, "."):
+			return // the standard library, which imports no engine
+		default:
+			pkg, err = build.Import(path, ".", 0)
+		}
+		if err != nil {
+			t.Fatalf("%s (imported by %s): %v", path, from, err)
+		}
+		for _, imp := range pkg.Imports {
+			walk(imp, path)
+		}
+	}
+	walk("latchkey/store", "the test")
+	if len(seen) < 10 {
+		t.Fatalf("latchkey/store has %d dependencies: the walk is broken", len(seen))
 	}
 }

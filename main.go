@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"latchkey/internal/cli"
+	_ "latchkey/store/bolt"     // registers the "bolt" driver (--data, a data file)
 	_ "latchkey/store/postgres" // registers the "postgres" driver (--database-url)
 )
 

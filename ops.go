@@ -15,6 +15,7 @@ import (
 
 	"latchkey/internal/cli"
 	"latchkey/store"
+	"latchkey/store/bolt"
 	"latchkey/store/postgres"
 )
 
@@ -144,7 +145,7 @@ func copyStore(ctx context.Context, from, to, masterKey string, stdout io.Writer
 	}
 	// The source must exist: a file is never created by reading it.
 	if !store.IsURL(from) {
-		fresh, err := store.CheckFile(from, time.Second)
+		fresh, err := bolt.CheckFile(from, time.Second)
 		if err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func copyStore(ctx context.Context, from, to, masterKey string, stdout io.Writer
 	// removed again when the copy fails).
 	created := false
 	if !store.IsURL(to) {
-		fresh, err := store.CheckFile(to, time.Second)
+		fresh, err := bolt.CheckFile(to, time.Second)
 		if err != nil {
 			return err
 		}
@@ -265,7 +266,7 @@ func countText(counts map[string]int) string {
 }
 
 // runCompact is `latchkey compact --data FILE --out FILE`: it writes a
-// compacted copy of the data file of a stopped server (store.Compact)
+// compacted copy of the data file of a stopped server (bolt.Compact)
 // and prints both sizes. Exit codes: 0 done, 1 refused or failed, 2 bad
 // usage.
 func runCompact(args []string, stdout, stderr io.Writer) int {
@@ -305,7 +306,7 @@ Flags:
 		return 2
 	}
 	start := time.Now()
-	before, after, err := store.Compact(*data, *out, time.Second)
+	before, after, err := bolt.Compact(*data, *out, time.Second)
 	if errors.Is(err, store.ErrInUse) {
 		fmt.Fprintf(stderr, "latchkey compact: %s: %v: stop the server first\n", *data, err)
 		return 1

@@ -24,6 +24,7 @@ import (
 	"latchkey/internal/background"
 	"latchkey/mail"
 	"latchkey/store"
+	"latchkey/store/bolt"
 	"latchkey/webhook"
 )
 
@@ -121,7 +122,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if dsn == "" {
 		// The lock wait is 1 s so that, with start-up, a second serve on
 		// the same file exits well within 2 s.
-		if fresh, err = store.CheckFile(c.Data, time.Second); err != nil {
+		if fresh, err = bolt.CheckFile(c.Data, time.Second); err != nil {
 			return err
 		}
 		dsn, keyFile = c.Data, c.Data+".key"

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -37,67 +36,4 @@ type Dashboard interface {
 	DeleteDashSession(ctx context.Context, hash []byte) error
 	// SweepDashSessions deletes the sessions expired at now.
 	SweepDashSessions(ctx context.Context, now time.Time) (int, error)
-}
-
-// dashMemory is the in-memory Dashboard of a bbolt file.
-type dashMemory struct {
-	mu sync.Mutex
-	m  map[string]DashSession
-}
-
-func (d *dashMemory) PutDashSession(_ context.Context, s *DashSession) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.m == nil {
-		d.m = make(map[string]DashSession)
-	}
-	d.m[string(s.Hash)] = DashSession{Hash: clone(s.Hash), ExpiresAt: s.ExpiresAt, Flash: clone(s.Flash)}
-	return nil
-}
-
-func (d *dashMemory) DashSession(_ context.Context, hash []byte, now time.Time) (*DashSession, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s, ok := d.m[string(hash)]
-	if !ok || !now.Before(s.ExpiresAt) {
-		return nil, ErrNotFound
-	}
-	s.Hash, s.Flash = clone(s.Hash), clone(s.Flash)
-	return &s, nil
-}
-
-func (d *dashMemory) UpdateDashFlash(_ context.Context, hash []byte, fn func([]byte) ([]byte, bool, error)) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s, ok := d.m[string(hash)]
-	if !ok {
-		return nil
-	}
-	next, changed, err := fn(clone(s.Flash))
-	if err != nil || !changed {
-		return err
-	}
-	s.Flash = clone(next)
-	d.m[string(hash)] = s
-	return nil
-}
-
-func (d *dashMemory) DeleteDashSession(_ context.Context, hash []byte) error {
-	d.mu.Lock()
-	delete(d.m, string(hash))
-	d.mu.Unlock()
-	return nil
-}
-
-func (d *dashMemory) SweepDashSessions(_ context.Context, now time.Time) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for k, s := range d.m {
-		if !now.Before(s.ExpiresAt) {
-			delete(d.m, k)
-			n++
-		}
-	}
-	return n, nil
 }

@@ -1,9 +1,6 @@
 package store
 
-import (
-	"encoding/binary"
-	"time"
-)
+import "time"
 
 // Mail is a queued message. Body is sealed with the keyring because it
 // carries a code or link; it is deleted once sent.
@@ -18,46 +15,6 @@ type Mail struct {
 	CreatedAt     time.Time `json:"createdAt"`
 	NextAttemptAt time.Time `json:"nextAttemptAt"`
 }
-
-// EnqueueMail assigns m an id and queues it.
-func (tx boltTx) EnqueueMail(m *Mail) error {
-	key, n, err := tx.nextSeq(bucketMail)
-	if err != nil {
-		return err
-	}
-	m.ID = n
-	return tx.bucket(bucketMail).Put(key, encodeMail(m))
-}
-
-// DueMail returns up to limit queued messages whose next attempt is at or
-// before now, oldest first.
-func (tx boltTx) DueMail(now time.Time, limit int) ([]*Mail, error) {
-	var out []*Mail
-	c := tx.bucket(bucketMail).Cursor()
-	for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
-		m, err := decodeMail(k, v)
-		if err != nil {
-			return nil, err
-		}
-		if !m.NextAttemptAt.After(now) {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-// PutMail updates a queued message (after a failed attempt).
-func (tx boltTx) PutMail(m *Mail) error { return tx.bucket(bucketMail).Put(u64(m.ID), encodeMail(m)) }
-
-// DeleteMail removes a message from the queue.
-func (tx boltTx) DeleteMail(id uint64) error {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], id)
-	return tx.del(bucketMail, k[:])
-}
-
-// MailCount returns how many messages are queued.
-func (tx boltTx) MailCount() (int, error) { return keyCount(tx.bucket(bucketMail)), nil }
 
 // MailContent is what a queued message says, sealed into Mail.Body (the
 // keyring's aad is MailAAD). Kind "otp" carries Code, kind "magic" Link.
@@ -81,19 +38,3 @@ type MailContent struct {
 
 // MailAAD binds sealed mail bodies to their purpose.
 var MailAAD = []byte("mail")
-
-// RecentMail calls fn for queued messages newest first until it returns
-// false.
-func (tx boltTx) RecentMail(fn func(m *Mail) bool) error {
-	c := tx.bucket(bucketMail).Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
-		m, err := decodeMail(k, v)
-		if err != nil {
-			return err
-		}
-		if !fn(m) {
-			return nil
-		}
-	}
-	return nil
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"time"
 )
 
 // Moving a store to another backend (latchkey copy): every DB implements
@@ -248,9 +247,3 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 	}
 	return false, nil
 }
-
-// errRecord is Add's error for a value Export never passes.
-func errRecord(rec any) error { return fmt.Errorf("store: import: %T is not a record", rec) }
-
-// unixHour is the time of Unix hour h.
-func unixHour(h int64) time.Time { return time.Unix(h*3600, 0).UTC() }

@@ -88,23 +88,18 @@ func TestMoverKindsAreTheTxRecords(t *testing.T) {
 }
 
 // TestCopyCarriesEveryRecord: a data file holding the fixture (every kind
-// of record, every field set) has a row in every bucket a copy carries;
-// copied into a store of the backend under test and from there into a
-// new data file, every record comes out as it was written, by kind and
-// count (Template included), and the new file's indexes are the
-// original's (bbolt → bbolt → bbolt on the bolt pass, bbolt → PostgreSQL
-// → bbolt on the postgres pass).
+// of record, every field set) copied into a store of the backend under
+// test and from there into a new data file gives every record back as it
+// was written, by kind and count (Template included), and files that
+// check (bbolt → bbolt → bbolt on the bolt pass, bbolt → PostgreSQL →
+// bbolt on the postgres pass). That a copy leaves no bucket behind is
+// store/bolt's TestCopyCarriesEveryBucket, no table store/postgres's
+// TestCopyCarriesEveryTable.
 func TestCopyCarriesEveryRecord(t *testing.T) {
 	t.Parallel()
 	src := openPath(t, filepath.Join(t.TempDir(), "src.db"))
 	want := storetest.Normalize(t, storetest.WriteFixture(t, src))
 	wantCounts := storetest.Counts(want)
-	srcKeys := store.BucketKeys(t, src)
-	for _, b := range store.ExportedBuckets() {
-		if srcKeys[b] == 0 {
-			t.Errorf("the fixture leaves bucket %s empty: a copy that drops it would pass", b)
-		}
-	}
 	storetest.SameRecords(t, "the fixture's data file", storetest.Records(t, src), want)
 
 	mid := storetest.Open(t)
@@ -125,9 +120,6 @@ func TestCopyCarriesEveryRecord(t *testing.T) {
 		t.Errorf("Copy back counted %v, want %v", counts, wantCounts)
 	}
 	storetest.SameRecords(t, "the data file copied back", storetest.Records(t, back), want)
-	if got := store.BucketKeys(t, back); !reflect.DeepEqual(got, srcKeys) {
-		t.Errorf("keys by bucket after the round trip %v, want the original's %v", got, srcKeys)
-	}
 	check(t, back)
 
 	// The templates read back through the Tx methods, on both targets.

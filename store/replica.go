@@ -1,9 +1,6 @@
 package store
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Replicas: what processes sharing one store need of it (PostgreSQL,
 // several `latchkey serve` on one database). A bbolt file has one owner,
@@ -84,18 +81,4 @@ func (opt Options) FeedTiming() (interval, staleAfter time.Duration) {
 		staleAfter = DefaultFeedStaleAfter
 	}
 	return interval, max(staleAfter, 4*interval)
-}
-
-// Watch on a bbolt file: every change is made by this process, whose
-// callers drop their own cached copies after their commits; fn is never
-// called.
-func (db *boltDB) Watch(fn func(Change)) (cancel func()) { return func() {} }
-
-// Lease on a bbolt file: one process owns the file, so it holds every
-// lease (a ttl of 0 or less releases nothing and reports false).
-func (db *boltDB) Lease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	return ttl > 0, nil
 }

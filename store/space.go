@@ -1,7 +1,5 @@
 package store
 
-import bolt "go.etcd.io/bbolt"
-
 // Space is how the data file's pages are used: a B+tree file never
 // shrinks by itself, it reuses free pages.
 type Space struct {
@@ -17,12 +15,3 @@ type Space struct {
 
 // InUse returns the bytes of the file's pages that hold data.
 func (s Space) InUse() int64 { return s.FileSize - int64(s.FreePages)*int64(s.PageSize) }
-
-// Space reports how the file's pages are used, as of the last write
-// transaction. It reads no page.
-func (db *boltDB) Space() Space {
-	st := db.bolt.Stats()
-	var size int64
-	db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
-	return Space{FileSize: size, PageSize: db.bolt.Info().PageSize, FreePages: st.FreePageN + st.PendingPageN}
-}

@@ -13,13 +13,19 @@
 // A backend registers itself with Register, the way a database/sql
 // driver does, and Open picks one by the DSN: a postgres:// or
 // postgresql:// URL opens the "postgres" driver (package
-// latchkey/store/postgres registers it; main imports it), anything else
-// is the path of a bbolt data file, opened by the "bolt" driver that this
-// package registers itself. The bbolt backend lives here, unexported
-// (bolt.go and the files beside it: buckets, record encodings,
-// migrations, group commit); what only a file can do (Check, Space,
-// WriteTo...) is reached through the File interface, and CheckFile and
-// Compact take a path.
+// latchkey/store/postgres), anything else is the path of a data file,
+// opened by the "bolt" driver (package latchkey/store/bolt, on bbolt).
+// Each registers itself when imported: main imports both. This package
+// holds no backend: the records, the interfaces, their errors and
+// Options, Register and Open, the Keyring, Copy between backends
+// (Mover, move.go) and the small types both backends share. What only a
+// data file can do (Check, Space, WriteTo...) is reached through the
+// File interface; checking and compacting a file by its path are
+// package bolt's CheckFile and Compact.
+//
+// The json tags of the record types name the fields of the bbolt
+// backend's JSON rows, and Provider's those of PostgreSQL's providers
+// column: renaming one changes a stored format.
 //
 // Secrets never reach the store in the clear: auth hands it keyed hashes
 // (Keyring.Hash) and AES-GCM ciphertexts (Keyring.Seal). The store
@@ -61,12 +67,23 @@ var (
 	// have: Backup on PostgreSQL (use pg_dump).
 	ErrNotSupported = errors.New("store: not supported by this backend")
 
+	// ErrWriteFailed is wrapped around the error of a write transaction
+	// whose commit failed for a reason of the store's own, not the
+	// transaction function's: the disk is full (ENOSPC), the device fails
+	// (EIO), the file cannot grow. Nothing of the transaction was written;
+	// the same write may succeed later. errors.Is finds the cause too.
+	ErrWriteFailed = errors.New("store: write failed")
+
 	// ErrUnavailable is wrapped around the error of a call that could
 	// not reach the database (PostgreSQL down, unreachable, or out of
 	// connections): nothing was written, and the same call may succeed
 	// later. Callers answer it as they answer ErrWriteFailed (503).
 	ErrUnavailable = errors.New("store: database unavailable")
 )
+
+// WriteFailed reports whether err is (or wraps) ErrWriteFailed: a write
+// the store could not commit, which it logs itself once a minute.
+func WriteFailed(err error) bool { return errors.Is(err, ErrWriteFailed) }
 
 // DB is an open store. Every implementation is safe for concurrent use.
 //
@@ -189,8 +206,8 @@ type DB interface {
 	Lease(ctx context.Context, name, holder string, ttl time.Duration) (held bool, err error)
 }
 
-// File is implemented by the DB of a bbolt data file (Open with a path):
-// what only a single file has. Reach it with a type assertion:
+// File is implemented by the DB of a bbolt data file (Open with a path;
+// package latchkey/store/bolt): what only a single file has. Reach it with a type assertion:
 //
 //	if f, ok := db.(store.File); ok { ... }
 type File interface {
@@ -261,14 +278,6 @@ type Options struct {
 	FeedStaleAfter time.Duration
 }
 
-// maxEventsPerProject returns the cap Options set, or the default.
-func (opt Options) maxEventsPerProject() int {
-	if opt.MaxEventsPerProject <= 0 {
-		return DefaultMaxEventsPerProject
-	}
-	return opt.MaxEventsPerProject
-}
-
 // Driver opens a store for a DSN: it connects, brings the schema up to
 // date and returns the DB. created reports that the store held no
 // latchkey data before (a new file, an empty database): the first
@@ -314,10 +323,10 @@ func IsURL(dsn string) bool {
 }
 
 // Open opens the store dsn names with the driver its form picks (see
-// IsURL). A path is a bbolt data file, created when missing (call CheckFile
-// first: see there). created reports that the store held no latchkey
-// data before. A URL whose driver is not registered is an error naming
-// the package to import.
+// IsURL). A path is a bbolt data file, created when missing (call
+// bolt.CheckFile first: see there). created reports that the store held
+// no latchkey data before. A DSN whose driver is not registered (its
+// package not imported) is an error naming the package to import.
 func Open(ctx context.Context, dsn string, opt Options) (db DB, created bool, err error) {
 	name := driverName(dsn)
 	driversMu.RLock()

@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,42 +10,20 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
 
 // The store's contract is tested by package storetest's suites, which
-// TestConformance (conformance_test.go) runs on bbolt files and
-// store/postgres on PostgreSQL. The other tests of this package that
-// open their store with storetest.Open run on the backend
-// LATCHKEY_TEST_STORE names; those about what only a bbolt file does
-// (its lock, its pages, its group commit, CheckFile) open a file with
-// openFile and run on bbolt whatever it names.
+// store/bolt and store/postgres run on their own stores. The tests of
+// this package are of its own code (the keyring, the event positions,
+// the Mover contract's kinds) and, through storetest.Open, of what the
+// contract says on the backend LATCHKEY_TEST_STORE names.
 
 func TestMain(m *testing.M) { os.Exit(storetest.RunMain(m)) }
 
 // ctx is the context of the tests' store calls: never cancelled.
 var ctx = context.Background()
-
-// openFile opens a new bbolt data file in t.TempDir (bbolt-only tests),
-// closed and checked when the test ends.
-func openFile(t *testing.T, opt store.Options) (store.DB, store.File) {
-	t.Helper()
-	storetest.BoltOnly(t)
-	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, created, err := store.Open(ctx, path, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !created {
-		t.Fatal("new file not reported as created")
-	}
-	t.Cleanup(func() { storetest.CheckFile(t, path) })
-	t.Cleanup(func() { db.Close() })
-	return db, db.(store.File)
-}
 
 // t0 is the tests' fixed time.
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -67,91 +44,6 @@ func check(t *testing.T, db store.DB) {
 		if err := f.Check(); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// TestOpenRefusesNewerSchema: a data file of a newer latchkey is refused
-// (bbolt only: PostgreSQL has its own migrations).
-func TestOpenRefusesNewerSchema(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	// Pretend a newer latchkey wrote the file.
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Update(func(tx *bolt.Tx) error {
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, store.SchemaVersion+1)
-		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), v)
-	})
-	b.Close()
-	_, _, err = store.Open(ctx, path, store.Options{})
-	if err == nil || !strings.Contains(err.Error(), "schema version") || !strings.Contains(err.Error(), "upgrade latchkey") {
-		t.Fatalf("err = %v, want a clear schema refusal", err)
-	}
-}
-
-// TestOpenInUse: a data file another process holds is ErrInUse (bbolt
-// only).
-func TestOpenInUse(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "latchkey.db")
-	db, _, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	start := time.Now()
-	_, _, err = store.Open(ctx, path, store.Options{LockTimeout: 100 * time.Millisecond})
-	if !errors.Is(err, store.ErrInUse) {
-		t.Fatalf("err = %v, want ErrInUse", err)
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Fatal("waited too long for the lock")
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Fatalf("data file mode %v", fi.Mode().Perm())
-	}
-}
-
-// TestBackupIsAConsistentCopy: a backup is a data file that opens and
-// checks (bbolt only: PostgreSQL's backup is pg_dump).
-func TestBackupIsAConsistentCopy(t *testing.T) {
-	t.Parallel()
-	db, _ := openFile(t, store.Options{})
-	db.Update(ctx, func(tx store.Tx) error {
-		return tx.AddAuthEvent(&store.AuthEvent{ID: "ev1", ProjectID: "p", CreatedAt: time.Now()})
-	})
-	var buf bytes.Buffer
-	var size int64
-	n, err := db.Backup(ctx, &buf, func(s int64) { size = s })
-	if err != nil || n != size || int64(buf.Len()) != n {
-		t.Fatalf("backup: n=%d size=%d len=%d err=%v", n, size, buf.Len(), err)
-	}
-	path := filepath.Join(t.TempDir(), "copy.db")
-	os.WriteFile(path, buf.Bytes(), 0o600)
-	cp, _, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Close()
-	if err := cp.(store.File).Check(); err != nil {
-		t.Fatal(err)
-	}
-	var found int
-	cp.View(ctx, func(tx store.Tx) error {
-		evs, _, _ := tx.AuthEvents(store.AuthEventFilter{ProjectID: "p", Limit: 10})
-		found = len(evs)
-		return nil
-	})
-	if found != 1 {
-		t.Fatalf("copy has %d events", found)
 	}
 }
 

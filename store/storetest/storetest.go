@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"latchkey/store"
+	_ "latchkey/store/bolt" // its "bolt" driver: the data files
 	"latchkey/store/pgtest"
 	"latchkey/store/postgres" // and its "postgres" driver
 )
