@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"latchkey/store/storetest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -105,6 +106,7 @@ func anchors(text string) map[string]bool {
 // anchors included.
 func TestDocLinks(t *testing.T) {
 	t.Parallel()
+	storetest.EngineFree(t, "checks the docs' links")
 	cache := map[string]map[string]bool{}
 	anchorsOf := func(path string) (map[string]bool, bool) {
 		if a, ok := cache[path]; ok {
@@ -196,6 +198,7 @@ func outsideMark(text string) string {
 // specification files a reader does not have).
 func TestDocsSelfContained(t *testing.T) {
 	t.Parallel()
+	storetest.EngineFree(t, "reads the docs")
 	for _, file := range append(docFiles(t), "httpapi/openapi.json") {
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -268,6 +271,7 @@ func checkRefs(t *testing.T, where, dir, text string, anchorsOf func(string) map
 // in (docs/security.md, "The risk engine")).
 func TestDocsCodeSelfContained(t *testing.T) {
 	t.Parallel()
+	storetest.EngineFree(t, "reads the Go files' comments and strings")
 	cache := map[string]map[string]bool{}
 	anchorsOf := func(path string) map[string]bool {
 		if a, ok := cache[path]; ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"latchkey/store"
+	"latchkey/store/storetest"
 )
 
 // commits returns a function that tells how many write transactions
@@ -172,6 +173,7 @@ func TestSuppressKeys(t *testing.T) {
 // maxSuppressWindows windows; failures past that are counted, not stored.
 func TestSuppressMemoryBounded(t *testing.T) {
 	t.Parallel()
+	storetest.EngineFree(t, "bounds the in-memory suppression windows")
 	s, p, now := newPasskeyService(t)
 	stored := 0
 	for i := range maxSuppressWindows + 1000 {

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"latchkey/store/storetest"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,7 @@ func (ts *testServer) adminState(extra ...string) []byte {
 // ignoring unknown fields.
 func TestAdminBodiesStrict(t *testing.T) {
 	t.Parallel()
+	storetest.EngineFree(t, "decodes admin bodies strictly")
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	uid := str(t, ts.login("strict@example.com").Body, "userId")

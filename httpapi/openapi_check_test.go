@@ -75,15 +75,24 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 	// on every response of every browser endpoint.
 	// A JSON-lines answer (the user export) is checked line by line: the
 	// document describes it as the array of its lines.
+	// The two are built at once: each compiles every schema (seconds
+	// under the race detector), while every test server waits.
+	var req validator.Validator
+	var reqErr error
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		req, reqErr = build()
+	}()
 	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**"),
 		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"),
 		config.WithBodyDecoder("application/x-ndjson", content.DecoderFunc(decodeJSONLines)))
+	<-built
 	if err != nil {
 		return nil, err
 	}
-	req, err := build()
-	if err != nil {
-		return nil, err
+	if reqErr != nil {
+		return nil, reqErr
 	}
 	return &specValidators{responses: res, requests: req}, nil
 })

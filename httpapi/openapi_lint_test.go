@@ -63,9 +63,7 @@ func findRedocly(version string) string {
 // it runs on the first (bolt) pass only.
 func TestOpenAPILint(t *testing.T) {
 	t.Parallel()
-	if storetest.Backend(t) == storetest.Postgres {
-		t.Skip("lints a file, whatever the store: ran on the bolt pass")
-	}
+	storetest.EngineFree(t, "lints a file")
 	version := pinnedRedocly(t)
 	missing := func(msg string) {
 		t.Helper()

@@ -73,6 +73,17 @@ func BoltOnly(t testing.TB) {
 	}
 }
 
+// EngineFree marks a test whose outcome no store engine changes (a
+// document, a parser, an in-memory structure, an HTTP limit): it runs on
+// the bbolt pass and skips on the PostgreSQL pass, saying why, so the
+// test command does not run it twice for nothing.
+func EngineFree(t testing.TB, why string) {
+	t.Helper()
+	if Backend(t) == Postgres {
+		t.Skip(why + ", whatever the store: ran on the bolt pass")
+	}
+}
+
 // Open returns a new, empty store on the backend EnvStore names, closed
 // when the test ends (see New for what else happens then).
 func Open(t testing.TB) store.DB {
