@@ -208,65 +208,75 @@ var stepUpActions = []stepUpAction{
 func TestStepUpMatrix(t *testing.T) {
 	t.Parallel()
 	accounts := []factors{{}, {totp: true}, {sms: true}, {passkey: true}, {totp: true, sms: true}}
+	for _, f := range accounts {
+		// Each kind of account on a service of its own, at once (the
+		// sessions of one kind share its clock).
+		t.Run(f.String(), func(t *testing.T) {
+			t.Parallel()
+			testStepUpMatrix(t, f)
+		})
+	}
+}
+
+// testStepUpMatrix is TestStepUpMatrix for the accounts guarded by f.
+func testStepUpMatrix(t *testing.T, f factors) {
 	ts := newTestService(t)
 	m, err := ts.CreateMethod(ctx, ts.project.ID, "bank", "direct")
 	ok(t, err)
 	n := 0
-	for _, f := range accounts {
-		for _, kind := range sessionKinds {
-			if kind.needs != nil && !kind.needs(f) {
-				continue
-			}
-			n++
-			t.Run(f.String()+"/"+kind.name, func(t *testing.T) {
-				ts.t = t
-				acc := ts.setUpAccount(fmt.Sprintf("matrix%d@example.com", n), f, n)
-				acc.method, acc.methodSecret = "bank", m.Secret
-				l := kind.open(ts, acc)
-				pr := ts.principal(l)
-				// The login result shows the sign-in (a step-up came after it).
-				signIn := kind.amr[:1]
-				pending := (f.totp || f.sms) && signIn[0] != "backup_code"
-				if got := l.AMR(); !slices.Equal(got, signIn) || l.SecondFactorPending() != pending {
-					t.Fatalf("login result amr %v pending %v, want %v %v", got, l.SecondFactorPending(), signIn, pending)
-				}
-				pending = pending && !slices.Contains(kind.amr, "totp") && !slices.Contains(kind.amr, "sms")
-				_, sp, err := ts.AuthenticateSessionProofs(ctx, "Bearer "+l.Token)
-				ok(t, err)
-				if !slices.Equal(sp.AMR, kind.amr) || sp.SecondFactorPending != pending {
-					t.Fatalf("session amr %v pending %v, want %v %v", sp.AMR, sp.SecondFactorPending, kind.amr, pending)
-				}
-
-				old := strings.Contains(kind.name, "old")
-				allowed := (!f.guarded() && !old) || (f.guarded() && kind.recent)
-				for _, action := range stepUpActions {
-					ts.clock.Advance(auth.SMSSendInterval) // past the SMS send throttle
-					err := action.do(ts, acc, pr)
-					switch {
-					case !allowed:
-						wantErr(t, err, auth.ErrStepUpRequired, auth.CatRiskBlocked)
-					case action.name == "enroll TOTP" && f.totp:
-						wantErr(t, err, auth.ErrAlreadyEnrolled, auth.CatValidation)
-					default:
-						if err != nil {
-							t.Fatalf("%s: %v, want it allowed", action.name, err)
-						}
-					}
-				}
-				u := ts.user(acc.addr)
-				if allowed && u != nil {
-					t.Fatal("the account was not deleted")
-				}
-				if !allowed && (u == nil || u.Email != acc.addr) {
-					t.Fatalf("a refused session changed the account: %+v", u)
-				}
-				if !allowed {
-					if _, err := ts.EnrollTOTP(ctx, pr, ts.meta); err == nil || f.guarded() && !strings.Contains(err.Error(), "a TOTP code, a code sent to the enrolled phone or a passkey") {
-						t.Fatalf("refusal %v, want it to name the account's factors", err)
-					}
-				}
-			})
+	for _, kind := range sessionKinds {
+		if kind.needs != nil && !kind.needs(f) {
+			continue
 		}
+		n++
+		t.Run(kind.name, func(t *testing.T) {
+			ts.t = t
+			acc := ts.setUpAccount(fmt.Sprintf("matrix%d@example.com", n), f, n)
+			acc.method, acc.methodSecret = "bank", m.Secret
+			l := kind.open(ts, acc)
+			pr := ts.principal(l)
+			// The login result shows the sign-in (a step-up came after it).
+			signIn := kind.amr[:1]
+			pending := (f.totp || f.sms) && signIn[0] != "backup_code"
+			if got := l.AMR(); !slices.Equal(got, signIn) || l.SecondFactorPending() != pending {
+				t.Fatalf("login result amr %v pending %v, want %v %v", got, l.SecondFactorPending(), signIn, pending)
+			}
+			pending = pending && !slices.Contains(kind.amr, "totp") && !slices.Contains(kind.amr, "sms")
+			_, sp, err := ts.AuthenticateSessionProofs(ctx, "Bearer "+l.Token)
+			ok(t, err)
+			if !slices.Equal(sp.AMR, kind.amr) || sp.SecondFactorPending != pending {
+				t.Fatalf("session amr %v pending %v, want %v %v", sp.AMR, sp.SecondFactorPending, kind.amr, pending)
+			}
+
+			old := strings.Contains(kind.name, "old")
+			allowed := (!f.guarded() && !old) || (f.guarded() && kind.recent)
+			for _, action := range stepUpActions {
+				ts.clock.Advance(auth.SMSSendInterval) // past the SMS send throttle
+				err := action.do(ts, acc, pr)
+				switch {
+				case !allowed:
+					wantErr(t, err, auth.ErrStepUpRequired, auth.CatRiskBlocked)
+				case action.name == "enroll TOTP" && f.totp:
+					wantErr(t, err, auth.ErrAlreadyEnrolled, auth.CatValidation)
+				default:
+					if err != nil {
+						t.Fatalf("%s: %v, want it allowed", action.name, err)
+					}
+				}
+			}
+			u := ts.user(acc.addr)
+			if allowed && u != nil {
+				t.Fatal("the account was not deleted")
+			}
+			if !allowed && (u == nil || u.Email != acc.addr) {
+				t.Fatalf("a refused session changed the account: %+v", u)
+			}
+			if !allowed {
+				if _, err := ts.EnrollTOTP(ctx, pr, ts.meta); err == nil || f.guarded() && !strings.Contains(err.Error(), "a TOTP code, a code sent to the enrolled phone or a passkey") {
+					t.Fatalf("refusal %v, want it to name the account's factors", err)
+				}
+			}
+		})
 	}
 	ts.t = t
 }
