@@ -28,12 +28,10 @@ func TestMigrateOAuthFlows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := &store.Challenge{ID: "3f9a", ProjectID: "q", Kind: "oauth_state",
-		Session: json.RawMessage("{\"providerId\":\"g1\", \"provider\":\"google\",\n \"redirectUrl\":\"https://app.example.com/in\",\"verifier\":\"v\"}"),
-		ExpiresAt: t0.Add(10 * time.Minute)}
-	code := &store.Challenge{ID: "b21c", ProjectID: "p", Kind: "oauth_code", Email: "a@example.com",
-		Session: json.RawMessage(`{"provider":"google","subject":"108","email":"a@example.com","emailVerified":true}`),
-		ExpiresAt: t0.Add(5 * time.Minute)}
+	state := &store.Challenge{ID: "3f9a", ProjectID: "q", Kind: "oauth_state", ExpiresAt: t0.Add(10 * time.Minute),
+		Session: json.RawMessage("{\"providerId\":\"g1\", \"provider\":\"google\",\n \"redirectUrl\":\"https://app.example.com/in\",\"verifier\":\"v\"}")}
+	code := &store.Challenge{ID: "b21c", ProjectID: "p", Kind: "oauth_code", Email: "a@example.com", ExpiresAt: t0.Add(5 * time.Minute),
+		Session: json.RawMessage(`{"provider":"google","subject":"108","email":"a@example.com","emailVerified":true}`)}
 	ceremony := &store.Challenge{ID: "c0de", ProjectID: "p", Kind: "login", Session: json.RawMessage(`{"challenge":"x"}`),
 		ExpiresAt: t0.Add(5 * time.Minute)}
 	err = b.Update(func(btx *bbolt.Tx) error {
