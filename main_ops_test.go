@@ -154,7 +154,12 @@ func TestCopyRoundTrip(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return tx.PutIdentity(&store.Identity{ProjectID: projectID, Issuer: "https://accounts.google.com", Subject: "108", UserID: a.ID, Provider: "google", CreatedAt: now})
+		if err := tx.PutIdentity(&store.Identity{ProjectID: projectID, Issuer: "https://accounts.google.com", Subject: "108", UserID: a.ID, Provider: "google", CreatedAt: now}); err != nil {
+			return err
+		}
+		// A sign-in with a provider in flight, waiting for its callback.
+		return tx.PutOAuthFlow(&store.OAuthFlow{ID: "5d0a8f0c2b7e4a91c3f6e8d7b2a1c0f9", ProjectID: projectID, Kind: store.OAuthFlowState,
+			Payload: []byte(`{"provider":"google","verifier":"v"}`), ExpiresAt: now.Add(10 * time.Minute)})
 	})
 	fileDB.Close()
 	if err != nil {
@@ -165,7 +170,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		t.Errorf("the populated file lacks a vouched or a self-registered user: the round trip would not test Vouched:\n%s", users)
 	}
 	for _, kind := range []string{"Settings", "Project", "APIKey", "User", "Session", "Code", "Throttle", "MagicLink", "Device",
-		"Factor", "BackupCodes", "Passkey", "Identity", "Challenge", "ExternalMethod", "Template", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
+		"Factor", "BackupCodes", "Passkey", "Identity", "Challenge", "OAuthFlow", "ExternalMethod", "Template", "Webhook", "Job", "Delivery", "Event", "Mail", "AuthEvent", "EventCount", "SuppressedCount"} {
 		if len(before[kind]) == 0 {
 			t.Errorf("the populated file holds no %s: the round trip would not test it", kind)
 		}

@@ -23,16 +23,16 @@ import (
 // OAuth 2.0 / OpenID Connect sign-in.
 //
 // POST /oauth/start keeps the state, the nonce and the PKCE verifier in a
-// challenge row of kind "oauth_state" (keyed by the keyed hash of the
-// state, due for the sweep after OAuthStateLifetime) and answers the
-// provider's authorization URL. The provider sends the browser back to
+// store.OAuthFlow of kind state (keyed by the keyed hash of the state,
+// due for the sweep after OAuthStateLifetime) and answers the provider's
+// authorization URL. The provider sends the browser back to
 // /oauth/callback (GET with the query, or, for providers whose response
 // mode is form_post, a POST of the same fields as a form from the
 // provider's page), which consumes that row (single use), redeems the
 // provider's code with the verifier, verifies the ID token (or reads
-// GitHub's user and emails API) and keeps the identity it proved in a
-// challenge row of kind "oauth_code" keyed by the hash of a new one-time
-// code; the browser goes on to the app's redirectUrl?code=. The app's
+// GitHub's user and emails API) and keeps the identity it proved in an
+// OAuthFlow of kind code keyed by the hash of a new one-time code; the
+// browser goes on to the app's redirectUrl?code=. The app's
 // backend then calls POST /oauth/exchange, which consumes that row and
 // signs the user in under the linking rules (signInIdentity): the
 // account linked to the provider account (its issuer and subject, a
@@ -52,9 +52,14 @@ const (
 	// under the base URL.
 	OAuthCallbackPath = "/api/v1/oauth/callback"
 
-	kindOAuthState = "oauth_state"
-	kindOAuthCode  = "oauth_code"
-	methodOAuth    = "oauth"
+	// keyOAuthState and keyOAuthCode are the domains of the keyed hashes
+	// that key a state's and a one-time code's OAuthFlow (oauthKey). They
+	// are those of the releases that kept both as WebAuthn challenge rows,
+	// which an upgrade moves with their ids: a sign-in in flight across
+	// the upgrade is found by them.
+	keyOAuthState = "oauth_state"
+	keyOAuthCode  = "oauth_code"
+	methodOAuth   = "oauth"
 
 	// githubIssuer is the issuer of GitHub identities (GitHub issues no
 	// ID token): their links are (githubIssuer, numeric user id).
@@ -76,7 +81,8 @@ func (s *Service) loopbackProvider(pr *store.Provider) bool {
 }
 
 // pendingOAuth is what a started sign-in keeps server-side (the
-// challenge's Session): never sent anywhere but to the provider.
+// Payload of its OAuthFlow of kind state): never sent anywhere but to the
+// provider.
 type pendingOAuth struct {
 	ProviderID  string `json:"providerId"`
 	Provider    string `json:"provider"`
@@ -88,7 +94,8 @@ type pendingOAuth struct {
 	Bind string `json:"bind,omitempty"`
 }
 
-// oauthIdentity is what a callback proved, kept for the exchange.
+// oauthIdentity is what a callback proved, kept for the exchange (the
+// Payload of an OAuthFlow of kind code).
 type oauthIdentity struct {
 	Provider string `json:"provider"`
 	// Issuer and Subject name the provider account (githubIssuer for
@@ -158,8 +165,9 @@ func (s *Service) client(ctx context.Context, projectID string, pr *store.Provid
 	})}, nil
 }
 
-// oauthKey is the challenge id of a state or one-time code: its keyed
-// hash, so no row is keyed by a secret.
+// oauthKey is the OAuthFlow id of a state or one-time code (domain
+// keyOAuthState or keyOAuthCode): its keyed hash, so no row is keyed by
+// a secret.
 func (s *Service) oauthKey(domain, secret string) string {
 	h := s.keys.HashString(domain, secret)
 	return hex.EncodeToString(h[:])
@@ -211,10 +219,10 @@ func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redire
 	if err != nil {
 		return "", a.reject(internal(err))
 	}
-	ch := &store.Challenge{ID: s.oauthKey(kindOAuthState, state), ProjectID: p.ID, Kind: kindOAuthState,
-		Session: raw, ExpiresAt: s.now().Add(OAuthStateLifetime).UTC()}
+	flow := &store.OAuthFlow{ID: s.oauthKey(keyOAuthState, state), ProjectID: p.ID, Kind: store.OAuthFlowState,
+		Payload: raw, ExpiresAt: s.now().Add(OAuthStateLifetime).UTC()}
 	err = a.update(func(tx store.Tx) error {
-		if err := tx.PutChallenge(ch); err != nil {
+		if err := tx.PutOAuthFlow(flow); err != nil {
 			return err
 		}
 		return a.ok(tx)
@@ -238,17 +246,17 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 	if state == "" || len(state) > 256 {
 		return "", a.reject(ErrInvalidState)
 	}
-	id := s.oauthKey(kindOAuthState, state)
+	id := s.oauthKey(keyOAuthState, state)
 	// The state is read first and consumed in the transaction that ends
 	// the callback (with the one-time code when it succeeds: one commit),
 	// after the calls to the provider, which no transaction may wait
 	// for. Two callbacks racing with one state both reach the provider;
 	// only the first to commit finds the state still there.
-	var ch *store.Challenge
+	var flow *store.OAuthFlow
 	if err := s.db.View(ctx, func(tx store.Tx) error {
-		c, err := tx.Challenge(id)
-		if err == nil && c.Kind == kindOAuthState {
-			ch = c
+		f, err := tx.OAuthFlow(id)
+		if err == nil && f.Kind == store.OAuthFlowState {
+			flow = f
 		} else if errors.Is(err, store.ErrNotFound) {
 			err = nil
 		}
@@ -256,19 +264,19 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 	}); err != nil {
 		return "", a.reject(internal(err))
 	}
-	if ch == nil {
+	if flow == nil {
 		return "", a.reject(ErrInvalidState)
 	}
-	a.projectID = ch.ProjectID
+	a.projectID = flow.ProjectID
 	cb := &callback{s: s, a: a, id: id}
-	if !s.now().Before(ch.ExpiresAt) {
+	if !s.now().Before(flow.ExpiresAt) {
 		return "", cb.fail(ErrStateExpired)
 	}
-	p, err := s.project(ctx, ch.ProjectID)
+	p, err := s.project(ctx, flow.ProjectID)
 	if err != nil { // the project was deleted (with the state)
 		return "", a.reject(ErrInvalidState)
 	}
-	if err := json.Unmarshal(ch.Session, &cb.pend); err != nil {
+	if err := json.Unmarshal(flow.Payload, &cb.pend); err != nil {
 		return "", a.reject(internal(err))
 	}
 	pend := &cb.pend
@@ -297,15 +305,15 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 		return cb.redirect(internal(err))
 	}
 	one := base64.RawURLEncoding.EncodeToString(randomBytes(32))
-	out := &store.Challenge{ID: s.oauthKey(kindOAuthCode, one), ProjectID: p.ID, Kind: kindOAuthCode,
-		Email: idn.Email, Session: raw, ExpiresAt: s.now().Add(OAuthCodeLifetime).UTC()}
+	out := &store.OAuthFlow{ID: s.oauthKey(keyOAuthCode, one), ProjectID: p.ID, Kind: store.OAuthFlowCode,
+		Payload: raw, ExpiresAt: s.now().Add(OAuthCodeLifetime).UTC()}
 	err = a.update(func(tx store.Tx) error {
 		if there, err := cb.consume(tx); err != nil {
 			return err
 		} else if !there {
 			return a.fail(tx, ErrInvalidState)
 		}
-		if err := tx.PutChallenge(out); err != nil {
+		if err := tx.PutOAuthFlow(out); err != nil {
 			return err
 		}
 		return a.ok(tx)
@@ -317,23 +325,23 @@ func (s *Service) OAuthCallback(ctx context.Context, state, code, providerError 
 }
 
 // callback is one provider callback under way: its attempt, the state's
-// challenge id and what the started sign-in kept. The state is consumed
+// OAuthFlow id and what the started sign-in kept. The state is consumed
 // by the transaction that ends the callback, whichever way it ends.
 type callback struct {
 	s    *Service
 	a    *attempt
-	id   string // the state's challenge id
+	id   string // the state's OAuthFlow id
 	pend pendingOAuth
 }
 
 // consume deletes the state inside tx, or reports it already gone.
 func (cb *callback) consume(tx store.Tx) (bool, error) {
-	if _, err := tx.Challenge(cb.id); errors.Is(err, store.ErrNotFound) {
+	if _, err := tx.OAuthFlow(cb.id); errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
-	return true, tx.DeleteChallenge(cb.id)
+	return true, tx.DeleteOAuthFlow(cb.id)
 }
 
 // fail consumes the state and records failure, in one transaction.
@@ -548,12 +556,16 @@ func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code, cod
 	if len(code) > 256 {
 		return nil, "", a.reject(ErrInvalidCode)
 	}
-	id := s.oauthKey(kindOAuthCode, code)
+	id := s.oauthKey(keyOAuthCode, code)
 	var email string
 	if err := s.db.View(ctx, func(tx store.Tx) error {
-		c, err := tx.Challenge(id)
-		if err == nil && c.Kind == kindOAuthCode && c.ProjectID == p.ID {
-			email = c.Email
+		email = ""
+		f, err := tx.OAuthFlow(id)
+		if err == nil && f.Kind == store.OAuthFlowCode && f.ProjectID == p.ID {
+			var idn oauthIdentity
+			if json.Unmarshal(f.Payload, &idn) == nil {
+				email = idn.Email
+			}
 		}
 		return nil
 	}); err != nil {
@@ -571,23 +583,23 @@ func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code, cod
 	var provider string
 	err := a.update(func(tx store.Tx) error {
 		login = nil
-		c, err := tx.Challenge(id)
+		f, err := tx.OAuthFlow(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return a.fail(tx, ErrInvalidCode.With("Unknown or already used code."))
 		} else if err != nil {
 			return err
 		}
-		if c.Kind != kindOAuthCode || c.ProjectID != p.ID {
+		if f.Kind != store.OAuthFlowCode || f.ProjectID != p.ID {
 			return a.fail(tx, ErrInvalidCode)
 		}
-		if err := tx.DeleteChallenge(id); err != nil {
+		if err := tx.DeleteOAuthFlow(id); err != nil {
 			return err
 		}
-		if !s.now().Before(c.ExpiresAt) {
+		if !s.now().Before(f.ExpiresAt) {
 			return a.fail(tx, ErrCodeExpired)
 		}
 		var idn oauthIdentity
-		if err := json.Unmarshal(c.Session, &idn); err != nil {
+		if err := json.Unmarshal(f.Payload, &idn); err != nil {
 			return err
 		}
 		a.email, provider = idn.Email, idn.Provider

@@ -46,6 +46,9 @@ const (
 	// ExpiringDeliveries are webhook delivery records, due
 	// DeliveryLifetime after the attempt.
 	ExpiringDeliveries
+	// ExpiringOAuthFlows are sign-ins with providers in flight (their
+	// states and one-time codes), due at their ExpiresAt.
+	ExpiringOAuthFlows
 
 	numExpiring = iota
 )
@@ -77,4 +80,5 @@ var expiringNames = [numExpiring]string{
 	ExpiringGrants:     "grants",
 	ExpiringDevices:    "devices",
 	ExpiringDeliveries: "webhook deliveries",
+	ExpiringOAuthFlows: "oauth flows",
 }

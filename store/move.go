@@ -21,7 +21,7 @@ import (
 //	*Project, *APIKey, *User, *Session
 //	*Code, *ThrottleRecord, *MagicLink, *Device
 //	*Factor, *BackupCodes, *Grant, *Passkey, *Identity, *Challenge,
-//	*ExternalMethod
+//	*OAuthFlow, *ExternalMethod
 //	*Template         the projects' mail templates
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
@@ -132,6 +132,7 @@ var recordKinds = []struct {
 	{"Passkey", reflect.TypeFor[*Passkey]()},
 	{"Identity", reflect.TypeFor[*Identity]()},
 	{"Challenge", reflect.TypeFor[*Challenge]()},
+	{"OAuthFlow", reflect.TypeFor[*OAuthFlow]()},
 	{"ExternalMethod", reflect.TypeFor[*ExternalMethod]()},
 	{"Template", reflect.TypeFor[*Template]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
@@ -224,6 +225,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutIdentity(r)
 	case *Challenge:
 		return true, tx.PutChallenge(r)
+	case *OAuthFlow:
+		return true, tx.PutOAuthFlow(r)
 	case *ExternalMethod:
 		return true, tx.PutExternalMethod(r)
 	case *Template:

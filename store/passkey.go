@@ -16,7 +16,9 @@ type Passkey struct {
 	LastUsedAt *time.Time      `json:"lastUsedAt,omitempty"`
 }
 
-// Challenge is a pending WebAuthn ceremony: single use, short-lived.
+// Challenge is a pending WebAuthn ceremony (a passkey's registration or
+// sign-in): single use, short-lived. A sign-in with a provider in
+// flight is an OAuthFlow, not a Challenge.
 type Challenge struct {
 	ID        string          `json:"id"`
 	ProjectID string          `json:"projectId"`

@@ -1,6 +1,6 @@
 // Package store holds latchkey's state: projects, API keys, users, codes,
-// sessions, factors, passkeys, webhooks, the event outbox and the mail
-// queue.
+// sessions, factors, passkeys, sign-ins with providers in flight,
+// webhooks, the event outbox and the mail queue.
 //
 // Callers see two interfaces, DB and Tx (tx.go), and the record types
 // (User, Session, Project...). One use case is one transaction: DB.View,

@@ -60,6 +60,7 @@ type Tx interface {
 	Passkeys
 	ExternalMethods
 	Identities
+	OAuthFlows
 	Webhooks
 	Outbox
 	MailQueue
@@ -104,7 +105,8 @@ type Projects interface {
 	// user); pending codes and send or failure histories whose
 	// project is id or one of its external methods' ids (the replay
 	// marks of those methods); magic links, remembered devices, WebAuthn
-	// challenges, external-method registrations and their grants; its
+	// challenges, sign-ins with providers in flight (OAuthFlows),
+	// external-method registrations and their grants; its
 	// mail templates; its webhooks with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
@@ -334,6 +336,21 @@ type Identities interface {
 	// UserIdentities returns userID's links in (ProjectID, Issuer,
 	// Subject) byte order; never nil.
 	UserIdentities(userID string) ([]*Identity, error)
+}
+
+// OAuthFlows is the sign-ins with providers in flight (OAuthFlow): the
+// states waiting for a provider's callback and the one-time codes
+// waiting for the app's exchange, keyed by ID. DeleteProject removes a
+// project's.
+type OAuthFlows interface {
+	// OAuthFlow returns the flow with id, expired or not (callers check
+	// ExpiresAt).
+	OAuthFlow(id string) (*OAuthFlow, error)
+	// PutOAuthFlow creates or replaces the flow f.ID; the sweep deletes
+	// it at its ExpiresAt (ExpiringOAuthFlows).
+	PutOAuthFlow(f *OAuthFlow) error
+	// DeleteOAuthFlow removes the flow with id.
+	DeleteOAuthFlow(id string) error
 }
 
 // Webhooks is the webhooks, their queued jobs and their delivery

@@ -46,8 +46,10 @@ func init() { store.Register("bolt", Open) }
 // Opening a file with a newer version fails; an older one is migrated.
 // Version 2 indexes and counts authentication events; version 3 indexes
 // every expiring row by its expiry; version 4 keeps pending codes apart
-// from the send histories (codeKey).
-const SchemaVersion = 4
+// from the send histories (codeKey); version 5 keeps sign-ins with
+// providers in flight apart from the WebAuthn challenges
+// (bucketOAuthFlows).
+const SchemaVersion = 5
 
 // Bucket names. Open creates them all in one transaction.
 var (
@@ -81,6 +83,8 @@ var (
 	// subject), and listed under their user.
 	bucketIdentities     = []byte("identities")
 	bucketUserIdentities = []byte("identities_by_user")
+	// Sign-ins with providers in flight (oauthflow.go).
+	bucketOAuthFlows = []byte("oauth_flows")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -95,6 +99,7 @@ var (
 	bucketGrantsExpiry     = []byte("grants_by_expiry")
 	bucketDevicesExpiry    = []byte("devices_by_expiry")
 	bucketDeliveriesExpiry = []byte("deliveries_by_expiry")
+	bucketOAuthFlowsExpiry = []byte("oauth_flows_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -103,10 +108,10 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
-		bucketIdentities, bucketUserIdentities,
+		bucketIdentities, bucketUserIdentities, bucketOAuthFlows,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -215,6 +220,9 @@ func openDB(path string, opt store.Options) (db *DB, created bool, err error) {
 	}
 	if err == nil && version < 4 {
 		err = migrateCodes(b, log)
+	}
+	if err == nil && version < 5 {
+		err = migrateOAuthFlows(b, log)
 	}
 	if err != nil {
 		b.Close()
@@ -470,7 +478,7 @@ func init() {
 		bucketUsers, bucketSessions, bucketUserSessions, bucketDevices, bucketOutbox, bucketMail,
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry,
 	} {
 		fillPercent[string(b)] = appendFill
 	}

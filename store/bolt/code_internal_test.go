@@ -64,8 +64,8 @@ func TestMigrateCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.viewTx(func(tx txn) error {
-		if v := getU64(tx.bucket(bucketMeta).Get(keySchema)); v != 4 {
-			t.Fatalf("schema %d after the upgrade, want 4", v)
+		if v := getU64(tx.bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
+			t.Fatalf("schema %d after the upgrade, want %d", v, SchemaVersion)
 		}
 		for _, c := range codes {
 			got, err := tx.Code(c.Kind, c.ProjectID, c.Subject)

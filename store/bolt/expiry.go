@@ -92,6 +92,12 @@ var expiries = [...]expiry{
 			err := jsonDecode(v, (*deliveryRow)(&d))
 			return expiryRow{due: d.CreatedAt.Add(store.DeliveryLifetime)}, err
 		}},
+	store.ExpiringOAuthFlows: {rows: bucketOAuthFlows, index: bucketOAuthFlowsExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var f store.OAuthFlow
+			err := jsonDecode(v, &f)
+			return expiryRow{f.ExpiresAt, f.ProjectID}, err
+		}},
 }
 
 // throttleDue returns when the sweep deletes t: ThrottleIdle after its

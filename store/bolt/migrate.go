@@ -204,3 +204,57 @@ func migrateCodes(b *bbolt.DB, log *slog.Logger) error {
 	log.Info("data file upgraded to version 4", "codes_moved", moved, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// oauthChallengeKinds maps the kinds of challenge rows that versions
+// before 5 kept sign-ins with providers in flight as to the OAuthFlow
+// kind each becomes.
+var oauthChallengeKinds = map[string]string{
+	"oauth_state": store.OAuthFlowState,
+	"oauth_code":  store.OAuthFlowCode,
+}
+
+// migrateOAuthFlows upgrades a file to version 5: the sign-ins with
+// providers in flight, which earlier versions kept among the WebAuthn
+// challenges (kinds "oauth_state" and "oauth_code"), move to
+// bucketOAuthFlows with their expiry index entries: same id (the keyed
+// hash auth looks them up by), project, payload (the challenge's
+// session, byte for byte) and expiry, so a sign-in in flight across the
+// upgrade completes. They live minutes, so there are few, and one
+// transaction moves them; finding them reads the challenges bucket once.
+func migrateOAuthFlows(b *bbolt.DB, log *slog.Logger) error {
+	start := time.Now()
+	moved := 0
+	err := b.Update(func(btx *bbolt.Tx) error {
+		tx := txn{btx}
+		var flows []*store.OAuthFlow
+		err := tx.bucket(bucketChallenges).ForEach(func(k, v []byte) error {
+			var c store.Challenge
+			if err := jsonDecode(v, (*challengeRow)(&c)); err != nil {
+				return fmt.Errorf("upgrade: challenge row %q: %w", k, err)
+			}
+			if kind, ok := oauthChallengeKinds[c.Kind]; ok {
+				flows = append(flows, &store.OAuthFlow{ID: string(k), ProjectID: c.ProjectID, Kind: kind,
+					Payload: []byte(c.Session), ExpiresAt: c.ExpiresAt})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, f := range flows {
+			if err := tx.DeleteChallenge(f.ID); err != nil {
+				return err
+			}
+			if err := tx.PutOAuthFlow(f); err != nil {
+				return err
+			}
+		}
+		moved = len(flows)
+		return tx.bucket(bucketMeta).Put(keySchema, u64(5))
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("data file upgraded to version 5", "oauth_flows_moved", moved, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}

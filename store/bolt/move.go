@@ -96,6 +96,7 @@ var exportBuckets = []struct {
 		c := &store.Challenge{}
 		return c, jsonDecode(v, (*challengeRow)(c))
 	}},
+	{bucketOAuthFlows, jsonRow(func() any { return &store.OAuthFlow{} })},
 	{bucketMethods, jsonRow(func() any { return &store.ExternalMethod{} })},
 	{bucketTemplates, jsonRow(func() any { return &store.Template{} })},
 	{bucketWebhooks, jsonRow(func() any { return &store.Webhook{} })},
@@ -158,6 +159,7 @@ var notExported = map[string]string{
 	string(bucketGrantsExpiry):     "expiry index of grants (PutGrant)",
 	string(bucketDevicesExpiry):    "expiry index of remembered devices (PutDevice)",
 	string(bucketDeliveriesExpiry): "expiry index of delivery records (AddDelivery)",
+	string(bucketOAuthFlowsExpiry): "expiry index of sign-ins with providers in flight (PutOAuthFlow)",
 }
 
 // bbolt keeps dashboard sessions and the counts of the approximate rate

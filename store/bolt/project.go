@@ -38,8 +38,8 @@ func (tx txn) Projects() ([]*store.Project, error) {
 // that belongs to it: its users with their indexes, sessions, factors,
 // backup codes, passkeys and links to sign-in providers; pending codes and send histories (the
 // replay marks of its external methods too), magic links, remembered
-// devices, WebAuthn challenges, external-method registrations and their
-// grants; its webhooks with their queued deliveries and history. Its
+// devices, WebAuthn challenges, sign-ins with providers in flight,
+// external-method registrations and their grants; its webhooks with their queued deliveries and history. Its
 // API keys stay but are detached (no project), so they answer
 // INVALID_API_KEY and still show, and can be revoked, in the key list;
 // their prefixes are returned so callers can drop cached copies.
@@ -48,7 +48,7 @@ func (tx txn) Projects() ([]*store.Project, error) {
 // project does not exist.
 //
 // Rows not indexed by project (codes, links, devices, challenges,
-// methods, grants, keys) are found by a scan of their bucket; users,
+// sign-ins in flight, methods, grants, keys) are found by a scan of their bucket; users,
 // passkeys, provider links and webhooks through their per-project keys.
 func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if tx.bucket(bucketProjects).Get([]byte(id)) == nil {
@@ -114,7 +114,7 @@ func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if _, err := tx.sweepKeys(bucketMethods, ownedBy(id)); err != nil {
 		return nil, err
 	}
-	for _, kind := range []store.Expiring{store.ExpiringMagicLinks, store.ExpiringDevices, store.ExpiringChallenges, store.ExpiringGrants} {
+	for _, kind := range []store.Expiring{store.ExpiringMagicLinks, store.ExpiringDevices, store.ExpiringChallenges, store.ExpiringOAuthFlows, store.ExpiringGrants} {
 		_, err := tx.deleteExpiringWhere(&expiries[kind], func(_, _ []byte, h expiryRow) (bool, error) {
 			return h.projectID == id, nil
 		})

@@ -36,6 +36,7 @@ func fillProject(t *testing.T, tx txn, name string) {
 	// A link whose user row is gone.
 	must(tx.PutIdentity(&store.Identity{ProjectID: pid, Issuer: "https://idp.example", Subject: "orphan-" + name, UserID: "u-gone-" + name, CreatedAt: now}))
 	must(tx.PutChallenge(&store.Challenge{ID: "ch-" + name, ProjectID: pid, Kind: "register", UserID: uid, Session: []byte(`{}`), ExpiresAt: later}))
+	must(tx.PutOAuthFlow(&store.OAuthFlow{ID: "of-" + name, ProjectID: pid, Kind: store.OAuthFlowState, Payload: []byte(`{}`), ExpiresAt: later}))
 	must(tx.PutCode(&store.Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}))
 	must(tx.PutCode(&store.Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}))
 	must(tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{now}}))

@@ -15,11 +15,11 @@ import (
 )
 
 // Tests of codes, histories, magic links, factors, backup codes, grants,
-// passkeys, challenges and external methods that are about PostgreSQL:
-// the helpers DeleteUser and DeleteProject call, what the tables'
-// constraints refuse, and query plans. What every engine does (round
-// trips, nil against empty, NUL bytes, deletions, concurrent writers) is
-// storetest's suites.
+// passkeys, challenges, sign-ins with providers in flight and external
+// methods that are about PostgreSQL: the helpers DeleteUser and
+// DeleteProject call, what the tables' constraints refuse, and query
+// plans. What every engine does (round trips, nil against empty, NUL
+// bytes, deletions, concurrent writers) is storetest's suites.
 
 // TestFactorKinds: a factor's kind is store.Factor's two; the table
 // refuses another.
@@ -75,7 +75,7 @@ func factorRows(t *testing.T, url, s string) map[string]int {
 	}
 	defer conn.Close(ctx)
 	out := map[string]int{}
-	for _, table := range []string{"codes", "throttles", "magic_links", "factors", "backup_codes", "external_methods", "grants", "passkeys", "challenges"} {
+	for _, table := range []string{"codes", "throttles", "magic_links", "factors", "backup_codes", "external_methods", "grants", "passkeys", "challenges", "oauth_flows"} {
 		var n int
 		q := fmt.Sprintf(`SELECT count(*) FROM %s r WHERE strpos(r::text, $1) > 0`, table)
 		if err := conn.QueryRow(ctx, q, s).Scan(&n); err != nil {
@@ -101,6 +101,7 @@ func fillFactorProject(t *testing.T, db store.DB, name string) {
 			tx.PutBackupCodes(&store.BackupCodes{UserID: uid, ProjectID: pid, Hashes: [][]byte{{1}}, Used: []bool{false}, CreatedAt: t0}),
 			tx.PutPasskey(&store.Passkey{ID: "cred-" + name, UserID: uid, ProjectID: pid, Credential: []byte(`{}`), CreatedAt: t0}),
 			tx.PutChallenge(&store.Challenge{ID: "ch-" + name, ProjectID: pid, Kind: "register", UserID: uid, Session: []byte(`{}`), ExpiresAt: later}),
+			tx.PutOAuthFlow(&store.OAuthFlow{ID: "of-" + name, ProjectID: pid, Kind: store.OAuthFlowState, Payload: []byte(`{}`), ExpiresAt: later}),
 			tx.PutCode(&store.Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}),
 			tx.PutCode(&store.Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}),
 			tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{t0}}),
@@ -131,7 +132,7 @@ func TestDeleteHelpers(t *testing.T) {
 	fillFactorProject(t, db, "doomed")
 	fillFactorProject(t, db, "kept")
 	kept := factorRows(t, url, "kept")
-	if len(kept) != 9 {
+	if len(kept) != 10 {
 		t.Fatalf("fixture fills %d tables: %v", len(kept), kept)
 	}
 
@@ -142,7 +143,7 @@ func TestDeleteHelpers(t *testing.T) {
 			t.Fatalf("after deleteUserFactors: %v", got)
 		}
 	}
-	if got["codes"] == 0 || got["challenges"] == 0 {
+	if got["codes"] == 0 || got["challenges"] == 0 || got["oauth_flows"] == 0 {
 		t.Fatalf("deleteUserFactors removed more: %v", got)
 	}
 
@@ -193,6 +194,8 @@ func TestFactorPlans(t *testing.T) {
 			SELECT 'p' || (i % 1000), 'cred' || i, 'u' || (i % 5000), '\x7b7d', i FROM generate_series(1, $1) i`,
 		`INSERT INTO challenges (id, project_id, kind, user_id, email, expires_at)
 			SELECT 'c' || i, 'p' || (i % 1000), 'login', '', '', 1e12 + i FROM generate_series(1, $1) i`,
+		`INSERT INTO oauth_flows (id, project_id, kind, payload, expires_at)
+			SELECT 'o' || i, 'p' || (i % 1000), 'state', '\x7b7d', 1e12 + i FROM generate_series(1, $1) i`,
 	}
 	for _, q := range fill {
 		if _, err := conn.Exec(ctx, q, n); err != nil {
@@ -230,6 +233,9 @@ func TestFactorPlans(t *testing.T) {
 		"Challenge":             {"c7"},
 		"PutChallenge":          {"c7", "p7", "login", "", "", []byte("{}"), 1},
 		"DeleteChallenge":       {"c7"},
+		"OAuthFlow":             {"o7"},
+		"PutOAuthFlow":          {"o7", "p7", "state", []byte("{}"), 1},
+		"DeleteOAuthFlow":       {"o7"},
 		"ExternalMethod":        {"m7"},
 		"ExternalMethodByName":  {"p7", "bank7"},
 		"ExternalMethods":       {"p7"},
@@ -242,7 +248,7 @@ func TestFactorPlans(t *testing.T) {
 		stmts[name] = q
 	}
 	// The generic sweep's statements (expiry.go) on the domain's tables.
-	for _, table := range []string{"codes", "throttles", "magic_links", "grants", "challenges"} {
+	for _, table := range []string{"codes", "throttles", "magic_links", "grants", "challenges", "oauth_flows"} {
 		stmts["ExpiryDue/"+table] = `SELECT coalesce(min(due) <= $1, false) FROM ` + table
 		args["ExpiryDue/"+table] = []any{int64(1e12 + 10)}
 		stmts["SweepExpired/"+table] = `DELETE FROM ` + table + ` WHERE ctid = ANY (ARRAY(

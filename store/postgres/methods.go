@@ -40,6 +40,7 @@ const (
 		t AS (DELETE FROM throttles WHERE project_id = ANY (ARRAY(SELECT id FROM scopes))),
 		m AS (DELETE FROM magic_links WHERE project_id = $1),
 		ch AS (DELETE FROM challenges WHERE project_id = $1),
+		o AS (DELETE FROM oauth_flows WHERE project_id = $1),
 		g AS (DELETE FROM grants WHERE project_id = $1),
 		f AS (DELETE FROM factors WHERE project_id = $1),
 		b AS (DELETE FROM backup_codes WHERE project_id = $1),
@@ -130,10 +131,10 @@ func (tx *txn) projectMethodIDs(projectID string) ([]string, error) {
 // deleteProjectAuthRows removes what DeleteProject removes of this
 // domain, in one round trip: codes and send or failure histories whose
 // project is projectID, one of methodIDs or one of projectID's external
-// methods; projectID's magic links, challenges, grants, external
-// methods, and the factors, backup codes and passkeys that name it
-// (DeleteUser removes those of each user; this also catches any whose
-// user row is gone).
+// methods; projectID's magic links, challenges, sign-ins with providers
+// in flight, grants, external methods, and the factors, backup codes and
+// passkeys that name it (DeleteUser removes those of each user; this
+// also catches any whose user row is gone).
 func (tx *txn) deleteProjectAuthRows(projectID string, methodIDs []string) error {
 	tx.forgetAll() // the project's codes and histories (prefetch.go)
 	if methodIDs == nil {

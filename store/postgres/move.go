@@ -138,6 +138,7 @@ func (ex *exporter) steps() []exportStep {
 			})
 		}},
 		ex.paged("challenges", []string{"id"}, func(k []any) (any, error) { return tx.Challenge(keyText(k[0])) }),
+		ex.paged("oauth_flows", []string{"id"}, func(k []any) (any, error) { return tx.OAuthFlow(keyText(k[0])) }),
 		ex.paged("external_methods", []string{"id"}, func(k []any) (any, error) { return tx.ExternalMethod(keyText(k[0])) }),
 		{"mail_templates", func() error {
 			return ex.stream(`SELECT `+templateCols+` FROM mail_templates ORDER BY project_id, kind, locale`, func(rows pgx.Rows) (any, error) {

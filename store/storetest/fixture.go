@@ -109,6 +109,11 @@ func Fixture() []any {
 		&store.Challenge{ID: "0195f3a0-0000-7000-8000-000000000062", ProjectID: p2, Kind: "login",
 			Session: json.RawMessage(`{"challenge":"def"}`), ExpiresAt: at(later)},
 
+		&store.OAuthFlow{ID: "5d0a8f0c2b7e4a91c3f6e8d7b2a1c0f95e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b", ProjectID: p1, Kind: store.OAuthFlowState,
+			Payload: bytesOf(`{"provider":"google","redirectUrl":"https://app.example.com/in","verifier":"v"}`), ExpiresAt: at(later)},
+		&store.OAuthFlow{ID: "7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b", ProjectID: p2, Kind: store.OAuthFlowCode,
+			Payload: bytesOf("{\"provider\": \"google\",\n \"email\":\"bob@example.com\"}"), ExpiresAt: at(later)},
+
 		&store.ExternalMethod{ID: m1, ProjectID: p1, Method: "bank", Pattern: "direct", Status: "active",
 			Secret: bytesOf("sealed-method-secret"), CreatedAt: at(31 * time.Second)},
 

@@ -68,6 +68,7 @@ func (s Suite) suites() []subtest {
 		{"Passkeys", s.Passkeys},
 		{"ExternalMethods", s.ExternalMethods},
 		{"Identities", s.Identities},
+		{"OAuthFlows", s.OAuthFlows},
 		{"Webhooks", s.Webhooks},
 		{"Outbox", s.Outbox},
 		{"MailQueue", s.MailQueue},

@@ -83,6 +83,9 @@ func (s Suite) expiryKinds(t *testing.T) {
 		{store.ExpiringChallenges, t0.Add(5 * time.Minute), func(tx store.Tx, at time.Time) error {
 			return tx.PutChallenge(&store.Challenge{ID: "c1", ProjectID: "p", Kind: "login", Session: []byte(`{}`), ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.Challenge("c1"); return err == nil }, true},
+		{store.ExpiringOAuthFlows, t0.Add(10 * time.Minute), func(tx store.Tx, at time.Time) error {
+			return tx.PutOAuthFlow(&store.OAuthFlow{ID: "o1", ProjectID: "p", Kind: store.OAuthFlowState, Payload: []byte(`{}`), ExpiresAt: at})
+		}, func(tx store.Tx) bool { _, err := tx.OAuthFlow("o1"); return err == nil }, true},
 		{store.ExpiringGrants, t0.Add(5 * time.Minute), func(tx store.Tx, at time.Time) error {
 			return tx.PutGrant(&store.Grant{Hash: []byte("g1"), ProjectID: "p", ExternalUserID: "x", CreatedAt: t0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.Grant([]byte("g1")); return err == nil }, true},

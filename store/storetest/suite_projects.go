@@ -169,11 +169,12 @@ func (s Suite) projectsLists(t *testing.T) {
 // projectsDelete: DeleteProject removes the project and every row that
 // belongs to it (projectRows: its users with what DeleteUser removes, a
 // link left without its user, codes and histories of the project and of
-// its external methods, links, devices, challenges, methods, grants,
-// webhooks with their jobs and deliveries, templates), detaches its keys
-// and returns their prefixes, keeps the history (events, counters,
-// outbox, mail) and another project's rows, and answers ErrNotFound for
-// a project it does not know, changing nothing.
+// its external methods, links, devices, challenges, sign-ins with
+// providers in flight, methods, grants, webhooks with their jobs and
+// deliveries, templates), detaches its keys and returns their prefixes,
+// keeps the history (events, counters, outbox, mail) and another
+// project's rows, and answers ErrNotFound for a project it does not
+// know, changing nothing.
 func (s Suite) projectsDelete(t *testing.T) {
 	db := s.open(t, store.Options{})
 	update(t, db, func(tx store.Tx) error {
@@ -272,6 +273,7 @@ func fillProject(tx store.Tx, name string) error {
 		// A link whose user row is gone (left by an older release).
 		tx.PutIdentity(&store.Identity{ProjectID: pid, Issuer: "https://idp.example", Subject: "orphan-" + name, UserID: "u-gone-" + name, CreatedAt: t0}),
 		tx.PutChallenge(&store.Challenge{ID: "ch-" + name, ProjectID: pid, Kind: "register", UserID: uid, Session: []byte(`{}`), ExpiresAt: later}),
+		tx.PutOAuthFlow(&store.OAuthFlow{ID: "of-" + name, ProjectID: pid, Kind: store.OAuthFlowState, Payload: []byte(`{}`), ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{t0}}),
@@ -356,6 +358,7 @@ var projectRows = []projectRow{
 		return some(tx.UserIdentities("u-gone-" + n))
 	}},
 	{"challenge", false, true, func(tx store.Tx, n string) (bool, error) { return found(tx.Challenge("ch-" + n)) }},
+	{"sign-in with a provider in flight", false, true, func(tx store.Tx, n string) (bool, error) { return found(tx.OAuthFlow("of-" + n)) }},
 	{"otp code", false, true, func(tx store.Tx, n string) (bool, error) {
 		return found(tx.Code("otp", "p-"+n, "pending-"+n+"@example.com"))
 	}},
