@@ -73,9 +73,11 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 	// the browser library as they are: not described field by field.
 	// CORS answer headers are described once, in info.description, not
 	// on every response of every browser endpoint.
+	// A user's metadata is the operator's JSON object, whatever it
+	// holds: its members are not described either.
 	// A JSON-lines answer (the user export) is checked line by line: the
 	// document describes it as the array of its lines.
-	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**"),
+	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**", "$.body**.metadata.**"),
 		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"),
 		config.WithBodyDecoder("application/x-ndjson", content.DecoderFunc(decodeJSONLines)))
 	if err != nil {
