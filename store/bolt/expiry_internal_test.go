@@ -417,6 +417,8 @@ func fillAll(t *testing.T, v any) {
 			}
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
 			f.SetBytes([]byte("b-" + sf.Name))
+		case f.Type() == reflect.TypeOf([]string{}):
+			f.Set(reflect.ValueOf([]string{"v-" + sf.Name, "w-" + sf.Name}))
 		case f.Kind() == reflect.Slice && f.Type().Elem() == reflect.TypeOf(time.Time{}):
 			f.Set(reflect.ValueOf([]time.Time{t0, t0.Add(time.Minute)}))
 		case f.Type() == reflect.TypeOf([]store.Proof{}):
