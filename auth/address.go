@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -42,6 +43,16 @@ var errNoAddressCode = ErrInvalidCode.With("No code is pending for this account.
 type UserPatch struct {
 	Email     *string `json:"email"`
 	FirstName *string `json:"firstName"`
+	// Groups and Metadata are read only to be refused: the operator
+	// sets them, never the user (UpdateUser).
+	Groups   json.RawMessage `json:"groups"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// errOperatorField answers a session's attempt to set field, one of
+// the user's fields only the operator sets.
+func errOperatorField(field string) *Error {
+	return Invalid("%s cannot be changed from the user's session: the operator sets it (PATCH /api/v1/admin/users/:id).", field)
 }
 
 // UserUpdate is the outcome of PATCH /user: the user as it now is, and
@@ -62,8 +73,16 @@ type UserUpdate struct {
 // STEP_UP_REQUIRED (recorded); 409 EMAIL_IN_USE when another user of
 // the project holds the address; 429 TOO_MANY_REQUESTS past the
 // address's send throttle. A failure changes nothing (the first name
-// included).
+// included). A body with groups or metadata (even null) is 400
+// VALIDATION_ERROR naming the field: the operator sets those, never the
+// user.
 func (s *Service) UpdateUser(ctx context.Context, pr *Principal, in UserPatch, m Meta) (*UserUpdate, error) {
+	if in.Groups != nil {
+		return nil, errOperatorField("groups")
+	}
+	if in.Metadata != nil {
+		return nil, errOperatorField("metadata")
+	}
 	if in.Email == nil && in.FirstName == nil {
 		return nil, Invalid("Send email or firstName.")
 	}

@@ -79,6 +79,10 @@ type importLine struct {
 	CompanyID      *string `json:"companyId"`
 	EmailVerified  *bool   `json:"emailVerified"`
 	CreatedAt      *string `json:"createdAt"`
+	// Groups and Metadata, when given, replace the user's (null, [] and
+	// {} clear them).
+	Groups   json.RawMessage `json:"groups"`
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 // importUser is a line checked: what it sets.
@@ -88,6 +92,11 @@ type importUser struct {
 	ext, first, company *string // nil: not set by the line (kept on update)
 	verified            *bool
 	createdAt           time.Time
+	// setGroups and setMetadata say the line gives groups and metadata
+	// (nil: none, cleared); otherwise an update keeps the user's.
+	setGroups, setMetadata bool
+	groups                 []string
+	metadata               json.RawMessage
 }
 
 // parseImportLine checks one line; its error is the rejection's text.
@@ -134,6 +143,18 @@ func parseImportLine(raw []byte) (*importUser, error) {
 			return nil, errors.New("companyId must be 1 to 128 characters")
 		}
 		u.company = &c
+	}
+	if in.Groups != nil {
+		if u.groups, err = parseGroups(in.Groups); err != nil {
+			return nil, err
+		}
+		u.setGroups = true
+	}
+	if in.Metadata != nil {
+		if u.metadata, err = parseMetadata(in.Metadata); err != nil {
+			return nil, err
+		}
+		u.setMetadata = true
 	}
 	if in.CreatedAt != nil && *in.CreatedAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, *in.CreatedAt)
@@ -316,6 +337,12 @@ func (s *Service) importChunk(ctx context.Context, projectID string, chunk []*im
 			if in.verified != nil {
 				u.EmailVerified = boolPtr(*in.verified)
 			}
+			if in.setGroups {
+				u.Groups = in.groups
+			}
+			if in.setMetadata {
+				u.Metadata = in.metadata
+			}
 			u.Vouched = boolPtr(true)
 			u.UpdatedAt = now
 			if err := tx.PutUser(u); errors.Is(err, store.ErrConflict) {
@@ -469,7 +496,8 @@ func (s *Service) ExportUsers(ctx context.Context, projectID string, start func(
 				names := factorNames(sums[u.ID])
 				page = append(page, ExportUser{ID: u.ID, Email: u.Email, ExternalUserID: nullable(u.ExternalUserID),
 					FirstName: nullable(u.FirstName), CompanyID: nullable(u.CompanyID), EmailVerified: isVerified(u),
-					Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt), Factors: names})
+					Disabled: u.Disabled, CreatedAt: formatTime(u.CreatedAt), Factors: names,
+					Groups: viewGroups(u.Groups), Metadata: viewMetadata(u.Metadata)})
 			}
 			return nil
 		})

@@ -109,14 +109,51 @@ func (n *NullableString) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &n.Value)
 }
 
-// SetUserCompany sets a user's companyId, or with null clears it. The
-// field is required: a body without it is 400 VALIDATION_ERROR and
-// changes nothing.
-func (s *Service) SetUserCompany(ctx context.Context, id string, in NullableString) (AdminUser, error) {
-	if !in.Set {
-		return AdminUser{}, Invalid("companyId is required: a string, or null to clear it.")
+// UserAdminPatch is the body of PATCH /admin/users/:id: any of its
+// fields, at least one; a field that is absent leaves the user's as it
+// is. Null clears a field.
+type UserAdminPatch struct {
+	// CompanyID is 1 to 128 characters (trimmed), or null.
+	CompanyID NullableString `json:"companyId"`
+	// Groups is an array of group names (see parseGroups), or null; it
+	// replaces the user's groups whole.
+	Groups json.RawMessage `json:"groups"`
+	// Metadata is a JSON object (see parseMetadata), or null; it
+	// replaces the user's metadata whole.
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// UpdateAdminUser changes the fields of user id that in gives, in one
+// transaction, and returns the user as the admin API shows it. A body
+// without any field, or with a value that is not valid, is 400
+// VALIDATION_ERROR naming the field, and changes nothing; 404
+// USER_NOT_FOUND for an unknown id. No webhook event is emitted: these
+// are the operator's fields, not changes the user made.
+func (s *Service) UpdateAdminUser(ctx context.Context, id string, in UserAdminPatch) (AdminUser, error) {
+	if !in.CompanyID.Set && in.Groups == nil && in.Metadata == nil {
+		return AdminUser{}, Invalid("Send at least one of companyId, groups and metadata.")
 	}
-	companyID := in.Value
+	var company string
+	if in.CompanyID.Set && in.CompanyID.Value != nil {
+		company = strings.TrimSpace(*in.CompanyID.Value)
+		if company == "" || len(company) > 128 {
+			return AdminUser{}, Invalid("companyId must be 1 to 128 characters or null.")
+		}
+	}
+	var groups []string
+	if in.Groups != nil {
+		var err error
+		if groups, err = parseGroups(in.Groups); err != nil {
+			return AdminUser{}, Invalid("%s.", err)
+		}
+	}
+	var metadata json.RawMessage
+	if in.Metadata != nil {
+		var err error
+		if metadata, err = parseMetadata(in.Metadata); err != nil {
+			return AdminUser{}, Invalid("%s.", err)
+		}
+	}
 	var view AdminUser
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		u, err := tx.User(id)
@@ -125,13 +162,14 @@ func (s *Service) SetUserCompany(ctx context.Context, id string, in NullableStri
 		} else if err != nil {
 			return err
 		}
-		u.CompanyID = ""
-		if companyID != nil {
-			c := strings.TrimSpace(*companyID)
-			if c == "" || len(c) > 128 {
-				return Invalid("companyId must be 1 to 128 characters or null.")
-			}
-			u.CompanyID = c
+		if in.CompanyID.Set {
+			u.CompanyID = company
+		}
+		if in.Groups != nil {
+			u.Groups = groups
+		}
+		if in.Metadata != nil {
+			u.Metadata = metadata
 		}
 		u.UpdatedAt = s.now().UTC()
 		if err := tx.PutUser(u); err != nil {

@@ -226,13 +226,11 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.
 }
 
 func (s *Server) patchAdminUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	var in struct {
-		CompanyID auth.NullableString `json:"companyId"`
-	}
+	var in auth.UserAdminPatch
 	if err := decodeStrict(w, r, &in); err != nil {
 		return err
 	}
-	u, err := s.auth.SetUserCompany(r.Context(), p.ByName("id"), in.CompanyID)
+	u, err := s.auth.UpdateAdminUser(r.Context(), p.ByName("id"), in)
 	if err != nil {
 		return err
 	}

@@ -490,6 +490,19 @@ func TestDashboardUser(t *testing.T) {
 	if strings.Contains(body, "more-sessions") {
 		t.Fatal("says there are more sessions")
 	}
+	for _, want := range []string{`<td id="groups"><span class="muted">—</span></td>`, `<td id="metadata"><span class="muted">—</span></td>`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("user page without groups and metadata lacks %q", want)
+		}
+	}
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/users/"+ann, map[string]any{"groups": []string{"staff", "admins"}, "metadata": map[string]any{"note": "<b>vip</b>"}}))
+	_, body = c.get("/admin/users/" + ann)
+	for _, want := range []string{`<td id="groups"><code>admins</code>, <code>staff</code></td>`,
+		`<td id="metadata"><code>{&#34;note&#34;:&#34;&lt;b&gt;vip&lt;/b&gt;&#34;}</code></td>`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("user page lacks %q", want)
+		}
+	}
 	// 150 sessions: the page lists the newest 100 and says there are more.
 	err := ts.DB.Update(ctx, func(tx store.Tx) error {
 		for i := range 150 {

@@ -471,9 +471,9 @@ func (ts *testServer) outboxSince(n int) []outboxEvent {
 
 // wantLoginUser asserts a login result's user object (every login result
 // carries it: docs/api.md, "Login results"): exactly the keys id,
-// email, externalUserId, company_id, first_name and emailVerified (a
-// boolean), the result's userId, the given email, and companyId beside
-// it.
+// email, externalUserId, company_id, first_name, emailVerified (a
+// boolean), groups (an array) and metadata (an object), the result's
+// userId, the given email, and companyId beside it.
 func wantLoginUser(t *testing.T, body map[string]any, email string) {
 	t.Helper()
 	u, ok := body["user"].(map[string]any)
@@ -485,11 +485,16 @@ func wantLoginUser(t *testing.T, body map[string]any, email string) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if got := strings.Join(keys, ","); got != "company_id,email,emailVerified,externalUserId,first_name,id" {
-		t.Fatalf("user keys = %s, want company_id,email,emailVerified,externalUserId,first_name,id", got)
+	if got := strings.Join(keys, ","); got != "company_id,email,emailVerified,externalUserId,first_name,groups,id,metadata" {
+		t.Fatalf("user keys = %s, want company_id,email,emailVerified,externalUserId,first_name,groups,id,metadata", got)
 	}
 	if _, ok := u["emailVerified"].(bool); !ok {
 		t.Fatalf("emailVerified = %v, want a boolean", u["emailVerified"])
+	}
+	_, isList := u["groups"].([]any)
+	_, isObject := u["metadata"].(map[string]any)
+	if !isList || !isObject {
+		t.Fatalf("groups = %v, metadata = %v; want an array and an object", u["groups"], u["metadata"])
 	}
 	if u["id"] != body["userId"] || u["email"] != email {
 		t.Fatalf("user = %v, want id %v and email %s", u, body["userId"], email)

@@ -73,6 +73,8 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 	// the browser library as they are: not described field by field.
 	// CORS answer headers are described once, in info.description, not
 	// on every response of every browser endpoint.
+	// A user's metadata is the operator's JSON object, whatever it
+	// holds: its members are not described either.
 	// A JSON-lines answer (the user export) is checked line by line: the
 	// document describes it as the array of its lines.
 	// The two are built at once: each compiles every schema (seconds
@@ -84,7 +86,7 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 		defer close(built)
 		req, reqErr = build()
 	}()
-	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**"),
+	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**", "$.body**.metadata.**"),
 		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"),
 		config.WithBodyDecoder("application/x-ndjson", content.DecoderFunc(decodeJSONLines)))
 	<-built

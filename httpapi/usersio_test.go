@@ -242,7 +242,7 @@ func TestExportUsers(t *testing.T) {
 		t.Fatalf("users=%v", users)
 	}
 	a := users[0]
-	keys := []string{"companyId", "createdAt", "disabled", "email", "emailVerified", "externalUserId", "factors", "firstName", "id"}
+	keys := []string{"companyId", "createdAt", "disabled", "email", "emailVerified", "externalUserId", "factors", "firstName", "groups", "id", "metadata"}
 	if len(a) != len(keys) {
 		t.Fatalf("fields=%v, want exactly %v", a, keys)
 	}

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // User is an end user of one project. Email is unique per project (stored
 // lowercased); ExternalUserID, when set, is unique per project too.
@@ -28,4 +31,14 @@ type User struct {
 	// written before the field existed; auth settles those (see auth's
 	// replaceable).
 	Vouched *bool `json:"vouched,omitempty"`
+
+	// Groups are the user's groups in its project, as slugs (auth
+	// checks them, and keeps them sorted without repeats). Nil when the
+	// user has none; a store keeps an empty non-nil list as such.
+	Groups []string `json:"groups,omitempty"`
+
+	// Metadata is what the app or the operator keeps about the user: a
+	// JSON object (auth bounds its size), kept byte for byte. Nil when
+	// there is none; a store keeps "{}" as such.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -368,12 +369,12 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 	ts.confirm(secret, "card", "ext-2", "bob@example.com")
 
 	out = ts.ok("user", "list", "--project", pid)
-	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|VERIFIED|EXTERNAL ID|COMPANY ID|STATUS|CREATED" {
+	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|VERIFIED|EXTERNAL ID|COMPANY ID|GROUPS|STATUS|CREATED" {
 		t.Fatalf("header=%q", got)
 	}
 	row := tableRow(t, out, "ann@example.com")
 	uid := row[0]
-	if row[2] != "yes" || row[3] != "ext-1" || row[4] != "-" || row[5] != "active" {
+	if row[2] != "yes" || row[3] != "ext-1" || row[4] != "-" || row[5] != "-" || row[6] != "active" {
 		t.Fatalf("row=%q", row)
 	}
 	users := ts.okJSON("user", "list", "--project", pid, "--email", "bob@example.com")["users"].([]any)
@@ -388,7 +389,7 @@ func TestMethodUserAndEventCommands(t *testing.T) {
 	if status, code := ts.confirm(secret, "card", "ext-1", ""); status != 403 || code != "USER_DISABLED" {
 		t.Fatalf("confirm for a disabled user: %d %s", status, code)
 	}
-	if row := tableRow(t, ts.ok("user", "list", "--project", pid), uid); row[5] != "disabled" {
+	if row := tableRow(t, ts.ok("user", "list", "--project", pid), uid); row[6] != "disabled" {
 		t.Fatalf("row=%q", row)
 	}
 	ts.okJSON("user", "enable", uid)
@@ -629,6 +630,8 @@ func TestUsageErrors(t *testing.T) {
 		{"method list project required", []string{"method", "list"}, "--project is required"},
 		{"user update nothing", []string{"user", "update", "u"}, "nothing to update"},
 		{"user update both", []string{"user", "update", "u", "--company-id", "acme", "--no-company"}, "not both"},
+		{"user update metadata not JSON", []string{"user", "update", "u", "--metadata", "role=admin"}, "--metadata must be a JSON object"},
+		{"user update metadata not an object", []string{"user", "update", "u", "--metadata", "[1]"}, "--metadata must be a JSON object"},
 		{"user delete id", []string{"user", "delete"}, "missing ID"},
 		{"missing positional", []string{"key", "revoke"}, "missing PREFIX"},
 		{"extra positional", []string{"key", "revoke", "a", "b"}, `unexpected argument "b"`},
@@ -760,7 +763,7 @@ func TestUserUpdate(t *testing.T) {
 	ts := newTestServer(t, testAdminToken)
 	_, uid := ts.login("ann@example.com")
 	out := ts.ok("user", "update", uid, "--company-id", "acme")
-	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|VERIFIED|EXTERNAL ID|COMPANY ID|STATUS|CREATED" {
+	if got := tableRow(t, out, "EMAIL"); strings.Join(got, "|") != "ID|EMAIL|VERIFIED|EXTERNAL ID|COMPANY ID|GROUPS|STATUS|CREATED" {
 		t.Fatalf("header=%q", got)
 	}
 	if row := tableRow(t, out, uid); row[1] != "ann@example.com" || row[2] != "yes" || row[4] != "acme" {
@@ -779,6 +782,41 @@ func TestUserUpdate(t *testing.T) {
 	}
 	wantFail(t, ts.cli("user", "update", "nope", "--company-id", "x"), 1, "(USER_NOT_FOUND)")
 	wantFail(t, ts.cli("user", "update", uid, "--company-id", strings.Repeat("x", 129)), 1, "(VALIDATION_ERROR)")
+}
+
+// TestUserUpdateGroupsMetadata: --group replaces the groups (repeated or
+// with commas; an empty value clears them), --metadata the metadata (an
+// empty value clears it);
+// a flag not given leaves its field as it is; the table shows the
+// groups and a line the metadata; the server's refusal of a group name
+// is the command's failure.
+func TestUserUpdateGroupsMetadata(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, testAdminToken)
+	_, uid := ts.login("ann@example.com")
+	out := ts.ok("user", "update", uid, "--group", "staff,admins", "--group", "staff", "--metadata", `{"role": "admin"}`)
+	if row := tableRow(t, out, uid); row[5] != "admins,staff" {
+		t.Fatalf("row=%q", row)
+	}
+	wantContains(t, out, `Metadata: {"role":"admin"}`)
+	u := ts.okJSON("user", "update", uid, "--company-id", "acme")["user"].(map[string]any)
+	if fmt.Sprint(u["groups"]) != "[admins staff]" || fmt.Sprint(u["metadata"]) != "map[role:admin]" || u["companyId"] != "acme" {
+		t.Fatalf("after --company-id alone: %v", u)
+	}
+	u = ts.okJSON("user", "update", uid, "--group", "")["user"].(map[string]any)
+	if fmt.Sprint(u["groups"]) != "[]" || fmt.Sprint(u["metadata"]) != "map[role:admin]" {
+		t.Fatalf("after --group '': %v", u)
+	}
+	u = ts.okJSON("user", "update", uid, "--metadata", "")["user"].(map[string]any)
+	if fmt.Sprint(u["metadata"]) != "map[]" || u["companyId"] != "acme" {
+		t.Fatalf("after --metadata '': %v", u)
+	}
+	wantContains(t, ts.ok("user", "update", uid, "--group", "ops"), "Metadata: {}")
+	wantFail(t, ts.cli("user", "update", uid, "--group", "Admins"), 1, "(VALIDATION_ERROR)")
+	users := ts.okJSON("user", "list", "--project", ts.Project.ID)["users"].([]any)
+	if u := users[0].(map[string]any); fmt.Sprint(u["groups"]) != "[ops]" {
+		t.Fatalf("stored groups=%v, want [ops]", u["groups"])
+	}
 }
 
 // TestListCommands: webhook list and method list print a project's

@@ -50,13 +50,15 @@ type registration struct {
 }
 
 type user struct {
-	ID             string  `json:"id"`
-	Email          string  `json:"email"`
-	ExternalUserID *string `json:"externalUserId"`
-	CompanyID      *string `json:"companyId"`
-	EmailVerified  bool    `json:"emailVerified"`
-	Disabled       bool    `json:"disabled"`
-	CreatedAt      string  `json:"createdAt"`
+	ID             string          `json:"id"`
+	Email          string          `json:"email"`
+	ExternalUserID *string         `json:"externalUserId"`
+	CompanyID      *string         `json:"companyId"`
+	EmailVerified  bool            `json:"emailVerified"`
+	Disabled       bool            `json:"disabled"`
+	CreatedAt      string          `json:"createdAt"`
+	Groups         []string        `json:"groups"`
+	Metadata       json.RawMessage `json:"metadata"`
 }
 
 type event struct {
@@ -476,7 +478,7 @@ var userList = &command{
 }
 
 func printUsers(c *call, users ...user) error {
-	t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "STATUS", "CREATED")
+	t := newTable(c.out, "ID", "EMAIL", "VERIFIED", "EXTERNAL ID", "COMPANY ID", "GROUPS", "STATUS", "CREATED")
 	for _, u := range users {
 		status, verified := "active", "no"
 		if u.Disabled {
@@ -485,7 +487,7 @@ func printUsers(c *call, users ...user) error {
 		if u.EmailVerified {
 			verified = "yes"
 		}
-		t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), status, humanTime(u.CreatedAt))
+		t.row(u.ID, u.Email, verified, deref(u.ExternalUserID), deref(u.CompanyID), list(u.Groups), status, humanTime(u.CreatedAt))
 	}
 	return t.flush()
 }
@@ -493,28 +495,51 @@ func printUsers(c *call, users ...user) error {
 var userUpdate = &command{
 	name:    "user update",
 	args:    []string{"ID"},
-	summary: "set or clear a user's company",
-	help: "Set the user's companyId with --company-id, or clear it (null) with --no-company\n" +
-		"or --company-id ''.",
+	summary: "change a user's company, groups or metadata",
+	help: "Change the user ID: only the flags given are sent, the rest stays. --company-id sets\n" +
+		"the companyId (--no-company or --company-id '' clears it). --group replaces the whole\n" +
+		"list of groups (repeat it or separate with commas; --group '' clears them). --metadata\n" +
+		"replaces the metadata with a JSON object ('' or '{}' clears it).",
 	flags: func(fs *flag.FlagSet) action {
 		companyID := fs.String("company-id", "", "the user's company `ID`, 1 to 128 characters ('' clears it)")
 		noCompany := fs.Bool("no-company", false, "clear the user's company (companyId null)")
+		var groups listFlag
+		fs.Var(&groups, "group", "the user's groups: group `NAME`s of a-z, 0-9, '.', '_' and '-'; repeat or separate with commas ('' clears them)")
+		metadata := fs.String("metadata", "", "the user's metadata, a JSON `OBJECT` such as '{\"role\":\"admin\"}' of at most 4096 bytes ('' clears it)")
 		return func(ctx context.Context, c *call) error {
-			var company any // nil sends null
+			body := map[string]any{}
 			switch {
 			case c.set["company-id"] && *noCompany:
 				return usagef("give --company-id or --no-company, not both")
 			case c.set["company-id"] && *companyID != "":
-				company = *companyID
-			case !c.set["company-id"] && !*noCompany:
-				return usagef("nothing to update: give --company-id ID or --no-company")
+				body["companyId"] = *companyID
+			case c.set["company-id"] || *noCompany:
+				body["companyId"] = nil
+			}
+			if c.set["group"] {
+				body["groups"] = []string(groups)
+			}
+			if c.set["metadata"] {
+				body["metadata"] = nil
+				if m := strings.TrimSpace(*metadata); m != "" {
+					if !json.Valid([]byte(m)) || m[0] != '{' {
+						return usagef("--metadata must be a JSON object such as '{\"role\":\"admin\"}', got %s", *metadata)
+					}
+					body["metadata"] = json.RawMessage(m)
+				}
+			}
+			if len(body) == 0 {
+				return usagef("nothing to update: give --company-id ID, --no-company, --group NAME or --metadata JSON")
 			}
 			var resp struct {
 				User user `json:"user"`
 			}
-			body := map[string]any{"companyId": company}
 			return c.send(ctx, "PATCH", "/api/v1/admin/users/"+pathID(c.args[0]), nil, body, &resp, func() error {
-				return printUsers(c, resp.User)
+				if err := printUsers(c, resp.User); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(c.out, "Metadata: %s\n", cell(string(resp.User.Metadata)))
+				return err
 			})
 		}
 	},

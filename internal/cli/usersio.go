@@ -51,7 +51,8 @@ var userImport = &command{
 	name:    "user import",
 	args:    []string{"FILE"},
 	summary: "create or update a project's users from JSON lines",
-	help: "Send FILE (JSON lines, one user each: {email, externalUserId?, firstName?, companyId?, emailVerified?, createdAt?};\n" +
+	help: "Send FILE (JSON lines, one user each: {email, externalUserId?, firstName?, companyId?, emailVerified?, createdAt?,\n" +
+		"groups?, metadata?};\n" +
 		"at most 64 MiB: a larger file is refused before it is sent; - reads standard input) to the project\n" +
 		"and print the report. Idempotent on email: a user that has the line's address is updated, so a file\n" +
 		"may be imported again. An imported user's first sign-in by code or link keeps the account. An address\n" +

@@ -215,7 +215,8 @@ func TestRecordEncodings(t *testing.T) {
 	verified := true
 	u := &store.User{ID: "0193a0d5-c3d2-7e80-9000-0000000000aa", ProjectID: "0193a0d5-c3d2-7e80-9000-0000000000bb", Email: "ada@example.com",
 		ExternalUserID: "ext-1", FirstName: "Ada", CompanyID: "0193a0d5-c3d2-7e80-9000-0000000000cc", Disabled: true,
-		CreatedAt: t0, UpdatedAt: t0.Add(time.Second), EmailVerified: &verified, Vouched: new(bool)}
+		CreatedAt: t0, UpdatedAt: t0.Add(time.Second), EmailVerified: &verified, Vouched: new(bool),
+		Groups: []string{"admins", "staff"}, Metadata: json.RawMessage(`{"plan":"pro"}`)}
 	s := &store.Session{ID: "0193a0d5-c3d2-7e80-9000-0000000000dd", UserID: u.ID, ProjectID: u.ProjectID, Method: "passkey",
 		IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour), LastSeenAt: t0.Add(time.Hour),
 		IP: "2001:db8::1", UserAgent: "curl/8.5.0", Proofs: []store.Proof{{Method: "passkey", At: t0}, {Method: "totp", At: t0.Add(time.Minute)}}}
@@ -416,6 +417,8 @@ func fillAll(t *testing.T, v any) {
 			}
 		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Uint8:
 			f.SetBytes([]byte("b-" + sf.Name))
+		case f.Type() == reflect.TypeOf([]string{}):
+			f.Set(reflect.ValueOf([]string{"v-" + sf.Name, "w-" + sf.Name}))
 		case f.Kind() == reflect.Slice && f.Type().Elem() == reflect.TypeOf(time.Time{}):
 			f.Set(reflect.ValueOf([]time.Time{t0, t0.Add(time.Minute)}))
 		case f.Type() == reflect.TypeOf([]store.Proof{}):

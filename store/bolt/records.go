@@ -14,7 +14,7 @@ import (
 // value; decoders take the key.
 
 func encodeUser(u *store.User) []byte {
-	b := make([]byte, 0, 64+len(u.Email)+len(u.ExternalUserID)+len(u.FirstName)+len(u.CompanyID))
+	b := make([]byte, 0, 64+len(u.Email)+len(u.ExternalUserID)+len(u.FirstName)+len(u.CompanyID)+len(u.Metadata)+16*len(u.Groups))
 	b = append(b, recordFormat)
 	b = appendID(b, u.ProjectID)
 	b = appendString(b, u.Email)
@@ -37,10 +37,34 @@ func encodeUser(u *store.User) []byte {
 			flags |= 16
 		}
 	}
+	if u.Groups != nil {
+		flags |= userGroups
+	}
+	if u.Metadata != nil {
+		flags |= userMetadata
+	}
 	b = append(b, flags)
 	b = appendTime(b, u.CreatedAt)
-	return appendTime(b, u.UpdatedAt)
+	b = appendTime(b, u.UpdatedAt)
+	if u.Groups != nil {
+		b = binary.AppendUvarint(b, uint64(len(u.Groups)))
+		for _, g := range u.Groups {
+			b = appendString(b, g)
+		}
+	}
+	if u.Metadata != nil {
+		b = appendBlob(b, u.Metadata)
+	}
+	return b
 }
+
+// The flags of a user row that say its groups and its metadata follow
+// the times (in that order). A row written before them has neither
+// flag, and the user neither field (nil).
+const (
+	userGroups   = 32
+	userMetadata = 64
+)
 
 func decodeUser(k, v []byte) (*store.User, error) {
 	u := &store.User{}
@@ -66,6 +90,22 @@ func decodeUser(k, v []byte) (*store.User, error) {
 	}
 	u.CreatedAt = d.time()
 	u.UpdatedAt = d.time()
+	if flags&userGroups != 0 {
+		n := d.uvarint()
+		if n > uint64(len(d.b)) { // each group takes at least a byte
+			d.bad = true
+			n = 0
+		}
+		u.Groups = make([]string, 0, n)
+		for range n {
+			u.Groups = append(u.Groups, d.string())
+		}
+	}
+	if flags&userMetadata != 0 {
+		if u.Metadata = d.blob(); u.Metadata == nil {
+			u.Metadata = json.RawMessage{}
+		}
+	}
 	return u, d.done()
 }
 

@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,12 +19,13 @@ import (
 // external id and the email-ordered listing.
 
 const userCols = `id, project_id, email, coalesce(external_user_id, ''), first_name, company_id,
-	disabled, email_verified, created_at, updated_at, vouched`
+	disabled, email_verified, created_at, updated_at, vouched, groups, metadata`
 
 // userDest returns the scan destinations of userCols in u.
 func userDest(u *store.User) []any {
 	return []any{&u.ID, &u.ProjectID, &u.Email, &u.ExternalUserID, &u.FirstName, &u.CompanyID,
-		&u.Disabled, &u.EmailVerified, timeDest(&u.CreatedAt), timeDest(&u.UpdatedAt), &u.Vouched}
+		&u.Disabled, &u.EmailVerified, timeDest(&u.CreatedAt), timeDest(&u.UpdatedAt), &u.Vouched,
+		&u.Groups, (*[]byte)(&u.Metadata)}
 }
 
 // oneUser returns the user the query's single row holds.
@@ -71,13 +74,15 @@ func (tx *txn) UserByEmail(projectID, email string) (*store.User, error) {
 
 // sqlUpsertUser writes a user without PutUser's conflict check.
 const sqlUpsertUser = `INSERT INTO users (id, project_id, email, external_user_id, first_name, company_id,
-		disabled, email_verified, created_at, updated_at, vouched)
-	VALUES ($1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint, $11::boolean)
+		disabled, email_verified, created_at, updated_at, vouched, groups, metadata)
+	VALUES ($1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint, $11::boolean,
+		$12::text[], $13::json)
 	ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, email = excluded.email,
 		external_user_id = excluded.external_user_id, first_name = excluded.first_name,
 		company_id = excluded.company_id, disabled = excluded.disabled,
 		email_verified = excluded.email_verified, created_at = excluded.created_at,
-		updated_at = excluded.updated_at, vouched = excluded.vouched`
+		updated_at = excluded.updated_at, vouched = excluded.vouched,
+		groups = excluded.groups, metadata = excluded.metadata`
 
 // concurrentlyTaken is the serialization failure a unique violation of
 // users stands for: a concurrent transaction took the address or the
@@ -121,9 +126,20 @@ func (tx *txn) forgetUser(u *store.User) {
 	}
 }
 
+// metadataArg is u.Metadata as a query argument: NULL for nil, else its
+// text as it is (json keeps it byte for byte).
+func metadataArg(m json.RawMessage) any {
+	if m == nil {
+		return nil
+	}
+	return string(m)
+}
+
 // copyUser returns a copy of u that shares nothing with it.
 func copyUser(u *store.User) *store.User {
 	cp := *u
+	cp.Groups = slices.Clone(u.Groups)
+	cp.Metadata = slices.Clone(u.Metadata)
 	if u.EmailVerified != nil {
 		v := *u.EmailVerified
 		cp.EmailVerified = &v
@@ -166,7 +182,8 @@ func (tx *txn) PutUser(u *store.User) error {
 	proven := tx.proven(u)
 	tx.forgetUser(u)
 	args := []any{u.ID, u.ProjectID, u.Email, nil, u.FirstName, u.CompanyID,
-		u.Disabled, u.EmailVerified, timeArg(u.CreatedAt), timeArg(u.UpdatedAt), u.Vouched}
+		u.Disabled, u.EmailVerified, timeArg(u.CreatedAt), timeArg(u.UpdatedAt), u.Vouched,
+		u.Groups, metadataArg(u.Metadata)}
 	if u.ExternalUserID != "" {
 		args[3] = u.ExternalUserID
 	}
@@ -190,14 +207,16 @@ func (tx *txn) PutUser(u *store.User) error {
 			LIMIT 1
 		), put AS (
 			INSERT INTO users (id, project_id, email, external_user_id, first_name, company_id,
-				disabled, email_verified, created_at, updated_at, vouched)
-			SELECT $1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint, $11::boolean
+				disabled, email_verified, created_at, updated_at, vouched, groups, metadata)
+			SELECT $1, $2, $3, $4, $5::text, $6::text, $7::boolean, $8::boolean, $9::bigint, $10::bigint, $11::boolean,
+				$12::text[], $13::json
 			WHERE NOT EXISTS (SELECT 1 FROM taken)
 			ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, email = excluded.email,
 				external_user_id = excluded.external_user_id, first_name = excluded.first_name,
 				company_id = excluded.company_id, disabled = excluded.disabled,
 				email_verified = excluded.email_verified, created_at = excluded.created_at,
-				updated_at = excluded.updated_at, vouched = excluded.vouched
+				updated_at = excluded.updated_at, vouched = excluded.vouched,
+				groups = excluded.groups, metadata = excluded.metadata
 		)
 		SELECT EXISTS (SELECT 1 FROM taken)`, args, &taken)
 	if uniqueViolation(err) && tx.err == nil {

@@ -61,7 +61,8 @@ func Fixture() []any {
 		&store.APIKey{Prefix: "sk_live_fixture02", Hash: bytesOf("api-key-hash-2"), ProjectID: p2, Mode: "live", CreatedAt: at(4 * time.Second)},
 
 		&store.User{ID: u1, ProjectID: p1, Email: "ada@example.com", ExternalUserID: "legacy-1", FirstName: "Ada", CompanyID: "co_fixture",
-			Disabled: true, CreatedAt: at(5 * time.Second), UpdatedAt: at(6 * time.Second), EmailVerified: &yes, Vouched: &no},
+			Disabled: true, CreatedAt: at(5 * time.Second), UpdatedAt: at(6 * time.Second), EmailVerified: &yes, Vouched: &no,
+			Groups: []string{"admins", "staff"}, Metadata: json.RawMessage(`{"plan": "pro", "seats":12}`)},
 		&store.User{ID: u2, ProjectID: p2, Email: "bob@example.com", CreatedAt: at(7 * time.Second), UpdatedAt: at(7 * time.Second)},
 
 		&store.Session{ID: "0195f3a0-0000-7000-8000-000000000021", UserID: u1, ProjectID: p1, Method: "email_otp",

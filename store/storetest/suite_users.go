@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,15 +31,23 @@ func (s Suite) Users(t *testing.T) {
 }
 
 // usersRoundTrip: every field comes back exactly; a pointer to false is
-// not nil; the lookups by address and external id find the user.
+// not nil; groups and metadata come back byte for byte, and empty ones
+// ([] and {}) stay empty, not absent (nil), nor absent ones empty; the
+// lookups by address (read for itself or ahead) and external id, and
+// the pages, find the user as written.
 func (s Suite) usersRoundTrip(t *testing.T) {
 	db := s.open(t, store.Options{})
 	yes, no := true, false
 	users := []*store.User{
 		{ID: "u-full", ProjectID: "p-full", Email: "ada@example.com", ExternalUserID: "ext-1", FirstName: "Ada ✓",
-			CompanyID: "co", Disabled: true, CreatedAt: t0, UpdatedAt: t0.Add(time.Nanosecond), EmailVerified: &yes, Vouched: &yes},
+			CompanyID: "co", Disabled: true, CreatedAt: t0, UpdatedAt: t0.Add(time.Nanosecond), EmailVerified: &yes, Vouched: &yes,
+			Groups: []string{"admins", "ops.eu-1", "z"},
+			// Not as encoding/json writes it: spaces, key order, an
+			// escape and a number with a trailing zero stay.
+			Metadata: json.RawMessage(`{"role": "admin", "a":{"n":[1, 2.50, "\u00e9<é>"]}, "role2":null}`)},
 		{ID: "u-false", ProjectID: "p-full", Email: "bob@example.com", EmailVerified: &no, Vouched: &no},
 		{ID: "u-nil", ProjectID: "p-full", Email: "cy@example.com"},
+		{ID: "u-empty", ProjectID: "p-full", Email: "dee@example.com", Groups: []string{}, Metadata: json.RawMessage(`{}`)},
 	}
 	complete(t, users[0])
 	update(t, db, func(tx store.Tx) error {
@@ -63,6 +74,9 @@ func (s Suite) usersRoundTrip(t *testing.T) {
 			if err := diff("user by email "+want.ID, got, want); err != nil {
 				return err
 			}
+			if err := sameGroupsAndMetadata("user by email "+want.ID, got, want); err != nil {
+				return err
+			}
 		}
 		got, err := tx.UserByExternalID("p-full", "ext-1")
 		if err != nil {
@@ -70,6 +84,78 @@ func (s Suite) usersRoundTrip(t *testing.T) {
 		}
 		return diff("user by external id", got, users[0])
 	})
+	view(t, db, func(tx store.Tx) error {
+		emails := make([]string, len(users))
+		for i, u := range users {
+			emails[i] = u.Email
+		}
+		tx.PrefetchUsers("p-full", emails)
+		for _, want := range users {
+			got, err := tx.UserByEmail(want.ProjectID, want.Email)
+			if err != nil {
+				return err
+			}
+			if err := sameGroupsAndMetadata("user read ahead "+want.ID, got, want); err != nil {
+				return err
+			}
+		}
+		page, _, err := tx.Users("p-full", "", "", 0)
+		if err != nil {
+			return err
+		}
+		if len(page) != len(users) {
+			return fmt.Errorf("Users: %d users, want %d", len(page), len(users))
+		}
+		for i, want := range users { // written in address order
+			if err := sameGroupsAndMetadata("user of a page "+want.ID, page[i], want); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Groups and metadata are replaced whole, and cleared by nil.
+	update(t, db, func(tx store.Tx) error {
+		u, err := tx.User("u-full")
+		if err != nil {
+			return err
+		}
+		u.Groups, u.Metadata = nil, nil
+		if err := tx.PutUser(u); err != nil {
+			return err
+		}
+		if u, err = tx.User("u-empty"); err != nil {
+			return err
+		}
+		u.Groups, u.Metadata = []string{"one"}, json.RawMessage(`{"k":"v"}`)
+		return tx.PutUser(u)
+	})
+	view(t, db, func(tx store.Tx) error {
+		for id, want := range map[string]*store.User{
+			"u-full":  {},
+			"u-empty": {Groups: []string{"one"}, Metadata: json.RawMessage(`{"k":"v"}`)},
+		} {
+			got, err := tx.User(id)
+			if err != nil {
+				return err
+			}
+			if err := sameGroupsAndMetadata(id+" rewritten", got, want); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sameGroupsAndMetadata compares what diff does not tell apart: an empty
+// list or object and none (nil), and metadata's bytes.
+func sameGroupsAndMetadata(what string, got, want *store.User) error {
+	if (got.Groups == nil) != (want.Groups == nil) || !slices.Equal(got.Groups, want.Groups) {
+		return fmt.Errorf("%s: groups %#v, want %#v", what, got.Groups, want.Groups)
+	}
+	if (got.Metadata == nil) != (want.Metadata == nil) || !bytes.Equal(got.Metadata, want.Metadata) {
+		return fmt.Errorf("%s: metadata %q (nil %v), want %q (nil %v)", what, got.Metadata, got.Metadata == nil, want.Metadata, want.Metadata == nil)
+	}
+	return nil
 }
 
 // usersConflict: another user's address or external id is ErrConflict,
