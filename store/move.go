@@ -23,6 +23,7 @@ import (
 //	*Factor, *BackupCodes, *Grant, *Passkey, *Identity, *Challenge,
 //	*ExternalMethod
 //	*Template         the projects' mail templates
+//	*OIDCKey          the signing keys of the projects' OpenID providers
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -134,6 +135,7 @@ var recordKinds = []struct {
 	{"Challenge", reflect.TypeFor[*Challenge]()},
 	{"ExternalMethod", reflect.TypeFor[*ExternalMethod]()},
 	{"Template", reflect.TypeFor[*Template]()},
+	{"OIDCKey", reflect.TypeFor[*OIDCKey]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -228,6 +230,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutExternalMethod(r)
 	case *Template:
 		return true, tx.PutTemplate(r)
+	case *OIDCKey:
+		return true, tx.AddOIDCKey(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

@@ -66,6 +66,7 @@ type Tx interface {
 	AuthEvents
 	Expiry
 	Templates
+	OIDCKeys
 	Hints
 }
 
@@ -105,7 +106,8 @@ type Projects interface {
 	// project is id or one of its external methods' ids (the replay
 	// marks of those methods); magic links, remembered devices, WebAuthn
 	// challenges, external-method registrations and their grants; its
-	// mail templates; its webhooks with their queued jobs and delivery records. Its API keys
+	// mail templates; its OpenID provider's signing keys; its webhooks
+	// with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
 	// (in any order) so callers can drop cached copies. Authentication
@@ -530,6 +532,27 @@ type Templates interface {
 	PutTemplate(t *Template) error
 	// DeleteTemplate removes the template (projectID, kind, locale).
 	DeleteTemplate(projectID, kind, locale string) error
+}
+
+// OIDCKeys is the signing keys of the projects' OpenID providers
+// (OIDCKey), keyed by (project, kid). A project has at most one active
+// key (RetiredAt zero) of each algorithm. DeleteProject removes a
+// project's keys.
+type OIDCKeys interface {
+	// OIDCKeys returns projectID's keys, active and retired, oldest
+	// CreatedAt first (equal times in ID byte order); never nil.
+	OIDCKeys(projectID string) ([]*OIDCKey, error)
+	// AddOIDCKey creates the key (k.ProjectID, k.ID). It returns
+	// ErrConflict, changing nothing, when the project has a key with
+	// k.ID already, or when k is active and the project has an active
+	// key of k.Alg: of two transactions that each add an active key of
+	// one algorithm to a project, one fails or, where it ran
+	// concurrently with the other (PostgreSQL), runs again and fails.
+	AddOIDCKey(k *OIDCKey) error
+	// RetireOIDCKey sets the RetiredAt of projectID's key id to at when
+	// the key is active; a retired key keeps its time. ErrNotFound
+	// when the project has no such key.
+	RetireOIDCKey(projectID, id string, at time.Time) error
 }
 
 // Hints is what a transaction may tell the store about what it is

@@ -81,6 +81,9 @@ var (
 	// subject), and listed under their user.
 	bucketIdentities     = []byte("identities")
 	bucketUserIdentities = []byte("identities_by_user")
+	// The projects' OpenID providers (oidc.go): signing keys by
+	// (project, kid).
+	bucketOIDCKeys = []byte("oidc_keys")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -103,7 +106,7 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
-		bucketIdentities, bucketUserIdentities,
+		bucketIdentities, bucketUserIdentities, bucketOIDCKeys,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,

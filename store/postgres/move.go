@@ -145,6 +145,12 @@ func (ex *exporter) steps() []exportStep {
 				return t, rows.Scan(templateDest(t)...)
 			})
 		}},
+		{"oidc_keys", func() error {
+			return ex.stream(`SELECT `+oidcKeyCols+` FROM oidc_keys ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
+				k := &store.OIDCKey{}
+				return k, rows.Scan(oidcKeyDest(k)...)
+			})
+		}},
 		{"webhooks", func() error {
 			return ex.stream(`SELECT `+webhookColumns+` FROM webhooks ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
 				return scanWebhook(rows)

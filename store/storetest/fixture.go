@@ -119,6 +119,13 @@ func Fixture() []any {
 		&store.Template{ProjectID: p2, Kind: "magic_link", Locale: "de", Subject: "Anmelden", Text: "{{.Link}}", HTML: "<a href=\"{{.Link}}\">Anmelden</a>",
 			UpdatedAt: at(34 * time.Second)},
 
+		&store.OIDCKey{ProjectID: p1, ID: "kid-rs-fixture", Alg: "RS256", PrivateKey: bytesOf("sealed-rsa-key"),
+			PublicJWK: bytesOf(`{"kty":"RSA","kid":"kid-rs-fixture"}`), CreatedAt: at(34 * time.Second), RetiredAt: at(35 * time.Second)},
+		&store.OIDCKey{ProjectID: p1, ID: "kid-rs-fixture-2", Alg: "RS256", PrivateKey: bytesOf("sealed-rsa-key-2"),
+			PublicJWK: bytesOf(`{"kty":"RSA","kid":"kid-rs-fixture-2"}`), CreatedAt: at(35 * time.Second)},
+		&store.OIDCKey{ProjectID: p2, ID: "kid-es-fixture", Alg: "ES256", PrivateKey: bytesOf("sealed-ec-key"),
+			PublicJWK: bytesOf(`{"kty":"EC","kid":"kid-es-fixture"}`), CreatedAt: at(35 * time.Second)},
+
 		&store.Webhook{ID: w1, ProjectID: p1, URL: "https://hooks.example.com/latchkey", Secret: bytesOf("sealed-webhook-secret"),
 			EventTypes: []string{"user.created", "session.created"}, Mode: "test", CreatedAt: at(35 * time.Second)},
 

@@ -74,6 +74,7 @@ func (s Suite) suites() []subtest {
 		{"AuthEvents", s.AuthEvents},
 		{"Expiry", s.Expiry},
 		{"Templates", s.Templates},
+		{"OIDCKeys", s.OIDCKeys},
 		{"Hints", s.Hints},
 	}
 }
