@@ -184,6 +184,7 @@ func (s *Server) routes() {
 	r.GET("/metrics", s.admin(s.serveMetrics))
 
 	s.adminRoutes()
+	s.clientRoutes()
 	s.oauthRoutes()
 	s.dashboardRoutes()
 	s.demoRoutes()

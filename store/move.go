@@ -24,6 +24,7 @@ import (
 //	*ExternalMethod
 //	*Template         the projects' mail templates
 //	*OIDCKey          the signing keys of the projects' OpenID providers
+//	*OIDCClient       their clients
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -136,6 +137,7 @@ var recordKinds = []struct {
 	{"ExternalMethod", reflect.TypeFor[*ExternalMethod]()},
 	{"Template", reflect.TypeFor[*Template]()},
 	{"OIDCKey", reflect.TypeFor[*OIDCKey]()},
+	{"OIDCClient", reflect.TypeFor[*OIDCClient]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -232,6 +234,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutTemplate(r)
 	case *OIDCKey:
 		return true, tx.AddOIDCKey(r)
+	case *OIDCClient:
+		return true, tx.PutOIDCClient(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

@@ -67,6 +67,7 @@ type Tx interface {
 	Expiry
 	Templates
 	OIDCKeys
+	OIDCClients
 	Hints
 }
 
@@ -106,7 +107,7 @@ type Projects interface {
 	// project is id or one of its external methods' ids (the replay
 	// marks of those methods); magic links, remembered devices, WebAuthn
 	// challenges, external-method registrations and their grants; its
-	// mail templates; its OpenID provider's signing keys; its webhooks
+	// mail templates; its OpenID provider's signing keys and clients; its webhooks
 	// with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
@@ -553,6 +554,21 @@ type OIDCKeys interface {
 	// the key is active; a retired key keeps its time. ErrNotFound
 	// when the project has no such key.
 	RetireOIDCKey(projectID, id string, at time.Time) error
+}
+
+// OIDCClients is the clients (relying parties) of the projects' OpenID
+// providers (OIDCClient), keyed by (project, id). DeleteProject removes
+// a project's clients.
+type OIDCClients interface {
+	// OIDCClient returns projectID's client id.
+	OIDCClient(projectID, id string) (*OIDCClient, error)
+	// OIDCClients returns projectID's clients in ID byte order; never
+	// nil.
+	OIDCClients(projectID string) ([]*OIDCClient, error)
+	// PutOIDCClient creates or replaces the client (c.ProjectID, c.ID).
+	PutOIDCClient(c *OIDCClient) error
+	// DeleteOIDCClient removes projectID's client id.
+	DeleteOIDCClient(projectID, id string) error
 }
 
 // Hints is what a transaction may tell the store about what it is

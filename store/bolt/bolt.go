@@ -82,8 +82,9 @@ var (
 	bucketIdentities     = []byte("identities")
 	bucketUserIdentities = []byte("identities_by_user")
 	// The projects' OpenID providers (oidc.go): signing keys by
-	// (project, kid).
-	bucketOIDCKeys = []byte("oidc_keys")
+	// (project, kid), clients by (project, id).
+	bucketOIDCKeys    = []byte("oidc_keys")
+	bucketOIDCClients = []byte("oidc_clients")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -106,7 +107,7 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
-		bucketIdentities, bucketUserIdentities, bucketOIDCKeys,
+		bucketIdentities, bucketUserIdentities, bucketOIDCKeys, bucketOIDCClients,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,

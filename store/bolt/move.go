@@ -99,6 +99,7 @@ var exportBuckets = []struct {
 	{bucketMethods, jsonRow(func() any { return &store.ExternalMethod{} })},
 	{bucketTemplates, jsonRow(func() any { return &store.Template{} })},
 	{bucketOIDCKeys, jsonRow(func() any { return &store.OIDCKey{} })},
+	{bucketOIDCClients, jsonRow(func() any { return &store.OIDCClient{} })},
 	{bucketWebhooks, jsonRow(func() any { return &store.Webhook{} })},
 	{bucketJobs, jsonRow(func() any { return &store.Job{} })},
 	{bucketDeliveries, func(_, v []byte) (any, error) {

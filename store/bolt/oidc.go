@@ -9,8 +9,9 @@ import (
 )
 
 // The projects' OpenID providers: signing keys in bucketOIDCKeys, keyed
-// by (project, kid), so a project's keys are one prefix (OIDCKeys,
-// DeleteProject).
+// by (project, kid), and clients in bucketOIDCClients, keyed by
+// (project, id), so a project's rows of each are one prefix (the
+// listings, DeleteProject).
 
 // OIDCKeys returns projectID's keys, oldest CreatedAt first (equal
 // times in ID byte order); never nil.
@@ -66,4 +67,49 @@ func (tx txn) RetireOIDCKey(projectID, id string, at time.Time) error {
 	}
 	k.RetiredAt = at
 	return tx.put(bucketOIDCKeys, key, &k)
+}
+
+// Clients in bucketOIDCClients, keyed by (project, id).
+
+// OIDCClient returns projectID's client id.
+func (tx txn) OIDCClient(projectID, id string) (*store.OIDCClient, error) {
+	if !isText(projectID) || !isText(id) {
+		return nil, store.ErrNotFound
+	}
+	var c store.OIDCClient
+	if err := tx.get(bucketOIDCClients, compound(projectID, id), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// OIDCClients returns projectID's clients in ID byte order; never nil.
+func (tx txn) OIDCClients(projectID string) ([]*store.OIDCClient, error) {
+	out := []*store.OIDCClient{}
+	if !isText(projectID) {
+		return out, nil
+	}
+	prefix := compound(projectID, "")
+	c := tx.bucket(bucketOIDCClients).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var cl store.OIDCClient
+		if err := jsonDecode(v, &cl); err != nil {
+			return nil, err
+		}
+		out = append(out, &cl)
+	}
+	return out, nil
+}
+
+// PutOIDCClient creates or replaces the client (c.ProjectID, c.ID).
+func (tx txn) PutOIDCClient(c *store.OIDCClient) error {
+	return tx.put(bucketOIDCClients, compound(c.ProjectID, c.ID), c)
+}
+
+// DeleteOIDCClient removes projectID's client id.
+func (tx txn) DeleteOIDCClient(projectID, id string) error {
+	if !isText(projectID) || !isText(id) {
+		return nil
+	}
+	return tx.del(bucketOIDCClients, compound(projectID, id))
 }

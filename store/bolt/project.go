@@ -39,8 +39,8 @@ func (tx txn) Projects() ([]*store.Project, error) {
 // backup codes, passkeys and links to sign-in providers; pending codes and send histories (the
 // replay marks of its external methods too), magic links, remembered
 // devices, WebAuthn challenges, external-method registrations and their
-// grants; its mail templates and its OpenID provider's signing keys; its
-// webhooks with their queued deliveries and history. Its
+// grants; its mail templates and its OpenID provider's signing keys and
+// clients; its webhooks with their queued deliveries and history. Its
 // API keys stay but are detached (no project), so they answer
 // INVALID_API_KEY and still show, and can be revoked, in the key list;
 // their prefixes are returned so callers can drop cached copies.
@@ -50,7 +50,7 @@ func (tx txn) Projects() ([]*store.Project, error) {
 //
 // Rows not indexed by project (codes, links, devices, challenges,
 // methods, grants, keys) are found by a scan of their bucket; users,
-// passkeys, provider links, templates, signing keys and webhooks through
+// passkeys, provider links, templates, signing keys, clients and webhooks through
 // their per-project keys.
 func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if tx.bucket(bucketProjects).Get([]byte(id)) == nil {
@@ -92,7 +92,7 @@ func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if err := tx.deleteProjectIdentities(id); err != nil {
 		return nil, err
 	}
-	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates, bucketOIDCKeys} {
+	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates, bucketOIDCKeys, bucketOIDCClients} {
 		if err := tx.deletePrefix(b, prefix); err != nil {
 			return nil, err
 		}

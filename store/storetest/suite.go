@@ -75,6 +75,7 @@ func (s Suite) suites() []subtest {
 		{"Expiry", s.Expiry},
 		{"Templates", s.Templates},
 		{"OIDCKeys", s.OIDCKeys},
+		{"OIDCClients", s.OIDCClients},
 		{"Hints", s.Hints},
 	}
 }
