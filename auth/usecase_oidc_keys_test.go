@@ -239,3 +239,52 @@ func TestOIDCKeysRace(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCStorageKeys: the provider storage of a project signs with its
+// active RS256 key and publishes its keys, algorithms RS256 then
+// ES256; a project that does not exist has none; client keys (the JWT
+// bearer grant, private_key_jwt) are refused.
+func TestOIDCStorageKeys(t *testing.T) {
+	t.Parallel()
+	ts := newTestService(t)
+	st := ts.OIDCStorage(ts.project.ID)
+	sk, err := st.SigningKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := ts.OIDCKeys(ctx, ts.project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sk.ID() != set.Active[auth.AlgRS256].ID || sk.SignatureAlgorithm() != "RS256" || sk.Key() != set.Active[auth.AlgRS256].Private {
+		t.Fatalf("signing key %s %s, want the active RS256 key", sk.ID(), sk.SignatureAlgorithm())
+	}
+	keys, err := st.KeySet(ctx)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("KeySet: %d keys, %v", len(keys), err)
+	}
+	for i, k := range keys {
+		if k.ID() != set.Published[i].ID || string(k.Algorithm()) != set.Published[i].Alg || k.Use() != "sig" || k.Key() != set.Published[i].Key {
+			t.Errorf("key %d: %s %s %s", i, k.ID(), k.Algorithm(), k.Use())
+		}
+	}
+	if algs, err := st.SignatureAlgorithms(ctx); err != nil || len(algs) != 2 || algs[0] != "RS256" || algs[1] != "ES256" {
+		t.Fatalf("SignatureAlgorithms = %v, %v", algs, err)
+	}
+	if err := st.Health(ctx); err != nil {
+		t.Fatalf("Health: %v", err)
+	}
+	if _, err := st.GetKeyByIDAndClientID(ctx, "kid", "client"); err == nil {
+		t.Fatal("a client key was accepted")
+	}
+	if _, err := st.ValidateJWTProfileScopes(ctx, "user", []string{"openid"}); err == nil {
+		t.Fatal("the JWT bearer grant's scopes were accepted")
+	}
+	nope := ts.OIDCStorage("nope")
+	if _, err := nope.KeySet(ctx); !errors.Is(err, auth.ErrProjectNotFound) {
+		t.Fatalf("KeySet of an unknown project: %v", err)
+	}
+	if _, err := nope.SigningKey(ctx); !errors.Is(err, auth.ErrProjectNotFound) {
+		t.Fatalf("SigningKey of an unknown project: %v", err)
+	}
+}
