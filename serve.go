@@ -104,6 +104,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Libraries that log through slog's default logger (zitadel/oidc's
+	// op, for the OpenID providers' refused requests) log through the
+	// server's, at its level and in its format.
+	slog.SetDefault(m.Logger)
 	if m.storeNote != "" {
 		m.Logger.Info(m.storeNote)
 	}

@@ -231,6 +231,7 @@ var (
 	ErrTemplateNotFound = newErr("TEMPLATE_NOT_FOUND", "", "Template not found.")
 	ErrMethodNotFound   = newErr("EXTERNAL_METHOD_NOT_FOUND", "", "External method not found.")
 	ErrMethodExists     = newErr("EXTERNAL_METHOD_EXISTS", "", "The project already has a method with that name.")
+	ErrClientNotFound   = newErr("CLIENT_NOT_FOUND", "", "OpenID Connect client not found.")
 )
 
 // Session management and abuse limits (docs/security.md, "Abuse

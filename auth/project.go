@@ -305,7 +305,8 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 
 // DeleteProject removes a project and all its data in one transaction
 // (store.Tx.DeleteProject: users, sessions, factors, passkeys, codes,
-// links, devices, challenges, external methods, grants, webhooks); its
+// links, devices, challenges, external methods, grants, templates,
+// OpenID provider keys, webhooks); its
 // API keys are detached and answer INVALID_API_KEY from now on. No
 // webhook event is emitted: the project's webhooks are gone with it.
 // Authentication events and already queued mail stay.
@@ -326,7 +327,7 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 	s.projectsChanged()
 	s.oidc.forget(id, "")
 	s.apiKeys.invalidate(detached...)
-	for _, m := range []*sync.Map{&s.signers, &s.publicKeys} {
+	for _, m := range []*sync.Map{&s.signers, &s.publicKeys, &s.oidcSigners} {
 		m.Range(func(k, _ any) bool {
 			if strings.HasPrefix(k.(string), id+"/") {
 				m.Delete(k)

@@ -98,6 +98,12 @@ type Service struct {
 	signers    sync.Map // project id + "/" + kid → *signer
 	publicKeys sync.Map // project id + "/" + kid → *ecdsa.PublicKey
 
+	// The projects' OpenID provider keys (oidc_keys.go): decrypted
+	// keys by project id + "/" + kid, and one maker of missing keys at
+	// a time.
+	oidcSigners sync.Map
+	oidcKeyGen  sync.Mutex
+
 	// origins is every project's allowed origins (CORS preflights);
 	// projectsVersion counts project changes, which make it stale.
 	origins         atomic.Pointer[originIndex]

@@ -107,6 +107,7 @@ var statusByCode = map[string]int{
 	"SESSION_NOT_FOUND":         http.StatusNotFound,
 	"TEMPLATE_NOT_FOUND":        http.StatusNotFound,
 	"PROVIDER_NOT_FOUND":        http.StatusNotFound,
+	"CLIENT_NOT_FOUND":          http.StatusNotFound,
 
 	"METHOD_NOT_ALLOWED": http.StatusMethodNotAllowed,
 

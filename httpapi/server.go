@@ -51,6 +51,8 @@ type Server struct {
 	baseOrigin string // the base URL's scheme://host[:port], canonical
 
 	load load // is the API saturated? (Busy)
+
+	providers oidcProviders // the projects' OpenID providers (oidc.go)
 }
 
 // MaxBodyBytes is the largest accepted request body (docs/api.md,
@@ -184,6 +186,8 @@ func (s *Server) routes() {
 	r.GET("/metrics", s.admin(s.serveMetrics))
 
 	s.adminRoutes()
+	s.clientRoutes()
+	s.oidcRoutes()
 	s.oauthRoutes()
 	s.dashboardRoutes()
 	s.demoRoutes()

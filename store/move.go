@@ -23,6 +23,8 @@ import (
 //	*Factor, *BackupCodes, *Grant, *Passkey, *Identity, *Challenge,
 //	*OAuthFlow, *ExternalMethod
 //	*Template         the projects' mail templates
+//	*OIDCKey          the signing keys of the projects' OpenID providers
+//	*OIDCClient       their clients
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -135,6 +137,8 @@ var recordKinds = []struct {
 	{"OAuthFlow", reflect.TypeFor[*OAuthFlow]()},
 	{"ExternalMethod", reflect.TypeFor[*ExternalMethod]()},
 	{"Template", reflect.TypeFor[*Template]()},
+	{"OIDCKey", reflect.TypeFor[*OIDCKey]()},
+	{"OIDCClient", reflect.TypeFor[*OIDCClient]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -231,6 +235,10 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutExternalMethod(r)
 	case *Template:
 		return true, tx.PutTemplate(r)
+	case *OIDCKey:
+		return true, tx.AddOIDCKey(r)
+	case *OIDCClient:
+		return true, tx.PutOIDCClient(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

@@ -67,6 +67,8 @@ type Tx interface {
 	AuthEvents
 	Expiry
 	Templates
+	OIDCKeys
+	OIDCClients
 	Hints
 }
 
@@ -107,7 +109,8 @@ type Projects interface {
 	// marks of those methods); magic links, remembered devices, WebAuthn
 	// challenges, sign-ins with providers in flight (OAuthFlows),
 	// external-method registrations and their grants; its
-	// mail templates; its webhooks with their queued jobs and delivery records. Its API keys
+	// mail templates; its OpenID provider's signing keys and clients; its webhooks
+	// with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
 	// (in any order) so callers can drop cached copies. Authentication
@@ -547,6 +550,42 @@ type Templates interface {
 	PutTemplate(t *Template) error
 	// DeleteTemplate removes the template (projectID, kind, locale).
 	DeleteTemplate(projectID, kind, locale string) error
+}
+
+// OIDCKeys is the signing keys of the projects' OpenID providers
+// (OIDCKey), keyed by (project, kid). A project has at most one active
+// key (RetiredAt zero) of each algorithm. DeleteProject removes a
+// project's keys.
+type OIDCKeys interface {
+	// OIDCKeys returns projectID's keys, active and retired, oldest
+	// CreatedAt first (equal times in ID byte order); never nil.
+	OIDCKeys(projectID string) ([]*OIDCKey, error)
+	// AddOIDCKey creates the key (k.ProjectID, k.ID). It returns
+	// ErrConflict, changing nothing, when the project has a key with
+	// k.ID already, or when k is active and the project has an active
+	// key of k.Alg: of two transactions that each add an active key of
+	// one algorithm to a project, one fails or, where it ran
+	// concurrently with the other (PostgreSQL), runs again and fails.
+	AddOIDCKey(k *OIDCKey) error
+	// RetireOIDCKey sets the RetiredAt of projectID's key id to at when
+	// the key is active; a retired key keeps its time. ErrNotFound
+	// when the project has no such key.
+	RetireOIDCKey(projectID, id string, at time.Time) error
+}
+
+// OIDCClients is the clients (relying parties) of the projects' OpenID
+// providers (OIDCClient), keyed by (project, id). DeleteProject removes
+// a project's clients.
+type OIDCClients interface {
+	// OIDCClient returns projectID's client id.
+	OIDCClient(projectID, id string) (*OIDCClient, error)
+	// OIDCClients returns projectID's clients in ID byte order; never
+	// nil.
+	OIDCClients(projectID string) ([]*OIDCClient, error)
+	// PutOIDCClient creates or replaces the client (c.ProjectID, c.ID).
+	PutOIDCClient(c *OIDCClient) error
+	// DeleteOIDCClient removes projectID's client id.
+	DeleteOIDCClient(projectID, id string) error
 }
 
 // Hints is what a transaction may tell the store about what it is

@@ -1,7 +1,8 @@
 // Package cli implements latchkey's operator subcommands
 // (docs/operations.md, CLI): `latchkey
-// project|key|method|webhook|user|events|backup` call the admin API of a
-// running server and print a table, or the response body with --json.
+// project|key|method|provider|client|webhook|user|template|events|backup`
+// call the admin API of a running server and print a table, or the
+// response body with --json.
 //
 // The package is a plain HTTP client of the admin API: it decodes the wire
 // shapes itself and imports nothing of the server.
@@ -75,6 +76,7 @@ var commands = []*command{
 	keyCreate, keyList, keyRevoke,
 	methodCreate, methodList, methodDisable, methodEnable,
 	providerAdd, providerList, providerSet, providerRemove,
+	clientCreate, clientList, clientGet, clientUpdate, clientDelete, clientRotateSecret,
 	webhookList,
 	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userResetSMS, userSessions, userRevokeSessions,
 	userExport, userImport,

@@ -702,6 +702,7 @@ func TestUnknownCommandUsage(t *testing.T) {
 		"key create", "key list", "key revoke PREFIX",
 		"method create", "method list", "method disable ID", "method enable ID",
 		"provider add", "provider list", "provider set NAME", "provider remove NAME",
+		"client create", "client list", "client get ID", "client update ID", "client delete ID", "client rotate-secret ID",
 		"webhook list",
 		"user list", "user update ID", "user delete ID", "user disable ID", "user enable ID", "user reset-totp ID", "user reset-sms ID", "user sessions ID", "user revoke-sessions ID",
 		"events", "backup",

@@ -85,6 +85,10 @@ var (
 	bucketUserIdentities = []byte("identities_by_user")
 	// Sign-ins with providers in flight (oauthflow.go).
 	bucketOAuthFlows = []byte("oauth_flows")
+	// The projects' OpenID providers (oidc.go): signing keys by
+	// (project, kid), clients by (project, id).
+	bucketOIDCKeys    = []byte("oidc_keys")
+	bucketOIDCClients = []byte("oidc_clients")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -108,7 +112,7 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
-		bucketIdentities, bucketUserIdentities, bucketOAuthFlows,
+		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry,

@@ -99,6 +99,8 @@ var exportBuckets = []struct {
 	{bucketOAuthFlows, jsonRow(func() any { return &store.OAuthFlow{} })},
 	{bucketMethods, jsonRow(func() any { return &store.ExternalMethod{} })},
 	{bucketTemplates, jsonRow(func() any { return &store.Template{} })},
+	{bucketOIDCKeys, jsonRow(func() any { return &store.OIDCKey{} })},
+	{bucketOIDCClients, jsonRow(func() any { return &store.OIDCClient{} })},
 	{bucketWebhooks, jsonRow(func() any { return &store.Webhook{} })},
 	{bucketJobs, jsonRow(func() any { return &store.Job{} })},
 	{bucketDeliveries, func(_, v []byte) (any, error) {

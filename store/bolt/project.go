@@ -39,7 +39,9 @@ func (tx txn) Projects() ([]*store.Project, error) {
 // backup codes, passkeys and links to sign-in providers; pending codes and send histories (the
 // replay marks of its external methods too), magic links, remembered
 // devices, WebAuthn challenges, sign-ins with providers in flight,
-// external-method registrations and their grants; its webhooks with their queued deliveries and history. Its
+// external-method registrations and their grants; its mail templates and
+// its OpenID provider's signing keys and clients; its webhooks with their
+// queued deliveries and history. Its
 // API keys stay but are detached (no project), so they answer
 // INVALID_API_KEY and still show, and can be revoked, in the key list;
 // their prefixes are returned so callers can drop cached copies.
@@ -49,7 +51,8 @@ func (tx txn) Projects() ([]*store.Project, error) {
 //
 // Rows not indexed by project (codes, links, devices, challenges,
 // sign-ins in flight, methods, grants, keys) are found by a scan of their bucket; users,
-// passkeys, provider links and webhooks through their per-project keys.
+// passkeys, provider links, templates, signing keys, clients and webhooks through
+// their per-project keys.
 func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if tx.bucket(bucketProjects).Get([]byte(id)) == nil {
 		return nil, store.ErrNotFound
@@ -90,7 +93,7 @@ func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if err := tx.deleteProjectIdentities(id); err != nil {
 		return nil, err
 	}
-	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates} {
+	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates, bucketOIDCKeys, bucketOIDCClients} {
 		if err := tx.deletePrefix(b, prefix); err != nil {
 			return nil, err
 		}

@@ -50,6 +50,8 @@ func fillProject(t *testing.T, tx txn, name string) {
 	must(tx.PutWebhook(&store.Webhook{ID: wid, ProjectID: pid, URL: "http://127.0.0.1/", CreatedAt: now}))
 	must(tx.EnqueueJob(&store.Job{WebhookID: wid, ProjectID: pid, EventID: "evt", NextAttemptAt: now}))
 	must(tx.AddDelivery(&store.Delivery{ID: "d-" + name, WebhookID: wid, EventID: "evt", Attempt: 1, Status: "failed"}))
+	must(tx.AddOIDCKey(&store.OIDCKey{ProjectID: pid, ID: "kid-" + name, Alg: "RS256", CreatedAt: now}))
+	must(tx.PutOIDCClient(&store.OIDCClient{ProjectID: pid, ID: "client-" + name, Name: name, CreatedAt: now}))
 	must(tx.PutAPIKey(&store.APIKey{Prefix: "sk_test_" + name, Hash: []byte{1}, ProjectID: pid, Mode: "test", CreatedAt: now}))
 	// History and already promised messages.
 	must(tx.AddAuthEvent(&store.AuthEvent{ID: "ev-" + name, ProjectID: pid, UserID: uid, CreatedAt: now}))

@@ -146,6 +146,18 @@ func (ex *exporter) steps() []exportStep {
 				return t, rows.Scan(templateDest(t)...)
 			})
 		}},
+		{"oidc_keys", func() error {
+			return ex.stream(`SELECT `+oidcKeyCols+` FROM oidc_keys ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
+				k := &store.OIDCKey{}
+				return k, rows.Scan(oidcKeyDest(k)...)
+			})
+		}},
+		{"oidc_clients", func() error {
+			return ex.stream(`SELECT `+oidcClientCols+` FROM oidc_clients ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
+				c := &store.OIDCClient{}
+				return c, rows.Scan(oidcClientDest(c)...)
+			})
+		}},
 		{"webhooks", func() error {
 			return ex.stream(`SELECT `+webhookColumns+` FROM webhooks ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
 				return scanWebhook(rows)

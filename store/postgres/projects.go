@@ -91,7 +91,8 @@ func (tx *txn) Projects() ([]*store.Project, error) {
 // one for the external methods' ids (projectMethodIDs), one for the
 // users' factors (deleteUserFactors), what the other domains' helpers take,
 // and one for the users, their sessions and provider links, the devices,
-// the templates and the keys.
+// the templates, the OpenID provider's signing keys and clients and the
+// API keys.
 func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 	tx.forgetUsers()
 	tx.changedTemplates(id)
@@ -130,6 +131,8 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 			d AS (DELETE FROM devices WHERE project_id = $1),
 			t AS (DELETE FROM mail_templates WHERE project_id = $1),
 			i AS (DELETE FROM identities WHERE project_id = $1),
+			o AS (DELETE FROM oidc_keys WHERE project_id = $1),
+			c AS (DELETE FROM oidc_clients WHERE project_id = $1),
 			k AS (UPDATE api_keys SET project_id = '' WHERE project_id = $1 RETURNING prefix)
 		SELECT ARRAY(SELECT prefix FROM k)`, []any{id, userIDs}, &detached)
 	if len(detached) == 0 {

@@ -125,6 +125,24 @@ func Fixture() []any {
 		&store.Template{ProjectID: p2, Kind: "magic_link", Locale: "de", Subject: "Anmelden", Text: "{{.Link}}", HTML: "<a href=\"{{.Link}}\">Anmelden</a>",
 			UpdatedAt: at(34 * time.Second)},
 
+		&store.OIDCKey{ProjectID: p1, ID: "kid-rs-fixture", Alg: "RS256", PrivateKey: bytesOf("sealed-rsa-key"),
+			PublicJWK: bytesOf(`{"kty":"RSA","kid":"kid-rs-fixture"}`), CreatedAt: at(34 * time.Second), RetiredAt: at(35 * time.Second)},
+		&store.OIDCKey{ProjectID: p1, ID: "kid-rs-fixture-2", Alg: "RS256", PrivateKey: bytesOf("sealed-rsa-key-2"),
+			PublicJWK: bytesOf(`{"kty":"RSA","kid":"kid-rs-fixture-2"}`), CreatedAt: at(35 * time.Second)},
+		&store.OIDCKey{ProjectID: p2, ID: "kid-es-fixture", Alg: "ES256", PrivateKey: bytesOf("sealed-ec-key"),
+			PublicJWK: bytesOf(`{"kty":"EC","kid":"kid-es-fixture"}`), CreatedAt: at(35 * time.Second)},
+
+		&store.OIDCClient{ProjectID: p1, ID: "0195f3a0-0000-7000-8000-000000000091", Name: "Grafana", Type: "confidential",
+			SecretHash: bytesOf("client-secret-hash"), RedirectURIs: []string{"https://grafana.example.com/login/generic_oauth"},
+			PostLogoutRedirectURIs: []string{"https://grafana.example.com/"}, BackchannelLogoutURI: "https://grafana.example.com/bcl",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, Scopes: []string{"groups"}, FirstParty: true, RequireMFA: true,
+			IDTokenAlg: "ES256", AccessTokenLifetimeSeconds: 900, RefreshTokenLifetimeSeconds: 86400, RefreshTokenIdleSeconds: 3600,
+			Claims: map[string]string{"role": "metadata.role"}, CreatedAt: at(36 * time.Second), UpdatedAt: at(37 * time.Second)},
+		&store.OIDCClient{ProjectID: p2, ID: "0195f3a0-0000-7000-8000-000000000092", Name: "CLI", Type: "public",
+			RedirectURIs: []string{"http://127.0.0.1/callback"}, GrantTypes: []string{"authorization_code"}, IDTokenAlg: "RS256",
+			AccessTokenLifetimeSeconds: 3600, RefreshTokenLifetimeSeconds: 2592000, RefreshTokenIdleSeconds: 604800,
+			CreatedAt: at(38 * time.Second), UpdatedAt: at(38 * time.Second)},
+
 		&store.Webhook{ID: w1, ProjectID: p1, URL: "https://hooks.example.com/latchkey", Secret: bytesOf("sealed-webhook-secret"),
 			EventTypes: []string{"user.created", "session.created"}, Mode: "test", CreatedAt: at(35 * time.Second)},
 

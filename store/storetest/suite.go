@@ -75,6 +75,8 @@ func (s Suite) suites() []subtest {
 		{"AuthEvents", s.AuthEvents},
 		{"Expiry", s.Expiry},
 		{"Templates", s.Templates},
+		{"OIDCKeys", s.OIDCKeys},
+		{"OIDCClients", s.OIDCClients},
 		{"Hints", s.Hints},
 	}
 }
