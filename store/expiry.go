@@ -46,6 +46,10 @@ const (
 	// ExpiringDeliveries are webhook delivery records, due
 	// DeliveryLifetime after the attempt.
 	ExpiringDeliveries
+	// ExpiringRefreshTokens are sessions' refresh tokens, used or not,
+	// due at their ExpiresAt (they go with their session before that
+	// when it ends first).
+	ExpiringRefreshTokens
 
 	numExpiring = iota
 )
@@ -70,11 +74,12 @@ func (k Expiring) String() string {
 
 // expiringNames names the kinds for String.
 var expiringNames = [numExpiring]string{
-	ExpiringSessions:   "sessions",
-	ExpiringCodes:      "codes",
-	ExpiringMagicLinks: "magic links",
-	ExpiringChallenges: "challenges",
-	ExpiringGrants:     "grants",
-	ExpiringDevices:    "devices",
-	ExpiringDeliveries: "webhook deliveries",
+	ExpiringSessions:      "sessions",
+	ExpiringCodes:         "codes",
+	ExpiringMagicLinks:    "magic links",
+	ExpiringChallenges:    "challenges",
+	ExpiringGrants:        "grants",
+	ExpiringDevices:       "devices",
+	ExpiringDeliveries:    "webhook deliveries",
+	ExpiringRefreshTokens: "refresh tokens",
 }

@@ -59,6 +59,7 @@ var (
 	bucketUsersByExt   = []byte("users_by_external_id")
 	bucketSessions     = []byte("sessions")
 	bucketUserSessions = []byte("sessions_by_user")
+	bucketRefresh      = []byte("refresh_tokens") // by (session id, hash): refresh.go
 	bucketCodes        = []byte("codes")
 	bucketThrottles    = bucketCodes // send histories share the codes' bucket and expiry index
 	bucketMagic        = []byte("magic_links")
@@ -95,6 +96,7 @@ var (
 	bucketGrantsExpiry     = []byte("grants_by_expiry")
 	bucketDevicesExpiry    = []byte("devices_by_expiry")
 	bucketDeliveriesExpiry = []byte("deliveries_by_expiry")
+	bucketRefreshExpiry    = []byte("refresh_tokens_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -103,10 +105,10 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
-		bucketIdentities, bucketUserIdentities,
+		bucketIdentities, bucketUserIdentities, bucketRefresh,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketRefreshExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -393,6 +395,9 @@ func (db *DB) Check() error {
 		if err := tx.checkExpiries(); err != nil {
 			return err
 		}
+		if err := tx.checkRefresh(); err != nil {
+			return err
+		}
 		return tx.checkEvents()
 	})
 }
@@ -470,7 +475,7 @@ func init() {
 		bucketUsers, bucketSessions, bucketUserSessions, bucketDevices, bucketOutbox, bucketMail,
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketRefreshExpiry,
 	} {
 		fillPercent[string(b)] = appendFill
 	}

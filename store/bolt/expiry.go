@@ -43,6 +43,9 @@ var expiries = [...]expiry{
 				return err
 			}
 			tx.sessionChanged(k)
+			if err := tx.deleteSessionRefresh(s.ID); err != nil {
+				return err
+			}
 			return tx.del(bucketUserSessions, compound(s.UserID, s.ID))
 		}},
 	store.ExpiringCodes: {rows: bucketCodes, index: bucketCodesExpiry,
@@ -91,6 +94,12 @@ var expiries = [...]expiry{
 			var d store.Delivery
 			err := jsonDecode(v, (*deliveryRow)(&d))
 			return expiryRow{due: d.CreatedAt.Add(store.DeliveryLifetime)}, err
+		}},
+	store.ExpiringRefreshTokens: {rows: bucketRefresh, index: bucketRefreshExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var r store.RefreshToken
+			err := jsonDecode(v, &r)
+			return expiryRow{r.ExpiresAt, r.ProjectID}, err
 		}},
 }
 

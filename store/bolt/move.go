@@ -68,6 +68,7 @@ var exportBuckets = []struct {
 	{bucketKeys, jsonRow(func() any { return &store.APIKey{} })},
 	{bucketUsers, func(k, v []byte) (any, error) { return decodeUser(k, v) }},
 	{bucketSessions, func(k, v []byte) (any, error) { return decodeSession(k, v) }},
+	{bucketRefresh, jsonRow(func() any { return &store.RefreshToken{} })},
 	{bucketCodes, func(k, v []byte) (any, error) {
 		if !isThrottleKey(k) {
 			return decodeCode(v)
@@ -158,6 +159,7 @@ var notExported = map[string]string{
 	string(bucketGrantsExpiry):     "expiry index of grants (PutGrant)",
 	string(bucketDevicesExpiry):    "expiry index of remembered devices (PutDevice)",
 	string(bucketDeliveriesExpiry): "expiry index of delivery records (AddDelivery)",
+	string(bucketRefreshExpiry):    "expiry index of refresh tokens (PutRefreshToken)",
 }
 
 // bbolt keeps dashboard sessions and the counts of the approximate rate
