@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // refresh posts a refresh token with the API key key.
@@ -20,7 +22,8 @@ func (ts *testServer) refresh(key, refreshToken string) *response {
 // token and the token's expiry, and slides the session (GET /sessions:
 // it ends 7 days from the refresh). Presenting a used refresh token again
 // ends the session: every token of it is refused at once,
-// session.revoked is emitted, and the refusal is an event already_used.
+// session.revoked is emitted, and the refusal is an event already_used
+// (a success is counted in the metrics only).
 func TestSessionRefresh(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -68,6 +71,14 @@ func TestSessionRefresh(t *testing.T) {
 	}
 	if c := ts.methodEvents("session", "refresh"); c["already_used"] != 1 || c["invalid_code"] != 1 || c[""] != 0 {
 		t.Fatalf("refresh events %v, want one already_used, one invalid_code and no success", c)
+	}
+	// The successes are counted in the metrics, not stored.
+	fams := ts.scrape()
+	for result, want := range map[string]float64{"success": 2, "already_used": 1, "invalid_code": 1} {
+		labels := map[string]string{"method": "session", "action": "refresh", "result": result}
+		if got := value(sample(t, fams, "latchkey_auth_events_total", dto.MetricType_COUNTER, labels)); got != want {
+			t.Errorf("latchkey_auth_events_total%v = %v, want %v", labels, got, want)
+		}
 	}
 }
 
