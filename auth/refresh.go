@@ -146,9 +146,10 @@ type Refreshed struct {
 	Token        string
 	RefreshToken string
 	ExpiresAt    time.Time
-	Session      *store.Session
-	project      *store.Project
-	issued       time.Time // the new token's iat
+	// Session is the session's row as the refresh left it (slid).
+	Session *store.Session
+	project *store.Project
+	issued  time.Time // the new token's iat
 }
 
 // RefreshSession exchanges refreshToken, a refresh token of a session of

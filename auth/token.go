@@ -79,8 +79,8 @@ func (s *Service) signerFor(p *store.Project) (*signer, error) {
 }
 
 // newSession builds a session row for u in p starting now, proven by
-// its sign-in method then. The row lasts as long as the session can be
-// refreshed without one (the project's idle time, within its maximum:
+// its sign-in method then. The row lasts as long as the session may go
+// unrefreshed (the project's idle time, within its maximum:
 // sessionExpiry); its first token lives the token lifetime
 // (signSession).
 func (s *Service) newSession(p *store.Project, u *store.User, method string) *store.Session {
