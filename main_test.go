@@ -172,6 +172,12 @@ func TestFirstStartAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The login's refresh token: its session id, then 32 random bytes.
+	refresh := login["refreshToken"].(string)
+	rawRefresh, err := base64.RawURLEncoding.DecodeString(refresh)
+	if err != nil || len(rawRefresh) != 48 {
+		t.Fatalf("refresh token %q: %v", refresh, err)
+	}
 	for _, f := range []string{data + ".key", data + ".admin-token", data} {
 		fi, err := os.Stat(f)
 		if err != nil {
@@ -198,6 +204,8 @@ func TestFirstStartAndRestart(t *testing.T) {
 		"key secret part":      []byte(key[strings.LastIndex(key, "_")+1:]),
 		"totp secret (base32)": []byte(enroll["secret"].(string)), "totp secret (raw)": totpSecret,
 		"totp secret (base64, as JSON holds bytes)": []byte(strings.TrimRight(base64.StdEncoding.EncodeToString(totpSecret), "=")),
+		"refresh token": []byte(refresh), "refresh token's random part (raw)": rawRefresh[16:],
+		"refresh token's random part (base64)": []byte(strings.TrimRight(base64.StdEncoding.EncodeToString(rawRefresh[16:]), "=")),
 	} {
 		if len(secret) < 16 {
 			t.Fatalf("%s too short to scan for", name)

@@ -22,6 +22,10 @@ type Login struct {
 	RedirectURL string // magic links: the send-time redirectUrl
 	project     *store.Project
 	enrolled    store.Enrolled // what the user has enrolled, read with the commit
+
+	// RefreshToken buys the session a new Token, and a new refresh
+	// token, when Token expires (RefreshSession).
+	RefreshToken string
 }
 
 // AMR returns how the login's session was proven: its methods (amr
@@ -55,6 +59,10 @@ func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, metho
 	if err := tx.PutSession(sess); err != nil {
 		return nil, err
 	}
+	refresh, err := s.newRefreshToken(tx, sess, sess.IssuedAt)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.emit(tx, p.ID, "session.created", map[string]string{"user_id": u.ID, "session_id": sess.ID, "method": method}); err != nil {
 		return nil, err
 	}
@@ -65,7 +73,7 @@ func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, metho
 	if err != nil {
 		return nil, err
 	}
-	l := &Login{User: u, Session: sess, DeviceToken: dt, project: p}
+	l := &Login{User: u, Session: sess, RefreshToken: refresh, DeviceToken: dt, project: p}
 	// For the login result only: read with the commit, no round trip of
 	// its own.
 	if err := tx.ReadEnrolled(p.ID, u.ID, &l.enrolled); err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -19,8 +20,8 @@ import (
 	"latchkey/store"
 )
 
-// Project limits: session lifetime 5 minutes to 90 days (24 hours by
-// default), 1 to 1,000,000,000 requests per key per minute (100 by
+// Project limits: session token lifetime 5 minutes to 90 days (24 hours
+// by default), 1 to 1,000,000,000 requests per key per minute (100 by
 // default), at most 50 allowed origins and 1,000 deny-list entries
 // (docs/api.md, "Projects").
 const (
@@ -31,6 +32,19 @@ const (
 	MaxRateLimit      = 1_000_000_000
 	maxOrigins        = 50
 	maxDenyCIDRs      = 1000
+)
+
+// Session times (refresh.go): a session may be refreshed while it has
+// not gone unrefreshed for its project's idle time (7 days by default)
+// and is younger than its maximum (30 days by default); each is 5
+// minutes to 365 days, and the token lifetime <= the idle time <= the
+// maximum.
+const (
+	DefaultSessionIdle = 604800
+	DefaultSessionMax  = 2592000
+	// MaxSessionLifetime bounds sessionIdleSeconds and
+	// sessionMaxSeconds: 365 days.
+	MaxSessionLifetime = 31536000
 )
 
 // ProjectInput is the body of create and update; nil fields are unset.
@@ -46,10 +60,28 @@ type ProjectInput struct {
 	// SessionRateLimitPerMinute is the per-session limit of the calls
 	// that write or start a ceremony (1 to MaxSessionRateLimit).
 	SessionRateLimitPerMinute *int `json:"sessionRateLimitPerMinute"`
+	// SessionIdleSeconds is how long a session may go unrefreshed and
+	// still be refreshed; SessionMaxSeconds how long after its sign-in
+	// it may be refreshed at all (each MinSessionTTL to
+	// MaxSessionLifetime; sessionTtlSeconds <= sessionIdleSeconds <=
+	// sessionMaxSeconds).
+	SessionIdleSeconds *int `json:"sessionIdleSeconds"`
+	SessionMaxSeconds  *int `json:"sessionMaxSeconds"`
 }
 
 // apply validates in and copies it onto p.
 func (in *ProjectInput) apply(p *store.Project) error {
+	if err := in.applyFields(p); err != nil {
+		return err
+	}
+	if in.SessionTTLSeconds != nil || in.SessionIdleSeconds != nil || in.SessionMaxSeconds != nil {
+		return checkSessionTimes(p)
+	}
+	return nil
+}
+
+// applyFields validates each field of in and copies it onto p.
+func (in *ProjectInput) applyFields(p *store.Project) error {
 	if in.Name != nil {
 		n := strings.TrimSpace(*in.Name)
 		if n == "" || utf8.RuneCountInString(n) > 100 || strings.ContainsAny(n, "\r\n") {
@@ -127,6 +159,19 @@ func (in *ProjectInput) apply(p *store.Project) error {
 		}
 		p.SessionRateLimitPerMinute = r
 	}
+	for _, f := range []struct {
+		name string
+		in   *int
+		dst  *int
+	}{{"sessionIdleSeconds", in.SessionIdleSeconds, &p.SessionIdleSeconds}, {"sessionMaxSeconds", in.SessionMaxSeconds, &p.SessionMaxSeconds}} {
+		if f.in == nil {
+			continue
+		}
+		if v := *f.in; v < MinSessionTTL || v > MaxSessionLifetime {
+			return Invalid("%s must be between %d and %d.", f.name, MinSessionTTL, MaxSessionLifetime)
+		}
+		*f.dst = *f.in
+	}
 	return nil
 }
 
@@ -143,8 +188,13 @@ type ProjectView struct {
 	EmailChange        string   `json:"emailChange"`
 	// SessionRateLimitPerMinute is the per-session limit in force (the
 	// default for a project that never set it).
-	SessionRateLimitPerMinute int    `json:"sessionRateLimitPerMinute"`
-	CreatedAt                 string `json:"createdAt"`
+	SessionRateLimitPerMinute int `json:"sessionRateLimitPerMinute"`
+	// SessionIdleSeconds and SessionMaxSeconds are the session times in
+	// force (sessionTimes: the defaults for a project that never set
+	// them).
+	SessionIdleSeconds int    `json:"sessionIdleSeconds"`
+	SessionMaxSeconds  int    `json:"sessionMaxSeconds"`
+	CreatedAt          string `json:"createdAt"`
 }
 
 // ViewProject returns the admin view of p.
@@ -156,6 +206,8 @@ func (s *Service) ViewProject(p *store.Project) ProjectView {
 		DenyCIDRs: p.DenyCIDRs, EmailChange: p.EmailChange, CreatedAt: formatTime(p.CreatedAt),
 		SessionRateLimitPerMinute: sessionRateLimit(p),
 	}
+	_, idle, most := sessionTimes(p)
+	v.SessionIdleSeconds, v.SessionMaxSeconds = int(idle/time.Second), int(most/time.Second)
 	if v.EmailChange == "" {
 		v.EmailChange = EmailChangeVerify
 	}

@@ -79,28 +79,34 @@ func (s *Service) signerFor(p *store.Project) (*signer, error) {
 }
 
 // newSession builds a session row for u in p starting now, proven by
-// its sign-in method then.
+// its sign-in method then. The row lasts as long as the session may go
+// unrefreshed (the project's idle time, within its maximum:
+// sessionExpiry); its first token lives the token lifetime
+// (signSession).
 func (s *Service) newSession(p *store.Project, u *store.User, method string) *store.Session {
 	now := s.now().UTC().Truncate(time.Second)
-	ttl := p.SessionTTLSeconds
-	if ttl <= 0 {
-		ttl = DefaultSessionTTL
-	}
 	return &store.Session{ID: newID(), UserID: u.ID, ProjectID: p.ID, Method: method,
-		IssuedAt: now, ExpiresAt: now.Add(time.Duration(ttl) * time.Second),
+		IssuedAt: now, ExpiresAt: sessionExpiry(p, now, now),
 		Proofs: []store.Proof{{Method: signInAMR(method), At: now}}}
 }
 
-// signSession returns the ES256 JWT for a session, and the Principal
-// its verification gives.
+// signSession returns the ES256 JWT of a session's sign-in, and the
+// Principal its verification gives: iat the session's IssuedAt, exp the
+// project's token lifetime later (never past the row's ExpiresAt).
 func (s *Service) signSession(p *store.Project, sess *store.Session) (string, Principal, error) {
+	return s.signToken(p, sess, sess.IssuedAt, tokenExpiry(p, sess.IssuedAt, sess.ExpiresAt))
+}
+
+// signToken returns the ES256 JWT of session sess issued at iat and
+// expiring at exp, and the Principal its verification gives.
+func (s *Service) signToken(p *store.Project, sess *store.Session, iat, exp time.Time) (string, Principal, error) {
 	sg, err := s.signerFor(p)
 	if err != nil {
 		return "", Principal{}, err
 	}
 	c := &claims{
 		Iss: s.baseURL, Aud: p.ID, Sub: sess.UserID, Sid: sess.ID,
-		Iat: sess.IssuedAt.Unix(), Exp: sess.ExpiresAt.Unix(),
+		Iat: iat.Unix(), Exp: exp.Unix(),
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
 	t.Header["kid"] = sg.kid

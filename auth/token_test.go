@@ -79,7 +79,7 @@ func TestTokenCachedWhenSigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Principal{SessionID: l.Session.ID, UserID: l.User.ID, ProjectID: l.project.ID,
-		IssuedAt: l.Session.IssuedAt.Unix(), ExpiresAt: l.Session.ExpiresAt.Unix()}
+		IssuedAt: l.Session.IssuedAt.Unix(), ExpiresAt: l.Session.IssuedAt.Unix() + DefaultSessionTTL}
 	if signed != *verified || signed != want {
 		t.Fatalf("cached when signed %+v, verified %+v, want %+v", signed, *verified, want)
 	}

@@ -159,18 +159,23 @@ func TestAdminSessionsAndDisable(t *testing.T) {
 }
 
 // TestSessionExpires: a session token is refused once the project's
-// session lifetime has passed.
+// token lifetime (sessionTtlSeconds) has passed, though its session's
+// row lives on, the project's idle time (7 days by default), for a
+// refresh.
 func TestSessionExpires(t *testing.T) {
 	t.Parallel()
 	ts := newTestService(t)
 	p, err := ts.UpdateProject(ctx, ts.project.ID, auth.ProjectInput{SessionTTLSeconds: ptr(300)})
 	ok(t, err)
 	ts.project = p
-	l, _ := ts.signIn("short@example.com")
-	if ttl := l.Session.ExpiresAt.Sub(l.Session.IssuedAt); ttl != 300*time.Second {
-		t.Fatalf("session lifetime %v, want the project's 5 minutes", ttl)
+	l, pr := ts.signIn("short@example.com")
+	if ttl := pr.ExpiresAt - pr.IssuedAt; ttl != 300 || pr.IssuedAt != l.Session.IssuedAt.Unix() {
+		t.Fatalf("token lifetime %d s (iat %d), want the project's 300 from the sign-in (%v)", ttl, pr.IssuedAt, l.Session.IssuedAt)
 	}
-	ts.clock.Advance(l.Session.ExpiresAt.Sub(ts.clock.Now()) - time.Second)
+	if row := l.Session.ExpiresAt.Sub(l.Session.IssuedAt); row != 7*24*time.Hour {
+		t.Fatalf("session row lifetime %v, want the default idle time, 7 days", row)
+	}
+	ts.clock.Advance(time.Unix(pr.ExpiresAt, 0).Sub(ts.clock.Now()) - time.Second)
 	ts.principal(l)
 	ts.clock.Advance(time.Second)
 	_, err = ts.AuthenticateSession(ctx, "Bearer "+l.Token)

@@ -91,6 +91,12 @@ func projectInput(form url.Values) (auth.ProjectInput, error) {
 	if in.RateLimitPerMinute, err = intField(form, "rateLimitPerMinute"); err != nil {
 		return in, err
 	}
+	if in.SessionIdleSeconds, err = intField(form, "sessionIdleSeconds"); err != nil {
+		return in, err
+	}
+	if in.SessionMaxSeconds, err = intField(form, "sessionMaxSeconds"); err != nil {
+		return in, err
+	}
 	in.SessionRateLimitPerMinute, err = intField(form, "sessionRateLimitPerMinute")
 	return in, err
 }
@@ -113,13 +119,15 @@ func (s *Server) dashCreateProject(w http.ResponseWriter, r *http.Request, p htt
 // settingsForm is the settings form's fields as text.
 type settingsForm struct {
 	Name, Origins, DenyCIDRs, EmailChange, SessionTTL, RateLimit, SessionRateLimit string
+	SessionIdle, SessionMax                                                        string
 }
 
 // settingsOf fills the settings form from the project.
 func settingsOf(p auth.ProjectView) settingsForm {
 	return settingsForm{Name: p.Name, Origins: strings.Join(p.AllowedOrigins, "\n"), DenyCIDRs: strings.Join(p.DenyCIDRs, "\n"),
 		EmailChange: p.EmailChange, SessionTTL: strconv.Itoa(p.SessionTTLSeconds), RateLimit: strconv.Itoa(p.RateLimitPerMinute),
-		SessionRateLimit: strconv.Itoa(p.SessionRateLimitPerMinute)}
+		SessionRateLimit: strconv.Itoa(p.SessionRateLimitPerMinute),
+		SessionIdle:      strconv.Itoa(p.SessionIdleSeconds), SessionMax: strconv.Itoa(p.SessionMaxSeconds)}
 }
 
 // kept returns f with the posted fields in place of the stored ones: a
@@ -127,7 +135,7 @@ func settingsOf(p auth.ProjectView) settingsForm {
 func (f settingsForm) kept(form url.Values) settingsForm {
 	for name, field := range map[string]*string{"name": &f.Name, "origins": &f.Origins, "denyCidrs": &f.DenyCIDRs,
 		"emailChange": &f.EmailChange, "sessionTtlSeconds": &f.SessionTTL, "rateLimitPerMinute": &f.RateLimit,
-		"sessionRateLimitPerMinute": &f.SessionRateLimit} {
+		"sessionRateLimitPerMinute": &f.SessionRateLimit, "sessionIdleSeconds": &f.SessionIdle, "sessionMaxSeconds": &f.SessionMax} {
 		if v := textField(form, name); v != nil {
 			*field = *v
 		}

@@ -97,6 +97,9 @@ func TestDashboardFormErrors(t *testing.T) {
 		{"rate limit zero", proj, url.Values{"rateLimitPerMinute": {"0"}}, 400, "settings-error", "rateLimitPerMinute", []string{`name="rateLimitPerMinute" value="0"`}},
 		{"session rate limit too high", proj, url.Values{"sessionRateLimitPerMinute": {"100001"}}, 400, "settings-error", "sessionRateLimitPerMinute must be between 1 and 100000", []string{`name="sessionRateLimitPerMinute" value="100001"`}},
 		{"session rate limit not a number", proj, url.Values{"sessionRateLimitPerMinute": {"lots"}}, 400, "settings-error", "sessionRateLimitPerMinute must be a whole number", []string{`name="sessionRateLimitPerMinute" value="lots"`}},
+		{"idle time not a number", proj, url.Values{"sessionIdleSeconds": {"a week"}}, 400, "settings-error", "sessionIdleSeconds must be a whole number", []string{`name="sessionIdleSeconds" value="a week"`}},
+		{"idle time under the token", proj, url.Values{"sessionTtlSeconds": {"3600"}, "sessionIdleSeconds": {"600"}}, 400, "settings-error", "sessionIdleSeconds must be at least sessionTtlSeconds", []string{`name="sessionIdleSeconds" value="600"`}},
+		{"maximum under the idle time", proj, url.Values{"sessionMaxSeconds": {"3600"}}, 400, "settings-error", "sessionMaxSeconds must be at least sessionIdleSeconds", []string{`name="sessionMaxSeconds" value="3600"`}},
 		{"markup kept escaped", proj, url.Values{"name": {`<b>x</b>"`}, "sessionTtlSeconds": {"1"}}, 400, "settings-error", "sessionTtlSeconds", []string{`name="name" value="&lt;b&gt;x&lt;/b&gt;&#34;"`}},
 		{"empty name", proj, url.Values{"name": {"  "}}, 400, "settings-error", "name", nil},
 		{"bad address change", proj, url.Values{"emailChange": {"sometimes"}}, 400, "settings-error", "emailChange", nil},
@@ -147,14 +150,16 @@ func TestDashboardFormErrors(t *testing.T) {
 	}
 	// A form that passes saves everything it holds and says so.
 	code, body := c.post(proj, with(csrf, url.Values{"name": {"Renamed"}, "origins": {"https://a.example"}, "denyCidrs": {"203.0.113.0/24"},
-		"sessionTtlSeconds": {"3600"}, "rateLimitPerMinute": {"250"}, "emailChange": {"direct"}, "sessionRateLimitPerMinute": {"600"}}))
+		"sessionTtlSeconds": {"3600"}, "rateLimitPerMinute": {"250"}, "emailChange": {"direct"}, "sessionRateLimitPerMinute": {"600"},
+		"sessionIdleSeconds": {"7200"}, "sessionMaxSeconds": {"86400"}}))
 	if code != 200 || elementText(body, "notice") != "Settings saved." || !strings.Contains(body, `name="sessionTtlSeconds" value="3600"`) ||
-		!strings.Contains(body, `name="sessionRateLimitPerMinute" value="600"`) {
+		!strings.Contains(body, `name="sessionRateLimitPerMinute" value="600"`) || !strings.Contains(body, `name="sessionIdleSeconds" value="7200"`) ||
+		!strings.Contains(body, `name="sessionMaxSeconds" value="86400"`) {
 		t.Fatalf("save: %d, notice %q", code, elementText(body, "notice"))
 	}
 	p := obj(t, ts.admin("GET", "/api/v1/admin/projects/"+ts.Project.ID, nil).Body, "project")
 	if p["name"] != "Renamed" || p["sessionTtlSeconds"] != 3600.0 || p["rateLimitPerMinute"] != 250.0 || p["emailChange"] != "direct" ||
-		p["sessionRateLimitPerMinute"] != 600.0 ||
+		p["sessionRateLimitPerMinute"] != 600.0 || p["sessionIdleSeconds"] != 7200.0 || p["sessionMaxSeconds"] != 86400.0 ||
 		fmt.Sprint(p["allowedOrigins"]) != "[https://a.example]" || fmt.Sprint(p["denyCidrs"]) != "[203.0.113.0/24]" {
 		t.Fatalf("project after save: %v", p)
 	}

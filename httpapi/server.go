@@ -142,6 +142,7 @@ func (s *Server) routes() {
 	r.POST("/api/v1/user/email/send", s.session(s.emailSend))
 	r.POST("/api/v1/user/email/verify", s.session(s.emailVerify))
 	r.GET("/api/v1/session", s.sessionProofs(s.getSession))
+	r.POST("/api/v1/session/refresh", s.key(s.sessionRefresh))
 	r.POST("/api/v1/logout", s.session(s.logout))
 	r.GET("/api/v1/sessions", s.session(s.listSessions))
 	r.DELETE("/api/v1/sessions/:id", s.session(s.deleteSession))

@@ -114,7 +114,9 @@ func TestSessionsList(t *testing.T) {
 			t.Fatalf("session %d = %v, want id %s, ip %v, user agent %v, current %v", i, s, ids[i], wantIP[i], wantUA[i], i == 1)
 		}
 		wantTime(t, s, "createdAt", created[i])
-		wantTime(t, s, "expiresAt", created[i].Add(24*time.Hour))
+		// The session's end unless refreshed: the idle time (7 days by
+		// default), not its first token's day.
+		wantTime(t, s, "expiresAt", created[i].Add(7*24*time.Hour))
 	}
 	if other := ts.listSessions(tok3); other[0]["current"] != true || other[1]["current"] != false {
 		t.Fatalf("current follows the calling token: %v", other)

@@ -49,6 +49,10 @@ const (
 	// ExpiringOAuthFlows are sign-ins with providers in flight (their
 	// states and one-time codes), due at their ExpiresAt.
 	ExpiringOAuthFlows
+	// ExpiringRefreshTokens are sessions' refresh tokens, used or not,
+	// due at their ExpiresAt (they go with their session before that
+	// when it ends first).
+	ExpiringRefreshTokens
 
 	numExpiring = iota
 )
@@ -73,12 +77,13 @@ func (k Expiring) String() string {
 
 // expiringNames names the kinds for String.
 var expiringNames = [numExpiring]string{
-	ExpiringSessions:   "sessions",
-	ExpiringCodes:      "codes",
-	ExpiringMagicLinks: "magic links",
-	ExpiringChallenges: "challenges",
-	ExpiringGrants:     "grants",
-	ExpiringDevices:    "devices",
-	ExpiringDeliveries: "webhook deliveries",
-	ExpiringOAuthFlows: "oauth flows",
+	ExpiringSessions:      "sessions",
+	ExpiringCodes:         "codes",
+	ExpiringMagicLinks:    "magic links",
+	ExpiringChallenges:    "challenges",
+	ExpiringGrants:        "grants",
+	ExpiringDevices:       "devices",
+	ExpiringDeliveries:    "webhook deliveries",
+	ExpiringRefreshTokens: "refresh tokens",
+	ExpiringOAuthFlows:    "oauth flows",
 }

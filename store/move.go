@@ -18,7 +18,7 @@ import (
 // lists them, by name, in this order):
 //
 //	*Settings         the instance settings (one)
-//	*Project, *APIKey, *User, *Session
+//	*Project, *APIKey, *User, *Session, *RefreshToken
 //	*Code, *ThrottleRecord, *MagicLink, *Device
 //	*Factor, *BackupCodes, *Grant, *Passkey, *Identity, *Challenge,
 //	*OAuthFlow, *ExternalMethod
@@ -124,6 +124,7 @@ var recordKinds = []struct {
 	{"APIKey", reflect.TypeFor[*APIKey]()},
 	{"User", reflect.TypeFor[*User]()},
 	{"Session", reflect.TypeFor[*Session]()},
+	{"RefreshToken", reflect.TypeFor[*RefreshToken]()},
 	{"Code", reflect.TypeFor[*Code]()},
 	{"Throttle", reflect.TypeFor[*ThrottleRecord]()},
 	{"MagicLink", reflect.TypeFor[*MagicLink]()},
@@ -209,6 +210,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutUser(r)
 	case *Session:
 		return true, tx.PutSession(r)
+	case *RefreshToken:
+		return true, tx.PutRefreshToken(r)
 	case *Code:
 		return true, tx.PutCode(r)
 	case *ThrottleRecord:

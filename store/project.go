@@ -24,6 +24,13 @@ type Project struct {
 	// default.
 	SessionRateLimitPerMinute int `json:"sessionRateLimitPerMinute,omitempty"`
 
+	// SessionIdleSeconds is how long a session may go without being
+	// refreshed and still be refreshed, and SessionMaxSeconds how long
+	// after its sign-in it may be refreshed at all; 0 (projects stored
+	// before they existed, or that never set them) means the default.
+	SessionIdleSeconds int `json:"sessionIdleSeconds,omitempty"`
+	SessionMaxSeconds  int `json:"sessionMaxSeconds,omitempty"`
+
 	// SigningKeyID is the JWT "kid" of the project's ES256 key.
 	SigningKeyID string `json:"signingKeyId"`
 	// SigningKey is the PKCS#8 private key, sealed with the keyring.

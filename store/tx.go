@@ -55,6 +55,7 @@ type Tx interface {
 	Projects
 	Users
 	Sessions
+	RefreshTokens
 	Codes
 	Factors
 	Passkeys
@@ -145,7 +146,7 @@ type Users interface {
 	// ExternalUserID when that is set.
 	PutUser(u *User) error
 	// DeleteUser removes the user u.ID, its lookups by email and
-	// external id, its sessions, its factors (totp and sms), its backup
+	// external id, its sessions (with their refresh tokens), its factors (totp and sms), its backup
 	// codes, its passkeys and its links to sign-in providers
 	// (Identities). Other rows that name the user (remembered devices,
 	// codes, events) stay until they expire.
@@ -190,8 +191,8 @@ type Sessions interface {
 	// (ExpiringSessions). A replaced session leaves the store's session
 	// cache (DB.SessionState) once the transaction commits.
 	PutSession(s *Session) error
-	// DeleteSession removes the session s.ID and its entry under
-	// s.UserID (even when the row itself is gone).
+	// DeleteSession removes the session s.ID, its entry under s.UserID
+	// (even when the row itself is gone) and its refresh tokens.
 	DeleteSession(s *Session) error
 	// UserSessions returns the ids of userID's sessions in id byte order
 	// (oldest first).
@@ -211,8 +212,27 @@ type Sessions interface {
 	// shown as last seen at its sign-in, it is off by less than grace.
 	// Nothing else of the row changes (its expiry neither).
 	TouchSession(id string, t time.Time, grace time.Duration) error
-	// DeleteUserSessions removes every session of userID.
+	// DeleteUserSessions removes every session of userID, with their
+	// refresh tokens.
 	DeleteUserSessions(userID string) error
+}
+
+// RefreshTokens is the sessions' refresh tokens (RefreshToken), keyed by
+// (session, hash): each session's tokens are its family. They go with
+// their session, in the transaction that deletes it: DeleteSession,
+// DeleteUserSessions, DeleteUser, DeleteProject and the sweep of expired
+// sessions (SweepExpired of ExpiringSessions) delete them too.
+type RefreshTokens interface {
+	// RefreshToken returns session sessionID's token whose Hash is hash
+	// (an exact match), used or expired or not.
+	RefreshToken(sessionID string, hash []byte) (*RefreshToken, error)
+	// PutRefreshToken creates or replaces the token (t.SessionID,
+	// t.Hash); the sweep deletes it at its ExpiresAt
+	// (ExpiringRefreshTokens). The session t.SessionID must be stored (by
+	// this transaction or an earlier one): a token of a session that is
+	// not is not stored either, and no error is returned (it would have
+	// gone with its session).
+	PutRefreshToken(t *RefreshToken) error
 }
 
 // Codes is the one-time codes and the send or failure histories

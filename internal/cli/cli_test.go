@@ -287,6 +287,13 @@ func TestProjectCommands(t *testing.T) {
 	}
 	wantContains(t, ts.ok("project", "update", id, "--session-rate-limit", "45"), "Session rate limit", "45/min per session")
 	wantFail(t, ts.cli("project", "update", id, "--session-rate-limit", "0"), 1, "(VALIDATION_ERROR)")
+	p = ts.okJSON("project", "update", id, "--session-idle", "86400", "--session-max", "604800")["project"].(map[string]any)
+	if p["sessionIdleSeconds"] != float64(86400) || p["sessionMaxSeconds"] != float64(604800) || p["sessionTtlSeconds"] != float64(5400) {
+		t.Fatalf("project=%v", p)
+	}
+	wantContains(t, ts.ok("project", "update", id, "--session-max", "1209600"), "Session idle", "1d (86400 s) without a refresh",
+		"Session maximum", "14d (1209600 s) after the sign-in")
+	wantFail(t, ts.cli("project", "update", id, "--session-idle", "3600"), 1, "(VALIDATION_ERROR)") // under the token lifetime
 	wantFail(t, ts.cli("project", "update", id, "--email-change", "never"), 1, "(VALIDATION_ERROR)")
 
 	wantFail(t, ts.cli("project", "update", "nope", "--name", "x"), 1, "(PROJECT_NOT_FOUND)")

@@ -28,6 +28,11 @@ type project struct {
 	// that write.
 	SessionRateLimitPerMinute int    `json:"sessionRateLimitPerMinute"`
 	CreatedAt                 string `json:"createdAt"`
+	// SessionIdleSeconds and SessionMaxSeconds bound a session's
+	// refreshes: unrefreshed for the one, or older than the other, it
+	// ends.
+	SessionIdleSeconds int `json:"sessionIdleSeconds"`
+	SessionMaxSeconds  int `json:"sessionMaxSeconds"`
 }
 
 type apiKey struct {
@@ -130,7 +135,7 @@ var projectUpdate = &command{
 		return func(ctx context.Context, c *call) error {
 			b := body(c)
 			if len(b) == 0 {
-				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --rate-limit, --session-rate-limit, --deny-cidr, --email-change")
+				return usagef("nothing to update: give at least one of --name, --origin, --company-id, --rp-id, --session-ttl, --session-idle, --session-max, --rate-limit, --session-rate-limit, --deny-cidr, --email-change")
 			}
 			var resp struct {
 				Project project `json:"project"`
@@ -168,7 +173,9 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 	fs.Var(&origins, "origin", "allowed `ORIGIN` scheme://host[:port]; repeat or separate with commas")
 	companyID := fs.String("company-id", "", "`ID` of the organisation owning the project (default on create: a new UUID)")
 	rpID := fs.String("rp-id", "", "WebAuthn relying party `HOST` (default: the first origin's host)")
-	ttl := fs.Int("session-ttl", 0, "session lifetime in `SECONDS` (300 to 7776000; server default 86400)")
+	ttl := fs.Int("session-ttl", 0, "session token lifetime in `SECONDS` (300 to 7776000; server default 86400)")
+	idle := fs.Int("session-idle", 0, "a session not refreshed for `SECONDS` ends (300 to 31536000, at least --session-ttl; server default 604800)")
+	most := fs.Int("session-max", 0, "no session is refreshed `SECONDS` after its sign-in (300 to 31536000, at least --session-idle; server default 2592000)")
 	rate := fs.Int("rate-limit", 0, "API key requests per minute, `N` (server default 100)")
 	sessionRate := fs.Int("session-rate-limit", 0, "calls that write per minute per user session, `N` (1 to 100000; server default 120; reads are never limited)")
 	fs.Var(&deny, "deny-cidr", "refuse logins from `CIDR`; repeat or separate with commas")
@@ -184,6 +191,8 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 			"rate-limit":         func() { b["rateLimitPerMinute"] = *rate },
 			"deny-cidr":          func() { b["denyCidrs"] = []string(deny) },
 			"session-rate-limit": func() { b["sessionRateLimitPerMinute"] = *sessionRate },
+			"session-idle":       func() { b["sessionIdleSeconds"] = *idle },
+			"session-max":        func() { b["sessionMaxSeconds"] = *most },
 		} {
 			if c.set[flagName] {
 				set()
@@ -204,6 +213,8 @@ func printProject(c *call, p project) error {
 		"Allowed origins", list(p.AllowedOrigins),
 		"RP ID", p.RPID,
 		"Session TTL", fmt.Sprintf("%s (%d s)", humanSeconds(p.SessionTTLSeconds), p.SessionTTLSeconds),
+		"Session idle", fmt.Sprintf("%s (%d s) without a refresh", humanSeconds(p.SessionIdleSeconds), p.SessionIdleSeconds),
+		"Session maximum", fmt.Sprintf("%s (%d s) after the sign-in", humanSeconds(p.SessionMaxSeconds), p.SessionMaxSeconds),
 		"Rate limit", fmt.Sprintf("%d/min per key", p.RateLimitPerMinute),
 		"Session rate limit", fmt.Sprintf("%d/min per session (calls that write)", p.SessionRateLimitPerMinute),
 		"Deny CIDRs", list(p.DenyCIDRs),

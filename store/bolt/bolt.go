@@ -61,6 +61,7 @@ var (
 	bucketUsersByExt   = []byte("users_by_external_id")
 	bucketSessions     = []byte("sessions")
 	bucketUserSessions = []byte("sessions_by_user")
+	bucketRefresh      = []byte("refresh_tokens") // by (session id, hash): refresh.go
 	bucketCodes        = []byte("codes")
 	bucketThrottles    = bucketCodes // send histories share the codes' bucket and expiry index
 	bucketMagic        = []byte("magic_links")
@@ -104,6 +105,7 @@ var (
 	bucketDevicesExpiry    = []byte("devices_by_expiry")
 	bucketDeliveriesExpiry = []byte("deliveries_by_expiry")
 	bucketOAuthFlowsExpiry = []byte("oauth_flows_by_expiry")
+	bucketRefreshExpiry    = []byte("refresh_tokens_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -112,10 +114,10 @@ var (
 		bucketBackupCodes, bucketPasskeys, bucketChallenges, bucketWebhooks,
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
-		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients,
+		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -405,6 +407,9 @@ func (db *DB) Check() error {
 		if err := tx.checkExpiries(); err != nil {
 			return err
 		}
+		if err := tx.checkRefresh(); err != nil {
+			return err
+		}
 		return tx.checkEvents()
 	})
 }
@@ -482,7 +487,7 @@ func init() {
 		bucketUsers, bucketSessions, bucketUserSessions, bucketDevices, bucketOutbox, bucketMail,
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
-		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry,
+		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
 	} {
 		fillPercent[string(b)] = appendFill
 	}

@@ -43,6 +43,9 @@ var expiries = [...]expiry{
 				return err
 			}
 			tx.sessionChanged(k)
+			if err := tx.deleteSessionRefresh(s.ID); err != nil {
+				return err
+			}
 			return tx.del(bucketUserSessions, compound(s.UserID, s.ID))
 		}},
 	store.ExpiringCodes: {rows: bucketCodes, index: bucketCodesExpiry,
@@ -97,6 +100,12 @@ var expiries = [...]expiry{
 			var f store.OAuthFlow
 			err := jsonDecode(v, &f)
 			return expiryRow{f.ExpiresAt, f.ProjectID}, err
+		}},
+	store.ExpiringRefreshTokens: {rows: bucketRefresh, index: bucketRefreshExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var r store.RefreshToken
+			err := jsonDecode(v, &r)
+			return expiryRow{r.ExpiresAt, r.ProjectID}, err
 		}},
 }
 

@@ -68,6 +68,7 @@ var exportBuckets = []struct {
 	{bucketKeys, jsonRow(func() any { return &store.APIKey{} })},
 	{bucketUsers, func(k, v []byte) (any, error) { return decodeUser(k, v) }},
 	{bucketSessions, func(k, v []byte) (any, error) { return decodeSession(k, v) }},
+	{bucketRefresh, jsonRow(func() any { return &store.RefreshToken{} })},
 	{bucketCodes, func(k, v []byte) (any, error) {
 		if !isThrottleKey(k) {
 			return decodeCode(v)
@@ -162,6 +163,7 @@ var notExported = map[string]string{
 	string(bucketDevicesExpiry):    "expiry index of remembered devices (PutDevice)",
 	string(bucketDeliveriesExpiry): "expiry index of delivery records (AddDelivery)",
 	string(bucketOAuthFlowsExpiry): "expiry index of sign-ins with providers in flight (PutOAuthFlow)",
+	string(bucketRefreshExpiry):    "expiry index of refresh tokens (PutRefreshToken)",
 }
 
 // bbolt keeps dashboard sessions and the counts of the approximate rate

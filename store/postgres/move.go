@@ -111,6 +111,14 @@ func (ex *exporter) steps() []exportStep {
 				return r.session(), nil
 			})
 		}},
+		{"refresh_tokens", func() error {
+			return ex.stream(`SELECT session_id, hash, project_id, created_at, used_at, expires_at
+				FROM refresh_tokens ORDER BY session_id, hash`, func(rows pgx.Rows) (any, error) {
+				r := &store.RefreshToken{}
+				return r, rows.Scan(&r.SessionID, &r.Hash, &r.ProjectID, timeDest(&r.CreatedAt), timePtrDest(&r.UsedAt),
+					timeDest(&r.ExpiresAt))
+			})
+		}},
 		ex.paged("codes", []string{"project_id", "kind", "subject"}, func(k []any) (any, error) {
 			return tx.Code(keyText(k[1]), keyText(k[0]), keyText(k[2]))
 		}),

@@ -48,8 +48,8 @@ func Fixture() []any {
 
 		&store.Project{ID: p1, Name: "Fixture", CompanyID: "co_fixture", AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
 			RPID: "example.com", SessionTTLSeconds: 7200, RateLimitPerMinute: 77, DenyCIDRs: []string{"10.0.0.0/8", "2001:db8::/32"},
-			CreatedAt: at(0), EmailChange: "direct", SessionRateLimitPerMinute: 33, SigningKeyID: "kid-fixture",
-			SigningKey: bytesOf("sealed-signing-key"), PublicKey: bytesOf("public-key"),
+			CreatedAt: at(0), EmailChange: "direct", SessionRateLimitPerMinute: 33, SessionIdleSeconds: 259200, SessionMaxSeconds: 864000,
+			SigningKeyID: "kid-fixture", SigningKey: bytesOf("sealed-signing-key"), PublicKey: bytesOf("public-key"),
 			Providers: []store.Provider{{ID: "0195f3a0-0000-7000-8000-000000000051", Name: "google", Type: "google", ClientID: "client-id",
 				Secret: bytesOf("sealed-client-secret"), Issuer: "https://accounts.google.com", Scopes: []string{"openid", "email"},
 				CreatedAt: at(time.Second), ResponseMode: "form_post", LinkByEmail: &yes}}},
@@ -70,6 +70,11 @@ func Fixture() []any {
 			LastSeenAt: at(9 * time.Second), Proofs: []store.Proof{{Method: "otp", At: at(8 * time.Second)}, {Method: "totp", At: at(9 * time.Second)}}},
 		&store.Session{ID: "0195f3a0-0000-7000-8000-000000000022", UserID: u2, ProjectID: p2, Method: "passkey",
 			IssuedAt: at(10 * time.Second), ExpiresAt: at(later), Proofs: []store.Proof{{Method: "passkey", At: at(10 * time.Second)}}},
+
+		&store.RefreshToken{SessionID: "0195f3a0-0000-7000-8000-000000000021", Hash: bytesOf("refresh-hash-1"), ProjectID: p1,
+			CreatedAt: at(8 * time.Second), UsedAt: ptr(at(9 * time.Second)), ExpiresAt: at(later)},
+		&store.RefreshToken{SessionID: "0195f3a0-0000-7000-8000-000000000021", Hash: bytesOf("refresh-hash-2"), ProjectID: p1,
+			CreatedAt: at(9 * time.Second), ExpiresAt: at(later)},
 
 		&store.Code{Kind: "otp", ProjectID: p1, Subject: "ada@example.com", Phone: "+15550100", Email: "ada@example.org",
 			Hash: bytesOf("code-hash"), Attempts: 2, CreatedAt: at(11 * time.Second), ExpiresAt: at(later)},

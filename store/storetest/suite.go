@@ -63,6 +63,7 @@ func (s Suite) suites() []subtest {
 		{"Projects", s.Projects},
 		{"Users", s.Users},
 		{"Sessions", s.Sessions},
+		{"RefreshTokens", s.RefreshTokens},
 		{"Codes", s.Codes},
 		{"Factors", s.Factors},
 		{"Passkeys", s.Passkeys},

@@ -112,6 +112,11 @@ func (s Suite) dbWritesInView(t *testing.T) {
 			return tx.PutUser(&store.User{ID: "u", ProjectID: "p", Email: "a@example.com"})
 		},
 		"PutSession": func(tx store.Tx) error { return tx.PutSession(&store.Session{ID: "s", UserID: "u", ProjectID: "p"}) },
+		"PutRefreshToken": func(tx store.Tx) error {
+			// Its session first, in the same View: both are refused.
+			tx.PutSession(&store.Session{ID: "s", UserID: "u", ProjectID: "p"})
+			return tx.PutRefreshToken(&store.RefreshToken{SessionID: "s", Hash: []byte("h"), ProjectID: "p", ExpiresAt: at})
+		},
 		"PutCode": func(tx store.Tx) error {
 			return tx.PutCode(&store.Code{Kind: "otp", ProjectID: "p", Subject: "a@example.com"})
 		},
@@ -165,6 +170,7 @@ func (s Suite) dbWritesInView(t *testing.T) {
 				}
 				return nil
 			}(),
+			"RefreshToken": wantNotFound(tx.RefreshToken("s", []byte("h"))),
 		} {
 			if err != nil {
 				t.Errorf("%s after the refused writes: %v", name, err)

@@ -96,6 +96,13 @@ func (s Suite) expiryKinds(t *testing.T) {
 		{store.ExpiringDeliveries, t0.Add(store.DeliveryLifetime), func(tx store.Tx, at time.Time) error {
 			return tx.AddDelivery(&store.Delivery{ID: "d1", WebhookID: "w1", EventID: "evt_1", Attempt: 1, Status: "succeeded", CreatedAt: at.Add(-store.DeliveryLifetime)})
 		}, func(tx store.Tx) bool { ds, _ := tx.Deliveries("w1", 10); return len(ds) == 1 }, false},
+		{store.ExpiringRefreshTokens, t0.Add(7 * day), func(tx store.Tx, at time.Time) error {
+			// Its session first (a token needs one), due long after.
+			if err := tx.PutSession(&store.Session{ID: "s-rt", UserID: "u-rt", ProjectID: "p", IssuedAt: t0, ExpiresAt: t0.Add(365 * day)}); err != nil {
+				return err
+			}
+			return tx.PutRefreshToken(&store.RefreshToken{SessionID: "s-rt", Hash: []byte("rt1"), ProjectID: "p", CreatedAt: t0, ExpiresAt: at})
+		}, func(tx store.Tx) bool { _, err := tx.RefreshToken("s-rt", []byte("rt1")); return err == nil }, true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {

@@ -43,7 +43,7 @@ func (s Suite) projectsRoundTrip(t *testing.T) {
 		{ID: "p-full", Name: "Full ✓", CompanyID: "c", AllowedOrigins: []string{"https://a.example", ""}, RPID: "a.example",
 			SessionTTLSeconds: 86400, RateLimitPerMinute: 1 << 40, DenyCIDRs: []string{"10.0.0.0/8"}, CreatedAt: t0,
 			EmailChange: "direct", SigningKeyID: "kid", SigningKey: []byte{0, 1, 2, 255}, PublicKey: []byte("pub"), SessionRateLimitPerMinute: 77,
-			Providers: providers},
+			SessionIdleSeconds: 7200, SessionMaxSeconds: 86400, Providers: providers},
 		{ID: "p-empty", AllowedOrigins: []string{}, DenyCIDRs: []string{}, SigningKey: []byte{}, PublicKey: []byte{}, Providers: []store.Provider{}},
 		{ID: "p-nil"},
 	}
@@ -265,6 +265,8 @@ func fillProject(tx store.Tx, name string) error {
 		tx.PutSession(&store.Session{ID: "s-" + name, UserID: uid, ProjectID: pid, IssuedAt: t0, ExpiresAt: later}),
 		tx.PutUser(&store.User{ID: uid + "2", ProjectID: pid, Email: name + "2@example.com", CreatedAt: t0}),
 		tx.PutSession(&store.Session{ID: "s-" + name + "2", UserID: uid + "2", ProjectID: pid, IssuedAt: t0, ExpiresAt: later}),
+		tx.PutRefreshToken(&store.RefreshToken{SessionID: "s-" + name, Hash: []byte("rt-" + name), ProjectID: pid, CreatedAt: t0, ExpiresAt: later}),
+		tx.PutRefreshToken(&store.RefreshToken{SessionID: "s-" + name + "2", Hash: []byte("rt-" + name), ProjectID: pid, CreatedAt: t0, ExpiresAt: later}),
 		tx.PutFactor(&store.Factor{UserID: uid, ProjectID: pid, Kind: "totp", Status: "enrolled", CreatedAt: t0}),
 		tx.PutFactor(&store.Factor{UserID: uid, ProjectID: pid, Kind: "sms", Status: "enrolled", Phone: "+15551234567", CreatedAt: t0}),
 		tx.PutBackupCodes(&store.BackupCodes{UserID: uid, ProjectID: pid, Hashes: [][]byte{{1}}, Used: []bool{false}, CreatedAt: t0}),
@@ -342,6 +344,12 @@ var projectRows = []projectRow{
 	{"session", false, false, func(tx store.Tx, n string) (bool, error) { return tx.SessionExists("s-" + n) }},
 	{"user's sessions", false, false, func(tx store.Tx, n string) (bool, error) { return some(tx.UserSessions("u-" + n)) }},
 	{"second user's session", false, true, func(tx store.Tx, n string) (bool, error) { return tx.SessionExists("s-" + n + "2") }},
+	{"session's refresh token", false, false, func(tx store.Tx, n string) (bool, error) {
+		return found(tx.RefreshToken("s-"+n, []byte("rt-"+n)))
+	}},
+	{"second user's refresh token", false, true, func(tx store.Tx, n string) (bool, error) {
+		return found(tx.RefreshToken("s-"+n+"2", []byte("rt-"+n)))
+	}},
 	{"totp factor", false, false, func(tx store.Tx, n string) (bool, error) { return found(tx.Factor("u-"+n, "totp")) }},
 	{"sms factor", false, false, func(tx store.Tx, n string) (bool, error) { return found(tx.Factor("u-"+n, "sms")) }},
 	{"backup codes", false, false, func(tx store.Tx, n string) (bool, error) { return found(tx.BackupCodes("u-" + n)) }},
