@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -48,12 +49,45 @@ type specValidators struct {
 	// requests checks requests as the server reads them: unknown body
 	// fields are allowed (the server ignores them).
 	requests validator.Validator
-	// mu serialises validation: the validators' schema caches are
-	// shared by every test server's handler goroutines.
-	mu sync.Mutex
 }
 
-var loadSpec = sync.OnceValues(func() (*specValidators, error) {
+// loadSpec returns the document's validators, built once per test
+// binary.
+var loadSpec = sync.OnceValues(newSpecValidators)
+
+// specPool holds one set of validators per CPU: a set validates one
+// exchange at a time (its schema caches are shared by every test
+// server's handler goroutines), and one set alone made every exchange of
+// the parallel tests wait for it (half of the package's time under the
+// race detector).
+var specPool = sync.OnceValues(func() (chan *specValidators, error) {
+	first, err := loadSpec()
+	if err != nil {
+		return nil, err
+	}
+	n := runtime.GOMAXPROCS(0)
+	pool := make(chan *specValidators, n)
+	pool <- first
+	errs := make(chan error, n)
+	for range n - 1 {
+		go func() {
+			v, err := newSpecValidators()
+			if err == nil {
+				pool <- v
+			}
+			errs <- err
+		}()
+	}
+	for range n - 1 {
+		if err := <-errs; err != nil {
+			return nil, err
+		}
+	}
+	return pool, nil
+})
+
+// newSpecValidators reads the document and builds its validators.
+func newSpecValidators() (*specValidators, error) {
 	raw, err := os.ReadFile("openapi.json")
 	if err != nil {
 		return nil, err
@@ -97,7 +131,7 @@ var loadSpec = sync.OnceValues(func() (*specValidators, error) {
 		return nil, reqErr
 	}
 	return &specValidators{responses: res, requests: req}, nil
-})
+}
 
 // decodeJSONLines decodes a JSON-lines body into the array of its
 // lines. A last line without its newline is a stream cut short (the
@@ -139,7 +173,7 @@ func specChecked(t testing.TB, next http.Handler) http.Handler {
 	if _, bench := t.(*testing.B); bench {
 		return next // benchmarks measure the server, not the check
 	}
-	spec, err := loadSpec()
+	pool, err := specPool()
 	if err != nil {
 		t.Fatalf("OpenAPI document: %v", err)
 	}
@@ -189,7 +223,10 @@ func specChecked(t testing.TB, next http.Handler) http.Handler {
 		}
 		res := &http.Response{StatusCode: rec.status, Header: w.Header().Clone(), Request: req,
 			Body: io.NopCloser(bytes.NewReader(rec.body.Bytes()))}
-		if problems := spec.check(req, body, res, rec.body.Bytes()); len(problems) > 0 {
+		spec := <-pool
+		problems := spec.check(req, body, res, rec.body.Bytes())
+		pool <- spec
+		if len(problems) > 0 {
 			t.Errorf("OpenAPI mismatch: %s %s -> %d\n  %s\n  request body: %s\n  response body: %s",
 				r.Method, r.URL.RequestURI(), rec.status, strings.Join(problems, "\n  "), clipBody(body), clipBody(rec.body.Bytes()))
 		}
@@ -198,8 +235,6 @@ func specChecked(t testing.TB, next http.Handler) http.Handler {
 
 // check returns the ways an exchange disagrees with the document.
 func (s *specValidators) check(req *http.Request, reqBody []byte, res *http.Response, resBody []byte) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var problems []string
 	if req.Method == http.MethodOptions {
 		// CORS preflights are not operations of the document (its
