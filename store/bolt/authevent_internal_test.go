@@ -109,7 +109,7 @@ func TestAuthEventEncoding(t *testing.T) {
 // indexed and counted at the first open, also when an earlier upgrade
 // stopped half way.
 func TestMigrateEvents(t *testing.T) {
-	t.Parallel()
+	defer smallMigrateChunks()()
 	for _, interrupted := range []bool{false, true} {
 		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "v1.db")
@@ -117,7 +117,7 @@ func TestMigrateEvents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const n = migrateChunk + 500
+			n := migrateChunk + 500
 			b.Update(func(tx *bbolt.Tx) error {
 				meta, _ := tx.CreateBucket(bucketMeta)
 				meta.Put(keySchema, u64(1))
@@ -128,7 +128,7 @@ func TestMigrateEvents(t *testing.T) {
 					raw, _ := json.Marshal(e)
 					ev.Put(posKey(store.EventPos{Nanos: e.CreatedAt.UnixNano(), Seq: uint64(i + 1)}), raw)
 				}
-				ev.SetSequence(n)
+				ev.SetSequence(uint64(n))
 				if interrupted {
 					// An upgrade that indexed the first chunk and stopped.
 					bt := txn{tx}
@@ -178,7 +178,7 @@ func TestMigrateEvents(t *testing.T) {
 				for _, c := range hc {
 					sum += c.N
 				}
-				if sum != n {
+				if sum != int64(n) {
 					t.Fatalf("hourly counters sum to %d, want %d", sum, n)
 				}
 				return nil

@@ -110,7 +110,7 @@ func TestExpiriesEveryKind(t *testing.T) {
 // earlier upgrade stopped part of the way; the rows read back as written
 // and are swept at their time.
 func TestMigrateExpiry(t *testing.T) {
-	t.Parallel()
+	defer smallMigrateChunks()()
 	for _, interrupted := range []bool{false, true} {
 		t.Run(fmt.Sprint("interrupted=", interrupted), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "v2.db")
@@ -118,7 +118,7 @@ func TestMigrateExpiry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const sessions = migrateChunk + 500
+			sessions := migrateChunk + 500
 			err = b.Update(func(tx *bbolt.Tx) error {
 				for _, name := range allBuckets {
 					if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -476,4 +476,15 @@ func TestRecordsKeepEveryField(t *testing.T) {
 	fillAll(t, &m)
 	gm, err := decodeMail(u64(m.ID), encodeMail(&m))
 	same("Mail", &m, gm, err)
+}
+
+// smallMigrateChunks makes the upgrades take 500 rows a transaction
+// instead of 20,000, so that a test crosses a chunk's end with 1,000 rows,
+// and returns the function that puts the size back. The tests that call
+// it are not parallel: they run before the parallel tests of the
+// package start, which read the size.
+func smallMigrateChunks() (restore func()) {
+	was := migrateChunk
+	migrateChunk = 500
+	return func() { migrateChunk = was }
 }

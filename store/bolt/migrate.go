@@ -15,8 +15,10 @@ import (
 // key of the last event already indexed.
 var keyEventMigration = []byte("migrate_events_upto")
 
-// migrateChunk is how many events one migration transaction indexes.
-const migrateChunk = 20_000
+// migrateChunk is how many events one migration transaction indexes
+// (a variable for the upgrade tests, which use smaller chunks: see
+// smallMigrateChunks).
+var migrateChunk = 20_000
 
 // migrateEvents upgrades a version 1 file to version 2: it indexes and
 // counts the authentication events already stored (version 1 kept them
