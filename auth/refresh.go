@@ -47,6 +47,11 @@ var (
 	// was ended.
 	errRefreshReused = ErrInvalidSession.withCategory(CatAlreadyUsed).
 				With("This refresh token was already used, so the session has been ended: sign in again.")
+	// errRefreshPending: the account has TOTP or SMS and the session has
+	// not proven either: it lives its token's lifetime and no longer
+	// unless the second factor is verified on it (it stays usable for
+	// that until its token expires).
+	errRefreshPending = ErrStepUpRequired.With("This session's second factor is pending: verify a TOTP or SMS code (or a backup code) with it before refreshing it.")
 )
 
 // sessionTimes returns p's session token lifetime, idle time and
@@ -165,7 +170,9 @@ type Refreshed struct {
 // project's, changing nothing; expired for a session idle or past its
 // maximum; already_used for a token already exchanged, which ends the
 // session (session.revoked), since two holders of one token mean it was
-// copied. A refresh that succeeds is no event (a session refreshes every
+// copied. A session whose account has TOTP or SMS and that has proven
+// neither (secondFactorPending) is refused with STEP_UP_REQUIRED,
+// changing nothing: it may prove the factor and refresh then. A refresh that succeeds is no event (a session refreshes every
 // sessionTtlSeconds); the metrics count it.
 func (s *Service) RefreshSession(ctx context.Context, p *store.Project, refreshToken string, m Meta) (*Refreshed, error) {
 	a := s.attempt(ctx, p.ID, methodSession, "refresh", m)
@@ -233,6 +240,16 @@ func (s *Service) RefreshSession(ctx context.Context, p *store.Project, refreshT
 		if !now.Before(rt.ExpiresAt) || !now.Before(sess.ExpiresAt) || !now.Before(rt.CreatedAt.Add(idle)) ||
 			!now.Before(sess.IssuedAt.Add(most)) {
 			return a.fail(tx, errRefreshExpired)
+		}
+		// A sign-in without the account's second factor does not slide
+		// past its first token: refreshing would turn a day of a pending
+		// session into the project's maximum.
+		var en store.Enrolled
+		if err := tx.ReadEnrolled(p.ID, sess.UserID, &en); err != nil {
+			return err
+		}
+		if secondFactorPending(sess.Proofs, en) {
+			return a.fail(tx, errRefreshPending)
 		}
 		// The token presented is kept, used, as long as its family may
 		// live: presenting it again is reuse.

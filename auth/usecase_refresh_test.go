@@ -450,3 +450,36 @@ func TestProjectSessionTimes(t *testing.T) {
 	_, err = ts.CreateProject(ctx, auth.ProjectInput{Name: ptr("Bad"), SessionIdleSeconds: ptr(600)})
 	wantErr(t, err, auth.ErrValidation, auth.CatValidation)
 }
+
+// TestRefreshPendingSecondFactor: a session signed in by email on an
+// account with TOTP, which has not proven TOTP, is refused a refresh with
+// STEP_UP_REQUIRED (its refresh token stays unused), and refreshes once
+// it verifies TOTP; the enrolling session, which proved it, refreshes.
+func TestRefreshPendingSecondFactor(t *testing.T) {
+	t.Parallel()
+	ts := newTestService(t)
+	const addr = "pending@example.com"
+	first, pr := ts.signIn(addr)
+	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
+	ok(t, err)
+	ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
+	ts.clock.Advance(time.Minute)
+	second, pr2 := ts.signIn(addr)
+	if !second.SecondFactorPending() {
+		t.Fatal("an email sign-in on a TOTP account is not pending")
+	}
+	_, err = ts.refresh(second.RefreshToken)
+	wantErr(t, err, auth.ErrStepUpRequired, auth.CatRiskBlocked)
+	if e := ts.lastEvent(); e.Method != "session" || e.Action != "refresh" || *e.FailureCode != auth.CatRiskBlocked {
+		t.Fatalf("last event %+v, want the refused refresh", e)
+	}
+	ts.clock.Advance(30 * time.Second)
+	ok(t, ts.VerifyTOTP(ctx, pr2, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
+	rf, err := ts.refresh(second.RefreshToken) // not used by the refusal
+	ok(t, err)
+	if rf.Session.ID != second.Session.ID {
+		t.Fatalf("refreshed session %s, want %s", rf.Session.ID, second.Session.ID)
+	}
+	_, err = ts.refresh(first.RefreshToken)
+	ok(t, err)
+}

@@ -137,14 +137,19 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ScopesSupported = auth.ProviderScopes
 	cfg.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
-	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeDeviceCode}
+	// Only the authorization and token endpoints, which discovery
+	// requires, are named before they are served; the others, and the
+	// grants beyond the code, join the document with their flows.
+	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode}
+	cfg.UserinfoEndpoint, cfg.IntrospectionEndpoint, cfg.RevocationEndpoint = "", "", ""
+	cfg.EndSessionEndpoint, cfg.DeviceAuthorizationEndpoint = "", ""
 	cfg.SubjectTypesSupported = []string{"public"}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 	cfg.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}
 	cfg.TokenEndpointAuthSigningAlgValuesSupported = nil
-	cfg.IntrospectionEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodBasic}
+	cfg.IntrospectionEndpointAuthMethodsSupported = nil
 	cfg.IntrospectionEndpointAuthSigningAlgValuesSupported = nil
-	cfg.RevocationEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}
+	cfg.RevocationEndpointAuthMethodsSupported = nil
 	cfg.RevocationEndpointAuthSigningAlgValuesSupported = nil
 	cfg.RequestObjectSigningAlgValuesSupported = nil
 	cfg.RequestParameterSupported = false

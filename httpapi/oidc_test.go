@@ -60,18 +60,23 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 		d := r.Body
 		for k, v := range map[string]string{
 			"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/oauth/token",
-			"userinfo_endpoint": iss + "/userinfo", "jwks_uri": iss + "/keys", "revocation_endpoint": iss + "/revoke",
-			"introspection_endpoint": iss + "/oauth/introspect", "end_session_endpoint": iss + "/end_session",
-			"device_authorization_endpoint": iss + "/device_authorization",
+			"jwks_uri": iss + "/keys",
 		} {
 			if d[k] != v {
 				t.Errorf("%s = %v, want %s", k, d[k], v)
 			}
 		}
+		// What is not served yet is not advertised.
+		for _, k := range []string{"userinfo_endpoint", "revocation_endpoint", "introspection_endpoint", "end_session_endpoint",
+			"device_authorization_endpoint", "introspection_endpoint_auth_methods_supported", "revocation_endpoint_auth_methods_supported"} {
+			if v, ok := d[k]; ok {
+				t.Errorf("%s = %v before it is served", k, v)
+			}
+		}
 		for k, want := range map[string]string{
 			"response_types_supported":              "code",
 			"response_modes_supported":              "query form_post",
-			"grant_types_supported":                 "authorization_code refresh_token urn:ietf:params:oauth:grant-type:device_code",
+			"grant_types_supported":                 "authorization_code",
 			"code_challenge_methods_supported":      "S256",
 			"id_token_signing_alg_values_supported": "RS256 ES256",
 			"subject_types_supported":               "public",

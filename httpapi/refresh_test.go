@@ -232,3 +232,28 @@ func TestMagicRedirectNoRefreshToken(t *testing.T) {
 	wantOK(t, j)
 	wantOK(t, ts.refresh(ts.Key, str(t, j.Body, "refreshToken")))
 }
+
+// TestSessionRefreshPendingSecondFactor: a session signed in by email on
+// an account with TOTP is refused a refresh with 403 STEP_UP_REQUIRED
+// until it verifies a TOTP code; its refresh token works after.
+func TestSessionRefreshPendingSecondFactor(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	secret := ts.enrollTOTP(str(t, ts.login("guarded@example.com").Body, "token"))
+	login := ts.login("guarded@example.com")
+	tok, rt := str(t, login.Body, "token"), str(t, login.Body, "refreshToken")
+	if login.Body["secondFactorPending"] != true {
+		t.Fatalf("login %s: want secondFactorPending", login.Raw)
+	}
+	refused := ts.do("POST", "/api/v1/session/refresh", ts.Key, map[string]any{"refreshToken": rt})
+	wantError(t, refused, 403, "STEP_UP_REQUIRED")
+	if msg, _ := refused.Body["error"].(string); !strings.Contains(msg, "second factor is pending") {
+		t.Fatalf("error %q does not say why", msg)
+	}
+	wantOK(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.totpCode(secret, 0)}))
+	r := ts.do("POST", "/api/v1/session/refresh", ts.Key, map[string]any{"refreshToken": rt})
+	wantOK(t, r)
+	if str(t, r.Body, "refreshToken") == rt {
+		t.Fatal("the refresh token did not rotate")
+	}
+}
