@@ -212,7 +212,7 @@ func (s *Service) RefreshSession(ctx context.Context, p *store.Project, refreshT
 		} else if err != nil {
 			return err
 		}
-		sess, err := tx.Session(sid)
+		sess, en, err := tx.SessionEnrolled(sid)
 		if errors.Is(err, store.ErrNotFound) {
 			return a.fail(tx, errRefreshUnknown)
 		} else if err != nil {
@@ -244,10 +244,6 @@ func (s *Service) RefreshSession(ctx context.Context, p *store.Project, refreshT
 		// A sign-in without the account's second factor does not slide
 		// past its first token: refreshing would turn a day of a pending
 		// session into the project's maximum.
-		var en store.Enrolled
-		if err := tx.ReadEnrolled(p.ID, sess.UserID, &en); err != nil {
-			return err
-		}
 		if secondFactorPending(sess.Proofs, en) {
 			return a.fail(tx, errRefreshPending)
 		}
