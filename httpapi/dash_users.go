@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -122,64 +123,76 @@ func (s *Server) dashRevokeSessions(w http.ResponseWriter, r *http.Request, p ht
 	return s.done(w, r, page, userBack(r, d.User), fmt.Sprintf("%s of %s ended.", plural(n, "session"), d.User.Email))
 }
 
-func (s *Server) confirmResetTOTP(r *http.Request, p httprouter.Params) (confirmation, error) {
-	d, c, err := s.userConfirmation(r, p.ByName("id"))
-	if err != nil {
-		return c, err
-	}
-	if d.TOTP == nil {
-		return c, auth.ErrTOTPNotEnrolled
-	}
-	c.Facts = append(c.Facts, fact{"TOTP failures", fmt.Sprint(d.TOTP.Failures)})
-	if d.TOTP.LockedUntil != "" {
-		c.Facts = append(c.Facts, fact{"TOTP locked until", d.TOTP.LockedUntil})
-	}
-	c.Heading = "Reset this user's TOTP lockout?"
-	c.Effects = []string{"Clears the failure count and any lockout, including the one after 100 failures: codes are accepted again at once.",
-		"The enrolment stays: the user keeps the same authenticator app. Do this only once you know the user is who they say."}
-	c.Button = "Reset TOTP lockout"
-	return c, nil
+// lockout is a factor whose failure count and lockout the operator
+// resets from a user's page (TOTP, SMS): the page names the factor, shows
+// its failures and lockout, and says what the reset keeps.
+type lockout struct {
+	name    string
+	state   func(auth.UserDetail) (failures int, lockedUntil string, enrolled bool)
+	missing error // the answer for a user without the factor
+	effects []string
+	reset   func(a *auth.Service, ctx context.Context, userID string, m auth.Meta) error
 }
 
-func (s *Server) dashResetTOTP(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
-	if err != nil {
-		return err
+var (
+	totpLockout = lockout{name: "TOTP",
+		state: func(d auth.UserDetail) (int, string, bool) {
+			if d.TOTP == nil {
+				return 0, "", false
+			}
+			return d.TOTP.Failures, d.TOTP.LockedUntil, true
+		},
+		missing: auth.ErrTOTPNotEnrolled,
+		effects: []string{"Clears the failure count and any lockout, including the one after 100 failures: codes are accepted again at once.",
+			"The enrolment stays: the user keeps the same authenticator app. Do this only once you know the user is who they say."},
+		reset: (*auth.Service).ResetTOTP}
+	smsLockout = lockout{name: "SMS",
+		state: func(d auth.UserDetail) (int, string, bool) {
+			if d.SMS == nil {
+				return 0, "", false
+			}
+			return d.SMS.Failures, d.SMS.LockedUntil, true
+		},
+		missing: auth.ErrSMSNotEnrolled,
+		effects: []string{"Clears the failure count and any lockout of the enrolled phone, including the one after 100 failures: its codes are accepted again at once.",
+			"The phone stays enrolled. Do this only once you know the user is who they say."},
+		reset: (*auth.Service).ResetSMS}
+)
+
+// confirmReset is the confirmation page of resetting f's lockout.
+func (s *Server) confirmReset(f lockout) func(*http.Request, httprouter.Params) (confirmation, error) {
+	return func(r *http.Request, p httprouter.Params) (confirmation, error) {
+		d, c, err := s.userConfirmation(r, p.ByName("id"))
+		if err != nil {
+			return c, err
+		}
+		failures, lockedUntil, enrolled := f.state(d)
+		if !enrolled {
+			return c, f.missing
+		}
+		c.Facts = append(c.Facts, fact{f.name + " failures", fmt.Sprint(failures)})
+		if lockedUntil != "" {
+			c.Facts = append(c.Facts, fact{f.name + " locked until", lockedUntil})
+		}
+		c.Heading = "Reset this user's " + f.name + " lockout?"
+		c.Effects = f.effects
+		c.Button = "Reset " + f.name + " lockout"
+		return c, nil
 	}
-	if err := s.auth.ResetTOTP(r.Context(), d.User.ID, s.meta(r, false)); err != nil {
-		return err
-	}
-	return s.done(w, r, page, userBack(r, d.User), "TOTP lockout of "+d.User.Email+" reset.")
 }
 
-func (s *Server) confirmResetSMS(r *http.Request, p httprouter.Params) (confirmation, error) {
-	d, c, err := s.userConfirmation(r, p.ByName("id"))
-	if err != nil {
-		return c, err
+// dashReset resets f's lockout once confirmed.
+func (s *Server) dashReset(f lockout) func(http.ResponseWriter, *http.Request, httprouter.Params, dashPage) error {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
+		d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
+		if err != nil {
+			return err
+		}
+		if err := f.reset(s.auth, r.Context(), d.User.ID, s.meta(r, false)); err != nil {
+			return err
+		}
+		return s.done(w, r, page, userBack(r, d.User), f.name+" lockout of "+d.User.Email+" reset.")
 	}
-	if d.SMS == nil {
-		return c, auth.ErrSMSNotEnrolled
-	}
-	c.Facts = append(c.Facts, fact{"SMS failures", fmt.Sprint(d.SMS.Failures)})
-	if d.SMS.LockedUntil != "" {
-		c.Facts = append(c.Facts, fact{"SMS locked until", d.SMS.LockedUntil})
-	}
-	c.Heading = "Reset this user's SMS lockout?"
-	c.Effects = []string{"Clears the failure count and any lockout of the enrolled phone, including the one after 100 failures: its codes are accepted again at once.",
-		"The phone stays enrolled. Do this only once you know the user is who they say."}
-	c.Button = "Reset SMS lockout"
-	return c, nil
-}
-
-func (s *Server) dashResetSMS(w http.ResponseWriter, r *http.Request, p httprouter.Params, page dashPage) error {
-	d, err := s.auth.AdminUserDetail(r.Context(), p.ByName("id"), 1)
-	if err != nil {
-		return err
-	}
-	if err := s.auth.ResetSMS(r.Context(), d.User.ID, s.meta(r, false)); err != nil {
-		return err
-	}
-	return s.done(w, r, page, userBack(r, d.User), "SMS lockout of "+d.User.Email+" reset.")
 }
 
 func (s *Server) confirmDeleteUser(r *http.Request, p httprouter.Params) (confirmation, error) {

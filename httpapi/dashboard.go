@@ -108,8 +108,8 @@ func (s *Server) dashboardRoutes() {
 	r.POST("/admin/users/:id/enable", s.dash(s.dashEnableUser))
 	s.dashConfirmed("/admin/users/:id/disable", s.confirmDisableUser, s.dashDisableUser)
 	s.dashConfirmed("/admin/users/:id/revoke-sessions", s.confirmRevokeSessions, s.dashRevokeSessions)
-	s.dashConfirmed("/admin/users/:id/reset-totp", s.confirmResetTOTP, s.dashResetTOTP)
-	s.dashConfirmed("/admin/users/:id/reset-sms", s.confirmResetSMS, s.dashResetSMS)
+	s.dashConfirmed("/admin/users/:id/reset-totp", s.confirmReset(totpLockout), s.dashReset(totpLockout))
+	s.dashConfirmed("/admin/users/:id/reset-sms", s.confirmReset(smsLockout), s.dashReset(smsLockout))
 	s.dashConfirmed("/admin/users/:id/delete", s.confirmDeleteUser, s.dashDeleteUser)
 	r.GET("/admin/events", s.dash(s.dashEvents))
 }
