@@ -64,6 +64,7 @@ type Cluster struct {
 	// see recycle.
 	tmplPrint string
 	tmplClean string
+	tmplCount string // counts the rows a copy holds but its migrations
 	free      []string
 }
 
@@ -272,6 +273,9 @@ func (c *Cluster) Template(migrate func(ctx context.Context, url string) error) 
 	if err := conn.QueryRow(ctx, cleaning).Scan(&c.tmplClean); err != nil {
 		return "", err
 	}
+	if err := conn.QueryRow(ctx, counting).Scan(&c.tmplCount); err != nil {
+		return "", err
+	}
 	c.tmplURL = u
 	return u, nil
 }
@@ -295,6 +299,24 @@ const cleaning = `SELECT 'SET lock_timeout = ''5s'';' ||
 		FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'), '') ||
 	coalesce((SELECT string_agg('SELECT setval(' || quote_literal(quote_ident(sequencename)) || ', ' || start_value || ', false);', '' ORDER BY sequencename)
 		FROM pg_sequences WHERE schemaname = 'public'), '')`
+
+// stillEmpty reports whether the recycled copy at u holds no row but its
+// migrations: a process of the test before may have written to it after
+// it was emptied (a server it spawned, still stopping).
+func (c *Cluster) stillEmpty(ctx context.Context, u string) bool {
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return false
+	}
+	defer conn.Close(ctx)
+	var rows int64
+	return conn.QueryRow(ctx, c.tmplCount).Scan(&rows) == nil && rows == 0
+}
+
+// counting builds the statement that counts a copy's rows outside its
+// migrations.
+const counting = `SELECT 'SELECT 0' || coalesce((SELECT string_agg(' + (SELECT count(*) FROM ' || quote_ident(tablename) || ')', '' ORDER BY tablename)
+	FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'), '')`
 
 // takeFree returns a recycled copy of the template, or "" when none is
 // ready.
@@ -387,12 +409,15 @@ func (c *Cluster) NewDatabaseFrom(ctx context.Context, template string) (string,
 		c.tmplMu.Unlock()
 	}
 	if recycled {
-		if name := c.takeFree(); name != "" {
+		for name := c.takeFree(); name != ""; name = c.takeFree() {
 			u, err := c.databaseURL(name)
 			if err != nil {
 				return "", nil, err
 			}
-			return u, func() { c.recycle(name) }, nil
+			if c.stillEmpty(ctx, u) {
+				return u, func() { c.recycle(name) }, nil
+			}
+			c.drop(name) // written to after it was emptied
 		}
 	}
 	name := fmt.Sprintf("%s_%d", c.base, c.seq.Add(1))

@@ -139,11 +139,25 @@ func TestTemplateCopiesRecycled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dropD()
 	if d == b {
 		t.Fatalf("a copy whose schema changed was handed out again")
 	}
 	if n := use(c.URL, `SELECT count(*) FROM pg_database WHERE datname = '`+b[strings.LastIndex(b, "/")+1:strings.Index(b, "?")]+`'`); n[0] != 0 {
 		t.Fatalf("a copy whose schema changed was not dropped")
+	}
+	// A copy written to after it was emptied (a late process of its test)
+	// is not handed out again.
+	dropD()
+	use(d, `INSERT INTO rows (v) VALUES ('late') RETURNING id`)
+	e, dropE, err := c.NewDatabaseFrom(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dropE()
+	if e == d {
+		t.Fatal("a copy written to after its cleaning was handed out again")
+	}
+	if n := use(e, `SELECT count(*) FROM rows`); n[0] != 0 {
+		t.Fatalf("a new copy holds %d rows", n[0])
 	}
 }
