@@ -266,11 +266,10 @@ func TestPasskeyBadInput(t *testing.T) {
 // registration it is the usual 500.
 func TestPasskeyInternalError(t *testing.T) {
 	t.Parallel()
-	// The calls after the break pass the key check from the key cache.
-	// On PostgreSQL the closed store's feed goes stale after
-	// FeedStaleAfter and drops that cache (an unreachable database's
-	// caches are not trusted): under load that came between the two
-	// calls, so the feed may not go stale within the test.
+	// The calls after the break pass the key check from the key and
+	// project caches. On PostgreSQL a feed that goes stale (under load)
+	// or tells a change late would empty them: the feed is kept fresh
+	// and settled before the break.
 	ts := newTestServerStore(t, store.Options{FeedStaleAfter: time.Hour})
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID,
 		map[string]any{"allowedOrigins": []string{pkOrigin}, "rpId": pkRPID}))
@@ -280,6 +279,7 @@ func TestPasskeyInternalError(t *testing.T) {
 	signup := ts.startCeremony("/api/v1/passkey/register/start", ts.Key, map[string]any{"email": "int2@example.com"})
 	loginCred := assertion(t, a, login)
 	signupCred, _ := create(t, passkeytest.New(pkOrigin), signup)
+	ts.settleFeed()
 	ts.breakStore()
 	wantError(t, ts.verify("/api/v1/passkey/login/verify", ts.Key, login.ID, loginCred), 401, "INTERNAL_ERROR")
 	wantError(t, ts.verify("/api/v1/passkey/register/verify", ts.Key, signup.ID, signupCred), 500, "INTERNAL_ERROR")
