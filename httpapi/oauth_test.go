@@ -164,27 +164,10 @@ func newTestOP(t testing.TB, redirectURI string) *testOP {
 	}
 	o := &testOP{URL: "http://" + ln.Addr().String(), ClientID: "latchkey-" + hex.EncodeToString(randomN(6))}
 	o.mode.Store("")
-	users := map[string]*storage.User{
-		"u-alice": {ID: "u-alice", Username: "alice", Password: "verysecure", Email: "Ada@Example.com", EmailVerified: true},
-		"u-bob":   {ID: "u-bob", Username: "bob", Password: "verysecure", Email: "bob@example.com", EmailVerified: false},
-	}
-	raw, _ := json.Marshal(users)
-	path := filepath.Join(t.TempDir(), "users.json")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	us, err := storage.StoreFromFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	testClients.Lock()
 	storage.RegisterClients(storage.WebClient(o.ClientID, "op-secret", redirectURI))
 	testClients.Unlock()
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &opStorage{Storage: storage.NewStorage(us), op: o, badKey: &rogueKey{key: rk}}
+	st := &opStorage{Storage: sharedOPStorage(t), op: o, badKey: &rogueKey{key: testRSAKey(t, 1)}}
 	h := st.readdress(exampleop.SetupServer(o.URL, st, nil, false))
 	count := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/.well-known/openid-configuration" {
@@ -196,6 +179,64 @@ func newTestOP(t testing.TB, redirectURI string) *testOP {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return o
+}
+
+// sharedOPStorage returns the example provider's storage every test
+// provider uses: the same two users (alice, bob) for every test, and one
+// signing key made once per process (an RSA key costs a tenth of a
+// second, seconds under the race detector, and a test per provider made
+// one). Auth requests, codes and tokens are keyed by random ids, so
+// tests running at once do not meet in it.
+var sharedOPStorage = func() func(t testing.TB) *storage.Storage {
+	st := sync.OnceValues(func() (*storage.Storage, error) {
+		users := map[string]*storage.User{
+			"u-alice": {ID: "u-alice", Username: "alice", Password: "verysecure", Email: "Ada@Example.com", EmailVerified: true},
+			"u-bob":   {ID: "u-bob", Username: "bob", Password: "verysecure", Email: "bob@example.com", EmailVerified: false},
+		}
+		raw, _ := json.Marshal(users)
+		dir, err := os.MkdirTemp("", "latchkey-op-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "users.json")
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			return nil, err
+		}
+		us, err := storage.StoreFromFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return storage.NewStorage(us), nil
+	})
+	return func(t testing.TB) *storage.Storage {
+		t.Helper()
+		s, err := st()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}()
+
+// testRSAKeys are RSA keys made once per process, for the tests'
+// providers: testRSAKey(t, i) returns the i-th (0 or 1), each distinct.
+var testRSAKeys [2]func() (*rsa.PrivateKey, error)
+
+func init() {
+	for i := range testRSAKeys {
+		testRSAKeys[i] = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+	}
+}
+
+// testRSAKey returns the i-th process-wide test key.
+func testRSAKey(t testing.TB, i int) *rsa.PrivateKey {
+	t.Helper()
+	k, err := testRSAKeys[i]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 func randomN(n int) []byte {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
@@ -341,11 +340,7 @@ type fakeOIDC struct {
 // URL), whose ID tokens are dated by now.
 func newFakeOIDC(t *testing.T, issuer string, now func() time.Time) *fakeOIDC {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeOIDC{ClientID: "fake-client", now: now, key: key, nonces: map[string]string{}}
+	f := &fakeOIDC{ClientID: "fake-client", now: now, key: testRSAKey(t, 0), nonces: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL, f.Issuer = srv.URL, issuer

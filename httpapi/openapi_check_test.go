@@ -16,6 +16,7 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/cache"
 	"github.com/pb33f/libopenapi-validator/config"
 	"github.com/pb33f/libopenapi-validator/content"
 	"github.com/pb33f/libopenapi-validator/errors"
@@ -88,6 +89,13 @@ var specPool = sync.OnceValues(func() (chan *specValidators, error) {
 	return pool, nil
 })
 
+// specSchemas holds the document's schemas, compiled once for every
+// validator: a compiled schema depends on the schema and the compiler's
+// options (format assertions, the same for all), not on the strictness
+// or the body decoders a validator adds, and it is read-only once
+// compiled, so validators checking exchanges at once share it.
+var specSchemas = cache.NewDefaultCache()
+
 // newSpecValidators reads the document and builds its validators.
 func newSpecValidators() (*specValidators, error) {
 	raw, err := os.ReadFile("openapi.json")
@@ -99,7 +107,7 @@ func newSpecValidators() (*specValidators, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, errs := validator.NewValidator(doc, append(opts, config.WithFormatAssertions())...)
+		v, errs := validator.NewValidator(doc, append(opts, config.WithFormatAssertions(), config.WithSchemaCache(specSchemas))...)
 		if len(errs) > 0 {
 			return nil, fmt.Errorf("openapi.json: %v", errs)
 		}
@@ -113,24 +121,17 @@ func newSpecValidators() (*specValidators, error) {
 	// holds: its members are not described either.
 	// A JSON-lines answer (the user export) is checked line by line: the
 	// document describes it as the array of its lines.
-	// The two are built at once: each compiles every schema (seconds
-	// under the race detector), while every test server waits.
-	var req validator.Validator
-	var reqErr error
-	built := make(chan struct{})
-	go func() {
-		defer close(built)
-		req, reqErr = build()
-	}()
+	// The first compiles every schema (seconds under the race
+	// detector) into specSchemas; the second finds them there.
 	res, err := build(config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.options.**", "$.body**.metadata.**"),
 		config.WithStrictIgnoredHeadersExtra("Access-Control-Allow-Origin", "Access-Control-Expose-Headers"),
 		config.WithBodyDecoder("application/x-ndjson", content.DecoderFunc(decodeJSONLines)))
-	<-built
 	if err != nil {
 		return nil, err
 	}
-	if reqErr != nil {
-		return nil, reqErr
+	req, err := build()
+	if err != nil {
+		return nil, err
 	}
 	return &specValidators{responses: res, requests: req}, nil
 }
