@@ -88,9 +88,9 @@ var namePattern = regexp.MustCompile(`^latchkey-(\d{8}T\d{6}Z)\.db$`)
 // ObjectName is the name of the backup taken at t.
 func ObjectName(t time.Time) string { return "latchkey-" + t.UTC().Format(nameLayout) + ".db" }
 
-// parseName returns the time in a backup's name; ok is false for any
+// NameTime returns the time in a backup's name; ok is false for any
 // other name (objects latchkey never touches).
-func parseName(name string) (t time.Time, ok bool) {
+func NameTime(name string) (t time.Time, ok bool) {
 	m := namePattern.FindStringSubmatch(name)
 	if m == nil {
 		return t, false
@@ -129,7 +129,7 @@ func (b *Bucket) List(ctx context.Context) ([]Object, error) {
 			return nil, b.describe(o.Err)
 		}
 		name := strings.TrimPrefix(o.Key, b.t.Prefix)
-		if t, ok := parseName(name); ok {
+		if t, ok := NameTime(name); ok {
 			out = append(out, Object{Name: name, Time: t, Size: o.Size})
 		}
 	}

@@ -84,15 +84,15 @@ func TestObjectNames(t *testing.T) {
 	if got := ObjectName(at); got != "latchkey-20261231T225958Z.db" {
 		t.Fatalf("ObjectName = %q", got)
 	}
-	if got, ok := parseName(ObjectName(at)); !ok || !got.Equal(at.Truncate(time.Second)) {
-		t.Fatalf("parseName = %v, %v", got, ok)
+	if got, ok := NameTime(ObjectName(at)); !ok || !got.Equal(at.Truncate(time.Second)) {
+		t.Fatalf("NameTime = %v, %v", got, ok)
 	}
 	if ObjectName(at) >= ObjectName(at.Add(time.Second)) {
 		t.Fatal("names do not sort as times")
 	}
 	for _, n := range []string{"latchkey-manual.db", "latchkey-20261231T225958Z.db.part", "x/latchkey-20261231T225958Z.db", "latchkey-20261399T999999Z.db"} {
-		if _, ok := parseName(n); ok {
-			t.Errorf("parseName(%q) accepted", n)
+		if _, ok := NameTime(n); ok {
+			t.Errorf("NameTime(%q) accepted", n)
 		}
 	}
 }

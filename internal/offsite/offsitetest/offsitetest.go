@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -203,7 +204,8 @@ func (s *Server) Object(t testing.TB, bucket, key string) []byte {
 // Put writes an object into the backend directly.
 func (s *Server) Put(t testing.TB, bucket, key string, data []byte) {
 	t.Helper()
-	if _, err := s.backend.PutObject(bucket, key, nil, bytes.NewReader(data), int64(len(data)), nil); err != nil {
+	meta := map[string]string{"Last-Modified": time.Now().UTC().Format(http.TimeFormat), "Content-Type": "application/octet-stream"}
+	if _, err := s.backend.PutObject(bucket, key, meta, bytes.NewReader(data), int64(len(data)), nil); err != nil {
 		t.Fatal(err)
 	}
 }
