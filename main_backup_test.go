@@ -16,6 +16,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"latchkey/internal/background"
 	"latchkey/internal/offsite"
 	"latchkey/internal/offsite/offsitetest"
 	"latchkey/internal/testkit"
@@ -97,8 +98,9 @@ func signInOTP(t *testing.T, c client, key, outbox, addr string) map[string]any 
 }
 
 // TestBackupScheduled: with --backup-to, --backup-every 6h and
-// --backup-keep 2 the server runs a "backup" task every minute; a round
-// (the task's RunOnce, driven here with the server's clock) uploads a
+// --backup-keep 2 the server runs a "backup" task every minute; its first
+// round (the task woken; later rounds are RunOnce, driven with the
+// server's clock) uploads a
 // copy of the data file at once (the bucket holds none), named by the
 // clock, which opens as the data file; rounds within six hours upload
 // nothing; after more than two, the two newest remain. /metrics shows
@@ -110,20 +112,27 @@ func TestBackupScheduled(t *testing.T) {
 	m, out := startBackupMain(t, Config{BackupTo: s3.URL("latchkey", "prod/auth"), BackupEvery: "6h", BackupKeep: "2"}, clock.Now)
 	key, admin := match(t, keyLine, out.String()), match(t, adminLine, out.String())
 	c := client{t, "http://" + m.Addr()}
-	var task bool
+	var task *background.Task
 	for _, tk := range m.tasks {
-		task = task || (tk.Name == "backup" && tk.Interval == time.Minute)
+		if tk.Name == "backup" {
+			task = tk
+		}
 	}
-	if !task || m.Backups == nil {
-		t.Fatal("no backup task running every minute")
+	if task == nil || task.Interval != time.Minute || m.Backups == nil {
+		t.Fatalf("backup task %+v, want one every minute", task)
 	}
 	if text := metricsText(t, m, admin); !strings.Contains(text, "latchkey_backup_last_success_timestamp_seconds 0\n") {
 		t.Fatalf("before the first round: %s", text)
 	}
 	signInOTP(t, c, key, m.outboxDir(), "ada@example.com")
 
-	if err := m.Backups.RunOnce(ctx); err != nil {
-		t.Fatal(err)
+	// The first round, by the task itself (woken rather than waiting a
+	// minute for its tick).
+	task.Wake()
+	for deadline := time.Now().Add(15 * time.Second); m.Backups.Status().Uploads == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the woken task uploaded nothing: %+v", m.Backups.Status())
+		}
 	}
 	first := "prod/auth/" + offsite.ObjectName(clock.Now())
 	if keys := s3.Keys(t, "latchkey", ""); !slices.Equal(keys, []string{first}) {
@@ -422,9 +431,11 @@ func TestRestoreRefusals(t *testing.T) {
 
 // TestBackupSettingsRefused: --backup-to on PostgreSQL, and settings
 // that do not make sense, refuse the start with one line before
-// anything is touched (no data file, no connection).
+// anything is touched (no data file, no connection: the database URL
+// names a port nothing listens on, which would fail otherwise).
 func TestBackupSettingsRefused(t *testing.T) {
 	t.Parallel()
+	storetest.EngineFree(t, "the settings are refused before any store is opened")
 	const db = "postgres://latchkey:pw@127.0.0.1:1/latchkey?sslmode=disable"
 	good := "s3://backups/latchkey?endpoint=http://127.0.0.1:9&region=us-east-1"
 	for _, tc := range []struct {
