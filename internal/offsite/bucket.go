@@ -41,13 +41,18 @@ type Options struct {
 	MaxRetries int
 	// Transport replaces the client's HTTP transport (tests).
 	Transport http.RoundTripper
+	// PartSize is the size of an upload's parts, held in memory one at a
+	// time, and the largest upload sent in one request (0: 16 MiB; at
+	// least 5 MiB, S3's smallest part).
+	PartSize int
 }
 
 // Bucket is the target's bucket, through an S3 client. Safe for
 // concurrent use.
 type Bucket struct {
-	t Target
-	c *minio.Client
+	t        Target
+	c        *minio.Client
+	partSize uint64
 }
 
 // Dial returns the bucket of t; it sends nothing until it is used.
@@ -62,7 +67,11 @@ func Dial(t Target, cred Credentials, o Options) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", t, err)
 	}
-	return &Bucket{t: t, c: c}, nil
+	part := uint64(defaultPartSize)
+	if o.PartSize > 0 {
+		part = uint64(max(o.PartSize, 5<<20))
+	}
+	return &Bucket{t: t, c: c, partSize: part}, nil
 }
 
 // Target returns where the bucket is.
@@ -100,12 +109,12 @@ func NameTime(name string) (t time.Time, ok bool) {
 }
 
 // put uploads size bytes from r as name. The body streams: the client
-// sends it in one request up to partSize, else in parts of partSize,
-// holding one part in memory at a time.
+// sends it in one request up to the part size, else in parts, holding
+// one part in memory at a time.
 func (b *Bucket) put(ctx context.Context, name string, r io.Reader, size int64) error {
 	info, err := b.c.PutObject(ctx, b.t.Bucket, b.t.Prefix+name, r, size, minio.PutObjectOptions{
 		ContentType: "application/octet-stream",
-		PartSize:    partSize,
+		PartSize:    b.partSize,
 	})
 	if err != nil {
 		return b.describe(err)
@@ -116,9 +125,9 @@ func (b *Bucket) put(ctx context.Context, name string, r io.Reader, size int64) 
 	return nil
 }
 
-// partSize is the size of an upload's parts (one in memory at a time)
-// and the largest file sent in a single request.
-const partSize = 16 << 20
+// defaultPartSize is the size of an upload's parts (one in memory at a
+// time) and the largest file sent in a single request.
+const defaultPartSize = 16 << 20
 
 // List returns the backups directly under the target's prefix, newest
 // first. Other objects there are left out (and never deleted).

@@ -149,11 +149,18 @@ func TestBackupsSchedule(t *testing.T) {
 }
 
 // TestBackupsStreamLarge: a copy larger than one part goes up in parts
-// (multipart upload) and arrives whole; Keep 0 deletes nothing.
+// (a multipart upload; parts of 5 MiB here rather than 16 to keep the
+// test short) and arrives whole; Keep 0 deletes nothing.
 func TestBackupsStreamLarge(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "", 0)
-	big := bytes.Repeat([]byte("0123456789abcdef"), (20<<20)/16) // 20 MiB: two parts
+	var err error
+	tg, _ := offsite.ParseURL(f.srv.URL("latchkey-backups", ""))
+	cred, _ := offsite.CredentialsFromEnv(offsitetest.Env)
+	if f.b.Bucket, err = offsite.Dial(tg, cred, offsite.Options{MaxRetries: 1, PartSize: 5 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), (5<<20+64<<10)/16) // 5 MiB and 64 KiB: two parts of 5 MiB at most
 	big[len(big)-1] = '!'
 	f.data = func(int) []byte { return big }
 	for range 2 {
