@@ -14,8 +14,9 @@ import (
 // internal/background, which runs background tasks for main, mail and
 // webhook) and internal/netguard (the private-address guard shared by
 // webhook and auth/social), internal/cli (the admin CLI, a client of the
-// admin API over HTTP) and internal/testkit (the tests' clock and buffer)
-// import none of ours; store's backends and
+// admin API over HTTP), internal/offsite (the scheduled backups to a
+// bucket, fed the store's Backup by main) and internal/testkit (the
+// tests' clock and buffer) import none of ours; store's backends and
 // test helpers (store/bolt, store/postgres, store/storetest,
 // store/pgtest) import only store and one another, and neither backend
 // the other; store/bolt is the only one to import bbolt, store/postgres
@@ -38,6 +39,7 @@ func TestDependencyDirection(t *testing.T) {
 		"latchkey/internal/netguard":   {"latchkey/"},
 		"latchkey/internal/cli":        {"latchkey/"},
 		"latchkey/internal/testkit":    {"latchkey/"},
+		"latchkey/internal/offsite":    {"latchkey/"},
 		"latchkey/auth":                {"latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/webhook":             {"latchkey/auth", "latchkey/httpapi", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/mail":                {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "github.com/julienschmidt/httprouter"},

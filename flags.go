@@ -43,6 +43,12 @@ type Config struct {
 	// defaults.
 	LeaseTTL     string
 	FeedInterval string
+	// Off-site backups (a data file only): the s3:// URL of the bucket
+	// and prefix, how often ("6h"; empty: never) and how many to keep
+	// ("14"; "0": every one).
+	BackupTo    string
+	BackupEvery string
+	BackupKeep  string
 }
 
 // serveFlag is one flag of `latchkey serve`.
@@ -62,7 +68,7 @@ type serveFlag struct {
 func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	m.Getenv = getenv
 	c := &m.Config
-	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: defaultMailFrom, SMSProvider: "none", LogFormat: "text"}
+	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: defaultMailFrom, SMSProvider: "none", LogFormat: "text", BackupKeep: "14"}
 	flags := []serveFlag{
 		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
@@ -79,6 +85,9 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"oauth-allow-private", "LATCHKEY_OAUTH_ALLOW_PRIVATE", "", "false", "let calls to sign-in providers (discovery, token, userinfo, JWKS) reach private, loopback and link-local addresses (without it: public addresses only, and loopback for a provider whose issuer is on loopback)", nil},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "FORMAT", c.LogFormat, "text or json (log/slog)", &c.LogFormat},
 		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "ADDR", "empty: GET /metrics only on --addr, behind the admin token", "also serve GET /metrics, without authentication, on this address (keep it private)", &c.MetricsAddr},
+		{"backup-to", "LATCHKEY_BACKUP_TO", "URL", "empty: no off-site backups", "upload a backup of the data file (the same bytes as GET /api/v1/admin/backup) to s3://bucket/prefix?endpoint=host:port&region=R (endpoint default s3.amazonaws.com over HTTPS; endpoint=http://host:port or secure=false for plain HTTP); credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN; needs --backup-every; not with --database-url", &c.BackupTo},
+		{"backup-every", "LATCHKEY_BACKUP_EVERY", "DURATION", "empty: off", "how often to upload a backup to --backup-to (at least 1m, e.g. 6h); a failed upload is tried again every minute", &c.BackupEvery},
+		{"backup-keep", "LATCHKEY_BACKUP_KEEP", "N", c.BackupKeep, "how many backups to keep in the bucket: the newest N; older ones are deleted after a successful upload (0 keeps every one)", &c.BackupKeep},
 		{"lease-ttl", "LATCHKEY_LEASE_TTL", "DURATION", "15s", "replicas on one database (tuning, tests): how long a replica's lease on a background task (sweep, mail, webhooks) lasts without renewal, renewed every third of it; a dead replica's tasks move to another within about 4/3 of it", &c.LeaseTTL},
 		{"feed-interval", "LATCHKEY_FEED_INTERVAL", "DURATION", "250ms", "replicas on one database (tuning, tests): how often a replica reads the invalidation feed, which bounds how late it sees another replica's revocations and changes; caches are bypassed after max(1s, 4 intervals) without a read", &c.FeedInterval},
 	}

@@ -36,11 +36,14 @@ func run(args []string) int {
 		return 0
 	case "compact":
 		return runCompact(args[1:], os.Stdout, os.Stderr)
-	case "migrate", "copy":
+	case "migrate", "copy", "restore":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if args[0] == "migrate" {
+		switch args[0] {
+		case "migrate":
 			return runMigrate(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
+		case "restore":
+			return runRestore(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
 		}
 		return runCopy(ctx, args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}

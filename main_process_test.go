@@ -47,7 +47,7 @@ func TestUsage(t *testing.T) {
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
-	for _, want := range []string{"Usage:", "latchkey serve", "latchkey version", "latchkey project create", "latchkey key revoke", "latchkey method create", "latchkey webhook list", "latchkey user list", "latchkey events", "latchkey backup"} {
+	for _, want := range []string{"Usage:", "latchkey serve", "latchkey version", "latchkey project create", "latchkey key revoke", "latchkey method create", "latchkey webhook list", "latchkey user list", "latchkey events", "latchkey backup", "latchkey restore"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("usage lacks %q:\n%s", want, out)
 		}
@@ -56,7 +56,7 @@ func TestUsage(t *testing.T) {
 	if code != 0 {
 		t.Errorf("serve --help: exit %d, want 0", code)
 	}
-	for _, f := range []string{"--addr", "--data", "--database-url", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--oauth-allow-private", "--log-format", "--metrics-addr"} {
+	for _, f := range []string{"--addr", "--data", "--database-url", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--oauth-allow-private", "--log-format", "--metrics-addr", "--backup-to", "--backup-every", "--backup-keep"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("serve --help lacks %s:\n%s", f, out)
 		}

@@ -510,6 +510,9 @@ func TestParseFlags(t *testing.T) {
 		{"oauth-allow-private", "LATCHKEY_OAUTH_ALLOW_PRIVATE", "false", "true", "false", func(c Config) string { return strconv.FormatBool(c.OAuthAllowPrivate) }},
 		{"log-format", "LATCHKEY_LOG_FORMAT", "text", "json", "text", func(c Config) string { return c.LogFormat }},
 		{"metrics-addr", "LATCHKEY_METRICS_ADDR", "", "127.0.0.1:9100", "127.0.0.1:9101", func(c Config) string { return c.MetricsAddr }},
+		{"backup-to", "LATCHKEY_BACKUP_TO", "", "s3://env-bucket/latchkey", "s3://flag-bucket/latchkey", func(c Config) string { return c.BackupTo }},
+		{"backup-every", "LATCHKEY_BACKUP_EVERY", "", "12h", "6h", func(c Config) string { return c.BackupEvery }},
+		{"backup-keep", "LATCHKEY_BACKUP_KEEP", "14", "30", "7", func(c Config) string { return c.BackupKeep }},
 	}
 	env := map[string]string{}
 	for _, st := range settings {

@@ -22,6 +22,7 @@ import (
 	"latchkey/auth/social"
 	"latchkey/httpapi"
 	"latchkey/internal/background"
+	"latchkey/internal/offsite"
 	"latchkey/mail"
 	"latchkey/store"
 	"latchkey/store/bolt"
@@ -46,6 +47,8 @@ type Main struct {
 	Mail    *mail.Queue
 	Hooks   *webhook.Worker
 	Metrics *httpapi.Metrics
+	// Backups are the off-site backups (--backup-to); nil without them.
+	Backups *offsite.Backups
 
 	// Getenv reads the provider settings not covered by flags
 	// (LATCHKEY_TWILIO_*); ParseFlags sets it.
@@ -79,6 +82,9 @@ type Main struct {
 	// addrFile is the address file this server wrote (writeAddrFile),
 	// removed by Close.
 	addrFile string
+	// backupRetries is how many times the S3 client tries a request
+	// (0: its default; tests set 1).
+	backupRetries int
 	// storeNote is the start-up log line that says which of --data and
 	// --database-url, both set, is not used (pickStore); empty when only
 	// one is set.
@@ -193,12 +199,19 @@ func (m *Main) Run(ctx context.Context) error {
 		chk.mail = m.mailOverride
 	}
 	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger}
+	// GET /ready also checks the store and the background tasks; the
+	// dashboard shows the same failures, mail's in full (Detail).
+	readyChecks := []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady, Detail: m.Mail.ConfigError}}
+	var backupTask *background.Task
+	if chk.backups != nil {
+		var check httpapi.ReadyCheck
+		if backupTask, check, err = m.startBackups(chk.backups); err != nil {
+			return err
+		}
+		readyChecks = append(readyChecks, check)
+	}
 	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
-		Metrics: m.Metrics,
-		// GET /ready also checks the store and the background tasks; the
-		// dashboard shows the same failures, mail's in full (Detail).
-		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady, Detail: m.Mail.ConfigError}},
-	})
+		Metrics: m.Metrics, ReadyChecks: readyChecks})
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
 		Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
@@ -219,6 +232,9 @@ func (m *Main) Run(ctx context.Context) error {
 		sweep,
 		{Name: "last-seen", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.FlushLastSeen},
 		{Name: "memory", Interval: time.Minute, Logger: m.Logger, Quiet: store.WriteFailed, Run: svc.SweepMemory},
+	}
+	if backupTask != nil {
+		m.tasks = append(m.tasks, backupTask)
 	}
 	if _, ok := db.(store.Shared); ok {
 		// Replicas publish and read their request counts (the rate
@@ -330,11 +346,14 @@ type checked struct {
 	mail    mail.Transport
 	// leaseTTL and feedInterval: 0 for the defaults.
 	leaseTTL, feedInterval time.Duration
+	// backups: nil without --backup-to.
+	backups *backupConfig
 }
 
 // checkConfig checks every setting that ParseFlags does not, touching no
 // file: the base URL, the SMTP URL and CA files, the sender address, the
-// SMS provider's settings, the trusted proxies and the master key's form.
+// SMS provider's settings, the trusted proxies, the master key's form
+// and the off-site backups' settings.
 func (m *Main) checkConfig() (*checked, error) {
 	if m.Config.MailFrom == "" {
 		m.Config.MailFrom = defaultMailFrom
@@ -374,6 +393,9 @@ func (m *Main) checkConfig() (*checked, error) {
 		return nil, err
 	}
 	if out.feedInterval, err = positiveDuration("--feed-interval", c.FeedInterval, time.Millisecond); err != nil {
+		return nil, err
+	}
+	if out.backups, err = m.checkBackups(); err != nil {
 		return nil, err
 	}
 	return &out, nil

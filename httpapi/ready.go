@@ -24,12 +24,19 @@ type ReadyCheck struct {
 	// words, say) while Check fails. Only the dashboard shows it, to the
 	// signed-in operator; it must hold no secret either.
 	Detail func() error
+	// Degrades makes a failure of Check degrade the server rather than
+	// make it not ready: GET /ready still answers 200, with status
+	// "degraded" and the failure listed in degraded (off-site backups
+	// failing, say: the server serves, but someone should look).
+	Degrades bool
 }
 
 // readiness answers GET /api/v1/ready (no auth): 200 {success, status:
 // "ready"} when the store is usable, the scheduler runs and every
-// configured check passes; else 503 NOT_READY naming each that fails.
-// GET /health stays liveness: it does not look at any of these.
+// configured check passes; 200 {success, status: "degraded", degraded:
+// [...]} when only checks that degrade fail (each "name: reason"); else
+// 503 NOT_READY naming each part that fails. GET /health stays liveness:
+// it does not look at any of these.
 func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if failing := s.notReady(r.Context(), false); len(failing) > 0 {
 		parts := make([]string, len(failing))
@@ -38,10 +45,31 @@ func (s *Server) readiness(w http.ResponseWriter, r *http.Request, _ httprouter.
 		}
 		return auth.ErrNotReady.With("Not ready: " + strings.Join(parts, "; ") + ".")
 	}
+	if degraded := s.degraded(); len(degraded) > 0 {
+		return ok(w, struct {
+			Success  bool     `json:"success"`
+			Status   string   `json:"status"`
+			Degraded []string `json:"degraded"`
+		}{true, "degraded", degraded})
+	}
 	return ok(w, struct {
 		Success bool   `json:"success"`
 		Status  string `json:"status"`
 	}{true, "ready"})
+}
+
+// degraded lists the failing checks that degrade ("backup: ...").
+func (s *Server) degraded() []string {
+	var out []string
+	for _, c := range s.readyChecks {
+		if !c.Degrades {
+			continue
+		}
+		if err := c.Check(); err != nil {
+			out = append(out, readyFailure{Name: c.Name, Reason: err.Error()}.String())
+		}
+	}
+	return out
 }
 
 // readyFailure is one part that keeps the server from being ready.
@@ -65,6 +93,9 @@ func (s *Server) notReady(ctx context.Context, detail bool) []readyFailure {
 		failing = append(failing, readyFailure{Name: "scheduler", Reason: "not running"})
 	}
 	for _, c := range s.readyChecks {
+		if c.Degrades {
+			continue // not a reason to be not ready (degraded)
+		}
 		err := c.Check()
 		if err == nil {
 			continue

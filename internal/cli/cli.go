@@ -94,6 +94,7 @@ func Usage(w io.Writer) {
 	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey compact --data FILE --out FILE", "write a compacted copy of a stopped server's data file")
 	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey migrate --database-url URL", "bring a PostgreSQL database's schema up to date")
 	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey copy --from FILE_OR_URL --to FILE_OR_URL", "copy every record into an empty data file or database")
+	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey restore --from s3://... --data NEW_FILE", "fetch an off-site backup into a new data file (--list lists them)")
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}

@@ -1,0 +1,187 @@
+package offsite
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Credentials sign the requests to the bucket (AWS signature version 4).
+type Credentials struct {
+	AccessKeyID, SecretAccessKey string
+	// SessionToken is set for temporary credentials (AWS_SESSION_TOKEN).
+	SessionToken string
+}
+
+// CredentialsFromEnv reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN; the first two are required.
+func CredentialsFromEnv(getenv func(string) string) (Credentials, error) {
+	c := Credentials{getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN")}
+	if c.AccessKeyID == "" || c.SecretAccessKey == "" {
+		return c, errors.New("the bucket's credentials are missing: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones)")
+	}
+	return c, nil
+}
+
+// Options tune Dial; the zero value is right for production.
+type Options struct {
+	// MaxRetries is how many times the client tries a request that
+	// failed for a reason worth retrying (0: the client's default, 10,
+	// with backoff of at most a second between tries; 1: no retry).
+	MaxRetries int
+	// Transport replaces the client's HTTP transport (tests).
+	Transport http.RoundTripper
+	// PartSize is the size of an upload's parts, held in memory one at a
+	// time, and the largest upload sent in one request (0: 16 MiB; at
+	// least 5 MiB, S3's smallest part).
+	PartSize int
+}
+
+// Bucket is the target's bucket, through an S3 client. Safe for
+// concurrent use.
+type Bucket struct {
+	t        Target
+	c        *minio.Client
+	partSize uint64
+}
+
+// Dial returns the bucket of t; it sends nothing until it is used.
+func Dial(t Target, cred Credentials, o Options) (*Bucket, error) {
+	c, err := minio.New(t.Endpoint, &minio.Options{
+		Creds:      credentials.NewStaticV4(cred.AccessKeyID, cred.SecretAccessKey, cred.SessionToken),
+		Secure:     t.Secure,
+		Region:     t.Region,
+		MaxRetries: o.MaxRetries,
+		Transport:  o.Transport,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", t, err)
+	}
+	part := uint64(defaultPartSize)
+	if o.PartSize > 0 {
+		part = uint64(max(o.PartSize, 5<<20))
+	}
+	return &Bucket{t: t, c: c, partSize: part}, nil
+}
+
+// Target returns where the bucket is.
+func (b *Bucket) Target() Target { return b.t }
+
+// Object is one backup in the bucket.
+type Object struct {
+	// Name is its name under the target's prefix
+	// (latchkey-20260102T030405Z.db).
+	Name string
+	// Time is when it was taken (from its name), UTC.
+	Time time.Time
+	// Size is its size in bytes.
+	Size int64
+}
+
+// nameLayout is the time in a backup's name: UTC, fixed width, so that
+// names sort as their times do.
+const nameLayout = "20060102T150405Z"
+
+var namePattern = regexp.MustCompile(`^latchkey-(\d{8}T\d{6}Z)\.db$`)
+
+// ObjectName is the name of the backup taken at t.
+func ObjectName(t time.Time) string { return "latchkey-" + t.UTC().Format(nameLayout) + ".db" }
+
+// NameTime returns the time in a backup's name; ok is false for any
+// other name (objects latchkey never touches).
+func NameTime(name string) (t time.Time, ok bool) {
+	m := namePattern.FindStringSubmatch(name)
+	if m == nil {
+		return t, false
+	}
+	t, err := time.Parse(nameLayout, m[1])
+	return t, err == nil
+}
+
+// put uploads size bytes from r as name. The body streams: the client
+// sends it in one request up to the part size, else in parts, holding
+// one part in memory at a time.
+func (b *Bucket) put(ctx context.Context, name string, r io.Reader, size int64) error {
+	info, err := b.c.PutObject(ctx, b.t.Bucket, b.t.Prefix+name, r, size, minio.PutObjectOptions{
+		ContentType: "application/octet-stream",
+		PartSize:    b.partSize,
+	})
+	if err != nil {
+		return b.describe(err)
+	}
+	if info.Size != size {
+		return fmt.Errorf("%s: the bucket stored %d of %d bytes of %s", b.t, info.Size, size, name)
+	}
+	return nil
+}
+
+// defaultPartSize is the size of an upload's parts (one in memory at a
+// time) and the largest file sent in a single request.
+const defaultPartSize = 16 << 20
+
+// List returns the backups directly under the target's prefix, newest
+// first. Other objects there are left out (and never deleted).
+func (b *Bucket) List(ctx context.Context) ([]Object, error) {
+	var out []Object
+	for o := range b.c.ListObjectsIter(ctx, b.t.Bucket, minio.ListObjectsOptions{Prefix: b.t.Prefix + "latchkey-"}) {
+		if o.Err != nil {
+			return nil, b.describe(o.Err)
+		}
+		name := strings.TrimPrefix(o.Key, b.t.Prefix)
+		if t, ok := NameTime(name); ok {
+			out = append(out, Object{Name: name, Time: t, Size: o.Size})
+		}
+	}
+	slices.SortFunc(out, func(a, b Object) int { return cmp.Compare(b.Name, a.Name) })
+	return out, nil
+}
+
+// Open returns the backup name (under the prefix) for reading, and its
+// size.
+func (b *Bucket) Open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	o, err := b.c.GetObject(ctx, b.t.Bucket, b.t.Prefix+name, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, 0, b.describe(err)
+	}
+	st, err := o.Stat()
+	if err != nil {
+		o.Close()
+		return nil, 0, b.describe(err)
+	}
+	return o, st.Size, nil
+}
+
+// remove deletes the backup name.
+func (b *Bucket) remove(ctx context.Context, name string) error {
+	if err := b.c.RemoveObject(ctx, b.t.Bucket, b.t.Prefix+name, minio.RemoveObjectOptions{}); err != nil {
+		return b.describe(err)
+	}
+	return nil
+}
+
+// describe puts the server's refusal in one line naming the target (the
+// error code and message S3 sent, never a credential), or the client's
+// own error (a connection refused, a name that does not resolve).
+func (b *Bucket) describe(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if r := minio.ToErrorResponse(err); r.Code != "" {
+		msg := r.Message
+		if msg == "" {
+			msg = http.StatusText(r.StatusCode)
+		}
+		return fmt.Errorf("%s: %s (%s)", b.t, msg, r.Code)
+	}
+	return fmt.Errorf("%s: %v", b.t, err)
+}
