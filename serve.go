@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -185,8 +186,19 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 
-	if t, ok := chk.mail.(*mail.SMTP); ok {
+	var outbox httpapi.Outbox
+	switch t := chk.mail.(type) {
+	case *mail.SMTP:
 		m.Logger.Info("mail goes through SMTP", "server", t.String(), "auth", t.Auth, "implicit_tls", t.ImplicitTLS, "require_starttls", t.RequireTLS)
+		outbox.SMTP = net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+	case *mail.Outbox:
+		outbox.Dir, outbox.PerReplica = t.Dir, c.DatabaseURL != ""
+		dir := t.Dir
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		m.Logger.Info("mail goes to the outbox: no SMTP server is configured (--smtp-url)", "dir", dir,
+			"dashboard", baseURL+"/admin/outbox", "mail_log", c.MailLog)
 	}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
 	if m.mailOverride != nil {
@@ -194,7 +206,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Mail = &mail.Queue{DB: db, Keys: keys, Transport: chk.mail, From: c.MailFrom, Now: m.Now, Logger: m.Logger}
 	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
-		Metrics: m.Metrics,
+		Metrics: m.Metrics, Outbox: outbox,
 		// GET /ready also checks the store and the background tasks; the
 		// dashboard shows the same failures, mail's in full (Detail).
 		ReadyChecks: []httpapi.ReadyCheck{{Name: "mail", Check: m.mailReady, Detail: m.Mail.ConfigError}},
@@ -362,6 +374,9 @@ func (m *Main) checkConfig() (*checked, error) {
 	if out.sms, err = m.smsSender(); err != nil {
 		return nil, err
 	}
+	if c.MailLog && c.SMTPURL != "" {
+		return nil, errors.New("--mail-log logs codes and links, for development without an SMTP server: it cannot be used with --smtp-url (LATCHKEY_SMTP_URL)")
+	}
 	if out.mail, err = m.mailTransport(); err != nil {
 		return nil, err
 	}
@@ -430,7 +445,11 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 		if m.Config.SMTPCAFile != "" {
 			return nil, errors.New("--smtp-ca-file is set but --smtp-url is empty (mail would go to the outbox)")
 		}
-		return &mail.Outbox{Dir: m.outboxDir()}, nil
+		o := &mail.Outbox{Dir: m.outboxDir()}
+		if m.Config.MailLog {
+			o.Log = m.Logger
+		}
+		return o, nil
 	}
 	t, err := mail.NewSMTP(m.Config.SMTPURL)
 	if err != nil {
