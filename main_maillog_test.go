@@ -1,6 +1,10 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +23,9 @@ var (
 // TestMailLog: without an SMTP server the start-up log says where mail
 // goes (the outbox directory and the dashboard's Outbox page);
 // --mail-log logs one line per message with its recipient, kind, and
-// code or link, and the code logged signs the user in. Without
+// code or link, and the code logged signs the user in; the dashboard's
+// Outbox page shows it too (noting, on a database, that the directory
+// is this replica's). Without
 // --mail-log no line holds a code or link. (With an SMTP server
 // --mail-log is refused: TestStartupChecks.)
 func TestMailLog(t *testing.T) {
@@ -65,6 +71,25 @@ func TestMailLog(t *testing.T) {
 	}
 	if st, body := c.do("POST", "/api/v1/otp/verify", key, map[string]any{"email": "ada@example.com", "code": code[1]}); st != 200 || body["token"] == nil {
 		t.Fatalf("verify with the logged code: %d %v", st, body)
+	}
+
+	// The dashboard's Outbox page shows the same code, and on a
+	// database says the directory is this replica's.
+	jar, _ := cookiejar.New(nil)
+	dash := &http.Client{Jar: jar}
+	res, err := dash.PostForm("http://"+m.Addr()+"/admin/login", url.Values{"token": {match(t, adminLine, out.String())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res, err = dash.Get("http://" + m.Addr() + "/admin/outbox"); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(page), `<code class="secret copy code" title="One click selects it">`+code[1]+`</code>`) ||
+		strings.Contains(string(page), "Replicas on a database") != (m.Config.DatabaseURL != "") {
+		t.Fatalf("the Outbox page lacks the code %s, or misses (or wrongly shows) the note on replicas:\n%s", code[1], page)
 	}
 
 	// Without --mail-log: the start-up line says so, and no line holds
