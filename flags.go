@@ -20,13 +20,16 @@ import (
 
 // Config is the server's configuration (the flags of `latchkey serve`).
 type Config struct {
-	Addr                string
-	Data                string
-	DatabaseURL         string // when set, the store is this database, not the Data file
-	BaseURL             string
-	SMTPURL             string
-	SMTPCAFile          string
-	MailFrom            string
+	Addr        string
+	Data        string
+	DatabaseURL string // when set, the store is this database, not the Data file
+	BaseURL     string
+	SMTPURL     string
+	SMTPCAFile  string
+	MailFrom    string
+	// MailLog logs each message written to the outbox with its code or
+	// link (development; refused with an SMTP server).
+	MailLog             bool
 	SMSProvider         string
 	AdminToken          string
 	MasterKey           string
@@ -77,6 +80,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"smtp-url", "LATCHKEY_SMTP_URL", "URL", "empty: mail is written to <data>.outbox/*.eml (./latchkey.outbox with --database-url)", "smtp://user:pass@host:port (STARTTLS when offered) or smtps://... (implicit TLS); options ?tls=opportunistic|required, ?auth=auto|plain|login|cram-md5, ?ca=FILE", &c.SMTPURL},
 		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "FILE", "none: the system's CAs", "PEM file of CA certificates trusted for the SMTP server besides the system's (also ?ca= on --smtp-url)", &c.SMTPCAFile},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "ADDRESS", c.MailFrom, "sender address", &c.MailFrom},
+		{"mail-log", "LATCHKEY_MAIL_LOG", "", "false", "development: log one line per message written to the outbox with its recipient, kind, and code or link (refused with --smtp-url)", nil},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "NAME", c.SMSProvider, "none, log or twilio", &c.SMSProvider},
 		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "TOKEN", "generated, printed once, saved to <data>.admin-token (only printed with --database-url)", "admin bearer token (adm_..., 24+ characters); when set it is neither printed nor written to a file", &c.AdminToken},
 		{"master-key", "LATCHKEY_MASTER_KEY", "KEY", "the <data>.key file; required with --database-url", "32-byte key, base64; encrypts secrets at rest", &c.MasterKey},
@@ -92,7 +96,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"feed-interval", "LATCHKEY_FEED_INTERVAL", "DURATION", "250ms", "replicas on one database (tuning, tests): how often a replica reads the invalidation feed, which bounds how late it sees another replica's revocations and changes; caches are bypassed after max(1s, 4 intervals) without a read", &c.FeedInterval},
 	}
 	// The booleans each flag with no string sets.
-	bools := map[string]*bool{"webhook-allow-private": &c.WebhookAllowPrivate, "oauth-allow-private": &c.OAuthAllowPrivate}
+	bools := map[string]*bool{"webhook-allow-private": &c.WebhookAllowPrivate, "oauth-allow-private": &c.OAuthAllowPrivate, "mail-log": &c.MailLog}
 	fs := flag.NewFlagSet("latchkey serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}

@@ -56,7 +56,7 @@ func TestUsage(t *testing.T) {
 	if code != 0 {
 		t.Errorf("serve --help: exit %d, want 0", code)
 	}
-	for _, f := range []string{"--addr", "--data", "--database-url", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--oauth-allow-private", "--log-format", "--metrics-addr", "--backup-to", "--backup-every", "--backup-keep"} {
+	for _, f := range []string{"--addr", "--data", "--database-url", "--base-url", "--smtp-url", "--smtp-ca-file", "--mail-from", "--mail-log", "--sms-provider", "--admin-token", "--master-key", "--trusted-proxies", "--webhook-allow-private", "--oauth-allow-private", "--log-format", "--metrics-addr", "--backup-to", "--backup-every", "--backup-keep"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("serve --help lacks %s:\n%s", f, out)
 		}

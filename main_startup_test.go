@@ -89,6 +89,8 @@ func TestStartupChecks(t *testing.T) {
 		{name: "base url with another scheme", args: "--base-url ftp://auth.example.com", want: "must start with http:// or https://"},
 		{name: "base url without a host", args: "--base-url https://", want: "name a host"},
 		{name: "base url with a path", args: "--base-url https://auth.example.com/login", want: "must be an origin"},
+		{name: "mail log with an smtp url", args: "--mail-log --smtp-url smtp://u:hunter2@mail.example", want: "--mail-log logs codes and links, for development without an SMTP server: it cannot be used with --smtp-url"},
+		{name: "mail log with an smtp url, from the environment", env: []string{"LATCHKEY_MAIL_LOG=yes", "LATCHKEY_SMTP_URL=smtp://u:hunter2@mail.example"}, want: "it cannot be used with --smtp-url"},
 		{name: "sender that is not an address", args: "--mail-from nobody", want: "--mail-from \"nobody\" is not an email address"},
 		{name: "listen address without a port", args: "--addr nonsense", want: "cannot listen on --addr nonsense"},
 		{name: "listen port out of range", args: "--addr 127.0.0.1:99999", want: "cannot listen on --addr 127.0.0.1:99999"},

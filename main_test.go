@@ -502,6 +502,7 @@ func TestParseFlags(t *testing.T) {
 		{"smtp-url", "LATCHKEY_SMTP_URL", "", "smtp://user:hunter2@env.example", "smtps://user:swordfish@flag.example", func(c Config) string { return c.SMTPURL }},
 		{"smtp-ca-file", "LATCHKEY_SMTP_CA_FILE", "", "/env/smtp-ca.pem", "/flag/smtp-ca.pem", func(c Config) string { return c.SMTPCAFile }},
 		{"mail-from", "LATCHKEY_MAIL_FROM", "latchkey@localhost", "env@example.com", "flag@example.com", func(c Config) string { return c.MailFrom }},
+		{"mail-log", "LATCHKEY_MAIL_LOG", "false", "true", "false", func(c Config) string { return strconv.FormatBool(c.MailLog) }},
 		{"sms-provider", "LATCHKEY_SMS_PROVIDER", "none", "log", "twilio", func(c Config) string { return c.SMSProvider }},
 		{"admin-token", "LATCHKEY_ADMIN_TOKEN", "", "adm_fromtheenvironment_0123456789", "adm_fromtheflag_012345678901234", func(c Config) string { return c.AdminToken }},
 		{"master-key", "LATCHKEY_MASTER_KEY", "", "ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW52ZW4=", "ZmxhZ2ZsYWdmbGFnZmxhZ2ZsYWdmbGFnZmxhZ2ZsYWc=", func(c Config) string { return c.MasterKey }},

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -191,8 +192,19 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 
-	if t, ok := chk.mail.(*mail.SMTP); ok {
+	var outbox httpapi.Outbox
+	switch t := chk.mail.(type) {
+	case *mail.SMTP:
 		m.Logger.Info("mail goes through SMTP", "server", t.String(), "auth", t.Auth, "implicit_tls", t.ImplicitTLS, "require_starttls", t.RequireTLS)
+		outbox.SMTP = net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+	case *mail.Outbox:
+		outbox.Dir, outbox.PerReplica = t.Dir, c.DatabaseURL != ""
+		dir := t.Dir
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		m.Logger.Info("mail goes to the outbox: no SMTP server is configured (--smtp-url)", "dir", dir,
+			"dashboard", baseURL+"/admin/outbox", "mail_log", c.MailLog)
 	}
 	hooks := &webhook.Service{DB: db, Keys: keys, Now: m.Now, AllowPrivate: c.WebhookAllowPrivate}
 	if m.mailOverride != nil {
@@ -211,7 +223,7 @@ func (m *Main) Run(ctx context.Context) error {
 		readyChecks = append(readyChecks, check)
 	}
 	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
-		Metrics: m.Metrics, ReadyChecks: readyChecks})
+		Metrics: m.Metrics, Outbox: outbox, ReadyChecks: readyChecks})
 	// The webhook worker yields to the API while it is saturated.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
 		Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
@@ -381,6 +393,9 @@ func (m *Main) checkConfig() (*checked, error) {
 	if out.sms, err = m.smsSender(); err != nil {
 		return nil, err
 	}
+	if c.MailLog && c.SMTPURL != "" {
+		return nil, errors.New("--mail-log logs codes and links, for development without an SMTP server: it cannot be used with --smtp-url (LATCHKEY_SMTP_URL)")
+	}
 	if out.mail, err = m.mailTransport(); err != nil {
 		return nil, err
 	}
@@ -452,7 +467,11 @@ func (m *Main) mailTransport() (mail.Transport, error) {
 		if m.Config.SMTPCAFile != "" {
 			return nil, errors.New("--smtp-ca-file is set but --smtp-url is empty (mail would go to the outbox)")
 		}
-		return &mail.Outbox{Dir: m.outboxDir()}, nil
+		o := &mail.Outbox{Dir: m.outboxDir()}
+		if m.Config.MailLog {
+			o.Log = m.Logger
+		}
+		return o, nil
 	}
 	t, err := mail.NewSMTP(m.Config.SMTPURL)
 	if err != nil {

@@ -112,6 +112,7 @@ func (s *Server) dashboardRoutes() {
 	s.dashConfirmed("/admin/users/:id/reset-sms", s.confirmReset(smsLockout), s.dashReset(smsLockout))
 	s.dashConfirmed("/admin/users/:id/delete", s.confirmDeleteUser, s.dashDeleteUser)
 	r.GET("/admin/events", s.dash(s.dashEvents))
+	r.GET("/admin/outbox", s.dash(s.dashOutbox))
 }
 
 // dashPage is the data common to every dashboard page.
@@ -127,7 +128,10 @@ type dashPage struct {
 	// /api/v1/ready answers 503): a banner on every page.
 	NotReady []readyFailure
 	// Tab marks the current page among a project's pages.
-	Tab    string
+	Tab string
+	// Outbox: mail goes to the outbox directory, not to an SMTP server
+	// (the Outbox page is in the navigation).
+	Outbox bool
 	failed *formError
 	sid    string // the dashboard session's id
 }
@@ -189,7 +193,7 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 				return
 			}
 		}
-		page := dashPage{LoggedIn: true, CSRF: sess.CSRF, sid: c.Value, NotReady: s.notReady(r.Context(), true)}
+		page := dashPage{LoggedIn: true, CSRF: sess.CSRF, sid: c.Value, NotReady: s.notReady(r.Context(), true), Outbox: s.outbox.Dir != ""}
 		if r.Method == http.MethodGet && sess.Flash.Notice != "" {
 			page.Notice = s.dashSess.takeNotice(r.Context(), c.Value)
 		}

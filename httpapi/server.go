@@ -32,6 +32,23 @@ type Config struct {
 	// Metrics receives the request metrics and serves GET /metrics; nil
 	// makes the Server its own (requests are always instrumented).
 	Metrics *Metrics
+	// Outbox says where mail goes, for the dashboard's Outbox page.
+	Outbox Outbox
+}
+
+// Outbox says where mail goes: the .eml outbox directory the dashboard's
+// Outbox page lists, or an SMTP server (then the page lists nothing).
+type Outbox struct {
+	// Dir is the directory the mail outbox writes to; empty when mail
+	// goes through an SMTP server.
+	Dir string
+	// SMTP names the SMTP server mail goes through (host:port), shown
+	// on the page instead of messages.
+	SMTP string
+	// PerReplica says that replicas share a database and each writes
+	// the mail it sends into its own Dir, so the page of one replica
+	// may miss the messages another sent.
+	PerReplica bool
 }
 
 // Server is the HTTP API over an auth.Service. It is an http.Handler.
@@ -53,6 +70,8 @@ type Server struct {
 	load load // is the API saturated? (Busy)
 
 	providers oidcProviders // the projects' OpenID providers (oidc.go)
+
+	outbox Outbox // where mail goes (the dashboard's Outbox page)
 }
 
 // MaxBodyBytes is the largest accepted request body (docs/api.md,
@@ -79,7 +98,7 @@ func New(svc *auth.Service, cfg Config) *Server {
 		cfg.Metrics.watchStore(svc.StoreStats)
 	}
 	s := &Server{auth: svc, log: cfg.Logger, proxies: cfg.TrustedProxies, ready: cfg.Ready, hooks: cfg.Webhooks,
-		readyChecks: cfg.ReadyChecks, metrics: cfg.Metrics, dashSess: dashSessions{auth: svc, log: cfg.Logger}}
+		readyChecks: cfg.ReadyChecks, metrics: cfg.Metrics, dashSess: dashSessions{auth: svc, log: cfg.Logger}, outbox: cfg.Outbox}
 	if svc != nil {
 		if u, err := url.Parse(svc.BaseURL()); err == nil {
 			s.baseOrigin, _ = auth.NormalizeOrigin(u.Scheme + "://" + u.Host)

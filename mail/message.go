@@ -23,6 +23,13 @@ type Message struct {
 	Text    string
 	HTML    string
 	Date    time.Time
+
+	// What the queue knows of the message beyond its bytes: the project
+	// it is sent for, its kind (KindOTP...) and the code or link it
+	// carries. Bytes never writes them, so an SMTP server never sees
+	// them; the Outbox writes them as X-Latchkey-* headers for the
+	// dashboard's Outbox page.
+	ProjectID, Kind, Code, Link string
 }
 
 // Bytes renders m as an RFC 5322 message: multipart/alternative with a

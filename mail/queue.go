@@ -249,6 +249,7 @@ func (q *Queue) render(sm *store.Mail) (*Message, error) {
 	}
 	m.ID = "mail-" + strconv.FormatUint(sm.ID, 10)
 	m.Date = sm.CreatedAt
+	m.ProjectID, m.Kind, m.Code, m.Link = sm.ProjectID, sm.Kind, c.Code, c.Link
 	return m, nil
 }
 
