@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -52,8 +53,13 @@ type pendingKey struct {
 type suppressor struct {
 	mu      sync.Mutex
 	windows map[suppressKey]*recent
-	pending map[pendingKey]int64
-	flush   sync.Mutex // one FlushSuppressed at a time
+	// quietUntil: no window goes idle before it (the oldest newest
+	// failure the last prune kept, plus a minute), so a full map is not
+	// scanned again before then: a flood of new senders costs each one
+	// a map lookup, not a scan of every window under the lock.
+	quietUntil int64
+	pending    map[pendingKey]int64
+	flush      sync.Mutex // one FlushSuppressed at a time
 }
 
 func newSuppressor() *suppressor {
@@ -69,7 +75,9 @@ func (p *suppressor) admit(k suppressKey, now time.Time) bool {
 	w := p.windows[k]
 	if w == nil {
 		if len(p.windows) >= maxSuppressWindows {
-			p.pruneLocked(t)
+			if t >= p.quietUntil {
+				p.pruneLocked(t)
+			}
 			if len(p.windows) >= maxSuppressWindows {
 				return false
 			}
@@ -93,10 +101,18 @@ func (p *suppressor) admit(k suppressKey, now time.Time) bool {
 // pruneLocked forgets windows whose newest stored failure is over a minute
 // before t: they admit the next failure anyway.
 func (p *suppressor) pruneLocked(t int64) {
+	oldest := int64(math.MaxInt64)
 	for k, w := range p.windows {
-		if t-w.newest() >= int64(time.Minute) {
+		if n := w.newest(); t-n >= int64(time.Minute) {
 			delete(p.windows, k)
+		} else {
+			oldest = min(oldest, n)
 		}
+	}
+	// Windows kept or added later only get newer.
+	p.quietUntil = 0
+	if oldest != math.MaxInt64 {
+		p.quietUntil = oldest + int64(time.Minute)
 	}
 }
 
