@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
@@ -370,4 +371,198 @@ func (ts *testServer) userByEmail(addr string) *store.User {
 		ts.t.Fatalf("user %s: %v", addr, err)
 	}
 	return u
+}
+
+// code runs an authorization that the browser's session answers at
+// once (single sign-on) and returns its code.
+func (rp *oidcRP) code(b *browser, verifier string) string {
+	rp.ts.t.Helper()
+	return rp.answer(rp.authorize(b, verifier, "st", "no")).Get("code")
+}
+
+// exchange posts a code to the token endpoint with the client's secret
+// (Basic) as x/oauth2 does, and returns the raw answer.
+func (rp *oidcRP) exchange(code, verifier string) *response {
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {rp.config.RedirectURL},
+		"code_verifier": {verifier}}
+	req, err := http.NewRequest("POST", rp.provider.Endpoint().TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		rp.ts.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(rp.id), url.QueryEscape(rp.secret))
+	return rp.ts.send(req)
+}
+
+// wantOAuthError fails unless r is an RFC 6749 error answer: status,
+// JSON {error, error_description} with code.
+func wantOAuthError(t *testing.T, r *response, status int, code string) {
+	t.Helper()
+	if r.Status != status || r.Body["error"] != code {
+		t.Fatalf("status=%d body=%s, want %d error=%s", r.Status, r.Raw, status, code)
+	}
+	if d, _ := r.Body["error_description"].(string); d == "" {
+		t.Fatalf("no error_description: %s", r.Raw)
+	}
+}
+
+// wantErrorPage fails unless pg is latchkey's error page with status:
+// HTML, no redirect, the pages' headers.
+func wantErrorPage(t *testing.T, pg *webPage, status int, text string) {
+	t.Helper()
+	if pg.Status != status || pg.Location != "" || !strings.HasPrefix(pg.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(pg.Body, "<h1>Sign-in failed</h1>") || !strings.Contains(pg.Body, text) {
+		t.Fatalf("got %d %q %s, want the error page %d saying %q", pg.Status, pg.Location, pg.Body, status, text)
+	}
+	if !strings.Contains(pg.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") || pg.Header.Get("X-Frame-Options") != "DENY" ||
+		pg.Header.Get("Cache-Control") != "no-store" || pg.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Fatalf("error page headers %v", pg.Header)
+	}
+}
+
+// TestOIDCRefusals: what the provider refuses, and how. At /authorize,
+// an unknown client or a redirect URI the client did not register gets
+// the error page (HTML, never a redirect, input not reflected); PKCE
+// with plain, or a public client without a challenge, is an error
+// redirect carrying iss. At the token endpoint (RFC 6749 JSON errors):
+// a wrong code_verifier, a code shown twice (and the tokens the first
+// exchange gave stop working), a code after 60 s, and a code of another
+// project are invalid_grant; a wrong secret invalid_client. A form
+// posted without its CSRF token is refused and sends nothing;
+// prompt=none without a session answers login_required; the callback
+// refuses another browser; userinfo refuses a token that is not one.
+func TestOIDCRefusals(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	rp := ts.newRP(ts.Project.ID, nil)
+	verifier := oauth2.GenerateVerifier()
+	authz := ts.issuer(ts.Project.ID) + "/authorize?"
+
+	t.Run("authorize", func(t *testing.T) {
+		b := ts.newBrowser()
+		base := url.Values{"client_id": {rp.id}, "redirect_uri": {rpRedirect}, "response_type": {"code"}, "scope": {"openid"},
+			"state": {"s"}, "code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
+		with := func(k, v string) string {
+			q := url.Values{}
+			for key, vs := range base {
+				q[key] = vs
+			}
+			q.Set(k, v)
+			return authz + q.Encode()
+		}
+		wantErrorPage(t, b.get(with("redirect_uri", "https://evil.example/<b>cb</b>")), http.StatusBadRequest, "not registered")
+		if pg := b.get(with("redirect_uri", "https://evil.example/<b>cb</b>")); strings.Contains(pg.Body, "evil.example") || strings.Contains(pg.Body, "<b>") {
+			t.Errorf("the error page reflects the redirect URI: %s", pg.Body)
+		}
+		wantErrorPage(t, b.get(with("client_id", "no-such-client")), http.StatusBadRequest, "not known")
+		wantErrorPage(t, b.get(with("client_id", "")), http.StatusBadRequest, "not known")
+		for _, c := range []struct{ name, url string }{
+			{"plain", with("code_challenge_method", "plain")},
+			{"no method", with("code_challenge_method", "")},
+		} {
+			q := rp.answer(b.get(c.url))
+			if q.Get("error") != "invalid_request" || q.Get("state") != "s" || !strings.Contains(q.Get("error_description"), "S256") {
+				t.Errorf("%s: answer %v, want invalid_request about S256", c.name, q)
+			}
+		}
+		pub := ts.newRP(ts.Project.ID, map[string]any{"name": "CLI", "type": "public", "redirectUris": []string{"http://127.0.0.1/cb"}})
+		q := url.Values{"client_id": {pub.id}, "redirect_uri": {"http://127.0.0.1:4711/cb"}, "response_type": {"code"}, "scope": {"openid"}, "state": {"p"}}
+		pg := b.get(authz + q.Encode())
+		if !strings.HasPrefix(pg.Location, "http://127.0.0.1:4711/cb?") {
+			t.Fatalf("public client without PKCE: %d %s", pg.Status, pg.Location)
+		}
+		u, _ := url.Parse(pg.Location)
+		if u.Query().Get("error") != "invalid_request" || u.Query().Get("iss") != rp.issuer {
+			t.Errorf("public client without PKCE: %s, want invalid_request with iss", pg.Location)
+		}
+		// prompt=none without a session.
+		ans := rp.answer(b.get(with("prompt", "none")))
+		if ans.Get("error") != "login_required" || ans.Get("state") != "s" {
+			t.Errorf("prompt=none without a session: %v", ans)
+		}
+	})
+
+	t.Run("forms", func(t *testing.T) {
+		b := ts.newBrowser()
+		pg := rp.authorize(b, verifier, "s", "n")
+		before := ts.mailCount()
+		for _, c := range []struct{ name, csrf string }{{"missing", "\x00"}, {"wrong", "x" + strings.Repeat("A", 42)}} {
+			wantErrorPage(t, b.submit(pg, map[string]string{"email": "csrf@example.com", "csrf": c.csrf}), http.StatusForbidden, "not sent from its page")
+			if ts.mailCount() != before {
+				t.Fatalf("%s CSRF token: a code was sent", c.name)
+			}
+		}
+		// Another browser cannot use this one's form.
+		other := ts.newBrowser()
+		other.get(rp.config.AuthCodeURL("x", oauth2.S256ChallengeOption(verifier)))
+		wantErrorPage(t, other.submit(pg, map[string]string{"email": "csrf@example.com"}), http.StatusForbidden, "not sent from its page")
+		// A wrong code shows the code form again with the reason.
+		code := b.submit(pg, map[string]string{"email": "forms@example.com"})
+		again := b.submit(code, map[string]string{"code": "000000"})
+		if again.Status != http.StatusUnauthorized || !strings.Contains(again.Body, `class="error"`) || !strings.Contains(again.Body, `name="code"`) {
+			t.Errorf("wrong code: %d %s", again.Status, again.Body)
+		}
+		// The callback refuses a browser other than the one signed in.
+		done := b.submit(code, map[string]string{"code": ts.lastMail("forms@example.com").Code})
+		if done.Status != http.StatusFound {
+			t.Fatalf("sign-in: %d %s", done.Status, done.Body)
+		}
+		id := strings.TrimPrefix(pg.URL.RawQuery, "authRequestID=")
+		wantErrorPage(t, other.get(ts.issuer(ts.Project.ID)+"/authorize/callback?id="+id), http.StatusBadRequest, "cannot be completed in this browser")
+	})
+
+	t.Run("token", func(t *testing.T) {
+		b := ts.newBrowser()
+		ts.Clock.Advance(31 * time.Second)
+		rp.answer(b.signIn(rp.authorize(b, verifier, "s", "n"), "tokens@example.com"))
+
+		wantOAuthError(t, rp.exchange(rp.code(b, verifier), oauth2.GenerateVerifier()), http.StatusBadRequest, "invalid_grant")
+
+		secret := rp.secret
+		rp.secret = secret + "x"
+		wantOAuthError(t, rp.exchange(rp.code(b, verifier), verifier), http.StatusUnauthorized, "invalid_client")
+		rp.secret = secret
+
+		// A replayed code: refused, and the first exchange's tokens die.
+		code := rp.code(b, verifier)
+		first := rp.exchange(code, verifier)
+		if first.Status != http.StatusOK {
+			t.Fatalf("exchange: %d %s", first.Status, first.Raw)
+		}
+		at := str(t, first.Body, "access_token")
+		if r := rp.userinfo(at); r.Status != http.StatusOK {
+			t.Fatalf("userinfo before the replay: %d %s", r.Status, r.Raw)
+		}
+		wantOAuthError(t, rp.exchange(code, verifier), http.StatusBadRequest, "invalid_grant")
+		if r := rp.userinfo(at); r.Status != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("userinfo after the replay: %d %s", r.Status, r.Raw)
+		}
+
+		// A code 60 s old.
+		code = rp.code(b, verifier)
+		ts.Clock.Advance(auth.OIDCCodeLifetime)
+		wantOAuthError(t, rp.exchange(code, verifier), http.StatusBadRequest, "invalid_grant")
+		code = rp.code(b, verifier)
+		ts.Clock.Advance(auth.OIDCCodeLifetime - time.Second)
+		if r := rp.exchange(code, verifier); r.Status != http.StatusOK {
+			t.Errorf("a code 59 s old: %d %s", r.Status, r.Raw)
+		}
+
+		// A code of this project at another project's token endpoint,
+		// by that project's client of the same redirect URI.
+		other := str(t, obj(t, ts.admin("POST", "/api/v1/admin/projects", map[string]any{"name": "Other"}).Body, "project"), "id")
+		rpB := ts.newRP(other, nil)
+		code = rp.code(b, verifier)
+		wantOAuthError(t, rpB.exchange(code, verifier), http.StatusBadRequest, "invalid_grant")
+		if r := rp.exchange(code, verifier); r.Status != http.StatusOK {
+			t.Errorf("the code at its own project after the cross-project try: %d %s", r.Status, r.Raw)
+		}
+
+		for _, bad := range []string{"garbage", first.Body["id_token"].(string)} {
+			r := rp.userinfo(bad)
+			if r.Status != http.StatusUnauthorized || !strings.Contains(r.Header.Get("WWW-Authenticate"), "invalid_token") {
+				t.Errorf("userinfo with %.10s…: %d %v %s", bad, r.Status, r.Header, r.Raw)
+			}
+		}
+	})
 }
