@@ -566,3 +566,59 @@ func TestOIDCRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestOIDCSecondFactor: a user with TOTP enrolled signs in with the
+// email code, then the second-factor page (its form field "code"); a
+// wrong code shows the page again with the reason, the right one
+// answers the request: the ID token says amr otp and mfa, acr level 2.
+// A client that requires a second factor refuses, with a page saying
+// so, a user who has none.
+func TestOIDCSecondFactor(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const addr = "mfa@example.com"
+	tok := str(t, ts.login(addr).Body, "token")
+	r := ts.do("POST", "/api/v1/totp/enroll", tok, map[string]any{})
+	wantOK(t, r)
+	secret := str(t, r.Body, "secret")
+	wantOK(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.totpCode(secret, 0)}))
+	ts.Clock.Advance(31 * time.Second)
+
+	rp := ts.newRP(ts.Project.ID, nil)
+	b := ts.newBrowser()
+	verifier := oauth2.GenerateVerifier()
+	mfa := b.signIn(rp.authorize(b, verifier, "s", "n"), addr)
+	if mfa.Status != http.StatusOK || !strings.HasPrefix(mfa.URL.Path, "/oidc/"+ts.Project.ID+"/login/mfa") ||
+		!strings.Contains(mfa.Body, `<input id="code" name="code"`) {
+		t.Fatalf("after the email code: %d %s %s", mfa.Status, mfa.URL, mfa.Body)
+	}
+	wrong := b.submit(mfa, map[string]string{"code": "000000"})
+	if wrong.Status != http.StatusUnauthorized || !strings.Contains(wrong.Body, `class="error"`) || !strings.Contains(wrong.Body, `name="code"`) {
+		t.Fatalf("wrong TOTP code: %d %s", wrong.Status, wrong.Body)
+	}
+	ts.Clock.Advance(30 * time.Second)
+	q := rp.answer(b.submit(wrong, map[string]string{"code": ts.totpCode(secret, 0)}))
+	tk, err := rp.config.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err := rp.provider.Verifier(&gooidc.Config{ClientID: rp.id}).Verify(ctx, tk.Extra("id_token").(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims struct {
+		AMR []string `json:"amr"`
+		ACR string   `json:"acr"`
+	}
+	if err := idt.Claims(&claims); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(claims.AMR, []string{"otp", "mfa"}) || claims.ACR != auth.ACRMultiFactor {
+		t.Errorf("amr %v acr %q, want [otp mfa] and %s", claims.AMR, claims.ACR, auth.ACRMultiFactor)
+	}
+
+	// A client that requires a second factor, a user without one.
+	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "requireMfa": true})
+	b2 := ts.newBrowser()
+	wantErrorPage(t, b2.signIn(strict.authorize(b2, verifier, "s", "n"), "plain@example.com"), http.StatusForbidden, "requires a second factor")
+}
