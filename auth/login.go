@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,6 +46,23 @@ func (l *Login) SecondFactorPending() bool {
 // existed gets it settled and stored. The JWT is signed after commit
 // (finish).
 func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, method string, m Meta) (*Login, error) {
+	return s.startLoginAs(tx, p, u, loginAs{method: method}, m)
+}
+
+// loginAs is what a sign-in's session is: its method (as the session
+// lists and session.created show it), the proof of its sign-in (""
+// for the method's own amr value: signInAMR), and whether it gets a
+// refresh token (the API's sessions do; a hosted sign-in's session is
+// held by its cookie and slides by the pages).
+type loginAs struct {
+	method    string
+	proof     string
+	noRefresh bool
+}
+
+// startLoginAs is startLogin for a session as says.
+func (s *Service) startLoginAs(tx store.Tx, p *store.Project, u *store.User, as loginAs, m Meta) (*Login, error) {
+	method := as.method
 	if changed, err := settleVerified(tx, u); err != nil {
 		return nil, err
 	} else if changed {
@@ -53,21 +71,32 @@ func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, metho
 		}
 	}
 	sess := s.newSession(p, u, method)
+	if as.proof != "" {
+		sess.Proofs[0].Method = as.proof
+	}
 	// Where the session was signed in from, bounded in length, for the
 	// user's and the operator's session lists.
 	sess.IP, sess.UserAgent = clipIP(m.IP), clipUA(m.UserAgent)
 	if err := tx.PutSession(sess); err != nil {
 		return nil, err
 	}
-	refresh, err := s.newRefreshToken(tx, sess, sess.IssuedAt)
-	if err != nil {
-		return nil, err
+	var refresh string
+	if !as.noRefresh {
+		var err error
+		if refresh, err = s.newRefreshToken(tx, sess, sess.IssuedAt); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.emit(tx, p.ID, "session.created", map[string]string{"user_id": u.ID, "session_id": sess.ID, "method": method}); err != nil {
 		return nil, err
 	}
 	if s.obs != nil {
-		tx.OnCommit(func() { s.obs.Login(method) })
+		// A hosted sign-in counts as "oidc", whatever its client's name.
+		label := method
+		if strings.HasPrefix(method, oidcMethodPrefix) {
+			label = "oidc"
+		}
+		tx.OnCommit(func() { s.obs.Login(label) })
 	}
 	dt, err := s.bindDevice(tx, u, m.DeviceToken)
 	if err != nil {

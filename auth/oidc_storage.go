@@ -12,9 +12,9 @@ import (
 // OIDCStorage is one project's storage for its OpenID provider
 // (zitadel/oidc's op.Storage): every method is scoped to its project, so
 // projects never share keys, clients, codes or tokens by construction.
-// So far it serves what discovery and the JWKS need (the signing keys);
-// the methods of the flows (authorization requests, codes, tokens,
-// clients, user info) answer a server error until they are built.
+// It serves the authorization code flow (oidc_flow.go) and the keys;
+// the methods of the flows not built yet (refresh, revocation,
+// introspection, end-session) answer an error.
 type OIDCStorage struct {
 	s         *Service
 	projectID string
@@ -49,16 +49,22 @@ func (k oidcPublicKey) Algorithm() jose.SignatureAlgorithm { return jose.Signatu
 func (k oidcPublicKey) Use() string                        { return "sig" }
 func (k oidcPublicKey) Key() any                           { return k.k.Key }
 
-// SigningKey returns the project's active RS256 key (making the
-// project's keys on first use). The ID token of a client that asks for
-// ES256 will be signed with the other key once the token flows are
-// built.
+// SigningKey returns the project's active key that signs ID tokens
+// (making the project's keys on first use): the ES256 key for a client
+// whose idTokenAlg is ES256, the RS256 key otherwise. op asks for the
+// client (GetClientByClientID) before it signs an ID token in the same
+// request, which notes the client's algorithm in the request's context
+// (OIDCRequestContext).
 func (p *OIDCStorage) SigningKey(ctx context.Context) (op.SigningKey, error) {
 	set, err := p.s.OIDCKeys(ctx, p.projectID)
 	if err != nil {
 		return nil, err
 	}
-	return oidcSigningKey{set.Active[AlgRS256]}, nil
+	alg := AlgRS256
+	if sc := scratchOf(ctx); sc != nil && sc.idTokenAlg == AlgES256 {
+		alg = AlgES256
+	}
+	return oidcSigningKey{set.Active[alg]}, nil
 }
 
 // SignatureAlgorithms returns RS256 and ES256: discovery's
@@ -86,47 +92,22 @@ func (p *OIDCStorage) KeySet(ctx context.Context) ([]op.Key, error) {
 func (p *OIDCStorage) Health(ctx context.Context) error { return p.s.db.Usable(ctx) }
 
 // errNotYet answers the calls of the flows not built yet: op turns it
-// into a server_error answer.
+// into a server_error answer (their endpoints are not routed, so no
+// request reaches them).
 func errNotYet() error {
 	return oidc.ErrServerError().WithDescription("This endpoint is not available yet.")
 }
 
-// The flows' methods, not built yet.
-
-// CreateAuthRequest is not available yet.
-func (p *OIDCStorage) CreateAuthRequest(context.Context, *oidc.AuthRequest, string) (op.AuthRequest, error) {
-	return nil, errNotYet()
-}
-
-// AuthRequestByID is not available yet.
-func (p *OIDCStorage) AuthRequestByID(context.Context, string) (op.AuthRequest, error) {
-	return nil, errNotYet()
-}
-
-// AuthRequestByCode is not available yet.
-func (p *OIDCStorage) AuthRequestByCode(context.Context, string) (op.AuthRequest, error) {
-	return nil, errNotYet()
-}
-
-// SaveAuthCode is not available yet.
-func (p *OIDCStorage) SaveAuthCode(context.Context, string, string) error { return errNotYet() }
-
-// DeleteAuthRequest is not available yet.
-func (p *OIDCStorage) DeleteAuthRequest(context.Context, string) error { return errNotYet() }
-
-// CreateAccessToken is not available yet.
-func (p *OIDCStorage) CreateAccessToken(context.Context, op.TokenRequest) (string, time.Time, error) {
-	return "", time.Time{}, errNotYet()
-}
-
-// CreateAccessAndRefreshTokens is not available yet.
+// CreateAccessAndRefreshTokens is not available yet: refresh tokens are
+// not issued (CreateAuthRequest drops offline_access).
 func (p *OIDCStorage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
 	return "", "", time.Time{}, errNotYet()
 }
 
-// TokenRequestByRefreshToken is not available yet.
+// TokenRequestByRefreshToken refuses every refresh token: none is
+// issued yet.
 func (p *OIDCStorage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
-	return nil, errNotYet()
+	return nil, op.ErrInvalidRefreshToken
 }
 
 // TerminateSession is not available yet.
@@ -137,29 +118,9 @@ func (p *OIDCStorage) RevokeToken(context.Context, string, string, string) *oidc
 	return oidc.ErrServerError().WithDescription("This endpoint is not available yet.")
 }
 
-// GetRefreshTokenInfo is not available yet.
+// GetRefreshTokenInfo knows no refresh token yet.
 func (p *OIDCStorage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
 	return "", "", op.ErrInvalidRefreshToken
-}
-
-// GetClientByClientID is not available yet.
-func (p *OIDCStorage) GetClientByClientID(context.Context, string) (op.Client, error) {
-	return nil, errNotYet()
-}
-
-// AuthorizeClientIDSecret is not available yet.
-func (p *OIDCStorage) AuthorizeClientIDSecret(context.Context, string, string) error {
-	return errNotYet()
-}
-
-// SetUserinfoFromScopes is not available yet.
-func (p *OIDCStorage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
-	return errNotYet()
-}
-
-// SetUserinfoFromToken is not available yet.
-func (p *OIDCStorage) SetUserinfoFromToken(context.Context, *oidc.UserInfo, string, string, string) error {
-	return errNotYet()
 }
 
 // SetIntrospectionFromToken is not available yet.
@@ -167,9 +128,11 @@ func (p *OIDCStorage) SetIntrospectionFromToken(context.Context, *oidc.Introspec
 	return errNotYet()
 }
 
-// GetPrivateClaimsFromScopes is not available yet.
+// GetPrivateClaimsFromScopes adds nothing: it serves only op's own JWT
+// access tokens, which latchkey does not use (its access tokens are
+// minted by CreateAccessToken).
 func (p *OIDCStorage) GetPrivateClaimsFromScopes(context.Context, string, string, []string) (map[string]any, error) {
-	return nil, errNotYet()
+	return nil, nil
 }
 
 // GetKeyByIDAndClientID always fails: latchkey takes no client key

@@ -174,6 +174,12 @@ type OTPInput struct {
 // a failed guess at the address, and an address with AddressFailLimit
 // failed guesses in AddressFailWindow answers the locked text.
 func (s *Service) VerifyOTP(ctx context.Context, p *store.Project, in OTPInput, m Meta) (*Login, error) {
+	return s.verifyOTP(ctx, p, in, m, loginAs{method: "email_otp"})
+}
+
+// verifyOTP is VerifyOTP signing in as as says (the API's email_otp
+// session, or a hosted sign-in's).
+func (s *Service) verifyOTP(ctx context.Context, p *store.Project, in OTPInput, m Meta, as loginAs) (*Login, error) {
 	a := s.attempt(ctx, p.ID, "email_otp", "verify", m)
 	email, err := NormalizeEmail(in.Email)
 	if err != nil {
@@ -241,7 +247,7 @@ func (s *Service) VerifyOTP(ctx context.Context, p *store.Project, in OTPInput, 
 		if err := tx.DeleteCode(c); err != nil {
 			return err
 		}
-		login, err = s.startLogin(tx, p, u, "email_otp", a.m)
+		login, err = s.startLoginAs(tx, p, u, as, a.m)
 		if err != nil {
 			return err
 		}

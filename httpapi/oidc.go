@@ -3,13 +3,13 @@ package httpapi
 import (
 	"container/list"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/julienschmidt/httprouter"
 	"github.com/rs/cors"
+	httphelper "github.com/zitadel/oidc/v3/pkg/http"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 
@@ -22,8 +22,10 @@ import (
 // on first use and kept in a bounded cache; its router serves the
 // project's paths once the prefix is stripped. Only the routes that
 // work are registered (explicitly, so that metrics name each and op's
-// /healthz and /ready stay unexposed): so far discovery, which latchkey
-// writes from op's document, and the JWKS.
+// /healthz and /ready stay unexposed): discovery, which latchkey writes
+// from op's document, the JWKS, the authorization code flow
+// (authorize, its callback, token, userinfo) and the hosted sign-in
+// pages (oidc_pages.go).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
@@ -33,30 +35,73 @@ const oidcPrefix = "/oidc/"
 const maxProviders = 1000
 
 // oidcCORS is the CORS policy of the providers' endpoints: any origin,
-// without credentials (no endpoint of theirs reads a cookie), so that
-// a single-page app can read discovery and the keys.
+// without credentials (no endpoint a script calls reads a cookie), so
+// that a single-page app can read discovery and the keys, exchange its
+// code and read the user info.
 var oidcCORS = cors.Options{
 	AllowedOrigins: []string{"*"},
 	AllowedMethods: []string{http.MethodGet, http.MethodPost},
 	AllowedHeaders: []string{"Authorization", "Content-Type"},
 }
 
-// oidcRoutes registers the providers' endpoints: GET and the CORS
-// preflight (OPTIONS) of each.
+// oidcRoutes registers the providers' endpoints and pages. The
+// endpoints a script may call cross-origin (discovery, keys, token,
+// userinfo) answer their CORS preflight (OPTIONS) too.
 func (s *Server) oidcRoutes() {
 	for _, p := range []string{"/oidc/:project/.well-known/openid-configuration", "/oidc/:project/keys"} {
 		s.router.GET(p, s.serveOIDC)
 		s.router.OPTIONS(p, s.serveOIDC)
 	}
+	for _, p := range []string{"/oidc/:project/authorize", "/oidc/:project/userinfo"} {
+		s.router.GET(p, s.serveOIDC)
+		s.router.POST(p, s.serveOIDC)
+	}
+	s.router.OPTIONS("/oidc/:project/userinfo", s.serveOIDC)
+	s.router.POST("/oidc/:project/oauth/token", s.serveOIDC)
+	s.router.OPTIONS("/oidc/:project/oauth/token", s.serveOIDC)
+	s.router.GET("/oidc/:project/authorize/callback", s.serveOIDC)
+	for _, p := range []string{auth.OIDCLoginPath, auth.OIDCLoginCodePath, auth.OIDCSecondFactorPath} {
+		s.router.GET("/oidc/:project"+p, s.serveOIDC)
+		s.router.POST("/oidc/:project"+p, s.serveOIDC)
+	}
 }
 
 // projectOP is one project's provider.
 type projectOP struct {
+	id        string
 	issuer    string
 	provider  *op.Provider
+	lk        *lkProvider // what op's handlers are built on
 	storage   *auth.OIDCStorage
 	handler   http.Handler // op's router, behind the stripped prefix
 	discovery http.Handler // latchkey's discovery document, with CORS
+}
+
+// lkProvider is a project's op.Provider whose authorization responses
+// (codes and errors, by query or form_post) carry the issuer (RFC 9207,
+// against mix-up attacks): op builds every handler of its router on the
+// provider it is given, and calls its Encoder for those responses only.
+type lkProvider struct {
+	*op.Provider
+	enc httphelper.Encoder
+}
+
+// Encoder returns the encoder that adds iss.
+func (p *lkProvider) Encoder() httphelper.Encoder { return p.enc }
+
+// issEncoder is op's encoder of authorization responses plus iss.
+type issEncoder struct {
+	inner  httphelper.Encoder
+	issuer string
+}
+
+// Encode encodes src into dst, then adds iss.
+func (e issEncoder) Encode(src any, dst map[string][]string) error {
+	if err := e.inner.Encode(src, dst); err != nil {
+		return err
+	}
+	dst["iss"] = []string{e.issuer}
+	return nil
 }
 
 // serveOIDC answers a provider endpoint of an existing project: 404
@@ -71,12 +116,29 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.writeError(w, err)
 		return
 	}
-	r = r.WithContext(op.ContextWithIssuer(r.Context(), p.issuer))
-	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, oidc.DiscoveryEndpoint) {
+	r = r.WithContext(auth.OIDCRequestContext(op.ContextWithIssuer(r.Context(), p.issuer)))
+	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
+	switch {
+	case r.Method == http.MethodGet && sub == oidc.DiscoveryEndpoint:
 		p.discovery.ServeHTTP(w, r)
-		return
+	case sub == "/authorize":
+		s.oidcAuthorize(w, r, p)
+	case sub == "/authorize/callback":
+		s.oidcCallback(w, r, p)
+	case sub == "/userinfo":
+		// op answers a token it cannot verify with a bare 401, and one
+		// the storage refuses (revoked, its session ended) with 403:
+		// RFC 6750 wants 401 and WWW-Authenticate for both.
+		p.handler.ServeHTTP(&bearerErrorWriter{ResponseWriter: w}, r)
+	case sub == auth.OIDCLoginPath:
+		s.oidcLogin(w, r, p)
+	case sub == auth.OIDCLoginCodePath:
+		s.oidcLoginCode(w, r, p)
+	case sub == auth.OIDCSecondFactorPath:
+		s.oidcSecondFactor(w, r, p)
+	default:
+		p.handler.ServeHTTP(w, r)
 	}
-	p.handler.ServeHTTP(w, r)
 }
 
 // projectOP returns project id's provider, when the project exists.
@@ -103,7 +165,7 @@ func (s *Server) newProjectOP(id string) (*projectOP, error) {
 	}
 	corsOpts := oidcCORS
 	opts := []op.Option{
-		op.WithCrypto(noCrypto{}),
+		op.WithCrypto(auth.OIDCMinter{}),
 		op.WithCORSOptions(&corsOpts),
 	}
 	if strings.HasPrefix(issuer, "http://") {
@@ -115,8 +177,9 @@ func (s *Server) newProjectOP(id string) (*projectOP, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &projectOP{issuer: issuer, provider: prov, storage: storage,
-		handler: http.StripPrefix(oidcPrefix+id, op.CreateRouter(prov))}
+	lk := &lkProvider{Provider: prov, enc: issEncoder{inner: prov.Encoder(), issuer: issuer}}
+	p := &projectOP{id: id, issuer: issuer, provider: prov, lk: lk, storage: storage,
+		handler: http.StripPrefix(oidcPrefix+id, op.CreateRouter(lk))}
 	p.discovery = cors.New(corsOpts).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.oidcDiscovery(w, r, p)
 	}))
@@ -137,11 +200,11 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ScopesSupported = auth.ProviderScopes
 	cfg.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
-	// Only the authorization and token endpoints, which discovery
-	// requires, are named before they are served; the others, and the
-	// grants beyond the code, join the document with their flows.
+	// Only the endpoints served are named (authorization, token,
+	// userinfo, keys); the others, and the grants beyond the code, join
+	// the document with their flows.
 	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode}
-	cfg.UserinfoEndpoint, cfg.IntrospectionEndpoint, cfg.RevocationEndpoint = "", "", ""
+	cfg.IntrospectionEndpoint, cfg.RevocationEndpoint = "", ""
 	cfg.EndSessionEndpoint, cfg.DeviceAuthorizationEndpoint = "", ""
 	cfg.SubjectTypesSupported = []string{"public"}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
@@ -168,14 +231,6 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	doc["authorization_response_iss_parameter_supported"] = true
 	writeJSON(w, http.StatusOK, doc)
 }
-
-// noCrypto is the providers' op.Crypto until the token flows are
-// built: nothing is encrypted or decrypted (op's default would use a
-// key of zeros).
-type noCrypto struct{}
-
-func (noCrypto) Encrypt(string) (string, error) { return "", errors.New("oidc: no tokens yet") }
-func (noCrypto) Decrypt(string) (string, error) { return "", errors.New("oidc: no tokens yet") }
 
 // oidcProviders is the cache of providers by project id: at most
 // maxProviders, the least recently used dropped first. A provider's

@@ -60,14 +60,14 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 		d := r.Body
 		for k, v := range map[string]string{
 			"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/oauth/token",
-			"jwks_uri": iss + "/keys",
+			"jwks_uri": iss + "/keys", "userinfo_endpoint": iss + "/userinfo",
 		} {
 			if d[k] != v {
 				t.Errorf("%s = %v, want %s", k, d[k], v)
 			}
 		}
 		// What is not served yet is not advertised.
-		for _, k := range []string{"userinfo_endpoint", "revocation_endpoint", "introspection_endpoint", "end_session_endpoint",
+		for _, k := range []string{"revocation_endpoint", "introspection_endpoint", "end_session_endpoint",
 			"device_authorization_endpoint", "introspection_endpoint_auth_methods_supported", "revocation_endpoint_auth_methods_supported"} {
 			if v, ok := d[k]; ok {
 				t.Errorf("%s = %v before it is served", k, v)
@@ -165,8 +165,9 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 
 // TestOIDCUnknownProject: discovery, the JWKS and their preflights of a
 // project that does not exist, or no longer does (its provider was in
-// the cache), are 404 PROJECT_NOT_FOUND, readable from any origin; the
-// paths not built yet are the usual 404 NOT_FOUND.
+// the cache), are 404 PROJECT_NOT_FOUND, readable from any origin, and
+// so are the code flow's paths; the paths not built yet are the usual
+// 404 NOT_FOUND.
 func TestOIDCUnknownProject(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -191,8 +192,12 @@ func TestOIDCUnknownProject(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"/authorize", "/oauth/token", "/userinfo", "/healthz", "/ready", "/device"} {
+	for _, path := range []string{"/healthz", "/ready", "/device", "/end_session", "/revoke", "/oauth/introspect", "/device_authorization"} {
 		wantError(t, ts.do("GET", "/oidc/"+ts.Project.ID+path, "", nil), http.StatusNotFound, "NOT_FOUND")
+	}
+	// The flow's paths of a project that does not exist.
+	for _, path := range []string{"/authorize", "/userinfo", "/login"} {
+		wantError(t, ts.do("GET", "/oidc/"+doomed+path, "", nil), http.StatusNotFound, "PROJECT_NOT_FOUND")
 	}
 	wantError(t, ts.do("POST", "/oidc/"+ts.Project.ID+"/keys", "", nil), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
 }

@@ -53,6 +53,12 @@ const (
 	// due at their ExpiresAt (they go with their session before that
 	// when it ends first).
 	ExpiringRefreshTokens
+	// ExpiringOIDCAuthRequests are the OpenID providers' authorization
+	// requests, due at their ExpiresAt.
+	ExpiringOIDCAuthRequests
+	// ExpiringOIDCGrants are the OpenID providers' grants, due at their
+	// ExpiresAt.
+	ExpiringOIDCGrants
 
 	numExpiring = iota
 )
@@ -86,4 +92,7 @@ var expiringNames = [numExpiring]string{
 	ExpiringDeliveries:    "webhook deliveries",
 	ExpiringRefreshTokens: "refresh tokens",
 	ExpiringOAuthFlows:    "oauth flows",
+
+	ExpiringOIDCAuthRequests: "oidc authorization requests",
+	ExpiringOIDCGrants:       "oidc grants",
 }

@@ -25,6 +25,8 @@ import (
 //	*Template         the projects' mail templates
 //	*OIDCKey          the signing keys of the projects' OpenID providers
 //	*OIDCClient       their clients
+//	*OIDCAuthRequest  their authorization requests in flight
+//	*OIDCGrant        their grants
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -140,6 +142,8 @@ var recordKinds = []struct {
 	{"Template", reflect.TypeFor[*Template]()},
 	{"OIDCKey", reflect.TypeFor[*OIDCKey]()},
 	{"OIDCClient", reflect.TypeFor[*OIDCClient]()},
+	{"OIDCAuthRequest", reflect.TypeFor[*OIDCAuthRequest]()},
+	{"OIDCGrant", reflect.TypeFor[*OIDCGrant]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -242,6 +246,10 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.AddOIDCKey(r)
 	case *OIDCClient:
 		return true, tx.PutOIDCClient(r)
+	case *OIDCAuthRequest:
+		return true, tx.PutOIDCAuthRequest(r)
+	case *OIDCGrant:
+		return true, tx.PutOIDCGrant(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

@@ -70,6 +70,7 @@ type Tx interface {
 	Templates
 	OIDCKeys
 	OIDCClients
+	OIDCFlows
 	Hints
 }
 
@@ -110,7 +111,8 @@ type Projects interface {
 	// marks of those methods); magic links, remembered devices, WebAuthn
 	// challenges, sign-ins with providers in flight (OAuthFlows),
 	// external-method registrations and their grants; its
-	// mail templates; its OpenID provider's signing keys and clients; its webhooks
+	// mail templates; its OpenID provider's signing keys, clients,
+	// authorization requests and grants; its webhooks
 	// with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
@@ -606,6 +608,27 @@ type OIDCClients interface {
 	PutOIDCClient(c *OIDCClient) error
 	// DeleteOIDCClient removes projectID's client id.
 	DeleteOIDCClient(projectID, id string) error
+}
+
+// OIDCFlows is the authorization code flow of the projects' OpenID
+// providers: authorization requests (OIDCAuthRequest) and grants
+// (OIDCGrant), each keyed by (project, id). Both expire: the sweep
+// deletes them at their ExpiresAt (ExpiringOIDCAuthRequests,
+// ExpiringOIDCGrants), DeleteProject with their project.
+type OIDCFlows interface {
+	// OIDCAuthRequest returns projectID's authorization request id,
+	// expired or not (callers check).
+	OIDCAuthRequest(projectID, id string) (*OIDCAuthRequest, error)
+	// PutOIDCAuthRequest creates or replaces the request (r.ProjectID,
+	// r.ID); the sweep deletes it at its ExpiresAt.
+	PutOIDCAuthRequest(r *OIDCAuthRequest) error
+	// DeleteOIDCAuthRequest removes projectID's request id.
+	DeleteOIDCAuthRequest(projectID, id string) error
+	// OIDCGrant returns projectID's grant id, expired or revoked or not.
+	OIDCGrant(projectID, id string) (*OIDCGrant, error)
+	// PutOIDCGrant creates or replaces the grant (g.ProjectID, g.ID); the
+	// sweep deletes it at its ExpiresAt.
+	PutOIDCGrant(g *OIDCGrant) error
 }
 
 // Hints is what a transaction may tell the store about what it is

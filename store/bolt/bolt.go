@@ -90,6 +90,10 @@ var (
 	// (project, kid), clients by (project, id).
 	bucketOIDCKeys    = []byte("oidc_keys")
 	bucketOIDCClients = []byte("oidc_clients")
+	// Their authorization code flow (oidcflow.go): authorization
+	// requests and grants, by (project, id).
+	bucketOIDCAuthRequests = []byte("oidc_auth_requests")
+	bucketOIDCGrants       = []byte("oidc_grants")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -106,6 +110,8 @@ var (
 	bucketDeliveriesExpiry = []byte("deliveries_by_expiry")
 	bucketOAuthFlowsExpiry = []byte("oauth_flows_by_expiry")
 	bucketRefreshExpiry    = []byte("refresh_tokens_by_expiry")
+	bucketOIDCAuthExpiry   = []byte("oidc_auth_requests_by_expiry")
+	bucketOIDCGrantsExpiry = []byte("oidc_grants_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -115,9 +121,11 @@ var (
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
+		bucketOIDCAuthRequests, bucketOIDCGrants,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -488,6 +496,7 @@ func init() {
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry,
 	} {
 		fillPercent[string(b)] = appendFill
 	}

@@ -107,6 +107,18 @@ var expiries = [...]expiry{
 			err := jsonDecode(v, &r)
 			return expiryRow{r.ExpiresAt, r.ProjectID}, err
 		}},
+	store.ExpiringOIDCAuthRequests: {rows: bucketOIDCAuthRequests, index: bucketOIDCAuthExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var r store.OIDCAuthRequest
+			err := jsonDecode(v, &r)
+			return expiryRow{r.ExpiresAt, r.ProjectID}, err
+		}},
+	store.ExpiringOIDCGrants: {rows: bucketOIDCGrants, index: bucketOIDCGrantsExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var g store.OIDCGrant
+			err := jsonDecode(v, &g)
+			return expiryRow{g.ExpiresAt, g.ProjectID}, err
+		}},
 }
 
 // throttleDue returns when the sweep deletes t: ThrottleIdle after its

@@ -102,6 +102,8 @@ var exportBuckets = []struct {
 	{bucketTemplates, jsonRow(func() any { return &store.Template{} })},
 	{bucketOIDCKeys, jsonRow(func() any { return &store.OIDCKey{} })},
 	{bucketOIDCClients, jsonRow(func() any { return &store.OIDCClient{} })},
+	{bucketOIDCAuthRequests, jsonRow(func() any { return &store.OIDCAuthRequest{} })},
+	{bucketOIDCGrants, jsonRow(func() any { return &store.OIDCGrant{} })},
 	{bucketWebhooks, jsonRow(func() any { return &store.Webhook{} })},
 	{bucketJobs, jsonRow(func() any { return &store.Job{} })},
 	{bucketDeliveries, func(_, v []byte) (any, error) {
@@ -164,6 +166,8 @@ var notExported = map[string]string{
 	string(bucketDeliveriesExpiry): "expiry index of delivery records (AddDelivery)",
 	string(bucketOAuthFlowsExpiry): "expiry index of sign-ins with providers in flight (PutOAuthFlow)",
 	string(bucketRefreshExpiry):    "expiry index of refresh tokens (PutRefreshToken)",
+	string(bucketOIDCAuthExpiry):   "expiry index of authorization requests (PutOIDCAuthRequest)",
+	string(bucketOIDCGrantsExpiry): "expiry index of OpenID grants (PutOIDCGrant)",
 }
 
 // bbolt keeps dashboard sessions and the counts of the approximate rate

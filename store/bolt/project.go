@@ -117,7 +117,8 @@ func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if _, err := tx.sweepKeys(bucketMethods, ownedBy(id)); err != nil {
 		return nil, err
 	}
-	for _, kind := range []store.Expiring{store.ExpiringMagicLinks, store.ExpiringDevices, store.ExpiringChallenges, store.ExpiringOAuthFlows, store.ExpiringGrants} {
+	for _, kind := range []store.Expiring{store.ExpiringMagicLinks, store.ExpiringDevices, store.ExpiringChallenges, store.ExpiringOAuthFlows, store.ExpiringGrants,
+		store.ExpiringOIDCAuthRequests, store.ExpiringOIDCGrants} {
 		_, err := tx.deleteExpiringWhere(&expiries[kind], func(_, _ []byte, h expiryRow) (bool, error) {
 			return h.projectID == id, nil
 		})

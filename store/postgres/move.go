@@ -166,6 +166,18 @@ func (ex *exporter) steps() []exportStep {
 				return c, rows.Scan(oidcClientDest(c)...)
 			})
 		}},
+		{"oidc_auth_requests", func() error {
+			return ex.stream(`SELECT `+oidcAuthRequestCols+` FROM oidc_auth_requests ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
+				r := &store.OIDCAuthRequest{}
+				return r, rows.Scan(oidcAuthRequestDest(r)...)
+			})
+		}},
+		{"oidc_grants", func() error {
+			return ex.stream(`SELECT `+oidcGrantCols+` FROM oidc_grants ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
+				g := &store.OIDCGrant{}
+				return g, rows.Scan(oidcGrantDest(g)...)
+			})
+		}},
 		{"webhooks", func() error {
 			return ex.stream(`SELECT `+webhookColumns+` FROM webhooks ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
 				return scanWebhook(rows)

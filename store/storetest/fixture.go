@@ -148,6 +148,21 @@ func Fixture() []any {
 			AccessTokenLifetimeSeconds: 3600, RefreshTokenLifetimeSeconds: 2592000, RefreshTokenIdleSeconds: 604800,
 			CreatedAt: at(38 * time.Second), UpdatedAt: at(38 * time.Second)},
 
+		&store.OIDCAuthRequest{ProjectID: p1, ID: "ar_fixture_1", ClientID: "0195f3a0-0000-7000-8000-000000000091",
+			RedirectURI: "https://grafana.example.com/login/generic_oauth", Scopes: []string{"openid", "email"}, State: "st",
+			Nonce: "no", ResponseType: "code", ResponseMode: "query", CodeChallenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+			CodeChallengeMethod: "S256", Prompt: []string{"login"}, MaxAge: ptrTo(int64(0)), LoginHint: "ada@example.com",
+			UILocales: []string{"pt-BR", "en"}, HintUserID: u1, CreatedAt: at(39 * time.Second), UserID: u1, SessionID: "0195f3a0-0000-7000-8000-000000000021",
+			AuthTime: at(40 * time.Second), AMR: []string{"otp"}, ACR: "urn:latchkey:loa:1", Done: true,
+			CodeHash: bytesOf("code-hash"), CodeExpiresAt: at(41 * time.Second), GrantID: "gr_fixture_1", ExpiresAt: at(later)},
+		&store.OIDCAuthRequest{ProjectID: p2, ID: "ar_fixture_2", ClientID: "0195f3a0-0000-7000-8000-000000000092",
+			RedirectURI: "http://127.0.0.1/callback", Scopes: []string{"openid"}, ResponseType: "code",
+			CreatedAt: at(42 * time.Second), ExpiresAt: at(later)},
+		&store.OIDCGrant{ProjectID: p1, ID: "gr_fixture_1", ClientID: "0195f3a0-0000-7000-8000-000000000091", UserID: u1,
+			SessionID: "0195f3a0-0000-7000-8000-000000000021", Scopes: []string{"openid", "email"}, AMR: []string{"otp", "mfa"}, ACR: "urn:latchkey:loa:2",
+			AuthTime: at(40 * time.Second), CreatedAt: at(43 * time.Second), ExpiresAt: at(later), RevokedAt: at(44 * time.Second),
+			RevokedFor: "authorization code replayed"},
+
 		&store.Webhook{ID: w1, ProjectID: p1, URL: "https://hooks.example.com/latchkey", Secret: bytesOf("sealed-webhook-secret"),
 			EventTypes: []string{"user.created", "session.created"}, Mode: "test", CreatedAt: at(35 * time.Second)},
 

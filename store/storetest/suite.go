@@ -78,6 +78,7 @@ func (s Suite) suites() []subtest {
 		{"Templates", s.Templates},
 		{"OIDCKeys", s.OIDCKeys},
 		{"OIDCClients", s.OIDCClients},
+		{"OIDCFlows", s.OIDCFlows},
 		{"Hints", s.Hints},
 	}
 }

@@ -103,6 +103,12 @@ func (s Suite) expiryKinds(t *testing.T) {
 			}
 			return tx.PutRefreshToken(&store.RefreshToken{SessionID: "s-rt", Hash: []byte("rt1"), ProjectID: "p", CreatedAt: t0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.RefreshToken("s-rt", []byte("rt1")); return err == nil }, true},
+		{store.ExpiringOIDCAuthRequests, t0.Add(30 * time.Minute), func(tx store.Tx, at time.Time) error {
+			return tx.PutOIDCAuthRequest(&store.OIDCAuthRequest{ProjectID: "p", ID: "ar1", ClientID: "c", CreatedAt: t0, ExpiresAt: at})
+		}, func(tx store.Tx) bool { _, err := tx.OIDCAuthRequest("p", "ar1"); return err == nil }, true},
+		{store.ExpiringOIDCGrants, t0.Add(time.Hour), func(tx store.Tx, at time.Time) error {
+			return tx.PutOIDCGrant(&store.OIDCGrant{ProjectID: "p", ID: "g1", ClientID: "c", UserID: "u", SessionID: "s", CreatedAt: t0, ExpiresAt: at})
+		}, func(tx store.Tx) bool { _, err := tx.OIDCGrant("p", "g1"); return err == nil }, true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {

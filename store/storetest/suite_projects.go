@@ -276,6 +276,8 @@ func fillProject(tx store.Tx, name string) error {
 		tx.PutIdentity(&store.Identity{ProjectID: pid, Issuer: "https://idp.example", Subject: "orphan-" + name, UserID: "u-gone-" + name, CreatedAt: t0}),
 		tx.PutChallenge(&store.Challenge{ID: "ch-" + name, ProjectID: pid, Kind: "register", UserID: uid, Session: []byte(`{}`), ExpiresAt: later}),
 		tx.PutOAuthFlow(&store.OAuthFlow{ID: "of-" + name, ProjectID: pid, Kind: store.OAuthFlowState, Payload: []byte(`{}`), ExpiresAt: later}),
+		tx.PutOIDCAuthRequest(&store.OIDCAuthRequest{ProjectID: pid, ID: "ar-" + name, ClientID: "c", UserID: uid, SessionID: "s-" + name, CreatedAt: t0, ExpiresAt: later}),
+		tx.PutOIDCGrant(&store.OIDCGrant{ProjectID: pid, ID: "gr-" + name, ClientID: "c", UserID: uid, SessionID: "s-" + name, CreatedAt: t0, ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{t0}}),
@@ -367,6 +369,12 @@ var projectRows = []projectRow{
 	}},
 	{"challenge", false, true, func(tx store.Tx, n string) (bool, error) { return found(tx.Challenge("ch-" + n)) }},
 	{"sign-in with a provider in flight", false, true, func(tx store.Tx, n string) (bool, error) { return found(tx.OAuthFlow("of-" + n)) }},
+	// An OpenID authorization request and grant of the user outlive it
+	// until they expire (their session is gone: they answer nothing).
+	{"OpenID authorization request", false, true, func(tx store.Tx, n string) (bool, error) {
+		return found(tx.OIDCAuthRequest("p-"+n, "ar-"+n))
+	}},
+	{"OpenID grant", false, true, func(tx store.Tx, n string) (bool, error) { return found(tx.OIDCGrant("p-"+n, "gr-"+n)) }},
 	{"otp code", false, true, func(tx store.Tx, n string) (bool, error) {
 		return found(tx.Code("otp", "p-"+n, "pending-"+n+"@example.com"))
 	}},

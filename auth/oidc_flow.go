@@ -1,0 +1,510 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"latchkey/store"
+)
+
+// The authorization code flow of the projects' OpenID providers, as
+// op's storage (docs/oidc.md): an authorization request is stored when
+// the client sends the browser to /authorize, answered by a hosted
+// sign-in (oidc_login.go), given a code, and the code is exchanged for
+// a grant, an ID token and an access token.
+//
+// Codes are "<request id>.<256 random bits>", kept as a keyed hash on
+// their request: they live OIDCCodeLifetime and are exchanged once; a
+// code shown again after its exchange revokes the grant it gave, whose
+// tokens then stop working. The request stays, as a tombstone that
+// tells a replay, until oidcTombstone after its code expires.
+//
+// Access tokens are JWTs (RFC 9068, typ at+jwt) signed by the project's
+// RS256 key, minted here rather than by op (whose JWTs say typ JWT);
+// their jti is "<grant id>.<exp>.<random>", so that a token reaches its
+// grant, and through it its session, with no row per token. A token
+// works while its grant is neither revoked nor expired and its session
+// lives: revoking the session (logout, DELETE /sessions/:id, the admin)
+// ends every token issued under it.
+
+// Lifetimes of the code flow.
+const (
+	// OIDCAuthRequestLifetime is how long an authorization request waits
+	// for its sign-in.
+	OIDCAuthRequestLifetime = 30 * time.Minute
+	// OIDCCodeLifetime is how long an authorization code may be
+	// exchanged.
+	OIDCCodeLifetime = 60 * time.Second
+	// oidcTombstone is how long a request is kept after its code
+	// expired, to tell a replayed code from an unknown one.
+	oidcTombstone = 10 * time.Minute
+	// maxOIDCParam bounds state, nonce and login_hint (bytes).
+	maxOIDCParam = 512
+	// oidcCodeDomain is the keyed-hash domain of authorization codes.
+	oidcCodeDomain = "oidc-code"
+)
+
+// acr values (docs/oidc.md): one factor, or a second factor proven.
+const (
+	ACRSingleFactor = "urn:latchkey:loa:1"
+	ACRMultiFactor  = "urn:latchkey:loa:2"
+)
+
+// oidcScratch is what one HTTP request to a provider notes for later in
+// the same request, where op's storage calls have no parameter for it.
+type oidcScratch struct {
+	// idTokenAlg is the algorithm of the client op asked for last
+	// (GetClientByClientID), for SigningKey.
+	idTokenAlg string
+}
+
+type oidcScratchKey struct{}
+
+// OIDCRequestContext returns ctx with room for what a provider's storage
+// notes during one request (the client's ID token algorithm): the
+// provider's handler calls it once per request.
+func OIDCRequestContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oidcScratchKey{}, &oidcScratch{})
+}
+
+// scratchOf returns ctx's notes, nil outside OIDCRequestContext.
+func scratchOf(ctx context.Context) *oidcScratch {
+	sc, _ := ctx.Value(oidcScratchKey{}).(*oidcScratch)
+	return sc
+}
+
+// oidcAuthRequest is a stored authorization request as op sees it
+// (op.AuthRequest).
+type oidcAuthRequest struct{ r *store.OIDCAuthRequest }
+
+var _ op.AuthRequest = oidcAuthRequest{}
+
+func (a oidcAuthRequest) GetID() string          { return a.r.ID }
+func (a oidcAuthRequest) GetACR() string         { return a.r.ACR }
+func (a oidcAuthRequest) GetAMR() []string       { return a.r.AMR }
+func (a oidcAuthRequest) GetAudience() []string  { return []string{a.r.ClientID} }
+func (a oidcAuthRequest) GetAuthTime() time.Time { return a.r.AuthTime }
+func (a oidcAuthRequest) GetClientID() string    { return a.r.ClientID }
+func (a oidcAuthRequest) GetNonce() string       { return a.r.Nonce }
+func (a oidcAuthRequest) GetRedirectURI() string { return a.r.RedirectURI }
+func (a oidcAuthRequest) GetResponseType() oidc.ResponseType {
+	return oidc.ResponseType(a.r.ResponseType)
+}
+func (a oidcAuthRequest) GetResponseMode() oidc.ResponseMode {
+	return oidc.ResponseMode(a.r.ResponseMode)
+}
+func (a oidcAuthRequest) GetScopes() []string { return a.r.Scopes }
+func (a oidcAuthRequest) GetState() string    { return a.r.State }
+func (a oidcAuthRequest) GetSubject() string  { return a.r.UserID }
+func (a oidcAuthRequest) Done() bool          { return a.r.Done }
+func (a oidcAuthRequest) GetCodeChallenge() *oidc.CodeChallenge {
+	if a.r.CodeChallenge == "" {
+		return nil
+	}
+	return &oidc.CodeChallenge{Challenge: a.r.CodeChallenge, Method: oidc.CodeChallengeMethod(a.r.CodeChallengeMethod)}
+}
+
+// oidcText reports whether v may be kept as a parameter: at most
+// maxOIDCParam bytes of UTF-8 text without NUL.
+func oidcText(v string) bool {
+	return len(v) <= maxOIDCParam && utf8.ValidString(v) && !strings.ContainsRune(v, 0)
+}
+
+// CreateAuthRequest stores an authorization request op has checked
+// (client, redirect URI, response type), after latchkey's own rules;
+// a refusal is an error redirect to the client. PKCE: S256 only (a
+// challenge with another method, or none, is refused), required from
+// public clients. state, nonce and login_hint are at most 512 bytes of
+// text; response_mode is query or form_post. The scopes are those the
+// client may ask for, less offline_access (no refresh tokens yet).
+func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, hintSub string) (op.AuthRequest, error) {
+	var c *store.OIDCClient
+	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		c, err = tx.OIDCClient(p.projectID, req.ClientID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oidc.ErrInvalidRequestRedirectURI().WithDescription("Unknown client.")
+	} else if err != nil {
+		return nil, oidc.ErrServerError().WithParent(err)
+	}
+	switch {
+	case req.CodeChallenge != "" && req.CodeChallengeMethod != oidc.CodeChallengeMethodS256:
+		return nil, oidc.ErrInvalidRequest().WithDescription("code_challenge_method must be S256.")
+	case req.CodeChallenge == "" && c.Type == ClientPublic:
+		return nil, oidc.ErrInvalidRequest().WithDescription("A public client must send a code_challenge (PKCE, method S256).")
+	case req.CodeChallenge != "" && (len(req.CodeChallenge) < 43 || len(req.CodeChallenge) > 128 || !oidcText(req.CodeChallenge)):
+		return nil, oidc.ErrInvalidRequest().WithDescription("code_challenge must be 43 to 128 characters.")
+	case req.ResponseMode != "" && req.ResponseMode != oidc.ResponseModeQuery && req.ResponseMode != oidc.ResponseModeFormPost:
+		return nil, oidc.ErrInvalidRequest().WithDescription("response_mode must be query or form_post.")
+	case !oidcText(req.State) || !oidcText(req.Nonce) || !oidcText(req.LoginHint):
+		return nil, oidc.ErrInvalidRequest().WithDescription("state, nonce and login_hint must be text of at most 512 bytes.")
+	}
+	var scopes []string
+	for _, sc := range req.Scopes {
+		if (sc == oidc.ScopeOpenID || slices.Contains(c.Scopes, sc)) && sc != oidc.ScopeOfflineAccess && !slices.Contains(scopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	var locales []string
+	for _, t := range req.UILocales {
+		locales = append(locales, t.String())
+	}
+	var maxAge *int64
+	if req.MaxAge != nil {
+		v := int64(*req.MaxAge)
+		maxAge = &v
+	}
+	now := p.s.now().UTC()
+	r := &store.OIDCAuthRequest{ProjectID: p.projectID, ID: newID(), ClientID: c.ID, RedirectURI: req.RedirectURI,
+		Scopes: scopes, State: req.State, Nonce: req.Nonce, ResponseType: string(req.ResponseType),
+		ResponseMode: string(req.ResponseMode), CodeChallenge: req.CodeChallenge,
+		CodeChallengeMethod: string(req.CodeChallengeMethod), Prompt: req.Prompt, MaxAge: maxAge,
+		LoginHint: req.LoginHint, UILocales: locales, HintUserID: hintSub, CreatedAt: now,
+		ExpiresAt: now.Add(OIDCAuthRequestLifetime)}
+	if err := p.s.db.Update(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
+		return nil, oidc.ErrServerError().WithParent(err)
+	}
+	return oidcAuthRequest{r}, nil
+}
+
+// liveAuthRequest returns projectID's request id inside tx when it may
+// still be answered: not expired, its code not exchanged.
+func (s *Service) liveAuthRequest(tx store.Tx, projectID, id string) (*store.OIDCAuthRequest, error) {
+	r, err := tx.OIDCAuthRequest(projectID, id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.now().Before(r.ExpiresAt) || r.GrantID != "" {
+		return nil, store.ErrNotFound
+	}
+	return r, nil
+}
+
+// AuthRequestByID returns a request that may still be answered (op's
+// callback asks for it).
+func (p *OIDCStorage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
+	var r *store.OIDCAuthRequest
+	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		r, err = p.s.liveAuthRequest(tx, p.projectID, id)
+		return err
+	})
+	if err != nil {
+		return nil, errors.New("unknown or expired authorization request")
+	}
+	return oidcAuthRequest{r}, nil
+}
+
+// SaveAuthCode keeps the keyed hash of the code op issues for request
+// id: exchangeable for OIDCCodeLifetime. A second code for the same
+// request (the callback reloaded) replaces the first.
+func (p *OIDCStorage) SaveAuthCode(ctx context.Context, id, code string) error {
+	h := p.s.keys.HashString(oidcCodeDomain, code)
+	return p.s.db.Update(ctx, func(tx store.Tx) error {
+		r, err := p.s.liveAuthRequest(tx, p.projectID, id)
+		if err != nil {
+			return oidc.ErrServerError().WithDescription("The authorization request has expired.").WithParent(err)
+		}
+		now := p.s.now().UTC()
+		r.CodeHash = h[:]
+		r.CodeExpiresAt = now.Add(OIDCCodeLifetime)
+		r.ExpiresAt = r.CodeExpiresAt.Add(oidcTombstone)
+		return tx.PutOIDCAuthRequest(r)
+	})
+}
+
+// errCodeReplayed refuses a code exchanged before; the grant it gave is
+// revoked.
+var errCodeReplayed = oidc.ErrInvalidGrant().WithDescription("This code was already used: the tokens it gave are revoked.")
+
+// AuthRequestByCode returns the request code was issued for: the code
+// must be its current one and unexpired. A code already exchanged
+// revokes the grant it gave (RFC 6749, section 4.1.2) and is refused.
+func (p *OIDCStorage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	id, _, ok := strings.Cut(code, ".")
+	if !ok {
+		return nil, errors.New("unknown code")
+	}
+	h := p.s.keys.HashString(oidcCodeDomain, code)
+	var r *store.OIDCAuthRequest
+	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		r, err = tx.OIDCAuthRequest(p.projectID, id)
+		return err
+	})
+	if err != nil || len(r.CodeHash) == 0 || !store.Equal(h[:], r.CodeHash) {
+		return nil, errors.New("unknown code")
+	}
+	if r.GrantID != "" {
+		if err := p.s.revokeOIDCGrant(ctx, p.projectID, r.GrantID, "authorization code replayed"); err != nil {
+			return nil, oidc.ErrServerError().WithParent(err)
+		}
+		return nil, errCodeReplayed
+	}
+	if !p.s.now().Before(r.CodeExpiresAt) || !r.Done {
+		return nil, errors.New("expired code")
+	}
+	return oidcAuthRequest{r}, nil
+}
+
+// revokeOIDCGrant revokes projectID's grant id for reason (one
+// transaction); a grant already revoked or gone stays so.
+func (s *Service) revokeOIDCGrant(ctx context.Context, projectID, id, reason string) error {
+	return s.db.Update(ctx, func(tx store.Tx) error {
+		g, err := tx.OIDCGrant(projectID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if !g.RevokedAt.IsZero() {
+			return nil
+		}
+		g.RevokedAt, g.RevokedFor = s.now().UTC(), reason
+		return tx.PutOIDCGrant(g)
+	})
+}
+
+// DeleteAuthRequest is op's call once a code's tokens are made: the
+// request stays as the tombstone that tells a replay (the sweep deletes
+// it); a request whose code was not exchanged goes.
+func (p *OIDCStorage) DeleteAuthRequest(ctx context.Context, id string) error {
+	return p.s.db.Update(ctx, func(tx store.Tx) error {
+		r, err := tx.OIDCAuthRequest(p.projectID, id)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && r.GrantID != "") {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return tx.DeleteOIDCAuthRequest(p.projectID, id)
+	})
+}
+
+// CreateAccessToken exchanges an authorization request's code, in one
+// transaction: the request is marked exchanged and its grant created
+// (the client's access token lifetime), while the session it was signed
+// in with lives. A code exchanged meanwhile (two exchanges at once)
+// revokes the grant the other one made. It returns the signed access
+// token as the token's "id" (the minter hands it back to op as is) and
+// its expiry by the wall clock, which op counts expires_in from.
+func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenRequest) (string, time.Time, error) {
+	a, ok := request.(oidcAuthRequest)
+	if !ok {
+		return "", time.Time{}, oidc.ErrUnsupportedGrantType()
+	}
+	var g *store.OIDCGrant
+	var c *store.OIDCClient
+	replayed := ""
+	err := p.s.db.Update(ctx, func(tx store.Tx) error {
+		g, replayed = nil, ""
+		r, err := tx.OIDCAuthRequest(p.projectID, a.r.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return oidc.ErrInvalidGrant().WithDescription("Unknown code.")
+		} else if err != nil {
+			return err
+		}
+		now := p.s.now().UTC()
+		if r.GrantID != "" {
+			replayed = r.GrantID
+			return nil
+		}
+		if !now.Before(r.CodeExpiresAt) || !store.Equal(r.CodeHash, a.r.CodeHash) {
+			return oidc.ErrInvalidGrant().WithDescription("The code has expired.")
+		}
+		sess, err := tx.Session(r.SessionID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (sess.UserID != r.UserID || !now.Before(sess.ExpiresAt))) {
+			return oidc.ErrInvalidGrant().WithDescription("The sign-in session has ended.")
+		} else if err != nil {
+			return err
+		}
+		if c, err = tx.OIDCClient(p.projectID, r.ClientID); errors.Is(err, store.ErrNotFound) {
+			return oidc.ErrInvalidClient()
+		} else if err != nil {
+			return err
+		}
+		g = &store.OIDCGrant{ProjectID: p.projectID, ID: newID(), ClientID: c.ID, UserID: r.UserID, SessionID: r.SessionID,
+			Scopes: r.Scopes, AMR: r.AMR, ACR: r.ACR, AuthTime: r.AuthTime, CreatedAt: now,
+			ExpiresAt: now.Add(time.Duration(c.AccessTokenLifetimeSeconds) * time.Second)}
+		r.GrantID = g.ID
+		if err := tx.PutOIDCGrant(g); err != nil {
+			return err
+		}
+		return tx.PutOIDCAuthRequest(r)
+	})
+	if err != nil {
+		return "", time.Time{}, oidcStoreError(err)
+	}
+	if replayed != "" {
+		if err := p.s.revokeOIDCGrant(ctx, p.projectID, replayed, "authorization code replayed"); err != nil {
+			return "", time.Time{}, oidc.ErrServerError().WithParent(err)
+		}
+		return "", time.Time{}, errCodeReplayed
+	}
+	return p.mintAccessToken(ctx, g, c)
+}
+
+// oidcStoreError passes op's errors through and makes any other a
+// server error.
+func oidcStoreError(err error) error {
+	var oe *oidc.Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return oidc.ErrServerError().WithParent(err)
+}
+
+// mintAccessToken signs g's access token with the project's RS256 key.
+// iat and exp are by the wall clock, as op stamps ID tokens and checks
+// access tokens; the jti carries the expiry by the service's clock,
+// which the checks of this package go by.
+func (p *OIDCStorage) mintAccessToken(ctx context.Context, g *store.OIDCGrant, c *store.OIDCClient) (string, time.Time, error) {
+	set, err := p.s.OIDCKeys(ctx, p.projectID)
+	if err != nil {
+		return "", time.Time{}, oidc.ErrServerError().WithParent(err)
+	}
+	ttl := time.Duration(c.AccessTokenLifetimeSeconds) * time.Second
+	wall := time.Now()
+	exp := wall.Add(ttl)
+	claims := map[string]any{
+		"iss": p.s.OIDCIssuer(p.projectID), "sub": g.UserID, "aud": []string{c.ID}, "client_id": c.ID,
+		"iat": wall.Unix(), "exp": exp.Unix(),
+		"jti":   g.ID + "." + strconv.FormatInt(p.s.now().Add(ttl).Unix(), 10) + "." + randomString(base62, 12),
+		"scope": strings.Join(g.Scopes, " "), "auth_time": g.AuthTime.Unix(), "sid": g.SessionID, "acr": g.ACR,
+	}
+	if len(g.AMR) > 0 {
+		claims["amr"] = g.AMR
+	}
+	tok, err := signOIDC(set.Active[AlgRS256], "at+jwt", claims)
+	if err != nil {
+		return "", time.Time{}, oidc.ErrServerError().WithParent(err)
+	}
+	return tok, exp, nil
+}
+
+// accessGrant returns the live grant of a verified access token's jti
+// and subject: the expiry in the jti not passed (the service's clock),
+// the grant neither revoked nor expired, its session alive (from the
+// store's session cache: no transaction for a session it knows). Any
+// failure is the same refusal.
+func (p *OIDCStorage) accessGrant(ctx context.Context, jti, subject string) (*store.OIDCGrant, error) {
+	refused := errors.New("invalid access token")
+	parts := strings.Split(jti, ".")
+	if len(parts) != 3 {
+		return nil, refused
+	}
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	now := p.s.now()
+	if err != nil || now.Unix() >= exp {
+		return nil, refused
+	}
+	var g *store.OIDCGrant
+	err = p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		g, err = tx.OIDCGrant(p.projectID, parts[0])
+		return err
+	})
+	if err != nil || g.UserID != subject || !g.RevokedAt.IsZero() || !now.Before(g.ExpiresAt) {
+		return nil, refused
+	}
+	st, err := p.s.db.SessionState(ctx, g.SessionID)
+	if err != nil || st.UserID != g.UserID {
+		return nil, refused
+	}
+	return g, nil
+}
+
+// SetUserinfoFromToken fills the user info of a verified access token
+// (userinfo endpoint): refused when its grant or session is gone
+// (accessGrant).
+func (p *OIDCStorage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject, _ string) error {
+	g, err := p.accessGrant(ctx, tokenID, subject)
+	if err != nil {
+		return err
+	}
+	return p.fillUserinfo(ctx, info, g.UserID, g.Scopes, "", "")
+}
+
+// SetUserinfoFromScopes adds nothing: op calls SetUserinfoFromRequest.
+func (p *OIDCStorage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
+	return nil
+}
+
+// SetUserinfoFromRequest fills an ID token's claims: the user's by
+// scope, and sid and acr (op sets neither).
+func (p *OIDCStorage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, request op.IDTokenRequest, scopes []string) error {
+	var sid, acr string
+	if a, ok := request.(oidcAuthRequest); ok {
+		sid, acr = a.r.SessionID, a.r.ACR
+	}
+	return p.fillUserinfo(ctx, info, request.GetSubject(), scopes, sid, acr)
+}
+
+// fillUserinfo sets the claims of userID for scopes: sub; email and
+// email_verified (email); name, given_name and preferred_username
+// (profile); groups (groups); sid and acr when given.
+func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, userID string, scopes []string, sid, acr string) error {
+	var u *store.User
+	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		u, err = tx.User(userID)
+		return err
+	})
+	if err != nil || u.ProjectID != p.projectID {
+		return errors.New("unknown user")
+	}
+	info.Subject = u.ID
+	if slices.Contains(scopes, oidc.ScopeEmail) {
+		info.Email, info.EmailVerified = u.Email, oidc.Bool(isVerified(u))
+	}
+	if slices.Contains(scopes, oidc.ScopeProfile) {
+		info.Name, info.GivenName, info.PreferredUsername = u.FirstName, u.FirstName, u.Email
+	}
+	if slices.Contains(scopes, "groups") {
+		info.AppendClaims("groups", orEmpty(u.Groups))
+	}
+	if sid != "" {
+		info.AppendClaims("sid", sid)
+	}
+	if acr != "" {
+		info.AppendClaims("acr", acr)
+	}
+	return nil
+}
+
+// GetClientByClientID returns the project's client id (invalid_client
+// when unknown) and notes its ID token algorithm for SigningKey.
+func (p *OIDCStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	var c *store.OIDCClient
+	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		c, err = tx.OIDCClient(p.projectID, id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oidc.ErrInvalidClient().WithDescription("Unknown client.")
+	} else if err != nil {
+		return nil, oidc.ErrServerError().WithParent(err)
+	}
+	if sc := scratchOf(ctx); sc != nil {
+		sc.idTokenAlg = c.IDTokenAlg
+	}
+	return &oidcClient{c: c, issuer: p.s.OIDCIssuer(p.projectID)}, nil
+}
+
+// AuthorizeClientIDSecret checks a confidential client's secret (keyed
+// hash, constant-time compare).
+func (p *OIDCStorage) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
+	var c *store.OIDCClient
+	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		c, err = tx.OIDCClient(p.projectID, id)
+		return err
+	})
+	if err != nil || !p.s.CheckClientSecret(c, secret) {
+		return errors.New("invalid client credentials")
+	}
+	return nil
+}

@@ -1,0 +1,415 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"net/netip"
+	"net/url"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"latchkey/auth"
+)
+
+// The providers' hosted sign-in pages and the checks latchkey puts in
+// front of op's authorization endpoint and callback (docs/oidc.md,
+// "Sign-in pages"). Pages are server-rendered without scripts; every
+// form carries a CSRF token bound to the browser (a cookie) and to its
+// authorization request, every answer forbids framing, caching and
+// referrers, and no input is written back unescaped.
+
+// Cookie names of the hosted pages, per project (Path: the issuer's).
+const (
+	// ssoCookie holds the browser's session token: the single sign-on.
+	ssoCookie = "lk_sso_"
+	// csrfCookie holds the browser's random CSRF secret.
+	csrfCookie = "lk_csrf_"
+)
+
+// oidcAuthorize is the authorization endpoint: an unknown client or a
+// redirect URI the client did not register gets latchkey's error page,
+// never a redirect (op would answer text); the rest is op's.
+func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		s.oidcError(w, http.StatusBadRequest, "The sign-in request could not be read.")
+		return
+	}
+	clientID, redirect := r.Form.Get("client_id"), r.Form.Get("redirect_uri")
+	c, err := p.storage.GetClientByClientID(r.Context(), clientID)
+	if clientID == "" || err != nil {
+		s.oidcError(w, http.StatusBadRequest, "The application that sent you here is not known to this sign-in service.")
+		return
+	}
+	if redirect == "" || op.ValidateAuthReqRedirectURI(c, redirect, oidc.ResponseType(r.Form.Get("response_type"))) != nil {
+		s.oidcError(w, http.StatusBadRequest, "The application that sent you here asked to return to an address it has not registered.")
+		return
+	}
+	p.handler.ServeHTTP(w, r)
+}
+
+// oidcCallback is op's callback, which issues the code: only for the
+// browser whose session answered the request.
+func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	if !s.auth.OIDCCallbackAllowed(r.Context(), p.id, r.URL.Query().Get("id"), s.oidcSession(r, p)) {
+		s.oidcError(w, http.StatusBadRequest, "This sign-in cannot be completed in this browser. Go back to the application and sign in again.")
+		return
+	}
+	p.handler.ServeHTTP(w, r)
+}
+
+// oidcLogin is the sign-in page: GET takes the request as far as the
+// browser's session allows (single sign-on) or shows the email form;
+// POST sends the code and shows the code form.
+func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	ctx := r.Context()
+	if r.Method == http.MethodPost {
+		id, ok := s.oidcForm(w, r, p)
+		if !ok {
+			return
+		}
+		email := r.PostForm.Get("email")
+		if err := s.auth.OIDCSendCode(ctx, p.id, id, email, s.meta(r, false)); err != nil {
+			if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
+				s.oidcError(w, statusOf(e), e.Message)
+			} else {
+				s.oidcShowForm(w, r, p, statusOf(e), id, "email", email, e.Message)
+			}
+			return
+		}
+		s.oidcShowForm(w, r, p, http.StatusOK, id, "code", email, "")
+		return
+	}
+	id := r.URL.Query().Get("authRequestID")
+	sr, err := s.auth.OIDCSignInRequest(ctx, p.id, id)
+	if err != nil {
+		e := auth.AsError(err)
+		s.oidcError(w, statusOf(e), e.Message)
+		return
+	}
+	step, err := s.auth.OIDCContinue(ctx, p.id, id, s.oidcSession(r, p), false)
+	if err != nil {
+		s.oidcStepError(w, r, p, id, err)
+		return
+	}
+	switch {
+	case step == auth.OIDCStepDone:
+		s.oidcNext(w, r, p, id, step)
+	case sr.PromptNone && step == auth.OIDCStepSecondFactor:
+		s.oidcAnswerError(w, r, p, id, oidc.ErrInteractionRequired().WithDescription("A second factor is needed."))
+	case sr.PromptNone:
+		s.oidcAnswerError(w, r, p, id, oidc.ErrLoginRequired().WithDescription("The user is not signed in."))
+	case step == auth.OIDCStepSecondFactor:
+		s.oidcNext(w, r, p, id, step)
+	default:
+		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", sr.LoginHint, "")
+	}
+}
+
+// oidcLoginCode is the code form's POST: the code signs the browser in
+// (a session, its cookie), then the request goes on.
+func (s *Server) oidcLoginCode(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	if r.Method != http.MethodPost {
+		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
+		return
+	}
+	id, ok := s.oidcForm(w, r, p)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	email := r.PostForm.Get("email")
+	l, err := s.auth.OIDCVerifyCode(ctx, p.id, id, email, r.PostForm.Get("code"), s.meta(r, false))
+	if err != nil {
+		if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
+			s.oidcError(w, statusOf(e), e.Message)
+		} else {
+			s.oidcShowForm(w, r, p, statusOf(e), id, "code", email, e.Message)
+		}
+		return
+	}
+	pr, err := s.auth.OIDCBrowserSession(ctx, p.id, l.Token)
+	if err != nil {
+		s.oidcStepError(w, r, p, id, err)
+		return
+	}
+	s.setSSOCookie(w, p, l.Token)
+	step, err := s.auth.OIDCContinue(ctx, p.id, id, pr, true)
+	if err != nil {
+		s.oidcStepError(w, r, p, id, err)
+		return
+	}
+	s.oidcNext(w, r, p, id, step)
+}
+
+// oidcSecondFactor is the second-factor page: a TOTP code on the
+// browser's session, then the request goes on.
+func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	ctx := r.Context()
+	pr := s.oidcSession(r, p)
+	if r.Method != http.MethodPost {
+		id := r.URL.Query().Get("authRequestID")
+		if _, err := s.auth.OIDCSignInRequest(ctx, p.id, id); err != nil {
+			e := auth.AsError(err)
+			s.oidcError(w, statusOf(e), e.Message)
+			return
+		}
+		if pr == nil {
+			http.Redirect(w, r, p.issuer+auth.OIDCLoginPath+"?authRequestID="+url.QueryEscape(id), http.StatusSeeOther)
+			return
+		}
+		s.oidcShowForm(w, r, p, http.StatusOK, id, "mfa", "", "")
+		return
+	}
+	id, ok := s.oidcForm(w, r, p)
+	if !ok {
+		return
+	}
+	if pr == nil {
+		s.oidcError(w, http.StatusUnauthorized, "Your sign-in has ended. Go back to the application and sign in again.")
+		return
+	}
+	if err := s.auth.OIDCSecondFactor(ctx, p.id, id, pr, r.PostForm.Get("code"), s.meta(r, false)); err != nil {
+		e := auth.AsError(err)
+		s.oidcShowForm(w, r, p, statusOf(e), id, "mfa", "", e.Message)
+		return
+	}
+	step, err := s.auth.OIDCContinue(ctx, p.id, id, pr, false)
+	if err != nil {
+		s.oidcStepError(w, r, p, id, err)
+		return
+	}
+	s.oidcNext(w, r, p, id, step)
+}
+
+// oidcNext sends the browser to the request's next step: the callback
+// that issues the code, the second factor, or the sign-in again.
+func (s *Server) oidcNext(w http.ResponseWriter, r *http.Request, p *projectOP, id string, step auth.OIDCStep) {
+	target := p.issuer + auth.OIDCLoginPath + "?authRequestID=" + url.QueryEscape(id)
+	switch step {
+	case auth.OIDCStepDone:
+		target = op.AuthCallbackURL(p.lk)(r.Context(), id)
+	case auth.OIDCStepSecondFactor:
+		target = p.issuer + auth.OIDCSecondFactorPath + "?authRequestID=" + url.QueryEscape(id)
+	}
+	noStore(w)
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// oidcStepError shows a failure of a step on the error page.
+func (s *Server) oidcStepError(w http.ResponseWriter, _ *http.Request, _ *projectOP, _ string, err error) {
+	e := auth.AsError(err)
+	if e.Code == auth.ErrInternal.Code {
+		s.log.Error("oidc sign-in", "err", err)
+	}
+	s.oidcError(w, statusOf(e), e.Message)
+}
+
+// oidcAnswerError redirects request id's refusal to its client (with
+// iss), or shows the error page when the request is gone.
+func (s *Server) oidcAnswerError(w http.ResponseWriter, r *http.Request, p *projectOP, id string, e *oidc.Error) {
+	t := s.auth.OIDCAnswerError(r.Context(), p.id, id)
+	if t == nil {
+		s.oidcError(w, http.StatusNotFound, auth.ErrAuthRequestGone.Message)
+		return
+	}
+	noStore(w)
+	op.AuthRequestError(w, r, t, e, p.lk)
+}
+
+// oidcForm reads a page's POST and checks its CSRF token; it returns
+// the form's request id, or false once it has answered.
+func (s *Server) oidcForm(w http.ResponseWriter, r *http.Request, p *projectOP) (string, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+		return "", false
+	}
+	id := r.PostForm.Get("authRequestID")
+	browser := ""
+	if c, err := r.Cookie(csrfCookie + p.id); err == nil {
+		browser = c.Value
+	}
+	if !s.auth.OIDCFormTokenValid(browser, id, r.PostForm.Get("csrf")) {
+		s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Go back to the application and sign in again.")
+		return "", false
+	}
+	return id, true
+}
+
+// oidcSession returns the browser's session from its cookie, nil
+// without a live one.
+func (s *Server) oidcSession(r *http.Request, p *projectOP) *auth.Principal {
+	c, err := r.Cookie(ssoCookie + p.id)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, c.Value)
+	if err != nil {
+		return nil
+	}
+	return pr
+}
+
+// oidcCookie returns a cookie of the project's pages: Path the issuer's,
+// HttpOnly, Secure unless the base URL is http on loopback.
+func oidcCookie(p *projectOP, name, value string) *http.Cookie {
+	path := "/"
+	secure := true
+	if u, err := url.Parse(p.issuer); err == nil {
+		path = u.Path + "/"
+		if u.Scheme == "http" {
+			host := u.Hostname()
+			a, err := netip.ParseAddr(host)
+			secure = !(err == nil && a.Unmap().IsLoopback())
+		}
+	}
+	return &http.Cookie{Name: name + p.id, Value: value, Path: path, HttpOnly: true, Secure: secure}
+}
+
+// setSSOCookie makes tok, a session token, the browser's session for
+// the project (SameSite=Lax: the client's redirects to /authorize carry
+// it). It lasts as long as the browser session: the token's own expiry
+// and its session's end it sooner.
+func (s *Server) setSSOCookie(w http.ResponseWriter, p *projectOP, tok string) {
+	c := oidcCookie(p, ssoCookie, tok)
+	c.SameSite = http.SameSiteLaxMode
+	http.SetCookie(w, c)
+}
+
+// browserSecret returns the browser's CSRF secret, giving it one when
+// it has none (SameSite=Strict: only the pages' own forms send it).
+func browserSecret(w http.ResponseWriter, r *http.Request, p *projectOP) string {
+	if c, err := r.Cookie(csrfCookie + p.id); err == nil && len(c.Value) >= 32 {
+		return c.Value
+	}
+	v := randomToken()
+	c := oidcCookie(p, csrfCookie, v)
+	c.SameSite = http.SameSiteStrictMode
+	http.SetCookie(w, c)
+	return v
+}
+
+// randomToken returns 32 random bytes, base64url.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// oidcPage is what the pages' template shows.
+type oidcPage struct {
+	Nonce, Title, Text, Error string
+	// Form is "email", "code", "mfa" or "" (no form).
+	Form, Action, AuthRequestID, CSRF, Email string
+}
+
+// oidcShowForm shows form ("email", "code" or "mfa") of request id with
+// email filled in and an error, if any.
+func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id, form, email, errText string) {
+	d := oidcPage{Form: form, AuthRequestID: id, Email: email, Error: errText,
+		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
+	switch form {
+	case "email":
+		d.Title, d.Text, d.Action = "Sign in", "Enter your email address: we will send you a code.", p.issuer+auth.OIDCLoginPath
+	case "code":
+		d.Title, d.Text, d.Action = "Enter your code", "We sent a code to "+email+". Enter it to sign in.", p.issuer+auth.OIDCLoginCodePath
+	case "mfa":
+		d.Title, d.Text, d.Action = "Second factor", "Enter the code from your authenticator app.", p.issuer+auth.OIDCSecondFactorPath
+	}
+	s.oidcRender(w, status, d)
+}
+
+// oidcError shows the error page.
+func (s *Server) oidcError(w http.ResponseWriter, status int, text string) {
+	s.oidcRender(w, status, oidcPage{Title: "Sign-in failed", Text: text})
+}
+
+// oidcRender writes a page with the pages' headers: a CSP whose only
+// source is the page's own style (by nonce), no framing, no caching, no
+// referrer.
+func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
+	d.Nonce = randomToken()
+	var b bytes.Buffer
+	if err := oidcTmpl.Execute(&b, d); err != nil {
+		s.log.Error("oidc page", "err", err)
+		status, b = http.StatusInternalServerError, *bytes.NewBufferString("Internal error.")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	// form-action is left out: browsers apply it to the redirects after
+	// a POST too, and the last one goes to the client's own address.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.Nonce+"'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	noStore(w)
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// noStore forbids caching an answer.
+func noStore(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+}
+
+var oidcTmpl = template.Must(template.New("oidc").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
+<style nonce="{{.Nonce}}">body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
+label{display:block;margin:1rem 0 .3rem}input{font-size:1.1rem;padding:.6rem;width:100%;box-sizing:border-box}
+button{margin-top:1rem;font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-radius:.4rem;background:#2456d6;color:#fff;cursor:pointer}
+.error{color:#b00020}</style></head>
+<body><main><h1>{{.Title}}</h1>
+{{with .Text}}<p>{{.}}</p>{{end}}
+{{with .Error}}<p class="error" role="alert">{{.}}</p>{{end}}
+{{if .Form}}<form method="post" action="{{.Action}}">
+<input type="hidden" name="authRequestID" value="{{.AuthRequestID}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
+{{if eq .Form "email"}}<label for="email">Email address</label>
+<input id="email" name="email" type="email" autocomplete="username webauthn" required autofocus value="{{.Email}}">
+<button type="submit">Continue</button>
+{{else if eq .Form "code"}}<input type="hidden" name="email" value="{{.Email}}"><label for="code">Code</label>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
+<button type="submit">Sign in</button>
+{{else}}<label for="code">Code</label>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
+<button type="submit">Continue</button>{{end}}
+</form>{{end}}
+</main></body></html>`))
+
+// bearerErrorWriter answers op's refusals of a userinfo token (a bare
+// 401 for a token it cannot verify, 403 for one the storage refuses)
+// as RFC 6750 does: 401, WWW-Authenticate: Bearer error="invalid_token"
+// and a JSON error.
+type bearerErrorWriter struct {
+	http.ResponseWriter
+	refused bool
+}
+
+// WriteHeader replaces a refusal.
+func (b *bearerErrorWriter) WriteHeader(status int) {
+	if status != http.StatusUnauthorized && status != http.StatusForbidden {
+		b.ResponseWriter.WriteHeader(status)
+		return
+	}
+	b.refused = true
+	h := b.Header()
+	h.Del("Content-Length")
+	h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	h.Set("Content-Type", "application/json")
+	b.ResponseWriter.WriteHeader(http.StatusUnauthorized)
+	b.ResponseWriter.Write([]byte(`{"error":"invalid_token","error_description":"The access token is not valid."}`))
+}
+
+// Write drops op's own body of a refusal.
+func (b *bearerErrorWriter) Write(p []byte) (int, error) {
+	if b.refused {
+		return len(p), nil
+	}
+	return b.ResponseWriter.Write(p)
+}
