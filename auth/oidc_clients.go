@@ -507,7 +507,8 @@ var unsafeSchemes = []string{"javascript", "data", "vbscript", "file", "about", 
 // provider matches it exactly). It is absolute, without a fragment or
 // user info, and https, or http on a loopback address literal
 // (127.0.0.1 or [::1], not "localhost": RFC 8252, section 8.3); a public
-// (native) client may use a custom scheme (RFC 8252, section 7.1).
+// (native) client may use a custom scheme named for a reversed domain
+// (RFC 8252, section 7.1).
 func checkClientURI(field, raw string, customOK bool) error {
 	if raw == "" || len(raw) > maxClientURILen || !utf8.ValidString(raw) || strings.ContainsFunc(raw, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
 		return Invalid("%s: %q is not an absolute URI of at most %d characters without spaces.", field, clip(raw), maxClientURILen)
@@ -543,6 +544,13 @@ func checkClientURI(field, raw string, customOK bool) error {
 	}
 	if slices.Contains(unsafeSchemes, u.Scheme) {
 		return Invalid("%s: %q: the %s scheme cannot be a redirect URI.", field, clip(raw), u.Scheme)
+	}
+	// RFC 8252, section 7.1: a native app's scheme is a domain name it
+	// controls, reversed (com.example.app), which another app cannot
+	// claim by accident and which names no browser's own scheme
+	// (x-javascript, a single word).
+	if !strings.Contains(u.Scheme, ".") {
+		return Invalid("%s: %q: a custom scheme must be a reversed domain name the app controls, such as com.example.app (RFC 8252).", field, clip(raw))
 	}
 	return nil
 }

@@ -234,6 +234,8 @@ func TestClientsValidation(t *testing.T) {
 		{"space", base("redirectUris", uris("https://app.example.com/a b")), "without spaces"},
 		{"custom scheme for a confidential client", base("redirectUris", uris("com.example.app:/cb")), "custom schemes are for public"},
 		{"javascript", base("type", "public", "redirectUris", uris("javascript:alert(1)")), "cannot be a redirect URI"},
+		{"custom scheme of one word", base("type", "public", "redirectUris", uris("x-javascript:alert(1)")), "reversed domain name"},
+		{"custom scheme without a domain", base("type", "public", "redirectUris", uris("myapp:/cb")), "reversed domain name"},
 		{"too many URIs", base("redirectUris", make([]string, 21)), "at most 20 URIs"},
 		{"bad post-logout URI", base("postLogoutRedirectUris", uris("http://example.com/")), "postLogoutRedirectUris"},
 		{"bad back-channel URI", base("backchannelLogoutUri", "ftp://example.com/"), "backchannelLogoutUri"},
