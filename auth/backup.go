@@ -150,6 +150,11 @@ func normalizeBackupCode(code string) (string, bool) {
 // authentication for StepUpWindow (the factors' recovery) and leaves no
 // second factor pending.
 func (s *Service) VerifyBackupCode(ctx context.Context, p *store.Project, in BackupInput, m Meta) (*Login, error) {
+	return s.verifyBackupCode(ctx, p, in, loginAs{method: "backup_code"}, m)
+}
+
+// verifyBackupCode is VerifyBackupCode for a session as says.
+func (s *Service) verifyBackupCode(ctx context.Context, p *store.Project, in BackupInput, as loginAs, m Meta) (*Login, error) {
 	a := s.attempt(ctx, p.ID, "backup_code", "verify", m)
 	if (in.Email == nil) == (in.ExternalUserID == nil) {
 		return nil, a.reject(Invalid("Send either email or externalUserId."))
@@ -255,7 +260,7 @@ func (s *Service) VerifyBackupCode(ctx context.Context, p *store.Project, in Bac
 				return err
 			}
 		}
-		login, err = s.startLogin(tx, p, u, "backup_code", a.m)
+		login, err = s.startLoginAs(tx, p, u, as, a.m)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,14 @@ var errTooManyLinks = ErrTooManyRequests.With("Too many sign-in links sent to th
 // empty, must have one of the project's allowed origins (400
 // INVALID_REDIRECT_URL); other errors as SendOTP.
 func (s *Service) SendMagicLink(ctx context.Context, p *store.Project, rawEmail, redirectURL string, m Meta) error {
+	return s.sendMagicLink(ctx, p, rawEmail, redirectURL, func(token string) string {
+		return s.baseURL + MagicPath + "?token=" + url.QueryEscape(token)
+	}, m)
+}
+
+// sendMagicLink is SendMagicLink with the link made by linkTo from the
+// link's token.
+func (s *Service) sendMagicLink(ctx context.Context, p *store.Project, rawEmail, redirectURL string, linkTo func(token string) string, m Meta) error {
 	a := s.attempt(ctx, p.ID, "magic_link", "send", m)
 	email, err := NormalizeEmail(rawEmail)
 	if err != nil {
@@ -43,7 +51,7 @@ func (s *Service) SendMagicLink(ctx context.Context, p *store.Project, rawEmail,
 	raw := randomBytes(32)
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	h := s.keys.HashString(hashDomainMagic, token)
-	link := s.baseURL + MagicPath + "?token=" + url.QueryEscape(token)
+	link := linkTo(token)
 	says := store.MailContent{Project: p.Name, Link: link, TTLSeconds: int(MagicLifetime / time.Second)}
 	return s.queueSend(a, p, codeKindMagic, says, func(tx store.Tx, now time.Time) error {
 		return tx.PutMagicLink(&store.MagicLink{Hash: h[:], ProjectID: p.ID, Email: email, RedirectURL: redirectURL, CreatedAt: now, ExpiresAt: now.Add(MagicLifetime)})
@@ -77,6 +85,13 @@ func (s *Service) MagicLinkProject(ctx context.Context, token string) (*store.Pr
 // INVALID_REDIRECT_URL and leaves the link unused. Unknown, used or
 // expired tokens are 401 INVALID_TOKEN.
 func (s *Service) VerifyMagicLink(ctx context.Context, token, redirectURI string, m Meta) (*Login, error) {
+	return s.verifyMagicLink(ctx, token, redirectURI, "", loginAs{method: "magic_link"}, m)
+}
+
+// verifyMagicLink is VerifyMagicLink for a session as says; a link of
+// another project than projectID (when set) is 401 INVALID_TOKEN and
+// stays unused.
+func (s *Service) verifyMagicLink(ctx context.Context, token, redirectURI, projectID string, as loginAs, m Meta) (*Login, error) {
 	a := s.attempt(ctx, "", "magic_link", "verify", m)
 	if token == "" {
 		return nil, a.reject(Invalid("token is required."))
@@ -115,6 +130,9 @@ func (s *Service) VerifyMagicLink(ctx context.Context, token, redirectURI string
 			return err
 		}
 		a.email = ml.Email
+		if projectID != "" && ml.ProjectID != projectID {
+			return a.fail(tx, ErrInvalidToken)
+		}
 		p, err := tx.Project(ml.ProjectID)
 		if errors.Is(err, store.ErrNotFound) { // the project was deleted
 			return a.fail(tx, ErrInvalidToken)
@@ -143,7 +161,7 @@ func (s *Service) VerifyMagicLink(ctx context.Context, token, redirectURI string
 		if err := tx.PutMagicLink(ml); err != nil {
 			return err
 		}
-		login, err = s.startLogin(tx, p, u, "magic_link", a.m)
+		login, err = s.startLoginAs(tx, p, u, as, a.m)
 		if err != nil {
 			return err
 		}

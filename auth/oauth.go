@@ -184,6 +184,13 @@ func (s *Service) oauthKey(domain, secret string) string {
 // 502 PROVIDER_UNAVAILABLE when the provider's discovery document cannot
 // be read.
 func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redirectURL, codeChallenge string, m Meta) (string, error) {
+	return s.startOAuth(ctx, p, name, redirectURL, codeChallenge, false, m)
+}
+
+// startOAuth is StartOAuth; ownPage says redirectURL is a page of
+// latchkey's own (a hosted sign-in page, made here and not given by a
+// caller), which needs no allowed origin.
+func (s *Service) startOAuth(ctx context.Context, p *store.Project, name, redirectURL, codeChallenge string, ownPage bool, m Meta) (string, error) {
 	a := s.attempt(ctx, p.ID, methodOAuth, "start", m)
 	if name == "" {
 		return "", a.reject(Invalid("provider is required."))
@@ -191,7 +198,7 @@ func (s *Service) StartOAuth(ctx context.Context, p *store.Project, name, redire
 	if codeChallenge != "" && !isChallenge(codeChallenge) {
 		return "", a.reject(Invalid("codeChallenge must be the SHA-256 of a code verifier in base64url without padding: 43 characters of A-Z, a-z, 0-9, '-' and '_'."))
 	}
-	if redirectURL == "" || !CheckRedirect(redirectURL, p.AllowedOrigins) {
+	if redirectURL == "" || (!ownPage && !CheckRedirect(redirectURL, p.AllowedOrigins)) {
 		return "", a.reject(ErrInvalidRedirect)
 	}
 	if err := s.checkRisk(p, m); err != nil {
@@ -546,6 +553,14 @@ func (s *Service) githubIdentity(ctx context.Context, c *oauthClient, tok *oauth
 // up); a codeVerifier that is not 43-128 unreserved characters (RFC 7636)
 // is 400 VALIDATION_ERROR. It returns the login and the provider's name.
 func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code, codeVerifier string, m Meta) (*Login, string, error) {
+	return s.oauthExchange(ctx, p, code, codeVerifier, func(provider string) loginAs {
+		return loginAs{method: "oauth:" + provider}
+	}, m)
+}
+
+// oauthExchange is OAuthExchange for a session as says for the
+// identity's provider.
+func (s *Service) oauthExchange(ctx context.Context, p *store.Project, code, codeVerifier string, as func(provider string) loginAs, m Meta) (*Login, string, error) {
 	a := s.attempt(ctx, p.ID, methodOAuth, "exchange", m)
 	if code == "" {
 		return nil, "", a.reject(Invalid("code is required."))
@@ -618,7 +633,7 @@ func (s *Service) OAuthExchange(ctx context.Context, p *store.Project, code, cod
 			return err
 		}
 		a.of(u)
-		login, err = s.startLogin(tx, p, u, "oauth:"+idn.Provider, a.m)
+		login, err = s.startLoginAs(tx, p, u, as(idn.Provider), a.m)
 		if err != nil {
 			return err
 		}

@@ -107,3 +107,32 @@ func TestOIDCMinter(t *testing.T) {
 		t.Error("Decrypt succeeded")
 	}
 }
+
+// TestOIDCPasskeysOffered: the pages offer passkeys when the base URL's
+// host is the project's rpId or under it and its origin is one the
+// project's ceremonies accept; otherwise they say why.
+func TestOIDCPasskeysOffered(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		base    string
+		rpID    string
+		origins []string
+		ok      bool
+		why     string
+	}{
+		{"https://auth.example.com", "example.com", []string{"https://app.example.com", "https://auth.example.com"}, true, ""},
+		{"https://auth.example.com", "", nil, true, ""}, // rpId and origin from the base URL
+		{"http://localhost:8080", "", nil, true, ""},
+		{"https://auth.example.com", "example.com", []string{"https://app.example.com"}, false, "not one of the project's allowedOrigins"},
+		{"https://auth.other.org", "example.com", nil, false, "nor under it"},
+		{"https://auth.example.com", "", []string{"https://app.example.com"}, false, "nor under it"}, // rpId app.example.com
+		{"http://127.0.0.1:8080", "", nil, false, "loopback"},
+		{"https://notexample.com", "example.com", []string{"https://notexample.com"}, false, "nor under it"},
+	} {
+		s := &Service{baseURL: c.base}
+		ok, why := s.OIDCPasskeys(&store.Project{RPID: c.rpID, AllowedOrigins: c.origins})
+		if ok != c.ok || !strings.Contains(why, c.why) {
+			t.Errorf("base %s rpId %q origins %v: %v %q, want %v %q", c.base, c.rpID, c.origins, ok, why, c.ok, c.why)
+		}
+	}
+}

@@ -124,8 +124,8 @@ type OIDCStep int
 const (
 	// OIDCStepSignIn: the browser has no session the request may use.
 	OIDCStepSignIn OIDCStep = iota
-	// OIDCStepSecondFactor: the session must prove TOTP (the only second
-	// factor the pages take so far).
+	// OIDCStepSecondFactor: the session must prove a second factor
+	// (TOTP or SMS; a backup code signs in again).
 	OIDCStepSecondFactor
 	// OIDCStepDone: the request is answered; its code may be issued.
 	OIDCStepDone
@@ -186,8 +186,8 @@ func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Pr
 		}
 		mfa := secondFactorProven(sess.Proofs)
 		if secondFactorPending(sess.Proofs, en) || (c.RequireMFA && !mfa) {
-			if !en.TOTP {
-				// SMS on the pages comes later, like enrolling here.
+			if !en.TOTP && !en.SMS {
+				// Enrolling on the pages comes later.
 				return errNoSecondFactor
 			}
 			step = OIDCStepSecondFactor
@@ -211,14 +211,42 @@ func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Pr
 	return step, nil
 }
 
-// OIDCSecondFactor checks a TOTP code on the browser's session pr
-// (VerifyTOTP: its lockouts and events), for request id.
-func (s *Service) OIDCSecondFactor(ctx context.Context, projectID, id string, pr *Principal, code string, m Meta) error {
-	if _, err := s.OIDCSignInRequest(ctx, projectID, id); err != nil {
-		return err
+// OIDCSecondFactor checks a second factor of the browser's session pr
+// for request id: a TOTP code on the session (VerifyTOTP: its lockouts
+// and events), a texted code on the session (VerifySMSCode), or a
+// backup code, which is a sign-in of its own as in the API
+// (VerifyBackupCode, for the session's user): the new session is
+// returned then, and nil otherwise. A backup code is refused when the
+// page does not offer it (OIDCSecondFactors).
+func (s *Service) OIDCSecondFactor(ctx context.Context, projectID, id string, pr *Principal, method, code string, m Meta) (*Login, error) {
+	sr, err := s.OIDCSignInRequest(ctx, projectID, id)
+	if err != nil {
+		return nil, err
 	}
-	return s.VerifyTOTP(ctx, pr, code, m)
+	switch method {
+	case OIDCFactorSMS:
+		return nil, s.VerifySMSCode(ctx, pr, code, m)
+	case OIDCFactorBackup:
+		f, err := s.OIDCSecondFactors(ctx, projectID, id, pr)
+		if err != nil {
+			return nil, err
+		}
+		if !f.Backup {
+			return nil, errNoBackupHere
+		}
+		u, err := s.SessionUser(ctx, pr)
+		if err != nil {
+			return nil, err
+		}
+		return s.verifyBackupCode(ctx, sr.Project, BackupInput{Email: &u.Email, Code: code},
+			loginAs{method: oidcMethodPrefix + sr.ClientName, proof: amrBackupCode, noRefresh: true}, m)
+	}
+	return nil, s.VerifyTOTP(ctx, pr, code, m)
 }
+
+// errNoBackupHere: a backup code where the page does not take one (no
+// codes left, or a client that requires a second factor).
+var errNoBackupHere = ErrStepUpRequired.With("A backup code cannot be used for this sign-in: enter a code from your authenticator app or phone.")
 
 // OIDCCallbackAllowed reports whether the browser whose session is pr
 // may collect request id's code: the request was answered with that

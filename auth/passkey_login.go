@@ -94,6 +94,11 @@ func (s *Service) passkeyUser(ctx context.Context, a *attempt, p *store.Project,
 // INTERNAL_ERROR. Consuming the challenge, the failure's event or the
 // updated counter, session and events are one transaction.
 func (s *Service) FinishPasskeyLogin(ctx context.Context, p *store.Project, challengeID string, credential json.RawMessage, m Meta) (*Login, error) {
+	return s.finishPasskeyLogin(ctx, p, challengeID, credential, loginAs{method: "passkey"}, m)
+}
+
+// finishPasskeyLogin is FinishPasskeyLogin for a session as says.
+func (s *Service) finishPasskeyLogin(ctx context.Context, p *store.Project, challengeID string, credential json.RawMessage, as loginAs, m Meta) (*Login, error) {
 	if err := checkFinish(challengeID, credential); err != nil {
 		return nil, err
 	}
@@ -183,7 +188,7 @@ func (s *Service) FinishPasskeyLogin(ctx context.Context, p *store.Project, chal
 		if err := tx.PutPasskey(pk); err != nil {
 			return err
 		}
-		if login, err = s.startLogin(tx, p, u, "passkey", a.m); err != nil {
+		if login, err = s.startLoginAs(tx, p, u, as, a.m); err != nil {
 			return err
 		}
 		return a.ok(tx)

@@ -60,7 +60,7 @@ func (s *Server) oidcRoutes() {
 	s.router.POST("/oidc/:project/oauth/token", s.serveOIDC)
 	s.router.OPTIONS("/oidc/:project/oauth/token", s.serveOIDC)
 	s.router.GET("/oidc/:project/authorize/callback", s.serveOIDC)
-	for _, p := range []string{auth.OIDCLoginPath, auth.OIDCLoginCodePath, auth.OIDCSecondFactorPath} {
+	for p := range oidcPages {
 		s.router.GET("/oidc/:project"+p, s.serveOIDC)
 		s.router.POST("/oidc/:project"+p, s.serveOIDC)
 	}
@@ -130,12 +130,8 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		// the storage refuses (revoked, its session ended) with 403:
 		// RFC 6750 wants 401 and WWW-Authenticate for both.
 		p.handler.ServeHTTP(&bearerErrorWriter{ResponseWriter: w}, r)
-	case sub == auth.OIDCLoginPath:
-		s.oidcLogin(w, r, p)
-	case sub == auth.OIDCLoginCodePath:
-		s.oidcLoginCode(w, r, p)
-	case sub == auth.OIDCSecondFactorPath:
-		s.oidcSecondFactor(w, r, p)
+	case oidcPages[sub] != nil:
+		oidcPages[sub](s, w, r, p)
 	default:
 		p.handler.ServeHTTP(w, r)
 	}

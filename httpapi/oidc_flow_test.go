@@ -118,16 +118,31 @@ func (b *browser) get(u string) *webPage {
 	return b.do(req)
 }
 
-// submit posts the form of pg with its hidden fields and values.
+// submit posts the (first) form of pg with its hidden fields and values.
 func (b *browser) submit(pg *webPage, values map[string]string) *webPage {
+	b.ts.t.Helper()
+	return b.submitTo(pg, "", values)
+}
+
+// submitTo posts the first form of pg whose action ends with path ("":
+// the first form) with its hidden fields and values.
+func (b *browser) submitTo(pg *webPage, path string, values map[string]string) *webPage {
 	t := b.ts.t
 	t.Helper()
-	action := oidcFormAction.FindStringSubmatch(pg.Body)
+	var action []string
+	body := ""
+	for _, m := range oidcFormAction.FindAllStringSubmatchIndex(pg.Body, -1) {
+		if a := pg.Body[m[2]:m[3]]; strings.HasSuffix(unescape(a), path) {
+			action, body = []string{pg.Body[m[0]:m[1]], a}, pg.Body[m[1]:]
+			body, _, _ = strings.Cut(body, "</form>")
+			break
+		}
+	}
 	if action == nil {
-		t.Fatalf("no form on the page (%d): %s", pg.Status, pg.Body)
+		t.Fatalf("no form to %q on the page (%d): %s", path, pg.Status, pg.Body)
 	}
 	form := url.Values{}
-	for _, m := range oidcHidden.FindAllStringSubmatch(pg.Body, -1) {
+	for _, m := range oidcHidden.FindAllStringSubmatch(body, -1) {
 		form.Set(m[1], unescape(m[2]))
 	}
 	for k, v := range values {
@@ -146,7 +161,7 @@ func (b *browser) submit(pg *webPage, values map[string]string) *webPage {
 }
 
 var (
-	oidcFormAction = regexp.MustCompile(`<form method="post" action="([^"]+)">`)
+	oidcFormAction = regexp.MustCompile(`<form method="post" action="([^"]+)"[^>]*>`)
 	oidcHidden     = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
 )
 

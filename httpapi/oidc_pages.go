@@ -17,10 +17,25 @@ import (
 
 // The providers' hosted sign-in pages and the checks latchkey puts in
 // front of op's authorization endpoint and callback (docs/oidc.md,
-// "Sign-in pages"). Pages are server-rendered without scripts; every
-// form carries a CSRF token bound to the browser (a cookie) and to its
-// authorization request, every answer forbids framing, caching and
-// referrers, and no input is written back unescaped.
+// "Sign-in pages"). Pages are server-rendered and work without scripts;
+// the one script, the sign-in page's passkey ceremony, is the page's own
+// (by nonce). Every form carries a CSRF token bound to the browser (a
+// cookie) and to its authorization request, every answer forbids
+// framing, caching and referrers, and no input is written back
+// unescaped. The other ways in (a link, a passkey, a provider) and the
+// second factors besides TOTP are in oidc_methods.go.
+
+// oidcPages are the pages under an issuer, by path (GET and POST).
+var oidcPages = map[string]func(*Server, http.ResponseWriter, *http.Request, *projectOP){
+	auth.OIDCLoginPath:        (*Server).oidcLogin,
+	auth.OIDCLoginCodePath:    (*Server).oidcLoginCode,
+	auth.OIDCSecondFactorPath: (*Server).oidcSecondFactor,
+	auth.OIDCSendLinkPath:     (*Server).oidcSendLink,
+	auth.OIDCLinkPath:         (*Server).oidcLink,
+	auth.OIDCPasskeyPath:      (*Server).oidcPasskey,
+	auth.OIDCProviderPath:     (*Server).oidcProvider,
+	auth.OIDCSendSMSPath:      (*Server).oidcSendSMS,
+}
 
 // Cookie names of the hosted pages, per project (Path: the issuer's).
 const (
@@ -132,6 +147,13 @@ func (s *Server) oidcLoginCode(w http.ResponseWriter, r *http.Request, p *projec
 		}
 		return
 	}
+	s.oidcSignedIn(w, r, p, id, l)
+}
+
+// oidcSignedIn makes l, a sign-in on request id's pages, the browser's
+// session (its cookie) and takes the request on.
+func (s *Server) oidcSignedIn(w http.ResponseWriter, r *http.Request, p *projectOP, id string, l *auth.Login) {
+	ctx := r.Context()
 	pr, err := s.auth.OIDCBrowserSession(ctx, p.id, l.Token)
 	if err != nil {
 		s.oidcStepError(w, r, p, id, err)
@@ -146,8 +168,10 @@ func (s *Server) oidcLoginCode(w http.ResponseWriter, r *http.Request, p *projec
 	s.oidcNext(w, r, p, id, step)
 }
 
-// oidcSecondFactor is the second-factor page: a TOTP code on the
-// browser's session, then the request goes on.
+// oidcSecondFactor is the second-factor page: GET shows the form of a
+// factor (?method=totp, sms or backup; TOTP when the user has it, else
+// SMS), POST checks its code, then the request goes on. A backup code
+// signs in again (a new session, the browser's cookie then).
 func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *projectOP) {
 	ctx := r.Context()
 	pr := s.oidcSession(r, p)
@@ -162,7 +186,7 @@ func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *pro
 			http.Redirect(w, r, p.issuer+auth.OIDCLoginPath+"?authRequestID="+url.QueryEscape(id), http.StatusSeeOther)
 			return
 		}
-		s.oidcShowForm(w, r, p, http.StatusOK, id, "mfa", "", "")
+		s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, r.URL.Query().Get("method"), "", "")
 		return
 	}
 	id, ok := s.oidcForm(w, r, p)
@@ -173,9 +197,15 @@ func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *pro
 		s.oidcError(w, http.StatusUnauthorized, "Your sign-in has ended. Go back to the application and sign in again.")
 		return
 	}
-	if err := s.auth.OIDCSecondFactor(ctx, p.id, id, pr, r.PostForm.Get("code"), s.meta(r, false)); err != nil {
+	method := r.PostForm.Get("method")
+	l, err := s.auth.OIDCSecondFactor(ctx, p.id, id, pr, method, r.PostForm.Get("code"), s.meta(r, false))
+	if err != nil {
 		e := auth.AsError(err)
-		s.oidcShowForm(w, r, p, statusOf(e), id, "mfa", "", e.Message)
+		s.oidcShowFactor(w, r, p, statusOf(e), id, pr, method, "", e.Message)
+		return
+	}
+	if l != nil { // a backup code: a sign-in of its own
+		s.oidcSignedIn(w, r, p, id, l)
 		return
 	}
 	step, err := s.auth.OIDCContinue(ctx, p.id, id, pr, false)
@@ -304,22 +334,53 @@ func randomToken() string {
 // oidcPage is what the pages' template shows.
 type oidcPage struct {
 	Nonce, Title, Text, Error string
-	// Form is "email", "code", "mfa" or "" (no form).
+	// Form is "email", "code", "mfa", "link" (a magic link's confirm) or
+	// "" (no form).
 	Form, Action, AuthRequestID, CSRF, Email string
+	// The sign-in page's other ways in: a passkey ceremony (nil when the
+	// project's pages offer none) and the providers' buttons.
+	Passkey        *oidcPasskeyOffer
+	Providers      []auth.OIDCProvider
+	ProviderAction string
+	// LinkAction: the code page's "email me a link instead" form.
+	LinkAction string
+	// Token: the magic link's, on its confirm page.
+	Token string
+	// Method: the second factor the mfa form checks (totp, sms, backup);
+	// SMSAction, when set, offers to text a code; Others link to the
+	// other factors the user has.
+	Method    string
+	SMSAction string
+	Others    []oidcLink
 }
 
+// oidcPasskeyOffer is a started passkey ceremony on the sign-in page.
+type oidcPasskeyOffer struct {
+	Action, ChallengeID string
+	Options             string // go-webauthn's request options, JSON
+}
+
+// oidcLink is a link on a page.
+type oidcLink struct{ Label, URL string }
+
 // oidcShowForm shows form ("email", "code" or "mfa") of request id with
-// email filled in and an error, if any.
+// email filled in and an error, if any. The sign-in page ("email")
+// offers, besides the email code, a passkey (when the project's pages
+// can: auth.OIDCPasskeys) and the project's providers; the code page
+// offers a magic link instead of the code.
 func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id, form, email, errText string) {
 	d := oidcPage{Form: form, AuthRequestID: id, Email: email, Error: errText,
 		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
 	switch form {
 	case "email":
 		d.Title, d.Text, d.Action = "Sign in", "Enter your email address: we will send you a code.", p.issuer+auth.OIDCLoginPath
+		s.oidcOtherWays(r, p, id, &d)
 	case "code":
 		d.Title, d.Text, d.Action = "Enter your code", "We sent a code to "+email+". Enter it to sign in.", p.issuer+auth.OIDCLoginCodePath
+		d.LinkAction = p.issuer + auth.OIDCSendLinkPath
 	case "mfa":
 		d.Title, d.Text, d.Action = "Second factor", "Enter the code from your authenticator app.", p.issuer+auth.OIDCSecondFactorPath
+		d.Method = auth.OIDCFactorTOTP
 	}
 	s.oidcRender(w, status, d)
 }
@@ -330,8 +391,8 @@ func (s *Server) oidcError(w http.ResponseWriter, status int, text string) {
 }
 
 // oidcRender writes a page with the pages' headers: a CSP whose only
-// source is the page's own style (by nonce), no framing, no caching, no
-// referrer.
+// sources are the page's own style and script (by nonce), no framing,
+// no caching, no referrer.
 func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
 	d.Nonce = randomToken()
 	var b bytes.Buffer
@@ -343,7 +404,11 @@ func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	// form-action is left out: browsers apply it to the redirects after
 	// a POST too, and the last one goes to the client's own address.
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.Nonce+"'; base-uri 'none'; frame-ancestors 'none'")
+	csp := "default-src 'none'; style-src 'nonce-" + d.Nonce + "'; base-uri 'none'; frame-ancestors 'none'"
+	if d.Passkey != nil {
+		csp += "; script-src 'nonce-" + d.Nonce + "'"
+	}
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -364,7 +429,8 @@ var oidcTmpl = template.Must(template.New("oidc").Parse(`<!doctype html>
 <style nonce="{{.Nonce}}">body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
 label{display:block;margin:1rem 0 .3rem}input{font-size:1.1rem;padding:.6rem;width:100%;box-sizing:border-box}
 button{margin-top:1rem;font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-radius:.4rem;background:#2456d6;color:#fff;cursor:pointer}
-.error{color:#b00020}</style></head>
+button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.other{margin-top:2rem;border-top:1px solid #ddd;padding-top:.5rem}
+.error{color:#b00020}a{color:#2456d6}ul{padding-left:1.2rem}li{margin:.5rem 0}[hidden]{display:none}</style></head>
 <body><main><h1>{{.Title}}</h1>
 {{with .Text}}<p>{{.}}</p>{{end}}
 {{with .Error}}<p class="error" role="alert">{{.}}</p>{{end}}
@@ -376,11 +442,29 @@ button{margin-top:1rem;font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-rad
 {{else if eq .Form "code"}}<input type="hidden" name="email" value="{{.Email}}"><label for="code">Code</label>
 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
 <button type="submit">Sign in</button>
-{{else}}<label for="code">Code</label>
-<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
+{{else if eq .Form "link"}}<input type="hidden" name="token" value="{{.Token}}">
+<button type="submit">Sign in</button>
+{{else}}<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}Backup code{{else}}Code{{end}}</label>
+<input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus>
 <button type="submit">Continue</button>{{end}}
 </form>{{end}}
-</main></body></html>`))
+{{if or .Passkey .Providers .LinkAction .SMSAction .Others}}<div class="other">
+{{with .Passkey}}<form method="post" action="{{.Action}}" id="passkey" data-options="{{.Options}}">
+<input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
+<input type="hidden" name="challengeId" value="{{.ChallengeID}}"><input type="hidden" name="credential" value="">
+<button type="button" class="alt" id="passkey-button" hidden>Sign in with a passkey</button></form>{{end}}
+{{range .Providers}}<form method="post" action="{{$.ProviderAction}}">
+<input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
+<input type="hidden" name="provider" value="{{.Name}}"><button type="submit" class="alt">Continue with {{.Label}}</button></form>{{end}}
+{{with .LinkAction}}<form method="post" action="{{.}}">
+<input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
+<input type="hidden" name="email" value="{{$.Email}}"><button type="submit" class="alt">Email me a sign-in link instead</button></form>{{end}}
+{{with .SMSAction}}<form method="post" action="{{.}}">
+<input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
+<button type="submit" class="alt">Text me a code</button></form>{{end}}
+{{with .Others}}<ul>{{range .}}<li><a href="{{.URL}}">{{.Label}}</a></li>{{end}}</ul>{{end}}
+</div>{{end}}
+</main>{{if .Passkey}}<script nonce="{{.Nonce}}">` + passkeyScript + `</script>{{end}}</body></html>`))
 
 // bearerErrorWriter answers op's refusals of a userinfo token (a bare
 // 401 for a token it cannot verify, 403 for one the storage refuses)

@@ -1,0 +1,300 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"latchkey/auth"
+)
+
+// The hosted sign-in's other ways in and second factors (docs/oidc.md,
+// "Sign-in pages"): a magic link instead of the code, a passkey (the
+// sign-in page's script: autofill by conditional mediation, or its
+// button), the project's providers, and SMS and backup codes on the
+// second-factor page. Each goes through the API's use case; each sign-in
+// becomes the browser's session (oidcSignedIn) like the email code's.
+
+// oauthCookie holds, per project, the PKCE verifier that binds a
+// provider sign-in started on the pages to the browser (SameSite=Lax:
+// the provider's redirect back is a top-level GET from another site).
+const oauthCookie = "lk_oauth_"
+
+// oidcOtherWays fills the sign-in page's passkey ceremony and provider
+// buttons.
+func (s *Server) oidcOtherWays(r *http.Request, p *projectOP, id string, d *oidcPage) {
+	sr, err := s.auth.OIDCSignInRequest(r.Context(), p.id, id)
+	if err != nil {
+		return
+	}
+	if d.Providers = auth.OIDCProviders(sr.Project); len(d.Providers) > 0 {
+		d.ProviderAction = p.issuer + auth.OIDCProviderPath
+	}
+	c, err := s.auth.OIDCBeginPasskey(r.Context(), p.id, id, s.meta(r, false))
+	if err != nil {
+		// No passkey on this page (a risk refusal, say): the other ways
+		// stay.
+		if e := auth.AsError(err); e.Code == auth.ErrInternal.Code {
+			s.log.Error("oidc passkey start", "err", err)
+		}
+		return
+	}
+	if c != nil {
+		d.Passkey = &oidcPasskeyOffer{Action: p.issuer + auth.OIDCPasskeyPath, ChallengeID: c.ChallengeID, Options: string(c.Options)}
+	}
+}
+
+// oidcSendLink is the code page's "email me a link instead": a magic
+// link for the request, then a page saying where it went.
+func (s *Server) oidcSendLink(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	if r.Method != http.MethodPost {
+		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
+		return
+	}
+	id, ok := s.oidcForm(w, r, p)
+	if !ok {
+		return
+	}
+	email := r.PostForm.Get("email")
+	if err := s.auth.OIDCSendLink(r.Context(), p.id, id, email, s.meta(r, false)); err != nil {
+		if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
+			s.oidcError(w, statusOf(e), e.Message)
+		} else {
+			s.oidcShowForm(w, r, p, statusOf(e), id, "code", email, e.Message)
+		}
+		return
+	}
+	s.oidcRender(w, http.StatusOK, oidcPage{Title: "Check your email",
+		Text: "We sent a sign-in link to " + email + ". Open it in this browser to continue; it works once, for 15 minutes."})
+}
+
+// oidcLink is a magic link's page: GET (the link itself) shows a
+// confirm button and uses nothing, so that a mail scanner opening the
+// link cannot use it up; POST (the button) signs in.
+func (s *Server) oidcLink(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	ctx := r.Context()
+	if r.Method != http.MethodPost {
+		q := r.URL.Query()
+		id := q.Get("authRequestID")
+		if _, err := s.auth.OIDCSignInRequest(ctx, p.id, id); err != nil {
+			e := auth.AsError(err)
+			s.oidcError(w, statusOf(e), e.Message)
+			return
+		}
+		s.oidcRender(w, http.StatusOK, oidcPage{Title: "Sign in", Text: "Press the button to finish signing in.",
+			Form: "link", Action: p.issuer + auth.OIDCLinkPath, AuthRequestID: id, Token: q.Get("token"),
+			CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)})
+		return
+	}
+	id, ok := s.oidcForm(w, r, p)
+	if !ok {
+		return
+	}
+	l, err := s.auth.OIDCVerifyLink(ctx, p.id, id, r.PostForm.Get("token"), s.meta(r, false))
+	if err != nil {
+		e := auth.AsError(err)
+		s.oidcError(w, statusOf(e), e.Message)
+		return
+	}
+	s.oidcSignedIn(w, r, p, id, l)
+}
+
+// oidcPasskey is the sign-in page's passkey form, posted by its script
+// with the browser's assertion.
+func (s *Server) oidcPasskey(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	if r.Method != http.MethodPost {
+		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
+		return
+	}
+	id, ok := s.oidcForm(w, r, p)
+	if !ok {
+		return
+	}
+	cred := json.RawMessage(r.PostForm.Get("credential"))
+	l, err := s.auth.OIDCFinishPasskey(r.Context(), p.id, id, r.PostForm.Get("challengeId"), cred, s.meta(r, false))
+	if err != nil {
+		if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
+			s.oidcError(w, statusOf(e), e.Message)
+		} else {
+			s.oidcShowForm(w, r, p, statusOf(e), id, "email", "", e.Message)
+		}
+		return
+	}
+	s.oidcSignedIn(w, r, p, id, l)
+}
+
+// oidcProvider is a provider button's POST, which sends the browser to
+// the provider, and (GET) where the provider's sign-in returns: with a
+// one-time code, exchanged with the verifier the browser kept, or an
+// error code.
+func (s *Server) oidcProvider(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	ctx := r.Context()
+	if r.Method == http.MethodPost {
+		id, ok := s.oidcForm(w, r, p)
+		if !ok {
+			return
+		}
+		verifier := randomToken()
+		to, err := s.auth.OIDCStartProvider(ctx, p.id, id, r.PostForm.Get("provider"), verifier, s.meta(r, false))
+		if err != nil {
+			if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
+				s.oidcError(w, statusOf(e), e.Message)
+			} else {
+				s.oidcShowForm(w, r, p, statusOf(e), id, "email", "", e.Message)
+			}
+			return
+		}
+		c := oidcCookie(p, oauthCookie, verifier)
+		c.SameSite, c.MaxAge = http.SameSiteLaxMode, int(auth.OAuthStateLifetime.Seconds())
+		http.SetCookie(w, c)
+		noStore(w)
+		http.Redirect(w, r, to, http.StatusSeeOther)
+		return
+	}
+	q := r.URL.Query()
+	id := q.Get("authRequestID")
+	if _, err := s.auth.OIDCSignInRequest(ctx, p.id, id); err != nil {
+		e := auth.AsError(err)
+		s.oidcError(w, statusOf(e), e.Message)
+		return
+	}
+	verifier := ""
+	if c, err := r.Cookie(oauthCookie + p.id); err == nil {
+		verifier = c.Value
+	}
+	gone := oidcCookie(p, oauthCookie, "")
+	gone.MaxAge = -1
+	http.SetCookie(w, gone)
+	if q.Get("error") != "" || q.Get("code") == "" {
+		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", "", "The sign-in with the provider did not complete. Try again, or sign in another way.")
+		return
+	}
+	if verifier == "" {
+		s.oidcShowForm(w, r, p, http.StatusForbidden, id, "email", "", "This sign-in was started in another browser. Sign in again here.")
+		return
+	}
+	l, err := s.auth.OIDCFinishProvider(ctx, p.id, id, q.Get("code"), verifier, s.meta(r, false))
+	if err != nil {
+		e := auth.AsError(err)
+		s.oidcShowForm(w, r, p, statusOf(e), id, "email", "", e.Message)
+		return
+	}
+	s.oidcSignedIn(w, r, p, id, l)
+}
+
+// oidcSendSMS texts a code to the enrolled phone of the browser's
+// session and shows the SMS code form.
+func (s *Server) oidcSendSMS(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	if r.Method != http.MethodPost {
+		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
+		return
+	}
+	id, ok := s.oidcForm(w, r, p)
+	if !ok {
+		return
+	}
+	pr := s.oidcSession(r, p)
+	if pr == nil {
+		s.oidcError(w, http.StatusUnauthorized, "Your sign-in has ended. Go back to the application and sign in again.")
+		return
+	}
+	if err := s.auth.OIDCSendSMS(r.Context(), p.id, id, pr, s.meta(r, false)); err != nil {
+		e := auth.AsError(err)
+		s.oidcShowFactor(w, r, p, statusOf(e), id, pr, auth.OIDCFactorSMS, "", e.Message)
+		return
+	}
+	s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, auth.OIDCFactorSMS, "We texted a code to your phone. Enter it to continue.", "")
+}
+
+// oidcShowFactor shows the second-factor form of method (totp, sms or
+// backup; the first the user has when it has not that one) for the
+// browser's session pr, with links to the others it has.
+func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, pr *auth.Principal, method, text, errText string) {
+	f, err := s.auth.OIDCSecondFactors(r.Context(), p.id, id, pr)
+	if err != nil {
+		s.oidcStepError(w, r, p, id, err)
+		return
+	}
+	has := map[string]bool{auth.OIDCFactorTOTP: f.TOTP, auth.OIDCFactorSMS: f.SMS, auth.OIDCFactorBackup: f.Backup}
+	if !has[method] {
+		method = auth.OIDCFactorTOTP
+		if !f.TOTP {
+			method = auth.OIDCFactorSMS
+		}
+	}
+	d := oidcPage{Form: "mfa", Title: "Second factor", Action: p.issuer + auth.OIDCSecondFactorPath, AuthRequestID: id,
+		Method: method, Error: errText, CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
+	switch method {
+	case auth.OIDCFactorTOTP:
+		d.Text = "Enter the code from your authenticator app."
+	case auth.OIDCFactorSMS:
+		d.Text, d.SMSAction = "Enter the code we text to your phone. Press “Text me a code” to get one.", p.issuer+auth.OIDCSendSMSPath
+	case auth.OIDCFactorBackup:
+		d.Text = "Enter one of your backup codes. Each works once."
+	}
+	if text != "" {
+		d.Text = text
+	}
+	labels := []struct{ method, label string }{
+		{auth.OIDCFactorTOTP, "Use your authenticator app"},
+		{auth.OIDCFactorSMS, "Use a text message"},
+		{auth.OIDCFactorBackup, "Use a backup code"},
+	}
+	for _, l := range labels {
+		if has[l.method] && l.method != method {
+			d.Others = append(d.Others, oidcLink{Label: l.label, URL: p.issuer + auth.OIDCSecondFactorPath +
+				"?authRequestID=" + url.QueryEscape(id) + "&method=" + l.method})
+		}
+	}
+	s.oidcRender(w, status, d)
+}
+
+// passkeyScript is the sign-in page's passkey ceremony: autofill
+// (conditional mediation: the browser offers the passkeys it holds for
+// the email field) when the browser has it, and the passkey button; the
+// assertion is posted with the page's passkey form. Without WebAuthn it
+// does nothing and the button stays hidden.
+const passkeyScript = `(function () {
+  var f = document.getElementById("passkey");
+  if (!f || !window.PublicKeyCredential || !navigator.credentials) return;
+  var o = JSON.parse(f.getAttribute("data-options")).publicKey;
+  function bin(s) {
+    var r = atob(s.replace(/-/g, "+").replace(/_/g, "/")), a = new Uint8Array(r.length);
+    for (var i = 0; i < r.length; i++) a[i] = r.charCodeAt(i);
+    return a.buffer;
+  }
+  function txt(b) {
+    var a = new Uint8Array(b), r = "";
+    for (var i = 0; i < a.length; i++) r += String.fromCharCode(a[i]);
+    return btoa(r).replace(/[+]/g, "-").replace(/[\/]/g, "_").replace(/=+$/, "");
+  }
+  var pk = {challenge: bin(o.challenge), timeout: o.timeout, rpId: o.rpId, userVerification: o.userVerification,
+    allowCredentials: (o.allowCredentials || []).map(function (c) { return {type: c.type, id: bin(c.id)}; })};
+  var pending = null;
+  function send(c) {
+    var r = c.response;
+    f.elements.credential.value = JSON.stringify({id: c.id, rawId: txt(c.rawId), type: c.type,
+      authenticatorAttachment: c.authenticatorAttachment || undefined,
+      response: {clientDataJSON: txt(r.clientDataJSON), authenticatorData: txt(r.authenticatorData),
+        signature: txt(r.signature), userHandle: r.userHandle ? txt(r.userHandle) : undefined},
+      clientExtensionResults: c.getClientExtensionResults ? c.getClientExtensionResults() : {}});
+    f.submit();
+  }
+  function get(mediation) {
+    if (pending) pending.abort();
+    pending = new AbortController();
+    var req = {publicKey: pk, signal: pending.signal};
+    if (mediation) req.mediation = mediation;
+    return navigator.credentials.get(req).then(function (c) { if (c) send(c); });
+  }
+  var b = document.getElementById("passkey-button");
+  b.hidden = false;
+  b.addEventListener("click", function () {
+    get("").catch(function (e) { if (e.name !== "AbortError") console.log("passkey: " + e.name); });
+  });
+  if (PublicKeyCredential.isConditionalMediationAvailable) {
+    PublicKeyCredential.isConditionalMediationAvailable().then(function (ok) {
+      if (ok) get("conditional").catch(function () {});
+    });
+  }
+})();`
