@@ -64,6 +64,10 @@ type oidcScratch struct {
 	// idTokenAlg is the algorithm of the client op asked for last
 	// (GetClientByClientID), for SigningKey.
 	idTokenAlg string
+	// clientID is that client: at the token endpoint, the client that
+	// authenticated, whose refresh tokens alone it may present
+	// (TokenRequestByRefreshToken).
+	clientID string
 }
 
 type oidcScratchKey struct{}
@@ -124,7 +128,7 @@ func oidcText(v string) bool {
 // challenge with another method, or none, is refused), required from
 // public clients. state, nonce and login_hint are at most 512 bytes of
 // text; response_mode is query or form_post. The scopes are those the
-// client may ask for, less offline_access (no refresh tokens yet).
+// client may ask for (requestScopes).
 func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, hintSub string) (op.AuthRequest, error) {
 	var c *store.OIDCClient
 	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
@@ -148,12 +152,7 @@ func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthReque
 	case !oidcText(req.State) || !oidcText(req.Nonce) || !oidcText(req.LoginHint):
 		return nil, oidc.ErrInvalidRequest().WithDescription("state, nonce and login_hint must be text of at most 512 bytes.")
 	}
-	var scopes []string
-	for _, sc := range req.Scopes {
-		if (sc == oidc.ScopeOpenID || slices.Contains(c.Scopes, sc)) && sc != oidc.ScopeOfflineAccess && !slices.Contains(scopes, sc) {
-			scopes = append(scopes, sc)
-		}
-	}
+	scopes := requestScopes(c, req.Scopes)
 	var locales []string
 	for _, t := range req.UILocales {
 		locales = append(locales, t.String())
@@ -287,23 +286,36 @@ func (p *OIDCStorage) DeleteAuthRequest(ctx context.Context, id string) error {
 	})
 }
 
-// CreateAccessToken exchanges an authorization request's code, in one
-// transaction: the request is marked exchanged and its grant created
-// (the client's access token lifetime), while the session it was signed
-// in with lives. A code exchanged meanwhile (two exchanges at once)
-// revokes the grant the other one made. It returns the signed access
-// token as the token's "id" (the minter hands it back to op as is) and
-// its expiry by the wall clock, which op counts expires_in from.
+// CreateAccessToken exchanges an authorization request's code for an
+// access token alone (exchangeCode): op calls it when the request's
+// scopes have no offline_access (or the client no refresh grant).
 func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenRequest) (string, time.Time, error) {
 	a, ok := request.(oidcAuthRequest)
 	if !ok {
 		return "", time.Time{}, oidc.ErrUnsupportedGrantType()
 	}
+	at, _, exp, err := p.exchangeCode(ctx, a, false)
+	return at, exp, err
+}
+
+// exchangeCode exchanges an authorization request's code, in one
+// transaction: the request is marked exchanged and its grant created,
+// while the session it was signed in with lives. Without a refresh
+// token the grant lives the client's access token lifetime; with one
+// (withRefresh), the client's refresh token lifetime, never past the
+// session's maximum, and its first refresh token is stored. The access
+// token never outlives its grant. A code exchanged meanwhile (two
+// exchanges at once) revokes the grant the other one made. It returns
+// the signed access token as the token's "id" (the minter hands it back
+// to op as is), the refresh token ("" without), and the access token's
+// expiry by the wall clock, which op counts expires_in from.
+func (p *OIDCStorage) exchangeCode(ctx context.Context, a oidcAuthRequest, withRefresh bool) (string, string, time.Time, error) {
 	var g *store.OIDCGrant
 	var c *store.OIDCClient
+	var refresh string
 	replayed := ""
 	err := p.s.db.Update(ctx, func(tx store.Tx) error {
-		g, replayed = nil, ""
+		g, refresh, replayed = nil, "", ""
 		r, err := tx.OIDCAuthRequest(p.projectID, a.r.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return oidc.ErrInvalidGrant().WithDescription("Unknown code.")
@@ -329,9 +341,21 @@ func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenReq
 		} else if err != nil {
 			return err
 		}
+		atTTL := time.Duration(c.AccessTokenLifetimeSeconds) * time.Second
 		g = &store.OIDCGrant{ProjectID: p.projectID, ID: newID(), ClientID: c.ID, UserID: r.UserID, SessionID: r.SessionID,
-			Scopes: r.Scopes, AMR: r.AMR, ACR: r.ACR, AuthTime: r.AuthTime, CreatedAt: now,
-			ExpiresAt: now.Add(time.Duration(c.AccessTokenLifetimeSeconds) * time.Second)}
+			Scopes: r.Scopes, AMR: r.AMR, ACR: r.ACR, AuthTime: r.AuthTime, CreatedAt: now, ExpiresAt: now.Add(atTTL)}
+		if withRefresh {
+			proj, err := tx.Project(p.projectID)
+			if err != nil {
+				return err
+			}
+			_, _, most := sessionTimes(proj)
+			lifetime, _ := refreshTimes(c)
+			g.ExpiresAt = earlier(now.Add(lifetime), sess.IssuedAt.Add(most))
+			if refresh, err = p.s.newOIDCRefreshToken(tx, g, c, g.Scopes, now); err != nil {
+				return err
+			}
+		}
 		r.GrantID = g.ID
 		if err := tx.PutOIDCGrant(g); err != nil {
 			return err
@@ -339,15 +363,20 @@ func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenReq
 		return tx.PutOIDCAuthRequest(r)
 	})
 	if err != nil {
-		return "", time.Time{}, oidcStoreError(err)
+		return "", "", time.Time{}, oidcStoreError(err)
 	}
 	if replayed != "" {
 		if err := p.s.revokeOIDCGrant(ctx, p.projectID, replayed, "authorization code replayed"); err != nil {
-			return "", time.Time{}, oidc.ErrServerError().WithParent(err)
+			return "", "", time.Time{}, oidc.ErrServerError().WithParent(err)
 		}
-		return "", time.Time{}, errCodeReplayed
+		return "", "", time.Time{}, errCodeReplayed
 	}
-	return p.mintAccessToken(ctx, g, c)
+	ttl := min(time.Duration(c.AccessTokenLifetimeSeconds)*time.Second, g.ExpiresAt.Sub(g.CreatedAt))
+	at, exp, err := p.mintAccessToken(ctx, g, c, g.Scopes, ttl)
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	return at, refresh, exp, nil
 }
 
 // oidcStoreError passes op's errors through and makes any other a
@@ -360,23 +389,22 @@ func oidcStoreError(err error) error {
 	return oidc.ErrServerError().WithParent(err)
 }
 
-// mintAccessToken signs g's access token with the project's RS256 key.
-// iat and exp are by the wall clock, as op stamps ID tokens and checks
-// access tokens; the jti carries the expiry by the service's clock,
-// which the checks of this package go by.
-func (p *OIDCStorage) mintAccessToken(ctx context.Context, g *store.OIDCGrant, c *store.OIDCClient) (string, time.Time, error) {
+// mintAccessToken signs g's access token for scopes, living ttl, with
+// the project's RS256 key. iat and exp are by the wall clock, as op
+// stamps ID tokens and checks access tokens; the jti carries the expiry
+// by the service's clock, which the checks of this package go by.
+func (p *OIDCStorage) mintAccessToken(ctx context.Context, g *store.OIDCGrant, c *store.OIDCClient, scopes []string, ttl time.Duration) (string, time.Time, error) {
 	set, err := p.s.OIDCKeys(ctx, p.projectID)
 	if err != nil {
 		return "", time.Time{}, oidc.ErrServerError().WithParent(err)
 	}
-	ttl := time.Duration(c.AccessTokenLifetimeSeconds) * time.Second
 	wall := time.Now()
 	exp := wall.Add(ttl)
 	claims := map[string]any{
 		"iss": p.s.OIDCIssuer(p.projectID), "sub": g.UserID, "aud": []string{c.ID}, "client_id": c.ID,
 		"iat": wall.Unix(), "exp": exp.Unix(),
 		"jti":   g.ID + "." + strconv.FormatInt(p.s.now().Add(ttl).Unix(), 10) + "." + randomString(base62, 12),
-		"scope": strings.Join(g.Scopes, " "), "auth_time": g.AuthTime.Unix(), "sid": g.SessionID, "acr": g.ACR,
+		"scope": strings.Join(scopes, " "), "auth_time": g.AuthTime.Unix(), "sid": g.SessionID, "acr": g.ACR,
 	}
 	if len(g.AMR) > 0 {
 		claims["amr"] = g.AMR
@@ -388,42 +416,61 @@ func (p *OIDCStorage) mintAccessToken(ctx context.Context, g *store.OIDCGrant, c
 	return tok, exp, nil
 }
 
-// accessGrant returns the live grant of a verified access token's jti
-// and subject: the expiry in the jti not passed (the service's clock),
-// the grant neither revoked nor expired, its session alive (from the
-// store's session cache: no transaction for a session it knows). Any
-// failure is the same refusal.
-func (p *OIDCStorage) accessGrant(ctx context.Context, jti, subject string) (*store.OIDCGrant, error) {
-	refused := errors.New("invalid access token")
+// parseJTI splits an access token's jti, "<grant id>.<exp>.<random>",
+// into its grant id and expiry (unix seconds, by the service's clock);
+// false for a string of another form.
+func parseJTI(jti string) (string, time.Time, bool) {
 	parts := strings.Split(jti, ".")
-	if len(parts) != 3 {
-		return nil, refused
+	if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
+		return "", time.Time{}, false
 	}
 	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || exp <= 0 {
+		return "", time.Time{}, false
+	}
+	return parts[0], time.Unix(exp, 0), true
+}
+
+// accessGrant returns the live grant of a verified access token's jti
+// and subject, and the token's expiry: the expiry in the jti not passed
+// (the service's clock), the token not revoked (RFC 7009), the grant
+// neither revoked nor expired, its session alive (from the store's
+// session cache: no transaction for a session it knows). Any failure is
+// the same refusal.
+func (p *OIDCStorage) accessGrant(ctx context.Context, jti, subject string) (*store.OIDCGrant, time.Time, error) {
+	refused := errors.New("invalid access token")
+	gid, exp, ok := parseJTI(jti)
 	now := p.s.now()
-	if err != nil || now.Unix() >= exp {
-		return nil, refused
+	if !ok || !now.Before(exp) {
+		return nil, time.Time{}, refused
 	}
 	var g *store.OIDCGrant
-	err = p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		g, err = tx.OIDCGrant(p.projectID, parts[0])
+	revoked := false
+	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+		if g, err = tx.OIDCGrant(p.projectID, gid); err != nil {
+			return err
+		}
+		_, err = tx.OIDCRevokedToken(p.projectID, jti)
+		if revoked = err == nil; errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
 		return err
 	})
-	if err != nil || g.UserID != subject || !g.RevokedAt.IsZero() || !now.Before(g.ExpiresAt) {
-		return nil, refused
+	if err != nil || revoked || g.UserID != subject || !g.RevokedAt.IsZero() || !now.Before(g.ExpiresAt) {
+		return nil, time.Time{}, refused
 	}
 	st, err := p.s.db.SessionState(ctx, g.SessionID)
 	if err != nil || st.UserID != g.UserID {
-		return nil, refused
+		return nil, time.Time{}, refused
 	}
-	return g, nil
+	return g, exp, nil
 }
 
 // SetUserinfoFromToken fills the user info of a verified access token
-// (userinfo endpoint): refused when its grant or session is gone
-// (accessGrant).
+// (userinfo endpoint): refused when it was revoked or its grant or
+// session is gone (accessGrant).
 func (p *OIDCStorage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserInfo, tokenID, subject, _ string) error {
-	g, err := p.accessGrant(ctx, tokenID, subject)
+	g, _, err := p.accessGrant(ctx, tokenID, subject)
 	if err != nil {
 		return err
 	}
@@ -435,12 +482,16 @@ func (p *OIDCStorage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, str
 	return nil
 }
 
-// SetUserinfoFromRequest fills an ID token's claims: the user's by
-// scope, and sid and acr (op sets neither).
+// SetUserinfoFromRequest fills an ID token's claims (of a code
+// exchange or a refresh): the user's by scope, and sid and acr (op sets
+// neither).
 func (p *OIDCStorage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, request op.IDTokenRequest, scopes []string) error {
 	var sid, acr string
-	if a, ok := request.(oidcAuthRequest); ok {
-		sid, acr = a.r.SessionID, a.r.ACR
+	switch r := request.(type) {
+	case oidcAuthRequest:
+		sid, acr = r.r.SessionID, r.r.ACR
+	case *oidcRefreshRequest:
+		sid, acr = r.g.SessionID, r.g.ACR
 	}
 	return p.fillUserinfo(ctx, info, request.GetSubject(), scopes, sid, acr)
 }
@@ -490,7 +541,7 @@ func (p *OIDCStorage) GetClientByClientID(ctx context.Context, id string) (op.Cl
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
 	if sc := scratchOf(ctx); sc != nil {
-		sc.idTokenAlg = c.IDTokenAlg
+		sc.idTokenAlg, sc.clientID = c.IDTokenAlg, c.ID
 	}
 	return &oidcClient{c: c, issuer: p.s.OIDCIssuer(p.projectID)}, nil
 }

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -12,9 +11,9 @@ import (
 // OIDCStorage is one project's storage for its OpenID provider
 // (zitadel/oidc's op.Storage): every method is scoped to its project, so
 // projects never share keys, clients, codes or tokens by construction.
-// It serves the authorization code flow (oidc_flow.go) and the keys;
-// the methods of the flows not built yet (refresh, revocation,
-// introspection, end-session) answer an error.
+// It serves the authorization code flow (oidc_flow.go), refresh tokens,
+// revocation and introspection (oidc_refresh.go) and the keys; the
+// methods of the flows not built yet (end-session) answer an error.
 type OIDCStorage struct {
 	s         *Service
 	projectID string
@@ -98,35 +97,8 @@ func errNotYet() error {
 	return oidc.ErrServerError().WithDescription("This endpoint is not available yet.")
 }
 
-// CreateAccessAndRefreshTokens is not available yet: refresh tokens are
-// not issued (CreateAuthRequest drops offline_access).
-func (p *OIDCStorage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
-	return "", "", time.Time{}, errNotYet()
-}
-
-// TokenRequestByRefreshToken refuses every refresh token: none is
-// issued yet.
-func (p *OIDCStorage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
-	return nil, op.ErrInvalidRefreshToken
-}
-
 // TerminateSession is not available yet.
 func (p *OIDCStorage) TerminateSession(context.Context, string, string) error { return errNotYet() }
-
-// RevokeToken is not available yet.
-func (p *OIDCStorage) RevokeToken(context.Context, string, string, string) *oidc.Error {
-	return oidc.ErrServerError().WithDescription("This endpoint is not available yet.")
-}
-
-// GetRefreshTokenInfo knows no refresh token yet.
-func (p *OIDCStorage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
-	return "", "", op.ErrInvalidRefreshToken
-}
-
-// SetIntrospectionFromToken is not available yet.
-func (p *OIDCStorage) SetIntrospectionFromToken(context.Context, *oidc.IntrospectionResponse, string, string, string) error {
-	return errNotYet()
-}
 
 // GetPrivateClaimsFromScopes adds nothing: it serves only op's own JWT
 // access tokens, which latchkey does not use (its access tokens are

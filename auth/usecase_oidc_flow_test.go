@@ -34,8 +34,8 @@ const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 // TestOIDCAuthRequestPolicy: CreateAuthRequest refuses PKCE without
 // S256, a public client without a challenge, a fragment response mode
 // and oversized state, each as an invalid_request op redirects; it keeps
-// the scopes the client may have, less offline_access, and the request
-// waits 30 minutes for its sign-in.
+// the scopes the client may have, less offline_access (it has no refresh
+// grant), and the request waits 30 minutes for its sign-in.
 func TestOIDCAuthRequestPolicy(t *testing.T) {
 	t.Parallel()
 	ts := newTestService(t)

@@ -24,8 +24,9 @@ import (
 // work are registered (explicitly, so that metrics name each and op's
 // /healthz and /ready stay unexposed): discovery, which latchkey writes
 // from op's document, the JWKS, the authorization code flow
-// (authorize, its callback, token, userinfo) and the hosted sign-in
-// pages (oidc_pages.go).
+// (authorize, its callback, token, userinfo), refresh, revocation and
+// introspection (oidc_tokens.go) and the hosted sign-in pages
+// (oidc_pages.go).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
@@ -46,7 +47,7 @@ var oidcCORS = cors.Options{
 
 // oidcRoutes registers the providers' endpoints and pages. The
 // endpoints a script may call cross-origin (discovery, keys, token,
-// userinfo) answer their CORS preflight (OPTIONS) too.
+// userinfo, revocation) answer their CORS preflight (OPTIONS) too.
 func (s *Server) oidcRoutes() {
 	for _, p := range []string{"/oidc/:project/.well-known/openid-configuration", "/oidc/:project/keys"} {
 		s.router.GET(p, s.serveOIDC)
@@ -57,8 +58,11 @@ func (s *Server) oidcRoutes() {
 		s.router.POST(p, s.serveOIDC)
 	}
 	s.router.OPTIONS("/oidc/:project/userinfo", s.serveOIDC)
-	s.router.POST("/oidc/:project/oauth/token", s.serveOIDC)
-	s.router.OPTIONS("/oidc/:project/oauth/token", s.serveOIDC)
+	for _, p := range []string{"/oidc/:project/oauth/token", "/oidc/:project/revoke"} {
+		s.router.POST(p, s.serveOIDC)
+		s.router.OPTIONS(p, s.serveOIDC)
+	}
+	s.router.POST("/oidc/:project/oauth/introspect", s.serveOIDC)
 	s.router.GET("/oidc/:project/authorize/callback", s.serveOIDC)
 	for p := range oidcPages {
 		s.router.GET("/oidc/:project"+p, s.serveOIDC)
@@ -130,6 +134,9 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		// the storage refuses (revoked, its session ended) with 403:
 		// RFC 6750 wants 401 and WWW-Authenticate for both.
 		p.handler.ServeHTTP(&bearerErrorWriter{ResponseWriter: w}, r)
+	case sub == "/oauth/introspect":
+		// op refuses a client it cannot authenticate in text/plain.
+		p.handler.ServeHTTP(&clientErrorWriter{ResponseWriter: w}, r)
 	case oidcPages[sub] != nil:
 		oidcPages[sub](s, w, r, p)
 	default:
@@ -197,18 +204,20 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
 	// Only the endpoints served are named (authorization, token,
-	// userinfo, keys); the others, and the grants beyond the code, join
-	// the document with their flows.
-	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode}
-	cfg.IntrospectionEndpoint, cfg.RevocationEndpoint = "", ""
+	// userinfo, keys, revocation, introspection); the others, and the
+	// device grant, join the document with their flows.
+	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
 	cfg.EndSessionEndpoint, cfg.DeviceAuthorizationEndpoint = "", ""
 	cfg.SubjectTypesSupported = []string{"public"}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 	cfg.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}
 	cfg.TokenEndpointAuthSigningAlgValuesSupported = nil
-	cfg.IntrospectionEndpointAuthMethodsSupported = nil
+	// Introspection is for confidential clients, by Basic only (op
+	// takes no other there); revocation for every client, as the token
+	// endpoint.
+	cfg.IntrospectionEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodBasic}
 	cfg.IntrospectionEndpointAuthSigningAlgValuesSupported = nil
-	cfg.RevocationEndpointAuthMethodsSupported = nil
+	cfg.RevocationEndpointAuthMethodsSupported = cfg.TokenEndpointAuthMethodsSupported
 	cfg.RevocationEndpointAuthSigningAlgValuesSupported = nil
 	cfg.RequestObjectSigningAlgValuesSupported = nil
 	cfg.RequestParameterSupported = false

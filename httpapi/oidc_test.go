@@ -61,14 +61,14 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 		for k, v := range map[string]string{
 			"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/oauth/token",
 			"jwks_uri": iss + "/keys", "userinfo_endpoint": iss + "/userinfo",
+			"revocation_endpoint": iss + "/revoke", "introspection_endpoint": iss + "/oauth/introspect",
 		} {
 			if d[k] != v {
 				t.Errorf("%s = %v, want %s", k, d[k], v)
 			}
 		}
 		// What is not served yet is not advertised.
-		for _, k := range []string{"revocation_endpoint", "introspection_endpoint", "end_session_endpoint",
-			"device_authorization_endpoint", "introspection_endpoint_auth_methods_supported", "revocation_endpoint_auth_methods_supported"} {
+		for _, k := range []string{"end_session_endpoint", "device_authorization_endpoint"} {
 			if v, ok := d[k]; ok {
 				t.Errorf("%s = %v before it is served", k, v)
 			}
@@ -76,12 +76,15 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 		for k, want := range map[string]string{
 			"response_types_supported":              "code",
 			"response_modes_supported":              "query form_post",
-			"grant_types_supported":                 "authorization_code",
+			"grant_types_supported":                 "authorization_code refresh_token",
 			"code_challenge_methods_supported":      "S256",
 			"id_token_signing_alg_values_supported": "RS256 ES256",
 			"subject_types_supported":               "public",
 			"scopes_supported":                      "openid profile email groups offline_access",
 			"token_endpoint_auth_methods_supported": "none client_secret_basic client_secret_post",
+			// Introspection by Basic only (op takes no other there).
+			"introspection_endpoint_auth_methods_supported": "client_secret_basic",
+			"revocation_endpoint_auth_methods_supported":    "none client_secret_basic client_secret_post",
 		} {
 			if got := joined(t, d[k]); got != want {
 				t.Errorf("%s = %q, want %q", k, got, want)
@@ -192,8 +195,13 @@ func TestOIDCUnknownProject(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"/healthz", "/ready", "/device", "/end_session", "/revoke", "/oauth/introspect", "/device_authorization"} {
+	for _, path := range []string{"/healthz", "/ready", "/device", "/end_session", "/device_authorization"} {
 		wantError(t, ts.do("GET", "/oidc/"+ts.Project.ID+path, "", nil), http.StatusNotFound, "NOT_FOUND")
+	}
+	// Revocation and introspection take POST only.
+	for _, path := range []string{"/revoke", "/oauth/introspect"} {
+		wantError(t, ts.do("GET", "/oidc/"+ts.Project.ID+path, "", nil), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+		wantError(t, ts.do("POST", "/oidc/"+doomed+path, "", nil), http.StatusNotFound, "PROJECT_NOT_FOUND")
 	}
 	// The flow's paths of a project that does not exist.
 	for _, path := range []string{"/authorize", "/userinfo", "/login"} {

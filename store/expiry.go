@@ -59,6 +59,12 @@ const (
 	// ExpiringOIDCGrants are the OpenID providers' grants, due at their
 	// ExpiresAt.
 	ExpiringOIDCGrants
+	// ExpiringOIDCRefreshTokens are the OpenID providers' refresh
+	// tokens, due at their ExpiresAt.
+	ExpiringOIDCRefreshTokens
+	// ExpiringOIDCRevokedTokens are the OpenID providers' revoked access
+	// tokens, due at their ExpiresAt (the tokens' own expiry).
+	ExpiringOIDCRevokedTokens
 
 	numExpiring = iota
 )
@@ -95,4 +101,7 @@ var expiringNames = [numExpiring]string{
 
 	ExpiringOIDCAuthRequests: "oidc authorization requests",
 	ExpiringOIDCGrants:       "oidc grants",
+
+	ExpiringOIDCRefreshTokens: "oidc refresh tokens",
+	ExpiringOIDCRevokedTokens: "oidc revoked tokens",
 }

@@ -27,6 +27,8 @@ import (
 //	*OIDCClient       their clients
 //	*OIDCAuthRequest  their authorization requests in flight
 //	*OIDCGrant        their grants
+//	*OIDCRefreshToken their refresh tokens
+//	*OIDCRevokedToken their access tokens revoked before their expiry
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -144,6 +146,8 @@ var recordKinds = []struct {
 	{"OIDCClient", reflect.TypeFor[*OIDCClient]()},
 	{"OIDCAuthRequest", reflect.TypeFor[*OIDCAuthRequest]()},
 	{"OIDCGrant", reflect.TypeFor[*OIDCGrant]()},
+	{"OIDCRefreshToken", reflect.TypeFor[*OIDCRefreshToken]()},
+	{"OIDCRevokedToken", reflect.TypeFor[*OIDCRevokedToken]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -250,6 +254,10 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutOIDCAuthRequest(r)
 	case *OIDCGrant:
 		return true, tx.PutOIDCGrant(r)
+	case *OIDCRefreshToken:
+		return true, tx.PutOIDCRefreshToken(r)
+	case *OIDCRevokedToken:
+		return true, tx.PutOIDCRevokedToken(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

@@ -71,6 +71,7 @@ type Tx interface {
 	OIDCKeys
 	OIDCClients
 	OIDCFlows
+	OIDCTokens
 	Hints
 }
 
@@ -112,7 +113,8 @@ type Projects interface {
 	// challenges, sign-ins with providers in flight (OAuthFlows),
 	// external-method registrations and their grants; its
 	// mail templates; its OpenID provider's signing keys, clients,
-	// authorization requests and grants; its webhooks
+	// authorization requests, grants, refresh tokens and revoked access
+	// tokens; its webhooks
 	// with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
@@ -629,6 +631,27 @@ type OIDCFlows interface {
 	// PutOIDCGrant creates or replaces the grant (g.ProjectID, g.ID); the
 	// sweep deletes it at its ExpiresAt.
 	PutOIDCGrant(g *OIDCGrant) error
+}
+
+// OIDCTokens is the tokens of the projects' OpenID providers beyond the
+// code flow: refresh tokens (OIDCRefreshToken), keyed by (project,
+// keyed hash), and access tokens revoked before their expiry
+// (OIDCRevokedToken), keyed by (project, jti). Both expire: the sweep
+// deletes them at their ExpiresAt (ExpiringOIDCRefreshTokens,
+// ExpiringOIDCRevokedTokens), DeleteProject with their project.
+type OIDCTokens interface {
+	// OIDCRefreshToken returns projectID's refresh token whose keyed hash
+	// is hash, expired or rotated or not (callers check).
+	OIDCRefreshToken(projectID string, hash []byte) (*OIDCRefreshToken, error)
+	// PutOIDCRefreshToken creates or replaces the token (t.ProjectID,
+	// t.Hash); the sweep deletes it at its ExpiresAt.
+	PutOIDCRefreshToken(t *OIDCRefreshToken) error
+	// OIDCRevokedToken returns projectID's revoked access token jti,
+	// ErrNotFound when it was not revoked (or its row was swept).
+	OIDCRevokedToken(projectID, jti string) (*OIDCRevokedToken, error)
+	// PutOIDCRevokedToken creates or replaces the row (r.ProjectID,
+	// r.JTI); the sweep deletes it at its ExpiresAt.
+	PutOIDCRevokedToken(r *OIDCRevokedToken) error
 }
 
 // Hints is what a transaction may tell the store about what it is

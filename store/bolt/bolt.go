@@ -94,6 +94,10 @@ var (
 	// requests and grants, by (project, id).
 	bucketOIDCAuthRequests = []byte("oidc_auth_requests")
 	bucketOIDCGrants       = []byte("oidc_grants")
+	// Their tokens (oidctoken.go): refresh tokens by (project, keyed
+	// hash), revoked access tokens by (project, jti).
+	bucketOIDCRefresh = []byte("oidc_refresh_tokens")
+	bucketOIDCRevoked = []byte("oidc_revoked_tokens")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -101,17 +105,19 @@ var (
 	bucketEventSuppressed = []byte("events_suppressed")
 	// Expiry indexes: rows by the time the sweep deletes them
 	// (expiry.go).
-	bucketSessionsExpiry   = []byte("sessions_by_expiry")
-	bucketCodesExpiry      = []byte("codes_by_expiry")
-	bucketMagicExpiry      = []byte("magic_links_by_expiry")
-	bucketChallengesExpiry = []byte("challenges_by_expiry")
-	bucketGrantsExpiry     = []byte("grants_by_expiry")
-	bucketDevicesExpiry    = []byte("devices_by_expiry")
-	bucketDeliveriesExpiry = []byte("deliveries_by_expiry")
-	bucketOAuthFlowsExpiry = []byte("oauth_flows_by_expiry")
-	bucketRefreshExpiry    = []byte("refresh_tokens_by_expiry")
-	bucketOIDCAuthExpiry   = []byte("oidc_auth_requests_by_expiry")
-	bucketOIDCGrantsExpiry = []byte("oidc_grants_by_expiry")
+	bucketSessionsExpiry    = []byte("sessions_by_expiry")
+	bucketCodesExpiry       = []byte("codes_by_expiry")
+	bucketMagicExpiry       = []byte("magic_links_by_expiry")
+	bucketChallengesExpiry  = []byte("challenges_by_expiry")
+	bucketGrantsExpiry      = []byte("grants_by_expiry")
+	bucketDevicesExpiry     = []byte("devices_by_expiry")
+	bucketDeliveriesExpiry  = []byte("deliveries_by_expiry")
+	bucketOAuthFlowsExpiry  = []byte("oauth_flows_by_expiry")
+	bucketRefreshExpiry     = []byte("refresh_tokens_by_expiry")
+	bucketOIDCAuthExpiry    = []byte("oidc_auth_requests_by_expiry")
+	bucketOIDCGrantsExpiry  = []byte("oidc_grants_by_expiry")
+	bucketOIDCRefreshExpiry = []byte("oidc_refresh_tokens_by_expiry")
+	bucketOIDCRevokedExpiry = []byte("oidc_revoked_tokens_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -121,11 +127,11 @@ var (
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
-		bucketOIDCAuthRequests, bucketOIDCGrants,
+		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCRefresh, bucketOIDCRevoked,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
-		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -496,7 +502,7 @@ func init() {
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
-		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry,
 	} {
 		fillPercent[string(b)] = appendFill
 	}

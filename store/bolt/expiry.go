@@ -119,6 +119,18 @@ var expiries = [...]expiry{
 			err := jsonDecode(v, &g)
 			return expiryRow{g.ExpiresAt, g.ProjectID}, err
 		}},
+	store.ExpiringOIDCRefreshTokens: {rows: bucketOIDCRefresh, index: bucketOIDCRefreshExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var t store.OIDCRefreshToken
+			err := jsonDecode(v, &t)
+			return expiryRow{t.ExpiresAt, t.ProjectID}, err
+		}},
+	store.ExpiringOIDCRevokedTokens: {rows: bucketOIDCRevoked, index: bucketOIDCRevokedExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var r store.OIDCRevokedToken
+			err := jsonDecode(v, &r)
+			return expiryRow{r.ExpiresAt, r.ProjectID}, err
+		}},
 }
 
 // throttleDue returns when the sweep deletes t: ThrottleIdle after its

@@ -178,6 +178,18 @@ func (ex *exporter) steps() []exportStep {
 				return g, rows.Scan(oidcGrantDest(g)...)
 			})
 		}},
+		{"oidc_refresh_tokens", func() error {
+			return ex.stream(`SELECT `+oidcRefreshCols+` FROM oidc_refresh_tokens ORDER BY project_id, hash`, func(rows pgx.Rows) (any, error) {
+				t := &store.OIDCRefreshToken{}
+				return t, rows.Scan(oidcRefreshDest(t)...)
+			})
+		}},
+		{"oidc_revoked_tokens", func() error {
+			return ex.stream(`SELECT `+oidcRevokedCols+` FROM oidc_revoked_tokens ORDER BY project_id, jti`, func(rows pgx.Rows) (any, error) {
+				r := &store.OIDCRevokedToken{}
+				return r, rows.Scan(oidcRevokedDest(r)...)
+			})
+		}},
 		{"webhooks", func() error {
 			return ex.stream(`SELECT `+webhookColumns+` FROM webhooks ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
 				return scanWebhook(rows)

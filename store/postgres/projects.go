@@ -136,6 +136,8 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 			c AS (DELETE FROM oidc_clients WHERE project_id = $1),
 			ar AS (DELETE FROM oidc_auth_requests WHERE project_id = $1),
 			g AS (DELETE FROM oidc_grants WHERE project_id = $1),
+			rt AS (DELETE FROM oidc_refresh_tokens WHERE project_id = $1),
+			rv AS (DELETE FROM oidc_revoked_tokens WHERE project_id = $1),
 			k AS (UPDATE api_keys SET project_id = '' WHERE project_id = $1 RETURNING prefix)
 		SELECT ARRAY(SELECT prefix FROM k)`, []any{id, userIDs}, &detached)
 	if len(detached) == 0 {

@@ -162,6 +162,13 @@ func Fixture() []any {
 			SessionID: "0195f3a0-0000-7000-8000-000000000021", Scopes: []string{"openid", "email"}, AMR: []string{"otp", "mfa"}, ACR: "urn:latchkey:loa:2",
 			AuthTime: at(40 * time.Second), CreatedAt: at(43 * time.Second), ExpiresAt: at(later), RevokedAt: at(44 * time.Second),
 			RevokedFor: "authorization code replayed"},
+		&store.OIDCRefreshToken{ProjectID: p1, Hash: bytesOf("oidc-refresh-hash-1"), GrantID: "gr_fixture_1",
+			ClientID: "0195f3a0-0000-7000-8000-000000000091", Scopes: []string{"openid", "offline_access"},
+			CreatedAt: at(45 * time.Second), RotatedAt: at(46 * time.Second), ExpiresAt: at(later)},
+		&store.OIDCRefreshToken{ProjectID: p1, Hash: bytesOf("oidc-refresh-hash-2"), GrantID: "gr_fixture_1",
+			ClientID: "0195f3a0-0000-7000-8000-000000000091", Scopes: []string{"openid"}, CreatedAt: at(46 * time.Second), ExpiresAt: at(later)},
+		&store.OIDCRevokedToken{ProjectID: p1, JTI: "gr_fixture_1.1790000000.abcdefghijkl", ClientID: "0195f3a0-0000-7000-8000-000000000091",
+			RevokedAt: at(47 * time.Second), ExpiresAt: at(later)},
 
 		&store.Webhook{ID: w1, ProjectID: p1, URL: "https://hooks.example.com/latchkey", Secret: bytesOf("sealed-webhook-secret"),
 			EventTypes: []string{"user.created", "session.created"}, Mode: "test", CreatedAt: at(35 * time.Second)},

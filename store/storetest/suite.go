@@ -79,6 +79,7 @@ func (s Suite) suites() []subtest {
 		{"OIDCKeys", s.OIDCKeys},
 		{"OIDCClients", s.OIDCClients},
 		{"OIDCFlows", s.OIDCFlows},
+		{"OIDCTokens", s.OIDCTokens},
 		{"Hints", s.Hints},
 	}
 }

@@ -109,6 +109,12 @@ func (s Suite) expiryKinds(t *testing.T) {
 		{store.ExpiringOIDCGrants, t0.Add(time.Hour), func(tx store.Tx, at time.Time) error {
 			return tx.PutOIDCGrant(&store.OIDCGrant{ProjectID: "p", ID: "g1", ClientID: "c", UserID: "u", SessionID: "s", CreatedAt: t0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.OIDCGrant("p", "g1"); return err == nil }, true},
+		{store.ExpiringOIDCRefreshTokens, t0.Add(7 * day), func(tx store.Tx, at time.Time) error {
+			return tx.PutOIDCRefreshToken(&store.OIDCRefreshToken{ProjectID: "p", Hash: []byte("ort1"), GrantID: "g1", ClientID: "c", CreatedAt: t0, ExpiresAt: at})
+		}, func(tx store.Tx) bool { _, err := tx.OIDCRefreshToken("p", []byte("ort1")); return err == nil }, true},
+		{store.ExpiringOIDCRevokedTokens, t0.Add(time.Hour), func(tx store.Tx, at time.Time) error {
+			return tx.PutOIDCRevokedToken(&store.OIDCRevokedToken{ProjectID: "p", JTI: "g1.1.x", ClientID: "c", RevokedAt: t0, ExpiresAt: at})
+		}, func(tx store.Tx) bool { _, err := tx.OIDCRevokedToken("p", "g1.1.x"); return err == nil }, true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {

@@ -278,6 +278,8 @@ func fillProject(tx store.Tx, name string) error {
 		tx.PutOAuthFlow(&store.OAuthFlow{ID: "of-" + name, ProjectID: pid, Kind: store.OAuthFlowState, Payload: []byte(`{}`), ExpiresAt: later}),
 		tx.PutOIDCAuthRequest(&store.OIDCAuthRequest{ProjectID: pid, ID: "ar-" + name, ClientID: "c", UserID: uid, SessionID: "s-" + name, CreatedAt: t0, ExpiresAt: later}),
 		tx.PutOIDCGrant(&store.OIDCGrant{ProjectID: pid, ID: "gr-" + name, ClientID: "c", UserID: uid, SessionID: "s-" + name, CreatedAt: t0, ExpiresAt: later}),
+		tx.PutOIDCRefreshToken(&store.OIDCRefreshToken{ProjectID: pid, Hash: []byte("rt-" + name), GrantID: "gr-" + name, ClientID: "c", CreatedAt: t0, ExpiresAt: later}),
+		tx.PutOIDCRevokedToken(&store.OIDCRevokedToken{ProjectID: pid, JTI: "gr-" + name + ".1.x", ClientID: "c", RevokedAt: t0, ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{t0}}),
@@ -375,6 +377,12 @@ var projectRows = []projectRow{
 		return found(tx.OIDCAuthRequest("p-"+n, "ar-"+n))
 	}},
 	{"OpenID grant", false, true, func(tx store.Tx, n string) (bool, error) { return found(tx.OIDCGrant("p-"+n, "gr-"+n)) }},
+	{"OpenID refresh token", false, true, func(tx store.Tx, n string) (bool, error) {
+		return found(tx.OIDCRefreshToken("p-"+n, []byte("rt-"+n)))
+	}},
+	{"revoked OpenID access token", false, true, func(tx store.Tx, n string) (bool, error) {
+		return found(tx.OIDCRevokedToken("p-"+n, "gr-"+n+".1.x"))
+	}},
 	{"otp code", false, true, func(tx store.Tx, n string) (bool, error) {
 		return found(tx.Code("otp", "p-"+n, "pending-"+n+"@example.com"))
 	}},
