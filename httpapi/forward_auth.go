@@ -35,7 +35,6 @@ const (
 // forwardAuthRoutes registers the check and the pages.
 func (s *Server) forwardAuthRoutes() {
 	s.router.GET("/api/v1/forward-auth/:projectId", s.forwardAuth)
-	s.router.HEAD("/api/v1/forward-auth/:projectId", s.forwardAuth)
 	for _, p := range []string{auth.ForwardAuthSignInPath, auth.ForwardAuthCodePath, auth.ForwardAuthSecondFactorPath, auth.ForwardAuthLogoutPath} {
 		s.router.GET("/oidc/:project"+p, s.forwardAuthPage)
 		s.router.POST("/oidc/:project"+p, s.forwardAuthPage)
