@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"strings"
@@ -67,6 +68,10 @@ type ProjectInput struct {
 	// sessionMaxSeconds).
 	SessionIdleSeconds *int `json:"sessionIdleSeconds"`
 	SessionMaxSeconds  *int `json:"sessionMaxSeconds"`
+	// ForwardAuth is the forward-auth settings, replaced whole
+	// ({cookieDomain, rules}), or null to remove them
+	// (parseForwardAuth); nil when not given.
+	ForwardAuth json.RawMessage `json:"forwardAuth"`
 }
 
 // apply validates in and copies it onto p.
@@ -172,6 +177,13 @@ func (in *ProjectInput) applyFields(p *store.Project) error {
 		}
 		*f.dst = *f.in
 	}
+	if in.ForwardAuth != nil {
+		fa, err := parseForwardAuth(in.ForwardAuth)
+		if err != nil {
+			return err
+		}
+		p.ForwardAuth = fa
+	}
 	return nil
 }
 
@@ -195,6 +207,9 @@ type ProjectView struct {
 	SessionIdleSeconds int    `json:"sessionIdleSeconds"`
 	SessionMaxSeconds  int    `json:"sessionMaxSeconds"`
 	CreatedAt          string `json:"createdAt"`
+	// ForwardAuth is the forward-auth settings; null when the project
+	// has none.
+	ForwardAuth *store.ForwardAuth `json:"forwardAuth"`
 }
 
 // ViewProject returns the admin view of p.
@@ -216,6 +231,13 @@ func (s *Service) ViewProject(p *store.Project) ProjectView {
 	}
 	if v.DenyCIDRs == nil {
 		v.DenyCIDRs = []string{}
+	}
+	if p.ForwardAuth != nil {
+		fa := *p.ForwardAuth
+		if fa.Rules == nil {
+			fa.Rules = []store.ForwardAuthRule{}
+		}
+		v.ForwardAuth = &fa
 	}
 	return v
 }

@@ -71,6 +71,12 @@ var statusByCode = map[string]int{
 	"INVALID_PAYLOAD":      http.StatusBadRequest,
 	"WRONG_PATTERN":        http.StatusBadRequest,
 	"INVALID_STATE":        http.StatusBadRequest,
+	// Forward-auth: a request that is not from a trusted proxy, or
+	// that does not say what it asks about.
+	"UNTRUSTED_PROXY":           http.StatusBadRequest,
+	"FORWARDED_HEADERS_MISSING": http.StatusBadRequest,
+	"SIGN_IN_REQUIRED":          http.StatusUnauthorized, // but 302 for Caddy and Traefik (forwardAuth)
+	"ACCESS_DENIED":             http.StatusForbidden,
 
 	"MISSING_API_KEY":     http.StatusUnauthorized,
 	"INVALID_FORMAT":      http.StatusUnauthorized,

@@ -208,6 +208,7 @@ func (s *Server) routes() {
 	s.adminRoutes()
 	s.clientRoutes()
 	s.oidcRoutes()
+	s.forwardAuthRoutes()
 	s.oauthRoutes()
 	s.dashboardRoutes()
 	s.demoRoutes()

@@ -42,6 +42,34 @@ type Project struct {
 	// providers, in the order they were added; names are unique in the
 	// project. Nil when there are none.
 	Providers []Provider `json:"providers,omitempty"`
+
+	// ForwardAuth is the project's forward-auth for apps behind a
+	// reverse proxy: the domain of its cookie and its access rules. Nil
+	// when the project has none.
+	ForwardAuth *ForwardAuth `json:"forwardAuth,omitempty"`
+}
+
+// ForwardAuth is a project's forward-auth settings.
+type ForwardAuth struct {
+	// CookieDomain is the domain the sign-in cookie is set for (the
+	// apps' hosts are it or under it), without a leading dot.
+	CookieDomain string `json:"cookieDomain"`
+	// Rules are tried in order; the first whose host and path match
+	// decides. No match denies.
+	Rules []ForwardAuthRule `json:"rules"`
+}
+
+// ForwardAuthRule is one access rule of forward-auth.
+type ForwardAuthRule struct {
+	// Host is the host the rule covers: a name, or "*." and a domain for
+	// every host under it.
+	Host string `json:"host"`
+	// PathPrefix, when set, limits the rule to paths that start with it.
+	PathPrefix string `json:"pathPrefix,omitempty"`
+	// Policy is "bypass", "signed_in" or "mfa".
+	Policy string `json:"policy"`
+	// Groups, when set, admit only users in at least one of them.
+	Groups []string `json:"groups,omitempty"`
 }
 
 // Provider is one OAuth 2.0 / OpenID Connect provider of a project.

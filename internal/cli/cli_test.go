@@ -295,6 +295,15 @@ func TestProjectCommands(t *testing.T) {
 		"Session maximum", "14d (1209600 s) after the sign-in")
 	wantFail(t, ts.cli("project", "update", id, "--session-idle", "3600"), 1, "(VALIDATION_ERROR)") // under the token lifetime
 	wantFail(t, ts.cli("project", "update", id, "--email-change", "never"), 1, "(VALIDATION_ERROR)")
+	// Forward-auth: JSON in, shown compact; refused settings say why; null removes them.
+	fa := `{"cookieDomain": ".example.com", "rules": [{"host": "app.example.com", "policy": "mfa"}]}`
+	wantContains(t, ts.ok("project", "update", id, "--forward-auth", fa), "Forward-auth",
+		`{"cookieDomain":"example.com","rules":[{"host":"app.example.com","policy":"mfa"}]}`)
+	wantFail(t, ts.cli("project", "update", id, "--forward-auth", `{"cookieDomain": "example.com", "rules": [{"host": "", "policy": "mfa"}]}`), 1, "host is required")
+	wantFail(t, ts.cli("project", "update", id, "--forward-auth", "not json"), 1, "(VALIDATION_ERROR)")
+	if p = ts.okJSON("project", "update", id, "--forward-auth", "null")["project"].(map[string]any); p["forwardAuth"] != nil {
+		t.Fatalf("forwardAuth=%v after null", p["forwardAuth"])
+	}
 
 	wantFail(t, ts.cli("project", "update", "nope", "--name", "x"), 1, "(PROJECT_NOT_FOUND)")
 	wantFail(t, ts.cli("project", "create", "--name", "x", "--origin", "ftp://x.example"), 1, "(VALIDATION_ERROR)")

@@ -13,13 +13,38 @@ import (
 
 const projectCols = `id, name, company_id, allowed_origins, rp_id, session_ttl_seconds,
 	rate_limit_per_minute, deny_cidrs, created_at, email_change, signing_key_id, signing_key, public_key, providers,
-	session_rate_limit_per_minute, session_idle_seconds, session_max_seconds`
+	session_rate_limit_per_minute, session_idle_seconds, session_max_seconds, forward_auth`
 
 // projectDest returns the scan destinations of projectCols in p.
 func projectDest(p *store.Project) []any {
 	return []any{&p.ID, &p.Name, &p.CompanyID, &p.AllowedOrigins, &p.RPID, &p.SessionTTLSeconds,
 		&p.RateLimitPerMinute, &p.DenyCIDRs, timeDest(&p.CreatedAt), &p.EmailChange, &p.SigningKeyID, &p.SigningKey, &p.PublicKey, (*providersCol)(&p.Providers),
-		&p.SessionRateLimitPerMinute, &p.SessionIdleSeconds, &p.SessionMaxSeconds}
+		&p.SessionRateLimitPerMinute, &p.SessionIdleSeconds, &p.SessionMaxSeconds, &forwardAuthCol{&p.ForwardAuth}}
+}
+
+// forwardAuthCol scans Project.ForwardAuth from its JSON (NULL: none).
+type forwardAuthCol struct{ dst **store.ForwardAuth }
+
+// ScanBytes implements pgtype.BytesScanner.
+func (c *forwardAuthCol) ScanBytes(v []byte) error {
+	*c.dst = nil
+	if v == nil {
+		return nil
+	}
+	f := &store.ForwardAuth{}
+	if err := json.Unmarshal(v, f); err != nil {
+		return err
+	}
+	*c.dst = f
+	return nil
+}
+
+// forwardAuthArg is the forward_auth column's value of f: NULL for nil.
+func forwardAuthArg(f *store.ForwardAuth) ([]byte, error) {
+	if f == nil {
+		return nil, nil
+	}
+	return json.Marshal(f)
 }
 
 // providersCol is Project.Providers scanned from its JSON (NULL: none).
@@ -60,18 +85,23 @@ func (tx *txn) PutProject(p *store.Project) error {
 	if err != nil {
 		return err
 	}
+	forwardAuth, err := forwardAuthArg(p.ForwardAuth)
+	if err != nil {
+		return err
+	}
 	_, err = tx.exec(`INSERT INTO projects (`+projectCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, company_id = excluded.company_id,
 			allowed_origins = excluded.allowed_origins, rp_id = excluded.rp_id,
 			session_ttl_seconds = excluded.session_ttl_seconds, rate_limit_per_minute = excluded.rate_limit_per_minute,
 			deny_cidrs = excluded.deny_cidrs, created_at = excluded.created_at, email_change = excluded.email_change,
 			signing_key_id = excluded.signing_key_id, signing_key = excluded.signing_key, public_key = excluded.public_key,
 			providers = excluded.providers, session_rate_limit_per_minute = excluded.session_rate_limit_per_minute,
-			session_idle_seconds = excluded.session_idle_seconds, session_max_seconds = excluded.session_max_seconds`,
+			session_idle_seconds = excluded.session_idle_seconds, session_max_seconds = excluded.session_max_seconds,
+			forward_auth = excluded.forward_auth`,
 		p.ID, p.Name, p.CompanyID, p.AllowedOrigins, p.RPID, p.SessionTTLSeconds,
 		p.RateLimitPerMinute, p.DenyCIDRs, timeArg(p.CreatedAt), p.EmailChange, p.SigningKeyID, p.SigningKey, p.PublicKey, providers,
-		p.SessionRateLimitPerMinute, p.SessionIdleSeconds, p.SessionMaxSeconds)
+		p.SessionRateLimitPerMinute, p.SessionIdleSeconds, p.SessionMaxSeconds, forwardAuth)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,9 @@ func Fixture() []any {
 			SigningKeyID: "kid-fixture", SigningKey: bytesOf("sealed-signing-key"), PublicKey: bytesOf("public-key"),
 			Providers: []store.Provider{{ID: "0195f3a0-0000-7000-8000-000000000051", Name: "google", Type: "google", ClientID: "client-id",
 				Secret: bytesOf("sealed-client-secret"), Issuer: "https://accounts.google.com", Scopes: []string{"openid", "email"},
-				CreatedAt: at(time.Second), ResponseMode: "form_post", LinkByEmail: &yes}}},
+				CreatedAt: at(time.Second), ResponseMode: "form_post", LinkByEmail: &yes}},
+			ForwardAuth: &store.ForwardAuth{CookieDomain: "example.com", Rules: []store.ForwardAuthRule{
+				{Host: "admin.example.com", PathPrefix: "/api", Policy: "mfa", Groups: []string{"ops"}}}}},
 		&store.Project{ID: p2, Name: "Second", CreatedAt: at(2 * time.Second), SigningKeyID: "kid-second",
 			SigningKey: bytesOf("sealed-signing-key-2"), PublicKey: bytesOf("public-key-2")},
 

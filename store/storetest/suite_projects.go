@@ -43,8 +43,11 @@ func (s Suite) projectsRoundTrip(t *testing.T) {
 		{ID: "p-full", Name: "Full ✓", CompanyID: "c", AllowedOrigins: []string{"https://a.example", ""}, RPID: "a.example",
 			SessionTTLSeconds: 86400, RateLimitPerMinute: 1 << 40, DenyCIDRs: []string{"10.0.0.0/8"}, CreatedAt: t0,
 			EmailChange: "direct", SigningKeyID: "kid", SigningKey: []byte{0, 1, 2, 255}, PublicKey: []byte("pub"), SessionRateLimitPerMinute: 77,
-			SessionIdleSeconds: 7200, SessionMaxSeconds: 86400, Providers: providers},
-		{ID: "p-empty", AllowedOrigins: []string{}, DenyCIDRs: []string{}, SigningKey: []byte{}, PublicKey: []byte{}, Providers: []store.Provider{}},
+			SessionIdleSeconds: 7200, SessionMaxSeconds: 86400, Providers: providers,
+			ForwardAuth: &store.ForwardAuth{CookieDomain: "a.example", Rules: []store.ForwardAuthRule{
+				{Host: "*.a.example", PathPrefix: "/admin", Policy: "mfa", Groups: []string{"ops", "été"}},
+				{Host: "pub.a.example", Policy: "bypass"}}}},
+		{ID: "p-empty", ForwardAuth: &store.ForwardAuth{Rules: []store.ForwardAuthRule{}}, AllowedOrigins: []string{}, DenyCIDRs: []string{}, SigningKey: []byte{}, PublicKey: []byte{}, Providers: []store.Provider{}},
 		{ID: "p-nil"},
 	}
 	complete(t, projects[0])
@@ -89,14 +92,17 @@ func (s Suite) projectsRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	// Replaced whole: without its providers.
+	// Replaced whole: without its providers and forward-auth.
 	p := *projects[0]
-	p.Providers = nil
+	p.Providers, p.ForwardAuth = nil, nil
 	update(t, db, func(tx store.Tx) error { return tx.PutProject(&p) })
 	view(t, db, func(tx store.Tx) error {
 		got, err := tx.Project(p.ID)
 		if err == nil && got.Providers != nil {
 			err = fmt.Errorf("providers = %+v, want nil", got.Providers)
+		}
+		if err == nil && got.ForwardAuth != nil {
+			err = fmt.Errorf("forwardAuth = %+v, want nil", got.ForwardAuth)
 		}
 		return err
 	})

@@ -1,0 +1,490 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/netip"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"latchkey/store"
+)
+
+// Forward-auth (docs/forward-auth.md): apps that speak nothing but
+// HTTP, behind a reverse proxy (nginx auth_request, Caddy forward_auth,
+// Traefik ForwardAuth) that asks latchkey, for each request, whether
+// it may pass. A project's forwardAuth holds the domain of its cookie
+// and its rules; the cookie holds a session token of the project (a
+// session like any other: listed, revoked, ended by sign-out), set by
+// the sign-in pages under the project's issuer. The check reads the
+// project from its cache (which every replica's feed invalidates) and
+// the session as every session check does.
+
+// The policies of a forward-auth rule.
+const (
+	// ForwardAuthBypass lets every request through, signed in or not.
+	ForwardAuthBypass = "bypass"
+	// ForwardAuthSignedIn needs a signed-in user of the project.
+	ForwardAuthSignedIn = "signed_in"
+	// ForwardAuthMFA needs a signed-in user whose session proved a
+	// second factor (TOTP or SMS).
+	ForwardAuthMFA = "mfa"
+)
+
+// Limits of a project's forward-auth settings.
+const (
+	// MaxForwardAuthRules is how many rules a project may have.
+	MaxForwardAuthRules = 100
+	// maxPathPrefix is the longest pathPrefix, in bytes.
+	maxPathPrefix = 1024
+)
+
+// Paths of forward-auth's pages, under the project's issuer.
+const (
+	// ForwardAuthSignInPath is the sign-in page of a proxied app
+	// (?rd=<the original URL>): nginx's error_page 401 points there,
+	// and the check's redirects go there.
+	ForwardAuthSignInPath = "/signin"
+	// ForwardAuthCodePath takes the emailed code.
+	ForwardAuthCodePath = "/signin/code"
+	// ForwardAuthSecondFactorPath takes a TOTP code.
+	ForwardAuthSecondFactorPath = "/signin/mfa"
+	// ForwardAuthLogoutPath ends the browser's session (?rd= where to
+	// go next, under the cookie domain).
+	ForwardAuthLogoutPath = "/logout"
+)
+
+// forwardAuthMethod is the method of a session signed in by
+// forward-auth's pages.
+const forwardAuthMethod = "forward-auth"
+
+// Forward-auth's refusals (docs/api.md, "Forward-auth").
+var (
+	// ErrUntrustedProxy: the check was called by an address that is
+	// not a trusted proxy, whose X-Forwarded-* headers are ignored.
+	ErrUntrustedProxy = newErr("UNTRUSTED_PROXY", "", "This endpoint answers reverse proxies only, and this request did not come from an address in --trusted-proxies: its X-Forwarded-* headers are ignored. Add the proxy's address to --trusted-proxies.")
+	// ErrForwardedHeaders: a trusted proxy did not say which request it
+	// asks about.
+	ErrForwardedHeaders = newErr("FORWARDED_HEADERS_MISSING", CatValidation, "The proxy must send X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-Uri (or nginx's X-Original-URL).")
+	// ErrSignInRequired: the request needs a signed-in user (or a
+	// second factor) its cookie does not give.
+	ErrSignInRequired = newErr("SIGN_IN_REQUIRED", "", "Sign in to continue.")
+	// ErrAccessDenied: no rule allows the request, or the user is in
+	// none of the rule's groups.
+	ErrAccessDenied = newErr("ACCESS_DENIED", "", "No access rule of this project allows this address.")
+)
+
+// errNoForwardSecondFactor: a rule requires a second factor the user
+// has not enrolled (enrolling on the pages comes later).
+var errNoForwardSecondFactor = ErrStepUpRequired.With("This address requires a second factor (an authenticator app), and this account has none. Add one in your account settings, then sign in again.")
+
+// parseForwardAuth checks a forwardAuth value as a request sends it
+// (raw is not nil: the field was given): an object with cookieDomain
+// and rules, or null to remove forward-auth. Hosts and the cookie
+// domain are lowercased, the leading dot of the domain dropped, groups
+// sorted without repeats.
+func parseForwardAuth(raw json.RawMessage) (*store.ForwardAuth, error) {
+	if string(raw) == "null" {
+		return nil, nil
+	}
+	var in struct {
+		CookieDomain *string `json:"cookieDomain"`
+		Rules        *[]struct {
+			Host       *string         `json:"host"`
+			PathPrefix *string         `json:"pathPrefix"`
+			Policy     *string         `json:"policy"`
+			Groups     json.RawMessage `json:"groups"`
+		} `json:"rules"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, Invalid("forwardAuth must be an object with cookieDomain and rules, or null to remove it.")
+	}
+	if in.CookieDomain == nil || in.Rules == nil {
+		return nil, Invalid("forwardAuth needs cookieDomain and rules (an array, [] to deny every request).")
+	}
+	domain := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(*in.CookieDomain)), ".")
+	if !domainName(domain) {
+		return nil, Invalid("forwardAuth.cookieDomain must be a domain name (example.com, or .example.com), not an address: the sign-in cookie is set for it.")
+	}
+	if len(*in.Rules) > MaxForwardAuthRules {
+		return nil, Invalid("forwardAuth.rules holds at most %d rules.", MaxForwardAuthRules)
+	}
+	out := &store.ForwardAuth{CookieDomain: domain, Rules: make([]store.ForwardAuthRule, 0, len(*in.Rules))}
+	for i, r := range *in.Rules {
+		var rule store.ForwardAuthRule
+		if r.Host == nil || strings.TrimSpace(*r.Host) == "" {
+			return nil, Invalid("forwardAuth.rules[%d].host is required: a rule without a host can never match.", i)
+		}
+		rule.Host = strings.ToLower(strings.TrimSpace(*r.Host))
+		name := strings.TrimPrefix(rule.Host, "*.")
+		if !domainName(name) {
+			return nil, Invalid("forwardAuth.rules[%d].host must be a host name, or *. and a domain for every host under it (no port, no path).", i)
+		}
+		if name != domain && !strings.HasSuffix(name, "."+domain) {
+			return nil, Invalid("forwardAuth.rules[%d].host %s is not under the cookie domain %s: the sign-in cookie would never reach it.", i, quoteClipped(rule.Host), domain)
+		}
+		if r.PathPrefix != nil && *r.PathPrefix != "" {
+			p := *r.PathPrefix
+			if !strings.HasPrefix(p, "/") || len(p) > maxPathPrefix || strings.ContainsAny(p, "?# \t\r\n") || cleanPath(p) != p {
+				return nil, Invalid("forwardAuth.rules[%d].pathPrefix must start with / and be a clean path (no . or .. segments, no query, at most %d bytes).", i, maxPathPrefix)
+			}
+			rule.PathPrefix = p
+		}
+		if r.Policy == nil {
+			return nil, Invalid(`forwardAuth.rules[%d].policy is required: "bypass", "signed_in" or "mfa".`, i)
+		}
+		switch *r.Policy {
+		case ForwardAuthBypass, ForwardAuthSignedIn, ForwardAuthMFA:
+			rule.Policy = *r.Policy
+		default:
+			return nil, Invalid(`forwardAuth.rules[%d].policy must be "bypass", "signed_in" or "mfa".`, i)
+		}
+		if r.Groups != nil && string(r.Groups) != "null" {
+			groups, err := parseGroups(r.Groups)
+			if err != nil {
+				return nil, Invalid("forwardAuth.rules[%d].%s.", i, err.Error())
+			}
+			if groups != nil && rule.Policy == ForwardAuthBypass {
+				return nil, Invalid("forwardAuth.rules[%d] has groups and policy bypass: a bypass rule admits everyone, so its groups would never be checked.", i)
+			}
+			rule.Groups = groups
+		}
+		out.Rules = append(out.Rules, rule)
+	}
+	return out, nil
+}
+
+// domainName reports whether d is a lowercase DNS name (labels of a-z,
+// 0-9 and '-', not starting or ending with '-'), not an IP address.
+func domainName(d string) bool {
+	if d == "" || len(d) > 253 {
+		return false
+	}
+	if _, err := netip.ParseAddr(d); err == nil {
+		return false
+	}
+	for _, l := range strings.Split(d, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// cleanPath returns p (a path, percent-decoded) with . and ..
+// segments resolved and repeated slashes folded, keeping a final
+// slash; "/" for an empty path.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// hostUnder reports whether host (lowercase, without a port) is
+// domain or a host under it.
+func hostUnder(host, domain string) bool {
+	return host == domain || strings.HasSuffix(host, "."+domain)
+}
+
+// ruleMatches reports whether r covers host (lowercase, no port) and
+// p (a clean path).
+func ruleMatches(r *store.ForwardAuthRule, host, p string) bool {
+	if name, ok := strings.CutPrefix(r.Host, "*."); ok {
+		if !strings.HasSuffix(host, "."+name) {
+			return false
+		}
+	} else if host != r.Host {
+		return false
+	}
+	return r.PathPrefix == "" || strings.HasPrefix(p, r.PathPrefix)
+}
+
+// forwardRule returns the first rule of fa covering host and p; nil
+// when none does.
+func forwardRule(fa *store.ForwardAuth, host, p string) *store.ForwardAuthRule {
+	if fa == nil {
+		return nil
+	}
+	for i := range fa.Rules {
+		if ruleMatches(&fa.Rules[i], host, p) {
+			return &fa.Rules[i]
+		}
+	}
+	return nil
+}
+
+// ForwardedRequest is the request a proxy asks about: its scheme
+// (http or https), host (with a port, maybe) and request URI (path and
+// query).
+type ForwardedRequest struct {
+	Proto, Host, URI string
+}
+
+// URL returns the original URL.
+func (f ForwardedRequest) URL() string { return f.Proto + "://" + f.Host + f.URI }
+
+// ParseForwardedRequest checks what a proxy sent (400
+// FORWARDED_HEADERS_MISSING, naming what is wrong): proto http or
+// https, a host name or address with an optional port, a URI starting
+// with /.
+func ParseForwardedRequest(proto, host, uri string) (ForwardedRequest, error) {
+	var missing []string
+	if proto == "" {
+		missing = append(missing, "X-Forwarded-Proto")
+	}
+	if host == "" {
+		missing = append(missing, "X-Forwarded-Host")
+	}
+	if uri == "" {
+		missing = append(missing, "X-Forwarded-Uri")
+	}
+	if len(missing) > 0 {
+		return ForwardedRequest{}, ErrForwardedHeaders.With("The proxy did not send " + strings.Join(missing, ", ") +
+			": configure it to send X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-Uri (or nginx's X-Original-URL).")
+	}
+	proto = strings.ToLower(proto)
+	if proto != "http" && proto != "https" {
+		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Forwarded-Proto must be http or https.")
+	}
+	if _, ok := forwardedHost(host); !ok {
+		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Forwarded-Host must be a host name, with a port or without.")
+	}
+	if !strings.HasPrefix(uri, "/") || strings.ContainsAny(uri, " \t\r\n") {
+		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Forwarded-Uri must be the request's path, starting with /.")
+	}
+	return ForwardedRequest{Proto: proto, Host: strings.ToLower(host), URI: uri}, nil
+}
+
+// ParseOriginalURL reads nginx's X-Original-URL (scheme://host/uri) as
+// a ForwardedRequest.
+func ParseOriginalURL(raw string) (ForwardedRequest, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Original-URL must be the original request's absolute URL (http or https).")
+	}
+	uri := u.RequestURI()
+	if u.Opaque != "" {
+		uri = "/"
+	}
+	return ParseForwardedRequest(u.Scheme, u.Host, uri)
+}
+
+// forwardedHost returns host's name without its port, lowercase and
+// without a final dot; false when it is not a host.
+func forwardedHost(host string) (string, bool) {
+	h := host
+	if strings.HasPrefix(h, "[") || strings.Count(h, ":") == 1 {
+		if hh, _, err := net.SplitHostPort(h); err == nil {
+			h = hh
+		}
+	}
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if h == "" || strings.ContainsAny(h, "/?#@ \t\r\n\\") {
+		return "", false
+	}
+	return h, true
+}
+
+// forwardedPath returns the clean, percent-decoded path of uri (no
+// query), or false when it cannot be decoded: rules see the path the
+// app will, so /public/../admin is /admin.
+func forwardedPath(uri string) (string, bool) {
+	p, _, _ := strings.Cut(uri, "?")
+	dec, err := url.PathUnescape(p)
+	if err != nil {
+		return "", false
+	}
+	return cleanPath(dec), true
+}
+
+// ForwardIdentity is who a forward-auth check let through, for the
+// Remote-* headers.
+type ForwardIdentity struct {
+	UserID, Email, Name string
+	Groups              []string
+}
+
+// ForwardAuthCheck answers a proxy about request f for projectID's
+// forward-auth, with cookie the value of the project's forward-auth
+// cookie ("" without): the identity of the signed-in user when a rule
+// lets the request through (nil for a bypass rule), 401
+// SIGN_IN_REQUIRED when it needs a sign-in or a second factor the
+// cookie does not give, 403 ACCESS_DENIED when no rule covers it or
+// the user is in none of its groups, 404 PROJECT_NOT_FOUND. The
+// project comes from the project cache; the session is checked as
+// every session token is (GET /session's check), the user read in a
+// read transaction.
+func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f ForwardedRequest, cookie string) (*ForwardIdentity, error) {
+	p, err := s.Project(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	host, ok := forwardedHost(f.Host)
+	pth, ok2 := forwardedPath(f.URI)
+	if !ok || !ok2 {
+		return nil, ErrForwardedHeaders.With("X-Forwarded-Host or X-Forwarded-Uri could not be read.")
+	}
+	rule := forwardRule(p.ForwardAuth, host, pth)
+	if rule == nil {
+		return nil, ErrAccessDenied
+	}
+	if rule.Policy == ForwardAuthBypass {
+		return nil, nil
+	}
+	if cookie == "" {
+		return nil, ErrSignInRequired
+	}
+	pr, _, st, now, err := s.authenticateSession(ctx, "Bearer "+cookie)
+	if err != nil {
+		if e := AsError(err); e.Is(ErrUnavailable) || e.Code == ErrInternal.Code {
+			return nil, err
+		}
+		return nil, ErrSignInRequired
+	}
+	if pr.ProjectID != p.ID {
+		return nil, ErrSignInRequired
+	}
+	s.activity.seen(pr.SessionID, pr.IssuedAt, now)
+	if secondFactorPending(st.Proofs, store.Enrolled{TOTP: st.TOTP, SMS: st.SMS}) ||
+		(rule.Policy == ForwardAuthMFA && !secondFactorProven(st.Proofs)) {
+		return nil, ErrSignInRequired.With("This address requires a second factor: sign in with it.")
+	}
+	var u *store.User
+	err = s.db.View(ctx, func(tx store.Tx) (err error) {
+		u, err = tx.User(pr.UserID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (u.Disabled || u.ProjectID != p.ID)) {
+		return nil, ErrSignInRequired
+	} else if err != nil {
+		return nil, internal(err)
+	}
+	if len(rule.Groups) > 0 && !slices.ContainsFunc(u.Groups, func(g string) bool { return slices.Contains(rule.Groups, g) }) {
+		return nil, ErrAccessDenied.With("This account is not in a group this address admits.")
+	}
+	return &ForwardIdentity{UserID: u.ID, Email: u.Email, Name: u.FirstName, Groups: u.Groups}, nil
+}
+
+// ForwardAuthTarget is a sign-in for a proxied app: the project and
+// where the browser goes once signed in.
+type ForwardAuthTarget struct {
+	Project *store.Project
+	// RD is the original URL, under the cookie domain.
+	RD string
+	// CookieDomain is the domain of the forward-auth cookie.
+	CookieDomain string
+	rule         *store.ForwardAuthRule
+}
+
+// ForwardAuthSignInTarget checks rd, where a sign-in for projectID's
+// proxied apps returns to: an http or https URL whose host is the
+// project's cookie domain or under it (400 INVALID_REDIRECT_URL
+// otherwise: the pages never send a browser elsewhere); 404
+// PROJECT_NOT_FOUND, or 403 ACCESS_DENIED when the project has no
+// forward-auth.
+func (s *Service) ForwardAuthSignInTarget(ctx context.Context, projectID, rd string) (*ForwardAuthTarget, error) {
+	p, err := s.Project(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	if p.ForwardAuth == nil {
+		return nil, ErrAccessDenied.With("This project does not protect apps behind a proxy.")
+	}
+	refused := ErrInvalidRedirect.With("The address to return to is not under this project's forward-auth cookie domain, so this page does not send you there. Open the application you want to use again.")
+	if rd == "" || len(rd) > 4096 {
+		return nil, refused
+	}
+	u, err := url.Parse(rd)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Opaque != "" {
+		return nil, refused
+	}
+	host, ok := forwardedHost(u.Host)
+	if !ok || !hostUnder(host, p.ForwardAuth.CookieDomain) {
+		return nil, refused
+	}
+	pth, _ := forwardedPath(u.EscapedPath())
+	return &ForwardAuthTarget{Project: p, RD: u.String(), CookieDomain: p.ForwardAuth.CookieDomain,
+		rule: forwardRule(p.ForwardAuth, host, pth)}, nil
+}
+
+// ForwardAuthContinue tells what the sign-in for target does next with
+// the browser's session pr (nil: none): sign in, prove a second factor
+// (the user has TOTP or SMS enrolled and the session proved neither,
+// or target's rule has policy mfa), or go back to the app. A rule that
+// needs a second factor the user has not enrolled is 403
+// STEP_UP_REQUIRED, with words saying so.
+func (s *Service) ForwardAuthContinue(ctx context.Context, t *ForwardAuthTarget, pr *Principal) (OIDCStep, error) {
+	if pr == nil || pr.ProjectID != t.Project.ID {
+		return OIDCStepSignIn, nil
+	}
+	st, err := s.db.SessionState(ctx, pr.SessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return OIDCStepSignIn, nil
+	} else if err != nil {
+		return OIDCStepSignIn, internal(err)
+	}
+	if st.UserID != pr.UserID {
+		return OIDCStepSignIn, nil
+	}
+	mfa := t.rule != nil && t.rule.Policy == ForwardAuthMFA
+	if secondFactorPending(st.Proofs, store.Enrolled{TOTP: st.TOTP, SMS: st.SMS}) || (mfa && !secondFactorProven(st.Proofs)) {
+		if !st.TOTP {
+			return OIDCStepSignIn, errNoForwardSecondFactor
+		}
+		return OIDCStepSecondFactor, nil
+	}
+	return OIDCStepDone, nil
+}
+
+// ForwardAuthSendCode emails a sign-in code for target: SendOTP's
+// checks, throttles and events.
+func (s *Service) ForwardAuthSendCode(ctx context.Context, t *ForwardAuthTarget, email string, m Meta) error {
+	return s.SendOTP(ctx, t.Project, email, m)
+}
+
+// ForwardAuthVerifyCode checks an emailed code and signs the user in
+// (VerifyOTP's checks, lockouts and events): a new session of method
+// "forward-auth", proven by the code, without a refresh token (the
+// cookie holds the session's token).
+func (s *Service) ForwardAuthVerifyCode(ctx context.Context, t *ForwardAuthTarget, email, code string, m Meta) (*Login, error) {
+	return s.verifyOTP(ctx, t.Project, OTPInput{Email: email, Code: code}, m,
+		loginAs{method: forwardAuthMethod, proof: amrOTP, noRefresh: true})
+}
+
+// ForwardAuthFormToken returns the CSRF token of forward-auth's forms
+// for target rd in the browser whose CSRF cookie holds browser (the
+// hosted pages' keyed hash, bound to rd).
+func (s *Service) ForwardAuthFormToken(browser, rd string) string {
+	return s.OIDCFormToken(browser, "forward-auth\x00"+rd)
+}
+
+// ForwardAuthFormTokenValid reports whether token is the CSRF token of
+// rd for browser (constant-time compare).
+func (s *Service) ForwardAuthFormTokenValid(browser, rd, token string) bool {
+	return s.OIDCFormTokenValid(browser, "forward-auth\x00"+rd, token)
+}
+
+// ForwardAuthSignOut ends the browser's session pr (session.revoked);
+// a session already gone is no error.
+func (s *Service) ForwardAuthSignOut(ctx context.Context, pr *Principal) error {
+	err := s.Logout(ctx, pr, LogoutThis)
+	if errors.Is(err, ErrInvalidSession) {
+		return nil
+	}
+	return err
+}

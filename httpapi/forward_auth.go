@@ -1,0 +1,295 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"latchkey/auth"
+)
+
+// Forward-auth (docs/forward-auth.md): the check a reverse proxy calls
+// for every request to a protected app, and the sign-in pages of
+// proxied apps under the project's issuer. The check believes the
+// X-Forwarded-* headers (or nginx's X-Original-URL) of a trusted proxy
+// only; nginx (X-Original-URL) hears 401 and sends the browser to the
+// sign-in page itself (error_page 401), Caddy and Traefik hear 302 to
+// it with the original URL.
+
+// fwdCookie names a project's forward-auth cookie (Domain: the
+// project's cookie domain, Path /).
+const fwdCookie = "lk_fa_"
+
+// Identity headers of an allowed request.
+const (
+	hdrRemoteUser   = "Remote-User"
+	hdrRemoteEmail  = "Remote-Email"
+	hdrRemoteGroups = "Remote-Groups"
+	hdrRemoteName   = "Remote-Name"
+)
+
+// forwardAuthRoutes registers the check and the pages.
+func (s *Server) forwardAuthRoutes() {
+	s.router.GET("/api/v1/forward-auth/:projectId", s.forwardAuth)
+	for _, p := range []string{auth.ForwardAuthSignInPath, auth.ForwardAuthCodePath, auth.ForwardAuthSecondFactorPath, auth.ForwardAuthLogoutPath} {
+		s.router.GET("/oidc/:project"+p, s.forwardAuthPage)
+		s.router.POST("/oidc/:project"+p, s.forwardAuthPage)
+	}
+}
+
+// forwardAuth is the check: 200 with the Remote-* headers, 401 (nginx)
+// or 302 to the sign-in page (the others), 403, or 400 when the
+// request does not come from a trusted proxy or does not say what it
+// asks about.
+func (s *Server) forwardAuth(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	projectID := ps.ByName("projectId")
+	f, nginx, err := s.forwardedRequest(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	cookie := ""
+	if c, err := r.Cookie(fwdCookie + projectID); err == nil {
+		cookie = c.Value
+	}
+	id, err := s.auth.ForwardAuthCheck(r.Context(), projectID, f, cookie)
+	if err != nil {
+		if auth.AsError(err).Is(auth.ErrSignInRequired) {
+			// nginx hears 401 and redirects itself (error_page 401 to
+			// this Location, which auth_request_set reads).
+			w.Header().Set("Location", s.auth.OIDCIssuer(projectID)+auth.ForwardAuthSignInPath+"?rd="+url.QueryEscape(f.URL()))
+			if !nginx {
+				err = withStatus(http.StatusFound, err)
+			}
+		}
+		s.writeError(w, err)
+		return
+	}
+	h := w.Header()
+	if id != nil {
+		h[hdrRemoteUser] = []string{id.UserID}
+		h[hdrRemoteEmail] = []string{id.Email}
+		h[hdrRemoteGroups] = []string{strings.Join(id.Groups, ",")}
+		h[hdrRemoteName] = []string{id.Name}
+	}
+	ok(w, nil)
+}
+
+// forwardedRequest reads what the proxy asks about: nginx's
+// X-Original-URL (nginx is true), else X-Forwarded-Proto, -Host and
+// -Uri; only from a trusted proxy (400 UNTRUSTED_PROXY otherwise,
+// whatever the headers say).
+func (s *Server) forwardedRequest(r *http.Request) (auth.ForwardedRequest, bool, error) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !s.trusted(peer.Unmap()) {
+		return auth.ForwardedRequest{}, false, auth.ErrUntrustedProxy
+	}
+	if v := r.Header.Get("X-Original-URL"); v != "" {
+		f, err := auth.ParseOriginalURL(v)
+		return f, true, err
+	}
+	f, err := auth.ParseForwardedRequest(r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Uri"))
+	return f, false, err
+}
+
+// forwardAuthPage serves the sign-in pages of proxied apps and the
+// sign-out, under an existing project's issuer.
+func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	p, err := s.projectOP(r, ps.ByName("project"))
+	if err != nil {
+		e := auth.AsError(err)
+		s.oidcError(w, statusOf(e), e.Message)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	switch strings.TrimPrefix(r.URL.Path, oidcPrefix+p.id) {
+	case auth.ForwardAuthLogoutPath:
+		s.forwardAuthLogout(w, r, p)
+		return
+	}
+	t, err := s.auth.ForwardAuthSignInTarget(r.Context(), p.id, r.Form.Get("rd"))
+	if err != nil {
+		e := auth.AsError(err)
+		s.oidcError(w, statusOf(e), e.Message)
+		return
+	}
+	if r.Method == http.MethodPost {
+		browser := ""
+		if c, err := r.Cookie(csrfCookie + p.id); err == nil {
+			browser = c.Value
+		}
+		if !s.auth.ForwardAuthFormTokenValid(browser, t.RD, r.PostForm.Get("csrf")) {
+			s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Open the application again and sign in.")
+			return
+		}
+	}
+	switch sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+p.id); {
+	case sub == auth.ForwardAuthSignInPath && r.Method == http.MethodPost:
+		s.forwardAuthSendCode(w, r, p, t)
+	case sub == auth.ForwardAuthCodePath && r.Method == http.MethodPost:
+		s.forwardAuthCode(w, r, p, t)
+	case sub == auth.ForwardAuthSecondFactorPath && r.Method == http.MethodPost:
+		s.forwardAuthSecondFactor(w, r, p, t)
+	default:
+		pr, tok := s.forwardAuthSession(r, p)
+		s.forwardAuthNext(w, r, p, t, pr, tok, "")
+	}
+}
+
+// forwardAuthSession returns the browser's session for the project:
+// its forward-auth cookie's, else its single sign-on cookie's; nil
+// without a live one. tok is the session's token.
+func (s *Server) forwardAuthSession(r *http.Request, p *projectOP) (pr *auth.Principal, tok string) {
+	for _, name := range []string{fwdCookie, ssoCookie} {
+		if c, err := r.Cookie(name + p.id); err == nil && c.Value != "" {
+			if pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, c.Value); err == nil {
+				return pr, c.Value
+			}
+		}
+	}
+	return nil, ""
+}
+
+// forwardAuthNext takes the sign-in as far as the browser's session pr
+// allows (tok: its token): back to the app with the cookie set, the
+// second factor, or the email form.
+func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, pr *auth.Principal, tok, email string) {
+	step, err := s.auth.ForwardAuthContinue(r.Context(), t, pr)
+	if err != nil {
+		e := auth.AsError(err)
+		s.oidcError(w, statusOf(e), e.Message)
+		return
+	}
+	switch step {
+	case auth.OIDCStepDone:
+		s.setForwardAuthCookie(w, p, t, pr, tok)
+		noStore(w)
+		http.Redirect(w, r, t.RD, http.StatusSeeOther)
+	case auth.OIDCStepSecondFactor:
+		s.forwardAuthForm(w, r, p, t, http.StatusOK, "mfa", "", "")
+	default:
+		s.forwardAuthForm(w, r, p, t, http.StatusOK, "email", email, "")
+	}
+}
+
+// forwardAuthSendCode emails the code and shows the code form.
+func (s *Server) forwardAuthSendCode(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) {
+	email := r.PostForm.Get("email")
+	if err := s.auth.ForwardAuthSendCode(r.Context(), t, email, s.meta(r, false)); err != nil {
+		e := auth.AsError(err)
+		s.forwardAuthForm(w, r, p, t, statusOf(e), "email", email, e.Message)
+		return
+	}
+	s.forwardAuthForm(w, r, p, t, http.StatusOK, "code", email, "")
+}
+
+// forwardAuthCode checks the code: a session, its cookies, then the
+// next step.
+func (s *Server) forwardAuthCode(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) {
+	email := r.PostForm.Get("email")
+	l, err := s.auth.ForwardAuthVerifyCode(r.Context(), t, email, r.PostForm.Get("code"), s.meta(r, false))
+	if err != nil {
+		e := auth.AsError(err)
+		s.forwardAuthForm(w, r, p, t, statusOf(e), "code", email, e.Message)
+		return
+	}
+	pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, l.Token)
+	if err != nil {
+		e := auth.AsError(err)
+		s.oidcError(w, statusOf(e), e.Message)
+		return
+	}
+	s.setSSOCookie(w, p, l.Token)
+	s.setForwardAuthCookie(w, p, t, pr, l.Token)
+	s.forwardAuthNext(w, r, p, t, pr, l.Token, email)
+}
+
+// forwardAuthSecondFactor checks a TOTP code on the browser's session.
+func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) {
+	pr, tok := s.forwardAuthSession(r, p)
+	if pr == nil {
+		s.forwardAuthForm(w, r, p, t, http.StatusUnauthorized, "email", "", "Your sign-in has ended: sign in again.")
+		return
+	}
+	if err := s.auth.VerifyTOTP(r.Context(), pr, r.PostForm.Get("code"), s.meta(r, false)); err != nil {
+		e := auth.AsError(err)
+		s.forwardAuthForm(w, r, p, t, statusOf(e), "mfa", "", e.Message)
+		return
+	}
+	s.forwardAuthNext(w, r, p, t, pr, tok, "")
+}
+
+// forwardAuthLogout ends the browser's session (its forward-auth and
+// single sign-on cookies'), clears the cookies, and sends the browser
+// to rd when it is under the cookie domain, else shows that it is
+// signed out.
+func (s *Server) forwardAuthLogout(w http.ResponseWriter, r *http.Request, p *projectOP) {
+	ctx := r.Context()
+	for _, name := range []string{fwdCookie, ssoCookie} {
+		if c, err := r.Cookie(name + p.id); err == nil && c.Value != "" {
+			if pr, err := s.auth.OIDCBrowserSession(ctx, p.id, c.Value); err == nil {
+				if err := s.auth.ForwardAuthSignOut(ctx, pr); err != nil {
+					e := auth.AsError(err)
+					s.oidcError(w, statusOf(e), e.Message)
+					return
+				}
+			}
+		}
+	}
+	sso := oidcCookie(p, ssoCookie, "")
+	sso.MaxAge = -1
+	http.SetCookie(w, sso)
+	if proj, err := s.auth.Project(ctx, p.id); err == nil && proj.ForwardAuth != nil {
+		http.SetCookie(w, &http.Cookie{Name: fwdCookie + p.id, Domain: proj.ForwardAuth.CookieDomain, Path: "/", MaxAge: -1,
+			HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
+	}
+	if rd := r.Form.Get("rd"); rd != "" {
+		if t, err := s.auth.ForwardAuthSignInTarget(ctx, p.id, rd); err == nil {
+			noStore(w)
+			http.Redirect(w, r, t.RD, http.StatusSeeOther)
+			return
+		}
+	}
+	s.oidcRender(w, http.StatusOK, oidcPage{Title: "Signed out", Text: "You are signed out."})
+}
+
+// setForwardAuthCookie gives the browser tok, pr's session token, as the
+// project's forward-auth cookie: Domain the cookie domain (every app
+// under it sends it to its proxy), HttpOnly, Secure, SameSite=Lax,
+// expiring with the token.
+func (s *Server) setForwardAuthCookie(w http.ResponseWriter, p *projectOP, t *auth.ForwardAuthTarget, pr *auth.Principal, tok string) {
+	if pr == nil || tok == "" {
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: fwdCookie + p.id, Value: tok, Domain: t.CookieDomain, Path: "/",
+		MaxAge: max(1, int(pr.ExpiresAt-s.auth.Now().Unix())), HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
+}
+
+// forwardAuthForm shows form ("email", "code" or "mfa") for target t
+// with the hosted pages' template, email filled in and an error, if
+// any.
+func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, status int, form, email, errText string) {
+	q := "?rd=" + url.QueryEscape(t.RD)
+	d := oidcPage{Form: form, Email: email, Error: errText, CSRF: s.auth.ForwardAuthFormToken(browserSecret(w, r, p), t.RD)}
+	switch form {
+	case "email":
+		d.Title, d.Text, d.Action = "Sign in", "Enter your email address: we will send you a code.", p.issuer+auth.ForwardAuthSignInPath+q
+	case "code":
+		d.Title, d.Text, d.Action = "Enter your code", "We sent a code to "+email+". Enter it to sign in.", p.issuer+auth.ForwardAuthCodePath+q
+	case "mfa":
+		d.Title, d.Text, d.Action = "Second factor", "Enter the code from your authenticator app.", p.issuer+auth.ForwardAuthSecondFactorPath+q
+	}
+	s.oidcRender(w, status, d)
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"latchkey/auth"
+)
+
+// BenchmarkForwardAuthRatios measures the forward-auth check with a
+// valid cookie (a signed_in rule: the session check, then the user
+// read for the identity headers) against GET /session and the floor,
+// in the same run: rounds of one second alternate the three (in a
+// rotating order) and the median round's ratios are reported, with the
+// cpu ratios (the process's CPU time per request, the other's over the
+// check's), as BenchmarkSessionRatios does. Every protected request
+// passes through the check, so it should cost about what GET /session
+// does. One op is the whole experiment:
+//
+//	go test -run XXX -bench ForwardAuthRatios -benchtime 1x ./httpapi/
+func BenchmarkForwardAuthRatios(b *testing.B) {
+	e := newBenchEnv(b)
+	e.server.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	fa := []byte(`{"cookieDomain":"example.com","rules":[{"host":"app.example.com","policy":"signed_in"}]}`)
+	if _, err := e.svc.UpdateProject(ctx, e.project.ID, auth.ProjectInput{ForwardAuth: fa}); err != nil {
+		b.Fatal(err)
+	}
+	tokens := make([]string, benchConc)
+	for i := range tokens {
+		tokens[i] = e.loginDirect(b, fmt.Sprintf("fwd%d@example.com", i))
+	}
+	check := func(tok string) error {
+		req, _ := http.NewRequest("GET", e.url+"/api/v1/forward-auth/"+e.project.ID, nil)
+		req.Header.Set("X-Original-URL", "https://app.example.com/page")
+		req.AddCookie(&http.Cookie{Name: fwdCookie + e.project.ID, Value: tok})
+		res, err := e.client.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || res.Header.Get(hdrRemoteUser) == "" {
+			return fmt.Errorf("forward-auth: status %d, Remote-User %q", res.StatusCode, res.Header.Get(hdrRemoteUser))
+		}
+		return nil
+	}
+	kinds := []struct {
+		name string
+		do   func(w int) error
+	}{
+		{"floor", func(int) error { return e.get("/bench/floor", "") }},
+		{"session", func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
+		{"forward-auth", func(w int) error { return check(tokens[w]) }},
+	}
+	const rounds = 7
+	for range b.N {
+		var ofFloor, ofSession, cpuOfSession []float64
+		for round := range rounds {
+			rate := make([]float64, len(kinds))
+			cpu := make([]time.Duration, len(kinds))
+			for j := range kinds {
+				k := (round + j) % len(kinds)
+				var err error
+				if rate[k], cpu[k], err = e.rateFor(time.Second, benchConc, kinds[k].do); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ofFloor = append(ofFloor, rate[2]/rate[0])
+			ofSession = append(ofSession, rate[2]/rate[1])
+			cpuOfSession = append(cpuOfSession, float64(cpu[1])/float64(cpu[2]))
+		}
+		for _, m := range []struct {
+			name string
+			v    []float64
+		}{{"fwd-%floor", ofFloor}, {"fwd-%session", ofSession}, {"fwd-cpu-%session", cpuOfSession}} {
+			slices.Sort(m.v)
+			b.ReportMetric(100*m.v[rounds/2], m.name)
+		}
+		slices.Sort(ofSession)
+		b.ReportMetric(100*ofSession[0], "fwd-min-%session")
+	}
+}
