@@ -47,11 +47,7 @@ func (s *Server) oidcOtherWays(r *http.Request, p *projectOP, id string, d *oidc
 // oidcSendLink is the code page's "email me a link instead": a magic
 // link for the request, then a page saying where it went.
 func (s *Server) oidcSendLink(w http.ResponseWriter, r *http.Request, p *projectOP) {
-	if r.Method != http.MethodPost {
-		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
-		return
-	}
-	id, ok := s.oidcForm(w, r, p)
+	id, ok := s.oidcPostForm(w, r, p)
 	if !ok {
 		return
 	}
@@ -102,11 +98,7 @@ func (s *Server) oidcLink(w http.ResponseWriter, r *http.Request, p *projectOP) 
 // oidcPasskey is the sign-in page's passkey form, posted by its script
 // with the browser's assertion.
 func (s *Server) oidcPasskey(w http.ResponseWriter, r *http.Request, p *projectOP) {
-	if r.Method != http.MethodPost {
-		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
-		return
-	}
-	id, ok := s.oidcForm(w, r, p)
+	id, ok := s.oidcPostForm(w, r, p)
 	if !ok {
 		return
 	}
@@ -185,11 +177,7 @@ func (s *Server) oidcProvider(w http.ResponseWriter, r *http.Request, p *project
 // oidcSendSMS texts a code to the enrolled phone of the browser's
 // session and shows the SMS code form.
 func (s *Server) oidcSendSMS(w http.ResponseWriter, r *http.Request, p *projectOP) {
-	if r.Method != http.MethodPost {
-		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
-		return
-	}
-	id, ok := s.oidcForm(w, r, p)
+	id, ok := s.oidcPostForm(w, r, p)
 	if !ok {
 		return
 	}

@@ -128,11 +128,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 // oidcLoginCode is the code form's POST: the code signs the browser in
 // (a session, its cookie), then the request goes on.
 func (s *Server) oidcLoginCode(w http.ResponseWriter, r *http.Request, p *projectOP) {
-	if r.Method != http.MethodPost {
-		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
-		return
-	}
-	id, ok := s.oidcForm(w, r, p)
+	id, ok := s.oidcPostForm(w, r, p)
 	if !ok {
 		return
 	}
@@ -269,6 +265,16 @@ func (s *Server) oidcForm(w http.ResponseWriter, r *http.Request, p *projectOP) 
 		return "", false
 	}
 	return id, true
+}
+
+// oidcPostForm is oidcForm for a form that is only ever posted: any
+// other method is refused with a page.
+func (s *Server) oidcPostForm(w http.ResponseWriter, r *http.Request, p *projectOP) (string, bool) {
+	if r.Method != http.MethodPost {
+		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
+		return "", false
+	}
+	return s.oidcForm(w, r, p)
 }
 
 // oidcSession returns the browser's session from its cookie, nil
