@@ -284,10 +284,7 @@ func BenchmarkSessionRatios(b *testing.B) {
 	for i := range tokens {
 		tokens[i] = e.loginDirect(b, fmt.Sprintf("ratio%d@example.com", i))
 	}
-	kinds := []struct {
-		name string
-		do   func(w int) error
-	}{
+	kinds := []ratioKind{
 		{"floor", func(int) error { return e.get("/bench/floor", "") }},
 		{"sessions=32", func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
 		{"sessions=1", func(int) error { return e.get("/api/v1/session", tokens[0]) }},
@@ -298,15 +295,7 @@ func BenchmarkSessionRatios(b *testing.B) {
 		cpuRatios := make([][]float64, len(kinds))
 		var floors []float64
 		for round := range rounds {
-			rate := make([]float64, len(kinds))
-			cpu := make([]time.Duration, len(kinds))
-			for j := range kinds {
-				k := (round + j) % len(kinds)
-				var err error
-				if rate[k], cpu[k], err = e.rateFor(time.Second, benchConc, kinds[k].do); err != nil {
-					b.Fatal(err)
-				}
-			}
+			rate, cpu := e.ratioRound(b, round, kinds)
 			floors = append(floors, rate[0])
 			for k := 1; k < len(kinds); k++ {
 				ratios[k] = append(ratios[k], rate[k]/rate[0])
@@ -323,6 +312,28 @@ func BenchmarkSessionRatios(b *testing.B) {
 			b.ReportMetric(100*cpuRatios[k][rounds/2], kinds[k].name+"-cpu-%floor")
 		}
 	}
+}
+
+// ratioKind is one kind of request a ratio benchmark compares.
+type ratioKind struct {
+	name string
+	do   func(w int) error
+}
+
+// ratioRound measures each kind's rate and CPU time per request for a
+// second, from benchConc goroutines, starting with kind round (the order
+// rotates from round to round, so that no kind always runs first).
+func (e *benchEnv) ratioRound(b *testing.B, round int, kinds []ratioKind) ([]float64, []time.Duration) {
+	rate := make([]float64, len(kinds))
+	cpu := make([]time.Duration, len(kinds))
+	for j := range kinds {
+		k := (round + j) % len(kinds)
+		var err error
+		if rate[k], cpu[k], err = e.rateFor(time.Second, benchConc, kinds[k].do); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return rate, cpu
 }
 
 // rateFor runs do from conc goroutines for d and returns the requests

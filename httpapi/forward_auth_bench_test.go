@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-	"time"
 
 	"latchkey/auth"
 )
@@ -49,10 +48,7 @@ func BenchmarkForwardAuthRatios(b *testing.B) {
 		}
 		return nil
 	}
-	kinds := []struct {
-		name string
-		do   func(w int) error
-	}{
+	kinds := []ratioKind{
 		{"floor", func(int) error { return e.get("/bench/floor", "") }},
 		{"session", func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
 		{"forward-auth", func(w int) error { return check(tokens[w]) }},
@@ -61,15 +57,7 @@ func BenchmarkForwardAuthRatios(b *testing.B) {
 	for range b.N {
 		var ofFloor, ofSession, cpuOfSession []float64
 		for round := range rounds {
-			rate := make([]float64, len(kinds))
-			cpu := make([]time.Duration, len(kinds))
-			for j := range kinds {
-				k := (round + j) % len(kinds)
-				var err error
-				if rate[k], cpu[k], err = e.rateFor(time.Second, benchConc, kinds[k].do); err != nil {
-					b.Fatal(err)
-				}
-			}
+			rate, cpu := e.ratioRound(b, round, kinds)
 			ofFloor = append(ofFloor, rate[2]/rate[0])
 			ofSession = append(ofSession, rate[2]/rate[1])
 			cpuOfSession = append(cpuOfSession, float64(cpu[1])/float64(cpu[2]))
