@@ -105,8 +105,7 @@ func (s *Server) forwardedRequest(r *http.Request) (auth.ForwardedRequest, bool,
 func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	p, err := s.projectOP(r, ps.ByName("project"))
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcError(w, statusOf(e), e.Message)
+		s.oidcFail(w, err)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
@@ -121,8 +120,7 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 	}
 	t, err := s.auth.ForwardAuthSignInTarget(r.Context(), p.id, r.Form.Get("rd"))
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcError(w, statusOf(e), e.Message)
+		s.oidcFail(w, err)
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -168,8 +166,7 @@ func (s *Server) forwardAuthSession(r *http.Request, p *projectOP) (pr *auth.Pri
 func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, pr *auth.Principal, tok, email string) {
 	step, err := s.auth.ForwardAuthContinue(r.Context(), t, pr)
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcError(w, statusOf(e), e.Message)
+		s.oidcFail(w, err)
 		return
 	}
 	switch step {
@@ -207,8 +204,7 @@ func (s *Server) forwardAuthCode(w http.ResponseWriter, r *http.Request, p *proj
 	}
 	pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, l.Token)
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcError(w, statusOf(e), e.Message)
+		s.oidcFail(w, err)
 		return
 	}
 	s.setSSOCookie(w, p, l.Token)
@@ -241,8 +237,7 @@ func (s *Server) forwardAuthLogout(w http.ResponseWriter, r *http.Request, p *pr
 		if c, err := r.Cookie(name + p.id); err == nil && c.Value != "" {
 			if pr, err := s.auth.OIDCBrowserSession(ctx, p.id, c.Value); err == nil {
 				if err := s.auth.ForwardAuthSignOut(ctx, pr); err != nil {
-					e := auth.AsError(err)
-					s.oidcError(w, statusOf(e), e.Message)
+					s.oidcFail(w, err)
 					return
 				}
 			}

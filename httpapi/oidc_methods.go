@@ -53,11 +53,7 @@ func (s *Server) oidcSendLink(w http.ResponseWriter, r *http.Request, p *project
 	}
 	email := r.PostForm.Get("email")
 	if err := s.auth.OIDCSendLink(r.Context(), p.id, id, email, s.meta(r, false)); err != nil {
-		if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
-			s.oidcError(w, statusOf(e), e.Message)
-		} else {
-			s.oidcShowForm(w, r, p, statusOf(e), id, "code", email, e.Message)
-		}
+		s.oidcRetry(w, r, p, err, id, "code", email)
 		return
 	}
 	s.oidcRender(w, http.StatusOK, oidcPage{Title: "Check your email",
@@ -73,8 +69,7 @@ func (s *Server) oidcLink(w http.ResponseWriter, r *http.Request, p *projectOP) 
 		q := r.URL.Query()
 		id := q.Get("authRequestID")
 		if _, err := s.auth.OIDCSignInRequest(ctx, p.id, id); err != nil {
-			e := auth.AsError(err)
-			s.oidcError(w, statusOf(e), e.Message)
+			s.oidcFail(w, err)
 			return
 		}
 		s.oidcRender(w, http.StatusOK, oidcPage{Title: "Sign in", Text: "Press the button to finish signing in.",
@@ -88,8 +83,7 @@ func (s *Server) oidcLink(w http.ResponseWriter, r *http.Request, p *projectOP) 
 	}
 	l, err := s.auth.OIDCVerifyLink(ctx, p.id, id, r.PostForm.Get("token"), s.meta(r, false))
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcError(w, statusOf(e), e.Message)
+		s.oidcFail(w, err)
 		return
 	}
 	s.oidcSignedIn(w, r, p, id, l)
@@ -105,11 +99,7 @@ func (s *Server) oidcPasskey(w http.ResponseWriter, r *http.Request, p *projectO
 	cred := json.RawMessage(r.PostForm.Get("credential"))
 	l, err := s.auth.OIDCFinishPasskey(r.Context(), p.id, id, r.PostForm.Get("challengeId"), cred, s.meta(r, false))
 	if err != nil {
-		if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
-			s.oidcError(w, statusOf(e), e.Message)
-		} else {
-			s.oidcShowForm(w, r, p, statusOf(e), id, "email", "", e.Message)
-		}
+		s.oidcRetry(w, r, p, err, id, "email", "")
 		return
 	}
 	s.oidcSignedIn(w, r, p, id, l)
@@ -129,11 +119,7 @@ func (s *Server) oidcProvider(w http.ResponseWriter, r *http.Request, p *project
 		verifier := randomToken()
 		to, err := s.auth.OIDCStartProvider(ctx, p.id, id, r.PostForm.Get("provider"), verifier, s.meta(r, false))
 		if err != nil {
-			if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
-				s.oidcError(w, statusOf(e), e.Message)
-			} else {
-				s.oidcShowForm(w, r, p, statusOf(e), id, "email", "", e.Message)
-			}
+			s.oidcRetry(w, r, p, err, id, "email", "")
 			return
 		}
 		c := oidcCookie(p, oauthCookie, verifier)
@@ -146,8 +132,7 @@ func (s *Server) oidcProvider(w http.ResponseWriter, r *http.Request, p *project
 	q := r.URL.Query()
 	id := q.Get("authRequestID")
 	if _, err := s.auth.OIDCSignInRequest(ctx, p.id, id); err != nil {
-		e := auth.AsError(err)
-		s.oidcError(w, statusOf(e), e.Message)
+		s.oidcFail(w, err)
 		return
 	}
 	verifier := ""

@@ -89,11 +89,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 		}
 		email := r.PostForm.Get("email")
 		if err := s.auth.OIDCSendCode(ctx, p.id, id, email, s.meta(r, false)); err != nil {
-			if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
-				s.oidcError(w, statusOf(e), e.Message)
-			} else {
-				s.oidcShowForm(w, r, p, statusOf(e), id, "email", email, e.Message)
-			}
+			s.oidcRetry(w, r, p, err, id, "email", email)
 			return
 		}
 		s.oidcShowForm(w, r, p, http.StatusOK, id, "code", email, "")
@@ -102,8 +98,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 	id := r.URL.Query().Get("authRequestID")
 	sr, err := s.auth.OIDCSignInRequest(ctx, p.id, id)
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcError(w, statusOf(e), e.Message)
+		s.oidcFail(w, err)
 		return
 	}
 	step, err := s.auth.OIDCContinue(ctx, p.id, id, s.oidcSession(r, p), false)
@@ -136,11 +131,7 @@ func (s *Server) oidcLoginCode(w http.ResponseWriter, r *http.Request, p *projec
 	email := r.PostForm.Get("email")
 	l, err := s.auth.OIDCVerifyCode(ctx, p.id, id, email, r.PostForm.Get("code"), s.meta(r, false))
 	if err != nil {
-		if e := auth.AsError(err); e.Is(auth.ErrNotFound) {
-			s.oidcError(w, statusOf(e), e.Message)
-		} else {
-			s.oidcShowForm(w, r, p, statusOf(e), id, "code", email, e.Message)
-		}
+		s.oidcRetry(w, r, p, err, id, "code", email)
 		return
 	}
 	s.oidcSignedIn(w, r, p, id, l)
@@ -174,8 +165,7 @@ func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *pro
 	if r.Method != http.MethodPost {
 		id := r.URL.Query().Get("authRequestID")
 		if _, err := s.auth.OIDCSignInRequest(ctx, p.id, id); err != nil {
-			e := auth.AsError(err)
-			s.oidcError(w, statusOf(e), e.Message)
+			s.oidcFail(w, err)
 			return
 		}
 		if pr == nil {
@@ -228,11 +218,28 @@ func (s *Server) oidcNext(w http.ResponseWriter, r *http.Request, p *projectOP, 
 
 // oidcStepError shows a failure of a step on the error page.
 func (s *Server) oidcStepError(w http.ResponseWriter, _ *http.Request, _ *projectOP, _ string, err error) {
+	s.oidcFail(w, err)
+}
+
+// oidcFail shows err on the error page (and logs it when it is an
+// internal failure).
+func (s *Server) oidcFail(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
 	if e.Code == auth.ErrInternal.Code {
 		s.log.Error("oidc sign-in", "err", err)
 	}
 	s.oidcError(w, statusOf(e), e.Message)
+}
+
+// oidcRetry shows form again with err's message, or the error page when
+// the auth request is gone (there is nothing left to retry).
+func (s *Server) oidcRetry(w http.ResponseWriter, r *http.Request, p *projectOP, err error, id, form, email string) {
+	e := auth.AsError(err)
+	if e.Is(auth.ErrNotFound) {
+		s.oidcFail(w, err)
+		return
+	}
+	s.oidcShowForm(w, r, p, statusOf(e), id, form, email, e.Message)
 }
 
 // oidcAnswerError redirects request id's refusal to its client (with
