@@ -102,7 +102,7 @@ func spawnGroup(t testing.TB, env []string, admin string) (rs []*replica, key, p
 	for i := range 3 {
 		rs = append(rs, spawnReplica(t, fmt.Sprint("r", i+1), t.TempDir(), env))
 	}
-	key = match(t, keyLine, rs[0].stdout())
+	key = waitPrinted(t, keyLine, rs[0].stdout)
 	projects := rs[0].must(200, "GET", "/api/v1/admin/projects", admin, nil)["projects"].([]any)
 	return rs, key, projects[0].(map[string]any)["id"].(string)
 }

@@ -35,7 +35,7 @@ func TestStoreNamedTwice(t *testing.T) {
 	if store.IsURL(dsn) {
 		r := spawnReplica(t, "image", dir, []string{"LATCHKEY_DATA=" + imageData, "LATCHKEY_DATABASE_URL=" + dsn,
 			"LATCHKEY_MASTER_KEY=" + testMasterKey, "LATCHKEY_LOG_FORMAT=text"})
-		key := match(t, keyLine, r.stdout())
+		key := waitPrinted(t, keyLine, r.stdout)
 		if st, body := r.call("POST", "/api/v1/otp/send", key, map[string]any{"email": "image@example.com"}); st != 200 {
 			t.Fatalf("otp/send on the database: %d %v", st, body)
 		}

@@ -397,12 +397,21 @@ func (p *proc) stdout() string { p.mu.Lock(); defer p.mu.Unlock(); return p.out.
 // copy of its output may still be on its way when spawn returns.
 func (p *proc) printed(re *regexp.Regexp) string {
 	p.t.Helper()
+	return waitPrinted(p.t, re, p.stdout)
+}
+
+// waitPrinted waits up to 20 s for re in what out returns (a child's
+// standard output, copied by a goroutine of its own: the log line that
+// says the child listens can arrive before the lines it printed first)
+// and returns re's first group.
+func waitPrinted(t testing.TB, re *regexp.Regexp, out func() string) string {
+	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if m := re.FindStringSubmatch(p.stdout()); m != nil {
+		if m := re.FindStringSubmatch(out()); m != nil {
 			return m[1]
 		}
 	}
-	return match(p.t, re, p.stdout())
+	return match(t, re, out())
 }
 
 func (p *proc) kill() {
