@@ -327,8 +327,8 @@ type ForwardIdentity struct {
 // cookie does not give, 403 ACCESS_DENIED when no rule covers it or
 // the user is in none of its groups, 404 PROJECT_NOT_FOUND. The
 // project comes from the project cache; the session is checked as
-// every session token is (GET /session's check), the user read in a
-// read transaction.
+// every session token is (GET /session's check), whose state names the
+// user: no transaction for a session the store knows.
 func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f ForwardedRequest, cookie string) (*ForwardIdentity, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
@@ -364,20 +364,13 @@ func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f Forw
 		(rule.Policy == ForwardAuthMFA && !secondFactorProven(st.Proofs)) {
 		return nil, ErrSignInRequired.With("This address requires a second factor: sign in with it.")
 	}
-	var u *store.User
-	err = s.db.View(ctx, func(tx store.Tx) (err error) {
-		u, err = tx.User(pr.UserID)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (u.Disabled || u.ProjectID != p.ID)) {
-		return nil, ErrSignInRequired
-	} else if err != nil {
-		return nil, internal(err)
-	}
-	if len(rule.Groups) > 0 && !slices.ContainsFunc(u.Groups, func(g string) bool { return slices.Contains(rule.Groups, g) }) {
+	// Who the user is comes with the session's state, from the store's
+	// memory (a user's change drops it there; disabling or deleting a
+	// user deletes the sessions).
+	if len(rule.Groups) > 0 && !slices.ContainsFunc(st.Groups, func(g string) bool { return slices.Contains(rule.Groups, g) }) {
 		return nil, ErrAccessDenied.With("This account is not in a group this address admits.")
 	}
-	return &ForwardIdentity{UserID: u.ID, Email: u.Email, Name: u.FirstName, Groups: u.Groups}, nil
+	return &ForwardIdentity{UserID: pr.UserID, Email: st.Email, Name: st.Name, Groups: st.Groups}, nil
 }
 
 // ForwardAuthTarget is a sign-in for a proxied app: the project and

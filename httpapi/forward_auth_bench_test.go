@@ -12,8 +12,8 @@ import (
 )
 
 // BenchmarkForwardAuthRatios measures the forward-auth check with a
-// valid cookie (a signed_in rule: the session check, then the user
-// read for the identity headers) against GET /session and the floor,
+// valid cookie (a signed_in rule: the session check, whose state
+// carries the identity headers' values) against GET /session and the floor,
 // in the same run: rounds of one second alternate the three (in a
 // rotating order) and the median round's ratios are reported, with the
 // cpu ratios (the process's CPU time per request, the other's over the

@@ -223,13 +223,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // caller's struct, or a plain {success:true} when v is nil.
 func ok(w http.ResponseWriter, v any) error {
 	if v == nil {
-		v = struct {
-			Success bool `json:"success"`
-		}{true}
+		// Written as is: forward-auth answers every request to a
+		// protected app with it.
+		h := w.Header()
+		h["Content-Type"] = contentTypeJSON
+		if _, set := h["Cache-Control"]; !set {
+			h["Cache-Control"] = cacheNoStore
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(okBody)
+		return nil
 	}
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
+
+// okBody, contentTypeJSON and cacheNoStore are ok's answer without
+// fields and its headers' values (shared: never changed).
+var (
+	okBody          = []byte(`{"success":true}` + "\n")
+	contentTypeJSON = []string{"application/json"}
+	cacheNoStore    = []string{"no-store"}
+)
 
 // decode reads a JSON object body (at most 64 KiB) into v, ignoring
 // unknown fields (the public API's rule). An empty body is an empty

@@ -73,7 +73,8 @@ type Enrolled struct {
 
 // SessionState is what the session check of every user call and GET
 // /session need of a session row (DB.SessionState): whose it is, how it
-// was proven, and whether its user has a second factor enrolled.
+// was proven, whether its user has a second factor enrolled, and who
+// the user is (for a forward-auth check's identity headers).
 type SessionState struct {
 	UserID string
 	// Proofs are the session's proofs (Session.Proofs).
@@ -81,4 +82,9 @@ type SessionState struct {
 	// TOTP and SMS are Enrolled's: the user has a TOTP factor, an SMS
 	// factor, with Status "enrolled".
 	TOTP, SMS bool
+	// Email, Name and Groups are the user's User.Email, FirstName and
+	// Groups (empty without the user's row). A change of the user shows
+	// in the next SessionState, as a change of its factors does.
+	Email, Name string
+	Groups      []string
 }

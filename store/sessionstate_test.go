@@ -62,9 +62,19 @@ func wantState(t *testing.T, db store.DB, id string, want store.SessionState, fo
 	}
 	same := func(a, b store.SessionState) bool {
 		return a.UserID == b.UserID && a.TOTP == b.TOTP && a.SMS == b.SMS && slices.EqualFunc(a.Proofs, b.Proofs,
-			func(p, q store.Proof) bool { return p.Method == q.Method && p.At.Equal(q.At) })
+			func(p, q store.Proof) bool { return p.Method == q.Method && p.At.Equal(q.At) }) &&
+			a.Email == b.Email && a.Name == b.Name && slices.Equal(a.Groups, b.Groups)
 	}
 	read := store.SessionState{UserID: sess.UserID, Proofs: sess.Proofs, TOTP: en.TOTP, SMS: en.SMS}
+	if err := db.View(ctx, func(tx store.Tx) error {
+		u, err := tx.User(sess.UserID)
+		if err == nil {
+			read.Email, read.Name, read.Groups = u.Email, u.FirstName, u.Groups
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("User(%s): %v", sess.UserID, err)
+	}
 	if !same(st, read) || !same(st, want) {
 		t.Fatalf("SessionState(%s) = %+v, a View reads %+v, want %+v", id, st, read, want)
 	}
@@ -134,7 +144,7 @@ func TestSessionStateDeleted(t *testing.T) {
 			return err
 		}, false},
 	}
-	signedIn := store.SessionState{UserID: "u1", Proofs: []store.Proof{{Method: "otp", At: t0}}}
+	signedIn := store.SessionState{UserID: "u1", Proofs: []store.Proof{{Method: "otp", At: t0}}, Email: "u1@example.com"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			db := sessionStateFixture(t)
@@ -174,19 +184,20 @@ func TestSessionStateDeleted(t *testing.T) {
 // changing Update or Batch has returned: a step-up's proof (PutSession
 // of the existing session), a factor enrolled, a pending one, one
 // enrolled again with a new code step, the other factor, a factor no
-// longer enrolled. The other session of the user shows the user's
-// factors too. A change rolled back changes nothing.
+// longer enrolled, the user's address, name or groups. The other
+// session of the user shows the user's factors and identity too. A change rolled back changes nothing.
 func TestSessionStateChanged(t *testing.T) {
 	db := sessionStateFixture(t)
 	otp := store.Proof{Method: "otp", At: t0}
-	want := store.SessionState{UserID: "u1", Proofs: []store.Proof{otp}}
+	want := store.SessionState{UserID: "u1", Proofs: []store.Proof{otp}, Email: "u1@example.com"}
 	check := func(what string) {
 		t.Helper()
 		t.Run(what, func(t *testing.T) {
 			for range 2 { // the second from memory
 				wantState(t, db, "s1", want, true)
 			}
-			wantState(t, db, "s2", store.SessionState{UserID: "u1", Proofs: []store.Proof{otp}, TOTP: want.TOTP, SMS: want.SMS}, true)
+			wantState(t, db, "s2", store.SessionState{UserID: "u1", Proofs: []store.Proof{otp}, TOTP: want.TOTP, SMS: want.SMS,
+				Email: want.Email, Name: want.Name, Groups: want.Groups}, true)
 		})
 	}
 	check("signed in")
@@ -236,12 +247,34 @@ func TestSessionStateChanged(t *testing.T) {
 	want.TOTP = false
 	check("TOTP no longer enrolled")
 
+	user := func(email, name string, groups ...string) func(tx store.Tx) error {
+		return func(tx store.Tx) error {
+			u, err := tx.User("u1")
+			if err != nil {
+				return err
+			}
+			u.Email, u.FirstName, u.Groups = email, name, groups
+			return tx.PutUser(u)
+		}
+	}
+	mustTx(t, db, user("u1@example.com", "Ada", "ops", "staff"))
+	want.Name, want.Groups = "Ada", []string{"ops", "staff"}
+	check("the user's name and groups changed")
+	if err := db.Batch(ctx, user("ada@example.com", "Ada", "staff")); err != nil {
+		t.Fatal(err)
+	}
+	want.Email, want.Groups = "ada@example.com", []string{"staff"}
+	check("the user's address and groups changed in a Batch")
+
 	errRollback := errors.New("roll back")
 	err := db.Update(ctx, func(tx store.Tx) error {
 		if err := stepUp("sms", t0.Add(3*time.Minute))(tx); err != nil {
 			return err
 		}
 		if err := factor("totp", "enrolled", 3)(tx); err != nil {
+			return err
+		}
+		if err := user("eve@example.com", "Eve", "admin")(tx); err != nil {
 			return err
 		}
 		return errRollback

@@ -24,8 +24,9 @@ import (
 //     PutSession of an existing session (a step-up's proof) drops it
 //     too, once the writing transaction has committed, before its
 //     Update or Batch returns;
-//   - per user id, whether the user has TOTP or SMS enrolled: PutFactor
-//     and DeleteFactors drop it the same way.
+//   - per user id, whether the user has TOTP or SMS enrolled and who
+//     the user is (address, name, groups): PutFactor, DeleteFactors and
+//     PutUser drop it the same way.
 //
 // A session's entry points at its user's factor entry, so that a check
 // looks up one key: a factor entry dropped (or evicted) is marked so, and
@@ -238,6 +239,13 @@ func (tx txn) sessionState(id string) (*store.SessionState, error) {
 		return nil, err
 	}
 	st := &store.SessionState{UserID: s.UserID, Proofs: s.Proofs}
+	switch u, err := tx.User(s.UserID); err {
+	case nil:
+		st.Email, st.Name, st.Groups = u.Email, u.FirstName, u.Groups
+	case store.ErrNotFound:
+	default:
+		return nil, err
+	}
 	factors := tx.bucket(bucketFactors)
 	if st.TOTP, err = factorEnrolled(factors.Get(compound(s.UserID, "totp"))); err != nil {
 		return nil, err
@@ -260,7 +268,8 @@ func (tx txn) sessionChanged(id []byte) {
 	tx.OnCommit(func() { db.sessions.drop(s) })
 }
 
-// factorsChanged drops userID's factors from the cache once tx commits.
+// factorsChanged drops userID's factors (and what the session cache
+// keeps of the user) from the cache once tx commits.
 func (tx txn) factorsChanged(userID string) {
 	db := tx.db()
 	if db == nil {

@@ -74,6 +74,10 @@ func (tx txn) PutUser(u *store.User) error {
 			return err
 		}
 	}
+	if old != nil {
+		// The session cache keeps the user's address, name and groups.
+		tx.factorsChanged(u.ID)
+	}
 	return tx.bucket(bucketUsers).Put([]byte(u.ID), encodeUser(u))
 }
 

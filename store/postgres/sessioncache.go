@@ -20,7 +20,8 @@ import (
 // sessions known to exist: a bounded cache of what the session check
 // needs of each (its user, its proofs), and beside it one of whether
 // each user has TOTP or SMS enrolled (secondFactorPending needs no
-// more), each entry dropped by its exact key. They are kept coherent by
+// more) and who the user is (address, name, groups: store.ChangeUser
+// drops it), each entry dropped by its exact key. They are kept coherent by
 //
 //   - this replica's own changes, dropped as soon as they commit
 //     (txn.changed and dropOnCommit register the drop with OnCommit): a
@@ -373,11 +374,14 @@ func (db *DB) SessionState(ctx context.Context, id string) (*store.SessionState,
 	return e.state, nil
 }
 
-// sqlSessionState is session $1's row, when the sweep deletes it, and
-// whether its user has TOTP or SMS enrolled.
+// sqlSessionState is session $1's row, when the sweep deletes it,
+// whether its user has TOTP or SMS enrolled, and the user's address,
+// name and groups.
 var sqlSessionState = `SELECT ` + sessionCols + `, s.due, ` +
-	strings.ReplaceAll(sqlSecondFactors, "$1", "s.user_id") + `
-	FROM sessions s WHERE s.id = $1`
+	strings.ReplaceAll(sqlSecondFactors, "$1", "s.user_id") + `,
+		COALESCE(u.email, ''), COALESCE(u.first_name, ''), u.groups
+	FROM sessions s LEFT JOIN LATERAL (SELECT email, first_name, groups FROM users WHERE users.id = s.user_id) u ON true
+	WHERE s.id = $1`
 
 // sessionState reads what the cache keeps of session id (valid text) and
 // of its user's factors, in one statement; ErrNotFound without the row.
@@ -385,7 +389,7 @@ func (tx *txn) sessionState(id string) (sessionEntry, error) {
 	var r sessionRow
 	var e sessionEntry
 	st := &store.SessionState{}
-	if err := tx.one(sqlSessionState, []any{id}, append(r.dest(), &e.due, &st.TOTP, &st.SMS)...); err != nil {
+	if err := tx.one(sqlSessionState, []any{id}, append(r.dest(), &e.due, &st.TOTP, &st.SMS, &st.Email, &st.Name, &st.Groups)...); err != nil {
 		return sessionEntry{}, err
 	}
 	s := r.session()
