@@ -295,4 +295,3 @@ func TestAccountPagePasskeys(t *testing.T) {
 
 // accountOptions reads the account page's passkey ceremony.
 var accountOptions = regexp.MustCompile(`data-options="([^"]+)"`)
-
