@@ -35,7 +35,7 @@ const accountMethod = "account"
 // sent after the page was shown; an older one is stale.
 const AccountFormLifetime = time.Hour
 
-// ErrStaleForm: a form of the account page whose CSRF token is
+// ErrStaleForm (403 FORBIDDEN, its own words): a form of the account page whose CSRF token is
 // missing, from another browser, or older than AccountFormLifetime.
 var ErrStaleForm = ErrForbidden.With("This form is out of date: it was opened too long ago or in another browser. Reload the account page and try again.")
 
