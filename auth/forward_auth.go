@@ -382,6 +382,9 @@ type ForwardAuthTarget struct {
 	// CookieDomain is the domain of the forward-auth cookie.
 	CookieDomain string
 	rule         *store.ForwardAuthRule
+	// method is the sign-in's session method: forward-auth's, or the
+	// account page's (AccountSignInTarget).
+	method string
 }
 
 // ForwardAuthSignInTarget checks rd, where a sign-in for projectID's
@@ -389,8 +392,12 @@ type ForwardAuthTarget struct {
 // project's cookie domain or under it (400 INVALID_REDIRECT_URL
 // otherwise: the pages never send a browser elsewhere); 404
 // PROJECT_NOT_FOUND, or 403 ACCESS_DENIED when the project has no
-// forward-auth.
+// forward-auth. The project's account page is a target of every
+// project (AccountSignInTarget).
 func (s *Service) ForwardAuthSignInTarget(ctx context.Context, projectID, rd string) (*ForwardAuthTarget, error) {
+	if rd == s.OIDCIssuer(projectID)+AccountPath {
+		return s.AccountSignInTarget(ctx, projectID)
+	}
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
 		return nil, err
@@ -412,7 +419,7 @@ func (s *Service) ForwardAuthSignInTarget(ctx context.Context, projectID, rd str
 	}
 	pth, _ := forwardedPath(u.EscapedPath())
 	return &ForwardAuthTarget{Project: p, RD: u.String(), CookieDomain: p.ForwardAuth.CookieDomain,
-		rule: forwardRule(p.ForwardAuth, host, pth)}, nil
+		rule: forwardRule(p.ForwardAuth, host, pth), method: forwardAuthMethod}, nil
 }
 
 // ForwardAuthContinue tells what the sign-in for target does next with
@@ -452,11 +459,11 @@ func (s *Service) ForwardAuthSendCode(ctx context.Context, t *ForwardAuthTarget,
 
 // ForwardAuthVerifyCode checks an emailed code and signs the user in
 // (VerifyOTP's checks, lockouts and events): a new session of method
-// "forward-auth", proven by the code, without a refresh token (the
+// "forward-auth" ("account" for the account page's sign-in), proven by the code, without a refresh token (the
 // cookie holds the session's token).
 func (s *Service) ForwardAuthVerifyCode(ctx context.Context, t *ForwardAuthTarget, email, code string, m Meta) (*Login, error) {
 	return s.verifyOTP(ctx, t.Project, OTPInput{Email: email, Code: code}, m,
-		loginAs{method: forwardAuthMethod, proof: amrOTP, noRefresh: true})
+		loginAs{method: t.method, proof: amrOTP, noRefresh: true})
 }
 
 // ForwardAuthFormToken returns the CSRF token of forward-auth's forms

@@ -265,7 +265,7 @@ func (s *Server) forwardAuthLogout(w http.ResponseWriter, r *http.Request, p *pr
 // under it sends it to its proxy), HttpOnly, Secure, SameSite=Lax,
 // expiring with the token.
 func (s *Server) setForwardAuthCookie(w http.ResponseWriter, p *projectOP, t *auth.ForwardAuthTarget, pr *auth.Principal, tok string) {
-	if pr == nil || tok == "" {
+	if pr == nil || tok == "" || t.CookieDomain == "" { // the account page's sign-in sets none
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: fwdCookie + p.id, Value: tok, Domain: t.CookieDomain, Path: "/",

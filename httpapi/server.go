@@ -209,6 +209,7 @@ func (s *Server) routes() {
 	s.clientRoutes()
 	s.oidcRoutes()
 	s.forwardAuthRoutes()
+	s.accountRoutes()
 	s.oauthRoutes()
 	s.dashboardRoutes()
 	s.demoRoutes()

@@ -1,0 +1,156 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/webauthn"
+	"github.com/chromedp/chromedp"
+
+	"latchkey/auth"
+)
+
+// TestAccountPageInChromium does every action of the account page in a
+// real browser: the sign-in that comes back to the page, another
+// session ended, TOTP set up from the QR code (the data: image shown:
+// the CSP allows it), backup codes made, a passkey added by Chromium's
+// virtual authenticator through the page's script, a stale session's
+// step-up by that passkey, the passkey removed, a step-up by TOTP, the
+// address changed with the keyboard alone (typed, Enter), and the
+// sign-out. Each panel is captured at 360 and 1280 pixels wide (into
+// LATCHKEY_SCREENSHOT_DIR when set), and nothing is wider than 360.
+func TestAccountPageInChromium(t *testing.T) {
+	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
+	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
+	const addr, next = "chrome-account@example.com", "chrome-new@example.com"
+	other := str(t, ts.login(addr).Body, "token")
+
+	ctx := newBrowser(t)
+	load := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		get(t, ctx, what, chromedp.WaitEvent(page.LoadEventFired, nil, a))
+	}
+	click := func(what, sel string) {
+		t.Helper()
+		load(what, chromedp.Click(chromedp.CSS(sel)))
+	}
+	h1 := func() string {
+		t.Helper()
+		return get(t, ctx, "h1", chromedp.Text(chromedp.CSS("h1")))
+	}
+	want := func(what, heading, text string) {
+		t.Helper()
+		if h1() != heading || !strings.Contains(pageText(t, ctx), text) {
+			t.Fatalf("%s: want %q with %q, the page reads %q", what, heading, text, pageText(t, ctx))
+		}
+	}
+	shots := os.Getenv("LATCHKEY_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	screenshot := func(name string) {
+		t.Helper()
+		for _, width := range []int64{360, 1280} {
+			do(t, ctx, "viewport", chromedp.EmulateViewport(width, 800))
+			shot := get(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+			file := filepath.Join(shots, "account-"+name+"-"+map[int64]string{360: "360", 1280: "1280"}[width]+".png")
+			if err := os.WriteFile(file, shot, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if len(shot) < 1000 || !bytes.HasPrefix(shot, []byte("\x89PNG\r\n\x1a\n")) {
+				t.Fatalf("screenshot %s: %d bytes", file, len(shot))
+			}
+			if width == 360 && get(t, ctx, "scroll width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)) > 360 {
+				t.Errorf("%s is wider than 360 pixels", name)
+			}
+			t.Logf("screenshot %s", file)
+		}
+	}
+
+	// Not signed in: the sign-in page, then back at the account page.
+	load("open the account page", chromedp.Navigate(ts.accountURL()))
+	want("sign-in", "Sign in", "email")
+	setValue(t, ctx, "input[name=email]", addr)
+	click("send the code", `form[action*="/signin"] button[type=submit]`)
+	setValue(t, ctx, "input[name=code]", ts.lastMail(addr).Code)
+	click("enter the code", `form[action*="/signin/code"] button[type=submit]`)
+	want("signed in", "Your account", addr)
+	screenshot("overview")
+
+	// The other session ended.
+	click("end the other session", `form[action$="/session-end"] input[value="`+ts.sessionID(other)+`"] ~ button`)
+	want("session ended", "Your account", "The session was ended.")
+	wantError(t, ts.do("GET", "/api/v1/session", other, nil), 401, "INVALID_SESSION")
+
+	// TOTP from the QR code.
+	click("set up TOTP", `form[action$="/totp-enroll"] button`)
+	want("TOTP", "Set up an authenticator app", "Scan this code")
+	if w := get(t, ctx, "QR image", chromedp.Evaluate[int](`document.querySelector("img").naturalWidth`)); w != 256 {
+		t.Errorf("the QR code is not shown (natural width %d): the CSP refused it?", w)
+	}
+	screenshot("totp")
+	secret := get(t, ctx, "secret", chromedp.Text(chromedp.CSS("#totp-secret")))
+	setValue(t, ctx, "input[name=code]", ts.totpCode(secret, 0))
+	click("confirm TOTP", `form[action$="/totp-confirm"] button`)
+	want("TOTP confirmed", "Your account", "Your authenticator app is set up.")
+
+	// Backup codes (the TOTP enrolment just proved the session).
+	click("backup codes", `form[action$="/backup-codes"] button`)
+	want("backup codes", "Your new backup codes", "shown only now")
+	if n := get(t, ctx, "codes", chromedp.Evaluate[int](`document.querySelectorAll("#backup-codes li").length`)); n != 10 {
+		t.Errorf("%d backup codes shown, want 10", n)
+	}
+	screenshot("backup-codes")
+	load("done", chromedp.Navigate(ts.accountURL()))
+
+	// A passkey by Chromium's virtual authenticator.
+	if _, err := chromedp.Call(ctx, webauthn.Enable, webauthn.EnableParams{}); err != nil {
+		t.Fatalf("WebAuthn domain: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, webauthn.AddVirtualAuthenticator, webauthn.AddVirtualAuthenticatorParams{
+		Options: &webauthn.VirtualAuthenticatorOptions{Protocol: webauthn.AuthenticatorProtocolCtap2, Ctap2version: webauthn.Ctap2versionCtap21,
+			Transport: webauthn.AuthenticatorTransportInternal, HasResidentKey: true, HasUserVerification: true,
+			IsUserVerified: true, AutomaticPresenceSimulation: true, HasCmtgKey: true}}); err != nil {
+		t.Fatalf("virtual authenticator: %v", err)
+	}
+	click("add a passkey", `form[action$="/passkey-add"] button`)
+	want("passkey panel", "Add a passkey", "create a passkey")
+	screenshot("passkey")
+	click("create the passkey", "#passkey-button")
+	want("passkey added", "Your account", "The passkey was added.")
+
+	// Eleven minutes later: removing it asks for a step-up, by the passkey.
+	ts.Clock.Advance(auth.StepUpWindow + time.Minute)
+	click("remove the passkey", `form[action$="/passkey-remove"] button`)
+	want("step-up", "Confirm it is you", "recent proof")
+	screenshot("stepup")
+	click("step up with the passkey", "#passkey-button")
+	want("stepped up", "Your account", "you may now make the change")
+	click("remove the passkey", `form[action$="/passkey-remove"] button`)
+	want("passkey removed", "Your account", "The passkey was removed.")
+
+	// A step-up by TOTP.
+	ts.Clock.Advance(auth.StepUpWindow + time.Minute)
+	click("backup codes again", `form[action$="/backup-codes"] button`)
+	want("step-up", "Confirm it is you", "authenticator app")
+	setValue(t, ctx, "input[name=code]", ts.totpCode(secret, 0))
+	click("step up with TOTP", `form[action$="/stepup-totp"] button`)
+	want("stepped up", "Your account", "you may now make the change")
+
+	// The address, with the keyboard alone: type it, press Enter.
+	load("type the new address", chromedp.SendKeys("#email", next+"\r"))
+	want("address", "Confirm your new address", next)
+	screenshot("address")
+	load("type the code", chromedp.SendKeys("input[name=code]", ts.lastMail(next).Code+"\r"))
+	want("address changed", "Your account", "Your email address was changed")
+
+	// Signing out from the page.
+	click("sign out", `form[action$="/session-end"] button`)
+	want("signed out", "Signed out", "You are signed out.")
+	screenshot("signed-out")
+}
