@@ -81,7 +81,9 @@ func (s Suite) tlsCacheRoundTrip(t *testing.T) {
 // delete, and a put of one fails without ending the transaction.
 func (s Suite) tlsCacheKeys(t *testing.T) {
 	db := s.open(t, store.Options{})
-	noRowFor(t, db, func(tx store.Tx) error { return tx.PutTLSCacheEntry(&store.TLSCacheEntry{Key: "ok", Data: []byte("x")}) },
+	noRowFor(t, db, func(tx store.Tx) error {
+		return tx.PutTLSCacheEntry(&store.TLSCacheEntry{Key: "ok", Data: []byte("x")})
+	},
 		func(tx store.Tx, bad string) map[string]error {
 			return map[string]error{
 				"TLSCacheEntry":       wantNotFound(tx.TLSCacheEntry(bad)),
