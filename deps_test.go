@@ -16,7 +16,8 @@ import (
 // webhook and auth/social), internal/cli (the admin CLI, a client of the
 // admin API over HTTP), internal/offsite (the scheduled backups to a
 // bucket, fed the store's Backup by main) and internal/testkit (the
-// tests' clock and buffer) import none of ours; store's backends and
+// tests' clock and buffer) import none of ours; internal/autotls (the
+// HTTPS certificates, cached in the store) imports only store; store's backends and
 // test helpers (store/bolt, store/postgres, store/storetest,
 // store/pgtest) import only store and one another, and neither backend
 // the other; store/bolt is the only one to import bbolt, store/postgres
@@ -40,6 +41,7 @@ func TestDependencyDirection(t *testing.T) {
 		"latchkey/internal/cli":        {"latchkey/"},
 		"latchkey/internal/testkit":    {"latchkey/"},
 		"latchkey/internal/offsite":    {"latchkey/"},
+		"latchkey/internal/autotls":    {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
 		"latchkey/auth":                {"latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/webhook":             {"latchkey/auth", "latchkey/httpapi", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/mail":                {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "github.com/julienschmidt/httprouter"},

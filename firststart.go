@@ -105,8 +105,15 @@ func (m *Main) writeAddrFile(addr net.Addr) {
 		// 0.0.0.0, or :: (":8080"), which Go listens on for IPv4 too.
 		ip = net.IPv4(127, 0, 0, 1)
 	}
+	m.writeAddrURL("http://" + net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port)))
+}
+
+// writeAddrURL writes the URL the CLI on this machine reaches the server
+// at (the base URL when it serves HTTPS: its certificate names that
+// host) to the address file beside the data file.
+func (m *Main) writeAddrURL(u string) {
 	file := cli.AddrFile(m.Config.Data)
-	if err := store.ReplaceSecretFile(file, "http://"+net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))+"\n"); err != nil {
+	if err := store.ReplaceSecretFile(file, u+"\n"); err != nil {
 		m.Logger.Warn("could not write the address file for the CLI; pass it --server", "file", file, "err", err)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"latchkey/internal/autotls"
 	"latchkey/internal/cli"
 	"latchkey/store"
 )
@@ -52,6 +53,20 @@ type Config struct {
 	BackupTo    string
 	BackupEvery string
 	BackupKeep  string
+	// HTTPS: TLSDomain names the domains (comma-separated) whose
+	// certificates come from the ACME CA at ACMEDirectory (empty: Let's
+	// Encrypt) with the contact ACMEEmail, its HTTPS trusted with
+	// ACMECAFile's CAs besides the system's; or TLSCert and TLSKey are
+	// the files of one certificate. HTTPAddr answers HTTP-01 challenges
+	// and redirects the rest to HTTPS (empty: :80 with TLSDomain, none
+	// with TLSCert; "off": none).
+	TLSDomain     string
+	TLSCert       string
+	TLSKey        string
+	HTTPAddr      string
+	ACMEDirectory string
+	ACMEEmail     string
+	ACMECAFile    string
 }
 
 // serveFlag is one flag of `latchkey serve`.
@@ -73,7 +88,7 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 	c := &m.Config
 	*c = Config{Addr: "127.0.0.1:8080", Data: "./latchkey.db", MailFrom: defaultMailFrom, SMSProvider: "none", LogFormat: "text", BackupKeep: "14"}
 	flags := []serveFlag{
-		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr, "listen address", &c.Addr},
+		{"addr", "LATCHKEY_ADDR", "ADDR", c.Addr + "; :443 with --tls-domain or --tls-cert", "listen address (HTTPS with --tls-domain or --tls-cert)", &c.Addr},
 		{"data", "LATCHKEY_DATA", "FILE", c.Data, "bbolt data file; created on first start", &c.Data},
 		{"database-url", "LATCHKEY_DATABASE_URL", "URL", "empty: the --data file", "PostgreSQL database (postgres://user:password@host:5432/dbname?sslmode=...) instead of --data, for several replicas on one database; needs --master-key; both on the command line are refused, and LATCHKEY_DATABASE_URL wins over LATCHKEY_DATA", &c.DatabaseURL},
 		{"base-url", "LATCHKEY_BASE_URL", "URL", "http://<addr>", "public origin (http:// or https://, no path) for magic links, JWT iss and WebAuthn", &c.BaseURL},
@@ -92,6 +107,13 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		{"backup-to", "LATCHKEY_BACKUP_TO", "URL", "empty: no off-site backups", "upload a backup of the data file (the same bytes as GET /api/v1/admin/backup) to s3://bucket/prefix?endpoint=host:port&region=R (endpoint default s3.amazonaws.com over HTTPS; endpoint=http://host:port or secure=false for plain HTTP); credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN; needs --backup-every; not with --database-url", &c.BackupTo},
 		{"backup-every", "LATCHKEY_BACKUP_EVERY", "DURATION", "empty: off", "how often to upload a backup to --backup-to (at least 1m, e.g. 6h); a failed upload is tried again every minute", &c.BackupEvery},
 		{"backup-keep", "LATCHKEY_BACKUP_KEEP", "N", c.BackupKeep, "how many backups to keep in the bucket: the newest N; older ones are deleted after a successful upload (0 keeps every one)", &c.BackupKeep},
+		{"tls-domain", "LATCHKEY_TLS_DOMAIN", "DOMAINS", "empty: no HTTPS", "serve HTTPS on --addr with certificates from an ACME CA (Let's Encrypt unless --acme-directory) for these domains (comma-separated; the first is the base URL's host unless --base-url): TLS-ALPN-01 on --addr, HTTP-01 on --http-addr; certificates are kept in the store (replicas share them) and renewed in the background", &c.TLSDomain},
+		{"tls-cert", "LATCHKEY_TLS_CERT", "FILE", "empty", "serve HTTPS on --addr with this PEM certificate chain (and --tls-key), read again within seconds of a change", &c.TLSCert},
+		{"tls-key", "LATCHKEY_TLS_KEY", "FILE", "empty", "the PEM private key of --tls-cert", &c.TLSKey},
+		{"http-addr", "LATCHKEY_HTTP_ADDR", "ADDR", ":80 with --tls-domain, none with --tls-cert", "plain HTTP listener that answers ACME HTTP-01 challenges and redirects every other request to the HTTPS base URL; off: none (TLS-ALPN-01 only)", &c.HTTPAddr},
+		{"acme-directory", "LATCHKEY_ACME_DIRECTORY", "URL", autotls.LetsEncrypt, "ACME directory (https://) of the CA for --tls-domain: a staging or private CA", &c.ACMEDirectory},
+		{"acme-email", "LATCHKEY_ACME_EMAIL", "ADDRESS", "empty", "contact address of the ACME account (expiry and policy notices from the CA)", &c.ACMEEmail},
+		{"acme-ca-file", "LATCHKEY_ACME_CA_FILE", "FILE", "none: the system's CAs", "PEM file of CA certificates trusted for --acme-directory's HTTPS besides the system's (a private CA)", &c.ACMECAFile},
 		{"lease-ttl", "LATCHKEY_LEASE_TTL", "DURATION", "15s", "replicas on one database (tuning, tests): how long a replica's lease on a background task (sweep, mail, webhooks) lasts without renewal, renewed every third of it; a dead replica's tasks move to another within about 4/3 of it", &c.LeaseTTL},
 		{"feed-interval", "LATCHKEY_FEED_INTERVAL", "DURATION", "250ms", "replicas on one database (tuning, tests): how often a replica reads the invalidation feed, which bounds how late it sees another replica's revocations and changes; caches are bypassed after max(1s, 4 intervals) without a read", &c.FeedInterval},
 	}
@@ -128,6 +150,9 @@ func (m *Main) ParseFlags(args []string, getenv func(string) string) error {
 		if err := fs.Set(f.name, v); err != nil {
 			return fmt.Errorf("%s: %q is not valid for --%s", f.env, v, f.name)
 		}
+	}
+	if (c.TLSDomain != "" || c.TLSCert != "") && !set["addr"] && getenv("LATCHKEY_ADDR") == "" {
+		c.Addr = ":443"
 	}
 	switch c.LogFormat {
 	case "text":

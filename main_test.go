@@ -523,6 +523,13 @@ func TestParseFlags(t *testing.T) {
 		{"backup-to", "LATCHKEY_BACKUP_TO", "", "s3://env-bucket/latchkey", "s3://flag-bucket/latchkey", func(c Config) string { return c.BackupTo }},
 		{"backup-every", "LATCHKEY_BACKUP_EVERY", "", "12h", "6h", func(c Config) string { return c.BackupEvery }},
 		{"backup-keep", "LATCHKEY_BACKUP_KEEP", "14", "30", "7", func(c Config) string { return c.BackupKeep }},
+		{"tls-domain", "LATCHKEY_TLS_DOMAIN", "", "env.example.com", "flag.example.com", func(c Config) string { return c.TLSDomain }},
+		{"tls-cert", "LATCHKEY_TLS_CERT", "", "/env/cert.pem", "/flag/cert.pem", func(c Config) string { return c.TLSCert }},
+		{"tls-key", "LATCHKEY_TLS_KEY", "", "/env/key.pem", "/flag/key.pem", func(c Config) string { return c.TLSKey }},
+		{"http-addr", "LATCHKEY_HTTP_ADDR", "", ":8080", ":8081", func(c Config) string { return c.HTTPAddr }},
+		{"acme-directory", "LATCHKEY_ACME_DIRECTORY", "", "https://env.example/dir", "https://flag.example/dir", func(c Config) string { return c.ACMEDirectory }},
+		{"acme-email", "LATCHKEY_ACME_EMAIL", "", "env@example.com", "flag@example.com", func(c Config) string { return c.ACMEEmail }},
+		{"acme-ca-file", "LATCHKEY_ACME_CA_FILE", "", "/env/ca.pem", "/flag/ca.pem", func(c Config) string { return c.ACMECAFile }},
 	}
 	env := map[string]string{}
 	for _, st := range settings {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"latchkey/auth/sms"
 	"latchkey/auth/social"
 	"latchkey/httpapi"
+	"latchkey/internal/autotls"
 	"latchkey/internal/background"
 	"latchkey/internal/offsite"
 	"latchkey/mail"
@@ -61,6 +63,15 @@ type Main struct {
 	// --metrics-addr; nil when that is empty.
 	metricsHTTP     *http.Server
 	metricsListener net.Listener
+	// HTTPS (--tls-domain or --tls-cert): acme is the ACME certificates
+	// (nil without --tls-domain); redirectHTTP serves the challenges and
+	// the redirect to HTTPS on httpListener (--http-addr); nil without.
+	acme         *autotls.ACME
+	redirectHTTP *http.Server
+	httpListener net.Listener
+	// acmeObtain bounds the wait for certificates at start (0: the
+	// default, acmeObtainTimeout; tests shorten it).
+	acmeObtain time.Duration
 	// tasks are main's own background work (the sweeps); the mail queue
 	// and the webhook worker run their own.
 	tasks []*background.Task
@@ -129,6 +140,11 @@ func (m *Main) Run(ctx context.Context) error {
 			return listenError("--metrics-addr", c.MetricsAddr, err)
 		}
 	}
+	if chk.tls != nil && chk.tls.httpAddr != "" {
+		if m.httpListener, err = net.Listen("tcp", chk.tls.httpAddr); err != nil {
+			return listenError("--http-addr", chk.tls.httpAddr, err)
+		}
+	}
 	dsn, keyFile, fresh := c.DatabaseURL, "", false
 	if dsn == "" {
 		// The lock wait is 1 s so that, with start-up, a second serve on
@@ -168,7 +184,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	baseURL := chk.baseURL
-	if baseURL == "" {
+	switch {
+	case baseURL != "":
+	case chk.tls != nil:
+		baseURL = httpsBaseURL(chk.tls, ln.Addr())
+	default:
 		baseURL = "http://" + ln.Addr().String()
 	}
 
@@ -248,6 +268,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if backupTask != nil {
 		m.tasks = append(m.tasks, backupTask)
 	}
+	var tlsConfig *tls.Config
+	if chk.tls != nil {
+		tlsConfig = m.startTLS(chk.tls, &autotls.Cache{DB: db, Keys: keys})
+	}
 	if _, ok := db.(store.Shared); ok {
 		// Replicas publish and read their request counts (the rate
 		// limits across replicas).
@@ -288,10 +312,17 @@ func (m *Main) Run(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		// 64 KiB of request line and headers at most (431 beyond).
 		MaxHeaderBytes: httpapi.MaxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:       serverErrorLog(m.Logger),
+		TLSConfig:      tlsConfig,
 	}
 	go func() {
-		if err := m.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if tlsConfig != nil {
+			err = m.http.ServeTLS(ln, "", "")
+		} else {
+			err = m.http.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Logger.Error("http server", "err", err)
 		}
 	}()
@@ -299,14 +330,27 @@ func (m *Main) Run(ctx context.Context) error {
 	if c.DatabaseURL != "" {
 		where = []any{"database", redactURL(c.DatabaseURL)}
 	}
+	switch {
+	case m.acme != nil:
+		where = append(where, "tls", "acme", "domains", strings.Join(m.acme.Domains(), ","))
+	case chk.tls != nil:
+		where = append(where, "tls", "files")
+	}
 	m.Logger.Info("latchkey listening", append([]any{"addr", ln.Addr().String(), "base_url", baseURL}, where...)...)
 	if c.DatabaseURL == "" {
-		m.writeAddrFile(ln.Addr())
+		if chk.tls != nil {
+			m.writeAddrURL(baseURL)
+		} else {
+			m.writeAddrFile(ln.Addr())
+		}
 	}
 	if m.metricsListener != nil {
 		m.serveMetrics()
 	}
-	return nil
+	if m.httpListener != nil {
+		m.serveHTTPRedirect(baseURL)
+	}
+	return m.obtainCertificates()
 }
 
 // mailReady is the readiness check of mail: not ready while the SMTP
@@ -360,6 +404,8 @@ type checked struct {
 	leaseTTL, feedInterval time.Duration
 	// backups: nil without --backup-to.
 	backups *backupConfig
+	// tls: nil without HTTPS.
+	tls *tlsSetup
 }
 
 // checkConfig checks every setting that ParseFlags does not, touching no
@@ -382,6 +428,9 @@ func (m *Main) checkConfig() (*checked, error) {
 		return nil, errors.New("--database-url needs --master-key (LATCHKEY_MASTER_KEY), the same on every replica: make one with `openssl rand -base64 32`")
 	}
 	if out.baseURL, err = checkBaseURL(c.BaseURL); err != nil {
+		return nil, err
+	}
+	if out.tls, err = m.checkTLS(out.baseURL); err != nil {
 		return nil, err
 	}
 	if out.proxies, err = parsePrefixes(c.TrustedProxies); err != nil {
@@ -549,6 +598,11 @@ func (m *Main) Close() error {
 		m.metricsHTTP.Close()
 	} else if m.metricsListener != nil {
 		m.metricsListener.Close()
+	}
+	if m.redirectHTTP != nil {
+		m.redirectHTTP.Close()
+	} else if m.httpListener != nil {
+		m.httpListener.Close()
 	}
 	if m.unwatch != nil {
 		m.unwatch()

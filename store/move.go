@@ -18,6 +18,7 @@ import (
 // lists them, by name, in this order):
 //
 //	*Settings         the instance settings (one)
+//	*TLSCacheEntry    the certificates of automatic HTTPS (in Key order)
 //	*Project, *APIKey, *User, *Session, *RefreshToken
 //	*Code, *ThrottleRecord, *MagicLink, *Device
 //	*Factor, *BackupCodes, *Grant, *Passkey, *Identity, *Challenge,
@@ -124,6 +125,7 @@ var recordKinds = []struct {
 	typ  reflect.Type
 }{
 	{"Settings", reflect.TypeFor[*Settings]()},
+	{"TLSCacheEntry", reflect.TypeFor[*TLSCacheEntry]()},
 	{"Project", reflect.TypeFor[*Project]()},
 	{"APIKey", reflect.TypeFor[*APIKey]()},
 	{"User", reflect.TypeFor[*User]()},
@@ -210,6 +212,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 			return true, tx.SetInitialized()
 		}
 		return true, nil
+	case *TLSCacheEntry:
+		return true, tx.PutTLSCacheEntry(r)
 	case *Project:
 		return true, tx.PutProject(r)
 	case *APIKey:

@@ -52,6 +52,7 @@ type Tx interface {
 	// aggregate's reads and writes, so a new kind of record shows every
 	// place it must go (both backends, the copy, the conformance tests).
 	Instance
+	TLSCache
 	Projects
 	Users
 	Sessions
@@ -94,6 +95,19 @@ type Instance interface {
 	MasterKeyCheck() ([]byte, error)
 	// SetMasterKeyCheck stores the master key's check value.
 	SetMasterKeyCheck(v []byte) error
+}
+
+// TLSCache is the cache of automatic HTTPS (TLSCacheEntry), keyed by
+// name: one per store, so the replicas of a database share their
+// certificates and the challenges in flight, and a restart reuses them.
+type TLSCache interface {
+	// TLSCacheEntry returns the entry key.
+	TLSCacheEntry(key string) (*TLSCacheEntry, error)
+	// PutTLSCacheEntry creates or replaces the entry e.Key (a non-empty
+	// name).
+	PutTLSCacheEntry(e *TLSCacheEntry) error
+	// DeleteTLSCacheEntry removes the entry key.
+	DeleteTLSCacheEntry(key string) error
 }
 
 // Projects is the projects and their API keys.

@@ -98,6 +98,8 @@ var (
 	// hash), revoked access tokens by (project, jti).
 	bucketOIDCRefresh = []byte("oidc_refresh_tokens")
 	bucketOIDCRevoked = []byte("oidc_revoked_tokens")
+	// The cache of automatic HTTPS: tlscache.go.
+	bucketTLSCache = []byte("tls_cache")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -127,7 +129,7 @@ var (
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
-		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCRefresh, bucketOIDCRevoked,
+		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCRefresh, bucketOIDCRevoked, bucketTLSCache,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,

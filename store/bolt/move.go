@@ -64,6 +64,7 @@ var exportBuckets = []struct {
 	bucket []byte
 	decode func(k, v []byte) (any, error)
 }{
+	{bucketTLSCache, jsonRow(func() any { return &store.TLSCacheEntry{} })},
 	{bucketProjects, jsonRow(func() any { return &store.Project{} })},
 	{bucketKeys, jsonRow(func() any { return &store.APIKey{} })},
 	{bucketUsers, func(k, v []byte) (any, error) { return decodeUser(k, v) }},

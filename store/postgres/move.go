@@ -84,6 +84,12 @@ type exportStep struct {
 func (ex *exporter) steps() []exportStep {
 	tx := ex.tx
 	return []exportStep{
+		{"tls_cache", func() error {
+			return ex.stream(`SELECT key, data FROM tls_cache ORDER BY key`, func(rows pgx.Rows) (any, error) {
+				e := &store.TLSCacheEntry{}
+				return e, rows.Scan(&e.Key, &e.Data)
+			})
+		}},
 		{"projects", func() error {
 			return ex.stream(`SELECT `+projectCols+` FROM projects ORDER BY id`, func(rows pgx.Rows) (any, error) {
 				p := &store.Project{}

@@ -46,6 +46,9 @@ func Fixture() []any {
 		&store.Settings{AdminTokenHash: bytesOf("admin-token-hash-0123456789abcdef"), Initialized: true,
 			MasterKeyCheck: bytesOf("master-key-check-0123456789abcdef")},
 
+		&store.TLSCacheEntry{Key: "acme_account+key", Data: bytesOf("sealed-account-key\x00\xff")},
+		&store.TLSCacheEntry{Key: "auth.example.com", Data: bytesOf("sealed-certificate-and-key")},
+
 		&store.Project{ID: p1, Name: "Fixture", CompanyID: "co_fixture", AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
 			RPID: "example.com", SessionTTLSeconds: 7200, RateLimitPerMinute: 77, DenyCIDRs: []string{"10.0.0.0/8", "2001:db8::/32"},
 			CreatedAt: at(0), EmailChange: "direct", SessionRateLimitPerMinute: 33, SessionIdleSeconds: 259200, SessionMaxSeconds: 864000,

@@ -60,6 +60,7 @@ func (s Suite) suites() []subtest {
 	return []subtest{
 		{"DB", s.DB},
 		{"Instance", s.Instance},
+		{"TLSCache", s.TLSCache},
 		{"Projects", s.Projects},
 		{"Users", s.Users},
 		{"Sessions", s.Sessions},
