@@ -6,7 +6,7 @@ import (
 	"latchkey/store"
 )
 
-// The cache of automatic HTTPS (migration 0023; store.TLSCache): table
+// The cache of automatic HTTPS (migration 0020; store.TLSCache): table
 // tls_cache, one row per entry name.
 
 const (
