@@ -81,7 +81,19 @@ func oidcKeyAAD(projectID, kid string) []byte {
 // one transaction each, taking turns on the project (store.Tx.Lock), so
 // a project never gets two active keys of one algorithm: the store
 // refuses a second one too. Keys are decrypted once per process.
+//
+// The set is kept in memory (every token the provider signs or checks
+// needs it) for oidcKeySetFor at most, so that a retired key leaves the
+// JWKS on time, and dropped when its project changes or is deleted, on
+// every replica. A project's keys change only when they are made or
+// retired: a key retired without the service (by the store) is seen
+// within oidcKeySetFor.
 func (s *Service) OIDCKeys(ctx context.Context, projectID string) (*OIDCKeySet, error) {
+	now := s.now()
+	if c, ok := s.oidcKeySets.get(projectID); ok && now.Before(c.until) {
+		return c.set, nil
+	}
+	gen := s.oidcKeySets.generation()
 	keys, err := s.readOIDCKeys(ctx, projectID)
 	if err != nil {
 		return nil, err
@@ -92,7 +104,28 @@ func (s *Service) OIDCKeys(ctx context.Context, projectID string) (*OIDCKeySet, 
 		}
 	}
 	set, err := s.oidcKeySet(projectID, keys)
-	return set, internal(err)
+	if err != nil {
+		return nil, internal(err)
+	}
+	if len(set.Active) == len(oidcAlgs) {
+		until := now.Add(oidcKeySetFor)
+		for _, k := range keys {
+			if end := k.RetiredAt.Add(OIDCKeyPublishedFor); !k.RetiredAt.IsZero() && end.After(now) && end.Before(until) {
+				until = end // the JWKS drops it then
+			}
+		}
+		s.oidcKeySets.fill(projectID, &cachedKeySet{set: set, until: until}, gen)
+	}
+	return set, nil
+}
+
+// oidcKeySetFor is how long a project's key set is kept in memory.
+const oidcKeySetFor = time.Minute
+
+// cachedKeySet is a project's key set as kept in memory, until a time.
+type cachedKeySet struct {
+	set   *OIDCKeySet
+	until time.Time
 }
 
 // readOIDCKeys reads projectID's provider keys.

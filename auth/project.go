@@ -398,6 +398,7 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 		return internal(err)
 	}
 	s.projects.invalidate(id)
+	s.oidcKeySets.invalidate(id)
 	s.projectsChanged()
 	s.oidc.forget(id, "")
 	s.apiKeys.invalidate(detached...)

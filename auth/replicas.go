@@ -43,12 +43,14 @@ func (s *Service) onChange(c store.Change) {
 		s.apiKeys.invalidate(c.ID)
 	case store.ChangeProject:
 		s.projects.invalidate(c.ID)
+		s.oidcKeySets.invalidate(c.ID)
 		s.projectsChanged()
 	case store.ChangeStale, store.ChangeFresh:
 		freeze := c.Kind == store.ChangeStale
 		s.originsFrozen.Store(freeze)
 		s.apiKeys.reset(freeze)
 		s.projects.reset(freeze)
+		s.oidcKeySets.reset(freeze)
 		s.projectsChanged()
 	}
 }

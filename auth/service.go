@@ -102,6 +102,9 @@ type Service struct {
 	// keys by project id + "/" + kid, and one maker of missing keys at
 	// a time.
 	oidcSigners sync.Map
+	// oidcKeySets are the projects' provider key sets (OIDCKeys), kept
+	// a minute at most and dropped with their project.
+	oidcKeySets cache[*cachedKeySet]
 	oidcKeyGen  sync.Mutex
 
 	// origins is every project's allowed origins (CORS preflights);

@@ -285,9 +285,9 @@ func BenchmarkSessionRatios(b *testing.B) {
 		tokens[i] = e.loginDirect(b, fmt.Sprintf("ratio%d@example.com", i))
 	}
 	kinds := []ratioKind{
-		{"floor", func(int) error { return e.get("/bench/floor", "") }},
-		{"sessions=32", func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
-		{"sessions=1", func(int) error { return e.get("/api/v1/session", tokens[0]) }},
+		{name: "floor", do: func(int) error { return e.get("/bench/floor", "") }},
+		{name: "sessions=32", do: func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
+		{name: "sessions=1", do: func(int) error { return e.get("/api/v1/session", tokens[0]) }},
 	}
 	const rounds = 7
 	for range b.N {
@@ -318,6 +318,8 @@ func BenchmarkSessionRatios(b *testing.B) {
 type ratioKind struct {
 	name string
 	do   func(w int) error
+	// prep, when set, runs before each of the kind's seconds, untimed.
+	prep func() error
 }
 
 // ratioRound measures each kind's rate and CPU time per request for a
@@ -328,6 +330,11 @@ func (e *benchEnv) ratioRound(b *testing.B, round int, kinds []ratioKind) ([]flo
 	cpu := make([]time.Duration, len(kinds))
 	for j := range kinds {
 		k := (round + j) % len(kinds)
+		if kinds[k].prep != nil {
+			if err := kinds[k].prep(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		var err error
 		if rate[k], cpu[k], err = e.rateFor(time.Second, benchConc, kinds[k].do); err != nil {
 			b.Fatal(err)

@@ -49,9 +49,9 @@ func BenchmarkForwardAuthRatios(b *testing.B) {
 		return nil
 	}
 	kinds := []ratioKind{
-		{"floor", func(int) error { return e.get("/bench/floor", "") }},
-		{"session", func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
-		{"forward-auth", func(w int) error { return check(tokens[w]) }},
+		{name: "floor", do: func(int) error { return e.get("/bench/floor", "") }},
+		{name: "session", do: func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
+		{name: "forward-auth", do: func(w int) error { return check(tokens[w]) }},
 	}
 	const rounds = 7
 	for range b.N {
