@@ -24,9 +24,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# The context has no .git, so the version comes from here (default dev).
+# The context has no .git, so the version and commit come from here
+# (default dev, unknown): --build-arg COMMIT=$(git rev-parse --short=12 HEAD).
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/latchkey . \
+ARG COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/latchkey . \
  && mkdir /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

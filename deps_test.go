@@ -3,6 +3,7 @@ package main
 import (
 	"go/build"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +43,7 @@ func TestDependencyDirection(t *testing.T) {
 		"latchkey/internal/testkit":    {"latchkey/"},
 		"latchkey/internal/offsite":    {"latchkey/"},
 		"latchkey/internal/autotls":    {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "latchkey/internal/"},
+		"latchkey/internal/promtext":   {"latchkey/"},
 		"latchkey/auth":                {"latchkey/httpapi", "latchkey/webhook", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/webhook":             {"latchkey/auth", "latchkey/httpapi", "latchkey/mail", "github.com/julienschmidt/httprouter"},
 		"latchkey/mail":                {"latchkey/auth", "latchkey/httpapi", "latchkey/webhook", "github.com/julienschmidt/httprouter"},
@@ -151,5 +153,29 @@ func TestStoreImportsNoEngine(t *testing.T) {
 	walk("latchkey/store", "the test")
 	if len(seen) < 10 {
 		t.Fatalf("latchkey/store has %d dependencies: the walk is broken", len(seen))
+	}
+}
+
+// TestBinaryLinksNoPrometheusClient: the binary writes its metrics with
+// internal/promtext; neither the Prometheus Go client nor the protocol
+// buffers it needs (3 MB of the stripped binary) come back through a
+// dependency. Tests may use them (the exposition is checked against the
+// client's).
+func TestBinaryLinksNoPrometheusClient(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "latchkey/internal/promtext") {
+		t.Fatalf("go list -deps lists no latchkey/internal/promtext: %v", deps)
+	}
+	for _, d := range deps {
+		for _, bad := range []string{"github.com/prometheus/", "google.golang.org/protobuf/"} {
+			if strings.HasPrefix(d, bad) {
+				t.Errorf("the binary links %s", d)
+			}
+		}
 	}
 }

@@ -221,6 +221,7 @@ var shippedText = []string{
 	"store/postgres/migrations/*.sql",
 	"Dockerfile",
 	".ci/run",
+	".ci/release",
 	"docs/latchkey.service",
 }
 

@@ -9,10 +9,10 @@ import (
 )
 
 // TestVersionCommand: `latchkey version` and `latchkey --version` print
-// the version and the Go version and exit 0.
+// the version, the commit and the Go version and exit 0.
 func TestVersionCommand(t *testing.T) {
 	t.Parallel()
-	want := regexp.MustCompile(`^latchkey (\S+) \((go\S+), ` + runtime.GOOS + `/` + runtime.GOARCH + `\)\n$`)
+	want := regexp.MustCompile(`^latchkey (\S+) \(commit (\S+), (go\S+), ` + runtime.GOOS + `/` + runtime.GOARCH + `\)\n$`)
 	for _, args := range []string{"version", "--version", "-version"} {
 		code, out, errOut, _ := child(t, nil, args)
 		if code != 0 || errOut != "" {
@@ -20,16 +20,17 @@ func TestVersionCommand(t *testing.T) {
 		}
 		m := want.FindStringSubmatch(out)
 		if m == nil {
-			t.Fatalf("latchkey %s printed %q, want latchkey VERSION (GOVERSION, OS/ARCH)", args, out)
+			t.Fatalf("latchkey %s printed %q, want latchkey VERSION (commit COMMIT, GOVERSION, OS/ARCH)", args, out)
 		}
-		if m[1] != Version() || m[2] != runtime.Version() {
-			t.Fatalf("latchkey %s printed %q, want version %s and %s", args, out, Version(), runtime.Version())
+		if m[1] != Version() || m[2] != Commit() || m[3] != runtime.Version() {
+			t.Fatalf("latchkey %s printed %q, want version %s, commit %s and %s", args, out, Version(), Commit(), runtime.Version())
 		}
 	}
 }
 
 // TestVersion: -X main.version wins; else the module version stamped by
-// the go command; else the VCS revision; else "dev".
+// the go command; else the VCS revision; else "dev". The commit: -X
+// main.commit wins; else the VCS revision. printVersion prints both.
 func TestVersion(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -48,16 +49,32 @@ func TestVersion(t *testing.T) {
 			}
 		})
 	}
-	old := version
-	version = "v9.9.9-test"
-	defer func() { version = old }()
+	for _, c := range []struct {
+		name string
+		bi   debug.BuildInfo
+		want string
+	}{
+		{"revision", debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "93d8a68123456789abcdef"}}}, "93d8a6812345"},
+		{"dirty revision", debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "93d8a6"}, {Key: "vcs.modified", Value: "true"}}}, "93d8a6-dirty"},
+		{"none", debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}}, ""},
+	} {
+		if got := commitFrom(&c.bi); got != c.want {
+			t.Errorf("commitFrom, %s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	oldV, oldC := version, commit
+	version, commit = "v9.9.9-test", "0123456789ab"
+	defer func() { version, commit = oldV, oldC }()
 	if got := Version(); got != "v9.9.9-test" {
 		t.Fatalf("Version with -X main.version set = %q", got)
 	}
+	if got := Commit(); got != "0123456789ab" {
+		t.Fatalf("Commit with -X main.commit set = %q", got)
+	}
 	var b strings.Builder
 	printVersion(&b)
-	if !strings.HasPrefix(b.String(), "latchkey v9.9.9-test ("+runtime.Version()) {
-		t.Fatalf("printVersion=%q", b.String())
+	if want := "latchkey v9.9.9-test (commit 0123456789ab, " + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"; b.String() != want {
+		t.Fatalf("printVersion=%q, want %q", b.String(), want)
 	}
 }
 

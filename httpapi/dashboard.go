@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -23,7 +24,9 @@ import (
 //go:embed ui/*.html
 var uiFS embed.FS
 
-var uiTmpl = template.Must(template.ParseFS(uiFS, "ui/*.html"))
+// uiTmpl is the dashboard's pages, parsed at their first use (not at the
+// start, which serves no page).
+var uiTmpl = sync.OnceValue(func() *template.Template { return template.Must(template.ParseFS(uiFS, "ui/*.html")) })
 
 // dashCookie names the dashboard's session cookie.
 const dashCookie = "latchkey_admin"
@@ -251,7 +254,7 @@ func dashHeaders(w http.ResponseWriter) {
 // fails is logged and answered 500 without a half-written page.
 func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
 	var b bytes.Buffer
-	if err := uiTmpl.ExecuteTemplate(&b, name, data); err != nil {
+	if err := uiTmpl().ExecuteTemplate(&b, name, data); err != nil {
 		s.log.Error("render", "template", name, "err", err)
 		w.WriteHeader(http.StatusInternalServerError)
 		fmt.Fprint(w, "Internal error.")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -214,7 +215,9 @@ type confirmForm struct {
 	Action, Token, Redirect string
 }
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+// pageTmpl is parsed at its first use, not at the start.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;color:#222}
@@ -224,6 +227,7 @@ button{font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-radius:.4rem;backgr
 {{if .Redirect}}<input type="hidden" name="redirect_uri" value="{{.Redirect}}">{{end}}
 <button type="submit">Sign in</button></form>{{end}}
 </body></html>`))
+})
 
 // page writes a small HTML page.
 func page(w http.ResponseWriter, status int, title, text string, form *confirmForm) error {
@@ -234,7 +238,7 @@ func page(w http.ResponseWriter, status int, title, text string, form *confirmFo
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(status)
-	return pageTmpl.Execute(w, struct {
+	return pageTmpl().Execute(w, struct {
 		Title, Text string
 		Form        *confirmForm
 	}{title, text, form})

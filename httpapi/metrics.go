@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"latchkey/auth"
+	"latchkey/internal/promtext"
 	"latchkey/store"
 )
 
@@ -29,16 +27,16 @@ import (
 // each route's series are resolved once, not looked up by label per
 // request, and nothing on it reads the store.
 type Metrics struct {
-	reg  *prometheus.Registry
+	reg  promtext.Registry
 	now  func() time.Time
 	once sync.Once // the store collector is registered once
 
-	requests   *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	authEvents *prometheus.CounterVec
-	logins     *prometheus.CounterVec
-	commits    prometheus.Histogram
-	webhooks   *prometheus.CounterVec
+	requests   *promtext.CounterVec
+	duration   *promtext.HistogramVec
+	authEvents *promtext.CounterVec
+	logins     *promtext.CounterVec
+	commits    *promtext.Histogram
+	webhooks   *promtext.CounterVec
 
 	handler http.Handler
 }
@@ -67,52 +65,36 @@ func NewMetrics(o MetricsOptions) *Metrics {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	commits := promtext.NewHistogramVec("latchkey_store_commit_duration_seconds",
+		"Time to commit a write transaction to the data file (pages and fsync).", commitBuckets)
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
 		now: o.Now,
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "latchkey_http_requests_total",
-			Help: "HTTP requests answered, by route pattern, method and status code.",
-		}, []string{"route", "method", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "latchkey_http_request_duration_seconds",
-			Help:    "Time from routing a request to its handler's return, by route pattern and method.",
-			Buckets: requestBuckets,
-		}, []string{"route", "method"}),
-		authEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "latchkey_auth_events_total",
-			Help: `Authentication events recorded, by method, action and result ("success" or the failure category).`,
-		}, []string{"method", "action", "result"}),
-		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "latchkey_logins_total",
-			Help: "Sessions created, by sign-in method.",
-		}, []string{"method"}),
-		commits: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "latchkey_store_commit_duration_seconds",
-			Help:    "Time to commit a write transaction to the data file (pages and fsync).",
-			Buckets: commitBuckets,
-		}),
-		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "latchkey_webhook_attempts_total",
-			Help: `Webhook delivery attempts recorded, by outcome: "succeeded", "retrying" (failed, tried again later) or "failed" (given up).`,
-		}, []string{"outcome"}),
+		requests: promtext.NewCounterVec("latchkey_http_requests_total",
+			"HTTP requests answered, by route pattern, method and status code.", "route", "method", "code"),
+		duration: promtext.NewHistogramVec("latchkey_http_request_duration_seconds",
+			"Time from routing a request to its handler's return, by route pattern and method.", requestBuckets, "route", "method"),
+		authEvents: promtext.NewCounterVec("latchkey_auth_events_total",
+			`Authentication events recorded, by method, action and result ("success" or the failure category).`, "method", "action", "result"),
+		logins: promtext.NewCounterVec("latchkey_logins_total",
+			"Sessions created, by sign-in method.", "method"),
+		commits: commits.WithLabelValues(), // exported from the start, as a histogram without labels
+		webhooks: promtext.NewCounterVec("latchkey_webhook_attempts_total",
+			`Webhook delivery attempts recorded, by outcome: "succeeded", "retrying" (failed, tried again later) or "failed" (given up).`, "outcome"),
 	}
-	build := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "latchkey_build_info",
-		Help:        "Always 1; the labels name the version and the Go version.",
-		ConstLabels: prometheus.Labels{"version": o.Version, "goversion": runtime.Version()},
-	})
-	build.Set(1)
-	m.reg.MustRegister(m.requests, m.duration, m.authEvents, m.logins, m.commits, m.webhooks, build,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	build := []promtext.Family{{Name: "latchkey_build_info", Type: promtext.TypeGauge,
+		Help:    "Always 1; the labels name the version and the Go version.",
+		Metrics: []promtext.Metric{{Labels: []promtext.Label{{Name: "version", Value: o.Version}, {Name: "goversion", Value: runtime.Version()}}, Value: 1}}}}
+	m.reg.Register(m.requests, m.duration, m.authEvents, m.logins, commits, m.webhooks,
+		promtext.CollectorFunc(func() []promtext.Family { return build }),
+		promtext.GoCollector(), promtext.ProcessCollector())
+	m.handler = m.reg.Handler()
 	return m
 }
 
 var _ auth.Observer = (*Metrics)(nil)
 
-// Handler serves the metrics in the Prometheus text format (or another
-// format the scraper asks for), with no authentication of its own.
+// Handler serves the metrics in the Prometheus text format (gzipped when
+// the scraper accepts it), with no authentication of its own.
 func (m *Metrics) Handler() http.Handler { return m.handler }
 
 // AuthEvent counts an authentication event (auth.Observer).
@@ -141,7 +123,7 @@ func (m *Metrics) WebhookOutcome(status string) {
 
 // watchStore registers the gauges read through stats when scraped.
 func (m *Metrics) watchStore(stats func(context.Context) (store.Stats, error)) {
-	m.once.Do(func() { m.reg.MustRegister(&storeCollector{stats: stats, now: m.now}) })
+	m.once.Do(func() { m.reg.Register(&storeCollector{stats: stats, now: m.now}) })
 }
 
 // instrument wraps a route's handle: it counts and times each request
@@ -195,13 +177,13 @@ type routeMetrics struct {
 }
 
 type routeSeries struct {
-	duration prometheus.Observer
+	duration *promtext.Histogram
 	codes    []codeCounter
 }
 
 type codeCounter struct {
 	code    int
-	counter prometheus.Counter
+	counter *promtext.Counter
 }
 
 // done records a request that answered status (0: nothing written, which
@@ -223,7 +205,7 @@ func (rm *routeMetrics) done(status int, returned bool, start time.Time) {
 	s.duration.Observe(elapsed.Seconds())
 }
 
-func (s *routeSeries) counter(code int) prometheus.Counter {
+func (s *routeSeries) counter(code int) *promtext.Counter {
 	if s == nil {
 		return nil
 	}
@@ -237,7 +219,7 @@ func (s *routeSeries) counter(code int) prometheus.Counter {
 
 // add resolves the series for code, copying the list so readers never
 // see it change.
-func (rm *routeMetrics) add(code int) (*routeSeries, prometheus.Counter) {
+func (rm *routeMetrics) add(code int) (*routeSeries, *promtext.Counter) {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	old := rm.series.Load()
@@ -289,51 +271,29 @@ type storeCollector struct {
 	now   func() time.Time
 }
 
-var (
-	descMailDepth = prometheus.NewDesc("latchkey_mail_queue_depth",
-		"Messages in the mail queue (waiting to be sent or retried).", nil, nil)
-	descMailOldest = prometheus.NewDesc("latchkey_mail_queue_oldest_age_seconds",
-		"Age of the oldest message in the mail queue; 0 when it is empty.", nil, nil)
-	descHookBacklog = prometheus.NewDesc("latchkey_webhook_backlog_deliveries",
-		"Webhook deliveries queued: first attempts and retries waiting.", nil, nil)
-	descHookOutbox = prometheus.NewDesc("latchkey_webhook_outbox_events",
-		"Events not yet fanned out to the webhooks.", nil, nil)
-	descFileSize = prometheus.NewDesc("latchkey_store_file_size_bytes",
-		"Size of the data file on disk.", nil, nil)
-	descDataSize = prometheus.NewDesc("latchkey_store_data_size_bytes",
-		"Bytes of the data file in use by pages (what a backup copies).", nil, nil)
-	descFreeSize = prometheus.NewDesc("latchkey_store_free_bytes",
-		"Bytes of the data file's pages that hold no data: reused by later writes, given back only by latchkey compact.", nil, nil)
-)
-
-// Describe implements prometheus.Collector.
-func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize, descFreeSize} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	st, err := c.stats(context.Background()) // a Collector gets no context
+// Collect implements promtext.Collector: the gauges, or none when the
+// store cannot be read.
+func (c *storeCollector) Collect() []promtext.Family {
+	st, err := c.stats(context.Background()) // a scrape gets no context
 	if err != nil {
-		for _, d := range []*prometheus.Desc{descMailDepth, descMailOldest, descHookBacklog, descHookOutbox, descFileSize, descDataSize, descFreeSize} {
-			ch <- prometheus.NewInvalidMetric(d, err)
-		}
-		return
+		return nil
 	}
 	oldest := 0.0
 	if !st.OldestMail.IsZero() {
 		oldest = max(c.now().Sub(st.OldestMail).Seconds(), 0)
 	}
-	gauge := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	return []promtext.Family{
+		gauge("latchkey_mail_queue_depth", "Messages in the mail queue (waiting to be sent or retried).", float64(st.MailQueued)),
+		gauge("latchkey_mail_queue_oldest_age_seconds", "Age of the oldest message in the mail queue; 0 when it is empty.", oldest),
+		gauge("latchkey_webhook_backlog_deliveries", "Webhook deliveries queued: first attempts and retries waiting.", float64(st.DeliveriesQueued)),
+		gauge("latchkey_webhook_outbox_events", "Events not yet fanned out to the webhooks.", float64(st.OutboxEvents)),
+		gauge("latchkey_store_file_size_bytes", "Size of the data file on disk.", float64(st.FileSize)),
+		gauge("latchkey_store_data_size_bytes", "Bytes of the data file in use by pages (what a backup copies).", float64(st.DataSize)),
+		gauge("latchkey_store_free_bytes", "Bytes of the data file's pages that hold no data: reused by later writes, given back only by latchkey compact.", float64(st.FreeSize)),
 	}
-	gauge(descMailDepth, float64(st.MailQueued))
-	gauge(descMailOldest, oldest)
-	gauge(descHookBacklog, float64(st.DeliveriesQueued))
-	gauge(descHookOutbox, float64(st.OutboxEvents))
-	gauge(descFileSize, float64(st.FileSize))
-	gauge(descDataSize, float64(st.DataSize))
-	gauge(descFreeSize, float64(st.FreeSize))
+}
+
+// gauge is a family of one gauge without labels.
+func gauge(name, help string, v float64) promtext.Family {
+	return promtext.Family{Name: name, Help: help, Type: promtext.TypeGauge, Metrics: []promtext.Metric{{Value: v}}}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -17,21 +18,23 @@ import (
 //go:embed openapi.json
 var openapiDoc []byte
 
-// openapiETag names this build's document.
-var openapiETag = func() string {
+// openapiETag names this build's document, hashed at its first request
+// (not at the start: the document is half a megabyte).
+var openapiETag = sync.OnceValue(func() string {
 	sum := sha256.Sum256(openapiDoc)
 	return `"` + hex.EncodeToString(sum[:8]) + `"`
-}()
+})
 
 // openapi serves the document: no authentication, cacheable for five
 // minutes, revalidated by ETag, readable from any origin (it is public
 // and carries no credential, so API tools in a browser may load it).
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	h := w.Header()
-	h.Set("ETag", openapiETag)
+	etag := openapiETag()
+	h.Set("ETag", etag)
 	h.Set("Cache-Control", "public, max-age=300")
 	h.Set("Access-Control-Allow-Origin", "*")
-	if etagMatch(r.Header.Get("If-None-Match"), openapiETag) {
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+	"sync"
 
 	"latchkey/store"
 )
@@ -65,7 +66,7 @@ func Render(kind, to, from string, c store.MailContent) (*Message, error) {
 		return nil, fmt.Errorf("mail: unknown kind %q", kind)
 	}
 	var b bytes.Buffer
-	if err := htmlTmpl.Execute(&b, d); err != nil {
+	if err := htmlTmpl().Execute(&b, d); err != nil {
 		return nil, err
 	}
 	m.HTML = b.String()
@@ -79,7 +80,9 @@ type htmlData struct {
 	NewEmail                         string // the notice's new address, masked
 }
 
-var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
+// htmlTmpl is parsed at its first use, not at the start.
+var htmlTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("mail").Parse(`<!doctype html>
 <html><body style="font-family:sans-serif;max-width:32em">
 {{if .Notice}}<p>The email address of your <b>{{.Project}}</b> account was changed{{if .NewEmail}} to <b>{{.NewEmail}}</b>{{end}}. Sign-in codes and links now go to the new address.</p>
 <p>If you did not make this change, contact the support of {{.Project}} right away, and tell them that your account's address was changed without your consent.</p>
@@ -92,6 +95,7 @@ var htmlTmpl = template.Must(template.New("mail").Parse(`<!doctype html>
 <p style="color:#666">If you did not ask for it, ignore this email.</p>
 {{end}}</body></html>
 `))
+})
 
 func noun(kind string) string {
 	if kind == KindMagic {
