@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,36 +14,73 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// openapiDoc is the OpenAPI 3.1 description of the API, maintained by
-// hand beside the handlers; the tests validate every response they
-// receive against it and check that it lists exactly the routes served.
+// openapiGzip is the OpenAPI 3.1 description of the API, maintained by
+// hand beside the handlers in openapi.json (the tests validate every
+// response they receive against it and check that it lists exactly the
+// routes served), built in gzipped: half a megabyte of JSON is a
+// twentieth of that compressed. TestOpenAPICompressed checks that it is
+// openapi.json; go generate makes it again.
 //
-//go:embed openapi.json
-var openapiDoc []byte
+//go:generate env LATCHKEY_UPDATE_OPENAPI=1 go test -run ^TestOpenAPICompressed$ .
+//go:embed openapi.json.gz
+var openapiGzip []byte
 
-// openapiETag names this build's document, hashed at its first request
-// (not at the start: the document is half a megabyte).
+// openapiETag names this build's document, hashed at its first request.
 var openapiETag = sync.OnceValue(func() string {
-	sum := sha256.Sum256(openapiDoc)
+	sum := sha256.Sum256(openapiGzip)
 	return `"` + hex.EncodeToString(sum[:8]) + `"`
+})
+
+// openapiDoc is the document uncompressed, for clients that do not take
+// gzip: made at the first such request.
+var openapiDoc = sync.OnceValues(func() ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(openapiGzip))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 })
 
 // openapi serves the document: no authentication, cacheable for five
 // minutes, revalidated by ETag, readable from any origin (it is public
-// and carries no credential, so API tools in a browser may load it).
+// and carries no credential, so API tools in a browser may load it);
+// gzipped to clients that take it.
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	h := w.Header()
 	etag := openapiETag()
 	h.Set("ETag", etag)
 	h.Set("Cache-Control", "public, max-age=300")
 	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Vary", "Accept-Encoding")
 	if etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
 	h.Set("Content-Type", "application/json")
-	w.Write(openapiDoc)
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		h.Set("Content-Encoding", "gzip")
+		w.Write(openapiGzip)
+		return nil
+	}
+	doc, err := openapiDoc()
+	if err != nil {
+		return err
+	}
+	w.Write(doc)
 	return nil
+}
+
+// acceptsGzip reports whether an Accept-Encoding header takes gzip (not
+// with q=0).
+func acceptsGzip(header string) bool {
+	for _, e := range strings.Split(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(e), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
 }
 
 // etagMatch reports whether an If-None-Match header lists etag (or *).

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -350,4 +352,40 @@ func TestOpenAPIErrorPaths(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls", calls)
+}
+
+// TestOpenAPICompressed: the document built in (openapi.json.gz) is
+// openapi.json. With LATCHKEY_UPDATE_OPENAPI=1 (go generate) it writes
+// openapi.json.gz from openapi.json instead.
+func TestOpenAPICompressed(t *testing.T) {
+	raw, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("LATCHKEY_UPDATE_OPENAPI") == "1" {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		zw.Write(raw)
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("openapi.json.gz", b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gz, err := os.ReadFile("openapi.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatalf("openapi.json.gz: %v", err)
+	}
+	built, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("openapi.json.gz: %v", err)
+	}
+	if !bytes.Equal(built, raw) {
+		t.Fatal("openapi.json.gz is not openapi.json: run go generate ./httpapi/")
+	}
 }
