@@ -138,6 +138,12 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	ts.Clock.Advance(30 * time.Second)
 	setValue(t, ctx, "input[name=code]", ts.totpCode(secret, 0))
 	load("enter the TOTP code", chromedp.Click(chromedp.CSS(`form[action$="/login/mfa"] button[type=submit]`)))
+	// The client is third-party: the consent page, allowed.
+	if h1() != "Allow Test App?" {
+		t.Fatalf("not the consent page: %q", pageText(t, ctx))
+	}
+	screenshot("consent")
+	load("allow", chromedp.Click(chromedp.CSS(`button[name=decision][value=allow]`)))
 	wantAMR(t, back(verifier, "st1"), []string{"otp", "mfa"}, auth.ACRMultiFactor)
 
 	// A passkey in Chromium's virtual authenticator.
