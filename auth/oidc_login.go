@@ -129,6 +129,9 @@ const (
 	OIDCStepSecondFactor
 	// OIDCStepDone: the request is answered; its code may be issued.
 	OIDCStepDone
+	// OIDCStepConsent: the user signed in, and must allow the
+	// (third-party) client first (oidc_consent.go).
+	OIDCStepConsent
 )
 
 // OIDCContinue takes request id as far as the browser's session pr
@@ -142,7 +145,9 @@ const (
 // signs in again. A second factor is needed first when the user has
 // TOTP or SMS enrolled and the session proved neither, or the client
 // requires one; errNoSecondFactor when the client requires one the user
-// cannot give here.
+// cannot give here. A third-party client then needs the user's consent
+// (needsConsent): the request is signed in but not answered
+// (OIDCStepConsent) until the user allows it (OIDCDecideConsent).
 func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Principal, fresh bool) (OIDCStep, error) {
 	if pr == nil {
 		return OIDCStepSignIn, nil
@@ -197,12 +202,24 @@ func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Pr
 			}
 			return nil
 		}
+		// A request this session already answered (its consent given)
+		// stays answered.
+		answered := r.Done && r.SessionID == sess.ID
 		r.UserID, r.SessionID, r.AuthTime = sess.UserID, sess.ID, lastProof(sess.Proofs)
 		r.AMR, r.ACR, r.Done = oidcAMR(sess.Proofs), ACRSingleFactor, true
 		if mfa {
 			r.ACR = ACRMultiFactor
 		}
 		step = OIDCStepDone
+		if !answered {
+			ask, err := needsConsent(tx, r, c, sess.UserID)
+			if err != nil {
+				return err
+			}
+			if ask {
+				r.Done, step = false, OIDCStepConsent
+			}
+		}
 		return tx.PutOIDCAuthRequest(r)
 	})
 	if err != nil {

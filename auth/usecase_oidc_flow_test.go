@@ -120,7 +120,7 @@ func TestOIDCCodeExchange(t *testing.T) {
 		t.Errorf("session method %q refresh %q amr %v", l.Session.Method, l.RefreshToken, l.AMR())
 	}
 	pr := ts.principal(l)
-	if step, err := ts.OIDCContinue(ctx, pid, id, pr, true); err != nil || step != auth.OIDCStepDone {
+	if step, err := ts.continueAllowing(pid, id, pr); err != nil || step != auth.OIDCStepDone {
 		t.Fatalf("continue: %v %v", step, err)
 	}
 	var m auth.OIDCMinter

@@ -54,7 +54,7 @@ func (ts *testService) oidcTokens(st *auth.OIDCStorage, c auth.ClientView, addr 
 		t.Fatal(err)
 	}
 	pr := ts.principal(l)
-	if step, err := ts.OIDCContinue(ctx, pid, r.GetID(), pr, true); err != nil || step != auth.OIDCStepDone {
+	if step, err := ts.continueAllowing(pid, r.GetID(), pr); err != nil || step != auth.OIDCStepDone {
 		t.Fatalf("continue: %v %v", step, err)
 	}
 	code, err := auth.OIDCMinter{}.Encrypt(r.GetID())

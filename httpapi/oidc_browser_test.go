@@ -25,6 +25,7 @@ import (
 // real browser, with go-oidc and x/oauth2 as the relying party whose
 // callback is a small server on loopback: the sign-in page, the code
 // read from the mail the server queued, the second-factor page (TOTP),
+// the consent page (the client is third-party; allowed by its button),
 // back at the relying party with a code whose tokens verify (amr otp
 // mfa); then, in the same browser with prompt=login, a passkey held by
 // Chromium's virtual authenticator (WebAuthn domain of the DevTools
@@ -138,6 +139,12 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	ts.Clock.Advance(30 * time.Second)
 	setValue(t, ctx, "input[name=code]", ts.totpCode(secret, 0))
 	load("enter the TOTP code", chromedp.Click(chromedp.CSS(`form[action$="/login/mfa"] button[type=submit]`)))
+	// The client is third-party: the consent page, allowed.
+	if h1() != "Allow Test App?" {
+		t.Fatalf("not the consent page: %q", pageText(t, ctx))
+	}
+	screenshot("consent")
+	load("allow", chromedp.Click(chromedp.CSS(`button[name=decision][value=allow]`)))
 	wantAMR(t, back(verifier, "st1"), []string{"otp", "mfa"}, auth.ACRMultiFactor)
 
 	// A passkey in Chromium's virtual authenticator.
@@ -169,6 +176,9 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	verifier = oauth2.GenerateVerifier()
 	load("authorize again", chromedp.Navigate(rp.config.AuthCodeURL("st2", oauth2.S256ChallengeOption(verifier),
 		oauth2.SetAuthURLParam("prompt", "login"))))
+	// A user new to the client: the consent page, allowed.
+	do(t, ctx, "the consent page", chromedp.WaitVisible(chromedp.CSS(`button[name=decision][value=allow]`)))
+	load("allow", chromedp.Click(chromedp.CSS(`button[name=decision][value=allow]`)))
 	c := back(verifier, "st2")
 	wantAMR(t, c, []string{"hwk"}, auth.ACRSingleFactor)
 	if h1() != "Back at the app" {

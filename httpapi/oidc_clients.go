@@ -18,6 +18,10 @@ func (s *Server) clientRoutes() {
 	r.PATCH("/api/v1/admin/projects/:id/clients/:client", s.admin(s.updateClient))
 	r.DELETE("/api/v1/admin/projects/:id/clients/:client", s.admin(s.deleteClient))
 	r.POST("/api/v1/admin/projects/:id/clients/:client/secret", s.admin(s.rotateClientSecret))
+	// A user's consents, under the user as the user's other admin
+	// routes (user ids are unique across projects).
+	r.GET("/api/v1/admin/users/:id/consents", s.admin(s.listConsents))
+	r.DELETE("/api/v1/admin/users/:id/consents/:client", s.admin(s.revokeConsent))
 }
 
 type clientResponse struct {
@@ -101,4 +105,22 @@ func (s *Server) rotateClientSecret(w http.ResponseWriter, r *http.Request, p ht
 		return err
 	}
 	return ok(w, withSecret(c, secret))
+}
+
+func (s *Server) listConsents(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	cs, err := s.auth.UserConsents(r.Context(), "", p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		Success  bool               `json:"success"`
+		Consents []auth.ConsentView `json:"consents"`
+	}{true, cs})
+}
+
+func (s *Server) revokeConsent(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.auth.RevokeConsent(r.Context(), "", p.ByName("id"), p.ByName("client")); err != nil {
+		return err
+	}
+	return ok(w, nil)
 }

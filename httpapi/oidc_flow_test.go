@@ -94,6 +94,7 @@ type webPage struct {
 	Body     string
 	URL      *url.URL // where it was answered from
 	Location string   // for a redirect out of the server
+	b        *browser // the browser that got it
 }
 
 // do sends req and follows redirects within the server.
@@ -105,7 +106,7 @@ func (b *browser) do(req *http.Request) *webPage {
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	return &webPage{Status: res.StatusCode, Header: res.Header, Body: string(body), URL: res.Request.URL, Location: res.Header.Get("Location")}
+	return &webPage{Status: res.StatusCode, Header: res.Header, Body: string(body), URL: res.Request.URL, Location: res.Header.Get("Location"), b: b}
 }
 
 // get opens u.
@@ -193,10 +194,15 @@ func (b *browser) signIn(pg *webPage, addr string) *webPage {
 }
 
 // answer reads the provider's redirect to the relying party: its
-// query, failing unless pg is one.
+// query, failing unless pg is one. A consent page on the way (a
+// third-party client) is allowed first: TestOIDCConsent tests the page
+// itself.
 func (rp *oidcRP) answer(pg *webPage) url.Values {
 	t := rp.ts.t
 	t.Helper()
+	if pg.Status == http.StatusOK && pg.b != nil && strings.Contains(pg.Body, `name="decision" value="allow"`) {
+		pg = pg.b.submit(pg, map[string]string{"decision": "allow"})
+	}
 	if pg.Status != http.StatusFound || !strings.HasPrefix(pg.Location, rp.config.RedirectURL+"?") {
 		t.Fatalf("not a redirect to the client: %d %s %s", pg.Status, pg.Location, pg.Body)
 	}
@@ -518,7 +524,7 @@ func TestOIDCRefusals(t *testing.T) {
 			t.Errorf("wrong code: %d %s", again.Status, again.Body)
 		}
 		// The callback refuses a browser other than the one signed in.
-		done := b.submit(code, map[string]string{"code": ts.lastMail("forms@example.com").Code})
+		done := allowConsent(b.submit(code, map[string]string{"code": ts.lastMail("forms@example.com").Code}))
 		if done.Status != http.StatusFound {
 			t.Fatalf("sign-in: %d %s", done.Status, done.Body)
 		}

@@ -111,9 +111,11 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 		s.oidcNext(w, r, p, id, step)
 	case sr.PromptNone && step == auth.OIDCStepSecondFactor:
 		s.oidcAnswerError(w, r, p, id, oidc.ErrInteractionRequired().WithDescription("A second factor is needed."))
+	case sr.PromptNone && step == auth.OIDCStepConsent:
+		s.oidcAnswerError(w, r, p, id, errConsentRequired)
 	case sr.PromptNone:
 		s.oidcAnswerError(w, r, p, id, oidc.ErrLoginRequired().WithDescription("The user is not signed in."))
-	case step == auth.OIDCStepSecondFactor:
+	case step == auth.OIDCStepSecondFactor, step == auth.OIDCStepConsent:
 		s.oidcNext(w, r, p, id, step)
 	default:
 		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", sr.LoginHint, "")
@@ -203,7 +205,8 @@ func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *pro
 }
 
 // oidcNext sends the browser to the request's next step: the callback
-// that issues the code, the second factor, or the sign-in again.
+// that issues the code, the second factor, the consent page, or the
+// sign-in again.
 func (s *Server) oidcNext(w http.ResponseWriter, r *http.Request, p *projectOP, id string, step auth.OIDCStep) {
 	target := p.issuer + auth.OIDCLoginPath + "?authRequestID=" + url.QueryEscape(id)
 	switch step {
@@ -211,6 +214,8 @@ func (s *Server) oidcNext(w http.ResponseWriter, r *http.Request, p *projectOP, 
 		target = op.AuthCallbackURL(p.lk)(r.Context(), id)
 	case auth.OIDCStepSecondFactor:
 		target = p.issuer + auth.OIDCSecondFactorPath + "?authRequestID=" + url.QueryEscape(id)
+	case auth.OIDCStepConsent:
+		target = p.issuer + auth.OIDCConsentPath + "?authRequestID=" + url.QueryEscape(id)
 	}
 	noStore(w)
 	http.Redirect(w, r, target, http.StatusSeeOther)
@@ -365,6 +370,8 @@ type oidcPage struct {
 	Method    string
 	SMSAction string
 	Others    []oidcLink
+	// Consent: the consent page's question (oidc_consent.go).
+	Consent *oidcConsentAsk
 }
 
 // oidcPasskeyOffer is a started passkey ceremony on the sign-in page.
@@ -461,6 +468,7 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.ot
 <input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus>
 <button type="submit">Continue</button>{{end}}
 </form>{{end}}
+{{with .Consent}}{{template "consent" $}}{{end}}
 {{if or .Passkey .Providers .LinkAction .SMSAction .Others}}<div class="other">
 {{with .Passkey}}<form method="post" action="{{.Action}}" id="passkey" data-options="{{.Options}}">
 <input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">

@@ -114,6 +114,7 @@ var statusByCode = map[string]int{
 	"TEMPLATE_NOT_FOUND":        http.StatusNotFound,
 	"PROVIDER_NOT_FOUND":        http.StatusNotFound,
 	"CLIENT_NOT_FOUND":          http.StatusNotFound,
+	"CONSENT_NOT_FOUND":         http.StatusNotFound,
 
 	"METHOD_NOT_ALLOWED": http.StatusMethodNotAllowed,
 

@@ -30,6 +30,7 @@ import (
 //	*OIDCGrant        their grants
 //	*OIDCRefreshToken their refresh tokens
 //	*OIDCRevokedToken their access tokens revoked before their expiry
+//	*OIDCConsent      the users' consents to their third-party clients
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -150,6 +151,7 @@ var recordKinds = []struct {
 	{"OIDCGrant", reflect.TypeFor[*OIDCGrant]()},
 	{"OIDCRefreshToken", reflect.TypeFor[*OIDCRefreshToken]()},
 	{"OIDCRevokedToken", reflect.TypeFor[*OIDCRevokedToken]()},
+	{"OIDCConsent", reflect.TypeFor[*OIDCConsent]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -262,6 +264,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutOIDCRefreshToken(r)
 	case *OIDCRevokedToken:
 		return true, tx.PutOIDCRevokedToken(r)
+	case *OIDCConsent:
+		return true, tx.PutOIDCConsent(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

@@ -73,6 +73,7 @@ type Tx interface {
 	OIDCClients
 	OIDCFlows
 	OIDCTokens
+	OIDCConsents
 	Hints
 }
 
@@ -127,8 +128,8 @@ type Projects interface {
 	// challenges, sign-ins with providers in flight (OAuthFlows),
 	// external-method registrations and their grants; its
 	// mail templates; its OpenID provider's signing keys, clients,
-	// authorization requests, grants, refresh tokens and revoked access
-	// tokens; its webhooks
+	// authorization requests, grants, refresh tokens, revoked access
+	// tokens and consents; its webhooks
 	// with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
@@ -165,8 +166,9 @@ type Users interface {
 	PutUser(u *User) error
 	// DeleteUser removes the user u.ID, its lookups by email and
 	// external id, its sessions (with their refresh tokens), its factors (totp and sms), its backup
-	// codes, its passkeys and its links to sign-in providers
-	// (Identities). Other rows that name the user (remembered devices,
+	// codes, its passkeys, its links to sign-in providers
+	// (Identities) and its consents to OpenID clients (OIDCConsents).
+	// Other rows that name the user (remembered devices,
 	// codes, events) stay until they expire.
 	DeleteUser(u *User) error
 	// Users returns up to limit of projectID's users in Email byte
@@ -622,7 +624,8 @@ type OIDCClients interface {
 	OIDCClients(projectID string) ([]*OIDCClient, error)
 	// PutOIDCClient creates or replaces the client (c.ProjectID, c.ID).
 	PutOIDCClient(c *OIDCClient) error
-	// DeleteOIDCClient removes projectID's client id.
+	// DeleteOIDCClient removes projectID's client id and the users'
+	// consents to it.
 	DeleteOIDCClient(projectID, id string) error
 }
 
@@ -645,6 +648,10 @@ type OIDCFlows interface {
 	// PutOIDCGrant creates or replaces the grant (g.ProjectID, g.ID); the
 	// sweep deletes it at its ExpiresAt.
 	PutOIDCGrant(g *OIDCGrant) error
+	// OIDCUserGrants returns projectID's grants of userID, expired or
+	// revoked or not, in ID byte order; never nil. It reads the user's
+	// grants only (an index by user).
+	OIDCUserGrants(projectID, userID string) ([]*OIDCGrant, error)
 }
 
 // OIDCTokens is the tokens of the projects' OpenID providers beyond the
@@ -666,6 +673,25 @@ type OIDCTokens interface {
 	// PutOIDCRevokedToken creates or replaces the row (r.ProjectID,
 	// r.JTI); the sweep deletes it at its ExpiresAt.
 	PutOIDCRevokedToken(r *OIDCRevokedToken) error
+}
+
+// OIDCConsents is what users allowed the third-party clients of the
+// projects' OpenID providers (OIDCConsent), keyed by (project, user,
+// client). DeleteUser removes the user's, DeleteOIDCClient the client's,
+// DeleteProject the project's.
+type OIDCConsents interface {
+	// OIDCConsent returns userID's consent to projectID's client
+	// clientID.
+	OIDCConsent(projectID, userID, clientID string) (*OIDCConsent, error)
+	// OIDCUserConsents returns userID's consents in projectID, in
+	// ClientID byte order; never nil.
+	OIDCUserConsents(projectID, userID string) ([]*OIDCConsent, error)
+	// PutOIDCConsent creates or replaces the consent (c.ProjectID,
+	// c.UserID, c.ClientID).
+	PutOIDCConsent(c *OIDCConsent) error
+	// DeleteOIDCConsent removes userID's consent to projectID's client
+	// clientID.
+	DeleteOIDCConsent(projectID, userID, clientID string) error
 }
 
 // Hints is what a transaction may tell the store about what it is

@@ -23,6 +23,7 @@ var EventTypes = []string{
 	"session.created", "session.revoked",
 	"totp.enrolled", "sms.enrolled", "backup_codes.generated",
 	"passkey.registered", "passkey.removed",
+	"oidc.consent_granted",
 }
 
 // MaxPerProject is how many webhooks a project may have.

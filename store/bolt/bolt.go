@@ -100,6 +100,12 @@ var (
 	bucketOIDCRevoked = []byte("oidc_revoked_tokens")
 	// The cache of automatic HTTPS: tlscache.go.
 	bucketTLSCache = []byte("tls_cache")
+	// Their grants by user (oidcflow.go): (project, user, grant id).
+	bucketOIDCUserGrants = []byte("oidc_grants_by_user")
+	// The users' consents (oidcconsent.go): by (project, user, client),
+	// and listed under their client (project, client, user).
+	bucketOIDCConsents       = []byte("oidc_consents")
+	bucketOIDCClientConsents = []byte("oidc_consents_by_client")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -130,6 +136,7 @@ var (
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
 		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCRefresh, bucketOIDCRevoked, bucketTLSCache,
+		bucketOIDCUserGrants, bucketOIDCConsents, bucketOIDCClientConsents,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
@@ -220,10 +227,14 @@ func openDB(path string, opt store.Options) (db *DB, created bool, err error) {
 		if err := checkBuckets(tx, path); err != nil {
 			return err
 		}
+		fresh := tx.Bucket(bucketOIDCUserGrants) == nil
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
+		}
+		if err := indexUserGrants(txn{tx}, fresh); err != nil {
+			return err
 		}
 		meta := tx.Bucket(bucketMeta)
 		v := meta.Get(keySchema)
@@ -424,6 +435,9 @@ func (db *DB) Check() error {
 			return err
 		}
 		if err := tx.checkRefresh(); err != nil {
+			return err
+		}
+		if err := tx.checkOIDCIndexes(); err != nil {
 			return err
 		}
 		return tx.checkEvents()

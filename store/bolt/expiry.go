@@ -118,6 +118,13 @@ var expiries = [...]expiry{
 			var g store.OIDCGrant
 			err := jsonDecode(v, &g)
 			return expiryRow{g.ExpiresAt, g.ProjectID}, err
+		},
+		remove: func(tx txn, _, v []byte) error {
+			k, err := userGrantKey(v)
+			if err != nil {
+				return err
+			}
+			return tx.del(bucketOIDCUserGrants, k)
 		}},
 	store.ExpiringOIDCRefreshTokens: {rows: bucketOIDCRefresh, index: bucketOIDCRefreshExpiry,
 		head: func(_, v []byte) (expiryRow, error) {

@@ -107,6 +107,7 @@ var exportBuckets = []struct {
 	{bucketOIDCGrants, jsonRow(func() any { return &store.OIDCGrant{} })},
 	{bucketOIDCRefresh, jsonRow(func() any { return &store.OIDCRefreshToken{} })},
 	{bucketOIDCRevoked, jsonRow(func() any { return &store.OIDCRevokedToken{} })},
+	{bucketOIDCConsents, jsonRow(func() any { return &store.OIDCConsent{} })},
 	{bucketWebhooks, jsonRow(func() any { return &store.Webhook{} })},
 	{bucketJobs, jsonRow(func() any { return &store.Job{} })},
 	{bucketDeliveries, func(_, v []byte) (any, error) {
@@ -153,12 +154,14 @@ func jsonRow(newRec func() any) func(k, v []byte) (any, error) {
 // methods it writes with keep them, or they are not data.
 var notExported = map[string]string{
 	// Indexes, written with the rows they index.
-	string(bucketUsersByEmail):   "index of users by address (PutUser)",
-	string(bucketUsersByExt):     "index of users by external id (PutUser)",
-	string(bucketUserSessions):   "index of sessions by user (PutSession)",
-	string(bucketUserPasskeys):   "index of passkeys by user (PutPasskey)",
-	string(bucketUserIdentities): "index of provider links by user (PutIdentity)",
-	string(bucketEventIndex):     "index of authentication events by scope and kind (the import of each event)",
+	string(bucketUsersByEmail):       "index of users by address (PutUser)",
+	string(bucketUsersByExt):         "index of users by external id (PutUser)",
+	string(bucketUserSessions):       "index of sessions by user (PutSession)",
+	string(bucketUserPasskeys):       "index of passkeys by user (PutPasskey)",
+	string(bucketUserIdentities):     "index of provider links by user (PutIdentity)",
+	string(bucketEventIndex):         "index of authentication events by scope and kind (the import of each event)",
+	string(bucketOIDCUserGrants):     "index of OpenID grants by user (PutOIDCGrant)",
+	string(bucketOIDCClientConsents): "index of consents by client (PutOIDCConsent)",
 	// Expiry indexes (expiry.go), written with their rows.
 	string(bucketSessionsExpiry):    "expiry index of sessions (PutSession)",
 	string(bucketCodesExpiry):       "expiry index of codes and send histories (PutCode, PutThrottle)",

@@ -106,10 +106,14 @@ func (tx txn) PutOIDCClient(c *store.OIDCClient) error {
 	return tx.put(bucketOIDCClients, compound(c.ProjectID, c.ID), c)
 }
 
-// DeleteOIDCClient removes projectID's client id.
+// DeleteOIDCClient removes projectID's client id and the consents to
+// it.
 func (tx txn) DeleteOIDCClient(projectID, id string) error {
 	if !isText(projectID) || !isText(id) {
 		return nil
+	}
+	if err := tx.deleteClientConsents(projectID, id); err != nil {
+		return err
 	}
 	return tx.del(bucketOIDCClients, compound(projectID, id))
 }

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"latchkey/store"
@@ -10,7 +11,9 @@ import (
 // authorization requests in bucketOIDCAuthRequests and grants in
 // bucketOIDCGrants, JSON rows keyed by (project, id), each with its
 // expiry index (expiries[store.ExpiringOIDCAuthRequests] and
-// [store.ExpiringOIDCGrants]).
+// [store.ExpiringOIDCGrants]); grants have an entry under their user in
+// bucketOIDCUserGrants too, keyed by (project, user, grant id), which
+// goes with the grant (the expiry's remove).
 
 // OIDCAuthRequest returns projectID's authorization request id.
 func (tx txn) OIDCAuthRequest(projectID, id string) (*store.OIDCAuthRequest, error) {
@@ -53,11 +56,61 @@ func (tx txn) OIDCGrant(projectID, id string) (*store.OIDCGrant, error) {
 	return &g, nil
 }
 
-// PutOIDCGrant stores g; the sweep deletes it at its ExpiresAt.
+// PutOIDCGrant stores g and its entry under its user; the sweep
+// deletes both at its ExpiresAt.
 func (tx txn) PutOIDCGrant(g *store.OIDCGrant) error {
 	v, err := json.Marshal(g)
 	if err != nil {
 		return err
 	}
+	if err := tx.bucket(bucketOIDCUserGrants).Put(compound(g.ProjectID, g.UserID, g.ID), []byte{}); err != nil {
+		return err
+	}
 	return tx.putExpiring(&expiries[store.ExpiringOIDCGrants], compound(g.ProjectID, g.ID), v, g.ExpiresAt)
+}
+
+// OIDCUserGrants returns projectID's grants of userID in ID byte order;
+// never nil. It reads the user's entries and their rows only.
+func (tx txn) OIDCUserGrants(projectID, userID string) ([]*store.OIDCGrant, error) {
+	out := []*store.OIDCGrant{}
+	if !isText(projectID) || !isText(userID) {
+		return out, nil
+	}
+	prefix := compound(projectID, userID, "")
+	c := tx.bucket(bucketOIDCUserGrants).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		g, err := tx.OIDCGrant(projectID, string(k[len(prefix):]))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// userGrantKey returns the entry under its user of the grant row v.
+func userGrantKey(v []byte) ([]byte, error) {
+	var g store.OIDCGrant
+	if err := jsonDecode(v, &g); err != nil {
+		return nil, err
+	}
+	return compound(g.ProjectID, g.UserID, g.ID), nil
+}
+
+// indexUserGrants fills bucketOIDCUserGrants from the grants stored
+// when the bucket was just made (fresh): a file written before the
+// index had grants without their entries. Grants live at most a
+// client's refresh token lifetime, so they are few.
+func indexUserGrants(tx txn, fresh bool) error {
+	if !fresh {
+		return nil
+	}
+	index := tx.bucket(bucketOIDCUserGrants)
+	return tx.bucket(bucketOIDCGrants).ForEach(func(_, v []byte) error {
+		k, err := userGrantKey(v)
+		if err != nil {
+			return err
+		}
+		return index.Put(k, []byte{})
+	})
 }

@@ -93,7 +93,8 @@ func (tx txn) DeleteProject(id string) (detached []string, err error) {
 	if err := tx.deleteProjectIdentities(id); err != nil {
 		return nil, err
 	}
-	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates, bucketOIDCKeys, bucketOIDCClients} {
+	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketTemplates, bucketOIDCKeys, bucketOIDCClients,
+		bucketOIDCConsents, bucketOIDCClientConsents} {
 		if err := tx.deletePrefix(b, prefix); err != nil {
 			return nil, err
 		}

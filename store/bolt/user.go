@@ -93,6 +93,9 @@ func (tx txn) DeleteUser(u *store.User) error {
 	if err := tx.deleteUserIdentities(u.ID); err != nil {
 		return err
 	}
+	if err := tx.deleteUserConsents(u.ProjectID, u.ID); err != nil {
+		return err
+	}
 	if err := tx.del(bucketUsersByEmail, compound(u.ProjectID, u.Email)); err != nil {
 		return err
 	}

@@ -196,6 +196,12 @@ func (ex *exporter) steps() []exportStep {
 				return r, rows.Scan(oidcRevokedDest(r)...)
 			})
 		}},
+		{"oidc_consents", func() error {
+			return ex.stream(`SELECT `+oidcConsentCols+` FROM oidc_consents ORDER BY project_id, user_id, client_id`, func(rows pgx.Rows) (any, error) {
+				c := &store.OIDCConsent{}
+				return c, rows.Scan(oidcConsentDest(c)...)
+			})
+		}},
 		{"webhooks", func() error {
 			return ex.stream(`SELECT `+webhookColumns+` FROM webhooks ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
 				return scanWebhook(rows)

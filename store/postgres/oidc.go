@@ -172,11 +172,13 @@ func (tx *txn) PutOIDCClient(c *store.OIDCClient) error {
 	return err
 }
 
-// DeleteOIDCClient removes projectID's client id.
+// DeleteOIDCClient removes projectID's client id and the consents to
+// it.
 func (tx *txn) DeleteOIDCClient(projectID, id string) error {
 	if !validText(projectID) || !validText(id) {
 		return nil
 	}
-	_, err := tx.exec(`DELETE FROM oidc_clients WHERE project_id = $1 AND id = $2`, projectID, id)
+	_, err := tx.exec(`WITH c AS (DELETE FROM oidc_consents WHERE project_id = $1 AND client_id = $2)
+		DELETE FROM oidc_clients WHERE project_id = $1 AND id = $2`, projectID, id)
 	return err
 }

@@ -108,3 +108,17 @@ func (tx *txn) PutOIDCGrant(g *store.OIDCGrant) error {
 		timeArg(g.AuthTime), timeArg(g.CreatedAt), timeArg(g.ExpiresAt), timeArg(g.RevokedAt), g.RevokedFor)
 	return err
 }
+
+// OIDCUserGrants returns projectID's grants of userID in ID byte order
+// (the index oidc_grants_user); never nil.
+func (tx *txn) OIDCUserGrants(projectID, userID string) ([]*store.OIDCGrant, error) {
+	if !storable(projectID, userID) {
+		return []*store.OIDCGrant{}, nil
+	}
+	out, err := scanAll(tx, `SELECT `+oidcGrantCols+` FROM oidc_grants WHERE project_id = $1 AND user_id = $2 ORDER BY id`,
+		[]any{projectID, userID}, oidcGrantDest)
+	if out == nil {
+		out = []*store.OIDCGrant{}
+	}
+	return out, err
+}

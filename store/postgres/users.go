@@ -245,8 +245,9 @@ func (tx *txn) DeleteUser(u *store.User) error {
 		return err
 	}
 	_, err := tx.exec(`WITH s AS (DELETE FROM sessions WHERE user_id = $1),
-			i AS (DELETE FROM identities WHERE user_id = $1)
-		DELETE FROM users WHERE id = $1`, u.ID)
+			i AS (DELETE FROM identities WHERE user_id = $1),
+			c AS (DELETE FROM oidc_consents WHERE project_id = $2 AND user_id = $1)
+		DELETE FROM users WHERE id = $1`, u.ID, u.ProjectID)
 	if err != nil {
 		return err
 	}

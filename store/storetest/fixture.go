@@ -174,6 +174,8 @@ func Fixture() []any {
 			ClientID: "0195f3a0-0000-7000-8000-000000000091", Scopes: []string{"openid"}, CreatedAt: at(46 * time.Second), ExpiresAt: at(later)},
 		&store.OIDCRevokedToken{ProjectID: p1, JTI: "gr_fixture_1.1790000000.abcdefghijkl", ClientID: "0195f3a0-0000-7000-8000-000000000091",
 			RevokedAt: at(47 * time.Second), ExpiresAt: at(later)},
+		&store.OIDCConsent{ProjectID: p1, UserID: u1, ClientID: "0195f3a0-0000-7000-8000-000000000091",
+			Scopes: []string{"openid", "email", "offline_access"}, GrantedAt: at(42 * time.Second), UpdatedAt: at(48 * time.Second)},
 
 		&store.Webhook{ID: w1, ProjectID: p1, URL: "https://hooks.example.com/latchkey", Secret: bytesOf("sealed-webhook-secret"),
 			EventTypes: []string{"user.created", "session.created"}, Mode: "test", CreatedAt: at(35 * time.Second)},

@@ -81,6 +81,7 @@ func (s Suite) suites() []subtest {
 		{"OIDCClients", s.OIDCClients},
 		{"OIDCFlows", s.OIDCFlows},
 		{"OIDCTokens", s.OIDCTokens},
+		{"OIDCConsents", s.OIDCConsents},
 		{"Hints", s.Hints},
 	}
 }
