@@ -5,7 +5,7 @@ import (
 )
 
 // The users' consents to the OpenID providers' third-party clients
-// (migration 0020; store.OIDCConsents): oidc_consents, one row per
+// (migration 0021; store.OIDCConsents): oidc_consents, one row per
 // (project, user, client).
 
 const oidcConsentCols = `project_id, user_id, client_id, scopes, granted_at, updated_at`
