@@ -221,6 +221,7 @@ var shippedText = []string{
 	"store/postgres/migrations/*.sql",
 	"Dockerfile",
 	".ci/run",
+	".ci/oauth2-proxy",
 	"docs/latchkey.service",
 }
 
