@@ -222,6 +222,7 @@ var shippedText = []string{
 	"Dockerfile",
 	".ci/run",
 	".ci/release",
+	".ci/oauth2-proxy",
 	"docs/latchkey.service",
 }
 
