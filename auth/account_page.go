@@ -119,6 +119,9 @@ type AccountOverview struct {
 	TOTP, SMS bool
 	// BackupCodesLeft is how many unused backup codes the user has.
 	BackupCodesLeft int
+	// Apps are the clients the user consented to (RevokeConsent ends
+	// one), in client id order.
+	Apps []ConsentView
 }
 
 // AccountOverview reads what the account page shows for session pr, in
@@ -150,6 +153,9 @@ func (s *Service) AccountOverview(ctx context.Context, pr *Principal) (*AccountO
 		}
 		pks, err := tx.UserPasskeys(u.ProjectID, u.ID)
 		if err != nil {
+			return err
+		}
+		if out.Apps, err = consentViews(tx, u.ProjectID, u.ID); err != nil {
 			return err
 		}
 		for _, pk := range pks {

@@ -218,30 +218,37 @@ func consentUser(tx store.Tx, projectID, userID string) (string, error) {
 // projectID "", of user userID), in client id order; never nil.
 // PROJECT_NOT_FOUND, USER_NOT_FOUND.
 func (s *Service) UserConsents(ctx context.Context, projectID, userID string) ([]ConsentView, error) {
-	out := []ConsentView{}
+	var out []ConsentView
 	err := s.db.View(ctx, func(tx store.Tx) error {
-		out = out[:0]
 		projectID, err := consentUser(tx, projectID, userID)
 		if err != nil {
 			return err
 		}
-		list, err := tx.OIDCUserConsents(projectID, userID)
-		if err != nil {
-			return err
-		}
-		for _, c := range list {
-			v := ConsentView{ClientID: c.ClientID, Scopes: orEmpty(c.Scopes), GrantedAt: c.GrantedAt, UpdatedAt: c.UpdatedAt}
-			if cl, err := tx.OIDCClient(projectID, c.ClientID); err == nil {
-				v.ClientName = cl.Name
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			out = append(out, v)
-		}
-		return nil
+		out, err = consentViews(tx, projectID, userID)
+		return err
 	})
 	if err != nil {
 		return nil, internal(err)
+	}
+	return out, nil
+}
+
+// consentViews reads the consents of projectID's user userID inside
+// tx, with their clients' names, in client id order; never nil.
+func consentViews(tx store.Tx, projectID, userID string) ([]ConsentView, error) {
+	list, err := tx.OIDCUserConsents(projectID, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ConsentView, 0, len(list))
+	for _, c := range list {
+		v := ConsentView{ClientID: c.ClientID, Scopes: orEmpty(c.Scopes), GrantedAt: c.GrantedAt, UpdatedAt: c.UpdatedAt}
+		if cl, err := tx.OIDCClient(projectID, c.ClientID); err == nil {
+			v.ClientName = cl.Name
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }

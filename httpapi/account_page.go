@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -40,6 +41,7 @@ const (
 	acctStepUpTOTP    = "stepup-totp"
 	acctStepUpPasskey = "stepup-passkey"
 	acctStepUpSignIn  = "stepup-signin"
+	acctAppRevoke     = "app-revoke"
 )
 
 // accountNotices are the page's notices after a change (?done=), by
@@ -51,6 +53,7 @@ var accountNotices = map[string]string{
 	acctPasskeyRemove: "The passkey was removed.",
 	acctTOTPConfirm:   "Your authenticator app is set up.",
 	acctEmailConfirm:  "Your email address was changed. Your other sessions were ended.",
+	acctAppRevoke:     "The app no longer has access: it asks you again next time.",
 	"verified":        "Thank you: you may now make the change.",
 }
 
@@ -224,6 +227,12 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 			return
 		}
 		if err := s.auth.RevokeSession(ctx, pr, id); err != nil {
+			fail(err, accountView{})
+			return
+		}
+		done(action)
+	case acctAppRevoke:
+		if err := s.auth.RevokeConsent(ctx, p.id, pr.UserID, f.Get("clientId")); err != nil {
 			fail(err, accountView{})
 			return
 		}
@@ -407,7 +416,9 @@ func accountTime(t string) string {
 	return strings.Replace(t[:16], "T", " ", 1) + " UTC"
 }
 
-var accountTmpl = template.Must(template.New("account").Funcs(template.FuncMap{"when": accountTime}).Parse(`<!doctype html>
+var accountTmpl = template.Must(template.New("account").Funcs(template.FuncMap{"when": accountTime,
+	"since": func(t time.Time) string { return accountTime(t.UTC().Format(time.RFC3339)) },
+	"join":  func(s []string) string { return strings.Join(s, " ") }}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
 <style nonce="{{.Nonce}}">body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f;overflow-wrap:anywhere}
@@ -459,6 +470,10 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6}button:focus-v
 <form method="post" action="{{$.Action}}totp-enroll"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Set up an authenticator app</button></form>{{end}}
 <h2 id="backup">Backup codes</h2><p>{{.BackupCodesLeft}} unused backup codes.</p>
 <form method="post" action="{{$.Action}}backup-codes"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Make new backup codes</button></form>
+<h2 id="apps">Apps</h2>{{if .Apps}}<ul>{{range .Apps}}<li><div>{{or .ClientName .ClientID}}</div>
+<div class="meta">Allowed {{since .GrantedAt}}: {{join .Scopes}}</div>
+<form method="post" action="{{$.Action}}app-revoke"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="clientId" value="{{.ClientID}}">
+<button type="submit" class="alt">Remove access</button></form></li>{{end}}</ul>{{else}}<p>No apps have access to your account.</p>{{end}}
 <h2 id="address">Email address</h2>
 <form method="post" action="{{$.Action}}email"><input type="hidden" name="csrf" value="{{$.CSRF}}">
 <label for="email">New email address</label><input id="email" name="email" type="email" autocomplete="email" required>

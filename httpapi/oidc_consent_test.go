@@ -236,3 +236,29 @@ func TestOIDCConsentRevoke(t *testing.T) {
 		t.Fatalf("without the admin token: %d", r.Status)
 	}
 }
+
+// TestAccountPageApps: the account page lists the apps the user
+// consented to, with the scopes allowed; removing one's access revokes
+// the consent (its tokens are refused, the next sign-in asks again);
+// removing it again is refused and changes nothing.
+func TestAccountPageApps(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	rp := ts.newRP(ts.Project.ID, map[string]any{"name": "Calendar Sync"})
+	const addr = "apps@example.com"
+	tok, b := rp.signedIn(addr)
+	pg := b.get(ts.accountURL())
+	wantPanel(t, "the page", pg, http.StatusOK, `<h2 id="apps">Apps</h2>`, "Calendar Sync", "openid profile email",
+		`name="clientId" value="`+rp.id+`"`)
+	if r := rp.userinfo(tok.AccessToken); r.Status != http.StatusOK {
+		t.Fatalf("userinfo before: %d", r.Status)
+	}
+	done := b.submitTo(pg, "/app-revoke", map[string]string{"clientId": rp.id})
+	wantPanel(t, "remove access", done, http.StatusOK, "The app no longer has access", "No apps have access to your account.")
+	if r := rp.userinfo(tok.AccessToken); r.Status != http.StatusUnauthorized {
+		t.Fatalf("userinfo after the app's access was removed: %d %s", r.Status, r.Raw)
+	}
+	wantPanel(t, "remove it again", b.submitTo(pg, "/app-revoke", map[string]string{"clientId": rp.id}),
+		http.StatusNotFound, `class="error"`)
+	wantConsentPage(t, rp.authorize(b, oauth2.GenerateVerifier(), "again", "n"), "Calendar Sync", wordsEmail)
+}
