@@ -3,8 +3,8 @@ package httpapi_test
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"os"
