@@ -631,6 +631,11 @@ type OIDCFlows interface {
 	// PutOIDCGrant creates or replaces the grant (g.ProjectID, g.ID); the
 	// sweep deletes it at its ExpiresAt.
 	PutOIDCGrant(g *OIDCGrant) error
+	// OIDCSessionGrants returns projectID's grants made under session
+	// sessionID, expired or revoked or not, in ID byte order; never nil.
+	// It costs the session's grants, whatever the project's number
+	// (back-channel logout reads it when a session ends).
+	OIDCSessionGrants(projectID, sessionID string) ([]*OIDCGrant, error)
 }
 
 // OIDCTokens is the tokens of the projects' OpenID providers beyond the

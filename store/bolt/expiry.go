@@ -118,6 +118,13 @@ var expiries = [...]expiry{
 			var g store.OIDCGrant
 			err := jsonDecode(v, &g)
 			return expiryRow{g.ExpiresAt, g.ProjectID}, err
+		},
+		remove: func(tx txn, _, v []byte) error {
+			var g store.OIDCGrant
+			if err := jsonDecode(v, &g); err != nil {
+				return err
+			}
+			return tx.del(bucketOIDCSessionGrants, sessionGrantKey(&g))
 		}},
 	store.ExpiringOIDCRefreshTokens: {rows: bucketOIDCRefresh, index: bucketOIDCRefreshExpiry,
 		head: func(_, v []byte) (expiryRow, error) {

@@ -152,12 +152,13 @@ func jsonRow(newRec func() any) func(k, v []byte) (any, error) {
 // methods it writes with keep them, or they are not data.
 var notExported = map[string]string{
 	// Indexes, written with the rows they index.
-	string(bucketUsersByEmail):   "index of users by address (PutUser)",
-	string(bucketUsersByExt):     "index of users by external id (PutUser)",
-	string(bucketUserSessions):   "index of sessions by user (PutSession)",
-	string(bucketUserPasskeys):   "index of passkeys by user (PutPasskey)",
-	string(bucketUserIdentities): "index of provider links by user (PutIdentity)",
-	string(bucketEventIndex):     "index of authentication events by scope and kind (the import of each event)",
+	string(bucketUsersByEmail):      "index of users by address (PutUser)",
+	string(bucketUsersByExt):        "index of users by external id (PutUser)",
+	string(bucketUserSessions):      "index of sessions by user (PutSession)",
+	string(bucketUserPasskeys):      "index of passkeys by user (PutPasskey)",
+	string(bucketUserIdentities):    "index of provider links by user (PutIdentity)",
+	string(bucketEventIndex):        "index of authentication events by scope and kind (the import of each event)",
+	string(bucketOIDCSessionGrants): "index of OpenID grants by session (PutOIDCGrant)",
 	// Expiry indexes (expiry.go), written with their rows.
 	string(bucketSessionsExpiry):    "expiry index of sessions (PutSession)",
 	string(bucketCodesExpiry):       "expiry index of codes and send histories (PutCode, PutThrottle)",

@@ -1,7 +1,9 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 
 	"latchkey/store"
 )
@@ -10,7 +12,8 @@ import (
 // authorization requests in bucketOIDCAuthRequests and grants in
 // bucketOIDCGrants, JSON rows keyed by (project, id), each with its
 // expiry index (expiries[store.ExpiringOIDCAuthRequests] and
-// [store.ExpiringOIDCGrants]).
+// [store.ExpiringOIDCGrants]); grants are indexed by session too
+// (bucketOIDCSessionGrants), the entry going with its grant.
 
 // OIDCAuthRequest returns projectID's authorization request id.
 func (tx txn) OIDCAuthRequest(projectID, id string) (*store.OIDCAuthRequest, error) {
@@ -53,11 +56,53 @@ func (tx txn) OIDCGrant(projectID, id string) (*store.OIDCGrant, error) {
 	return &g, nil
 }
 
-// PutOIDCGrant stores g; the sweep deletes it at its ExpiresAt.
+// PutOIDCGrant stores g, under its session too; the sweep deletes it
+// at its ExpiresAt.
 func (tx txn) PutOIDCGrant(g *store.OIDCGrant) error {
 	v, err := json.Marshal(g)
 	if err != nil {
 		return err
 	}
-	return tx.putExpiring(&expiries[store.ExpiringOIDCGrants], compound(g.ProjectID, g.ID), v, g.ExpiresAt)
+	key := compound(g.ProjectID, g.ID)
+	if old := tx.bucket(bucketOIDCGrants).Get(key); old != nil {
+		var was store.OIDCGrant
+		if err := jsonDecode(old, &was); err != nil {
+			return err
+		}
+		if was.SessionID != g.SessionID {
+			if err := tx.del(bucketOIDCSessionGrants, sessionGrantKey(&was)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.bucket(bucketOIDCSessionGrants).Put(sessionGrantKey(g), nil); err != nil {
+		return err
+	}
+	return tx.putExpiring(&expiries[store.ExpiringOIDCGrants], key, v, g.ExpiresAt)
+}
+
+// sessionGrantKey is g's key in bucketOIDCSessionGrants.
+func sessionGrantKey(g *store.OIDCGrant) []byte {
+	return compound(g.ProjectID, g.SessionID, g.ID)
+}
+
+// OIDCSessionGrants returns projectID's grants under session sessionID:
+// a seek in bucketOIDCSessionGrants, then each grant.
+func (tx txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGrant, error) {
+	out := []*store.OIDCGrant{}
+	if !isText(projectID) || !isText(sessionID) {
+		return out, nil
+	}
+	prefix := compound(projectID, sessionID, "")
+	c := tx.bucket(bucketOIDCSessionGrants).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		g, err := tx.OIDCGrant(projectID, string(k[len(prefix):]))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }

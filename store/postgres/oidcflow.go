@@ -52,6 +52,7 @@ const (
 			code_expires_at = excluded.code_expires_at, grant_id = excluded.grant_id, expires_at = excluded.expires_at`
 	sqlDeleteOIDCAuthRequest = `DELETE FROM oidc_auth_requests WHERE project_id = $1 AND id = $2`
 	sqlOIDCGrant             = `SELECT ` + oidcGrantCols + ` FROM oidc_grants WHERE project_id = $1 AND id = $2`
+	sqlOIDCSessionGrants     = `SELECT ` + oidcGrantCols + ` FROM oidc_grants WHERE project_id = $1 AND session_id = $2 ORDER BY id`
 	sqlPutOIDCGrant          = `INSERT INTO oidc_grants (` + oidcGrantCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (project_id, id) DO UPDATE SET client_id = excluded.client_id, user_id = excluded.user_id,
@@ -107,4 +108,17 @@ func (tx *txn) PutOIDCGrant(g *store.OIDCGrant) error {
 	_, err := tx.exec(sqlPutOIDCGrant, g.ProjectID, g.ID, g.ClientID, g.UserID, g.SessionID, g.Scopes, g.AMR, g.ACR,
 		timeArg(g.AuthTime), timeArg(g.CreatedAt), timeArg(g.ExpiresAt), timeArg(g.RevokedAt), g.RevokedFor)
 	return err
+}
+
+// OIDCSessionGrants returns projectID's grants under session sessionID
+// (index oidc_grants_session), in id order.
+func (tx *txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGrant, error) {
+	if !validText(projectID) || !validText(sessionID) {
+		return []*store.OIDCGrant{}, nil
+	}
+	out, err := scanAll(tx, sqlOIDCSessionGrants, []any{projectID, sessionID}, oidcGrantDest)
+	if out == nil {
+		out = []*store.OIDCGrant{}
+	}
+	return out, err
 }
