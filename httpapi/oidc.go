@@ -204,10 +204,15 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
 	// Only the endpoints served are named (authorization, token,
-	// userinfo, keys, revocation, introspection); the others, and the
-	// device grant, join the document with their flows.
+	// userinfo, keys, revocation, introspection, end-session); the
+	// others, and the device grant, join the document with their flows.
 	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
-	cfg.EndSessionEndpoint, cfg.DeviceAuthorizationEndpoint = "", ""
+	cfg.DeviceAuthorizationEndpoint = ""
+	// RP-initiated logout at <issuer>/logout (which is also the
+	// forward-auth sign-out, not op's end_session), and back-channel
+	// logout tokens with sid.
+	cfg.EndSessionEndpoint = p.issuer + auth.OIDCLogoutPath
+	cfg.BackChannelLogoutSupported, cfg.BackChannelLogoutSessionSupported = true, true
 	cfg.SubjectTypesSupported = []string{"public"}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 	cfg.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}
