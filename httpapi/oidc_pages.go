@@ -460,7 +460,7 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.ot
 {{else if eq .Form "link"}}<input type="hidden" name="token" value="{{.Token}}">
 <button type="submit">Sign in</button>
 {{else if eq .Form "logout"}}{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}
-<button type="submit" name="confirm" value="yes">Sign out</button>
+<input type="hidden" name="confirm" value="yes"><button type="submit">Sign out</button>
 {{else}}<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}Backup code{{else}}Code{{end}}</label>
 <input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus>
 <button type="submit">Continue</button>{{end}}
