@@ -493,3 +493,48 @@ func TestOIDCBackchannelEveryPath(t *testing.T) {
 		t.Errorf("%d deliveries still queued", queued)
 	}
 }
+
+// TestForwardAuthSignOutCrossSite: the forward-auth sign-out (rd) of a
+// browser that says the request comes from another site is confirmed
+// first (the form ends the session, both cookies, then follows rd); a
+// bare sign-out without rd nor hint always asks; the sign-out of a
+// proxied app's own link (same site, or no Sec-Fetch-Site) ends at once
+// (TestForwardAuthSignIn).
+func TestForwardAuthSignOutCrossSite(t *testing.T) {
+	t.Parallel()
+	ts := newFwdServer(t)
+	pid := ts.Project.ID
+	app := "http://app." + faDomain
+	b := &fwdBrowser{ts: ts, client: loopbackClient(t, true)}
+	back := b.signIn(b.get(ts.faBase()+"/oidc/"+pid+"/signin?rd="+url.QueryEscape(app+"/")), "ada@example.com")
+	if back.Status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", back.Status, back.Body)
+	}
+	tok := b.cookie(pid)
+	logout := ts.faBase() + "/oidc/" + pid + "/logout"
+	for _, c := range []struct{ name, url, site string }{
+		{"no rd", logout, ""},
+		{"cross-site", logout + "?rd=" + url.QueryEscape(app+"/"), "cross-site"},
+	} {
+		req, err := http.NewRequest("GET", c.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.site != "" {
+			req.Header.Set("Sec-Fetch-Site", c.site)
+		}
+		pg := (&browser{ts: ts, client: b.client}).do(req)
+		if pg.Status != http.StatusOK || !strings.Contains(pg.Body, "<h1>Sign out</h1>") || !alive(ts, tok) {
+			t.Fatalf("%s: %d %s, want the confirmation page and the session alive", c.name, pg.Status, pg.Body)
+		}
+		if c.name == "cross-site" {
+			done := b.submit(pg, nil)
+			if done.Status != http.StatusSeeOther || done.Location != app+"/" {
+				t.Fatalf("confirmed: %d %q %s", done.Status, done.Location, done.Body)
+			}
+		}
+	}
+	if alive(ts, tok) || b.cookie(pid) != "" {
+		t.Error("the confirmed forward-auth sign-out left the session or its cookie")
+	}
+}
