@@ -25,8 +25,9 @@ import (
 // /healthz and /ready stay unexposed): discovery, which latchkey writes
 // from op's document, the JWKS, the authorization code flow
 // (authorize, its callback, token, userinfo), refresh, revocation and
-// introspection (oidc_tokens.go) and the hosted sign-in pages
-// (oidc_pages.go).
+// introspection (oidc_tokens.go), the hosted sign-in pages
+// (oidc_pages.go) and sign-out, RP-initiated logout at <issuer>/logout
+// (oidc_logout.go, routed with the forward-auth pages).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
