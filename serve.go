@@ -244,9 +244,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Server = httpapi.New(svc, httpapi.Config{TrustedProxies: chk.proxies, Logger: m.Logger, Ready: m.ready.Load, Webhooks: hooks,
 		Metrics: m.Metrics, Outbox: outbox, ReadyChecks: readyChecks})
-	// The webhook worker yields to the API while it is saturated.
+	// The webhook worker yields to the API while it is saturated. It
+	// also delivers the OpenID back-channel logout tokens, which the
+	// service signs at each attempt.
 	m.Hooks = &webhook.Worker{DB: db, Keys: keys, Now: m.Now, Logger: m.Logger, AllowPrivate: c.WebhookAllowPrivate,
-		Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome}
+		Busy: m.Server.Busy, Outcome: m.Metrics.WebhookOutcome, Backchannel: svc.BackchannelLogoutDelivery}
 	// Among replicas sharing a database, the sweep of the store, mail and
 	// webhook delivery each run on the replica holding their lease (on a
 	// data file, this process always does); what each replica keeps in

@@ -54,7 +54,8 @@ const (
 	// ForwardAuthSecondFactorPath takes a TOTP code.
 	ForwardAuthSecondFactorPath = "/signin/mfa"
 	// ForwardAuthLogoutPath ends the browser's session (?rd= where to
-	// go next, under the cookie domain).
+	// go next, under the cookie domain); it is the providers'
+	// end-session endpoint too (OIDCLogoutPath).
 	ForwardAuthLogoutPath = "/logout"
 )
 
@@ -477,14 +478,4 @@ func (s *Service) ForwardAuthFormToken(browser, rd string) string {
 // rd for browser (constant-time compare).
 func (s *Service) ForwardAuthFormTokenValid(browser, rd, token string) bool {
 	return s.OIDCFormTokenValid(browser, "forward-auth\x00"+rd, token)
-}
-
-// ForwardAuthSignOut ends the browser's session pr (session.revoked);
-// a session already gone is no error.
-func (s *Service) ForwardAuthSignOut(ctx context.Context, pr *Principal) error {
-	err := s.Logout(ctx, pr, LogoutThis)
-	if errors.Is(err, ErrInvalidSession) {
-		return nil
-	}
-	return err
 }

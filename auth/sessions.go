@@ -185,9 +185,13 @@ func (s *Service) AdminRevokeSessions(ctx context.Context, id string) (int, erro
 	return n, nil
 }
 
-// revokeSession deletes one session inside tx and emits session.revoked.
+// revokeSession deletes one session inside tx, emits session.revoked
+// and queues the back-channel logouts of its OpenID clients.
 func (s *Service) revokeSession(tx store.Tx, sess *store.Session) error {
 	if err := tx.DeleteSession(sess); err != nil {
+		return err
+	}
+	if err := s.queueBackchannelLogout(tx, sess.ProjectID, sess.UserID, sess.ID); err != nil {
 		return err
 	}
 	return s.emit(tx, sess.ProjectID, "session.revoked", map[string]string{"user_id": sess.UserID, "session_id": sess.ID})

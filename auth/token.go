@@ -294,14 +294,18 @@ func b64coord(n *big.Int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// revokeAll deletes every session of u inside tx and emits a
-// session.revoked event for each.
+// revokeAll deletes every session of u inside tx, emits a
+// session.revoked event for each and queues the back-channel logouts of
+// their OpenID clients.
 func (s *Service) revokeAll(tx store.Tx, u *store.User) error {
 	ids, err := tx.UserSessions(u.ID)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
+		if err := s.queueBackchannelLogout(tx, u.ProjectID, u.ID, id); err != nil {
+			return err
+		}
 		if err := s.emit(tx, u.ProjectID, "session.revoked", map[string]string{"user_id": u.ID, "session_id": id}); err != nil {
 			return err
 		}

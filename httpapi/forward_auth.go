@@ -115,7 +115,8 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 	}
 	switch strings.TrimPrefix(r.URL.Path, oidcPrefix+p.id) {
 	case auth.ForwardAuthLogoutPath:
-		s.forwardAuthLogout(w, r, p)
+		// The sign-out is the providers' end-session endpoint too.
+		s.oidcLogout(w, r, p)
 		return
 	}
 	t, err := s.auth.ForwardAuthSignInTarget(r.Context(), p.id, r.Form.Get("rd"))
@@ -225,39 +226,6 @@ func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request,
 		return
 	}
 	s.forwardAuthNext(w, r, p, t, pr, tok, "")
-}
-
-// forwardAuthLogout ends the browser's session (its forward-auth and
-// single sign-on cookies'), clears the cookies, and sends the browser
-// to rd when it is under the cookie domain, else shows that it is
-// signed out.
-func (s *Server) forwardAuthLogout(w http.ResponseWriter, r *http.Request, p *projectOP) {
-	ctx := r.Context()
-	for _, name := range []string{fwdCookie, ssoCookie} {
-		if c, err := r.Cookie(name + p.id); err == nil && c.Value != "" {
-			if pr, err := s.auth.OIDCBrowserSession(ctx, p.id, c.Value); err == nil {
-				if err := s.auth.ForwardAuthSignOut(ctx, pr); err != nil {
-					s.oidcFail(w, err)
-					return
-				}
-			}
-		}
-	}
-	sso := oidcCookie(p, ssoCookie, "")
-	sso.MaxAge = -1
-	http.SetCookie(w, sso)
-	if proj, err := s.auth.Project(ctx, p.id); err == nil && proj.ForwardAuth != nil {
-		http.SetCookie(w, &http.Cookie{Name: fwdCookie + p.id, Domain: proj.ForwardAuth.CookieDomain, Path: "/", MaxAge: -1,
-			HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
-	}
-	if rd := r.Form.Get("rd"); rd != "" {
-		if t, err := s.auth.ForwardAuthSignInTarget(ctx, p.id, rd); err == nil {
-			noStore(w)
-			http.Redirect(w, r, t.RD, http.StatusSeeOther)
-			return
-		}
-	}
-	s.oidcRender(w, http.StatusOK, oidcPage{Title: "Signed out", Text: "You are signed out."})
 }
 
 // setForwardAuthCookie gives the browser tok, pr's session token, as the

@@ -185,7 +185,7 @@ func (ts *testServer) start() {
 	ts.Svc = svc
 	ts.Hooks = &webhook.Service{DB: db, Keys: keys, Now: ts.Clock.Now}
 	ts.Worker = &webhook.Worker{DB: db, Keys: keys, Now: ts.Clock.Now, Client: webhook.NewClient(2 * time.Second), Logger: slog.New(slog.DiscardHandler),
-		OnWake: func() { ts.hookWoken.Store(true) }, Outcome: ts.Metrics.WebhookOutcome}
+		OnWake: func() { ts.hookWoken.Store(true) }, Outcome: ts.Metrics.WebhookOutcome, Backchannel: svc.BackchannelLogoutDelivery}
 	api := httpapi.Config{Webhooks: ts.Hooks, Metrics: ts.Metrics}
 	if ts.api != nil {
 		ts.api(&api)

@@ -25,8 +25,9 @@ import (
 // /healthz and /ready stay unexposed): discovery, which latchkey writes
 // from op's document, the JWKS, the authorization code flow
 // (authorize, its callback, token, userinfo), refresh, revocation and
-// introspection (oidc_tokens.go) and the hosted sign-in pages
-// (oidc_pages.go).
+// introspection (oidc_tokens.go), the hosted sign-in pages
+// (oidc_pages.go) and sign-out, RP-initiated logout at <issuer>/logout
+// (oidc_logout.go, routed with the forward-auth pages).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
@@ -204,10 +205,15 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
 	// Only the endpoints served are named (authorization, token,
-	// userinfo, keys, revocation, introspection); the others, and the
-	// device grant, join the document with their flows.
+	// userinfo, keys, revocation, introspection, end-session); the
+	// others, and the device grant, join the document with their flows.
 	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
-	cfg.EndSessionEndpoint, cfg.DeviceAuthorizationEndpoint = "", ""
+	cfg.DeviceAuthorizationEndpoint = ""
+	// RP-initiated logout at <issuer>/logout (which is also the
+	// forward-auth sign-out, not op's end_session), and back-channel
+	// logout tokens with sid.
+	cfg.EndSessionEndpoint = p.issuer + auth.OIDCLogoutPath
+	cfg.BackChannelLogoutSupported, cfg.BackChannelLogoutSessionSupported = true, true
 	cfg.SubjectTypesSupported = []string{"public"}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 	cfg.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}

@@ -352,8 +352,8 @@ func randomToken() string {
 // oidcPage is what the pages' template shows.
 type oidcPage struct {
 	Nonce, Title, Text, Error string
-	// Form is "email", "code", "mfa", "link" (a magic link's confirm) or
-	// "" (no form).
+	// Form is "email", "code", "mfa", "link" (a magic link's confirm),
+	// "logout" (the sign-out confirmation) or "" (no form).
 	Form, Action, AuthRequestID, CSRF, Email string
 	// The sign-in page's other ways in: a passkey ceremony (nil when the
 	// project's pages offer none) and the providers' buttons.
@@ -372,6 +372,8 @@ type oidcPage struct {
 	Others    []oidcLink
 	// Consent: the consent page's question (oidc_consent.go).
 	Consent *oidcConsentAsk
+	// Hidden: the sign-out confirmation's fields (Form "logout").
+	Hidden []oidcField
 }
 
 // oidcPasskeyOffer is a started passkey ceremony on the sign-in page.
@@ -464,6 +466,8 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.ot
 <button type="submit">Sign in</button>
 {{else if eq .Form "link"}}<input type="hidden" name="token" value="{{.Token}}">
 <button type="submit">Sign in</button>
+{{else if eq .Form "logout"}}{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}
+<input type="hidden" name="confirm" value="yes"><button type="submit">Sign out</button>
 {{else}}<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}Backup code{{else}}Code{{end}}</label>
 <input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus>
 <button type="submit">Continue</button>{{end}}

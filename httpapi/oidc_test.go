@@ -62,13 +62,14 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 			"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/oauth/token",
 			"jwks_uri": iss + "/keys", "userinfo_endpoint": iss + "/userinfo",
 			"revocation_endpoint": iss + "/revoke", "introspection_endpoint": iss + "/oauth/introspect",
+			"end_session_endpoint": iss + "/logout",
 		} {
 			if d[k] != v {
 				t.Errorf("%s = %v, want %s", k, d[k], v)
 			}
 		}
 		// What is not served yet is not advertised.
-		for _, k := range []string{"end_session_endpoint", "device_authorization_endpoint"} {
+		for _, k := range []string{"device_authorization_endpoint"} {
 			if v, ok := d[k]; ok {
 				t.Errorf("%s = %v before it is served", k, v)
 			}
@@ -90,8 +91,11 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 				t.Errorf("%s = %q, want %q", k, got, want)
 			}
 		}
-		if d["authorization_response_iss_parameter_supported"] != true {
-			t.Error("RFC 9207's iss parameter is not advertised")
+		for _, k := range []string{"authorization_response_iss_parameter_supported", "backchannel_logout_supported",
+			"backchannel_logout_session_supported"} {
+			if d[k] != true {
+				t.Errorf("%s = %v, want true", k, d[k])
+			}
 		}
 		for _, k := range []string{"token_endpoint_auth_signing_alg_values_supported", "request_object_signing_alg_values_supported",
 			"check_session_iframe", "request_parameter_supported"} {

@@ -652,6 +652,11 @@ type OIDCFlows interface {
 	// revoked or not, in ID byte order; never nil. It reads the user's
 	// grants only (an index by user).
 	OIDCUserGrants(projectID, userID string) ([]*OIDCGrant, error)
+	// OIDCSessionGrants returns projectID's grants made under session
+	// sessionID, expired or revoked or not, in ID byte order; never nil.
+	// It costs the session's grants, whatever the project's number
+	// (back-channel logout reads it when a session ends).
+	OIDCSessionGrants(projectID, sessionID string) ([]*OIDCGrant, error)
 }
 
 // OIDCTokens is the tokens of the projects' OpenID providers beyond the

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +80,14 @@ type Worker struct {
 	// webhook's deliveries go out from one replica, in order. Nil:
 	// always.
 	Hold func() bool
+	// Backchannel, when set, prepares each attempt to deliver an OpenID
+	// back-channel logout event (store.BackchannelLogoutEvent) of
+	// projectID, data being the event's: the URL to post to and the
+	// form to post (it signs a fresh logout token). store.ErrNotFound
+	// drops the delivery (nothing to tell any more); another error is
+	// a failed attempt, retried on the webhooks' schedule. Nil: such
+	// events fail and are retried until it is set.
+	Backchannel func(ctx context.Context, projectID string, data []byte) (target string, form []byte, err error)
 
 	task background.Task // the goroutine of Start
 
@@ -108,6 +117,9 @@ type hookEntry struct {
 	url    string
 	secret string
 	reach  Reach
+	// backchannel: the target is a client's back-channel logout URI
+	// (Worker.Backchannel), not a webhook.
+	backchannel bool
 }
 
 func (w *Worker) init() {
@@ -240,6 +252,17 @@ func (w *Worker) fanOut(ctx context.Context) (int, error) {
 			now = w.lastDue
 		}
 		for _, e := range evs {
+			if e.Type == store.BackchannelLogoutEvent {
+				// Not a webhook event: one job of the client's own queue.
+				if err := enqueueBackchannel(tx, e, now); err != nil {
+					return err
+				}
+				if err := tx.DeleteEvent(e.Seq); err != nil {
+					return err
+				}
+				n++
+				continue
+			}
 			ws, ok := hooks[e.ProjectID]
 			if !ok {
 				if ws, err = tx.Webhooks(e.ProjectID); err != nil {
@@ -272,6 +295,18 @@ func (w *Worker) fanOut(ctx context.Context) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// enqueueBackchannel queues back-channel logout event e, due at now,
+// in its client's queue (store.BackchannelTarget). An event whose data
+// cannot be read is dropped.
+func enqueueBackchannel(tx store.Tx, e *store.Event, now time.Time) error {
+	var d store.BackchannelLogout
+	if err := json.Unmarshal(e.Data, &d); err != nil || d.ClientID == "" {
+		return nil
+	}
+	return tx.EnqueueJob(&store.Job{WebhookID: store.BackchannelTarget(e.ProjectID, d.ClientID), ProjectID: e.ProjectID,
+		EventID: e.ID, EventType: e.Type, Body: e.Data, Attempt: 1, CreatedAt: now, NextAttemptAt: now})
 }
 
 // dispatch starts due jobs while there is room, then arms a timer for
@@ -457,6 +492,12 @@ func (w *Worker) armTimer(ctx context.Context) {
 // load reads j's webhook: its URL, secret and policy. A webhook
 // deleted meanwhile gets an empty entry: the attempt finds its job gone.
 func (w *Worker) load(tx store.Tx, j *store.Job) (*hookEntry, error) {
+	if strings.HasPrefix(j.WebhookID, store.BackchannelJobPrefix) {
+		// A client's back-channel logout URI: registered by the
+		// project's admin, https or http on loopback, so loopback is
+		// reachable, private addresses only when allowed.
+		return &hookEntry{backchannel: true, reach: ReachFor("test", w.AllowPrivate)}, nil
+	}
 	wh, err := tx.Webhook(j.ProjectID, j.WebhookID)
 	if err != nil {
 		return &hookEntry{}, nil
@@ -473,7 +514,10 @@ func (w *Worker) load(tx store.Tx, j *store.Job) (*hookEntry, error) {
 func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 	defer w.wg.Done()
 	var res Result
-	if h.url == "" {
+	drop := false
+	if h.backchannel {
+		res, drop = w.postBackchannel(ctx, j, h)
+	} else if h.url == "" {
 		res.Err = ErrNotFound
 	} else {
 		hdr := Headers(h.secret, j.EventID, j.Attempt, w.Now(), j.Body)
@@ -494,16 +538,39 @@ func (w *Worker) deliver(ctx context.Context, j *store.Job, h *hookEntry) {
 	}
 	// The attempt is made: its outcome is recorded even if Close
 	// cancels ctx meanwhile, or the job would be sent again.
-	w.record(context.WithoutCancel(ctx), j, res)
+	w.record(context.WithoutCancel(ctx), j, res, h.backchannel, drop)
 	w.mu.Lock()
 	w.releaseLocked(j, false)
 	w.mu.Unlock()
 	w.Wake()
 }
 
+// errBackchannelOff fails back-channel logout deliveries while the
+// worker cannot prepare them (Worker.Backchannel is nil).
+var errBackchannelOff = errors.New("webhook: back-channel logout deliveries are not set up")
+
+// postBackchannel makes an attempt to deliver back-channel logout job j:
+// the form Worker.Backchannel prepares, posted to the client's URI.
+// drop says there is nothing to deliver any more.
+func (w *Worker) postBackchannel(ctx context.Context, j *store.Job, h *hookEntry) (res Result, drop bool) {
+	if w.Backchannel == nil {
+		return Result{Err: errBackchannelOff}, false
+	}
+	target, form, err := w.Backchannel(ctx, j.ProjectID, j.Body)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{Err: ErrNotFound}, true
+	} else if err != nil {
+		return Result{Err: err}, false
+	}
+	hdr := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "User-Agent": {UserAgent}}
+	return Post(WithReach(ctx, h.reach), w.Client, target, hdr, form), false
+}
+
 // record commits an attempt's outcome: the job leaves the queue, the
 // attempt is recorded, and a failure is queued again per the schedule.
-func (w *Worker) record(ctx context.Context, j *store.Job, res Result) {
+// A back-channel logout's attempts (backchannel) are logged rather
+// than recorded (no webhook shows them); drop ends one without retry.
+func (w *Worker) record(ctx context.Context, j *store.Job, res Result, backchannel, drop bool) {
 	now := w.Now().UTC()
 	d := &store.Delivery{ID: newID(), WebhookID: j.WebhookID, EventID: j.EventID, EventType: j.EventType, Attempt: j.Attempt,
 		ResponseStatus: res.Status, DurationMS: res.Duration.Milliseconds(), CreatedAt: now}
@@ -511,6 +578,8 @@ func (w *Worker) record(ctx context.Context, j *store.Job, res Result) {
 	switch {
 	case res.OK():
 		d.Status = "succeeded"
+	case drop:
+		d.Status, d.Error = "failed", errorText(res)
 	default:
 		d.Error = errorText(res)
 		if delay, retry := NextDelay(j.Attempt, res.RetryAfter); retry {
@@ -532,6 +601,12 @@ func (w *Worker) record(ctx context.Context, j *store.Job, res Result) {
 		if err != nil || !present {
 			return err // the webhook was deleted meanwhile: keep no history
 		}
+		if backchannel {
+			if next != nil {
+				return tx.EnqueueJob(next)
+			}
+			return nil
+		}
 		if err := tx.AddDelivery(d); err != nil {
 			return err
 		}
@@ -542,6 +617,11 @@ func (w *Worker) record(ctx context.Context, j *store.Job, res Result) {
 	})
 	if err != nil && !errors.Is(err, store.ErrWriteFailed) { // the store logs those
 		w.Logger.Error("record webhook delivery", "webhook", j.WebhookID, "event", j.EventID, "err", err)
+	} else if backchannel {
+		if recorded && d.Status != "succeeded" && !drop {
+			w.Logger.Warn("back-channel logout delivery failed", "project", j.ProjectID, "target", j.WebhookID,
+				"event", j.EventID, "attempt", j.Attempt, "status", d.Status, "err", d.Error)
+		}
 	} else if recorded && w.Outcome != nil {
 		w.Outcome(d.Status)
 	}

@@ -48,8 +48,9 @@ func init() { store.Register("bolt", Open) }
 // every expiring row by its expiry; version 4 keeps pending codes apart
 // from the send histories (codeKey); version 5 keeps sign-ins with
 // providers in flight apart from the WebAuthn challenges
-// (bucketOAuthFlows).
-const SchemaVersion = 5
+// (bucketOAuthFlows); version 6 indexes the OpenID grants by session
+// (bucketOIDCSessionGrants).
+const SchemaVersion = 6
 
 // Bucket names. Open creates them all in one transaction.
 var (
@@ -94,6 +95,8 @@ var (
 	// requests and grants, by (project, id).
 	bucketOIDCAuthRequests = []byte("oidc_auth_requests")
 	bucketOIDCGrants       = []byte("oidc_grants")
+	// The grants by session: (project, session, grant id), no value.
+	bucketOIDCSessionGrants = []byte("oidc_grants_by_session")
 	// Their tokens (oidctoken.go): refresh tokens by (project, keyed
 	// hash), revoked access tokens by (project, jti).
 	bucketOIDCRefresh = []byte("oidc_refresh_tokens")
@@ -135,7 +138,7 @@ var (
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
-		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCRefresh, bucketOIDCRevoked, bucketTLSCache,
+		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCSessionGrants, bucketOIDCRefresh, bucketOIDCRevoked, bucketTLSCache,
 		bucketOIDCUserGrants, bucketOIDCConsents, bucketOIDCClientConsents,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
@@ -256,6 +259,9 @@ func openDB(path string, opt store.Options) (db *DB, created bool, err error) {
 	}
 	if err == nil && version < 5 {
 		err = migrateOAuthFlows(b, log)
+	}
+	if err == nil && version < 6 {
+		err = migrateOIDCSessionGrants(b, log)
 	}
 	if err != nil {
 		b.Close()

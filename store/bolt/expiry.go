@@ -120,11 +120,14 @@ var expiries = [...]expiry{
 			return expiryRow{g.ExpiresAt, g.ProjectID}, err
 		},
 		remove: func(tx txn, _, v []byte) error {
-			k, err := userGrantKey(v)
-			if err != nil {
+			var g store.OIDCGrant
+			if err := jsonDecode(v, &g); err != nil {
 				return err
 			}
-			return tx.del(bucketOIDCUserGrants, k)
+			if err := tx.del(bucketOIDCUserGrants, compound(g.ProjectID, g.UserID, g.ID)); err != nil {
+				return err
+			}
+			return tx.del(bucketOIDCSessionGrants, sessionGrantKey(&g))
 		}},
 	store.ExpiringOIDCRefreshTokens: {rows: bucketOIDCRefresh, index: bucketOIDCRefreshExpiry,
 		head: func(_, v []byte) (expiryRow, error) {

@@ -260,3 +260,36 @@ func migrateOAuthFlows(b *bbolt.DB, log *slog.Logger) error {
 	log.Info("data file upgraded to version 5", "oauth_flows_moved", moved, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// migrateOIDCSessionGrants upgrades a file to version 6: the OpenID
+// grants already stored are indexed by session
+// (bucketOIDCSessionGrants), so that a session ending reaches the grants
+// made under it (back-channel logout). Grants live at most the clients'
+// refresh token lifetime; one transaction indexes them, reading the
+// grants bucket once.
+func migrateOIDCSessionGrants(b *bbolt.DB, log *slog.Logger) error {
+	start := time.Now()
+	indexed := 0
+	err := b.Update(func(btx *bbolt.Tx) error {
+		tx := txn{btx}
+		index := tx.bucket(bucketOIDCSessionGrants)
+		indexed = 0
+		err := tx.bucket(bucketOIDCGrants).ForEach(func(k, v []byte) error {
+			var g store.OIDCGrant
+			if err := jsonDecode(v, &g); err != nil {
+				return fmt.Errorf("upgrade: OpenID grant row %q: %w", k, err)
+			}
+			indexed++
+			return index.Put(sessionGrantKey(&g), nil)
+		})
+		if err != nil {
+			return err
+		}
+		return tx.bucket(bucketMeta).Put(keySchema, u64(6))
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("data file upgraded to version 6", "oidc_grants_indexed", indexed, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}

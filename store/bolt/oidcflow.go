@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"latchkey/store"
 )
@@ -12,8 +13,9 @@ import (
 // bucketOIDCGrants, JSON rows keyed by (project, id), each with its
 // expiry index (expiries[store.ExpiringOIDCAuthRequests] and
 // [store.ExpiringOIDCGrants]); grants have an entry under their user in
-// bucketOIDCUserGrants too, keyed by (project, user, grant id), which
-// goes with the grant (the expiry's remove).
+// bucketOIDCUserGrants too, keyed by (project, user, grant id), and one
+// under their session in bucketOIDCSessionGrants, keyed by (project,
+// session, grant id), which go with the grant (the expiry's remove).
 
 // OIDCAuthRequest returns projectID's authorization request id.
 func (tx txn) OIDCAuthRequest(projectID, id string) (*store.OIDCAuthRequest, error) {
@@ -56,8 +58,8 @@ func (tx txn) OIDCGrant(projectID, id string) (*store.OIDCGrant, error) {
 	return &g, nil
 }
 
-// PutOIDCGrant stores g and its entry under its user; the sweep
-// deletes both at its ExpiresAt.
+// PutOIDCGrant stores g and its entries under its user and its
+// session; the sweep deletes them at its ExpiresAt.
 func (tx txn) PutOIDCGrant(g *store.OIDCGrant) error {
 	v, err := json.Marshal(g)
 	if err != nil {
@@ -66,7 +68,48 @@ func (tx txn) PutOIDCGrant(g *store.OIDCGrant) error {
 	if err := tx.bucket(bucketOIDCUserGrants).Put(compound(g.ProjectID, g.UserID, g.ID), []byte{}); err != nil {
 		return err
 	}
-	return tx.putExpiring(&expiries[store.ExpiringOIDCGrants], compound(g.ProjectID, g.ID), v, g.ExpiresAt)
+	key := compound(g.ProjectID, g.ID)
+	if old := tx.bucket(bucketOIDCGrants).Get(key); old != nil {
+		var was store.OIDCGrant
+		if err := jsonDecode(old, &was); err != nil {
+			return err
+		}
+		if was.SessionID != g.SessionID {
+			if err := tx.del(bucketOIDCSessionGrants, sessionGrantKey(&was)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.bucket(bucketOIDCSessionGrants).Put(sessionGrantKey(g), nil); err != nil {
+		return err
+	}
+	return tx.putExpiring(&expiries[store.ExpiringOIDCGrants], key, v, g.ExpiresAt)
+}
+
+// sessionGrantKey is g's key in bucketOIDCSessionGrants.
+func sessionGrantKey(g *store.OIDCGrant) []byte {
+	return compound(g.ProjectID, g.SessionID, g.ID)
+}
+
+// OIDCSessionGrants returns projectID's grants under session sessionID:
+// a seek in bucketOIDCSessionGrants, then each grant.
+func (tx txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGrant, error) {
+	out := []*store.OIDCGrant{}
+	if !isText(projectID) || !isText(sessionID) {
+		return out, nil
+	}
+	prefix := compound(projectID, sessionID, "")
+	c := tx.bucket(bucketOIDCSessionGrants).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		g, err := tx.OIDCGrant(projectID, string(k[len(prefix):]))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // OIDCUserGrants returns projectID's grants of userID in ID byte order;

@@ -52,6 +52,7 @@ const (
 			code_expires_at = excluded.code_expires_at, grant_id = excluded.grant_id, expires_at = excluded.expires_at`
 	sqlDeleteOIDCAuthRequest = `DELETE FROM oidc_auth_requests WHERE project_id = $1 AND id = $2`
 	sqlOIDCGrant             = `SELECT ` + oidcGrantCols + ` FROM oidc_grants WHERE project_id = $1 AND id = $2`
+	sqlOIDCSessionGrants     = `SELECT ` + oidcGrantCols + ` FROM oidc_grants WHERE project_id = $1 AND session_id = $2 ORDER BY id`
 	sqlPutOIDCGrant          = `INSERT INTO oidc_grants (` + oidcGrantCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (project_id, id) DO UPDATE SET client_id = excluded.client_id, user_id = excluded.user_id,
@@ -117,6 +118,19 @@ func (tx *txn) OIDCUserGrants(projectID, userID string) ([]*store.OIDCGrant, err
 	}
 	out, err := scanAll(tx, `SELECT `+oidcGrantCols+` FROM oidc_grants WHERE project_id = $1 AND user_id = $2 ORDER BY id`,
 		[]any{projectID, userID}, oidcGrantDest)
+	if out == nil {
+		out = []*store.OIDCGrant{}
+	}
+	return out, err
+}
+
+// OIDCSessionGrants returns projectID's grants under session sessionID
+// (index oidc_grants_session), in id order.
+func (tx *txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGrant, error) {
+	if !validText(projectID) || !validText(sessionID) {
+		return []*store.OIDCGrant{}, nil
+	}
+	out, err := scanAll(tx, sqlOIDCSessionGrants, []any{projectID, sessionID}, oidcGrantDest)
 	if out == nil {
 		out = []*store.OIDCGrant{}
 	}

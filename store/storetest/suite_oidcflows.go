@@ -12,7 +12,7 @@ import (
 // grants (store.OIDCFlows). (Their sweep is in Expiry's kinds, their
 // deletion with the project in Projects'.)
 func (s Suite) OIDCFlows(t *testing.T) {
-	parallel(t, []subtest{{"RoundTrip", s.oidcFlowsRoundTrip}})
+	parallel(t, []subtest{{"RoundTrip", s.oidcFlowsRoundTrip}, {"BySession", s.oidcGrantsBySession}})
 }
 
 // oidcFlowsRoundTrip: requests and grants round-trip exactly (one with
@@ -132,5 +132,75 @@ func (s Suite) oidcFlowsRoundTrip(t *testing.T) {
 			"OIDCGrant (id)":                  wantNotFound(tx.OIDCGrant("p", bad)),
 		}
 	})
+	check(t, db)
+}
+
+// oidcGrantsBySession: OIDCSessionGrants finds a session's grants
+// (revoked and expired ones too) in id order, only the project's, and
+// follows a grant replaced under another session; the sweep and the
+// project's deletion take grants out of it; an unknown session or ids
+// that cannot be text find none.
+func (s Suite) oidcGrantsBySession(t *testing.T) {
+	db := s.open(t, store.Options{})
+	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	g := func(p, id, sid string, exp time.Duration) *store.OIDCGrant {
+		return &store.OIDCGrant{ProjectID: p, ID: id, ClientID: "c-" + id, UserID: "u1", SessionID: sid, CreatedAt: at, ExpiresAt: at.Add(exp)}
+	}
+	revoked := g("p", "g-a", "s1", time.Hour)
+	revoked.RevokedAt, revoked.RevokedFor = at, "replayed"
+	update(t, db, func(tx store.Tx) error {
+		for _, gr := range []*store.OIDCGrant{g("p", "g-c", "s1", 2*time.Hour), revoked, g("p", "g-b", "s2", time.Hour),
+			g("p", "g-moved", "s2", time.Hour), g("p2", "g-x", "s1", time.Hour), g("p", "g-s10", "s10", time.Hour)} {
+			if err := tx.PutOIDCGrant(gr); err != nil {
+				return err
+			}
+		}
+		// Replaced under another session: found under that one only.
+		return tx.PutOIDCGrant(g("p", "g-moved", "s1", time.Hour))
+	})
+	ids := func(p, sid string) []string {
+		var out []string
+		view(t, db, func(tx store.Tx) error {
+			gs, err := tx.OIDCSessionGrants(p, sid)
+			if err != nil {
+				return err
+			}
+			if gs == nil {
+				return fmt.Errorf("OIDCSessionGrants(%q, %q) = nil, want a list", p, sid)
+			}
+			out = []string{}
+			for _, gr := range gs {
+				if gr.ProjectID != p || gr.SessionID != sid {
+					return fmt.Errorf("OIDCSessionGrants(%q, %q) gave %+v", p, sid, gr)
+				}
+				out = append(out, gr.ID)
+			}
+			return nil
+		})
+		return out
+	}
+	for _, c := range []struct {
+		p, sid string
+		want   []string
+	}{
+		{"p", "s1", []string{"g-a", "g-c", "g-moved"}},
+		{"p", "s2", []string{"g-b"}},
+		{"p2", "s1", []string{"g-x"}},
+		{"p", "s", []string{}},
+		{"p", "s3", []string{}},
+		{"p3", "s1", []string{}},
+		{"p", "", []string{}},
+		{"p", "s1\x00", []string{}},
+		{"p\x00s1", "", []string{}},
+		{"p", "\xff", []string{}},
+	} {
+		same(t, fmt.Sprintf("grants of (%q, %q)", c.p, c.sid), ids(c.p, c.sid), c.want)
+	}
+	// The sweep takes the expired grants out of their session's list.
+	if got := sweepAll(t, db, store.ExpiringOIDCGrants, at.Add(time.Hour), 10); len(got) != 1 || got[0] != 5 {
+		t.Fatalf("swept %v grants an hour on, want [5]", got)
+	}
+	same(t, "grants of (p, s1) after the sweep", ids("p", "s1"), []string{"g-c"})
+	same(t, "grants of (p, s2) after the sweep", ids("p", "s2"), []string{})
 	check(t, db)
 }
