@@ -135,6 +135,11 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		// RFC 6750 wants 401 and WWW-Authenticate for both.
 		p.handler.ServeHTTP(&bearerErrorWriter{ResponseWriter: w}, r)
 	case sub == "/oauth/introspect":
+		// op hands the storage the token's jti alone; a
+		// client_credentials token's scopes are in the token.
+		if r.ParseForm() == nil {
+			auth.OIDCNoteToken(r.Context(), r.PostForm.Get("token"))
+		}
 		// op refuses a client it cannot authenticate in text/plain.
 		p.handler.ServeHTTP(&clientErrorWriter{ResponseWriter: w}, r)
 	case oidcPages[sub] != nil:
@@ -205,8 +210,9 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
 	// Only the endpoints served are named (authorization, token,
 	// userinfo, keys, revocation, introspection); the others, and the
-	// device grant, join the document with their flows.
-	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
+	// device grant, join the document with their flows. The
+	// client_credentials grant is for confidential clients that have it.
+	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeClientCredentials}
 	cfg.EndSessionEndpoint, cfg.DeviceAuthorizationEndpoint = "", ""
 	cfg.SubjectTypesSupported = []string{"public"}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
