@@ -25,8 +25,8 @@ import (
 // /healthz and /ready stay unexposed): discovery, which latchkey writes
 // from op's document, the JWKS, the authorization code flow
 // (authorize, its callback, token, userinfo), refresh, revocation and
-// introspection (oidc_tokens.go) and the hosted sign-in pages
-// (oidc_pages.go).
+// introspection (oidc_tokens.go), dynamic client registration
+// (oidc_registration.go) and the hosted sign-in pages (oidc_pages.go).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
@@ -64,6 +64,8 @@ func (s *Server) oidcRoutes() {
 	}
 	s.router.POST("/oidc/:project/oauth/introspect", s.serveOIDC)
 	s.router.GET("/oidc/:project/authorize/callback", s.serveOIDC)
+	s.router.POST("/oidc/:project"+oidcRegisterPath, s.serveOIDC)
+	s.router.OPTIONS("/oidc/:project"+oidcRegisterPath, s.serveOIDC)
 	for p := range oidcPages {
 		s.router.GET("/oidc/:project"+p, s.serveOIDC)
 		s.router.POST("/oidc/:project"+p, s.serveOIDC)
@@ -129,6 +131,8 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.oidcAuthorize(w, r, p)
 	case sub == "/authorize/callback":
 		s.oidcCallback(w, r, p)
+	case sub == oidcRegisterPath:
+		s.oidcRegister(w, r, p)
 	case sub == "/userinfo":
 		// op answers a token it cannot verify with a bare 401, and one
 		// the storage refuses (revoked, its session ended) with 403:
@@ -229,6 +233,11 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.RequestParameterSupported = false
 	cfg.CheckSessionIframe = ""
 	cfg.ClaimsSupported = oidcClaims
+	// The registration endpoint is named while the project takes
+	// registrations.
+	if proj, err := s.auth.Project(r.Context(), p.id); err == nil && proj.ClientRegistration == auth.ClientRegistrationOpen {
+		cfg.RegistrationEndpoint = p.issuer + oidcRegisterPath
+	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		s.writeError(w, auth.ErrInternal.Because(err))

@@ -54,7 +54,8 @@ func Fixture() []any {
 				Secret: bytesOf("sealed-client-secret"), Issuer: "https://accounts.google.com", Scopes: []string{"openid", "email"},
 				CreatedAt: at(time.Second), ResponseMode: "form_post", LinkByEmail: &yes}},
 			ForwardAuth: &store.ForwardAuth{CookieDomain: "example.com", Rules: []store.ForwardAuthRule{
-				{Host: "admin.example.com", PathPrefix: "/api", Policy: "mfa", Groups: []string{"ops"}}}}},
+				{Host: "admin.example.com", PathPrefix: "/api", Policy: "mfa", Groups: []string{"ops"}}}},
+			ClientRegistration: "open"},
 		&store.Project{ID: p2, Name: "Second", CreatedAt: at(2 * time.Second), SigningKeyID: "kid-second",
 			SigningKey: bytesOf("sealed-signing-key-2"), PublicKey: bytesOf("public-key-2")},
 
@@ -148,7 +149,7 @@ func Fixture() []any {
 		&store.OIDCClient{ProjectID: p2, ID: "0195f3a0-0000-7000-8000-000000000092", Name: "CLI", Type: "public",
 			RedirectURIs: []string{"http://127.0.0.1/callback"}, GrantTypes: []string{"authorization_code"}, IDTokenAlg: "RS256",
 			AccessTokenLifetimeSeconds: 3600, RefreshTokenLifetimeSeconds: 2592000, RefreshTokenIdleSeconds: 604800,
-			CreatedAt: at(38 * time.Second), UpdatedAt: at(38 * time.Second)},
+			CreatedAt: at(38 * time.Second), UpdatedAt: at(38 * time.Second), Registered: true},
 
 		&store.OIDCAuthRequest{ProjectID: p1, ID: "ar_fixture_1", ClientID: "0195f3a0-0000-7000-8000-000000000091",
 			RedirectURI: "https://grafana.example.com/login/generic_oauth", Scopes: []string{"openid", "email"}, State: "st",
