@@ -30,7 +30,7 @@ import (
 // Chromium's virtual authenticator (WebAuthn domain of the DevTools
 // protocol) signs another user in through the page's script: the
 // conditional request (autofill), which the virtual authenticator
-// answers without a click (amr hwk).
+// answers without a click (amr swk: the passkey is backup eligible).
 // Each page is captured at 360 and 1280 pixels wide, into
 // LATCHKEY_SCREENSHOT_DIR when set (to keep them), else the test's
 // temp dir; the files are logged.
@@ -170,7 +170,7 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	load("authorize again", chromedp.Navigate(rp.config.AuthCodeURL("st2", oauth2.S256ChallengeOption(verifier),
 		oauth2.SetAuthURLParam("prompt", "login"))))
 	c := back(verifier, "st2")
-	wantAMR(t, c, []string{"hwk"}, auth.ACRSingleFactor)
+	wantAMR(t, c, []string{"swk"}, auth.ACRSingleFactor)
 	if h1() != "Back at the app" {
 		t.Errorf("after the passkey: %q", pageText(t, ctx))
 	}

@@ -72,7 +72,7 @@ func Fixture() []any {
 			IssuedAt: at(8 * time.Second), ExpiresAt: at(later), IP: "203.0.113.7", UserAgent: "Fixture/1.0",
 			LastSeenAt: at(9 * time.Second), Proofs: []store.Proof{{Method: "otp", At: at(8 * time.Second)}, {Method: "totp", At: at(9 * time.Second)}}},
 		&store.Session{ID: "0195f3a0-0000-7000-8000-000000000022", UserID: u2, ProjectID: p2, Method: "passkey",
-			IssuedAt: at(10 * time.Second), ExpiresAt: at(later), Proofs: []store.Proof{{Method: "passkey", At: at(10 * time.Second)}}},
+			IssuedAt: at(10 * time.Second), ExpiresAt: at(later), Proofs: []store.Proof{{Method: "passkey", At: at(10 * time.Second), Synced: true}}},
 
 		&store.RefreshToken{SessionID: "0195f3a0-0000-7000-8000-000000000021", Hash: bytesOf("refresh-hash-1"), ProjectID: p1,
 			CreatedAt: at(8 * time.Second), UsedAt: ptr(at(9 * time.Second)), ExpiresAt: at(later)},
