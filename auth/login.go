@@ -53,11 +53,14 @@ func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, metho
 // lists and session.created show it), the proof of its sign-in (""
 // for the method's own amr value: signInAMR), and whether it gets a
 // refresh token (the API's sessions do; a hosted sign-in's session is
-// held by its cookie and slides by the pages).
+// held by its cookie and slides by the pages). synced says, for a
+// passkey sign-in, whether the passkey is a synced one (backup
+// eligible: amr swk).
 type loginAs struct {
 	method    string
 	proof     string
 	noRefresh bool
+	synced    bool
 }
 
 // startLoginAs is startLogin for a session as says.
@@ -74,6 +77,7 @@ func (s *Service) startLoginAs(tx store.Tx, p *store.Project, u *store.User, as 
 	if as.proof != "" {
 		sess.Proofs[0].Method = as.proof
 	}
+	sess.Proofs[0].Synced = as.synced && sess.Proofs[0].Method == amrPasskey
 	// Where the session was signed in from, bounded in length, for the
 	// user's and the operator's session lists.
 	sess.IP, sess.UserAgent = clipIP(m.IP), clipUA(m.UserAgent)

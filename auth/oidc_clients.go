@@ -107,6 +107,9 @@ type ClientView struct {
 	Claims                      map[string]string `json:"claims"`
 	CreatedAt                   string            `json:"createdAt"`
 	UpdatedAt                   string            `json:"updatedAt"`
+	// Registered is whether the client registered itself (dynamic
+	// client registration).
+	Registered bool `json:"registered"`
 }
 
 // OIDCIssuer returns the issuer of projectID's OpenID provider:
@@ -122,7 +125,7 @@ func (s *Service) viewClient(c *store.OIDCClient) ClientView {
 		GrantTypes: orEmpty(c.GrantTypes), Scopes: orEmpty(c.Scopes), FirstParty: c.FirstParty, RequireMFA: c.RequireMFA,
 		IDTokenAlg: c.IDTokenAlg, AccessTokenLifetimeSeconds: c.AccessTokenLifetimeSeconds,
 		RefreshTokenLifetimeSeconds: c.RefreshTokenLifetimeSeconds, RefreshTokenIdleSeconds: c.RefreshTokenIdleSeconds,
-		Claims: c.Claims, CreatedAt: formatTime(c.CreatedAt), UpdatedAt: formatTime(c.UpdatedAt)}
+		Claims: c.Claims, CreatedAt: formatTime(c.CreatedAt), UpdatedAt: formatTime(c.UpdatedAt), Registered: c.Registered}
 	if c.BackchannelLogoutURI != "" {
 		u := c.BackchannelLogoutURI
 		v.BackchannelLogoutURI = &u
@@ -317,8 +320,8 @@ func (in *ClientInput) apply(c *store.OIDCClient, creating bool) error {
 		c.Type = t
 	}
 	if in.Name != nil {
-		n := strings.TrimSpace(*in.Name)
-		if n == "" || utf8.RuneCountInString(n) > 100 || strings.ContainsAny(n, "\r\n") {
+		n, ok := clientName(*in.Name)
+		if !ok {
 			return Invalid("name must be 1 to 100 characters.")
 		}
 		c.Name = n
@@ -401,6 +404,13 @@ func (in *ClientInput) apply(c *store.OIDCClient, creating bool) error {
 		c.Claims = claims
 	}
 	return checkClient(c)
+}
+
+// clientName returns a client's name trimmed, and whether it is one:
+// 1 to 100 characters on one line.
+func clientName(in string) (string, bool) {
+	n := strings.TrimSpace(in)
+	return n, n != "" && utf8.RuneCountInString(n) <= 100 && !strings.ContainsAny(n, "\r\n")
 }
 
 // checkClient checks what one field alone cannot tell.

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -68,6 +69,8 @@ type oidcScratch struct {
 	// authenticated, whose refresh tokens alone it may present
 	// (TokenRequestByRefreshToken).
 	clientID string
+	// token is the token presented for introspection (OIDCNoteToken).
+	token string
 }
 
 type oidcScratchKey struct{}
@@ -288,8 +291,13 @@ func (p *OIDCStorage) DeleteAuthRequest(ctx context.Context, id string) error {
 
 // CreateAccessToken exchanges an authorization request's code for an
 // access token alone (exchangeCode): op calls it when the request's
-// scopes have no offline_access (or the client no refresh grant).
+// scopes have no offline_access (or the client no refresh grant). For a
+// client_credentials request it signs the client's token
+// (mintClientToken).
 func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenRequest) (string, time.Time, error) {
+	if r, ok := request.(*oidcClientRequest); ok {
+		return p.mintClientToken(ctx, r)
+	}
 	a, ok := request.(oidcAuthRequest)
 	if !ok {
 		return "", time.Time{}, oidc.ErrUnsupportedGrantType()
@@ -441,7 +449,7 @@ func (p *OIDCStorage) accessGrant(ctx context.Context, jti, subject string) (*st
 	refused := errors.New("invalid access token")
 	gid, exp, ok := parseJTI(jti)
 	now := p.s.now()
-	if !ok || !now.Before(exp) {
+	if !ok || !now.Before(exp) || strings.HasPrefix(jti, ccPrefix) {
 		return nil, time.Time{}, refused
 	}
 	var g *store.OIDCGrant
@@ -474,7 +482,7 @@ func (p *OIDCStorage) SetUserinfoFromToken(ctx context.Context, info *oidc.UserI
 	if err != nil {
 		return err
 	}
-	return p.fillUserinfo(ctx, info, g.UserID, g.Scopes, "", "")
+	return p.fillUserinfo(ctx, info, g.UserID, g.ClientID, g.Scopes, "", "")
 }
 
 // SetUserinfoFromScopes adds nothing: op calls SetUserinfoFromRequest.
@@ -493,20 +501,26 @@ func (p *OIDCStorage) SetUserinfoFromRequest(ctx context.Context, info *oidc.Use
 	case *oidcRefreshRequest:
 		sid, acr = r.g.SessionID, r.g.ACR
 	}
-	return p.fillUserinfo(ctx, info, request.GetSubject(), scopes, sid, acr)
+	return p.fillUserinfo(ctx, info, request.GetSubject(), request.GetClientID(), scopes, sid, acr)
 }
 
-// fillUserinfo sets the claims of userID for scopes: sub; email and
-// email_verified (email); name, given_name and preferred_username
-// (profile); groups (groups); sid and acr when given.
-func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, userID string, scopes []string, sid, acr string) error {
+// fillUserinfo sets the claims of userID for scopes, as client
+// clientID gets them: sub; email and email_verified (email); name,
+// given_name and preferred_username (profile); groups (groups); the
+// client's claims map, whatever the scopes (clientClaimValues); sid and
+// acr when given.
+func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, userID, clientID string, scopes []string, sid, acr string) error {
 	var u *store.User
+	var c *store.OIDCClient
 	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		u, err = tx.User(userID)
+		if u, err = tx.User(userID); err != nil {
+			return err
+		}
+		c, err = tx.OIDCClient(p.projectID, clientID)
 		return err
 	})
 	if err != nil || u.ProjectID != p.projectID {
-		return errors.New("unknown user")
+		return errors.New("unknown user or client")
 	}
 	info.Subject = u.ID
 	if slices.Contains(scopes, oidc.ScopeEmail) {
@@ -518,6 +532,9 @@ func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, use
 	if slices.Contains(scopes, "groups") {
 		info.AppendClaims("groups", orEmpty(u.Groups))
 	}
+	for name, v := range clientClaimValues(c, u) {
+		info.AppendClaims(name, v)
+	}
 	if sid != "" {
 		info.AppendClaims("sid", sid)
 	}
@@ -525,6 +542,29 @@ func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, use
 		info.AppendClaims("acr", acr)
 	}
 	return nil
+}
+
+// clientClaimValues returns the claims c's claims map takes from u's
+// metadata: for each claim "metadata.<key>", the value of that
+// top-level key (any JSON value) when u's metadata has it and it is not
+// null; the others are left out.
+func clientClaimValues(c *store.OIDCClient, u *store.User) map[string]any {
+	if len(c.Claims) == 0 || len(u.Metadata) == 0 {
+		return nil
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(u.Metadata, &meta) != nil {
+		return nil
+	}
+	out := map[string]any{}
+	for name, src := range c.Claims {
+		raw, ok := meta[strings.TrimPrefix(src, "metadata.")]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		out[name] = raw // as stored: a number keeps its digits
+	}
+	return out
 }
 
 // GetClientByClientID returns the project's client id (invalid_client

@@ -53,6 +53,12 @@ func TestOIDCAMR(t *testing.T) {
 			t.Errorf("auth_time of %v = %v", c.methods, got)
 		}
 	}
+	// A synced (backup-eligible) passkey is swk, a device-bound one hwk.
+	synced := proofs("passkey", "totp")
+	synced[0].Synced = true
+	if got := oidcAMR(synced); !slices.Equal(got, []string{"swk", "otp", "mfa"}) {
+		t.Errorf("amr of a synced passkey and TOTP = %v", got)
+	}
 }
 
 func TestOIDCMustSignInAgain(t *testing.T) {

@@ -365,8 +365,11 @@ func secondFactorProven(proofs []store.Proof) bool {
 
 // oidcAMR maps a session's proofs to RFC 8176 amr values, each once in
 // the order first proven: codes (email, link, TOTP, SMS, backup code)
-// are otp, a passkey hwk, a provider or an external method fed; mfa
-// joins them once a second factor is proven.
+// are otp; a passkey is swk when it is a synced one (backup eligible:
+// its key may leave the device, to the platform's cloud) and hwk when
+// it is bound to its authenticator (a security key, a device-bound
+// platform passkey); a provider or an external method is fed; mfa joins
+// them once a second factor is proven.
 func oidcAMR(proofs []store.Proof) []string {
 	var out []string
 	add := func(v string) {
@@ -376,6 +379,8 @@ func oidcAMR(proofs []store.Proof) []string {
 	}
 	for _, p := range proofs {
 		switch {
+		case p.Method == amrPasskey && p.Synced:
+			add("swk")
 		case p.Method == amrPasskey:
 			add("hwk")
 		case p.Method == amrExternal || strings.HasPrefix(p.Method, "oauth:"):

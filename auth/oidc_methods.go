@@ -17,7 +17,7 @@ import (
 // each through the API's own use case, with its throttles, lockouts,
 // risk checks and events, and each making the same session as the email
 // code (method "oidc:<client name>") proven by its own method: a magic
-// link (link: amr otp), a passkey (hwk), a provider (fed); and the
+// link (link: amr otp), a passkey (hwk, or swk when synced), a provider (fed); and the
 // second factors besides TOTP: an SMS code on the session, or a backup
 // code, which, as in the API, is a sign-in of its own.
 

@@ -351,7 +351,8 @@ var errNotYourToken = oidc.ErrUnauthorizedClient().WithDescription("This token w
 // client is refused (unauthorized_client) and stays; a token that is
 // unknown, expired or already revoked is no error (RFC 7009). A
 // refresh token sent with token_type_hint=access_token reaches here
-// as is, and is revoked as a refresh token.
+// as is, and is revoked as a refresh token. A client_credentials
+// token is denied by its jti too (revokeClientToken).
 func (p *OIDCStorage) RevokeToken(ctx context.Context, token, userID, clientID string) *oidc.Error {
 	if userID == "" {
 		if !isOIDCRefreshToken(token) {
@@ -382,6 +383,9 @@ func (p *OIDCStorage) RevokeToken(ctx context.Context, token, userID, clientID s
 			}
 			g.RevokedAt, g.RevokedFor = now, "refresh token revoked"
 			return tx.PutOIDCGrant(g)
+		}
+		if strings.HasPrefix(token, ccPrefix) {
+			return p.revokeClientToken(tx, token, clientID, now)
 		}
 		gid, exp, ok := parseJTI(token)
 		if !ok || !now.Before(exp) {
@@ -417,8 +421,12 @@ func (p *OIDCStorage) RevokeToken(ctx context.Context, token, userID, clientID s
 // (accessGrant), and only for the client it was issued to; any other
 // is inactive. The answer has the token's scope, client_id, exp, iss,
 // jti, aud, sub, auth_time, amr, sid and acr, and the user's claims of
-// its scopes.
+// its scopes. A client_credentials token is answered by
+// introspectClientToken.
 func (p *OIDCStorage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.IntrospectionResponse, tokenID, subject, clientID string) error {
+	if strings.HasPrefix(tokenID, ccPrefix) {
+		return p.introspectClientToken(ctx, resp, tokenID, subject, clientID)
+	}
 	g, exp, err := p.accessGrant(ctx, tokenID, subject)
 	if err != nil {
 		return err
@@ -427,7 +435,7 @@ func (p *OIDCStorage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.
 		return errors.New("another client's token")
 	}
 	info := &oidc.UserInfo{}
-	if err := p.fillUserinfo(ctx, info, g.UserID, g.Scopes, g.SessionID, g.ACR); err != nil {
+	if err := p.fillUserinfo(ctx, info, g.UserID, g.ClientID, g.Scopes, g.SessionID, g.ACR); err != nil {
 		return err
 	}
 	resp.SetUserInfo(info)

@@ -188,6 +188,7 @@ func (s *Service) finishPasskeyLogin(ctx context.Context, p *store.Project, chal
 		if err := tx.PutPasskey(pk); err != nil {
 			return err
 		}
+		as.synced = cred.Flags.BackupEligible
 		if login, err = s.startLoginAs(tx, p, u, as, a.m); err != nil {
 			return err
 		}

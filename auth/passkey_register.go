@@ -209,12 +209,12 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 		}
 		out.CredentialID = credID
 		if signup {
-			if out.Login, err = s.startLogin(tx, p, u, "passkey", a.m); err != nil {
+			if out.Login, err = s.startLoginAs(tx, p, u, loginAs{method: "passkey", synced: cred.Flags.BackupEligible}, a.m); err != nil {
 				return err
 			}
 			out.Login.IsNewUser = true
 		} else {
-			if err := s.markProof(tx, pr.SessionID, amrPasskey, now); err != nil {
+			if err := s.markPasskeyProof(tx, pr.SessionID, cred.Flags.BackupEligible, now); err != nil {
 				return err
 			}
 			if err := factorAdded(tx, u.ID, before, amrPasskey); err != nil {

@@ -72,6 +72,9 @@ type ProjectInput struct {
 	// ({cookieDomain, rules}), or null to remove them
 	// (parseForwardAuth); nil when not given.
 	ForwardAuth json.RawMessage `json:"forwardAuth"`
+	// ClientRegistration is whether the project's OpenID provider takes
+	// dynamic client registrations: "open" or "closed".
+	ClientRegistration *string `json:"clientRegistration"`
 }
 
 // apply validates in and copies it onto p.
@@ -184,6 +187,16 @@ func (in *ProjectInput) applyFields(p *store.Project) error {
 		}
 		p.ForwardAuth = fa
 	}
+	if in.ClientRegistration != nil {
+		switch *in.ClientRegistration {
+		case ClientRegistrationOpen:
+			p.ClientRegistration = ClientRegistrationOpen
+		case ClientRegistrationClosed:
+			p.ClientRegistration = ""
+		default:
+			return Invalid(`clientRegistration must be "open" or "closed".`)
+		}
+	}
 	return nil
 }
 
@@ -210,6 +223,9 @@ type ProjectView struct {
 	// ForwardAuth is the forward-auth settings; null when the project
 	// has none.
 	ForwardAuth *store.ForwardAuth `json:"forwardAuth"`
+	// ClientRegistration is "open" when clients may register
+	// themselves with the project's OpenID provider, else "closed".
+	ClientRegistration string `json:"clientRegistration"`
 }
 
 // ViewProject returns the admin view of p.
@@ -219,7 +235,10 @@ func (s *Service) ViewProject(p *store.Project) ProjectView {
 		AllowedOrigins: p.AllowedOrigins, RPID: s.RPID(p),
 		SessionTTLSeconds: p.SessionTTLSeconds, RateLimitPerMinute: p.RateLimitPerMinute,
 		DenyCIDRs: p.DenyCIDRs, EmailChange: p.EmailChange, CreatedAt: formatTime(p.CreatedAt),
-		SessionRateLimitPerMinute: sessionRateLimit(p),
+		SessionRateLimitPerMinute: sessionRateLimit(p), ClientRegistration: ClientRegistrationClosed,
+	}
+	if p.ClientRegistration == ClientRegistrationOpen {
+		v.ClientRegistration = ClientRegistrationOpen
 	}
 	_, idle, most := sessionTimes(p)
 	v.SessionIdleSeconds, v.SessionMaxSeconds = int(idle/time.Second), int(most/time.Second)

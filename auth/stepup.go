@@ -103,6 +103,23 @@ func prove(sess *store.Session, method string, t time.Time) {
 	sess.Proofs = append(sess.Proofs, store.Proof{Method: method, At: t})
 }
 
+// markPasskeyProof records on session sessionID, inside tx, that it
+// proved a passkey at now, synced (backup eligible) or not: the last
+// passkey proven says which.
+func (s *Service) markPasskeyProof(tx store.Tx, sessionID string, synced bool, now time.Time) error {
+	sess, err := tx.Session(sessionID)
+	if err != nil {
+		return err
+	}
+	prove(sess, amrPasskey, now)
+	for i := range sess.Proofs {
+		if sess.Proofs[i].Method == amrPasskey {
+			sess.Proofs[i].Synced = synced
+		}
+	}
+	return tx.PutSession(sess)
+}
+
 // markProof records on session sessionID, inside tx, that it proved
 // method at now.
 func (s *Service) markProof(tx store.Tx, sessionID, method string, now time.Time) error {

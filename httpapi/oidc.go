@@ -25,9 +25,10 @@ import (
 // /healthz and /ready stay unexposed): discovery, which latchkey writes
 // from op's document, the JWKS, the authorization code flow
 // (authorize, its callback, token, userinfo), refresh, revocation and
-// introspection (oidc_tokens.go), the hosted sign-in pages
-// (oidc_pages.go) and sign-out, RP-initiated logout at <issuer>/logout
-// (oidc_logout.go, routed with the forward-auth pages).
+// introspection (oidc_tokens.go), dynamic client registration
+// (oidc_registration.go), the hosted sign-in pages (oidc_pages.go) and
+// sign-out, RP-initiated logout at <issuer>/logout (oidc_logout.go,
+// routed with the forward-auth pages).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
@@ -65,6 +66,8 @@ func (s *Server) oidcRoutes() {
 	}
 	s.router.POST("/oidc/:project/oauth/introspect", s.serveOIDC)
 	s.router.GET("/oidc/:project/authorize/callback", s.serveOIDC)
+	s.router.POST("/oidc/:project"+oidcRegisterPath, s.serveOIDC)
+	s.router.OPTIONS("/oidc/:project"+oidcRegisterPath, s.serveOIDC)
 	for p := range oidcPages {
 		s.router.GET("/oidc/:project"+p, s.serveOIDC)
 		s.router.POST("/oidc/:project"+p, s.serveOIDC)
@@ -130,12 +133,19 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.oidcAuthorize(w, r, p)
 	case sub == "/authorize/callback":
 		s.oidcCallback(w, r, p)
+	case sub == oidcRegisterPath:
+		s.oidcRegister(w, r, p)
 	case sub == "/userinfo":
 		// op answers a token it cannot verify with a bare 401, and one
 		// the storage refuses (revoked, its session ended) with 403:
 		// RFC 6750 wants 401 and WWW-Authenticate for both.
 		p.handler.ServeHTTP(&bearerErrorWriter{ResponseWriter: w}, r)
 	case sub == "/oauth/introspect":
+		// op hands the storage the token's jti alone; a
+		// client_credentials token's scopes are in the token.
+		if r.ParseForm() == nil {
+			auth.OIDCNoteToken(r.Context(), r.PostForm.Get("token"))
+		}
 		// op refuses a client it cannot authenticate in text/plain.
 		p.handler.ServeHTTP(&clientErrorWriter{ResponseWriter: w}, r)
 	case oidcPages[sub] != nil:
@@ -206,8 +216,9 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
 	// Only the endpoints served are named (authorization, token,
 	// userinfo, keys, revocation, introspection, end-session); the
-	// others, and the device grant, join the document with their flows.
-	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
+	// device grant joins the document with its flow. The
+	// client_credentials grant is for confidential clients that have it.
+	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeClientCredentials}
 	cfg.DeviceAuthorizationEndpoint = ""
 	// RP-initiated logout at <issuer>/logout (which is also the
 	// forward-auth sign-out, not op's end_session), and back-channel
@@ -229,6 +240,11 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.RequestParameterSupported = false
 	cfg.CheckSessionIframe = ""
 	cfg.ClaimsSupported = oidcClaims
+	// The registration endpoint is named while the project takes
+	// registrations.
+	if proj, err := s.auth.Project(r.Context(), p.id); err == nil && proj.ClientRegistration == auth.ClientRegistrationOpen {
+		cfg.RegistrationEndpoint = p.issuer + oidcRegisterPath
+	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		s.writeError(w, auth.ErrInternal.Because(err))

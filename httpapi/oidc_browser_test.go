@@ -31,7 +31,7 @@ import (
 // Chromium's virtual authenticator (WebAuthn domain of the DevTools
 // protocol) signs another user in through the page's script: the
 // conditional request (autofill), which the virtual authenticator
-// answers without a click (amr hwk).
+// answers without a click (amr swk: the passkey is backup eligible).
 // Each page is captured at 360 and 1280 pixels wide, into
 // LATCHKEY_SCREENSHOT_DIR when set (to keep them), else the test's
 // temp dir; the files are logged.
@@ -180,7 +180,7 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	do(t, ctx, "the consent page", chromedp.WaitVisible(chromedp.CSS(`button[name=decision][value=allow]`)))
 	load("allow", chromedp.Click(chromedp.CSS(`button[name=decision][value=allow]`)))
 	c := back(verifier, "st2")
-	wantAMR(t, c, []string{"hwk"}, auth.ACRSingleFactor)
+	wantAMR(t, c, []string{"swk"}, auth.ACRSingleFactor)
 	if h1() != "Back at the app" {
 		t.Errorf("after the passkey: %q", pageText(t, ctx))
 	}

@@ -132,7 +132,8 @@ var (
 // email field says autocomplete "username webauthn", the page carries a
 // discoverable ceremony and its script, allowed by the CSP's nonce.
 // The authenticator's assertion posted with the page's passkey form
-// signs in: amr hwk. A forged assertion shows the sign-in page again
+// signs in: amr swk for its synced (backup-eligible) passkey, hwk for a
+// security key's (not backup eligible). A forged assertion shows the sign-in page again
 // with the reason. On 127.0.0.1 (no domain for passkeys) the page has
 // no ceremony and no script.
 func TestOIDCPasskeyPage(t *testing.T) {
@@ -172,7 +173,24 @@ func TestOIDCPasskeyPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := rp.finish(b.submitTo(again, auth.OIDCPasskeyPath, map[string]string{"credential": string(cred)}), verifier)
-	wantAMR(t, c, []string{"hwk"}, auth.ACRSingleFactor)
+	wantAMR(t, c, []string{"swk"}, auth.ACRSingleFactor) // a synced (backup-eligible) passkey
+
+	// A security key (not backup eligible, cross-platform): hwk.
+	key := passkeytest.New(origin)
+	key.BackupEligible, key.BackedUp, key.Attachment, key.Transports = false, false, "cross-platform", []string{"usb"}
+	ts.passkeySignUp(key, "key@example.com")
+	kb := ts.newBrowser()
+	kpg := rp.authorize(kb, verifier, "s", "n")
+	km := pageOptions.FindStringSubmatch(kpg.Body)
+	if km == nil {
+		t.Fatalf("no ceremony: %s", kpg.Body)
+	}
+	kcred, _, err := key.Get([]byte(unescape(km[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAMR(t, rp.finish(kb.submitTo(kpg, auth.OIDCPasskeyPath, map[string]string{"credential": string(kcred)}), verifier),
+		[]string{"hwk"}, auth.ACRSingleFactor)
 
 	// On 127.0.0.1 the pages offer no passkeys.
 	plain := newTestServer(t)

@@ -77,7 +77,7 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 		for k, want := range map[string]string{
 			"response_types_supported":              "code",
 			"response_modes_supported":              "query form_post",
-			"grant_types_supported":                 "authorization_code refresh_token",
+			"grant_types_supported":                 "authorization_code refresh_token client_credentials",
 			"code_challenge_methods_supported":      "S256",
 			"id_token_signing_alg_values_supported": "RS256 ES256",
 			"subject_types_supported":               "public",

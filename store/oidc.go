@@ -57,4 +57,7 @@ type OIDCClient struct {
 	Claims    map[string]string `json:"claims"`
 	CreatedAt time.Time         `json:"createdAt"`
 	UpdatedAt time.Time         `json:"updatedAt"`
+	// Registered is whether the client registered itself (dynamic
+	// client registration) rather than being created by the admin.
+	Registered bool `json:"registered,omitempty"`
 }

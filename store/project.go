@@ -47,6 +47,10 @@ type Project struct {
 	// reverse proxy: the domain of its cookie and its access rules. Nil
 	// when the project has none.
 	ForwardAuth *ForwardAuth `json:"forwardAuth,omitempty"`
+
+	// ClientRegistration is whether the project's OpenID provider lets
+	// clients register themselves (RFC 7591): "open", or "" (closed).
+	ClientRegistration string `json:"clientRegistration,omitempty"`
 }
 
 // ForwardAuth is a project's forward-auth settings.

@@ -33,6 +33,10 @@ type Session struct {
 type Proof struct {
 	Method string    `json:"method"`
 	At     time.Time `json:"at"`
+	// Synced is, for a passkey proof, whether the passkey was backup
+	// eligible (a synced passkey, which may leave the device) rather
+	// than bound to one authenticator.
+	Synced bool `json:"synced,omitempty"`
 }
 
 // LegacyProofs returns the proofs of a session stored before sessions
@@ -55,12 +59,12 @@ func LegacyProofs(method string, issuedAt, steppedUpAt time.Time) []Proof {
 		signIn = "external"
 	}
 	if steppedUpAt.IsZero() {
-		return []Proof{{signIn, issuedAt}}
+		return []Proof{{Method: signIn, At: issuedAt}}
 	}
 	if d := steppedUpAt.Sub(issuedAt); method == "backup_code" && d >= 0 && d < time.Second {
-		return []Proof{{signIn, steppedUpAt}}
+		return []Proof{{Method: signIn, At: steppedUpAt}}
 	}
-	return []Proof{{signIn, issuedAt}, {"mfa", steppedUpAt}}
+	return []Proof{{Method: signIn, At: issuedAt}, {Method: "mfa", At: steppedUpAt}}
 }
 
 // Enrolled is what an account holds that proves its user besides its

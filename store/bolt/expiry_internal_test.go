@@ -298,6 +298,7 @@ func TestSessionProofsEncoding(t *testing.T) {
 		{{Method: "oauth:github", At: t0}},
 		{{Method: "otp", At: t0}, {Method: "link", At: t0.Add(time.Nanosecond)}, {Method: "passkey", At: t0.Add(-time.Hour)}, {Method: "backup_code", At: t0.Add(90 * 24 * time.Hour)},
 			{Method: "totp", At: t0}, {Method: "sms", At: t0}, {Method: "external", At: t0}, {Method: "mfa", At: t0}, {Method: "", At: time.Time{}}, {Method: "oauth:é", At: t0.Add(time.Second)}},
+		{{Method: "passkey", At: t0, Synced: true}, {Method: "totp", At: t0}},
 	} {
 		s := base
 		s.Proofs = ps

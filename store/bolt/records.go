@@ -177,7 +177,12 @@ func decodeSession(k, v []byte) (*store.Session, error) {
 
 // proofMethods are the methods a proof stores as one byte (its index);
 // any other is stored as 0 and the string.
-var proofMethods = [...]string{1: "otp", 2: "link", 3: "passkey", 4: "backup_code", 5: "totp", 6: "sms", 7: "external", 8: "mfa"}
+var proofMethods = [...]string{1: "otp", 2: "link", 3: "passkey", 4: "backup_code", 5: "totp", 6: "sms", 7: "external", 8: "mfa",
+	proofSyncedPasskey: "passkey"}
+
+// proofSyncedPasskey is the tag of a passkey proof whose passkey was
+// synced (store.Proof.Synced); tag 3 is one bound to its authenticator.
+const proofSyncedPasskey = 9
 
 // appendProofs appends a session's proofs: their count, then each
 // method (one byte, see proofMethods) and time, as the signed difference
@@ -192,6 +197,9 @@ func appendProofs(b []byte, ps []store.Proof, base time.Time) []byte {
 				tag = byte(i)
 				break
 			}
+		}
+		if p.Synced && p.Method == "passkey" {
+			tag = proofSyncedPasskey
 		}
 		b = append(b, tag)
 		if tag == 0 {
@@ -218,7 +226,7 @@ func (d *decoder) proofs(base time.Time) []store.Proof {
 		if tag := d.byte(); tag == 0 {
 			p.Method = d.string()
 		} else if int(tag) < len(proofMethods) {
-			p.Method = proofMethods[tag]
+			p.Method, p.Synced = proofMethods[tag], tag == proofSyncedPasskey
 		} else {
 			d.bad = true
 		}

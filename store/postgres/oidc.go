@@ -91,14 +91,14 @@ func (tx *txn) RetireOIDCKey(projectID, id string, at time.Time) error {
 
 const oidcClientCols = `project_id, id, name, type, secret_hash, redirect_uris, post_logout_redirect_uris,
 	backchannel_logout_uri, grant_types, scopes, first_party, require_mfa, id_token_alg, access_token_lifetime,
-	refresh_token_lifetime, refresh_token_idle, claims, created_at, updated_at`
+	refresh_token_lifetime, refresh_token_idle, claims, created_at, updated_at, registered`
 
 // oidcClientDest returns the scan destinations of oidcClientCols in c.
 func oidcClientDest(c *store.OIDCClient) []any {
 	return []any{&c.ProjectID, &c.ID, &c.Name, &c.Type, &c.SecretHash, &c.RedirectURIs, &c.PostLogoutRedirectURIs,
 		&c.BackchannelLogoutURI, &c.GrantTypes, &c.Scopes, &c.FirstParty, &c.RequireMFA, &c.IDTokenAlg,
 		&c.AccessTokenLifetimeSeconds, &c.RefreshTokenLifetimeSeconds, &c.RefreshTokenIdleSeconds,
-		(*claimsCol)(&c.Claims), timeDest(&c.CreatedAt), timeDest(&c.UpdatedAt)}
+		(*claimsCol)(&c.Claims), timeDest(&c.CreatedAt), timeDest(&c.UpdatedAt), &c.Registered}
 }
 
 // claimsCol is OIDCClient.Claims scanned from its JSON (NULL: none).
@@ -156,7 +156,7 @@ func (tx *txn) PutOIDCClient(c *store.OIDCClient) error {
 		return err
 	}
 	_, err = tx.exec(`INSERT INTO oidc_clients (`+oidcClientCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 		ON CONFLICT (project_id, id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			secret_hash = excluded.secret_hash, redirect_uris = excluded.redirect_uris,
 			post_logout_redirect_uris = excluded.post_logout_redirect_uris,
@@ -164,11 +164,12 @@ func (tx *txn) PutOIDCClient(c *store.OIDCClient) error {
 			scopes = excluded.scopes, first_party = excluded.first_party, require_mfa = excluded.require_mfa,
 			id_token_alg = excluded.id_token_alg, access_token_lifetime = excluded.access_token_lifetime,
 			refresh_token_lifetime = excluded.refresh_token_lifetime, refresh_token_idle = excluded.refresh_token_idle,
-			claims = excluded.claims, created_at = excluded.created_at, updated_at = excluded.updated_at`,
+			claims = excluded.claims, created_at = excluded.created_at, updated_at = excluded.updated_at,
+			registered = excluded.registered`,
 		c.ProjectID, c.ID, c.Name, c.Type, c.SecretHash, c.RedirectURIs, c.PostLogoutRedirectURIs,
 		c.BackchannelLogoutURI, c.GrantTypes, c.Scopes, c.FirstParty, c.RequireMFA, c.IDTokenAlg,
 		c.AccessTokenLifetimeSeconds, c.RefreshTokenLifetimeSeconds, c.RefreshTokenIdleSeconds,
-		claims, timeArg(c.CreatedAt), timeArg(c.UpdatedAt))
+		claims, timeArg(c.CreatedAt), timeArg(c.UpdatedAt), c.Registered)
 	return err
 }
 

@@ -17,7 +17,7 @@ func init() {
 	expires(store.ExpiringSessions, due{"sessions", "due"})
 }
 
-const sessionCols = `id, user_id, project_id, method, issued_at, expires_at, stepped_up_at, last_seen_at, ip, user_agent, proof_methods, proof_times`
+const sessionCols = `id, user_id, project_id, method, issued_at, expires_at, stepped_up_at, last_seen_at, ip, user_agent, proof_methods, proof_times, proof_synced`
 
 // sessionRow is a session as scanned: the IP and the user agent are
 // bytea, which takes any bytes a header brought; the proofs are two
@@ -29,13 +29,14 @@ type sessionRow struct {
 	stepped   time.Time
 	methods   []string
 	times     []int64
+	synced    []bool
 }
 
 // dest returns the scan destinations of sessionCols in r.
 func (r *sessionRow) dest() []any {
 	s := &r.s
 	return []any{&s.ID, &s.UserID, &s.ProjectID, &s.Method, timeDest(&s.IssuedAt), timeDest(&s.ExpiresAt),
-		timeDest(&r.stepped), timeDest(&s.LastSeenAt), &r.ip, &r.agent, &r.methods, &r.times}
+		timeDest(&r.stepped), timeDest(&s.LastSeenAt), &r.ip, &r.agent, &r.methods, &r.times, &r.synced}
 }
 
 // session returns the scanned session.
@@ -51,23 +52,32 @@ func (r *sessionRow) session() *store.Session {
 			if i < len(r.times) && r.times[i] != 0 {
 				r.s.Proofs[i].At = time.Unix(0, r.times[i]).UTC()
 			}
+			r.s.Proofs[i].Synced = i < len(r.synced) && r.synced[i]
 		}
 	}
 	return &r.s
 }
 
-// proofArgs returns s's proofs as the two array arguments: never NULL
-// (an empty array for none), so that no stored session reads as one
-// stored before proofs.
-func proofArgs(s *store.Session) ([]string, []int64) {
+// proofArgs returns s's proofs as the array arguments: the methods and
+// times never NULL (an empty array for none), so that no stored session
+// reads as one stored before proofs; which are synced passkeys, NULL
+// when none is.
+func proofArgs(s *store.Session) ([]string, []int64, []bool) {
 	methods, times := make([]string, len(s.Proofs)), make([]int64, len(s.Proofs))
+	var synced []bool
 	for i, p := range s.Proofs {
 		methods[i] = p.Method
 		if !p.At.IsZero() {
 			times[i] = unixNano(p.At)
 		}
+		if p.Synced {
+			if synced == nil {
+				synced = make([]bool, len(s.Proofs))
+			}
+			synced[i] = true
+		}
 	}
-	return methods, times
+	return methods, times, synced
 }
 
 // sessions runs a query of sessionCols and returns its sessions, never
@@ -119,19 +129,20 @@ func (tx *txn) SessionExists(id string) (bool, error) {
 // leaves 0. This replica's cache drops the session as the transaction
 // commits either way.
 func (tx *txn) PutSession(s *store.Session) error {
-	methods, times := proofArgs(s)
+	methods, times, synced := proofArgs(s)
 	tx.later(`WITH s AS (INSERT INTO sessions (`+sessionCols+`, due)
-		VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $11, $12)
+		VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $11, $14, $12)
 		ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, project_id = excluded.project_id,
 			method = excluded.method, issued_at = excluded.issued_at, expires_at = excluded.expires_at,
 			stepped_up_at = NULL, last_seen_at = excluded.last_seen_at,
 			ip = excluded.ip, user_agent = excluded.user_agent,
-			proof_methods = excluded.proof_methods, proof_times = excluded.proof_times, due = excluded.due
+			proof_methods = excluded.proof_methods, proof_times = excluded.proof_times,
+			proof_synced = excluded.proof_synced, due = excluded.due
 		RETURNING xmax)
 		INSERT INTO changes (kind, id) SELECT $13, $1 FROM s WHERE s.xmax::text <> '0'`,
 		s.ID, s.UserID, s.ProjectID, s.Method, timeArg(s.IssuedAt), timeArg(s.ExpiresAt),
 		timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), methods, times, dueNanos(s.ExpiresAt),
-		string(store.ChangeSession))
+		string(store.ChangeSession), synced)
 	tx.dropOnCommit(s.ID, false)
 	return nil
 }

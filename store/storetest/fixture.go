@@ -57,7 +57,8 @@ func Fixture() []any {
 				Secret: bytesOf("sealed-client-secret"), Issuer: "https://accounts.google.com", Scopes: []string{"openid", "email"},
 				CreatedAt: at(time.Second), ResponseMode: "form_post", LinkByEmail: &yes}},
 			ForwardAuth: &store.ForwardAuth{CookieDomain: "example.com", Rules: []store.ForwardAuthRule{
-				{Host: "admin.example.com", PathPrefix: "/api", Policy: "mfa", Groups: []string{"ops"}}}}},
+				{Host: "admin.example.com", PathPrefix: "/api", Policy: "mfa", Groups: []string{"ops"}}}},
+			ClientRegistration: "open"},
 		&store.Project{ID: p2, Name: "Second", CreatedAt: at(2 * time.Second), SigningKeyID: "kid-second",
 			SigningKey: bytesOf("sealed-signing-key-2"), PublicKey: bytesOf("public-key-2")},
 
@@ -74,7 +75,7 @@ func Fixture() []any {
 			IssuedAt: at(8 * time.Second), ExpiresAt: at(later), IP: "203.0.113.7", UserAgent: "Fixture/1.0",
 			LastSeenAt: at(9 * time.Second), Proofs: []store.Proof{{Method: "otp", At: at(8 * time.Second)}, {Method: "totp", At: at(9 * time.Second)}}},
 		&store.Session{ID: "0195f3a0-0000-7000-8000-000000000022", UserID: u2, ProjectID: p2, Method: "passkey",
-			IssuedAt: at(10 * time.Second), ExpiresAt: at(later), Proofs: []store.Proof{{Method: "passkey", At: at(10 * time.Second)}}},
+			IssuedAt: at(10 * time.Second), ExpiresAt: at(later), Proofs: []store.Proof{{Method: "passkey", At: at(10 * time.Second), Synced: true}}},
 
 		&store.RefreshToken{SessionID: "0195f3a0-0000-7000-8000-000000000021", Hash: bytesOf("refresh-hash-1"), ProjectID: p1,
 			CreatedAt: at(8 * time.Second), UsedAt: ptr(at(9 * time.Second)), ExpiresAt: at(later)},
@@ -151,7 +152,7 @@ func Fixture() []any {
 		&store.OIDCClient{ProjectID: p2, ID: "0195f3a0-0000-7000-8000-000000000092", Name: "CLI", Type: "public",
 			RedirectURIs: []string{"http://127.0.0.1/callback"}, GrantTypes: []string{"authorization_code"}, IDTokenAlg: "RS256",
 			AccessTokenLifetimeSeconds: 3600, RefreshTokenLifetimeSeconds: 2592000, RefreshTokenIdleSeconds: 604800,
-			CreatedAt: at(38 * time.Second), UpdatedAt: at(38 * time.Second)},
+			CreatedAt: at(38 * time.Second), UpdatedAt: at(38 * time.Second), Registered: true},
 
 		&store.OIDCAuthRequest{ProjectID: p1, ID: "ar_fixture_1", ClientID: "0195f3a0-0000-7000-8000-000000000091",
 			RedirectURI: "https://grafana.example.com/login/generic_oauth", Scopes: []string{"openid", "email"}, State: "st",

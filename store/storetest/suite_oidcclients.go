@@ -30,7 +30,8 @@ func (s Suite) oidcClientsRoundTrip(t *testing.T) {
 		GrantTypes: []string{"authorization_code", "refresh_token"}, Scopes: []string{"groups", "api:read"},
 		FirstParty: true, RequireMFA: true, IDTokenAlg: "ES256", AccessTokenLifetimeSeconds: 300,
 		RefreshTokenLifetimeSeconds: 2592000, RefreshTokenIdleSeconds: 604800,
-		Claims: map[string]string{"role": "metadata.role", "ünï": "metadata.x"}, CreatedAt: at, UpdatedAt: at.Add(time.Second)}
+		Claims: map[string]string{"role": "metadata.role", "ünï": "metadata.x"}, CreatedAt: at, UpdatedAt: at.Add(time.Second),
+		Registered: true}
 	complete(t, full)
 	bare := &store.OIDCClient{ProjectID: "p", ID: "c-bare"}
 	update(t, db, func(tx store.Tx) error {

@@ -46,7 +46,8 @@ func (s Suite) projectsRoundTrip(t *testing.T) {
 			SessionIdleSeconds: 7200, SessionMaxSeconds: 86400, Providers: providers,
 			ForwardAuth: &store.ForwardAuth{CookieDomain: "a.example", Rules: []store.ForwardAuthRule{
 				{Host: "*.a.example", PathPrefix: "/admin", Policy: "mfa", Groups: []string{"ops", "été"}},
-				{Host: "pub.a.example", Policy: "bypass"}}}},
+				{Host: "pub.a.example", Policy: "bypass"}}},
+			ClientRegistration: "open"},
 		{ID: "p-empty", ForwardAuth: &store.ForwardAuth{Rules: []store.ForwardAuthRule{}}, AllowedOrigins: []string{}, DenyCIDRs: []string{}, SigningKey: []byte{}, PublicKey: []byte{}, Providers: []store.Provider{}},
 		{ID: "p-nil"},
 	}

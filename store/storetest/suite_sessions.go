@@ -69,7 +69,7 @@ func (s Suite) sessionsRoundTrip(t *testing.T) {
 	read()
 	sessions[0].Proofs[1].At = t0.Add(2 * time.Minute)
 	sessions[0].Proofs = sessions[0].Proofs[:3]
-	sessions[1].Proofs = []store.Proof{{Method: "passkey", At: t0}, {Method: "sms", At: t0.Add(time.Second)}}
+	sessions[1].Proofs = []store.Proof{{Method: "passkey", At: t0, Synced: true}, {Method: "sms", At: t0.Add(time.Second)}}
 	put()
 	read()
 }
