@@ -29,6 +29,7 @@ import (
 //	*OIDCGrant        their grants
 //	*OIDCRefreshToken their refresh tokens
 //	*OIDCRevokedToken their access tokens revoked before their expiry
+//	*OIDCDeviceAuth   their device authorizations
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -148,6 +149,7 @@ var recordKinds = []struct {
 	{"OIDCGrant", reflect.TypeFor[*OIDCGrant]()},
 	{"OIDCRefreshToken", reflect.TypeFor[*OIDCRefreshToken]()},
 	{"OIDCRevokedToken", reflect.TypeFor[*OIDCRevokedToken]()},
+	{"OIDCDeviceAuth", reflect.TypeFor[*OIDCDeviceAuth]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -258,6 +260,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutOIDCRefreshToken(r)
 	case *OIDCRevokedToken:
 		return true, tx.PutOIDCRevokedToken(r)
+	case *OIDCDeviceAuth:
+		return true, tx.PutOIDCDeviceAuth(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

@@ -98,6 +98,10 @@ var (
 	// hash), revoked access tokens by (project, jti).
 	bucketOIDCRefresh = []byte("oidc_refresh_tokens")
 	bucketOIDCRevoked = []byte("oidc_revoked_tokens")
+	// Their device authorizations (oidcdevice.go): by (project, keyed
+	// hash of the device code), and the index of their user codes.
+	bucketOIDCDevices     = []byte("oidc_device_auths")
+	bucketOIDCDeviceCodes = []byte("oidc_device_auths_by_user_code")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -118,6 +122,7 @@ var (
 	bucketOIDCGrantsExpiry  = []byte("oidc_grants_by_expiry")
 	bucketOIDCRefreshExpiry = []byte("oidc_refresh_tokens_by_expiry")
 	bucketOIDCRevokedExpiry = []byte("oidc_revoked_tokens_by_expiry")
+	bucketOIDCDevicesExpiry = []byte("oidc_device_auths_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -127,11 +132,11 @@ var (
 		bucketDeliveries, bucketOutbox, bucketEvents, bucketMethods, bucketGrants,
 		bucketMail, bucketJobs, bucketUserPasskeys, bucketTemplates,
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
-		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCRefresh, bucketOIDCRevoked,
+		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCRefresh, bucketOIDCRevoked, bucketOIDCDevices, bucketOIDCDeviceCodes,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
-		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry, bucketOIDCDevicesExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -502,7 +507,7 @@ func init() {
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
-		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry, bucketOIDCDevicesExpiry,
 	} {
 		fillPercent[string(b)] = appendFill
 	}

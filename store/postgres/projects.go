@@ -168,6 +168,7 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 			g AS (DELETE FROM oidc_grants WHERE project_id = $1),
 			rt AS (DELETE FROM oidc_refresh_tokens WHERE project_id = $1),
 			rv AS (DELETE FROM oidc_revoked_tokens WHERE project_id = $1),
+			da AS (DELETE FROM oidc_device_auths WHERE project_id = $1),
 			k AS (UPDATE api_keys SET project_id = '' WHERE project_id = $1 RETURNING prefix)
 		SELECT ARRAY(SELECT prefix FROM k)`, []any{id, userIDs}, &detached)
 	if len(detached) == 0 {

@@ -80,6 +80,7 @@ func (s Suite) suites() []subtest {
 		{"OIDCClients", s.OIDCClients},
 		{"OIDCFlows", s.OIDCFlows},
 		{"OIDCTokens", s.OIDCTokens},
+		{"OIDCDevices", s.OIDCDevices},
 		{"Hints", s.Hints},
 	}
 }
