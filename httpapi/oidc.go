@@ -25,8 +25,8 @@ import (
 // /healthz and /ready stay unexposed): discovery, which latchkey writes
 // from op's document, the JWKS, the authorization code flow
 // (authorize, its callback, token, userinfo), refresh, revocation and
-// introspection (oidc_tokens.go) and the hosted sign-in pages
-// (oidc_pages.go).
+// introspection (oidc_tokens.go), the device flow (oidc_device.go) and
+// the hosted sign-in pages (oidc_pages.go).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
@@ -63,6 +63,8 @@ func (s *Server) oidcRoutes() {
 		s.router.OPTIONS(p, s.serveOIDC)
 	}
 	s.router.POST("/oidc/:project/oauth/introspect", s.serveOIDC)
+	s.router.POST("/oidc/:project"+oidcDeviceAuthorizationPath, s.serveOIDC)
+	s.router.OPTIONS("/oidc/:project"+oidcDeviceAuthorizationPath, s.serveOIDC)
 	s.router.GET("/oidc/:project/authorize/callback", s.serveOIDC)
 	for p := range oidcPages {
 		s.router.GET("/oidc/:project"+p, s.serveOIDC)
@@ -134,6 +136,8 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		// the storage refuses (revoked, its session ended) with 403:
 		// RFC 6750 wants 401 and WWW-Authenticate for both.
 		p.handler.ServeHTTP(&bearerErrorWriter{ResponseWriter: w}, r)
+	case sub == oidcDeviceAuthorizationPath:
+		s.oidcDeviceAuthorization(w, r, p)
 	case sub == "/oauth/introspect":
 		// op refuses a client it cannot authenticate in text/plain.
 		p.handler.ServeHTTP(&clientErrorWriter{ResponseWriter: w}, r)
@@ -165,6 +169,7 @@ func (s *Server) newProjectOP(id string) (*projectOP, error) {
 		AuthMethodPost:        true,
 		GrantTypeRefreshToken: true,
 		SupportedScopes:       auth.ProviderScopes,
+		DeviceAuthorization:   *auth.OIDCDeviceConfig(issuer + auth.OIDCDevicePath),
 	}
 	corsOpts := oidcCORS
 	opts := []op.Option{
@@ -204,10 +209,10 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
 	// Only the endpoints served are named (authorization, token,
-	// userinfo, keys, revocation, introspection); the others, and the
-	// device grant, join the document with their flows.
-	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}
-	cfg.EndSessionEndpoint, cfg.DeviceAuthorizationEndpoint = "", ""
+	// userinfo, keys, revocation, introspection, device authorization);
+	// the others join the document with their flows.
+	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeDeviceCode}
+	cfg.EndSessionEndpoint = ""
 	cfg.SubjectTypesSupported = []string{"public"}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 	cfg.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}

@@ -209,6 +209,9 @@ func (s *Server) oidcNext(w http.ResponseWriter, r *http.Request, p *projectOP, 
 	switch step {
 	case auth.OIDCStepDone:
 		target = op.AuthCallbackURL(p.lk)(r.Context(), id)
+		if back := s.auth.OIDCDeviceReturn(r.Context(), p.id, id); back != "" {
+			target = back // the device page's sign-in
+		}
 	case auth.OIDCStepSecondFactor:
 		target = p.issuer + auth.OIDCSecondFactorPath + "?authRequestID=" + url.QueryEscape(id)
 	}
@@ -365,6 +368,8 @@ type oidcPage struct {
 	Method    string
 	SMSAction string
 	Others    []oidcLink
+	// Device: the device page's form (oidc_device.go).
+	Device *oidcDevicePage
 }
 
 // oidcPasskeyOffer is a started passkey ceremony on the sign-in page.
@@ -461,6 +466,7 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.ot
 <input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus>
 <button type="submit">Continue</button>{{end}}
 </form>{{end}}
+{{with .Device}}{{template "device" .}}{{end}}
 {{if or .Passkey .Providers .LinkAction .SMSAction .Others}}<div class="other">
 {{with .Passkey}}<form method="post" action="{{.Action}}" id="passkey" data-options="{{.Options}}">
 <input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
