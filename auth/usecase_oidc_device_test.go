@@ -135,7 +135,10 @@ func TestOIDCDeviceLookupThrottle(t *testing.T) {
 		t.Fatalf("a minute later: %v", err)
 	}
 	var d *store.OIDCDeviceAuth
-	ok(t, ts.db.View(ctx, func(tx store.Tx) (err error) { d, err = tx.OIDCDeviceAuthByUserCode(ts.project.ID, "BCDF-GHJK"); return err }))
+	ok(t, ts.db.View(ctx, func(tx store.Tx) (err error) {
+		d, err = tx.OIDCDeviceAuthByUserCode(ts.project.ID, "BCDF-GHJK")
+		return err
+	}))
 	if d.State != store.DeviceAuthPending {
 		t.Fatalf("looked-up code %+v, want pending", d)
 	}
