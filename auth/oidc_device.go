@@ -68,6 +68,9 @@ const (
 var (
 	// ErrUserCodeInvalid: no pending device authorization has the code.
 	ErrUserCodeInvalid = ErrInvalidCode.With("This code is not valid or has expired. Check the code your device shows and enter it again.")
+	// errDeviceSignedOut: the browser's session may no longer answer
+	// the device (signed out meanwhile, or a second factor now due).
+	errDeviceSignedOut = ErrInvalidSession.With("Your sign-in has ended. Open the device page again and enter the code.")
 	// ErrUserCodeThrottled: too many wrong codes from the address or
 	// for the project within a minute.
 	ErrUserCodeThrottled = newErr("RATE_LIMIT_EXCEEDED", CatRateLimited, "Too many wrong codes; wait a minute and try again.")
@@ -434,12 +437,15 @@ func (s *Service) OIDCDeviceReturn(ctx context.Context, projectID, id string) st
 // allowing makes a session for the device, as a hosted sign-in does
 // (method "oidc:<client name>", pr's session's proofs, session.created)
 // and marks the authorization approved with it; denying marks it
-// denied. ErrUserCodeInvalid when it is no longer pending;
-// ErrInvalidSession when pr may not answer it (OIDCDeviceSessionReady).
+// denied. ErrUserCodeInvalid when it is no longer pending; 401
+// INVALID_SESSION when pr may not answer it (OIDCDeviceSessionReady).
 func (s *Service) OIDCDeviceDecide(ctx context.Context, projectID, typed string, pr *Principal, allow bool, m Meta) error {
 	code, ok := OIDCDeviceUserCode(typed)
-	if !ok || pr == nil {
+	if !ok {
 		return ErrUserCodeInvalid
+	}
+	if pr == nil {
+		return errDeviceSignedOut
 	}
 	p, err := s.project(ctx, projectID)
 	if err != nil {
@@ -458,7 +464,7 @@ func (s *Service) OIDCDeviceDecide(ctx context.Context, projectID, typed string,
 		}
 		sess, c, err := s.deviceSession(tx, projectID, d.ClientID, pr)
 		if errors.Is(err, errDeviceNotReady) {
-			return ErrInvalidSession
+			return errDeviceSignedOut
 		} else if err != nil {
 			return err
 		}
@@ -469,7 +475,7 @@ func (s *Service) OIDCDeviceDecide(ctx context.Context, projectID, typed string,
 		}
 		u, err := tx.User(sess.UserID)
 		if errors.Is(err, store.ErrNotFound) {
-			return ErrInvalidSession
+			return errDeviceSignedOut
 		} else if err != nil {
 			return err
 		}

@@ -83,7 +83,8 @@ func TestOIDCDeviceStorage(t *testing.T) {
 		t.Fatalf("a one-factor session for a client that requires two: ready=%v %v", ready, err)
 	}
 	wantErr(t, ts.OIDCDeviceDecide(ctx, ts.project.ID, "LMNP-QRST", pr, true, ts.meta), auth.ErrInvalidSession, "")
-	wantErr(t, ts.OIDCDeviceDecide(ctx, ts.project.ID, "BCDF-GHJK", nil, true, ts.meta), auth.ErrUserCodeInvalid, auth.CatInvalidCode)
+	wantErr(t, ts.OIDCDeviceDecide(ctx, ts.project.ID, "BCDF-GHJK", nil, true, ts.meta), auth.ErrInvalidSession, "")
+	wantErr(t, ts.OIDCDeviceDecide(ctx, ts.project.ID, "BCDF-GHJ", pr, true, ts.meta), auth.ErrUserCodeInvalid, auth.CatInvalidCode)
 
 	before := len(ts.outbox("session.created"))
 	ok(t, ts.OIDCDeviceDecide(ctx, ts.project.ID, "BCDF-GHJK", pr, true, ts.meta))

@@ -208,7 +208,8 @@ func TestOIDCDeviceFlow(t *testing.T) {
 
 // TestOIDCDeviceDenied: a signed-in browser (single sign-on: no sign-in
 // again) denies; the device hears access_denied, and the code is no
-// longer accepted on the page.
+// longer accepted on the page. A browser signed out before it answers
+// answers nothing (401 page).
 func TestOIDCDeviceDenied(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -231,6 +232,13 @@ func TestOIDCDeviceDenied(t *testing.T) {
 	if again.Status != http.StatusUnauthorized || !strings.Contains(again.Body, "not valid or has expired") {
 		t.Fatalf("a denied code entered again: %d %s", again.Status, again.Body)
 	}
+	// Signed out between the confirm page and the answer: nothing is
+	// answered.
+	da2 := rp.deviceCodes()
+	confirm = b.enterCode(rp.issuer+"/device", da2.UserCode)
+	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+ts.userByEmail("deny@example.com").ID+"/sessions/revoke", nil))
+	wantErrorPage(t, b.submit(confirm, map[string]string{"decision": "allow"}), http.StatusUnauthorized, "Your sign-in has ended")
+	wantOAuthError(t, rp.poll(da2.DeviceCode), http.StatusBadRequest, "authorization_pending")
 }
 
 // TestOIDCDeviceExpired: ten minutes later (the clock) the device hears

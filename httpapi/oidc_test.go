@@ -62,13 +62,14 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 			"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/oauth/token",
 			"jwks_uri": iss + "/keys", "userinfo_endpoint": iss + "/userinfo",
 			"revocation_endpoint": iss + "/revoke", "introspection_endpoint": iss + "/oauth/introspect",
+			"device_authorization_endpoint": iss + "/device_authorization",
 		} {
 			if d[k] != v {
 				t.Errorf("%s = %v, want %s", k, d[k], v)
 			}
 		}
 		// What is not served yet is not advertised.
-		for _, k := range []string{"end_session_endpoint", "device_authorization_endpoint"} {
+		for _, k := range []string{"end_session_endpoint"} {
 			if v, ok := d[k]; ok {
 				t.Errorf("%s = %v before it is served", k, v)
 			}
@@ -76,7 +77,7 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 		for k, want := range map[string]string{
 			"response_types_supported":              "code",
 			"response_modes_supported":              "query form_post",
-			"grant_types_supported":                 "authorization_code refresh_token",
+			"grant_types_supported":                 "authorization_code refresh_token urn:ietf:params:oauth:grant-type:device_code",
 			"code_challenge_methods_supported":      "S256",
 			"id_token_signing_alg_values_supported": "RS256 ES256",
 			"subject_types_supported":               "public",
@@ -195,11 +196,11 @@ func TestOIDCUnknownProject(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"/healthz", "/ready", "/device", "/end_session", "/device_authorization"} {
+	for _, path := range []string{"/healthz", "/ready", "/end_session"} {
 		wantError(t, ts.do("GET", "/oidc/"+ts.Project.ID+path, "", nil), http.StatusNotFound, "NOT_FOUND")
 	}
-	// Revocation and introspection take POST only.
-	for _, path := range []string{"/revoke", "/oauth/introspect"} {
+	// Revocation, introspection and device authorization take POST only.
+	for _, path := range []string{"/revoke", "/oauth/introspect", "/device_authorization"} {
 		wantError(t, ts.do("GET", "/oidc/"+ts.Project.ID+path, "", nil), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
 		wantError(t, ts.do("POST", "/oidc/"+doomed+path, "", nil), http.StatusNotFound, "PROJECT_NOT_FOUND")
 	}
