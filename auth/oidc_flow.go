@@ -71,6 +71,9 @@ type oidcScratch struct {
 	clientID string
 	// token is the token presented for introspection (OIDCNoteToken).
 	token string
+	// device is the approved device authorization a poll found
+	// (GetDeviceAuthorizatonState), for its tokens and ID token.
+	device *store.OIDCDeviceAuth
 }
 
 type oidcScratchKey struct{}
@@ -289,14 +292,19 @@ func (p *OIDCStorage) DeleteAuthRequest(ctx context.Context, id string) error {
 	})
 }
 
-// CreateAccessToken exchanges an authorization request's code for an
-// access token alone (exchangeCode): op calls it when the request's
-// scopes have no offline_access (or the client no refresh grant). For a
+// CreateAccessToken exchanges an authorization request's code, or an
+// approved device code (exchangeDevice), for an access token alone
+// (exchangeCode): op calls it when the request's scopes have no
+// offline_access (or the client no refresh grant). For a
 // client_credentials request it signs the client's token
 // (mintClientToken).
 func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenRequest) (string, time.Time, error) {
 	if r, ok := request.(*oidcClientRequest); ok {
 		return p.mintClientToken(ctx, r)
+	}
+	if _, ok := request.(*op.DeviceAuthorizationState); ok {
+		at, _, exp, err := p.exchangeDevice(ctx, false)
+		return at, exp, err
 	}
 	a, ok := request.(oidcAuthRequest)
 	if !ok {
@@ -491,7 +499,7 @@ func (p *OIDCStorage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, str
 }
 
 // SetUserinfoFromRequest fills an ID token's claims (of a code
-// exchange or a refresh): the user's by scope, and sid and acr (op sets
+// exchange, a device's or a refresh): the user's by scope, and sid and acr (op sets
 // neither).
 func (p *OIDCStorage) SetUserinfoFromRequest(ctx context.Context, info *oidc.UserInfo, request op.IDTokenRequest, scopes []string) error {
 	var sid, acr string
@@ -500,6 +508,10 @@ func (p *OIDCStorage) SetUserinfoFromRequest(ctx context.Context, info *oidc.Use
 		sid, acr = r.r.SessionID, r.r.ACR
 	case *oidcRefreshRequest:
 		sid, acr = r.g.SessionID, r.g.ACR
+	case *op.DeviceAuthorizationState:
+		if sc := scratchOf(ctx); sc != nil && sc.device != nil {
+			sid, acr = sc.device.SessionID, sc.device.ACR
+		}
 	}
 	return p.fillUserinfo(ctx, info, request.GetSubject(), request.GetClientID(), scopes, sid, acr)
 }

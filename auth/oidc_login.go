@@ -267,9 +267,10 @@ var errNoBackupHere = ErrStepUpRequired.With("A backup code cannot be used for t
 
 // OIDCCallbackAllowed reports whether the browser whose session is pr
 // may collect request id's code: the request was answered with that
-// session. Anyone else holding the request's id gets nothing.
+// session. Anyone else holding the request's id gets nothing, and a
+// device page's sign-in (OIDCDeviceSignIn) never gets a code.
 func (s *Service) OIDCCallbackAllowed(ctx context.Context, projectID, id string, pr *Principal) bool {
-	if pr == nil {
+	if pr == nil || isDeviceSignIn(id) {
 		return false
 	}
 	ok := false

@@ -198,13 +198,16 @@ func (s *Service) countRefresh(failure string) {
 }
 
 // CreateAccessAndRefreshTokens answers a code exchange that gets a
-// refresh token (exchangeCode) or a refresh (refreshTokens).
+// refresh token (exchangeCode), a device's (exchangeDevice) or a
+// refresh (refreshTokens).
 func (p *OIDCStorage) CreateAccessAndRefreshTokens(ctx context.Context, request op.TokenRequest, current string) (string, string, time.Time, error) {
 	switch r := request.(type) {
 	case oidcAuthRequest:
 		return p.exchangeCode(ctx, r, true)
 	case *oidcRefreshRequest:
 		return p.refreshTokens(ctx, r, current)
+	case *op.DeviceAuthorizationState:
+		return p.exchangeDevice(ctx, true)
 	}
 	return "", "", time.Time{}, oidc.ErrUnsupportedGrantType()
 }

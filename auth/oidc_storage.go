@@ -12,7 +12,8 @@ import (
 // (zitadel/oidc's op.Storage): every method is scoped to its project, so
 // projects never share keys, clients, codes or tokens by construction.
 // It serves the authorization code flow (oidc_flow.go), refresh tokens,
-// revocation and introspection (oidc_refresh.go) and the keys; the
+// revocation and introspection (oidc_refresh.go), the device flow
+// (oidc_device.go) and the keys; the
 // methods of the flows not built yet (end-session) answer an error.
 type OIDCStorage struct {
 	s         *Service

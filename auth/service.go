@@ -89,7 +89,7 @@ type Service struct {
 	suppress *suppressor
 
 	activity   *activity // per-session rate and last-seen times
-	adminFails *Limiter  // admin-token failures per client IP
+	adminFails *Limiter  // admin-token failures per client IP; wrong device user codes (keys "device-…")
 
 	// shared counts the limits across replicas on a store they share
 	// (PostgreSQL); nil on bbolt (shared.go).

@@ -26,9 +26,9 @@ import (
 // from op's document, the JWKS, the authorization code flow
 // (authorize, its callback, token, userinfo), refresh, revocation and
 // introspection (oidc_tokens.go), dynamic client registration
-// (oidc_registration.go), the hosted sign-in pages (oidc_pages.go) and
-// sign-out, RP-initiated logout at <issuer>/logout (oidc_logout.go,
-// routed with the forward-auth pages).
+// (oidc_registration.go), the device flow (oidc_device.go), the hosted
+// sign-in pages (oidc_pages.go) and sign-out, RP-initiated logout at
+// <issuer>/logout (oidc_logout.go, routed with the forward-auth pages).
 
 // oidcPrefix starts every path of the providers.
 const oidcPrefix = "/oidc/"
@@ -65,6 +65,8 @@ func (s *Server) oidcRoutes() {
 		s.router.OPTIONS(p, s.serveOIDC)
 	}
 	s.router.POST("/oidc/:project/oauth/introspect", s.serveOIDC)
+	s.router.POST("/oidc/:project"+oidcDeviceAuthorizationPath, s.serveOIDC)
+	s.router.OPTIONS("/oidc/:project"+oidcDeviceAuthorizationPath, s.serveOIDC)
 	s.router.GET("/oidc/:project/authorize/callback", s.serveOIDC)
 	s.router.POST("/oidc/:project"+oidcRegisterPath, s.serveOIDC)
 	s.router.OPTIONS("/oidc/:project"+oidcRegisterPath, s.serveOIDC)
@@ -140,6 +142,8 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		// the storage refuses (revoked, its session ended) with 403:
 		// RFC 6750 wants 401 and WWW-Authenticate for both.
 		p.handler.ServeHTTP(&bearerErrorWriter{ResponseWriter: w}, r)
+	case sub == oidcDeviceAuthorizationPath:
+		s.oidcDeviceAuthorization(w, r, p)
 	case sub == "/oauth/introspect":
 		// op hands the storage the token's jti alone; a
 		// client_credentials token's scopes are in the token.
@@ -176,6 +180,7 @@ func (s *Server) newProjectOP(id string) (*projectOP, error) {
 		AuthMethodPost:        true,
 		GrantTypeRefreshToken: true,
 		SupportedScopes:       auth.ProviderScopes,
+		DeviceAuthorization:   *auth.OIDCDeviceConfig(issuer + auth.OIDCDevicePath),
 	}
 	corsOpts := oidcCORS
 	opts := []op.Option{
@@ -215,11 +220,11 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.ResponseTypesSupported = []string{string(oidc.ResponseTypeCode)}
 	cfg.ResponseModesSupported = []string{"query", "form_post"}
 	// Only the endpoints served are named (authorization, token,
-	// userinfo, keys, revocation, introspection, end-session); the
-	// device grant joins the document with its flow. The
-	// client_credentials grant is for confidential clients that have it.
-	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeClientCredentials}
-	cfg.DeviceAuthorizationEndpoint = ""
+	// userinfo, keys, revocation, introspection, end-session, device
+	// authorization). The client_credentials grant is for confidential
+	// clients that have it.
+	cfg.GrantTypesSupported = []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken,
+		oidc.GrantTypeDeviceCode, oidc.GrantTypeClientCredentials}
 	// RP-initiated logout at <issuer>/logout (which is also the
 	// forward-auth sign-out, not op's end_session), and back-channel
 	// logout tokens with sid.

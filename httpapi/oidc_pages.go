@@ -212,6 +212,9 @@ func (s *Server) oidcNext(w http.ResponseWriter, r *http.Request, p *projectOP, 
 	switch step {
 	case auth.OIDCStepDone:
 		target = op.AuthCallbackURL(p.lk)(r.Context(), id)
+		if back := s.auth.OIDCDeviceReturn(r.Context(), p.id, id); back != "" {
+			target = back // the device page's sign-in
+		}
 	case auth.OIDCStepSecondFactor:
 		target = p.issuer + auth.OIDCSecondFactorPath + "?authRequestID=" + url.QueryEscape(id)
 	case auth.OIDCStepConsent:
@@ -374,6 +377,8 @@ type oidcPage struct {
 	Consent *oidcConsentAsk
 	// Hidden: the sign-out confirmation's fields (Form "logout").
 	Hidden []oidcField
+	// Device: the device page's form (oidc_device.go).
+	Device *oidcDevicePage
 }
 
 // oidcPasskeyOffer is a started passkey ceremony on the sign-in page.
@@ -473,6 +478,7 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.ot
 <button type="submit">Continue</button>{{end}}
 </form>{{end}}
 {{with .Consent}}{{template "consent" $}}{{end}}
+{{with .Device}}{{template "device" .}}{{end}}
 {{if or .Passkey .Providers .LinkAction .SMSAction .Others}}<div class="other">
 {{with .Passkey}}<form method="post" action="{{.Action}}" id="passkey" data-options="{{.Options}}">
 <input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">

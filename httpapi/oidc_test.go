@@ -62,14 +62,15 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 			"issuer": iss, "authorization_endpoint": iss + "/authorize", "token_endpoint": iss + "/oauth/token",
 			"jwks_uri": iss + "/keys", "userinfo_endpoint": iss + "/userinfo",
 			"revocation_endpoint": iss + "/revoke", "introspection_endpoint": iss + "/oauth/introspect",
-			"end_session_endpoint": iss + "/logout",
+			"end_session_endpoint":          iss + "/logout",
+			"device_authorization_endpoint": iss + "/device_authorization",
 		} {
 			if d[k] != v {
 				t.Errorf("%s = %v, want %s", k, d[k], v)
 			}
 		}
 		// What is not served yet is not advertised.
-		for _, k := range []string{"device_authorization_endpoint"} {
+		for _, k := range []string{"check_session_iframe"} {
 			if v, ok := d[k]; ok {
 				t.Errorf("%s = %v before it is served", k, v)
 			}
@@ -77,7 +78,7 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 		for k, want := range map[string]string{
 			"response_types_supported":              "code",
 			"response_modes_supported":              "query form_post",
-			"grant_types_supported":                 "authorization_code refresh_token client_credentials",
+			"grant_types_supported":                 "authorization_code refresh_token urn:ietf:params:oauth:grant-type:device_code client_credentials",
 			"code_challenge_methods_supported":      "S256",
 			"id_token_signing_alg_values_supported": "RS256 ES256",
 			"subject_types_supported":               "public",
@@ -199,11 +200,11 @@ func TestOIDCUnknownProject(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"/healthz", "/ready", "/device", "/end_session", "/device_authorization"} {
+	for _, path := range []string{"/healthz", "/ready", "/end_session"} {
 		wantError(t, ts.do("GET", "/oidc/"+ts.Project.ID+path, "", nil), http.StatusNotFound, "NOT_FOUND")
 	}
-	// Revocation and introspection take POST only.
-	for _, path := range []string{"/revoke", "/oauth/introspect"} {
+	// Revocation, introspection and device authorization take POST only.
+	for _, path := range []string{"/revoke", "/oauth/introspect", "/device_authorization"} {
 		wantError(t, ts.do("GET", "/oidc/"+ts.Project.ID+path, "", nil), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
 		wantError(t, ts.do("POST", "/oidc/"+doomed+path, "", nil), http.StatusNotFound, "PROJECT_NOT_FOUND")
 	}

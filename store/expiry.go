@@ -65,6 +65,9 @@ const (
 	// ExpiringOIDCRevokedTokens are the OpenID providers' revoked access
 	// tokens, due at their ExpiresAt (the tokens' own expiry).
 	ExpiringOIDCRevokedTokens
+	// ExpiringOIDCDeviceAuths are the OpenID providers' device
+	// authorizations, due at their ExpiresAt.
+	ExpiringOIDCDeviceAuths
 
 	numExpiring = iota
 )
@@ -104,4 +107,5 @@ var expiringNames = [numExpiring]string{
 
 	ExpiringOIDCRefreshTokens: "oidc refresh tokens",
 	ExpiringOIDCRevokedTokens: "oidc revoked tokens",
+	ExpiringOIDCDeviceAuths:   "oidc device authorizations",
 }

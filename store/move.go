@@ -31,6 +31,7 @@ import (
 //	*OIDCRefreshToken their refresh tokens
 //	*OIDCRevokedToken their access tokens revoked before their expiry
 //	*OIDCConsent      the users' consents to their third-party clients
+//	*OIDCDeviceAuth   their device authorizations
 //	*Webhook, *Job, *Delivery (in Seq order), *Event (outbox, in Seq
 //	order), *Mail (in ID order)
 //	*AuthEvent (in Pos order), *EventCount, *SuppressedCount
@@ -152,6 +153,7 @@ var recordKinds = []struct {
 	{"OIDCRefreshToken", reflect.TypeFor[*OIDCRefreshToken]()},
 	{"OIDCRevokedToken", reflect.TypeFor[*OIDCRevokedToken]()},
 	{"OIDCConsent", reflect.TypeFor[*OIDCConsent]()},
+	{"OIDCDeviceAuth", reflect.TypeFor[*OIDCDeviceAuth]()},
 	{"Webhook", reflect.TypeFor[*Webhook]()},
 	{"Job", reflect.TypeFor[*Job]()},
 	{"Delivery", reflect.TypeFor[*Delivery]()},
@@ -266,6 +268,8 @@ func ImportTx(tx Tx, rec any) (bool, error) {
 		return true, tx.PutOIDCRevokedToken(r)
 	case *OIDCConsent:
 		return true, tx.PutOIDCConsent(r)
+	case *OIDCDeviceAuth:
+		return true, tx.PutOIDCDeviceAuth(r)
 	case *Webhook:
 		return true, tx.PutWebhook(r)
 	case *Job:

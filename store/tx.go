@@ -74,6 +74,7 @@ type Tx interface {
 	OIDCFlows
 	OIDCTokens
 	OIDCConsents
+	OIDCDevices
 	Hints
 }
 
@@ -129,7 +130,7 @@ type Projects interface {
 	// external-method registrations and their grants; its
 	// mail templates; its OpenID provider's signing keys, clients,
 	// authorization requests, grants, refresh tokens, revoked access
-	// tokens and consents; its webhooks
+	// tokens, consents and device authorizations; its webhooks
 	// with their queued jobs and delivery records. Its API keys
 	// stay but are detached (ProjectID set to ""), so they still show,
 	// and can be revoked, in the key list; their prefixes are returned
@@ -697,6 +698,26 @@ type OIDCConsents interface {
 	// DeleteOIDCConsent removes userID's consent to projectID's client
 	// clientID.
 	DeleteOIDCConsent(projectID, userID, clientID string) error
+}
+
+// OIDCDevices is the device authorizations of the projects' OpenID
+// providers (OIDCDeviceAuth), keyed by (project, keyed hash of the
+// device code), each user code unique within its project. They expire:
+// the sweep deletes them at their ExpiresAt (ExpiringOIDCDeviceAuths),
+// DeleteProject with their project.
+type OIDCDevices interface {
+	// OIDCDeviceAuth returns projectID's device authorization whose
+	// device code's keyed hash is hash, expired or spent or not (callers
+	// check).
+	OIDCDeviceAuth(projectID string, hash []byte) (*OIDCDeviceAuth, error)
+	// OIDCDeviceAuthByUserCode returns projectID's device authorization
+	// whose user code is userCode (exactly), expired or not.
+	OIDCDeviceAuthByUserCode(projectID, userCode string) (*OIDCDeviceAuth, error)
+	// PutOIDCDeviceAuth creates or replaces the row (d.ProjectID,
+	// d.Hash); the sweep deletes it at its ExpiresAt. It returns
+	// ErrConflict, changing nothing, when another row of the project
+	// has d.UserCode.
+	PutOIDCDeviceAuth(d *OIDCDeviceAuth) error
 }
 
 // Hints is what a transaction may tell the store about what it is

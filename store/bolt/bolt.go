@@ -109,6 +109,10 @@ var (
 	// and listed under their client (project, client, user).
 	bucketOIDCConsents       = []byte("oidc_consents")
 	bucketOIDCClientConsents = []byte("oidc_consents_by_client")
+	// Their device authorizations (oidcdevice.go): by (project, keyed
+	// hash of the device code), and the index of their user codes.
+	bucketOIDCDevices     = []byte("oidc_device_auths")
+	bucketOIDCDeviceCodes = []byte("oidc_device_auths_by_user_code")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -129,6 +133,7 @@ var (
 	bucketOIDCGrantsExpiry  = []byte("oidc_grants_by_expiry")
 	bucketOIDCRefreshExpiry = []byte("oidc_refresh_tokens_by_expiry")
 	bucketOIDCRevokedExpiry = []byte("oidc_revoked_tokens_by_expiry")
+	bucketOIDCDevicesExpiry = []byte("oidc_device_auths_by_expiry")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketProjects, bucketKeys, bucketUsers, bucketUsersByEmail,
@@ -140,10 +145,11 @@ var (
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
 		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCSessionGrants, bucketOIDCRefresh, bucketOIDCRevoked, bucketTLSCache,
 		bucketOIDCUserGrants, bucketOIDCConsents, bucketOIDCClientConsents,
+		bucketOIDCDevices, bucketOIDCDeviceCodes,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
-		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry, bucketOIDCDevicesExpiry,
 	}
 
 	keySchema      = []byte("schema_version")
@@ -524,7 +530,7 @@ func init() {
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
-		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry,
+		bucketOIDCAuthExpiry, bucketOIDCGrantsExpiry, bucketOIDCRefreshExpiry, bucketOIDCRevokedExpiry, bucketOIDCDevicesExpiry,
 	} {
 		fillPercent[string(b)] = appendFill
 	}

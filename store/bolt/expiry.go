@@ -141,6 +141,19 @@ var expiries = [...]expiry{
 			err := jsonDecode(v, &r)
 			return expiryRow{r.ExpiresAt, r.ProjectID}, err
 		}},
+	store.ExpiringOIDCDeviceAuths: {rows: bucketOIDCDevices, index: bucketOIDCDevicesExpiry,
+		head: func(_, v []byte) (expiryRow, error) {
+			var d store.OIDCDeviceAuth
+			err := jsonDecode(v, &d)
+			return expiryRow{d.ExpiresAt, d.ProjectID}, err
+		},
+		remove: func(tx txn, k, v []byte) error {
+			var d store.OIDCDeviceAuth
+			if err := jsonDecode(v, &d); err != nil {
+				return err
+			}
+			return tx.dropUserCode(&d)
+		}},
 }
 
 // throttleDue returns when the sweep deletes t: ThrottleIdle after its

@@ -108,6 +108,7 @@ var exportBuckets = []struct {
 	{bucketOIDCRefresh, jsonRow(func() any { return &store.OIDCRefreshToken{} })},
 	{bucketOIDCRevoked, jsonRow(func() any { return &store.OIDCRevokedToken{} })},
 	{bucketOIDCConsents, jsonRow(func() any { return &store.OIDCConsent{} })},
+	{bucketOIDCDevices, jsonRow(func() any { return &store.OIDCDeviceAuth{} })},
 	{bucketWebhooks, jsonRow(func() any { return &store.Webhook{} })},
 	{bucketJobs, jsonRow(func() any { return &store.Job{} })},
 	{bucketDeliveries, func(_, v []byte) (any, error) {
@@ -177,6 +178,8 @@ var notExported = map[string]string{
 	string(bucketOIDCGrantsExpiry):  "expiry index of OpenID grants (PutOIDCGrant)",
 	string(bucketOIDCRefreshExpiry): "expiry index of OpenID refresh tokens (PutOIDCRefreshToken)",
 	string(bucketOIDCRevokedExpiry): "expiry index of revoked OpenID access tokens (PutOIDCRevokedToken)",
+	string(bucketOIDCDevicesExpiry): "expiry index of OpenID device authorizations (PutOIDCDeviceAuth)",
+	string(bucketOIDCDeviceCodes):   "index of OpenID device authorizations by user code (PutOIDCDeviceAuth)",
 }
 
 // bbolt keeps dashboard sessions and the counts of the approximate rate

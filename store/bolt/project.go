@@ -119,7 +119,8 @@ func (tx txn) DeleteProject(id string) (detached []string, err error) {
 		return nil, err
 	}
 	for _, kind := range []store.Expiring{store.ExpiringMagicLinks, store.ExpiringDevices, store.ExpiringChallenges, store.ExpiringOAuthFlows, store.ExpiringGrants,
-		store.ExpiringOIDCAuthRequests, store.ExpiringOIDCGrants, store.ExpiringOIDCRefreshTokens, store.ExpiringOIDCRevokedTokens} {
+		store.ExpiringOIDCAuthRequests, store.ExpiringOIDCGrants, store.ExpiringOIDCRefreshTokens, store.ExpiringOIDCRevokedTokens,
+		store.ExpiringOIDCDeviceAuths} {
 		_, err := tx.deleteExpiringWhere(&expiries[kind], func(_, _ []byte, h expiryRow) (bool, error) {
 			return h.projectID == id, nil
 		})

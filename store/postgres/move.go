@@ -202,6 +202,12 @@ func (ex *exporter) steps() []exportStep {
 				return c, rows.Scan(oidcConsentDest(c)...)
 			})
 		}},
+		{"oidc_device_auths", func() error {
+			return ex.stream(`SELECT `+oidcDeviceCols+` FROM oidc_device_auths ORDER BY project_id, hash`, func(rows pgx.Rows) (any, error) {
+				d := &store.OIDCDeviceAuth{}
+				return d, rows.Scan(oidcDeviceDest(d)...)
+			})
+		}},
 		{"webhooks", func() error {
 			return ex.stream(`SELECT `+webhookColumns+` FROM webhooks ORDER BY project_id, id`, func(rows pgx.Rows) (any, error) {
 				return scanWebhook(rows)

@@ -170,6 +170,7 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 			rt AS (DELETE FROM oidc_refresh_tokens WHERE project_id = $1),
 			rv AS (DELETE FROM oidc_revoked_tokens WHERE project_id = $1),
 			oc AS (DELETE FROM oidc_consents WHERE project_id = $1),
+			da AS (DELETE FROM oidc_device_auths WHERE project_id = $1),
 			k AS (UPDATE api_keys SET project_id = '' WHERE project_id = $1 RETURNING prefix)
 		SELECT ARRAY(SELECT prefix FROM k)`, []any{id, userIDs}, &detached)
 	if len(detached) == 0 {

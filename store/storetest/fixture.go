@@ -178,6 +178,14 @@ func Fixture() []any {
 		&store.OIDCConsent{ProjectID: p1, UserID: u1, ClientID: "0195f3a0-0000-7000-8000-000000000091",
 			Scopes: []string{"openid", "email", "offline_access"}, GrantedAt: at(42 * time.Second), UpdatedAt: at(48 * time.Second)},
 
+		&store.OIDCDeviceAuth{ProjectID: p1, Hash: bytesOf("oidc-device-hash-1"), UserCode: "BCDF-GHJK",
+			ClientID: "0195f3a0-0000-7000-8000-000000000091", Scopes: []string{"openid", "offline_access"}, State: store.DeviceAuthApproved,
+			UserID: "0195f3a0-0000-7000-8000-000000000011", SessionID: "0195f3a0-0000-7000-8000-000000000021",
+			AuthTime: at(48 * time.Second), AMR: []string{"otp"}, ACR: "urn:latchkey:loa:1", GrantID: "gr_fixture_1",
+			CreatedAt: at(47 * time.Second), LastPollAt: at(49 * time.Second), ExpiresAt: at(later)},
+		&store.OIDCDeviceAuth{ProjectID: p1, Hash: bytesOf("oidc-device-hash-2"), UserCode: "LMNP-QRST",
+			ClientID: "0195f3a0-0000-7000-8000-000000000091", State: store.DeviceAuthPending, CreatedAt: at(48 * time.Second), ExpiresAt: at(later)},
+
 		&store.Webhook{ID: w1, ProjectID: p1, URL: "https://hooks.example.com/latchkey", Secret: bytesOf("sealed-webhook-secret"),
 			EventTypes: []string{"user.created", "session.created"}, Mode: "test", CreatedAt: at(35 * time.Second)},
 

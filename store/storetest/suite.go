@@ -82,6 +82,7 @@ func (s Suite) suites() []subtest {
 		{"OIDCFlows", s.OIDCFlows},
 		{"OIDCTokens", s.OIDCTokens},
 		{"OIDCConsents", s.OIDCConsents},
+		{"OIDCDevices", s.OIDCDevices},
 		{"Hints", s.Hints},
 	}
 }

@@ -115,6 +115,13 @@ func (s Suite) expiryKinds(t *testing.T) {
 		{store.ExpiringOIDCRevokedTokens, t0.Add(time.Hour), func(tx store.Tx, at time.Time) error {
 			return tx.PutOIDCRevokedToken(&store.OIDCRevokedToken{ProjectID: "p", JTI: "g1.1.x", ClientID: "c", RevokedAt: t0, ExpiresAt: at})
 		}, func(tx store.Tx) bool { _, err := tx.OIDCRevokedToken("p", "g1.1.x"); return err == nil }, true},
+		{store.ExpiringOIDCDeviceAuths, t0.Add(10 * time.Minute), func(tx store.Tx, at time.Time) error {
+			return tx.PutOIDCDeviceAuth(&store.OIDCDeviceAuth{ProjectID: "p", Hash: []byte("dc1"), UserCode: "BCDF-GHJK", ClientID: "c",
+				State: store.DeviceAuthPending, CreatedAt: t0, ExpiresAt: at})
+		}, func(tx store.Tx) bool {
+			_, err := tx.OIDCDeviceAuthByUserCode("p", "BCDF-GHJK")
+			return err == nil
+		}, true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprint(c.kind, "/", c.due.Sub(t0)), func(t *testing.T) {

@@ -287,6 +287,8 @@ func fillProject(tx store.Tx, name string) error {
 		tx.PutOIDCGrant(&store.OIDCGrant{ProjectID: pid, ID: "gr-" + name, ClientID: "c", UserID: uid, SessionID: "s-" + name, CreatedAt: t0, ExpiresAt: later}),
 		tx.PutOIDCRefreshToken(&store.OIDCRefreshToken{ProjectID: pid, Hash: []byte("rt-" + name), GrantID: "gr-" + name, ClientID: "c", CreatedAt: t0, ExpiresAt: later}),
 		tx.PutOIDCRevokedToken(&store.OIDCRevokedToken{ProjectID: pid, JTI: "gr-" + name + ".1.x", ClientID: "c", RevokedAt: t0, ExpiresAt: later}),
+		tx.PutOIDCDeviceAuth(&store.OIDCDeviceAuth{ProjectID: pid, Hash: []byte("dc-" + name), UserCode: "UC-" + name, ClientID: "c",
+			State: store.DeviceAuthPending, CreatedAt: t0, ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "otp", ProjectID: pid, Subject: "pending-" + name + "@example.com", Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutCode(&store.Code{Kind: "sms", ProjectID: pid, Subject: uid, Hash: []byte{1}, ExpiresAt: later}),
 		tx.PutThrottle("otp", pid, "pending-"+name+"@example.com", &store.Throttle{Sends: []time.Time{t0}}),
@@ -389,6 +391,12 @@ var projectRows = []projectRow{
 	}},
 	{"revoked OpenID access token", false, true, func(tx store.Tx, n string) (bool, error) {
 		return found(tx.OIDCRevokedToken("p-"+n, "gr-"+n+".1.x"))
+	}},
+	{"OpenID device authorization", false, true, func(tx store.Tx, n string) (bool, error) {
+		return found(tx.OIDCDeviceAuth("p-"+n, []byte("dc-"+n)))
+	}},
+	{"OpenID device authorization's user code", false, true, func(tx store.Tx, n string) (bool, error) {
+		return found(tx.OIDCDeviceAuthByUserCode("p-"+n, "UC-"+n))
 	}},
 	{"otp code", false, true, func(tx store.Tx, n string) (bool, error) {
 		return found(tx.Code("otp", "p-"+n, "pending-"+n+"@example.com"))
