@@ -32,8 +32,8 @@ func TestMigrateOIDCSessionGrants(t *testing.T) {
 	}
 	err = b.Update(func(btx *bbolt.Tx) error {
 		for _, name := range allBuckets {
-			if bytes.Equal(name, bucketOIDCSessionGrants) {
-				continue // version 5 had none
+			if bytes.Equal(name, bucketOIDCSessionGrants) || bytes.Equal(name, bucketOIDCUserGrants) {
+				continue // version 5 had neither index
 			}
 			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 				return err
