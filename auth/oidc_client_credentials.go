@@ -118,7 +118,7 @@ func (p *OIDCStorage) mintClientToken(ctx context.Context, r *oidcClientRequest)
 		"jti":   ccPrefix + r.c.ID + "." + strconv.FormatInt(p.s.now().Add(ttl).Unix(), 10) + "." + randomString(base62, 12),
 		"scope": strings.Join(r.scopes, " "),
 	}
-	tok, err := signOIDC(set.Active[AlgRS256], "at+jwt", claims)
+	tok, err := signOIDC(accessTokenKey(set, r.c), "at+jwt", claims)
 	if err != nil {
 		return "", time.Time{}, oidc.ErrServerError().WithParent(err)
 	}

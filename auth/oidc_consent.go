@@ -72,7 +72,10 @@ func scopeTexts(scopes []string) []ScopeText {
 // client sent prompt=consent or asks for a scope the user has not
 // allowed it.
 func needsConsent(tx store.Tx, r *store.OIDCAuthRequest, c *store.OIDCClient, userID string) (bool, error) {
-	if c.FirstParty {
+	if c.FirstParty || isDeviceSignIn(r.ID) {
+		// A device's sign-in goes back to the device page, whose
+		// confirmation (the client and its scopes, Allow or Deny) is
+		// the user's answer.
 		return false, nil
 	}
 	if slices.Contains(r.Prompt, oidc.PromptConsent) {

@@ -406,7 +406,7 @@ func oidcStoreError(err error) error {
 }
 
 // mintAccessToken signs g's access token for scopes, living ttl, with
-// the project's RS256 key. iat and exp are by the wall clock, as op
+// the project's key of the client's algorithm (accessTokenKey). iat and exp are by the wall clock, as op
 // stamps ID tokens and checks access tokens; the jti carries the expiry
 // by the service's clock, which the checks of this package go by.
 func (p *OIDCStorage) mintAccessToken(ctx context.Context, g *store.OIDCGrant, c *store.OIDCClient, scopes []string, ttl time.Duration) (string, time.Time, error) {
@@ -425,7 +425,7 @@ func (p *OIDCStorage) mintAccessToken(ctx context.Context, g *store.OIDCGrant, c
 	if len(g.AMR) > 0 {
 		claims["amr"] = g.AMR
 	}
-	tok, err := signOIDC(set.Active[AlgRS256], "at+jwt", claims)
+	tok, err := signOIDC(accessTokenKey(set, c), "at+jwt", claims)
 	if err != nil {
 		return "", time.Time{}, oidc.ErrServerError().WithParent(err)
 	}
@@ -610,4 +610,16 @@ func (p *OIDCStorage) AuthorizeClientIDSecret(ctx context.Context, id, secret st
 		return errors.New("invalid client credentials")
 	}
 	return nil
+}
+
+// accessTokenKey is the key that signs client c's access tokens: the
+// one of its idTokenAlg. RS256 is every resource server's (RFC 9068);
+// a client that asks for ES256 ID tokens checks ES256 signatures, and
+// an ES256 signature costs a fraction of an RSA one, the largest part
+// of a code exchange.
+func accessTokenKey(set *OIDCKeySet, c *store.OIDCClient) *OIDCSigningKey {
+	if k := set.Active[c.IDTokenAlg]; k != nil {
+		return k
+	}
+	return set.Active[AlgRS256]
 }

@@ -353,8 +353,9 @@ func TestOIDCCodeFlow(t *testing.T) {
 		t.Fatalf("sessions %s, want the one session %s by oidc:Test App", r.Raw, claims.SID)
 	}
 
-	// Single sign-on: a second client of the project, no page.
-	rp2 := ts.newRP(ts.Project.ID, map[string]any{"name": "Second App"})
+	// Single sign-on: a second client of the project, no page; its ID
+	// and access tokens are ES256, as it asks.
+	rp2 := ts.newRP(ts.Project.ID, map[string]any{"name": "Second App", "idTokenAlg": "ES256"})
 	q2 := rp2.answer(rp2.authorize(b, verifier, "state-2", "nonce-2"))
 	tok2, err := rp2.config.Exchange(ctx, q2.Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
@@ -363,6 +364,14 @@ func TestOIDCCodeFlow(t *testing.T) {
 	idt2, err := rp2.provider.Verifier(&gooidc.Config{ClientID: rp2.id}).Verify(ctx, tok2.Extra("id_token").(string))
 	if err != nil || idt2.Subject != u.ID || idt2.Nonce != "nonce-2" {
 		t.Fatalf("second ID token %+v %v", idt2, err)
+	}
+	for what, tok := range map[string]string{"ID token": tok2.Extra("id_token").(string), "access token": tok2.AccessToken} {
+		if h := jwtPart(t, tok, 0); h["alg"] != "ES256" {
+			t.Errorf("the ES256 client's %s header %v", what, h)
+		}
+	}
+	if r := rp2.userinfo(tok2.AccessToken); r.Status != http.StatusOK || r.Body["sub"] != u.ID {
+		t.Errorf("userinfo with the ES256 access token: %d %s", r.Status, r.Raw)
 	}
 
 	// Revoking the session ends its tokens.

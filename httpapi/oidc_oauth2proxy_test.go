@@ -231,7 +231,7 @@ func TestOAuth2Proxy(t *testing.T) {
 	addr := freeAddr(t)
 	app := "http://" + addr
 	rp := ts.newRP(pid, map[string]any{"name": "oauth2-proxy", "redirectUris": []string{app + "/oauth2/callback"},
-		"grantTypes": []string{"authorization_code", "refresh_token"}})
+		"grantTypes": []string{"authorization_code", "refresh_token"}, "firstParty": true})
 	startOAuth2Proxy(t, bin, addr, oauth2ProxyArgs(addr, up.URL+"/", rp.issuer, rp.id, rp.secret, "sre"))
 
 	jar, err := cookiejar.New(nil)
