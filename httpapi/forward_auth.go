@@ -81,8 +81,8 @@ func (s *Server) forwardAuth(w http.ResponseWriter, r *http.Request, ps httprout
 
 // forwardedRequest reads what the proxy asks about: nginx's
 // X-Original-URL (nginx is true), else X-Forwarded-Proto, -Host and
-// -Uri; only from a trusted proxy (400 UNTRUSTED_PROXY otherwise,
-// whatever the headers say).
+// -Uri, which must agree when both come; only from a trusted proxy (400
+// UNTRUSTED_PROXY otherwise, whatever the headers say).
 func (s *Server) forwardedRequest(r *http.Request) (auth.ForwardedRequest, bool, error) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -92,12 +92,8 @@ func (s *Server) forwardedRequest(r *http.Request) (auth.ForwardedRequest, bool,
 	if err != nil || !s.trusted(peer.Unmap()) {
 		return auth.ForwardedRequest{}, false, auth.ErrUntrustedProxy
 	}
-	if v := r.Header.Get("X-Original-URL"); v != "" {
-		f, err := auth.ParseOriginalURL(v)
-		return f, true, err
-	}
-	f, err := auth.ParseForwardedRequest(r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Uri"))
-	return f, false, err
+	h := r.Header
+	return auth.ParseForwardedHeaders(h.Get("X-Original-URL"), h.Get("X-Forwarded-Proto"), h.Get("X-Forwarded-Host"), h.Get("X-Forwarded-Uri"))
 }
 
 // forwardAuthPage serves the sign-in pages of proxied apps and the

@@ -41,8 +41,15 @@ var faRules = []map[string]any{
 // the default project's forward-auth set to faRules.
 func newFwdServer(t *testing.T) *testServer {
 	t.Helper()
+	return newFwdServerTrusting(t, "127.0.0.1/32")
+}
+
+// newFwdServerTrusting is newFwdServer trusting proxies at the addresses
+// of prefix instead.
+func newFwdServerTrusting(t *testing.T, prefix string) *testServer {
+	t.Helper()
 	ts := newTestServerWith(t, store.Options{}, func(c *httpapi.Config) {
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(prefix)}
 	}, func(c *auth.Config) {
 		c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "auth."+faDomain, 1)
 	})
@@ -210,8 +217,9 @@ func TestForwardAuthCheck(t *testing.T) {
 // and says what is wrong, never with a redirect: a caller outside
 // --trusted-proxies gets 400 UNTRUSTED_PROXY whatever its headers (a
 // forged X-Forwarded-Host is not read), a trusted one without the
-// headers, or with ones that are not a request, 400
-// FORWARDED_HEADERS_MISSING naming them.
+// headers, or with ones that are not a request, or with X-Original-URL
+// and X-Forwarded-* naming different requests (one of them a browser's,
+// passed on), 400 FORWARDED_HEADERS_MISSING naming them.
 func TestForwardAuthProxyHeaders(t *testing.T) {
 	t.Parallel()
 	ts := newFwdServer(t)
@@ -231,6 +239,7 @@ func TestForwardAuthProxyHeaders(t *testing.T) {
 		{"bad proto", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "ftp", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "/"}, "FORWARDED_HEADERS_MISSING", "http or https"},
 		{"bad uri", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "page"}, "FORWARDED_HEADERS_MISSING", "starting with /"},
 		{"bad host", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "a/b@c", "X-Forwarded-Uri": "/"}, "FORWARDED_HEADERS_MISSING", "X-Forwarded-Host"},
+		{"X-Original-URL and X-Forwarded-* disagree", "127.0.0.1", map[string]string{"X-Original-URL": app + "/public/", "X-Forwarded-Proto": "http", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "/page"}, "FORWARDED_HEADERS_MISSING", "name different requests"},
 		{"bad original URL", "127.0.0.1", map[string]string{"X-Original-URL": "/relative"}, "FORWARDED_HEADERS_MISSING", "X-Original-URL"},
 		{"undecodable path", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "/%zz"}, "FORWARDED_HEADERS_MISSING", "could not be read"},
 	} {
