@@ -165,6 +165,13 @@ func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *proj
 		s.oidcFail(w, err)
 		return
 	}
+	if step != auth.OIDCStepDone && subresource(r) {
+		// No form, so no CSRF cookie: the favicon the browser asks the
+		// app for is sent here too, at the same time as the page, and
+		// its cookie would replace the page's.
+		s.oidcError(w, http.StatusUnauthorized, "Sign in first: open the application's page.")
+		return
+	}
 	switch step {
 	case auth.OIDCStepDone:
 		s.setForwardAuthCookie(w, p, t, pr, tok)
@@ -175,6 +182,15 @@ func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *proj
 	default:
 		s.forwardAuthForm(w, r, p, t, http.StatusOK, "email", email, "")
 	}
+}
+
+// subresource reports whether the browser says r is no page it
+// navigates to (Sec-Fetch-Dest: an image, a script, a fetch...), such as
+// the favicon it asks a protected app for, which the proxy sends to the
+// sign-in page as it does the page itself.
+func subresource(r *http.Request) bool {
+	d := r.Header.Get("Sec-Fetch-Dest")
+	return r.Method == http.MethodGet && d != "" && d != "document"
 }
 
 // forwardAuthSendCode emails the code and shows the code form.

@@ -75,7 +75,7 @@ func TestForwardAuthNginxInChromium(t *testing.T) {
 		setValue(t, ctx, "input[name=email]", addr)
 		submit("send the code", "/signin")
 		if h1() != "Enter your code" {
-			t.Fatalf("not the code page: %q", pageText(t, ctx))
+			t.Fatalf("not the code page for %s: %q", addr, pageText(t, ctx))
 		}
 		setValue(t, ctx, "input[name=code]", ts.lastMail(addr).Code)
 		res := submit("enter the code", "/signin/code")

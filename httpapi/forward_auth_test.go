@@ -371,8 +371,10 @@ func (b *fwdBrowser) cookie(pid string) string {
 // original URL with the cookie set for the cookie domain (which an app
 // under it sends, and the check accepts: a session listed with method
 // forward-auth); an mfa address asks a user with TOTP for the code; an
-// rd to another domain is refused with a page (no redirect); a form
-// from another browser is refused; sign-out ends the session.
+// rd to another domain is refused with a page (no redirect); a request
+// for an image (the app's favicon, sent to sign in like the page) gets
+// no form and no CSRF cookie; a form from another browser is refused;
+// sign-out ends the session.
 func TestForwardAuthSignIn(t *testing.T) {
 	t.Parallel()
 	ts := newFwdServer(t)
@@ -386,6 +388,25 @@ func TestForwardAuthSignIn(t *testing.T) {
 		pg := b.get(signin + url.QueryEscape(rd))
 		if pg.Status != http.StatusBadRequest || pg.Location != "" || !strings.Contains(pg.Body, "not under this project") {
 			t.Errorf("rd %q: %d %s %s", rd, pg.Status, pg.Location, pg.Body)
+		}
+	}
+
+	// The favicon a browser asks the app for, sent to the sign-in page
+	// too (Sec-Fetch-Dest: image): no form, so no CSRF cookie to replace
+	// the page's; a page (document) gets the form.
+	for _, c := range []struct {
+		dest   string
+		status int
+		cookie bool
+	}{{"image", http.StatusUnauthorized, false}, {"document", http.StatusOK, true}, {"", http.StatusOK, true}} {
+		req, _ := http.NewRequest("GET", signin+url.QueryEscape(app+"/favicon.ico"), nil)
+		if c.dest != "" {
+			req.Header.Set("Sec-Fetch-Dest", c.dest)
+		}
+		pg := (&browser{ts: ts, client: loopbackClient(t, true)}).do(req)
+		if setsCookie := strings.Contains(strings.Join(pg.Header.Values("Set-Cookie"), ";"), "lk_csrf_"); pg.Status != c.status ||
+			setsCookie != c.cookie || strings.Contains(pg.Body, "<form") != c.cookie {
+			t.Errorf("sign-in page with Sec-Fetch-Dest %q: %d, CSRF cookie %v, want %d, %v: %s", c.dest, pg.Status, setsCookie, c.status, c.cookie, pg.Body)
 		}
 	}
 
