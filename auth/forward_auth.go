@@ -285,6 +285,40 @@ func ParseOriginalURL(raw string) (ForwardedRequest, error) {
 	return ParseForwardedRequest(u.Scheme, u.Host, uri)
 }
 
+// ParseForwardedHeaders reads which request a trusted proxy asks
+// about from its headers: nginx's X-Original-URL (originalURL; nginx is
+// true) or else X-Forwarded-Proto, -Host and -Uri (400
+// FORWARDED_HEADERS_MISSING, naming what is wrong, when they do not
+// name a request). A proxy passes on the browser's other headers as
+// they are: Caddy and Traefik set the X-Forwarded-* headers themselves
+// and pass a browser's X-Original-URL on, nginx sets X-Original-URL and
+// passes a browser's X-Forwarded-* on. So when both X-Original-URL and
+// X-Forwarded-Uri come, one of them may be the browser's: they must
+// name the same request, or the check answers 400 rather than believe
+// either (a forged X-Original-URL naming a bypass path must not open
+// the app behind Caddy).
+func ParseForwardedHeaders(originalURL, proto, host, uri string) (f ForwardedRequest, nginx bool, err error) {
+	if originalURL == "" {
+		f, err = ParseForwardedRequest(proto, host, uri)
+		return f, false, err
+	}
+	if f, err = ParseOriginalURL(originalURL); err != nil {
+		return ForwardedRequest{}, true, err
+	}
+	if uri != "" {
+		g, err := ParseForwardedRequest(proto, host, uri)
+		if err != nil {
+			return ForwardedRequest{}, true, err
+		}
+		if g != f {
+			return ForwardedRequest{}, true, ErrForwardedHeaders.With("X-Original-URL and X-Forwarded-Proto, -Host and -Uri name different requests: " +
+				"one of them came from the browser through the proxy. Configure the proxy to set the headers it sends and drop the browser's " +
+				"(nginx: X-Original-URL only; Caddy, Traefik: X-Forwarded-* only).")
+		}
+	}
+	return f, true, nil
+}
+
 // forwardedHost returns host's name without its port, lowercase and
 // without a final dot; false when it is not a host.
 func forwardedHost(host string) (string, bool) {

@@ -81,8 +81,8 @@ func (s *Server) forwardAuth(w http.ResponseWriter, r *http.Request, ps httprout
 
 // forwardedRequest reads what the proxy asks about: nginx's
 // X-Original-URL (nginx is true), else X-Forwarded-Proto, -Host and
-// -Uri; only from a trusted proxy (400 UNTRUSTED_PROXY otherwise,
-// whatever the headers say).
+// -Uri, which must agree when both come; only from a trusted proxy (400
+// UNTRUSTED_PROXY otherwise, whatever the headers say).
 func (s *Server) forwardedRequest(r *http.Request) (auth.ForwardedRequest, bool, error) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -92,12 +92,8 @@ func (s *Server) forwardedRequest(r *http.Request) (auth.ForwardedRequest, bool,
 	if err != nil || !s.trusted(peer.Unmap()) {
 		return auth.ForwardedRequest{}, false, auth.ErrUntrustedProxy
 	}
-	if v := r.Header.Get("X-Original-URL"); v != "" {
-		f, err := auth.ParseOriginalURL(v)
-		return f, true, err
-	}
-	f, err := auth.ParseForwardedRequest(r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("X-Forwarded-Uri"))
-	return f, false, err
+	h := r.Header
+	return auth.ParseForwardedHeaders(h.Get("X-Original-URL"), h.Get("X-Forwarded-Proto"), h.Get("X-Forwarded-Host"), h.Get("X-Forwarded-Uri"))
 }
 
 // forwardAuthPage serves the sign-in pages of proxied apps and the
@@ -170,6 +166,13 @@ func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *proj
 		s.oidcFail(w, err)
 		return
 	}
+	if step != auth.OIDCStepDone && subresource(r) {
+		// No form, so no CSRF cookie: the favicon the browser asks the
+		// app for is sent here too, at the same time as the page, and
+		// its cookie would replace the page's.
+		s.oidcError(w, http.StatusUnauthorized, "Sign in first: open the application's page.")
+		return
+	}
 	switch step {
 	case auth.OIDCStepDone:
 		s.setForwardAuthCookie(w, p, t, pr, tok)
@@ -180,6 +183,15 @@ func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *proj
 	default:
 		s.forwardAuthForm(w, r, p, t, http.StatusOK, "email", email, "")
 	}
+}
+
+// subresource reports whether the browser says r is no page it
+// navigates to (Sec-Fetch-Dest: an image, a script, a fetch...), such as
+// the favicon it asks a protected app for, which the proxy sends to the
+// sign-in page as it does the page itself.
+func subresource(r *http.Request) bool {
+	d := r.Header.Get("Sec-Fetch-Dest")
+	return r.Method == http.MethodGet && d != "" && d != "document"
 }
 
 // forwardAuthSendCode emails the code and shows the code form.

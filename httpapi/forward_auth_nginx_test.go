@@ -35,7 +35,7 @@ func findNginx() string {
 // directory, %[2]d nginx's port, %[3]s latchkey's address
 // (127.0.0.1:port), %[4]s the project id, %[5]s the upstream's address,
 // %[6]s the user line (root runs its workers as root here, since the
-// working directory is its own).
+// working directory is its own), %[7]s a proxy_bind line or nothing.
 const nginxConf = `%[6]s
 daemon off;
 worker_processes 1;
@@ -53,6 +53,7 @@ http {
     server {
         listen 127.0.0.1:%[2]d;
         server_name app.fa.localhost;
+        %[7]s
 
         # --- from docs/forward-auth.md ---
         location / {
@@ -83,6 +84,10 @@ http {
             proxy_set_header X-Original-URL $scheme://$http_host$request_uri;
             proxy_set_header X-Forwarded-Method $request_method;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            # Not the browser's: latchkey reads X-Original-URL.
+            proxy_set_header X-Forwarded-Proto "";
+            proxy_set_header X-Forwarded-Host "";
+            proxy_set_header X-Forwarded-Uri "";
         }
         # --- end ---
     }
@@ -90,10 +95,12 @@ http {
 `
 
 // startNginx runs nginx in front of upstream, asking ts about project
-// pid, and returns its address (127.0.0.1:port). Without nginx the test
-// is skipped with a loud message, or fails when LATCHKEY_REQUIRE_NGINX=1
-// (as .ci/run sets).
-func startNginx(t *testing.T, ts *testServer, pid, upstream string) string {
+// pid, and returns its address (127.0.0.1:port). nginx connects to
+// latchkey and the upstream from the loopback address from ("" for
+// 127.0.0.1, its default), so that a test can trust nginx and not the
+// browser. Without nginx the test is skipped with a loud message, or
+// fails when LATCHKEY_REQUIRE_NGINX=1 (as .ci/run sets).
+func startNginx(t *testing.T, ts *testServer, pid, upstream, from string) string {
 	t.Helper()
 	bin := findNginx()
 	if bin == "" {
@@ -114,9 +121,13 @@ func startNginx(t *testing.T, ts *testServer, pid, upstream string) string {
 	if os.Geteuid() == 0 {
 		userLine = "user root;"
 	}
+	bind := ""
+	if from != "" {
+		bind = "proxy_bind " + from + ";"
+	}
 	conf := filepath.Join(dir, "nginx.conf")
 	lk := strings.TrimPrefix(ts.URL, "http://")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxConf, dir, port, lk, pid, upstream, userLine)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxConf, dir, port, lk, pid, upstream, userLine, bind)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
@@ -183,7 +194,7 @@ func TestForwardAuthNginx(t *testing.T) {
 	t.Parallel()
 	ts := newFwdServer(t)
 	pid := ts.Project.ID
-	ng := startNginx(t, ts, pid, echoUpstream(t))
+	ng := startNginx(t, ts, pid, echoUpstream(t), "")
 	_, port, _ := net.SplitHostPort(ng)
 	app := "http://app." + faDomain + ":" + port
 

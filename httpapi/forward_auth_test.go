@@ -41,8 +41,15 @@ var faRules = []map[string]any{
 // the default project's forward-auth set to faRules.
 func newFwdServer(t *testing.T) *testServer {
 	t.Helper()
+	return newFwdServerTrusting(t, "127.0.0.1/32")
+}
+
+// newFwdServerTrusting is newFwdServer trusting proxies at the addresses
+// of prefix instead.
+func newFwdServerTrusting(t *testing.T, prefix string) *testServer {
+	t.Helper()
 	ts := newTestServerWith(t, store.Options{}, func(c *httpapi.Config) {
-		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(prefix)}
 	}, func(c *auth.Config) {
 		c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "auth."+faDomain, 1)
 	})
@@ -210,8 +217,9 @@ func TestForwardAuthCheck(t *testing.T) {
 // and says what is wrong, never with a redirect: a caller outside
 // --trusted-proxies gets 400 UNTRUSTED_PROXY whatever its headers (a
 // forged X-Forwarded-Host is not read), a trusted one without the
-// headers, or with ones that are not a request, 400
-// FORWARDED_HEADERS_MISSING naming them.
+// headers, or with ones that are not a request, or with X-Original-URL
+// and X-Forwarded-* naming different requests (one of them a browser's,
+// passed on), 400 FORWARDED_HEADERS_MISSING naming them.
 func TestForwardAuthProxyHeaders(t *testing.T) {
 	t.Parallel()
 	ts := newFwdServer(t)
@@ -231,6 +239,7 @@ func TestForwardAuthProxyHeaders(t *testing.T) {
 		{"bad proto", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "ftp", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "/"}, "FORWARDED_HEADERS_MISSING", "http or https"},
 		{"bad uri", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "page"}, "FORWARDED_HEADERS_MISSING", "starting with /"},
 		{"bad host", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "a/b@c", "X-Forwarded-Uri": "/"}, "FORWARDED_HEADERS_MISSING", "X-Forwarded-Host"},
+		{"X-Original-URL and X-Forwarded-* disagree", "127.0.0.1", map[string]string{"X-Original-URL": app + "/public/", "X-Forwarded-Proto": "http", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "/page"}, "FORWARDED_HEADERS_MISSING", "name different requests"},
 		{"bad original URL", "127.0.0.1", map[string]string{"X-Original-URL": "/relative"}, "FORWARDED_HEADERS_MISSING", "X-Original-URL"},
 		{"undecodable path", "127.0.0.1", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "/%zz"}, "FORWARDED_HEADERS_MISSING", "could not be read"},
 	} {
@@ -362,8 +371,10 @@ func (b *fwdBrowser) cookie(pid string) string {
 // original URL with the cookie set for the cookie domain (which an app
 // under it sends, and the check accepts: a session listed with method
 // forward-auth); an mfa address asks a user with TOTP for the code; an
-// rd to another domain is refused with a page (no redirect); a form
-// from another browser is refused; sign-out ends the session.
+// rd to another domain is refused with a page (no redirect); a request
+// for an image (the app's favicon, sent to sign in like the page) gets
+// no form and no CSRF cookie; a form from another browser is refused;
+// sign-out ends the session.
 func TestForwardAuthSignIn(t *testing.T) {
 	t.Parallel()
 	ts := newFwdServer(t)
@@ -377,6 +388,25 @@ func TestForwardAuthSignIn(t *testing.T) {
 		pg := b.get(signin + url.QueryEscape(rd))
 		if pg.Status != http.StatusBadRequest || pg.Location != "" || !strings.Contains(pg.Body, "not under this project") {
 			t.Errorf("rd %q: %d %s %s", rd, pg.Status, pg.Location, pg.Body)
+		}
+	}
+
+	// The favicon a browser asks the app for, sent to the sign-in page
+	// too (Sec-Fetch-Dest: image): no form, so no CSRF cookie to replace
+	// the page's; a page (document) gets the form.
+	for _, c := range []struct {
+		dest   string
+		status int
+		cookie bool
+	}{{"image", http.StatusUnauthorized, false}, {"document", http.StatusOK, true}, {"", http.StatusOK, true}} {
+		req, _ := http.NewRequest("GET", signin+url.QueryEscape(app+"/favicon.ico"), nil)
+		if c.dest != "" {
+			req.Header.Set("Sec-Fetch-Dest", c.dest)
+		}
+		pg := (&browser{ts: ts, client: loopbackClient(t, true)}).do(req)
+		if setsCookie := strings.Contains(strings.Join(pg.Header.Values("Set-Cookie"), ";"), "lk_csrf_"); pg.Status != c.status ||
+			setsCookie != c.cookie || strings.Contains(pg.Body, "<form") != c.cookie {
+			t.Errorf("sign-in page with Sec-Fetch-Dest %q: %d, CSRF cookie %v, want %d, %v: %s", c.dest, pg.Status, setsCookie, c.status, c.cookie, pg.Body)
 		}
 	}
 
