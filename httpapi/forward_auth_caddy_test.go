@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"latchkey/internal/testkit"
 )
 
 // Forward-auth behind a real Caddy, built from the Go module proxy
@@ -140,7 +142,7 @@ func startCaddy(t *testing.T, ts *testServer, pid, upstream string) string {
 	cmd := exec.Command(bin, "run", "--config", conf, "--adapter", "caddyfile")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -172,24 +174,6 @@ func startCaddy(t *testing.T, ts *testServer, pid, upstream string) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's two outputs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestForwardAuthCaddy: Caddy's forward_auth in front of an app. A

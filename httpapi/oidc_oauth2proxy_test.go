@@ -12,9 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"latchkey/internal/testkit"
 )
 
 // oauth2-proxy (built from the Go module proxy) in front of an app,
@@ -129,7 +130,7 @@ func waitOAuth2ProxyRefresh() { time.Sleep(oauth2ProxyRefresh + time.Second + 20
 // returns once it answers its /ping.
 func startOAuth2Proxy(t *testing.T, bin, addr string, args []string) {
 	t.Helper()
-	var log syncBuffer
+	var log testkit.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -168,25 +169,6 @@ func startOAuth2Proxy(t *testing.T, bin, addr string, args []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a buffer a process's two pipes write to while the test
-// reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // freeAddr returns a loopback address (127.0.0.1:port) nothing listens
