@@ -224,31 +224,10 @@ func (p *OIDCStorage) exchangeDevice(ctx context.Context, withRefresh bool) (str
 		case d.State != store.DeviceAuthApproved:
 			return oidc.ErrAuthorizationPending()
 		}
-		sess, err := tx.Session(d.SessionID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (sess.UserID != d.UserID || !now.Before(sess.ExpiresAt))) {
-			return oidc.ErrInvalidGrant().WithDescription("The sign-in session has ended.")
-		} else if err != nil {
+		g, c, refresh, err = p.newGrant(tx, now, &store.OIDCGrant{ClientID: d.ClientID, UserID: d.UserID, SessionID: d.SessionID,
+			Scopes: d.Scopes, AMR: d.AMR, ACR: d.ACR, AuthTime: d.AuthTime}, withRefresh)
+		if err != nil {
 			return err
-		}
-		if c, err = tx.OIDCClient(p.projectID, d.ClientID); errors.Is(err, store.ErrNotFound) {
-			return oidc.ErrInvalidClient()
-		} else if err != nil {
-			return err
-		}
-		atTTL := time.Duration(c.AccessTokenLifetimeSeconds) * time.Second
-		g = &store.OIDCGrant{ProjectID: p.projectID, ID: newID(), ClientID: c.ID, UserID: d.UserID, SessionID: d.SessionID,
-			Scopes: d.Scopes, AMR: d.AMR, ACR: d.ACR, AuthTime: d.AuthTime, CreatedAt: now, ExpiresAt: now.Add(atTTL)}
-		if withRefresh {
-			proj, err := tx.Project(p.projectID)
-			if err != nil {
-				return err
-			}
-			_, _, most := sessionTimes(proj)
-			lifetime, _ := refreshTimes(c)
-			g.ExpiresAt = earlier(now.Add(lifetime), sess.IssuedAt.Add(most))
-			if refresh, err = p.s.newOIDCRefreshToken(tx, g, c, g.Scopes, now); err != nil {
-				return err
-			}
 		}
 		d.GrantID = g.ID
 		if err := tx.PutOIDCGrant(g); err != nil {
@@ -259,12 +238,7 @@ func (p *OIDCStorage) exchangeDevice(ctx context.Context, withRefresh bool) (str
 	if err != nil {
 		return "", "", time.Time{}, oidcStoreError(err)
 	}
-	ttl := min(time.Duration(c.AccessTokenLifetimeSeconds)*time.Second, g.ExpiresAt.Sub(g.CreatedAt))
-	at, exp, err := p.mintAccessToken(ctx, g, c, g.Scopes, ttl)
-	if err != nil {
-		return "", "", time.Time{}, err
-	}
-	return at, refresh, exp, nil
+	return p.grantTokens(ctx, g, c, refresh)
 }
 
 // OIDCDevice is a pending device authorization as the device page

@@ -346,31 +346,10 @@ func (p *OIDCStorage) exchangeCode(ctx context.Context, a oidcAuthRequest, withR
 		if !now.Before(r.CodeExpiresAt) || !store.Equal(r.CodeHash, a.r.CodeHash) {
 			return oidc.ErrInvalidGrant().WithDescription("The code has expired.")
 		}
-		sess, err := tx.Session(r.SessionID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (sess.UserID != r.UserID || !now.Before(sess.ExpiresAt))) {
-			return oidc.ErrInvalidGrant().WithDescription("The sign-in session has ended.")
-		} else if err != nil {
+		g, c, refresh, err = p.newGrant(tx, now, &store.OIDCGrant{ClientID: r.ClientID, UserID: r.UserID, SessionID: r.SessionID,
+			Scopes: r.Scopes, AMR: r.AMR, ACR: r.ACR, AuthTime: r.AuthTime}, withRefresh)
+		if err != nil {
 			return err
-		}
-		if c, err = tx.OIDCClient(p.projectID, r.ClientID); errors.Is(err, store.ErrNotFound) {
-			return oidc.ErrInvalidClient()
-		} else if err != nil {
-			return err
-		}
-		atTTL := time.Duration(c.AccessTokenLifetimeSeconds) * time.Second
-		g = &store.OIDCGrant{ProjectID: p.projectID, ID: newID(), ClientID: c.ID, UserID: r.UserID, SessionID: r.SessionID,
-			Scopes: r.Scopes, AMR: r.AMR, ACR: r.ACR, AuthTime: r.AuthTime, CreatedAt: now, ExpiresAt: now.Add(atTTL)}
-		if withRefresh {
-			proj, err := tx.Project(p.projectID)
-			if err != nil {
-				return err
-			}
-			_, _, most := sessionTimes(proj)
-			lifetime, _ := refreshTimes(c)
-			g.ExpiresAt = earlier(now.Add(lifetime), sess.IssuedAt.Add(most))
-			if refresh, err = p.s.newOIDCRefreshToken(tx, g, c, g.Scopes, now); err != nil {
-				return err
-			}
 		}
 		r.GrantID = g.ID
 		if err := tx.PutOIDCGrant(g); err != nil {
@@ -387,6 +366,53 @@ func (p *OIDCStorage) exchangeCode(ctx context.Context, a oidcAuthRequest, withR
 		}
 		return "", "", time.Time{}, errCodeReplayed
 	}
+	return p.grantTokens(ctx, g, c, refresh)
+}
+
+// newGrant makes, inside tx, the grant of a sign-in answered for a
+// client (an authorization request's code, an approved device code):
+// from's client, user, session, scopes and proofs, while that session
+// lives (invalid_grant otherwise; invalid_client for a client gone).
+// Without a refresh token (withRefresh false) the grant lives the
+// client's access token lifetime; with one, the client's refresh token
+// lifetime, never past the session's maximum, and its first refresh
+// token is stored and returned.
+func (p *OIDCStorage) newGrant(tx store.Tx, now time.Time, from *store.OIDCGrant, withRefresh bool) (*store.OIDCGrant, *store.OIDCClient, string, error) {
+	sess, err := tx.Session(from.SessionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (sess.UserID != from.UserID || !now.Before(sess.ExpiresAt))) {
+		return nil, nil, "", oidc.ErrInvalidGrant().WithDescription("The from-in session has ended.")
+	} else if err != nil {
+		return nil, nil, "", err
+	}
+	c, err := tx.OIDCClient(p.projectID, from.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, "", oidc.ErrInvalidClient()
+	} else if err != nil {
+		return nil, nil, "", err
+	}
+	atTTL := time.Duration(c.AccessTokenLifetimeSeconds) * time.Second
+	g := &store.OIDCGrant{ProjectID: p.projectID, ID: newID(), ClientID: c.ID, UserID: from.UserID, SessionID: from.SessionID,
+		Scopes: from.Scopes, AMR: from.AMR, ACR: from.ACR, AuthTime: from.AuthTime, CreatedAt: now, ExpiresAt: now.Add(atTTL)}
+	refresh := ""
+	if withRefresh {
+		proj, err := tx.Project(p.projectID)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		_, _, most := sessionTimes(proj)
+		lifetime, _ := refreshTimes(c)
+		g.ExpiresAt = earlier(now.Add(lifetime), sess.IssuedAt.Add(most))
+		if refresh, err = p.s.newOIDCRefreshToken(tx, g, c, g.Scopes, now); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	return g, c, refresh, nil
+}
+
+// grantTokens signs the access token of new grant g of client c, which
+// never outlives the grant, and returns it with the grant's refresh
+// token (as exchangeCode does).
+func (p *OIDCStorage) grantTokens(ctx context.Context, g *store.OIDCGrant, c *store.OIDCClient, refresh string) (string, string, time.Time, error) {
 	ttl := min(time.Duration(c.AccessTokenLifetimeSeconds)*time.Second, g.ExpiresAt.Sub(g.CreatedAt))
 	at, exp, err := p.mintAccessToken(ctx, g, c, g.Scopes, ttl)
 	if err != nil {
