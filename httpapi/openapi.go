@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/julienschmidt/httprouter"
+
+	"latchkey/internal/promtext"
 )
 
 // openapiGzip is the OpenAPI 3.1 description of the API, maintained by
@@ -57,7 +59,7 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return nil
 	}
 	h.Set("Content-Type", "application/json")
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+	if promtext.AcceptsGzip(r.Header.Get("Accept-Encoding")) {
 		h.Set("Content-Encoding", "gzip")
 		w.Write(openapiGzip)
 		return nil
@@ -68,19 +70,6 @@ func (s *Server) openapi(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	}
 	w.Write(doc)
 	return nil
-}
-
-// acceptsGzip reports whether an Accept-Encoding header takes gzip (not
-// with q=0).
-func acceptsGzip(header string) bool {
-	for _, e := range strings.Split(header, ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(e), ";")
-		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
-			q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
-		}
-	}
-	return false
 }
 
 // etagMatch reports whether an If-None-Match header lists etag (or *).

@@ -211,13 +211,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		data = []byte(`{"success":false,"error":"Internal error.","code":"INTERNAL_ERROR"}`)
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if h.Get("Cache-Control") == "" {
-		h.Set("Cache-Control", "no-store")
-	}
+	jsonHeaders(w.Header())
 	w.WriteHeader(status)
 	w.Write(append(data, '\n'))
+}
+
+// jsonHeaders sets a JSON answer's headers: its type, and no-store
+// unless the handler chose its caching.
+func jsonHeaders(h http.Header) {
+	h["Content-Type"] = contentTypeJSON
+	if h.Get("Cache-Control") == "" {
+		h["Cache-Control"] = cacheNoStore
+	}
 }
 
 // ok writes a 200 response: v's fields with success:true added by the
@@ -226,11 +231,7 @@ func ok(w http.ResponseWriter, v any) error {
 	if v == nil {
 		// Written as is: forward-auth answers every request to a
 		// protected app with it.
-		h := w.Header()
-		h["Content-Type"] = contentTypeJSON
-		if _, set := h["Cache-Control"]; !set {
-			h["Cache-Control"] = cacheNoStore
-		}
+		jsonHeaders(w.Header())
 		w.WriteHeader(http.StatusOK)
 		w.Write(okBody)
 		return nil
@@ -239,8 +240,8 @@ func ok(w http.ResponseWriter, v any) error {
 	return nil
 }
 
-// okBody, contentTypeJSON and cacheNoStore are ok's answer without
-// fields and its headers' values (shared: never changed).
+// okBody is ok's answer without fields; contentTypeJSON and
+// cacheNoStore are jsonHeaders' values (shared: never changed).
 var (
 	okBody          = []byte(`{"success":true}` + "\n")
 	contentTypeJSON = []string{"application/json"}

@@ -226,7 +226,7 @@ func (r *Registry) Handler() http.Handler {
 		h := w.Header()
 		h.Set("Content-Type", ContentType)
 		h.Add("Vary", "Accept-Encoding")
-		if !acceptsGzip(req.Header.Get("Accept-Encoding")) {
+		if !AcceptsGzip(req.Header.Get("Accept-Encoding")) {
 			w.Write(b.Bytes())
 			return
 		}
@@ -237,10 +237,12 @@ func (r *Registry) Handler() http.Handler {
 	})
 }
 
-func acceptsGzip(accept string) bool {
+// AcceptsGzip reports whether an Accept-Encoding header takes gzip
+// (named in any case, without q=0).
+func AcceptsGzip(accept string) bool {
 	for part := range strings.SplitSeq(accept, ",") {
 		coding, params, _ := strings.Cut(part, ";")
-		if strings.TrimSpace(coding) != "gzip" {
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
 			continue
 		}
 		q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
