@@ -1,9 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,28 +46,7 @@ func TestAccountPageInChromium(t *testing.T) {
 			t.Fatalf("%s: want %q with %q, the page reads %q", what, heading, text, pageText(t, ctx))
 		}
 	}
-	shots := os.Getenv("LATCHKEY_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	screenshot := func(name string) {
-		t.Helper()
-		for _, width := range []int64{360, 1280} {
-			do(t, ctx, "viewport", chromedp.EmulateViewport(width, 800))
-			shot := get(t, ctx, "screenshot", chromedp.FullScreenshot(100))
-			file := filepath.Join(shots, "account-"+name+"-"+map[int64]string{360: "360", 1280: "1280"}[width]+".png")
-			if err := os.WriteFile(file, shot, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if len(shot) < 1000 || !bytes.HasPrefix(shot, []byte("\x89PNG\r\n\x1a\n")) {
-				t.Fatalf("screenshot %s: %d bytes", file, len(shot))
-			}
-			if width == 360 && get(t, ctx, "scroll width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)) > 360 {
-				t.Errorf("%s is wider than 360 pixels", name)
-			}
-			t.Logf("screenshot %s", file)
-		}
-	}
+	screenshot := screenshots(t, ctx, "account")
 
 	// Not signed in: the sign-in page, then back at the account page.
 	load("open the account page", chromedp.Navigate(ts.accountURL()))

@@ -259,26 +259,7 @@ func TestForwardAuthCaddy(t *testing.T) {
 	}
 
 	// mfa: a user with TOTP is asked for it, then served.
-	secret := ts.enrollTOTP(str(t, ts.login("totp@example.com").Body, "token"))
-	m := &fwdBrowser{ts: ts, client: loopbackClient(t, true)}
-	pg = m.get(app + "/admin/")
-	if pg.Status != http.StatusFound {
-		t.Fatalf("mfa path signed out: %d %s", pg.Status, pg.Body)
-	}
-	second := m.signIn(m.get(pg.Location), "totp@example.com")
-	if second.Status != http.StatusOK || !strings.Contains(second.Body, "authenticator app") {
-		t.Fatalf("mfa path after the email code: %d %s", second.Status, second.Body)
-	}
-	if pg := m.get(app + "/admin/"); pg.Status != http.StatusFound {
-		t.Fatalf("mfa path before the second factor: %d %s", pg.Status, pg.Body)
-	}
-	back = m.submit(second, map[string]string{"code": ts.totpCode(secret, 0)})
-	if back.Status != http.StatusSeeOther || back.Location != app+"/admin/" {
-		t.Fatalf("after TOTP: %d %s", back.Status, back.Location)
-	}
-	if pg := m.get(back.Location); pg.Status != http.StatusOK || !strings.Contains(pg.Body, "app /admin/ user="+ts.userByEmail("totp@example.com").ID) {
-		t.Fatalf("mfa path after the second factor: %d %s", pg.Status, pg.Body)
-	}
+	ts.wantMFAPath(app + "/admin/")
 
 	// Sign-out ends the session: Caddy sends the browser to sign in.
 	if out := b.get(ts.faBase() + "/oidc/" + pid + "/logout?rd=" + url.QueryEscape(app+"/")); out.Status != http.StatusSeeOther {

@@ -241,26 +241,7 @@ func TestForwardAuthNginx(t *testing.T) {
 	}
 
 	// mfa: a user with TOTP is asked for it, then served.
-	secret := ts.enrollTOTP(str(t, ts.login("totp@example.com").Body, "token"))
-	m := &fwdBrowser{ts: ts, client: loopbackClient(t, true)}
-	pg = m.get(app + "/admin/")
-	if pg.Status != http.StatusFound {
-		t.Fatalf("mfa path signed out: %d %s", pg.Status, pg.Body)
-	}
-	second := m.signIn(m.get(pg.Location), "totp@example.com")
-	if second.Status != http.StatusOK || !strings.Contains(second.Body, "authenticator app") {
-		t.Fatalf("mfa path after the email code: %d %s", second.Status, second.Body)
-	}
-	if pg := m.get(app + "/admin/"); pg.Status != http.StatusFound {
-		t.Fatalf("mfa path before the second factor: %d %s", pg.Status, pg.Body)
-	}
-	back = m.submit(second, map[string]string{"code": ts.totpCode(secret, 0)})
-	if back.Status != http.StatusSeeOther || back.Location != app+"/admin/" {
-		t.Fatalf("after TOTP: %d %s", back.Status, back.Location)
-	}
-	if pg := m.get(back.Location); pg.Status != http.StatusOK || !strings.Contains(pg.Body, "app /admin/ user="+ts.userByEmail("totp@example.com").ID) {
-		t.Fatalf("mfa path after the second factor: %d %s", pg.Status, pg.Body)
-	}
+	ts.wantMFAPath(app + "/admin/")
 	// ada's session proved no second factor: the mfa path sends her to
 	// sign in, where a page says her account has none.
 	if pg := b.get(app + "/admin/"); pg.Status != http.StatusFound {
@@ -275,5 +256,35 @@ func TestForwardAuthNginx(t *testing.T) {
 	}
 	if pg := b.get(app + "/page"); pg.Status != http.StatusFound {
 		t.Fatalf("after sign-out: %d %s", pg.Status, pg.Body)
+	}
+}
+
+// wantMFAPath has a new browser reach path, behind a proxy whose rule
+// for it has policy mfa, as a user with TOTP: sent to sign in (302),
+// asked for the second factor after the email code (and still sent to
+// sign in before giving it), then back at path and served.
+func (ts *testServer) wantMFAPath(path string) {
+	t := ts.t
+	t.Helper()
+	secret := ts.enrollTOTP(str(t, ts.login("totp@example.com").Body, "token"))
+	m := &fwdBrowser{ts: ts, client: loopbackClient(t, true)}
+	pg := m.get(path)
+	if pg.Status != http.StatusFound {
+		t.Fatalf("mfa path signed out: %d %s", pg.Status, pg.Body)
+	}
+	second := m.signIn(m.get(pg.Location), "totp@example.com")
+	if second.Status != http.StatusOK || !strings.Contains(second.Body, "authenticator app") {
+		t.Fatalf("mfa path after the email code: %d %s", second.Status, second.Body)
+	}
+	if pg := m.get(path); pg.Status != http.StatusFound {
+		t.Fatalf("mfa path before the second factor: %d %s", pg.Status, pg.Body)
+	}
+	back := m.submit(second, map[string]string{"code": ts.totpCode(secret, 0)})
+	if back.Status != http.StatusSeeOther || back.Location != path {
+		t.Fatalf("after TOTP: %d %s", back.Status, back.Location)
+	}
+	u, _ := url.Parse(path)
+	if pg := m.get(back.Location); pg.Status != http.StatusOK || !strings.Contains(pg.Body, "app "+u.Path+" user="+ts.userByEmail("totp@example.com").ID) {
+		t.Fatalf("mfa path after the second factor: %d %s", pg.Status, pg.Body)
 	}
 }

@@ -128,6 +128,45 @@ func (e *oidcBench) exchange(c oidcBenchClient, code string) (string, error) {
 	return out.AccessToken, nil
 }
 
+// signIn signs worker w's user in to the ES256 client with its session
+// (authorize, the callback, the token endpoint) and returns the access
+// token.
+func (e *oidcBench) signIn(hc *http.Client, w int) (string, error) {
+	code, err := e.authorizeCode(hc, e.clients["ES256"], e.tokens[w])
+	if err != nil {
+		return "", err
+	}
+	return e.exchange(e.clients["ES256"], code)
+}
+
+// accessTokens returns an access token of the ES256 client per worker.
+func (e *oidcBench) accessTokens(b *testing.B, hc *http.Client) []string {
+	ats := make([]string, benchConc)
+	for w := range ats {
+		var err error
+		if ats[w], err = e.signIn(hc, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ats
+}
+
+// userinfo calls userinfo with access token at.
+func (e *oidcBench) userinfo(at string) error {
+	req, _ := http.NewRequest("GET", e.issuer+"/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+at)
+	res, err := e.client.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		return fmt.Errorf("userinfo: %d", res.StatusCode)
+	}
+	return nil
+}
+
 // codes is a supply of codes for one client, made before a round.
 type codes struct {
 	mu   sync.Mutex
@@ -194,30 +233,8 @@ func (e *oidcBench) fill(s *codes, c oidcBenchClient, n int) error {
 func BenchmarkOIDCRatios(b *testing.B) {
 	e := newOIDCBench(b)
 	hc := e.noRedirect()
-	ats := make([]string, benchConc)
-	for w := range ats {
-		code, err := e.authorizeCode(hc, e.clients["ES256"], e.tokens[w])
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ats[w], err = e.exchange(e.clients["ES256"], code); err != nil {
-			b.Fatal(err)
-		}
-	}
-	userinfo := func(w int) error {
-		req, _ := http.NewRequest("GET", e.issuer+"/userinfo", nil)
-		req.Header.Set("Authorization", "Bearer "+ats[w])
-		res, err := e.client.Do(req)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			return fmt.Errorf("userinfo: %d", res.StatusCode)
-		}
-		return nil
-	}
+	ats := e.accessTokens(b, hc)
+	userinfo := func(w int) error { return e.userinfo(ats[w]) }
 	var logins sync.Map // worker → next index
 	otpLogin := func(w int) error {
 		v, _ := logins.LoadOrStore(w, new(int))
@@ -241,14 +258,7 @@ func BenchmarkOIDCRatios(b *testing.B) {
 			return err
 		}
 	}
-	sso := func(w int) error {
-		code, err := e.authorizeCode(hc, e.clients["ES256"], e.tokens[w])
-		if err != nil {
-			return err
-		}
-		_, err = e.exchange(e.clients["ES256"], code)
-		return err
-	}
+	sso := func(w int) error { _, err := e.signIn(hc, w); return err }
 	kinds := []ratioKind{
 		{name: "floor", do: func(int) error { return e.get("/bench/floor", "") }},
 		{name: "userinfo", do: userinfo},
@@ -298,31 +308,8 @@ var errOutOfCodes = errors.New("out of codes: make more before the round")
 // clients (for profiles: BenchmarkOIDCRatios gives the ratios).
 func BenchmarkOIDCUserinfo(b *testing.B) {
 	e := newOIDCBench(b)
-	hc := e.noRedirect()
-	ats := make([]string, benchConc)
-	for w := range ats {
-		code, err := e.authorizeCode(hc, e.clients["ES256"], e.tokens[w])
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ats[w], err = e.exchange(e.clients["ES256"], code); err != nil {
-			b.Fatal(err)
-		}
-	}
-	e.load(b, benchConc, func(w, _ int) error {
-		req, _ := http.NewRequest("GET", e.issuer+"/userinfo", nil)
-		req.Header.Set("Authorization", "Bearer "+ats[w])
-		res, err := e.client.Do(req)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			return fmt.Errorf("userinfo: %d", res.StatusCode)
-		}
-		return nil
-	})
+	ats := e.accessTokens(b, e.noRedirect())
+	e.load(b, benchConc, func(w, _ int) error { return e.userinfo(ats[w]) })
 }
 
 // BenchmarkOIDCSignIn is a sign-in with a session (authorize, callback,
@@ -330,12 +317,5 @@ func BenchmarkOIDCUserinfo(b *testing.B) {
 func BenchmarkOIDCSignIn(b *testing.B) {
 	e := newOIDCBench(b)
 	hc := e.noRedirect()
-	e.load(b, benchConc, func(w, _ int) error {
-		code, err := e.authorizeCode(hc, e.clients["ES256"], e.tokens[w])
-		if err != nil {
-			return err
-		}
-		_, err = e.exchange(e.clients["ES256"], code)
-		return err
-	})
+	e.load(b, benchConc, func(w, _ int) error { _, err := e.signIn(hc, w); return err })
 }

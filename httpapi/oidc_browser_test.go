@@ -2,12 +2,14 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,29 +75,7 @@ func TestOIDCPagesInChromium(t *testing.T) {
 		t.Helper()
 		return get(t, ctx, "h1", chromedp.Text(chromedp.CSS("h1")))
 	}
-	shots := os.Getenv("LATCHKEY_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	screenshot := func(name string) {
-		t.Helper()
-		for _, width := range []int64{360, 1280} {
-			do(t, ctx, "viewport", chromedp.EmulateViewport(width, 800))
-			shot := get(t, ctx, "screenshot", chromedp.FullScreenshot(100))
-			file := filepath.Join(shots, "oidc-"+name+"-"+map[int64]string{360: "360", 1280: "1280"}[width]+".png")
-			if err := os.WriteFile(file, shot, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if len(shot) < 1000 || !bytes.HasPrefix(shot, []byte("\x89PNG\r\n\x1a\n")) {
-				t.Fatalf("screenshot %s: %d bytes", file, len(shot))
-			}
-			// At 360 pixels nothing is wider than the window.
-			if width == 360 && get(t, ctx, "scroll width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)) > 360 {
-				t.Errorf("%s is wider than 360 pixels", name)
-			}
-			t.Logf("screenshot %s", file)
-		}
-	}
+	screenshot := screenshots(t, ctx, "oidc")
 	// back waits for the relying party's callback and returns the ID
 	// token's claims.
 	back := func(verifier, state string) oidcIDClaims {
@@ -183,5 +163,35 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	wantAMR(t, c, []string{"swk"}, auth.ACRSingleFactor)
 	if h1() != "Back at the app" {
 		t.Errorf("after the passkey: %q", pageText(t, ctx))
+	}
+}
+
+// screenshots returns a function that captures the page in ctx at 360
+// and 1280 pixels wide as <prefix>-<name>-<width>.png, into
+// LATCHKEY_SCREENSHOT_DIR when set (to keep them), else the test's temp
+// dir, logging each file; at 360 pixels nothing may be wider than the
+// window.
+func screenshots(t *testing.T, ctx context.Context, prefix string) func(name string) {
+	shots := os.Getenv("LATCHKEY_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	return func(name string) {
+		t.Helper()
+		for _, width := range []int64{360, 1280} {
+			do(t, ctx, "viewport", chromedp.EmulateViewport(width, 800))
+			shot := get(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+			file := filepath.Join(shots, prefix+"-"+name+"-"+strconv.FormatInt(width, 10)+".png")
+			if err := os.WriteFile(file, shot, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if len(shot) < 1000 || !bytes.HasPrefix(shot, []byte("\x89PNG\r\n\x1a\n")) {
+				t.Fatalf("screenshot %s: %d bytes", file, len(shot))
+			}
+			if width == 360 && get(t, ctx, "scroll width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)) > 360 {
+				t.Errorf("%s is wider than 360 pixels", name)
+			}
+			t.Logf("screenshot %s", file)
+		}
 	}
 }
