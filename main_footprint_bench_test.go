@@ -18,8 +18,10 @@ import (
 // small machine: the stripped binary's size (built as .ci/release builds
 // it, for this machine), then seven starts on a small data file (made by
 // a first start that is not counted): the time from the process's start
-// to its "listening" log line, and its resident memory (VmRSS) after two
-// idle seconds; medians and ranges. With LATCHKEY_POCKETBASE set to a
+// to its "listening" log line, the CPU time its threads had used by then
+// (user and system, from /proc/<pid>/task/*/schedstat: on a busy machine
+// the wall clock measures queueing, the CPU does not), and its resident
+// memory (VmRSS) after two idle seconds; medians and ranges. With LATCHKEY_POCKETBASE set to a
 // PocketBase binary, the same for PocketBase in the same run (`serve` on
 // an empty data directory made by a first start, until "Server started").
 // LATCHKEY_FOOTPRINT_BINARY measures that latchkey binary instead of
@@ -58,23 +60,26 @@ func footprint(b *testing.B, name, bin string, args func(addr string) []string, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	var starts []time.Duration
+	var starts, cpus []time.Duration
 	var rss []int64
 	for i := range 8 {
-		took, kB := startOnce(b, bin, args(freeAddr(b)), ready)
+		took, cpu, kB := startOnce(b, bin, args(freeAddr(b)), ready)
 		if i == 0 {
 			continue // the first start makes the data
 		}
-		starts, rss = append(starts, took), append(rss, kB)
+		starts, cpus, rss = append(starts, took), append(cpus, cpu), append(rss, kB)
 	}
 	slices.Sort(starts)
+	slices.Sort(cpus)
 	slices.Sort(rss)
 	n := len(starts)
-	b.Logf("%s: binary %.1f MB; start to listening %.1f ms median (%.1f–%.1f); idle RSS %.1f MB median (%.1f–%.1f)",
+	b.Logf("%s: binary %.2f MB; start to listening %.1f ms median (%.1f–%.1f), CPU %.1f ms median (%.1f–%.1f); idle RSS %.2f MB median (%.2f–%.2f)",
 		name, float64(st.Size())/1e6, ms(starts[n/2]), ms(starts[0]), ms(starts[n-1]),
+		ms(cpus[n/2]), ms(cpus[0]), ms(cpus[n-1]),
 		float64(rss[n/2])/1000, float64(rss[0])/1000, float64(rss[n-1])/1000)
 	b.ReportMetric(float64(st.Size())/1e6, name+"-MB")
 	b.ReportMetric(ms(starts[n/2]), name+"-start-ms")
+	b.ReportMetric(ms(cpus[n/2]), name+"-start-CPU-ms")
 	b.ReportMetric(float64(rss[n/2])/1000, name+"-idle-RSS-MB")
 }
 
@@ -90,9 +95,10 @@ func freeAddr(b *testing.B) string {
 	return l.Addr().String()
 }
 
-// startOnce starts bin, waits for ready on its output, waits two idle
-// seconds, reads its VmRSS (kB) and stops it.
-func startOnce(b *testing.B, bin string, args []string, ready string) (time.Duration, int64) {
+// startOnce starts bin, waits for ready on its output, reads the CPU
+// time its threads have used, waits two idle seconds, reads its VmRSS
+// (kB) and stops it.
+func startOnce(b *testing.B, bin string, args []string, ready string) (took, cpu time.Duration, kB int64) {
 	cmd := exec.Command(bin, args...)
 	r, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w
@@ -102,10 +108,10 @@ func startOnce(b *testing.B, bin string, args []string, ready string) (time.Dura
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait(); w.Close() }()
 	sc := bufio.NewScanner(r)
-	var took time.Duration
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), ready) {
 			took = time.Since(start)
+			cpu = cpuTime(cmd.Process.Pid)
 			break
 		}
 	}
@@ -118,11 +124,27 @@ func startOnce(b *testing.B, bin string, args []string, ready string) (time.Dura
 	if err != nil {
 		b.Fatal(err)
 	}
-	var kB int64
 	for line := range strings.Lines(string(status)) {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kB)
 		}
 	}
-	return took, kB
+	return took, cpu, kB
+}
+
+// cpuTime is the CPU time the threads of process pid have used: the
+// first field of each /proc/<pid>/task/<tid>/schedstat, in nanoseconds.
+func cpuTime(pid int) time.Duration {
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var sum time.Duration
+	for _, f := range stats {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread that has just ended
+		}
+		var ns int64
+		fmt.Sscan(string(raw), &ns)
+		sum += time.Duration(ns)
+	}
+	return sum
 }
