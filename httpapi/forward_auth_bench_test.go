@@ -73,3 +73,34 @@ func BenchmarkForwardAuthRatios(b *testing.B) {
 		b.ReportMetric(100*ofSession[0], "fwd-min-%session")
 	}
 }
+
+// BenchmarkForwardAuth is the forward-auth check with a valid cookie
+// (a signed_in rule) from 32 clients, each with its own session (for
+// profiles: BenchmarkForwardAuthRatios gives the ratios).
+func BenchmarkForwardAuth(b *testing.B) {
+	e := newBenchEnv(b)
+	e.server.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	fa := []byte(`{"cookieDomain":"example.com","rules":[{"host":"app.example.com","policy":"signed_in"}]}`)
+	if _, err := e.svc.UpdateProject(ctx, e.project.ID, auth.ProjectInput{ForwardAuth: fa}); err != nil {
+		b.Fatal(err)
+	}
+	tokens := make([]string, benchConc)
+	for i := range tokens {
+		tokens[i] = e.loginDirect(b, fmt.Sprintf("fwd%d@example.com", i))
+	}
+	e.load(b, benchConc, func(w, _ int) error {
+		req, _ := http.NewRequest("GET", e.url+"/api/v1/forward-auth/"+e.project.ID, nil)
+		req.Header.Set("X-Original-URL", "https://app.example.com/page")
+		req.AddCookie(&http.Cookie{Name: fwdCookie + e.project.ID, Value: tokens[w]})
+		res, err := e.client.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			return fmt.Errorf("forward-auth: status %d", res.StatusCode)
+		}
+		return nil
+	})
+}
