@@ -179,13 +179,14 @@ var errUserinfoRefused = errors.New("invalid access token")
 
 // Userinfo answers the userinfo endpoint for access token tok (OpenID
 // Connect Core 5.3): the JSON of the user's claims by the grant's
-// scopes, as SetUserinfoFromToken fills them, and true. v verifies a
-// token not seen before (the provider's AccessTokenVerifier). Any
+// scopes, as SetUserinfoFromToken fills them, and true. verifier gives
+// what verifies a token not seen before (the provider's
+// AccessTokenVerifier). Any
 // refusal (a token that does not verify, expired, revoked, its grant
 // or session ended, its user or client gone) is false and no error; a
 // store failure is an error (ErrUnavailable or INTERNAL_ERROR).
-func (p *OIDCStorage) Userinfo(ctx context.Context, tok string, v *op.AccessTokenVerifier) ([]byte, bool, error) {
-	body, err := p.userinfo(ctx, tok, v)
+func (p *OIDCStorage) Userinfo(ctx context.Context, tok string, verifier func() *op.AccessTokenVerifier) ([]byte, bool, error) {
+	body, err := p.userinfo(ctx, tok, verifier)
 	if errors.Is(err, errUserinfoRefused) {
 		return nil, false, nil
 	} else if err != nil {
@@ -195,7 +196,7 @@ func (p *OIDCStorage) Userinfo(ctx context.Context, tok string, v *op.AccessToke
 }
 
 // userinfo is Userinfo, a refusal errUserinfoRefused.
-func (p *OIDCStorage) userinfo(ctx context.Context, tok string, v *op.AccessTokenVerifier) ([]byte, error) {
+func (p *OIDCStorage) userinfo(ctx context.Context, tok string, verifier func() *op.AccessTokenVerifier) ([]byte, error) {
 	if tok == "" || len(tok) > 8192 {
 		return nil, errUserinfoRefused
 	}
@@ -203,7 +204,7 @@ func (p *OIDCStorage) userinfo(ctx context.Context, tok string, v *op.AccessToke
 	k := c.sum(tok)
 	e := c.get(k)
 	if e == nil || e.projectID != p.projectID {
-		claims, err := op.VerifyAccessToken[*oidc.AccessTokenClaims](ctx, tok, v)
+		claims, err := op.VerifyAccessToken[*oidc.AccessTokenClaims](ctx, tok, verifier())
 		if err != nil {
 			return nil, errUserinfoRefused
 		}

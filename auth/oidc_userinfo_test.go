@@ -94,7 +94,9 @@ func newUserinfoFixture(t *testing.T, replicated bool) *userinfoFixture {
 // userinfo calls the userinfo endpoint's check on f.s with token at.
 func (f *userinfoFixture) userinfo(at string) ([]byte, error) {
 	st := f.s.OIDCStorage(f.p.ID)
-	return st.userinfo(ctx, at, op.NewAccessTokenVerifier(f.s.OIDCIssuer(f.p.ID), &op.OpenIDKeySet{Storage: st}))
+	return st.userinfo(ctx, at, func() *op.AccessTokenVerifier {
+		return op.NewAccessTokenVerifier(f.s.OIDCIssuer(f.p.ID), &op.OpenIDKeySet{Storage: st})
+	})
 }
 
 // claims calls userinfo and decodes its answer, failing the test on a
@@ -148,7 +150,9 @@ func TestUserinfoAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ost := f.s.OIDCStorage(other.ID)
-	if _, err := ost.userinfo(ctx, f.at, op.NewAccessTokenVerifier(f.s.OIDCIssuer(other.ID), &op.OpenIDKeySet{Storage: ost})); !errors.Is(err, errUserinfoRefused) {
+	if _, err := ost.userinfo(ctx, f.at, func() *op.AccessTokenVerifier {
+		return op.NewAccessTokenVerifier(f.s.OIDCIssuer(other.ID), &op.OpenIDKeySet{Storage: ost})
+	}); !errors.Is(err, errUserinfoRefused) {
 		t.Errorf("another project's userinfo: %v", err)
 	}
 	for _, bad := range []string{"", "x", f.at + "x", f.at[:len(f.at)-2]} {

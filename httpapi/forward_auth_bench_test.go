@@ -17,7 +17,7 @@ import (
 // in the same run: rounds of one second alternate the three (in a
 // rotating order) and the median round's ratios are reported, with the
 // cpu ratios (the process's CPU time per request, the other's over the
-// check's), as BenchmarkSessionRatios does. Every protected request
+// check's: of GET /session and of the floor), as BenchmarkSessionRatios does. Every protected request
 // passes through the check, so it should cost about what GET /session
 // does. One op is the whole experiment:
 //
@@ -55,17 +55,18 @@ func BenchmarkForwardAuthRatios(b *testing.B) {
 	}
 	const rounds = 7
 	for range b.N {
-		var ofFloor, ofSession, cpuOfSession []float64
+		var ofFloor, ofSession, cpuOfSession, cpuOfFloor []float64
 		for round := range rounds {
 			rate, cpu := e.ratioRound(b, round, kinds)
 			ofFloor = append(ofFloor, rate[2]/rate[0])
 			ofSession = append(ofSession, rate[2]/rate[1])
 			cpuOfSession = append(cpuOfSession, float64(cpu[1])/float64(cpu[2]))
+			cpuOfFloor = append(cpuOfFloor, float64(cpu[0])/float64(cpu[2]))
 		}
 		for _, m := range []struct {
 			name string
 			v    []float64
-		}{{"fwd-%floor", ofFloor}, {"fwd-%session", ofSession}, {"fwd-cpu-%session", cpuOfSession}} {
+		}{{"fwd-%floor", ofFloor}, {"fwd-%session", ofSession}, {"fwd-cpu-%session", cpuOfSession}, {"fwd-cpu-%floor", cpuOfFloor}} {
 			slices.Sort(m.v)
 			b.ReportMetric(100*m.v[rounds/2], m.name)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rs/cors"
+	"github.com/zitadel/oidc/v3/pkg/op"
 )
 
 // The providers' userinfo endpoint (OpenID Connect Core 5.3), served by
@@ -25,7 +26,8 @@ var userinfoCORS = cors.New(oidcCORS)
 // with WWW-Authenticate: Bearer error="invalid_token" (RFC 6750).
 func (s *Server) oidcUserinfo(w http.ResponseWriter, r *http.Request, p *projectOP) {
 	userinfoCORS.HandlerFunc(w, r)
-	body, ok, err := p.storage.Userinfo(r.Context(), userinfoToken(r), p.provider.AccessTokenVerifier(r.Context()))
+	ctx := r.Context()
+	body, ok, err := p.storage.Userinfo(ctx, userinfoToken(r), func() *op.AccessTokenVerifier { return p.provider.AccessTokenVerifier(ctx) })
 	if err != nil {
 		s.writeError(w, err) // the store's failure: 503 with Retry-After
 		return
