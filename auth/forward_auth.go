@@ -381,10 +381,11 @@ func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f Forw
 	if rule.Policy == ForwardAuthBypass {
 		return nil, nil
 	}
-	if cookie == "" {
+	tok := strings.TrimSpace(cookie) // as a bearer header's token is read
+	if tok == "" {
 		return nil, ErrSignInRequired
 	}
-	pr, _, st, now, err := s.authenticateSession(ctx, "Bearer "+cookie)
+	pr, _, st, now, err := s.authenticateToken(ctx, tok)
 	if err != nil {
 		if e := AsError(err); e.Is(ErrUnavailable) || e.Code == ErrInternal.Code {
 			return nil, err

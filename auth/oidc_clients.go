@@ -245,6 +245,7 @@ func (s *Service) UpdateClient(ctx context.Context, projectID, id string, in Cli
 			return err
 		}
 		c.UpdatedAt = s.now().UTC()
+		s.oidcTokensChanged(tx)
 		return tx.PutOIDCClient(c)
 	})
 	if err != nil {
@@ -259,6 +260,7 @@ func (s *Service) DeleteClient(ctx context.Context, projectID, id string) error 
 		if _, err := clientTx(tx, projectID, id); err != nil {
 			return err
 		}
+		s.oidcTokensChanged(tx)
 		return tx.DeleteOIDCClient(projectID, id)
 	})
 	return internal(err)

@@ -286,6 +286,7 @@ func (s *Service) RevokeConsent(ctx context.Context, projectID, userID, clientID
 				continue
 			}
 			g.RevokedAt, g.RevokedFor = now, "consent revoked"
+			s.oidcTokensChanged(tx)
 			if err := tx.PutOIDCGrant(g); err != nil {
 				return err
 			}

@@ -273,6 +273,7 @@ func (s *Service) revokeOIDCGrant(ctx context.Context, projectID, id, reason str
 			return nil
 		}
 		g.RevokedAt, g.RevokedFor = s.now().UTC(), reason
+		s.oidcTokensChanged(tx)
 		return tx.PutOIDCGrant(g)
 	})
 }
@@ -560,6 +561,13 @@ func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, use
 	if err != nil || u.ProjectID != p.projectID {
 		return errors.New("unknown user or client")
 	}
+	userinfoClaims(info, u, c, scopes, sid, acr)
+	return nil
+}
+
+// userinfoClaims sets fillUserinfo's claims of user u for scopes, as
+// client c gets them.
+func userinfoClaims(info *oidc.UserInfo, u *store.User, c *store.OIDCClient, scopes []string, sid, acr string) {
 	info.Subject = u.ID
 	if slices.Contains(scopes, oidc.ScopeEmail) {
 		info.Email, info.EmailVerified = u.Email, oidc.Bool(isVerified(u))
@@ -579,7 +587,6 @@ func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, use
 	if acr != "" {
 		info.AppendClaims("acr", acr)
 	}
-	return nil
 }
 
 // clientClaimValues returns the claims c's claims map takes from u's

@@ -253,6 +253,7 @@ func (p *OIDCStorage) refreshTokens(ctx context.Context, req *oidcRefreshRequest
 				return nil
 			}
 			g.RevokedAt, g.RevokedFor = now, "refresh token reused"
+			p.s.oidcTokensChanged(tx)
 			return tx.PutOIDCGrant(g)
 		}
 		if !g.RevokedAt.IsZero() || !now.Before(g.ExpiresAt) || !now.Before(rt.ExpiresAt) {
@@ -284,6 +285,7 @@ func (p *OIDCStorage) refreshTokens(ctx context.Context, req *oidcRefreshRequest
 		}
 		if !slices.Equal(req.scopes, g.Scopes) {
 			g.Scopes = slices.Clone(req.scopes)
+			p.s.oidcTokensChanged(tx)
 			if err := tx.PutOIDCGrant(g); err != nil {
 				return err
 			}
@@ -385,6 +387,7 @@ func (p *OIDCStorage) RevokeToken(ctx context.Context, token, userID, clientID s
 				return nil
 			}
 			g.RevokedAt, g.RevokedFor = now, "refresh token revoked"
+			p.s.oidcTokensChanged(tx)
 			return tx.PutOIDCGrant(g)
 		}
 		if strings.HasPrefix(token, ccPrefix) {
@@ -406,6 +409,7 @@ func (p *OIDCStorage) RevokeToken(ctx context.Context, token, userID, clientID s
 		if g.UserID != userID {
 			return nil
 		}
+		p.s.oidcTokensChanged(tx)
 		return tx.PutOIDCRevokedToken(&store.OIDCRevokedToken{ProjectID: p.projectID, JTI: token, ClientID: clientID,
 			RevokedAt: now, ExpiresAt: exp})
 	})

@@ -121,6 +121,10 @@ type Service struct {
 	oidc   discovered        // OpenID Connect discovery by issuer
 
 	onRender func() // tests: called as a mail template render starts
+
+	// userinfo is the providers' access tokens remembered by the
+	// userinfo endpoint (oidc_userinfo.go).
+	userinfo *userinfoCache
 }
 
 // New returns a Service over db. It loads the admin token hash.
@@ -140,6 +144,7 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		limiter:  NewLimiter(cfg.Now),
 		risk:     NewRisk(cfg.Now),
 		tokens:   newTokenCache(1 << 16),
+		userinfo: newUserinfoCache(userinfoCacheSize),
 		suppress: newSuppressor(),
 
 		activity:   newActivity(ActivityMaxTracked),

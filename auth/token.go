@@ -167,7 +167,16 @@ func (s *Service) AuthenticateSessionWrite(ctx context.Context, header string) (
 // cache: never changed) and the unix second it was checked at.
 func (s *Service) authenticateSession(ctx context.Context, header string) (*Principal, *store.Project, *store.SessionState, int64, error) {
 	tok, ok := ParseBearer(header)
-	if !ok || len(tok) > 4096 {
+	if !ok {
+		return nil, nil, nil, 0, ErrInvalidSession
+	}
+	return s.authenticateToken(ctx, tok)
+}
+
+// authenticateToken is authenticateSession's check of the token itself
+// (a bearer header's, or a cookie's: trimmed, not empty).
+func (s *Service) authenticateToken(ctx context.Context, tok string) (*Principal, *store.Project, *store.SessionState, int64, error) {
+	if len(tok) > 4096 {
 		return nil, nil, nil, 0, ErrInvalidSession
 	}
 	now := s.now().Unix()

@@ -137,6 +137,8 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.oidcCallback(w, r, p)
 	case sub == oidcRegisterPath:
 		s.oidcRegister(w, r, p)
+	case sub == "/userinfo" && r.Method != http.MethodOptions:
+		s.oidcUserinfo(w, r, p)
 	case sub == "/userinfo":
 		// op answers a token it cannot verify with a bare 401, and one
 		// the storage refuses (revoked, its session ended) with 403:
