@@ -68,7 +68,7 @@ func (s *Service) AccountSession(ctx context.Context, projectID, cookie string, 
 	if err != nil {
 		return nil, err
 	}
-	if pr.ProjectID != projectID || accountFactorPending(st) {
+	if pr.ProjectID != projectID || pr.ForwardAuth || accountFactorPending(st) {
 		return nil, ErrInvalidSession
 	}
 	if !write {

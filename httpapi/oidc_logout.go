@@ -132,7 +132,7 @@ func (s *Server) browserSessions(r *http.Request, p *projectOP) []*auth.Principa
 		if err != nil || c.Value == "" {
 			continue
 		}
-		pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, c.Value)
+		pr, err := s.browserSession(r, p, name, c.Value)
 		if err != nil || (len(out) == 1 && out[0].SessionID == pr.SessionID) {
 			continue
 		}
