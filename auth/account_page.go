@@ -57,21 +57,43 @@ func (s *Service) AccountSignInTarget(ctx context.Context, projectID string) (*F
 // AccountSession checks the account page's cookie (a session token of
 // projectID), counting a write against the session's limit as the API's
 // writes are counted (AuthenticateSessionWrite): 401 INVALID_SESSION
-// when it is not a live session of the project, 429
-// RATE_LIMIT_EXCEEDED.
+// when it is not a live session of the project, or when the account has
+// TOTP or SMS enrolled and the session proved none of them nor a passkey
+// (accountFactorPending: a sign-in whose second factor is pending, such
+// as the emailed code alone, whose cookie the pages set before asking
+// for the factor, must not open the page; the sign-in page asks for the
+// factor then), 429 RATE_LIMIT_EXCEEDED.
 func (s *Service) AccountSession(ctx context.Context, projectID, cookie string, write bool) (*Principal, error) {
-	check := s.AuthenticateSession
-	if write {
-		check = s.AuthenticateSessionWrite
-	}
-	pr, err := check(ctx, "Bearer "+cookie)
+	pr, p, st, now, err := s.authenticateSession(ctx, "Bearer "+cookie)
 	if err != nil {
 		return nil, err
 	}
-	if pr.ProjectID != projectID {
+	if pr.ProjectID != projectID || pr.ForwardAuth || accountFactorPending(st) {
 		return nil, ErrInvalidSession
 	}
+	if !write {
+		s.activity.seen(pr.SessionID, pr.IssuedAt, now)
+	} else if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, sessionRateLimit(p)); !ok {
+		return nil, sessionLimitRetry(retry)
+	}
 	return pr, nil
+}
+
+// accountFactorPending reports whether session state st may not open
+// the account page: its account has TOTP or SMS enrolled and the session
+// proved neither, nor a passkey (the page's passkey step-up is a
+// passkey sign-in, a session proven by the passkey alone), nor a backup
+// code.
+func accountFactorPending(st *store.SessionState) bool {
+	if !secondFactorPending(st.Proofs, store.Enrolled{TOTP: st.TOTP, SMS: st.SMS}) {
+		return false
+	}
+	for _, p := range st.Proofs {
+		if p.Method == amrPasskey {
+			return false
+		}
+	}
+	return true
 }
 
 // AccountFormToken returns a CSRF token of the account page's forms for

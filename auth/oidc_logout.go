@@ -155,8 +155,27 @@ type EndSession struct {
 	HintUserID, HintSessionID string
 	// Redirect is where the browser goes once signed out: the client's
 	// registered post_logout_redirect_uri with state added; "" for the
-	// signed-out page.
+	// signed-out page. RedirectFor says whether it is followed.
 	Redirect string
+	// registered: the client registered itself (dynamic registration).
+	registered bool
+}
+
+// RedirectFor returns where a browser that held the sessions browser
+// (their ids) goes once signed out: Redirect, except for a client that
+// registered itself, whose addresses anyone may have registered: its
+// post_logout_redirect_uri is followed only when the id_token_hint names
+// one of the browser's sessions (the client signed this browser in), so
+// that the end-session endpoint never sends a stranger's browser to an
+// address of the stranger's choosing.
+func (es *EndSession) RedirectFor(browser []string) string {
+	if es == nil || es.Redirect == "" {
+		return ""
+	}
+	if es.registered && (es.HintSessionID == "" || !slices.Contains(browser, es.HintSessionID)) {
+		return ""
+	}
+	return es.Redirect
 }
 
 // Any reports whether in has any of the RP-initiated logout parameters.
@@ -224,7 +243,7 @@ func (s *Service) OIDCEndSessionRequest(ctx context.Context, projectID string, v
 			q.Set("state", in.State)
 			u.RawQuery = q.Encode()
 		}
-		out.Redirect = u.String()
+		out.Redirect, out.registered = u.String(), c.Registered
 	}
 	return out, nil
 }

@@ -24,6 +24,9 @@ type claims struct {
 	Sid string `json:"sid"`
 	Iat int64  `json:"iat"`
 	Exp int64  `json:"exp"`
+	// Use is "forward-auth" in a forward-auth cookie's token
+	// (ForwardAuthToken), absent in every other.
+	Use string `json:"use,omitempty"`
 }
 
 func (c *claims) GetExpirationTime() (*jwt.NumericDate, error) {
@@ -39,7 +42,8 @@ func (c *claims) GetAudience() (jwt.ClaimStrings, error)  { return jwt.ClaimStri
 
 // principal is the session token the claims make.
 func (c *claims) principal() Principal {
-	return Principal{SessionID: c.Sid, UserID: c.Sub, ProjectID: c.Aud, IssuedAt: c.Iat, ExpiresAt: c.Exp}
+	return Principal{SessionID: c.Sid, UserID: c.Sub, ProjectID: c.Aud, IssuedAt: c.Iat, ExpiresAt: c.Exp,
+		ForwardAuth: c.Use == forwardAuthUse}
 }
 
 // Principal is a verified session token.
@@ -49,6 +53,9 @@ type Principal struct {
 	ProjectID string
 	IssuedAt  int64
 	ExpiresAt int64
+	// ForwardAuth: the token is a forward-auth cookie's
+	// (ForwardAuthToken), which only forward-auth takes.
+	ForwardAuth bool
 }
 
 // signer is a project's decrypted signing key, kept in memory.
@@ -100,13 +107,19 @@ func (s *Service) signSession(p *store.Project, sess *store.Session) (string, Pr
 // signToken returns the ES256 JWT of session sess issued at iat and
 // expiring at exp, and the Principal its verification gives.
 func (s *Service) signToken(p *store.Project, sess *store.Session, iat, exp time.Time) (string, Principal, error) {
+	return s.signTokenUse(p, sess, iat, exp, "")
+}
+
+// signTokenUse is signToken with the token's use claim ("" for a
+// session token).
+func (s *Service) signTokenUse(p *store.Project, sess *store.Session, iat, exp time.Time, use string) (string, Principal, error) {
 	sg, err := s.signerFor(p)
 	if err != nil {
 		return "", Principal{}, err
 	}
 	c := &claims{
 		Iss: s.baseURL, Aud: p.ID, Sub: sess.UserID, Sid: sess.ID,
-		Iat: iat.Unix(), Exp: exp.Unix(),
+		Iat: iat.Unix(), Exp: exp.Unix(), Use: use,
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
 	t.Header["kid"] = sg.kid
@@ -128,6 +141,9 @@ func (s *Service) AuthenticateSession(ctx context.Context, header string) (*Prin
 	if err != nil {
 		return nil, err
 	}
+	if pr.ForwardAuth {
+		return nil, ErrInvalidSession
+	}
 	s.activity.seen(pr.SessionID, pr.IssuedAt, now)
 	return pr, nil
 }
@@ -140,6 +156,9 @@ func (s *Service) AuthenticateSessionProofs(ctx context.Context, header string) 
 	pr, _, st, now, err := s.authenticateSession(ctx, header)
 	if err != nil {
 		return nil, SessionProofs{}, err
+	}
+	if pr.ForwardAuth {
+		return nil, SessionProofs{}, ErrInvalidSession
 	}
 	s.activity.seen(pr.SessionID, pr.IssuedAt, now)
 	return pr, SessionProofs{AMR: amrOf(st.Proofs),
@@ -156,6 +175,9 @@ func (s *Service) AuthenticateSessionWrite(ctx context.Context, header string) (
 	if err != nil {
 		return nil, err
 	}
+	if pr.ForwardAuth {
+		return nil, ErrInvalidSession
+	}
 	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, sessionRateLimit(p)); !ok {
 		return nil, sessionLimitRetry(retry)
 	}
@@ -164,7 +186,9 @@ func (s *Service) AuthenticateSessionWrite(ctx context.Context, header string) (
 
 // authenticateSession is the check they share; it returns the token's
 // principal, its project, its session's state (shared with the store's
-// cache: never changed) and the unix second it was checked at.
+// cache: never changed) and the unix second it was checked at. It takes
+// a forward-auth cookie's token too (pr.ForwardAuth), which every caller
+// but forward-auth's must refuse.
 func (s *Service) authenticateSession(ctx context.Context, header string) (*Principal, *store.Project, *store.SessionState, int64, error) {
 	tok, ok := ParseBearer(header)
 	if !ok {

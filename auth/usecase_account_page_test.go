@@ -92,3 +92,42 @@ func TestAccountSignInTarget(t *testing.T) {
 		t.Errorf("step-up of an account without factors: %+v %v, want sign in again only", opts, err)
 	}
 }
+
+// TestAccountSessionSecondFactorPending: on an account with TOTP, a
+// sign-in for the account page by the emailed code alone (whose cookie
+// the pages set before they ask for the factor) does not open the page,
+// for reading or for a change; the same session does once it proves the
+// TOTP code.
+func TestAccountSessionSecondFactorPending(t *testing.T) {
+	t.Parallel()
+	ts := newTestService(t)
+	const addr = "acct-pending@example.com"
+	_, pr := ts.signIn(addr)
+	en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
+	ts.clock.Advance(time.Minute)
+
+	pid := ts.project.ID
+	target, err := ts.AccountSignInTarget(ctx, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok(t, ts.ForwardAuthSendCode(ctx, target, addr, ts.meta))
+	l, err := ts.ForwardAuthVerifyCode(ctx, target, addr, ts.otpCode(addr), ts.meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, write := range []bool{false, true} {
+		if _, err := ts.AccountSession(ctx, pid, l.Token, write); !auth.AsError(err).Is(auth.ErrInvalidSession) {
+			t.Errorf("write=%v with the second factor pending: %v, want INVALID_SESSION", write, err)
+		}
+	}
+	mine := ts.principal(l)
+	ok(t, ts.VerifyTOTP(ctx, mine, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
+	if got, err := ts.AccountSession(ctx, pid, l.Token, true); err != nil || got.SessionID != l.Session.ID {
+		t.Fatalf("after the TOTP code: %+v %v", got, err)
+	}
+}

@@ -149,12 +149,22 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 func (s *Server) forwardAuthSession(r *http.Request, p *projectOP) (pr *auth.Principal, tok string) {
 	for _, name := range []string{fwdCookie, ssoCookie} {
 		if c, err := r.Cookie(name + p.id); err == nil && c.Value != "" {
-			if pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, c.Value); err == nil {
+			if pr, err := s.browserSession(r, p, name, c.Value); err == nil {
 				return pr, c.Value
 			}
 		}
 	}
 	return nil, ""
+}
+
+// browserSession checks the value of the browser's cookie name
+// (fwdCookie, which holds a forward-auth token, or ssoCookie, a session
+// token) for the project.
+func (s *Server) browserSession(r *http.Request, p *projectOP, name, value string) (*auth.Principal, error) {
+	if name == fwdCookie {
+		return s.auth.ForwardAuthBrowserSession(r.Context(), p.id, value)
+	}
+	return s.auth.OIDCBrowserSession(r.Context(), p.id, value)
 }
 
 // forwardAuthNext takes the sign-in as far as the browser's session pr
@@ -246,6 +256,13 @@ func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request,
 // expiring with the token.
 func (s *Server) setForwardAuthCookie(w http.ResponseWriter, p *projectOP, t *auth.ForwardAuthTarget, pr *auth.Principal, tok string) {
 	if pr == nil || tok == "" || t.CookieDomain == "" { // the account page's sign-in sets none
+		return
+	}
+	// Every app under the domain sees the cookie: it holds the
+	// session's forward-auth token, never the session token itself.
+	tok, err := s.auth.ForwardAuthToken(t, pr)
+	if err != nil {
+		s.log.Error("forward-auth token", "err", err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: fwdCookie + p.id, Value: tok, Domain: t.CookieDomain, Path: "/",

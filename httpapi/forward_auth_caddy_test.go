@@ -253,7 +253,7 @@ func TestForwardAuthCaddy(t *testing.T) {
 		t.Fatalf("group rule, user in no group: %d %s", pg.Status, pg.Body)
 	}
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/users/"+u.ID, map[string]any{"groups": []string{"sre"}}))
-	wantOK(t, ts.do("PATCH", "/api/v1/user", b.cookie(pid), map[string]any{"firstName": "Ada"}))
+	wantOK(t, ts.do("PATCH", "/api/v1/user", b.sso(pid), map[string]any{"firstName": "Ada"}))
 	if pg := b.get(app + "/ops/"); pg.Status != http.StatusOK || pg.Body != fmt.Sprintf("app /ops/ user=%s email=ada@example.com groups=sre name=Ada", u.ID) {
 		t.Fatalf("group rule, user in sre: %d %s", pg.Status, pg.Body)
 	}

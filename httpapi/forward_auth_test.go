@@ -421,7 +421,7 @@ func TestForwardAuthSignIn(t *testing.T) {
 		t.Fatal("no forward-auth cookie for the cookie domain")
 	}
 	wantIdentity(t, ts.fwdCheck("127.0.0.1", pid, fwdHeaders(rd), tok), ts.userByEmail("ada@example.com"), "")
-	r := ts.do("GET", "/api/v1/sessions", tok, nil)
+	r := ts.do("GET", "/api/v1/sessions", b.sso(pid), nil)
 	wantOK(t, r)
 	if list := r.Body["sessions"].([]any); len(list) != 1 || list[0].(map[string]any)["method"] != "forward-auth" {
 		t.Errorf("sessions %s, want one of method forward-auth", r.Raw)

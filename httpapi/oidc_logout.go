@@ -65,8 +65,10 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request, p *projectOP
 		return
 	}
 	var ended []auth.EndedSession
+	var held []string
 	for _, pr := range browser {
 		ended = append(ended, auth.EndedSession{UserID: pr.UserID, SessionID: pr.SessionID})
+		held = append(held, pr.SessionID)
 	}
 	if es != nil && es.HintSessionID != "" {
 		ended = append(ended, auth.EndedSession{UserID: es.HintUserID, SessionID: es.HintSessionID})
@@ -78,8 +80,8 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request, p *projectOP
 	s.clearBrowserCookies(w, r, p)
 	noStore(w)
 	switch {
-	case es != nil && es.Redirect != "":
-		http.Redirect(w, r, es.Redirect, http.StatusSeeOther)
+	case es.RedirectFor(held) != "":
+		http.Redirect(w, r, es.RedirectFor(held), http.StatusSeeOther)
 		return
 	case rd != "":
 		if t, err := s.auth.ForwardAuthSignInTarget(ctx, p.id, rd); err == nil {
@@ -130,7 +132,7 @@ func (s *Server) browserSessions(r *http.Request, p *projectOP) []*auth.Principa
 		if err != nil || c.Value == "" {
 			continue
 		}
-		pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, c.Value)
+		pr, err := s.browserSession(r, p, name, c.Value)
 		if err != nil || (len(out) == 1 && out[0].SessionID == pr.SessionID) {
 			continue
 		}

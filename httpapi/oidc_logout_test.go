@@ -510,7 +510,7 @@ func TestForwardAuthSignOutCrossSite(t *testing.T) {
 	if back.Status != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d %s", back.Status, back.Body)
 	}
-	tok := b.cookie(pid)
+	tok := b.sso(pid) // the session's token; the forward-auth cookie's is no API token
 	logout := ts.faBase() + "/oidc/" + pid + "/logout"
 	for _, c := range []struct{ name, url, site string }{
 		{"no rd", logout, ""},
