@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"latchkey/internal/testkit"
 )
 
 // TestDependencyDirection: the packages import one another one way
@@ -20,7 +22,8 @@ import (
 // tests' clock and buffer) import none of ours; internal/autotls (the
 // HTTPS certificates, cached in the store) imports only store; store's backends and
 // test helpers (store/bolt, store/postgres, store/storetest,
-// store/pgtest) import only store and one another, and neither backend
+// store/pgtest) import only store and one another (and store/storetest
+// internal/testkit, for the engine-free marker), and neither backend
 // the other; store/bolt is the only one to import bbolt, store/postgres
 // and store/pgtest the only ones to import pgx (store itself imports
 // neither: TestStoreImportsNoEngine);
@@ -30,6 +33,7 @@ import (
 // Non-test files only.
 func TestDependencyDirection(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "reads the imports")
 	// refused lists, per package (a path prefix of ours), the imports it
 	// must not have; a refused entry ending in "/" is a prefix.
 	refused := map[string][]string{
@@ -86,6 +90,9 @@ func TestDependencyDirection(t *testing.T) {
 				if owner == "latchkey/store" && ip != owner && (imp == "latchkey/store" || strings.HasPrefix(imp, "latchkey/store/")) {
 					continue // a backend or helper of store may use store
 				}
+				if ip == "latchkey/store/storetest" && imp == "latchkey/internal/testkit" {
+					continue // the tests' kit, standard library only
+				}
 				for _, b := range bad {
 					if imp == b || strings.HasSuffix(b, "/") && strings.HasPrefix(imp, b) {
 						t.Errorf("%s imports %s", ip, imp)
@@ -123,6 +130,7 @@ func isPgx(imp string) bool {
 // backend. Non-test files only.
 func TestStoreImportsNoEngine(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "reads the imports")
 	seen := map[string]bool{}
 	var walk func(path, from string)
 	walk = func(path, from string) {
@@ -163,6 +171,7 @@ func TestStoreImportsNoEngine(t *testing.T) {
 // client's).
 func TestBinaryLinksNoPrometheusClient(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "lists the binary's dependencies")
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)

@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"latchkey/store/storetest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"unicode"
+
+	"latchkey/internal/testkit"
 )
 
 // The documentation is README.md and docs/*.md. These tests keep it
@@ -106,7 +107,7 @@ func anchors(text string) map[string]bool {
 // anchors included.
 func TestDocLinks(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "checks the docs' links")
+	testkit.EngineFree(t, "checks the docs' links")
 	cache := map[string]map[string]bool{}
 	anchorsOf := func(path string) (map[string]bool, bool) {
 		if a, ok := cache[path]; ok {
@@ -198,7 +199,7 @@ func outsideMark(text string) string {
 // specification files a reader does not have).
 func TestDocsSelfContained(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "reads the docs")
+	testkit.EngineFree(t, "reads the docs")
 	for _, file := range append(docFiles(t), "httpapi/openapi.json") {
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -221,6 +222,7 @@ var shippedText = []string{
 	"store/postgres/migrations/*.sql",
 	"Dockerfile",
 	".ci/run",
+	".ci/test",
 	".ci/release",
 	".ci/oauth2-proxy",
 	"docs/latchkey.service",
@@ -273,7 +275,7 @@ func checkRefs(t *testing.T, where, dir, text string, anchorsOf func(string) map
 // in (docs/security.md, "The risk engine")).
 func TestDocsCodeSelfContained(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "reads the Go files' comments and strings")
+	testkit.EngineFree(t, "reads the Go files' comments and strings")
 	cache := map[string]map[string]bool{}
 	anchorsOf := func(path string) map[string]bool {
 		if a, ok := cache[path]; ok {
@@ -384,6 +386,7 @@ func TestDocsCodeSelfContained(t *testing.T) {
 // docs use.
 func TestSlug(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "makes anchors")
 	for in, want := range map[string]string{
 		"Running":               "running",
 		"POST /api/v1/otp/send": "post-apiv1otpsend",

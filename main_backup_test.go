@@ -435,7 +435,7 @@ func TestRestoreRefusals(t *testing.T) {
 // names a port nothing listens on, which would fail otherwise).
 func TestBackupSettingsRefused(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "the settings are refused before any store is opened")
+	testkit.EngineFree(t, "the settings are refused before any store is opened")
 	const db = "postgres://latchkey:pw@127.0.0.1:1/latchkey?sslmode=disable"
 	good := "s3://backups/latchkey?endpoint=http://127.0.0.1:9&region=us-east-1"
 	for _, tc := range []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"latchkey/internal/cli"
+	"latchkey/internal/testkit"
 	"latchkey/store/storetest"
 )
 
@@ -76,6 +77,7 @@ func TestAddrFileLoopback(t *testing.T) {
 // as the admin subcommands do.
 func TestFlagMessagesDoubleDash(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "refuses flags before any store is opened")
 	for _, tc := range []struct{ args, want string }{
 		{"serve --nope", "latchkey serve: unknown flag --nope\n"},
 		{"serve --addr", "latchkey serve: --addr needs a value\n"},

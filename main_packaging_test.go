@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/store/storetest"
 )
 
@@ -193,6 +194,7 @@ func dockerfile(t *testing.T) []string {
 // volume; the build context leaves out the repository and data files.
 func TestDockerfile(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "reads the Dockerfile")
 	mod, err := os.ReadFile("go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +256,7 @@ func TestDockerfile(t *testing.T) {
 // prints the first-start key.
 func TestDockerImage(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "builds the container image")
 	if testing.Short() {
 		t.Skip("builds a container image")
 	}
@@ -319,6 +322,7 @@ func TestDockerImage(t *testing.T) {
 // it.
 func TestSystemdUnit(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "reads the systemd unit")
 	raw, err := os.ReadFile("docs/latchkey.service")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
@@ -43,6 +44,7 @@ func child(t *testing.T, env []string, args string) (code int, stdout, stderr st
 // CLI subcommand group; `latchkey serve --help` lists every flag.
 func TestUsage(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "prints the usage")
 	code, out, _, _ := child(t, nil, "")
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"latchkey/internal/testkit"
 )
 
 // TestReleaseTargets: .ci/release builds for linux amd64, arm64 and
@@ -17,6 +19,7 @@ import (
 // prints its usage and exits 2.
 func TestReleaseTargets(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "reads the release script")
 	out, err := exec.Command("bash", ".ci/release", "--list").Output()
 	if err != nil {
 		t.Fatalf(".ci/release --list: %v", err)
@@ -44,6 +47,7 @@ const releaseMaxBytes = 25_000_000
 // absence a failure).
 func TestReleaseArm64UnderQemu(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "cross-builds the binary and runs it under qemu")
 	if testing.Short() {
 		t.Skip("cross-builds the binary")
 	}

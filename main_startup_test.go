@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"latchkey/internal/testkit"
 	"latchkey/store/storetest"
 )
 
@@ -152,6 +153,7 @@ func TestStartupChecks(t *testing.T) {
 // dropped; a password in a refused URL is not repeated.
 func TestCheckBaseURL(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "checks a URL")
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"https://auth.example.com", "https://auth.example.com"},

@@ -500,6 +500,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // variable and default and never prints a value from the environment.
 func TestParseFlags(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "parses flags")
 	type setting struct {
 		flag, env, def, fromEnv, fromFlag string
 		got                               func(Config) string
@@ -599,6 +600,7 @@ func TestParseFlags(t *testing.T) {
 // the command line over LATCHKEY_DATABASE_URL. A start on a database that cannot be
 // reached says so, in one line without the password.
 func TestDatabaseURL(t *testing.T) {
+	testkit.EngineFree(t, "parses flags")
 	const url = "postgres://latchkey:secret@127.0.0.1:1/latchkey?sslmode=disable"
 	parse := func(args []string, env map[string]string) (Config, error) {
 		m := NewMain()

@@ -423,6 +423,7 @@ func portOfAddr(addr string) int {
 // at start in one line naming the setting, before the data file is
 // created.
 func TestHTTPSSettingsRefused(t *testing.T) {
+	testkit.EngineFree(t, "refuses HTTPS settings before any store is opened")
 	dir := t.TempDir()
 	certFile, keyFile, _ := certFiles(t, dir, "files.latchkey.test")
 	_, otherKey, _ := certFiles(t, t.TempDir(), "other.latchkey.test")
@@ -477,6 +478,7 @@ func TestHTTPSSettingsRefused(t *testing.T) {
 // the listen address is :443; LATCHKEY_ADDR or --addr still win.
 func TestHTTPSDefaultAddr(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "parses flags")
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string

@@ -6,12 +6,15 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"latchkey/internal/testkit"
 )
 
 // TestVersionCommand: `latchkey version` and `latchkey --version` print
 // the version, the commit and the Go version and exit 0.
 func TestVersionCommand(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "prints the version")
 	want := regexp.MustCompile(`^latchkey (\S+) \(commit (\S+), (go\S+), ` + runtime.GOOS + `/` + runtime.GOARCH + `\)\n$`)
 	for _, args := range []string{"version", "--version", "-version"} {
 		code, out, errOut, _ := child(t, nil, args)
@@ -32,6 +35,7 @@ func TestVersionCommand(t *testing.T) {
 // the go command; else the VCS revision; else "dev". The commit: -X
 // main.commit wins; else the VCS revision. printVersion prints both.
 func TestVersion(t *testing.T) {
+	testkit.EngineFree(t, "formats build information")
 	for _, c := range []struct {
 		name string
 		bi   debug.BuildInfo
@@ -83,6 +87,7 @@ func TestVersion(t *testing.T) {
 // 1/0; from the environment too; anything else is refused.
 func TestWebhookAllowPrivateForms(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "parses flags")
 	for _, c := range []struct {
 		args []string
 		env  string

@@ -1,13 +1,14 @@
 package auth
 
 import (
-	"latchkey/store/storetest"
 	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"latchkey/internal/testkit"
 )
 
 func TestRiskVelocity(t *testing.T) {
@@ -50,7 +51,7 @@ func TestRiskWindowSlides(t *testing.T) {
 }
 
 func TestRiskMemoryBounded(t *testing.T) {
-	storetest.EngineFree(t, "measures the risk engine's memory")
+	testkit.EngineFree(t, "measures the risk engine's memory")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	var before runtime.MemStats
@@ -86,7 +87,7 @@ func TestRiskMemoryBounded(t *testing.T) {
 // eviction drops single-failure entries first.
 func TestRiskAttackerSurvivesFlood(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "floods the in-memory risk engine")
+	testkit.EngineFree(t, "floods the in-memory risk engine")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	bad := netip.MustParseAddr("198.51.100.1")
@@ -113,7 +114,7 @@ func TestRiskAttackerSurvivesFlood(t *testing.T) {
 // addresses cannot grow past its bound.
 func TestRiskBoundWithBlockedAddresses(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "fills the in-memory risk engine")
+	testkit.EngineFree(t, "fills the in-memory risk engine")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	n := 0

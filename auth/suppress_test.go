@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/store"
-	"latchkey/store/storetest"
 )
 
 // commits returns a function that tells how many write transactions
@@ -173,7 +173,7 @@ func TestSuppressKeys(t *testing.T) {
 // maxSuppressWindows windows; failures past that are counted, not stored.
 func TestSuppressMemoryBounded(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "bounds the in-memory suppression windows")
+	testkit.EngineFree(t, "bounds the in-memory suppression windows")
 	s, p, now := newPasskeyService(t)
 	stored := 0
 	for i := range maxSuppressWindows + 1000 {

@@ -2,9 +2,10 @@ package httpapi_test
 
 import (
 	"bytes"
-	"latchkey/store/storetest"
 	"strings"
 	"testing"
+
+	"latchkey/internal/testkit"
 )
 
 // adminState is everything the admin API shows, as raw JSON, to compare
@@ -33,7 +34,7 @@ func (ts *testServer) adminState(extra ...string) []byte {
 // ignoring unknown fields.
 func TestAdminBodiesStrict(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "decodes admin bodies strictly")
+	testkit.EngineFree(t, "decodes admin bodies strictly")
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	uid := str(t, ts.login("strict@example.com").Body, "userId")

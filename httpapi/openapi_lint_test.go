@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"latchkey/store/storetest"
+	"latchkey/internal/testkit"
 )
 
 // Redocly CLI's linter on openapi.json, with the repository's
@@ -63,7 +63,7 @@ func findRedocly(version string) string {
 // it runs on the first (bolt) pass only.
 func TestOpenAPILint(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "lints a file")
+	testkit.EngineFree(t, "lints a file")
 	version := pinnedRedocly(t)
 	missing := func(msg string) {
 		t.Helper()

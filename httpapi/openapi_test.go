@@ -19,7 +19,7 @@ import (
 	"github.com/pb33f/libopenapi"
 
 	"latchkey/httpapi"
-	"latchkey/store/storetest"
+	"latchkey/internal/testkit"
 )
 
 // TestOpenAPIDocumentValid parses the document as OpenAPI 3.1, resolves
@@ -295,7 +295,7 @@ func TestOpenAPIServed(t *testing.T) {
 // that exists (404s must be documented too).
 func TestOpenAPIErrorPaths(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "checks every operation's refusals against the document")
+	testkit.EngineFree(t, "checks every operation's refusals against the document")
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 1000000}))
 	session := str(t, ts.login("sweep@example.com").Body, "token")

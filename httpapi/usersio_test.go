@@ -16,8 +16,8 @@ import (
 
 	"latchkey/auth"
 	"latchkey/httpapi"
+	"latchkey/internal/testkit"
 	"latchkey/store"
-	"latchkey/store/storetest"
 )
 
 // User import and export, over real HTTP on the test
@@ -412,7 +412,7 @@ func (s *lineSource) Read(p []byte) (int, error) {
 // is read.
 func TestImportOverLimit(t *testing.T) {
 	t.Parallel()
-	storetest.EngineFree(t, "streams past the body limit (each engine's chunk commits: TestImportChunks)")
+	testkit.EngineFree(t, "streams past the body limit (each engine's chunk commits: TestImportChunks)")
 	if testing.Short() {
 		t.Skip("streams 64 MiB")
 	}

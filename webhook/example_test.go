@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/webhook"
 )
 
@@ -114,6 +115,7 @@ func ExampleVerifyStandard() {
 // reference (docs/api.md) is in this file verbatim, so it compiles and
 // Example_receiver runs it.
 func TestREADMESnippets(t *testing.T) {
+	testkit.EngineFree(t, "compares the docs' snippets with the examples")
 	readme, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
 // Package testkit holds what tests of every package share: a clock the
-// test moves and a buffer several goroutines write to. It imports only
-// the standard library, so any package's tests may use it.
+// test moves, a buffer several goroutines write to, and the marker of
+// tests and packages whose outcome no store engine changes (EngineFree,
+// MainEngineFree), which run on the first pass of the test command
+// only. It imports only the standard library, so any package's tests may
+// use it.
 package testkit
 
 import (

@@ -3,14 +3,24 @@ package pgtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"latchkey/internal/testkit"
 )
 
+// The package's tests start PostgreSQL clusters whatever
+// LATCHKEY_TEST_STORE names: they run on the PostgreSQL pass of the test
+// command only, as store/postgres's do.
 func TestMain(m *testing.M) {
+	if !testkit.PostgresPass() {
+		fmt.Println("store/pgtest: these tests run on the PostgreSQL pass (LATCHKEY_TEST_STORE=postgres)")
+		os.Exit(0)
+	}
 	code := m.Run()
 	StopShared()
 	os.Exit(code)

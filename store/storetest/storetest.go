@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey/internal/testkit"
 	"latchkey/store"
 	_ "latchkey/store/bolt" // its "bolt" driver: the data files
 	"latchkey/store/pgtest"
@@ -35,7 +36,7 @@ import (
 )
 
 // EnvStore names the backend the tests run on.
-const EnvStore = "LATCHKEY_TEST_STORE"
+const EnvStore = testkit.EnvStore
 
 // EnvRequirePostgres, when set, makes a missing PostgreSQL a failure
 // rather than a skip (CI).
@@ -73,17 +74,6 @@ func BoltOnly(t testing.TB) {
 	}
 }
 
-// EngineFree marks a test whose outcome no store engine changes (a
-// document, a parser, an in-memory structure, an HTTP limit): it runs on
-// the bbolt pass and skips on the PostgreSQL pass, saying why, so the
-// test command does not run it twice for nothing.
-func EngineFree(t testing.TB, why string) {
-	t.Helper()
-	if Backend(t) == Postgres {
-		t.Skip(why + ", whatever the store: ran on the bolt pass")
-	}
-}
-
 // Open returns a new, empty store on the backend EnvStore names, closed
 // when the test ends (see New for what else happens then).
 func Open(t testing.TB) store.DB {
@@ -111,6 +101,7 @@ func OpenWith(t testing.TB, opt store.Options) store.DB {
 // calling New), a database dropped.
 func New(t testing.TB) string {
 	t.Helper()
+	forbidden(t)
 	if Backend(t) == Postgres {
 		return newDatabase(t)
 	}
@@ -123,6 +114,7 @@ func New(t testing.TB) string {
 // register its Close after calling NewFile.
 func NewFile(t testing.TB) string {
 	t.Helper()
+	forbidden(t)
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	t.Cleanup(func() { CheckFile(t, path) })
 	return path
@@ -143,6 +135,16 @@ func CheckFile(t testing.TB, path string) {
 	defer db.Close()
 	if err := db.(store.File).Check(); err != nil {
 		t.Errorf("data file inconsistent after the test: %v", err)
+	}
+}
+
+// forbidden fails t when its package declared it opens no store
+// (testkit.MainEngineFree): that package's tests skip the PostgreSQL
+// pass, so a store opened there would be tested on one engine only.
+func forbidden(t testing.TB) {
+	t.Helper()
+	if why := testkit.StoreForbidden(); why != "" {
+		t.Fatal(why)
 	}
 }
 
