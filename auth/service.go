@@ -121,6 +121,10 @@ type Service struct {
 	oidc   discovered        // OpenID Connect discovery by issuer
 
 	onRender func() // tests: called as a mail template render starts
+
+	// pageTexts are the projects' texts of their hosted pages, parsed
+	// (page_texts.go), dropped with a change of their templates.
+	pageTexts cache[pageTextSet]
 }
 
 // New returns a Service over db. It loads the admin token hash.
