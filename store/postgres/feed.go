@@ -278,9 +278,6 @@ func (db *DB) Watch(fn func(store.Change)) (cancel func()) {
 // to the subscribers.
 func (f *feed) tell(c store.Change) {
 	f.db.sessions.apply(c)
-	if c.Kind == store.ChangeTemplates {
-		f.db.templateCache().drop(c.ID) // sooner than templateTTL
-	}
 	if c.Kind == kindSessionsSwept || c.Kind == kindFactors {
 		return
 	}
