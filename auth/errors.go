@@ -234,6 +234,10 @@ var (
 	ErrClientNotFound   = newErr("CLIENT_NOT_FOUND", "", "OpenID Connect client not found.")
 )
 
+// ErrPageTextsNotFound: the project has no texts of its hosted pages in
+// the locale asked for.
+var ErrPageTextsNotFound = newErr("PAGE_TEXTS_NOT_FOUND", "", "The project has no page texts in this locale.")
+
 // Session management and abuse limits (docs/security.md, "Abuse
 // bounds").
 var (

@@ -75,6 +75,11 @@ type ProjectInput struct {
 	// ClientRegistration is whether the project's OpenID provider takes
 	// dynamic client registrations: "open" or "closed".
 	ClientRegistration *string `json:"clientRegistration"`
+	// DisplayName, LogoURL and AccentColor brand the hosted pages
+	// (applyBranding); "" removes each.
+	DisplayName *string `json:"displayName"`
+	LogoURL     *string `json:"logoUrl"`
+	AccentColor *string `json:"accentColor"`
 }
 
 // apply validates in and copies it onto p.
@@ -197,7 +202,7 @@ func (in *ProjectInput) applyFields(p *store.Project) error {
 			return Invalid(`clientRegistration must be "open" or "closed".`)
 		}
 	}
-	return nil
+	return in.applyBranding(p)
 }
 
 // ProjectView is a project as the admin API shows it.
@@ -226,6 +231,11 @@ type ProjectView struct {
 	// ClientRegistration is "open" when clients may register
 	// themselves with the project's OpenID provider, else "closed".
 	ClientRegistration string `json:"clientRegistration"`
+	// DisplayName, LogoURL and AccentColor brand the hosted pages; ""
+	// when unset.
+	DisplayName string `json:"displayName"`
+	LogoURL     string `json:"logoUrl"`
+	AccentColor string `json:"accentColor"`
 }
 
 // ViewProject returns the admin view of p.
@@ -236,6 +246,7 @@ func (s *Service) ViewProject(p *store.Project) ProjectView {
 		SessionTTLSeconds: p.SessionTTLSeconds, RateLimitPerMinute: p.RateLimitPerMinute,
 		DenyCIDRs: p.DenyCIDRs, EmailChange: p.EmailChange, CreatedAt: formatTime(p.CreatedAt),
 		SessionRateLimitPerMinute: sessionRateLimit(p), ClientRegistration: ClientRegistrationClosed,
+		DisplayName: p.DisplayName, LogoURL: p.LogoURL, AccentColor: p.AccentColor,
 	}
 	if p.ClientRegistration == ClientRegistrationOpen {
 		v.ClientRegistration = ClientRegistrationOpen
@@ -418,6 +429,7 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 	}
 	s.projects.invalidate(id)
 	s.oidcKeySets.invalidate(id)
+	s.pageTexts.invalidate(id)
 	s.projectsChanged()
 	s.oidc.forget(id, "")
 	s.apiKeys.invalidate(detached...)

@@ -14,6 +14,8 @@ import "latchkey/store"
 //     ChangeAPIKey and ChangeProject;
 //   - the allowed origins of every project (origins): rebuilt after a
 //     ChangeProject;
+//   - the texts of projects' hosted pages (pageTexts): dropped by
+//     ChangeTemplates and ChangeProject;
 //   - verified tokens (tokens): the signature check only; the session
 //     row is checked on every call (the store keeps that check cheap and
 //     coherent), and the project through the project cache;
@@ -44,13 +46,17 @@ func (s *Service) onChange(c store.Change) {
 	case store.ChangeProject:
 		s.projects.invalidate(c.ID)
 		s.oidcKeySets.invalidate(c.ID)
+		s.pageTexts.invalidate(c.ID)
 		s.projectsChanged()
+	case store.ChangeTemplates:
+		s.pageTexts.invalidate(c.ID)
 	case store.ChangeStale, store.ChangeFresh:
 		freeze := c.Kind == store.ChangeStale
 		s.originsFrozen.Store(freeze)
 		s.apiKeys.reset(freeze)
 		s.projects.reset(freeze)
 		s.oidcKeySets.reset(freeze)
+		s.pageTexts.reset(freeze)
 		s.projectsChanged()
 	}
 }

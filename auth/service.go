@@ -125,6 +125,10 @@ type Service struct {
 	// userinfo is the providers' access tokens remembered by the
 	// userinfo endpoint (oidc_userinfo.go).
 	userinfo *userinfoCache
+
+	// pageTexts are the projects' texts of their hosted pages, parsed
+	// (page_texts.go), dropped with a change of their templates.
+	pageTexts cache[pageTextSet]
 }
 
 // New returns a Service over db. It loads the admin token hash.

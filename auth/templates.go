@@ -545,7 +545,9 @@ func (s *Service) Templates(ctx context.Context, projectID string) ([]TemplateVi
 		}
 		ts, err := tx.Templates(projectID)
 		for _, t := range ts {
-			out = append(out, viewTemplate(t))
+			if t.Kind != store.TemplateKindPage { // page texts: page_texts.go
+				out = append(out, viewTemplate(t))
+			}
 		}
 		return err
 	})

@@ -84,6 +84,11 @@ type accountView struct {
 	Email  string       // the pending address
 	SignIn string       // the sign-in page's address
 	Home   string       // the account page's address
+	// Look, T and Accent: the page's branding, its texts by key and its
+	// accent colour (page_look.go).
+	Look   *auth.PageLook
+	T      map[string]string
+	Accent template.CSS
 }
 
 // accountPasskey is a passkey ceremony on the account page.
@@ -123,6 +128,7 @@ func (s *Server) accountPage(w http.ResponseWriter, r *http.Request, ps httprout
 		s.oidcFail(w, err)
 		return
 	}
+	w = pageWriterOf(w, r, p.id)
 	if ps.ByName("action") != "" {
 		noStore(w)
 		http.Redirect(w, r, p.issuer+auth.AccountPath, http.StatusSeeOther)
@@ -162,8 +168,14 @@ func (s *Server) accountRender(w http.ResponseWriter, r *http.Request, p *projec
 	v.SignIn = s.accountSignInURL(p)
 	v.Home = p.issuer + auth.AccountPath
 	if v.Title == "" {
-		v.Title = "Your account"
+		v.Title = "account_title"
 	}
+	look, err := s.auth.PageLook(r.Context(), p.id, "", r.Header.Get("Accept-Language"))
+	if err != nil {
+		s.log.Error("hosted page look", "err", err)
+	}
+	v.Look, v.T, v.Accent = look, look.Texts, accentCSS(look)
+	v.Title = pageText(v.T, v.Title)
 	var b bytes.Buffer
 	if err := accountTmpl.Execute(&b, v); err != nil {
 		s.log.Error("account page", "err", err)
@@ -171,8 +183,8 @@ func (s *Server) accountRender(w http.ResponseWriter, r *http.Request, p *projec
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; script-src 'nonce-"+v.Nonce+
-		"'; img-src data:; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", pageCSP("default-src 'none'; style-src 'nonce-"+v.Nonce+"'; script-src 'nonce-"+v.Nonce+
+		"'; base-uri 'none'; frame-ancestors 'none'", "data:", look))
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -190,6 +202,7 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 		s.oidcFail(w, err)
 		return
 	}
+	w = pageWriterOf(w, r, p.id)
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
@@ -398,7 +411,7 @@ func (s *Server) accountSignOut(w http.ResponseWriter, r *http.Request, p *proje
 		return
 	}
 	s.clearSSOCookie(w, p)
-	s.accountRender(w, r, p, http.StatusOK, accountView{Panel: "signed-out", Title: "Signed out"})
+	s.accountRender(w, r, p, http.StatusOK, accountView{Panel: "signed-out", Title: "signed_out_title"})
 }
 
 // clearSSOCookie removes the browser's single sign-on cookie.
@@ -419,17 +432,18 @@ func accountTime(t string) string {
 var accountTmpl = template.Must(template.New("account").Funcs(template.FuncMap{"when": accountTime,
 	"since": func(t time.Time) string { return accountTime(t.UTC().Format(time.RFC3339)) },
 	"join":  func(s []string) string { return strings.Join(s, " ") }}).Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
-<style nonce="{{.Nonce}}">body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f;overflow-wrap:anywhere}
+<style nonce="{{.Nonce}}">:root{--accent:{{.Accent}}}body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f;overflow-wrap:anywhere}
 h2{font-size:1.2rem;margin-top:2rem;border-top:1px solid #ddd;padding-top:1rem}label{display:block;margin:1rem 0 .3rem}
 input{font-size:1.1rem;padding:.6rem;width:100%;box-sizing:border-box}
-button{margin-top:.6rem;font-size:1rem;padding:.6rem 1.2rem;border:0;border-radius:.4rem;background:#2456d6;color:#fff;cursor:pointer}
-button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6}button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #f0b400;outline-offset:2px}
-.error{color:#b00020}.notice{color:#0a6b2d}a{color:#2456d6}ul{padding-left:0;list-style:none}li{margin:.6rem 0;padding:.6rem;border:1px solid #e3e3e3;border-radius:.4rem}
+button{margin-top:.6rem;font-size:1rem;padding:.6rem 1.2rem;border:0;border-radius:.4rem;background:var(--accent);color:#fff;cursor:pointer}
+button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent)}button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #f0b400;outline-offset:2px}
+.error{color:#b00020}.notice{color:#0a6b2d}a{color:var(--accent)}ul{padding-left:0;list-style:none}li{margin:.6rem 0;padding:.6rem;border:1px solid #e3e3e3;border-radius:.4rem}
 .meta{color:#555;font-size:.9rem}.tag{background:#e8f0fe;color:#1a3f9c;border-radius:.3rem;padding:0 .4rem;font-size:.85rem}
-.codes{font-family:ui-monospace,monospace;font-size:1.1rem}.codes li{border:0;padding:0;margin:.2rem 0}img{max-width:100%;height:auto}[hidden]{display:none}</style></head>
-<body><main><h1>{{.Title}}</h1>
+.codes{font-family:ui-monospace,monospace;font-size:1.1rem}.codes li{border:0;padding:0;margin:.2rem 0}img{max-width:100%;height:auto}[hidden]{display:none}
+.brand{display:flex;align-items:center;gap:.6rem;font-weight:600}.brand img{max-height:2.5rem;max-width:10rem}</style></head>
+<body>{{with .Look.Name}}<header class="brand" id="brand">{{with $.Look.LogoURL}}<img src="{{.}}" alt="">{{end}}<span>{{.}}</span></header>{{end}}<main><h1>{{.Title}}</h1>
 {{with .Notice}}<p class="notice" role="status">{{.}}</p>{{end}}
 {{with .Error}}<p class="error" role="alert">{{.}}</p>{{end}}
 {{if eq .Panel "stale"}}<p><a href="{{.Home}}">Reload the account page</a></p>
@@ -455,26 +469,26 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6}button:focus-v
 <form method="post" action="{{.Action}}email-confirm"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="email" value="{{.Email}}">
 <label for="code">Code</label><input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
 <button type="submit">Confirm</button></form><p><a href="{{.Home}}">Cancel</a></p>
-{{else}}{{with .Overview}}<p>Signed in as <strong id="account-email">{{.User.Email}}</strong>{{if not .User.EmailVerified}} (not verified){{end}}.</p>
-<h2 id="sessions">Sessions</h2><ul>{{range .Sessions}}<li><div>{{.Method}}{{if eq .ID $.Current}} <span class="tag">This browser</span>{{end}}</div>
+{{else}}{{with .Overview}}<p>{{$.T.account_signed_in_as}} <strong id="account-email">{{.User.Email}}</strong>{{if not .User.EmailVerified}} (not verified){{end}}.</p>
+<h2 id="sessions">{{$.T.account_sessions}}</h2><ul>{{range .Sessions}}<li><div>{{.Method}}{{if eq .ID $.Current}} <span class="tag">This browser</span>{{end}}</div>
 <div class="meta">Signed in {{when .CreatedAt}} · last seen {{when .LastSeenAt}}{{with .IP}} · {{.}}{{end}}</div>{{with .UserAgent}}<div class="meta">{{.}}</div>{{end}}
 <form method="post" action="{{$.Action}}session-end"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="sessionId" value="{{.ID}}">
 <button type="submit" class="alt">{{if eq .ID $.Current}}Sign out{{else}}End this session{{end}}</button></form></li>{{end}}</ul>
 {{if gt (len .Sessions) 1}}<form method="post" action="{{$.Action}}sessions-end-others"><input type="hidden" name="csrf" value="{{$.CSRF}}">
 <button type="submit" class="alt">End all other sessions</button></form>{{end}}
-<h2 id="passkeys">Passkeys</h2>{{if .Passkeys}}<ul>{{range .Passkeys}}<li><div>Passkey added {{when .CreatedAt}}</div>
+<h2 id="passkeys">{{$.T.account_passkeys}}</h2>{{if .Passkeys}}<ul>{{range .Passkeys}}<li><div>Passkey added {{when .CreatedAt}}</div>
 <form method="post" action="{{$.Action}}passkey-remove"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="credentialId" value="{{.CredentialID}}">
 <button type="submit" class="alt">Remove</button></form></li>{{end}}</ul>{{else}}<p>No passkeys yet.</p>{{end}}
 <form method="post" action="{{$.Action}}passkey-add"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Add a passkey</button></form>
-<h2 id="totp">Authenticator app</h2>{{if .TOTP}}<p>Set up: sign-ins ask for its code.</p>{{else}}<p>Not set up.</p>
+<h2 id="totp">{{$.T.account_totp}}</h2>{{if .TOTP}}<p>Set up: sign-ins ask for its code.</p>{{else}}<p>Not set up.</p>
 <form method="post" action="{{$.Action}}totp-enroll"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Set up an authenticator app</button></form>{{end}}
-<h2 id="backup">Backup codes</h2><p>{{.BackupCodesLeft}} unused backup codes.</p>
+<h2 id="backup">{{$.T.account_backup_codes}}</h2><p>{{.BackupCodesLeft}} unused backup codes.</p>
 <form method="post" action="{{$.Action}}backup-codes"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Make new backup codes</button></form>
-<h2 id="apps">Apps</h2>{{if .Apps}}<ul>{{range .Apps}}<li><div>{{or .ClientName .ClientID}}</div>
+<h2 id="apps">{{$.T.account_apps}}</h2>{{if .Apps}}<ul>{{range .Apps}}<li><div>{{or .ClientName .ClientID}}</div>
 <div class="meta">Allowed {{since .GrantedAt}}: {{join .Scopes}}</div>
 <form method="post" action="{{$.Action}}app-revoke"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="clientId" value="{{.ClientID}}">
 <button type="submit" class="alt">Remove access</button></form></li>{{end}}</ul>{{else}}<p>No apps have access to your account.</p>{{end}}
-<h2 id="address">Email address</h2>
+<h2 id="address">{{$.T.account_email}}</h2>
 <form method="post" action="{{$.Action}}email"><input type="hidden" name="csrf" value="{{$.CSRF}}">
 <label for="email">New email address</label><input id="email" name="email" type="email" autocomplete="email" required>
 <button type="submit">Change address</button></form>{{end}}{{end}}

@@ -104,6 +104,7 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 		s.oidcFail(w, err)
 		return
 	}
+	w = pageWriterOf(w, r, p.id)
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
@@ -277,11 +278,11 @@ func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *proj
 	d := oidcPage{Form: form, Email: email, Error: errText, CSRF: s.auth.ForwardAuthFormToken(browserSecret(w, r, p), t.RD)}
 	switch form {
 	case "email":
-		d.Title, d.Text, d.Action = "Sign in", "Enter your email address: we will send you a code.", p.issuer+auth.ForwardAuthSignInPath+q
+		d.Title, d.Text, d.Action = "sign_in_title", "sign_in_text", p.issuer+auth.ForwardAuthSignInPath+q
 	case "code":
-		d.Title, d.Text, d.Action = "Enter your code", "We sent a code to "+email+". Enter it to sign in.", p.issuer+auth.ForwardAuthCodePath+q
+		d.Title, d.Text, d.Action = "code_title", "code_text", p.issuer+auth.ForwardAuthCodePath+q
 	case "mfa":
-		d.Title, d.Text, d.Action = "Second factor", "Enter the code from your authenticator app.", p.issuer+auth.ForwardAuthSecondFactorPath+q
+		d.Title, d.Text, d.Action = "mfa_title", "mfa_totp_text", p.issuer+auth.ForwardAuthSecondFactorPath+q
 	}
 	s.oidcRender(w, status, d)
 }

@@ -155,7 +155,7 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		// op refuses a client it cannot authenticate in text/plain.
 		p.handler.ServeHTTP(&clientErrorWriter{ResponseWriter: w}, r)
 	case oidcPages[sub] != nil:
-		oidcPages[sub](s, w, r, p)
+		oidcPages[sub](s, pageWriterOf(w, r, p.id), r, p)
 	default:
 		p.handler.ServeHTTP(w, r)
 	}

@@ -33,10 +33,10 @@ type oidcConsentAsk struct {
 // oidcConsentTmpl is the consent form, a block of the pages' template.
 var _ = template.Must(oidcTmpl.New("consent").Parse(`<form method="post" action="{{.Action}}">
 <input type="hidden" name="authRequestID" value="{{.AuthRequestID}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<p><strong>{{.Consent.ClientName}}</strong> would like to:</p>
+<p>{{fillStrong .T.consent_asks "client" .Consent.ClientName}}</p>
 <ul>{{range .Consent.Scopes}}<li>{{.Text}}</li>{{end}}</ul>
-<button type="submit" name="decision" value="allow">Allow</button>
-<button type="submit" name="decision" value="deny" class="alt">Deny</button>
+<button type="submit" name="decision" value="allow">{{.T.allow_button}}</button>
+<button type="submit" name="decision" value="deny" class="alt">{{.T.deny_button}}</button>
 </form>`))
 
 // oidcConsent is the consent page.
@@ -64,7 +64,7 @@ func (s *Server) oidcConsent(w http.ResponseWriter, r *http.Request, p *projectO
 			s.oidcFail(w, err)
 			return
 		}
-		s.oidcShowConsent(w, r, p, http.StatusBadRequest, id, ask, "Choose Allow or Deny.")
+		s.oidcShowConsent(w, r, p, http.StatusBadRequest, id, ask, "choose_allow_deny")
 		return
 	}
 	allowed, err := s.auth.OIDCDecideConsent(ctx, p.id, id, pr, decision == "allow")
@@ -81,9 +81,9 @@ func (s *Server) oidcConsent(w http.ResponseWriter, r *http.Request, p *projectO
 
 // oidcShowConsent shows the consent form of request id.
 func (s *Server) oidcShowConsent(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, ask *auth.OIDCConsentAsk, errText string) {
-	d := oidcPage{Title: "Allow " + ask.ClientName + "?", Action: p.issuer + auth.OIDCConsentPath, AuthRequestID: id,
+	d := oidcPage{Title: "consent_title", Action: p.issuer + auth.OIDCConsentPath, AuthRequestID: id,
 		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id), Error: errText,
-		Text:    "You are signed in. " + ask.ClientName + " is not run by this service: allow it only if you trust it. You can revoke this later.",
+		Text:    "consent_text",
 		Consent: &oidcConsentAsk{ClientName: ask.ClientName, Scopes: ask.Scopes}}
 	s.oidcRender(w, status, d)
 }

@@ -60,6 +60,8 @@ type oidcDevicePage struct {
 	Confirm    bool
 	ClientName string
 	Scopes     []string
+	// T: the page's texts by key (set by the render).
+	T map[string]string
 }
 
 // oidcDevice is the device page: GET shows the code form (filled in
@@ -94,7 +96,7 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 	pr := s.oidcSession(r, p)
 	if decision != "" {
 		if decision != "allow" && decision != "deny" {
-			s.oidcError(w, http.StatusBadRequest, "Choose Allow or Deny.")
+			s.oidcError(w, http.StatusBadRequest, "choose_allow_deny")
 			return
 		}
 		if err := s.auth.OIDCDeviceDecide(ctx, p.id, typed, pr, decision == "allow", s.meta(r, false)); err != nil {
@@ -102,9 +104,9 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 			return
 		}
 		if decision == "allow" {
-			s.oidcRender(w, http.StatusOK, oidcPage{Title: "Device connected", Text: "You can go back to your device: it is signed in."})
+			s.oidcRender(w, http.StatusOK, oidcPage{Title: "device_connected_title", Text: "device_connected_text"})
 		} else {
-			s.oidcRender(w, http.StatusOK, oidcPage{Title: "Device not connected", Text: "You denied the device access. You can close this page."})
+			s.oidcRender(w, http.StatusOK, oidcPage{Title: "device_denied_title", Text: "device_denied_text"})
 		}
 		return
 	}
@@ -140,8 +142,8 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 	for _, sc := range d.Scopes {
 		dp.Scopes = append(dp.Scopes, scopeWords(sc))
 	}
-	s.oidcRender(w, http.StatusOK, oidcPage{Title: "Connect a device", Device: dp,
-		Text: "Check that this code is the one your device shows. Allow only a device you are using now."})
+	s.oidcRender(w, http.StatusOK, oidcPage{Title: "device_title", Device: dp,
+		Text: "device_confirm_text"})
 }
 
 // oidcDeviceForm shows the device page's code form, typed filled in and
@@ -153,8 +155,8 @@ func (s *Server) oidcDeviceForm(w http.ResponseWriter, r *http.Request, p *proje
 	if len(typed) > 32 {
 		typed = ""
 	}
-	s.oidcRender(w, status, oidcPage{Title: "Connect a device", Error: errText,
-		Text: "Enter the code your device shows.",
+	s.oidcRender(w, status, oidcPage{Title: "device_title", Error: errText,
+		Text: "device_text",
 		Device: &oidcDevicePage{Action: p.issuer + auth.OIDCDevicePath, UserCode: typed,
 			CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), "device:")}})
 }
@@ -177,13 +179,13 @@ func scopeWords(scope string) string {
 }
 
 // oidcDeviceTmpl is the device page's part of the pages' template.
-const oidcDeviceTmpl = `{{if .Confirm}}<p>Code <strong>{{.UserCode}}</strong></p>
-<p><strong>{{.ClientName}}</strong> asks to:</p><ul>{{range .Scopes}}<li>{{.}}</li>{{end}}</ul>
+const oidcDeviceTmpl = `{{if .Confirm}}<p>{{.T.code_label}} <strong>{{.UserCode}}</strong></p>
+<p>{{fillStrong .T.device_asks "client" .ClientName}}</p><ul>{{range .Scopes}}<li>{{.}}</li>{{end}}</ul>
 <form method="post" action="{{.Action}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <input type="hidden" name="user_code" value="{{.UserCode}}">
-<button type="submit" name="decision" value="allow">Allow</button>
-<button type="submit" name="decision" value="deny" class="alt">Deny</button></form>
+<button type="submit" name="decision" value="allow">{{.T.allow_button}}</button>
+<button type="submit" name="decision" value="deny" class="alt">{{.T.deny_button}}</button></form>
 {{else}}<form method="post" action="{{.Action}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<label for="user_code">Code</label>
+<label for="user_code">{{.T.code_label}}</label>
 <input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus value="{{.UserCode}}">
-<button type="submit">Continue</button></form>{{end}}`
+<button type="submit">{{.T.continue_button}}</button></form>{{end}}`

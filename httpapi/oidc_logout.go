@@ -46,14 +46,14 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request, p *projectOP
 			secret = c.Value
 		}
 		if !s.auth.OIDCLogoutFormTokenValid(secret, in, rd, r.PostForm.Get("csrf")) {
-			s.oidcRender(w, http.StatusForbidden, oidcPage{Title: "Sign-out failed",
+			s.oidcRender(w, http.StatusForbidden, oidcPage{Title: "sign_out_error_title",
 				Text: "This form was not sent from its page in this browser. Go back to the application and sign out again."})
 			return
 		}
 		confirmed = true
 	}
 	if !confirmed && len(browser) > 0 && logoutNeedsConfirm(r, es, rd, browser) {
-		d := oidcPage{Title: "Sign out", Text: "Do you want to sign out? This ends your session here and in the applications you signed in to with it.",
+		d := oidcPage{Title: "sign_out_title", Text: "sign_out_text",
 			Form: "logout", Action: p.issuer + auth.OIDCLogoutPath, CSRF: s.auth.OIDCLogoutFormToken(browserSecret(w, r, p), in, rd)}
 		for _, h := range []oidcField{{"id_token_hint", in.IDTokenHint}, {"client_id", in.ClientID},
 			{"post_logout_redirect_uri", in.PostLogoutRedirectURI}, {"state", in.State}, {"rd", rd}} {
@@ -89,7 +89,7 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request, p *projectOP
 			return
 		}
 	}
-	s.oidcRender(w, http.StatusOK, oidcPage{Title: "Signed out", Text: "You are signed out."})
+	s.oidcRender(w, http.StatusOK, oidcPage{Title: "signed_out_title", Text: "signed_out_text"})
 }
 
 // logoutNeedsConfirm reports whether a sign-out must be confirmed by
@@ -160,5 +160,5 @@ func (s *Server) oidcLogoutFail(w http.ResponseWriter, err error) {
 	if e.Code == auth.ErrInternal.Code {
 		s.log.Error("oidc sign-out", "err", err)
 	}
-	s.oidcRender(w, statusOf(e), oidcPage{Title: "Sign-out failed", Text: e.Message})
+	s.oidcRender(w, statusOf(e), oidcPage{Title: "sign_out_error_title", Text: e.Message})
 }

@@ -56,8 +56,7 @@ func (s *Server) oidcSendLink(w http.ResponseWriter, r *http.Request, p *project
 		s.oidcRetry(w, r, p, err, id, "code", email)
 		return
 	}
-	s.oidcRender(w, http.StatusOK, oidcPage{Title: "Check your email",
-		Text: "We sent a sign-in link to " + email + ". Open it in this browser to continue; it works once, for 15 minutes."})
+	s.oidcRender(w, http.StatusOK, oidcPage{Title: "link_sent_title", Text: "link_sent_text", Email: email})
 }
 
 // oidcLink is a magic link's page: GET (the link itself) shows a
@@ -72,7 +71,7 @@ func (s *Server) oidcLink(w http.ResponseWriter, r *http.Request, p *projectOP) 
 			s.oidcFail(w, err)
 			return
 		}
-		s.oidcRender(w, http.StatusOK, oidcPage{Title: "Sign in", Text: "Press the button to finish signing in.",
+		s.oidcRender(w, http.StatusOK, oidcPage{Title: "sign_in_title", Text: "link_confirm_text",
 			Form: "link", Action: p.issuer + auth.OIDCLinkPath, AuthRequestID: id, Token: q.Get("token"),
 			CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)})
 		return
@@ -176,7 +175,7 @@ func (s *Server) oidcSendSMS(w http.ResponseWriter, r *http.Request, p *projectO
 		s.oidcShowFactor(w, r, p, statusOf(e), id, pr, auth.OIDCFactorSMS, "", e.Message)
 		return
 	}
-	s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, auth.OIDCFactorSMS, "We texted a code to your phone. Enter it to continue.", "")
+	s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, auth.OIDCFactorSMS, "mfa_sms_sent_text", "")
 }
 
 // oidcShowFactor shows the second-factor form of method (totp, sms or
@@ -195,23 +194,23 @@ func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *proje
 			method = auth.OIDCFactorSMS
 		}
 	}
-	d := oidcPage{Form: "mfa", Title: "Second factor", Action: p.issuer + auth.OIDCSecondFactorPath, AuthRequestID: id,
+	d := oidcPage{Form: "mfa", Title: "mfa_title", Action: p.issuer + auth.OIDCSecondFactorPath, AuthRequestID: id,
 		Method: method, Error: errText, CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
 	switch method {
 	case auth.OIDCFactorTOTP:
-		d.Text = "Enter the code from your authenticator app."
+		d.Text = "mfa_totp_text"
 	case auth.OIDCFactorSMS:
-		d.Text, d.SMSAction = "Enter the code we text to your phone. Press “Text me a code” to get one.", p.issuer+auth.OIDCSendSMSPath
+		d.Text, d.SMSAction = "mfa_sms_text", p.issuer+auth.OIDCSendSMSPath
 	case auth.OIDCFactorBackup:
-		d.Text = "Enter one of your backup codes. Each works once."
+		d.Text = "mfa_backup_text"
 	}
 	if text != "" {
 		d.Text = text
 	}
 	labels := []struct{ method, label string }{
-		{auth.OIDCFactorTOTP, "Use your authenticator app"},
-		{auth.OIDCFactorSMS, "Use a text message"},
-		{auth.OIDCFactorBackup, "Use a backup code"},
+		{auth.OIDCFactorTOTP, "use_totp_link"},
+		{auth.OIDCFactorSMS, "use_sms_link"},
+		{auth.OIDCFactorBackup, "use_backup_link"},
 	}
 	for _, l := range labels {
 		if has[l.method] && l.method != method {

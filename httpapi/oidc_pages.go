@@ -379,6 +379,11 @@ type oidcPage struct {
 	Hidden []oidcField
 	// Device: the device page's form (oidc_device.go).
 	Device *oidcDevicePage
+	// Look, T and Accent: the page's branding, its texts by key and its
+	// accent colour, set by the render (page_look.go).
+	Look   *auth.PageLook
+	T      map[string]string
+	Accent template.CSS
 }
 
 // oidcPasskeyOffer is a started passkey ceremony on the sign-in page.
@@ -400,13 +405,13 @@ func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *project
 		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
 	switch form {
 	case "email":
-		d.Title, d.Text, d.Action = "Sign in", "Enter your email address: we will send you a code.", p.issuer+auth.OIDCLoginPath
+		d.Title, d.Text, d.Action = "sign_in_title", "sign_in_text", p.issuer+auth.OIDCLoginPath
 		s.oidcOtherWays(r, p, id, &d)
 	case "code":
-		d.Title, d.Text, d.Action = "Enter your code", "We sent a code to "+email+". Enter it to sign in.", p.issuer+auth.OIDCLoginCodePath
+		d.Title, d.Text, d.Action = "code_title", "code_text", p.issuer+auth.OIDCLoginCodePath
 		d.LinkAction = p.issuer + auth.OIDCSendLinkPath
 	case "mfa":
-		d.Title, d.Text, d.Action = "Second factor", "Enter the code from your authenticator app.", p.issuer+auth.OIDCSecondFactorPath
+		d.Title, d.Text, d.Action = "mfa_title", "mfa_totp_text", p.issuer+auth.OIDCSecondFactorPath
 		d.Method = auth.OIDCFactorTOTP
 	}
 	s.oidcRender(w, status, d)
@@ -414,14 +419,16 @@ func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *project
 
 // oidcError shows the error page.
 func (s *Server) oidcError(w http.ResponseWriter, status int, text string) {
-	s.oidcRender(w, status, oidcPage{Title: "Sign-in failed", Text: text})
+	s.oidcRender(w, status, oidcPage{Title: "error_title", Text: text})
 }
 
 // oidcRender writes a page with the pages' headers: a CSP whose only
-// sources are the page's own style and script (by nonce), no framing,
-// no caching, no referrer.
+// sources are the page's own style and script (by nonce) and the
+// project's logo, no framing, no caching, no referrer. The page is
+// worded and branded for its request (page_look.go).
 func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
 	d.Nonce = randomToken()
+	d.localize(s.lookOf(w))
 	var b bytes.Buffer
 	if err := oidcTmpl.Execute(&b, d); err != nil {
 		s.log.Error("oidc page", "err", err)
@@ -435,7 +442,7 @@ func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
 	if d.Passkey != nil {
 		csp += "; script-src 'nonce-" + d.Nonce + "'"
 	}
-	h.Set("Content-Security-Policy", csp)
+	h.Set("Content-Security-Policy", pageCSP(csp, "", d.Look))
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -450,32 +457,33 @@ func noStore(w http.ResponseWriter) {
 	w.Header().Set("Pragma", "no-cache")
 }
 
-var oidcTmpl = template.Must(template.New("oidc").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+var oidcTmpl = template.Must(template.New("oidc").Funcs(pageFuncs).Parse(`<!doctype html>
+<html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
-<style nonce="{{.Nonce}}">body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
+<style nonce="{{.Nonce}}">:root{--accent:{{.Accent}}}body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
 label{display:block;margin:1rem 0 .3rem}input{font-size:1.1rem;padding:.6rem;width:100%;box-sizing:border-box}
-button{margin-top:1rem;font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-radius:.4rem;background:#2456d6;color:#fff;cursor:pointer}
-button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.other{margin-top:2rem;border-top:1px solid #ddd;padding-top:.5rem}
-.error{color:#b00020}a{color:#2456d6}ul{padding-left:1.2rem}li{margin:.5rem 0}[hidden]{display:none}</style></head>
-<body><main><h1>{{.Title}}</h1>
+button{margin-top:1rem;font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-radius:.4rem;background:var(--accent);color:#fff;cursor:pointer}
+button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent);width:100%}.other{margin-top:2rem;border-top:1px solid #ddd;padding-top:.5rem}
+.error{color:#b00020}a{color:var(--accent)}ul{padding-left:1.2rem}li{margin:.5rem 0}[hidden]{display:none}
+.brand{display:flex;align-items:center;gap:.6rem;font-weight:600}.brand img{max-height:2.5rem;max-width:10rem}</style></head>
+<body>{{with .Look.Name}}<header class="brand" id="brand">{{with $.Look.LogoURL}}<img src="{{.}}" alt="">{{end}}<span>{{.}}</span></header>{{end}}<main><h1>{{.Title}}</h1>
 {{with .Text}}<p>{{.}}</p>{{end}}
 {{with .Error}}<p class="error" role="alert">{{.}}</p>{{end}}
 {{if .Form}}<form method="post" action="{{.Action}}">
 <input type="hidden" name="authRequestID" value="{{.AuthRequestID}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
-{{if eq .Form "email"}}<label for="email">Email address</label>
+{{if eq .Form "email"}}<label for="email">{{.T.email_label}}</label>
 <input id="email" name="email" type="email" autocomplete="username webauthn" required autofocus value="{{.Email}}">
-<button type="submit">Continue</button>
-{{else if eq .Form "code"}}<input type="hidden" name="email" value="{{.Email}}"><label for="code">Code</label>
+<button type="submit">{{.T.continue_button}}</button>
+{{else if eq .Form "code"}}<input type="hidden" name="email" value="{{.Email}}"><label for="code">{{.T.code_label}}</label>
 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
-<button type="submit">Sign in</button>
+<button type="submit">{{.T.sign_in_button}}</button>
 {{else if eq .Form "link"}}<input type="hidden" name="token" value="{{.Token}}">
-<button type="submit">Sign in</button>
+<button type="submit">{{.T.sign_in_button}}</button>
 {{else if eq .Form "logout"}}{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}
-<input type="hidden" name="confirm" value="yes"><button type="submit">Sign out</button>
-{{else}}<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}Backup code{{else}}Code{{end}}</label>
+<input type="hidden" name="confirm" value="yes"><button type="submit">{{.T.sign_out_button}}</button>
+{{else}}<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}{{.T.backup_code_label}}{{else}}{{.T.code_label}}{{end}}</label>
 <input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus>
-<button type="submit">Continue</button>{{end}}
+<button type="submit">{{.T.continue_button}}</button>{{end}}
 </form>{{end}}
 {{with .Consent}}{{template "consent" $}}{{end}}
 {{with .Device}}{{template "device" .}}{{end}}
@@ -483,16 +491,16 @@ button.alt{background:#fff;color:#2456d6;border:1px solid #2456d6;width:100%}.ot
 {{with .Passkey}}<form method="post" action="{{.Action}}" id="passkey" data-options="{{.Options}}">
 <input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
 <input type="hidden" name="challengeId" value="{{.ChallengeID}}"><input type="hidden" name="credential" value="">
-<button type="button" class="alt" id="passkey-button" hidden>Sign in with a passkey</button></form>{{end}}
+<button type="button" class="alt" id="passkey-button" hidden>{{$.T.passkey_button}}</button></form>{{end}}
 {{range .Providers}}<form method="post" action="{{$.ProviderAction}}">
 <input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
-<input type="hidden" name="provider" value="{{.Name}}"><button type="submit" class="alt">Continue with {{.Label}}</button></form>{{end}}
+<input type="hidden" name="provider" value="{{.Name}}"><button type="submit" class="alt">{{fill $.T.provider_button "provider" .Label}}</button></form>{{end}}
 {{with .LinkAction}}<form method="post" action="{{.}}">
 <input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
-<input type="hidden" name="email" value="{{$.Email}}"><button type="submit" class="alt">Email me a sign-in link instead</button></form>{{end}}
+<input type="hidden" name="email" value="{{$.Email}}"><button type="submit" class="alt">{{$.T.link_button}}</button></form>{{end}}
 {{with .SMSAction}}<form method="post" action="{{.}}">
 <input type="hidden" name="authRequestID" value="{{$.AuthRequestID}}"><input type="hidden" name="csrf" value="{{$.CSRF}}">
-<button type="submit" class="alt">Text me a code</button></form>{{end}}
+<button type="submit" class="alt">{{$.T.sms_button}}</button></form>{{end}}
 {{with .Others}}<ul>{{range .}}<li><a href="{{.URL}}">{{.Label}}</a></li>{{end}}</ul>{{end}}
 </div>{{end}}
 </main>{{if .Passkey}}<script nonce="{{.Nonce}}">` + passkeyScript + `</script>{{end}}</body></html>`))

@@ -115,6 +115,7 @@ var statusByCode = map[string]int{
 	"PROVIDER_NOT_FOUND":        http.StatusNotFound,
 	"CLIENT_NOT_FOUND":          http.StatusNotFound,
 	"CONSENT_NOT_FOUND":         http.StatusNotFound,
+	"PAGE_TEXTS_NOT_FOUND":      http.StatusNotFound,
 
 	"METHOD_NOT_ALLOWED": http.StatusMethodNotAllowed,
 

@@ -51,6 +51,14 @@ type Project struct {
 	// ClientRegistration is whether the project's OpenID provider lets
 	// clients register themselves (RFC 7591): "open", or "" (closed).
 	ClientRegistration string `json:"clientRegistration,omitempty"`
+
+	// DisplayName, LogoURL and AccentColor brand the project's hosted
+	// pages: the name they show (empty: Name), the address of an https
+	// logo (empty: none) and a colour "#rrggbb" (empty: the built-in).
+	// Checked by the caller.
+	DisplayName string `json:"displayName,omitempty"`
+	LogoURL     string `json:"logoUrl,omitempty"`
+	AccentColor string `json:"accentColor,omitempty"`
 }
 
 // ForwardAuth is a project's forward-auth settings.

@@ -28,6 +28,9 @@ const (
 	// ChangeUserSessions: every session of user ID was deleted (logout
 	// everywhere, disabled, deleted).
 	ChangeUserSessions ChangeKind = "user_sessions"
+	// ChangeTemplates: a template (of mail, or the texts of the hosted
+	// pages) of project ID was created, changed or deleted.
+	ChangeTemplates ChangeKind = "templates"
 	// ChangeMail: a message was queued (ID empty): the replica that sends
 	// mail wakes its queue.
 	ChangeMail ChangeKind = "mail"

@@ -6,6 +6,11 @@ import "time"
 // Go templates for the subject, the text part and the
 // HTML part, checked by the caller when uploaded. It is keyed by
 // (ProjectID, Kind, Locale); Locale is a canonical BCP 47 tag ("pt-BR").
+//
+// Kind TemplateKindPage holds instead the project's texts of its hosted
+// pages in the locale: Text is a JSON object of text keys to plain
+// strings, Subject and HTML are empty. They travel, are listed, cached
+// and deleted with the mail templates.
 type Template struct {
 	ProjectID string    `json:"projectId"`
 	Kind      string    `json:"kind"`
@@ -15,6 +20,10 @@ type Template struct {
 	HTML      string    `json:"html"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
+
+// TemplateKindPage is the Kind of a Template that holds a locale's texts
+// of the hosted pages.
+const TemplateKindPage = "page"
 
 // FactorSummary is what second factors a user has (Tx.FactorSummaries):
 // the Status of each of its factors by Kind ("totp", "sms"), and whether

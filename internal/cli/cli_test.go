@@ -304,6 +304,12 @@ func TestProjectCommands(t *testing.T) {
 	if p = ts.okJSON("project", "update", id, "--forward-auth", "null")["project"].(map[string]any); p["forwardAuth"] != nil {
 		t.Fatalf("forwardAuth=%v after null", p["forwardAuth"])
 	}
+	// Branding: sent as given; a bad colour is the server's refusal.
+	p = ts.okJSON("project", "update", id, "--display-name", "Acme", "--logo-url", "https://cdn.example.com/l.png", "--accent-color", "#0A7F3E")["project"].(map[string]any)
+	if p["displayName"] != "Acme" || p["logoUrl"] != "https://cdn.example.com/l.png" || p["accentColor"] != "#0a7f3e" {
+		t.Fatalf("branding=%v %v %v", p["displayName"], p["logoUrl"], p["accentColor"])
+	}
+	wantFail(t, ts.cli("project", "update", id, "--accent-color", "red"), 1, "(VALIDATION_ERROR)")
 
 	wantFail(t, ts.cli("project", "update", "nope", "--name", "x"), 1, "(PROJECT_NOT_FOUND)")
 	wantFail(t, ts.cli("project", "create", "--name", "x", "--origin", "ftp://x.example"), 1, "(VALIDATION_ERROR)")

@@ -183,6 +183,9 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 	sessionRate := fs.Int("session-rate-limit", 0, "calls that write per minute per user session, `N` (1 to 100000; server default 120; reads are never limited)")
 	fs.Var(&deny, "deny-cidr", "refuse logins from `CIDR`; repeat or separate with commas")
 	emailChange := fs.String("email-change", "", "how users change their address, `MODE`: verify (a code to the new address) or direct (server default verify)")
+	displayName := fs.String("display-name", "", "`NAME` the hosted pages show (at most 100 characters; \"\" removes it: they show --name)")
+	logoURL := fs.String("logo-url", "", "https `URL` of the hosted pages' logo (\"\" removes it)")
+	accent := fs.String("accent-color", "", "the hosted pages' accent `COLOUR`, #rrggbb (\"\" restores the built-in)")
 	forwardAuth := fs.String("forward-auth", "", "forward-auth settings as `JSON`: {\"cookieDomain\": ..., \"rules\": [{\"host\", \"pathPrefix\", \"policy\", \"groups\"}]}, or null to remove them (docs/forward-auth.md)")
 	return func(c *call) map[string]any {
 		b := map[string]any{}
@@ -197,6 +200,9 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 			"session-rate-limit": func() { b["sessionRateLimitPerMinute"] = *sessionRate },
 			"session-idle":       func() { b["sessionIdleSeconds"] = *idle },
 			"session-max":        func() { b["sessionMaxSeconds"] = *most },
+			"display-name":       func() { b["displayName"] = *displayName },
+			"logo-url":           func() { b["logoUrl"] = *logoURL },
+			"accent-color":       func() { b["accentColor"] = *accent },
 		} {
 			if c.set[flagName] {
 				set()

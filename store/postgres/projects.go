@@ -13,14 +13,15 @@ import (
 
 const projectCols = `id, name, company_id, allowed_origins, rp_id, session_ttl_seconds,
 	rate_limit_per_minute, deny_cidrs, created_at, email_change, signing_key_id, signing_key, public_key, providers,
-	session_rate_limit_per_minute, session_idle_seconds, session_max_seconds, forward_auth, client_registration`
+	session_rate_limit_per_minute, session_idle_seconds, session_max_seconds, forward_auth, client_registration,
+	display_name, logo_url, accent_color`
 
 // projectDest returns the scan destinations of projectCols in p.
 func projectDest(p *store.Project) []any {
 	return []any{&p.ID, &p.Name, &p.CompanyID, &p.AllowedOrigins, &p.RPID, &p.SessionTTLSeconds,
 		&p.RateLimitPerMinute, &p.DenyCIDRs, timeDest(&p.CreatedAt), &p.EmailChange, &p.SigningKeyID, &p.SigningKey, &p.PublicKey, (*providersCol)(&p.Providers),
 		&p.SessionRateLimitPerMinute, &p.SessionIdleSeconds, &p.SessionMaxSeconds, &forwardAuthCol{&p.ForwardAuth},
-		&p.ClientRegistration}
+		&p.ClientRegistration, &p.DisplayName, &p.LogoURL, &p.AccentColor}
 }
 
 // forwardAuthCol scans Project.ForwardAuth from its JSON (NULL: none).
@@ -91,7 +92,7 @@ func (tx *txn) PutProject(p *store.Project) error {
 		return err
 	}
 	_, err = tx.exec(`INSERT INTO projects (`+projectCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, company_id = excluded.company_id,
 			allowed_origins = excluded.allowed_origins, rp_id = excluded.rp_id,
 			session_ttl_seconds = excluded.session_ttl_seconds, rate_limit_per_minute = excluded.rate_limit_per_minute,
@@ -99,10 +100,12 @@ func (tx *txn) PutProject(p *store.Project) error {
 			signing_key_id = excluded.signing_key_id, signing_key = excluded.signing_key, public_key = excluded.public_key,
 			providers = excluded.providers, session_rate_limit_per_minute = excluded.session_rate_limit_per_minute,
 			session_idle_seconds = excluded.session_idle_seconds, session_max_seconds = excluded.session_max_seconds,
-			forward_auth = excluded.forward_auth, client_registration = excluded.client_registration`,
+			forward_auth = excluded.forward_auth, client_registration = excluded.client_registration,
+			display_name = excluded.display_name, logo_url = excluded.logo_url, accent_color = excluded.accent_color`,
 		p.ID, p.Name, p.CompanyID, p.AllowedOrigins, p.RPID, p.SessionTTLSeconds,
 		p.RateLimitPerMinute, p.DenyCIDRs, timeArg(p.CreatedAt), p.EmailChange, p.SigningKeyID, p.SigningKey, p.PublicKey, providers,
-		p.SessionRateLimitPerMinute, p.SessionIdleSeconds, p.SessionMaxSeconds, forwardAuth, p.ClientRegistration)
+		p.SessionRateLimitPerMinute, p.SessionIdleSeconds, p.SessionMaxSeconds, forwardAuth, p.ClientRegistration,
+		p.DisplayName, p.LogoURL, p.AccentColor)
 	if err != nil {
 		return err
 	}

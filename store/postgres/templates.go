@@ -157,7 +157,11 @@ func (tx *txn) PutTemplate(t *store.Template) error {
 			body_text = excluded.body_text, body_html = excluded.body_html, updated_at = excluded.updated_at`,
 		t.ProjectID, t.Kind, t.Locale, t.Subject, t.Text, t.HTML, timeArg(t.UpdatedAt))
 	tx.changedTemplates(t.ProjectID)
-	return err
+	if err != nil {
+		return err
+	}
+	// Replicas: other replicas' caches of the texts drop them (feed.go).
+	return tx.changed(store.ChangeTemplates, t.ProjectID)
 }
 
 // DeleteTemplate removes the template (projectID, kind, locale).
@@ -167,7 +171,10 @@ func (tx *txn) DeleteTemplate(projectID, kind, locale string) error {
 	}
 	_, err := tx.exec(`DELETE FROM mail_templates WHERE project_id = $1 AND kind = $2 AND locale = $3`, projectID, kind, locale)
 	tx.changedTemplates(projectID)
-	return err
+	if err != nil {
+		return err
+	}
+	return tx.changed(store.ChangeTemplates, projectID)
 }
 
 // FactorSummaries returns the factor summaries of userIDs in one

@@ -128,3 +128,33 @@ func TestTemplateCacheOldSnapshot(t *testing.T) {
 		t.Errorf("Template after this replica's committed write: %q, want \"new\"", got)
 	}
 }
+
+// TestTemplateChangesFeed: a template written or deleted writes a
+// ChangeTemplates row for its project to the feed, in its transaction
+// (the service's caches of page texts on every replica drop it); a
+// rolled-back write writes none.
+func TestTemplateChangesFeed(t *testing.T) {
+	t.Parallel()
+	u := replicaDatabase(t)
+	db := openReplica(t, u, store.Options{})
+	now := time.Now().UTC()
+	mustUpdate(t, db, func(tx store.Tx) error { return tx.PutProject(&store.Project{ID: "pf", Name: "pf", CreatedAt: now}) })
+	page := &store.Template{ProjectID: "pf", Kind: store.TemplateKindPage, Locale: "pt", Text: `{"sign_in_title":"Entrar"}`, UpdatedAt: now}
+	mustUpdate(t, db, func(tx store.Tx) error { return tx.PutTemplate(page) })
+	if n := feedRows(t, db, store.ChangeTemplates, "pf"); n != 1 {
+		t.Fatalf("after a put: %d feed rows, want 1", n)
+	}
+	errBack := errors.New("roll back")
+	if err := db.Update(bg, func(tx store.Tx) error {
+		if err := tx.PutTemplate(page); err != nil {
+			return err
+		}
+		return errBack
+	}); !errors.Is(err, errBack) {
+		t.Fatalf("rolled-back put: %v", err)
+	}
+	mustUpdate(t, db, func(tx store.Tx) error { return tx.DeleteTemplate("pf", store.TemplateKindPage, "pt") })
+	if n := feedRows(t, db, store.ChangeTemplates, "pf"); n != 2 {
+		t.Fatalf("after a rolled-back put and a delete: %d feed rows, want 2", n)
+	}
+}

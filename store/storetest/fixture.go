@@ -58,7 +58,7 @@ func Fixture() []any {
 				CreatedAt: at(time.Second), ResponseMode: "form_post", LinkByEmail: &yes}},
 			ForwardAuth: &store.ForwardAuth{CookieDomain: "example.com", Rules: []store.ForwardAuthRule{
 				{Host: "admin.example.com", PathPrefix: "/api", Policy: "mfa", Groups: []string{"ops"}}}},
-			ClientRegistration: "open"},
+			ClientRegistration: "open", DisplayName: "Fixture Brand", LogoURL: "https://cdn.example.com/logo.png", AccentColor: "#123abc"},
 		&store.Project{ID: p2, Name: "Second", CreatedAt: at(2 * time.Second), SigningKeyID: "kid-second",
 			SigningKey: bytesOf("sealed-signing-key-2"), PublicKey: bytesOf("public-key-2")},
 
@@ -133,6 +133,7 @@ func Fixture() []any {
 			HTML: "<p>Code: <b>{{.Code}}</b></p>", UpdatedAt: at(32 * time.Second)},
 		&store.Template{ProjectID: p1, Kind: "otp", Locale: "pt-BR", Subject: "Seu código {{.Code}}", Text: "Código: {{.Code}}",
 			HTML: "<p>Código: {{.Code}}</p>", UpdatedAt: at(33 * time.Second)},
+		&store.Template{ProjectID: p1, Kind: store.TemplateKindPage, Locale: "pt", Text: `{"sign_in_title":"Entrar"}`, UpdatedAt: at(35 * time.Second)},
 		&store.Template{ProjectID: p2, Kind: "magic_link", Locale: "de", Subject: "Anmelden", Text: "{{.Link}}", HTML: "<a href=\"{{.Link}}\">Anmelden</a>",
 			UpdatedAt: at(34 * time.Second)},
 

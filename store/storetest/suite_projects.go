@@ -47,7 +47,7 @@ func (s Suite) projectsRoundTrip(t *testing.T) {
 			ForwardAuth: &store.ForwardAuth{CookieDomain: "a.example", Rules: []store.ForwardAuthRule{
 				{Host: "*.a.example", PathPrefix: "/admin", Policy: "mfa", Groups: []string{"ops", "été"}},
 				{Host: "pub.a.example", Policy: "bypass"}}},
-			ClientRegistration: "open"},
+			ClientRegistration: "open", DisplayName: "Full <Brand> ✓", LogoURL: "https://cdn.a.example/logo.svg?v=2", AccentColor: "#0a7f3e"},
 		{ID: "p-empty", ForwardAuth: &store.ForwardAuth{Rules: []store.ForwardAuthRule{}}, AllowedOrigins: []string{}, DenyCIDRs: []string{}, SigningKey: []byte{}, PublicKey: []byte{}, Providers: []store.Provider{}},
 		{ID: "p-nil"},
 	}
