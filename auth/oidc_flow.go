@@ -181,7 +181,7 @@ func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthReque
 		CodeChallengeMethod: string(req.CodeChallengeMethod), Prompt: req.Prompt, MaxAge: maxAge,
 		LoginHint: req.LoginHint, UILocales: locales, HintUserID: hintSub, CreatedAt: now,
 		ExpiresAt: now.Add(OIDCAuthRequestLifetime)}
-	if err := p.s.db.Update(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
+	if err := p.s.db.Batch(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
 	return oidcAuthRequest{r}, nil
@@ -222,7 +222,7 @@ func (p *OIDCStorage) AuthRequestByID(ctx context.Context, id string) (op.AuthRe
 // request (the callback reloaded) replaces the first.
 func (p *OIDCStorage) SaveAuthCode(ctx context.Context, id, code string) error {
 	h := p.s.keys.HashString(oidcCodeDomain, code)
-	return p.s.db.Update(ctx, func(tx store.Tx) error {
+	return p.s.db.Batch(ctx, func(tx store.Tx) error {
 		r, err := p.s.liveAuthRequest(tx, p.projectID, id)
 		if err != nil {
 			return oidc.ErrServerError().WithDescription("The authorization request has expired.").WithParent(err)

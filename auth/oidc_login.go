@@ -153,7 +153,7 @@ func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Pr
 		return OIDCStepSignIn, nil
 	}
 	step := OIDCStepSignIn
-	err := s.db.Update(ctx, func(tx store.Tx) error {
+	err := s.db.Batch(ctx, func(tx store.Tx) error {
 		step = OIDCStepSignIn
 		r, err := s.liveAuthRequest(tx, projectID, id)
 		if errors.Is(err, store.ErrNotFound) {
