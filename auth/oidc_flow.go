@@ -74,6 +74,16 @@ type oidcScratch struct {
 	// device is the approved device authorization a poll found
 	// (GetDeviceAuthorizatonState), for its tokens and ID token.
 	device *store.OIDCDeviceAuth
+	// client is the client the request read last, user the user its
+	// code exchange read, request the authorization request its
+	// callback found live (oidc_memo.go).
+	client  *store.OIDCClient
+	user    *store.User
+	request *store.OIDCAuthRequest
+	// exchanged is the id of the authorization request whose code the
+	// request exchanged: op's DeleteAuthRequest that follows has nothing
+	// to do.
+	exchanged string
 }
 
 type oidcScratchKey struct{}
@@ -136,11 +146,7 @@ func oidcText(v string) bool {
 // text; response_mode is query or form_post. The scopes are those the
 // client may ask for (requestScopes).
 func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, hintSub string) (op.AuthRequest, error) {
-	var c *store.OIDCClient
-	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		c, err = tx.OIDCClient(p.projectID, req.ClientID)
-		return err
-	})
+	c, err := p.clientOf(ctx, req.ClientID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, oidc.ErrInvalidRequestRedirectURI().WithDescription("Unknown client.")
 	} else if err != nil {
@@ -175,7 +181,7 @@ func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthReque
 		CodeChallengeMethod: string(req.CodeChallengeMethod), Prompt: req.Prompt, MaxAge: maxAge,
 		LoginHint: req.LoginHint, UILocales: locales, HintUserID: hintSub, CreatedAt: now,
 		ExpiresAt: now.Add(OIDCAuthRequestLifetime)}
-	if err := p.s.db.Update(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
+	if err := p.s.db.Batch(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
 	return oidcAuthRequest{r}, nil
@@ -197,6 +203,9 @@ func (s *Service) liveAuthRequest(tx store.Tx, projectID, id string) (*store.OID
 // AuthRequestByID returns a request that may still be answered (op's
 // callback asks for it).
 func (p *OIDCStorage) AuthRequestByID(ctx context.Context, id string) (op.AuthRequest, error) {
+	if r := notedAuthRequest(ctx, p.projectID, id); r != nil {
+		return oidcAuthRequest{r}, nil
+	}
 	var r *store.OIDCAuthRequest
 	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
 		r, err = p.s.liveAuthRequest(tx, p.projectID, id)
@@ -213,7 +222,7 @@ func (p *OIDCStorage) AuthRequestByID(ctx context.Context, id string) (op.AuthRe
 // request (the callback reloaded) replaces the first.
 func (p *OIDCStorage) SaveAuthCode(ctx context.Context, id, code string) error {
 	h := p.s.keys.HashString(oidcCodeDomain, code)
-	return p.s.db.Update(ctx, func(tx store.Tx) error {
+	return p.s.db.Batch(ctx, func(tx store.Tx) error {
 		r, err := p.s.liveAuthRequest(tx, p.projectID, id)
 		if err != nil {
 			return oidc.ErrServerError().WithDescription("The authorization request has expired.").WithParent(err)
@@ -233,6 +242,8 @@ var errCodeReplayed = oidc.ErrInvalidGrant().WithDescription("This code was alre
 // AuthRequestByCode returns the request code was issued for: the code
 // must be its current one and unexpired. A code already exchanged
 // revokes the grant it gave (RFC 6749, section 4.1.2) and is refused.
+// The same read takes the request's client, which op asks for next
+// (twice: the client, then its secret).
 func (p *OIDCStorage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
 	id, _, ok := strings.Cut(code, ".")
 	if !ok {
@@ -240,13 +251,20 @@ func (p *OIDCStorage) AuthRequestByCode(ctx context.Context, code string) (op.Au
 	}
 	h := p.s.keys.HashString(oidcCodeDomain, code)
 	var r *store.OIDCAuthRequest
+	var c *store.OIDCClient
 	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		r, err = tx.OIDCAuthRequest(p.projectID, id)
+		if r, err = tx.OIDCAuthRequest(p.projectID, id); err != nil {
+			return err
+		}
+		if c, err = tx.OIDCClient(p.projectID, r.ClientID); errors.Is(err, store.ErrNotFound) {
+			c, err = nil, nil // op's own ask for the client refuses it
+		}
 		return err
 	})
 	if err != nil || len(r.CodeHash) == 0 || !store.Equal(h[:], r.CodeHash) {
 		return nil, errors.New("unknown code")
 	}
+	noteClient(ctx, c)
 	if r.GrantID != "" {
 		if err := p.s.revokeOIDCGrant(ctx, p.projectID, r.GrantID, "authorization code replayed"); err != nil {
 			return nil, oidc.ErrServerError().WithParent(err)
@@ -280,8 +298,13 @@ func (s *Service) revokeOIDCGrant(ctx context.Context, projectID, id, reason str
 
 // DeleteAuthRequest is op's call once a code's tokens are made: the
 // request stays as the tombstone that tells a replay (the sweep deletes
-// it); a request whose code was not exchanged goes.
+// it); a request whose code was not exchanged goes. After this
+// request's own exchange of the code (op's only call) there is nothing
+// to do, and no transaction.
 func (p *OIDCStorage) DeleteAuthRequest(ctx context.Context, id string) error {
+	if sc := scratchOf(ctx); sc != nil && sc.exchanged == id {
+		return nil
+	}
 	return p.s.db.Update(ctx, func(tx store.Tx) error {
 		r, err := tx.OIDCAuthRequest(p.projectID, id)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && r.GrantID != "") {
@@ -316,8 +339,10 @@ func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenReq
 }
 
 // exchangeCode exchanges an authorization request's code, in one
-// transaction: the request is marked exchanged and its grant created,
-// while the session it was signed in with lives. Without a refresh
+// transaction (shared with other exchanges' under load: a group
+// commit): the request is marked exchanged and its grant created,
+// while the session it was signed in with lives; the user the ID token
+// describes is read there too, for its claims. Without a refresh
 // token the grant lives the client's access token lifetime; with one
 // (withRefresh), the client's refresh token lifetime, never past the
 // session's maximum, and its first refresh token is stored. The access
@@ -329,10 +354,11 @@ func (p *OIDCStorage) CreateAccessToken(ctx context.Context, request op.TokenReq
 func (p *OIDCStorage) exchangeCode(ctx context.Context, a oidcAuthRequest, withRefresh bool) (string, string, time.Time, error) {
 	var g *store.OIDCGrant
 	var c *store.OIDCClient
+	var u *store.User
 	var refresh string
 	replayed := ""
-	err := p.s.db.Update(ctx, func(tx store.Tx) error {
-		g, refresh, replayed = nil, "", ""
+	err := p.s.db.Batch(ctx, func(tx store.Tx) error {
+		g, c, u, refresh, replayed = nil, nil, nil, "", ""
 		r, err := tx.OIDCAuthRequest(p.projectID, a.r.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return oidc.ErrInvalidGrant().WithDescription("Unknown code.")
@@ -352,6 +378,9 @@ func (p *OIDCStorage) exchangeCode(ctx context.Context, a oidcAuthRequest, withR
 		if err != nil {
 			return err
 		}
+		if u, err = tx.User(r.UserID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 		r.GrantID = g.ID
 		if err := tx.PutOIDCGrant(g); err != nil {
 			return err
@@ -360,6 +389,10 @@ func (p *OIDCStorage) exchangeCode(ctx context.Context, a oidcAuthRequest, withR
 	})
 	if err != nil {
 		return "", "", time.Time{}, oidcStoreError(err)
+	}
+	if sc := scratchOf(ctx); sc != nil && replayed == "" {
+		sc.exchanged, sc.user = a.r.ID, u
+		noteClient(ctx, c)
 	}
 	if replayed != "" {
 		if err := p.s.revokeOIDCGrant(ctx, p.projectID, replayed, "authorization code replayed"); err != nil {
@@ -549,15 +582,18 @@ func (p *OIDCStorage) SetUserinfoFromRequest(ctx context.Context, info *oidc.Use
 // client's claims map, whatever the scopes (clientClaimValues); sid and
 // acr when given.
 func (p *OIDCStorage) fillUserinfo(ctx context.Context, info *oidc.UserInfo, userID, clientID string, scopes []string, sid, acr string) error {
-	var u *store.User
-	var c *store.OIDCClient
-	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		if u, err = tx.User(userID); err != nil {
+	// After a code exchange, both are in the request's notes.
+	u, c := p.notedUser(ctx, userID), p.notedClient(ctx, clientID)
+	var err error
+	if u == nil || c == nil {
+		err = p.s.db.View(ctx, func(tx store.Tx) (err error) {
+			if u, err = tx.User(userID); err != nil {
+				return err
+			}
+			c, err = tx.OIDCClient(p.projectID, clientID)
 			return err
-		}
-		c, err = tx.OIDCClient(p.projectID, clientID)
-		return err
-	})
+		})
+	}
 	if err != nil || u.ProjectID != p.projectID {
 		return errors.New("unknown user or client")
 	}
@@ -615,11 +651,7 @@ func clientClaimValues(c *store.OIDCClient, u *store.User) map[string]any {
 // GetClientByClientID returns the project's client id (invalid_client
 // when unknown) and notes its ID token algorithm for SigningKey.
 func (p *OIDCStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
-	var c *store.OIDCClient
-	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		c, err = tx.OIDCClient(p.projectID, id)
-		return err
-	})
+	c, err := p.clientOf(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, oidc.ErrInvalidClient().WithDescription("Unknown client.")
 	} else if err != nil {
@@ -634,11 +666,7 @@ func (p *OIDCStorage) GetClientByClientID(ctx context.Context, id string) (op.Cl
 // AuthorizeClientIDSecret checks a confidential client's secret (keyed
 // hash, constant-time compare).
 func (p *OIDCStorage) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
-	var c *store.OIDCClient
-	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		c, err = tx.OIDCClient(p.projectID, id)
-		return err
-	})
+	c, err := p.clientOf(ctx, id)
 	if err != nil || !p.s.CheckClientSecret(c, secret) {
 		return errors.New("invalid client credentials")
 	}

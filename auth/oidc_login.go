@@ -153,7 +153,7 @@ func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Pr
 		return OIDCStepSignIn, nil
 	}
 	step := OIDCStepSignIn
-	err := s.db.Update(ctx, func(tx store.Tx) error {
+	err := s.db.Batch(ctx, func(tx store.Tx) error {
 		step = OIDCStepSignIn
 		r, err := s.liveAuthRequest(tx, projectID, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -274,11 +274,23 @@ func (s *Service) OIDCCallbackAllowed(ctx context.Context, projectID, id string,
 		return false
 	}
 	ok := false
-	_ = s.db.View(ctx, func(tx store.Tx) error {
-		r, err := s.liveAuthRequest(tx, projectID, id)
-		ok = err == nil && r.Done && r.SessionID == pr.SessionID
+	var r *store.OIDCAuthRequest
+	var c *store.OIDCClient
+	_ = s.db.View(ctx, func(tx store.Tx) (err error) {
+		r, c = nil, nil
+		if r, err = s.liveAuthRequest(tx, projectID, id); err != nil {
+			return nil
+		}
+		if ok = r.Done && r.SessionID == pr.SessionID; ok {
+			// What op's callback asks for next (oidc_memo.go).
+			c, _ = tx.OIDCClient(projectID, r.ClientID)
+		}
 		return nil
 	})
+	if sc := scratchOf(ctx); ok && sc != nil {
+		sc.request = r
+		noteClient(ctx, c)
+	}
 	return ok
 }
 

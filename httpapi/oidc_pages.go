@@ -96,19 +96,22 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 		return
 	}
 	id := r.URL.Query().Get("authRequestID")
-	sr, err := s.auth.OIDCSignInRequest(ctx, p.id, id)
-	if err != nil {
-		s.oidcFail(w, err)
-		return
-	}
 	step, err := s.auth.OIDCContinue(ctx, p.id, id, s.oidcSession(r, p), false)
 	if err != nil {
 		s.oidcStepError(w, r, p, id, err)
 		return
 	}
-	switch {
-	case step == auth.OIDCStepDone:
+	if step == auth.OIDCStepDone {
+		// Single sign-on: no page, so no read of what a page shows.
 		s.oidcNext(w, r, p, id, step)
+		return
+	}
+	sr, err := s.auth.OIDCSignInRequest(ctx, p.id, id)
+	if err != nil {
+		s.oidcFail(w, err)
+		return
+	}
+	switch {
 	case sr.PromptNone && step == auth.OIDCStepSecondFactor:
 		s.oidcAnswerError(w, r, p, id, oidc.ErrInteractionRequired().WithDescription("A second factor is needed."))
 	case sr.PromptNone && step == auth.OIDCStepConsent:
