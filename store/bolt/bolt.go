@@ -181,10 +181,13 @@ var (
 
 // Open is the "bolt" driver: it opens or creates the data file at path,
 // creates every bucket and checks the schema version (a file of an
-// older one is upgraded); a file that needs none of that is only read. created reports whether the file was new. A
-// bbolt file of another program is ErrNotLatchkey. Call CheckFile first:
-// bbolt crashes the process on a truncated file. Opening waits at most
-// opt.LockTimeout for the file's lock (store.ErrInUse). ctx is not used.
+// older one is upgraded); a file that needs none of that is only read.
+// created reports whether the file was new. A bbolt file of another
+// program is ErrNotLatchkey, as in CheckFile; it, a newer schema and a
+// damaged page are refused before anything is written. Call CheckHeader
+// (or CheckFile) first: bbolt crashes the process on a truncated file.
+// Opening waits at most opt.LockTimeout for the file's lock
+// (store.ErrInUse). ctx is not used.
 func Open(_ context.Context, path string, opt store.Options) (store.DB, bool, error) {
 	db, created, err := openDB(path, opt)
 	if err != nil {
