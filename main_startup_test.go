@@ -3,14 +3,19 @@ package main
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
 
 	"latchkey/internal/testkit"
+	"latchkey/store/bolt"
 	"latchkey/store/storetest"
 )
 
@@ -72,6 +77,27 @@ func TestStartupChecks(t *testing.T) {
 	realKey, _ := os.ReadFile(realData + ".key")
 	garbage := make([]byte, 1<<20)
 	rand.Read(garbage)
+	// Another program's bbolt file and a newer latchkey's: serve checks
+	// only the header before its one open, which refuses both before
+	// writing anything.
+	other := boltFile(t, func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("widgets"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	})
+	newer := boltFile(t, func(tx *bbolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("meta")); err != nil {
+			return err
+		}
+		b, err := tx.CreateBucket([]byte("meta"))
+		if err != nil {
+			return err
+		}
+		v := binary.BigEndian.AppendUint64(nil, bolt.SchemaVersion+1)
+		return b.Put([]byte("schema_version"), v)
+	}, realBytes)
 
 	for _, tc := range []struct {
 		name  string
@@ -106,6 +132,9 @@ func TestStartupChecks(t *testing.T) {
 		{name: "text file as data", files: map[string][]byte{"latchkey.db": []byte("hello\n")}, want: "not a latchkey data file"},
 		{name: "truncated data file", files: map[string][]byte{"latchkey.db": realBytes[:2*4096+100], "latchkey.db.key": realKey}, want: "truncated"},
 		{name: "truncated data file without its key", files: map[string][]byte{"latchkey.db": realBytes[:3*4096]}, want: "truncated"},
+		{name: "another program's bbolt file", files: map[string][]byte{"latchkey.db": other, "latchkey.db.key": realKey}, want: "not a latchkey data file (a bbolt file of another program)"},
+		{name: "another program's bbolt file without a key file", files: map[string][]byte{"latchkey.db": other}, want: "not a latchkey data file (a bbolt file of another program)"},
+		{name: "newer latchkey's data file", files: map[string][]byte{"latchkey.db": newer, "latchkey.db.key": realKey}, want: "upgrade latchkey"},
 		{name: "data file is a directory", files: map[string][]byte{"latchkey.db/": nil}, want: "is a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,5 +202,80 @@ func TestCheckBaseURL(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: err = %v, want a one-line refusal without the password", bad, err)
 		}
+	}
+}
+
+// boltFile is the bytes of a bbolt file: from (a data file's bytes) or
+// a new file, changed by fill in one transaction.
+func boltFile(t *testing.T, fill func(*bbolt.Tx) error, from ...[]byte) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "file.db")
+	for _, b := range from {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(fill); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSecondStartWritesNothing: a start on a data file that needs no
+// change leaves the file as it was (its bytes and modification time)
+// while it serves, as it does the key and admin token files; the first
+// start wrote them all (bbolt only: a data file's start).
+func TestSecondStartWritesNothing(t *testing.T) {
+	t.Parallel()
+	storetest.BoltOnly(t)
+	data := filepath.Join(t.TempDir(), "latchkey.db")
+	first, out := startMain(t, Config{Data: data})
+	if !strings.Contains(out.String(), "admin token (shown once)") {
+		t.Fatalf("first start printed %q, want the admin token", out.String())
+	}
+	first.Close()
+	files := []string{data, data + ".key", data + ".admin-token"}
+	type state struct {
+		sum   string
+		mtime time.Time
+	}
+	look := func() map[string]state {
+		s := map[string]state{}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(b)
+			s[f] = state{hex.EncodeToString(sum[:]), fi.ModTime()}
+		}
+		return s
+	}
+	before := look()
+	second, out := startMain(t, Config{Data: data})
+	if out.Len() != 0 {
+		t.Errorf("second start printed %q, want nothing", out.String())
+	}
+	after := look()
+	for _, f := range files {
+		if after[f] != before[f] {
+			t.Errorf("%s changed by a start that needs no change: %v -> %v", filepath.Base(f), before[f], after[f])
+		}
+	}
+	if st, body := (client{t, "http://" + second.Addr()}).do("GET", "/api/v1/ready", "", nil); st != 200 || body["status"] != "ready" {
+		t.Fatalf("ready: %d %v", st, body)
 	}
 }

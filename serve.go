@@ -147,9 +147,10 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	dsn, keyFile, fresh := c.DatabaseURL, "", false
 	if dsn == "" {
-		// The lock wait is 1 s so that, with start-up, a second serve on
-		// the same file exits well within 2 s.
-		if fresh, err = bolt.CheckFile(c.Data, time.Second); err != nil {
+		// Only the header here (a truncated file would crash bbolt): the
+		// store's open checks the rest before it writes anything, so the
+		// file is opened once.
+		if fresh, err = bolt.CheckHeader(c.Data); err != nil {
 			return err
 		}
 		dsn, keyFile = c.Data, c.Data+".key"
@@ -158,6 +159,12 @@ func (m *Main) Run(ctx context.Context) error {
 		// An existing data file needs the key it was written with: never
 		// generate a fresh one beside it.
 		if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
+			// Another program's file is named as such rather than as
+			// lacking a key. The lock wait is 1 s so that a second serve
+			// on the same file exits well within 2 s.
+			if _, err := bolt.CheckFile(c.Data, time.Second); err != nil {
+				return err
+			}
 			return fmt.Errorf("master key file %s is missing: data file %s was written under it (restore the file or set LATCHKEY_MASTER_KEY)", keyFile, c.Data)
 		}
 	}

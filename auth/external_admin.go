@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"regexp"
 
 	"github.com/google/uuid"
 
 	"latchkey/store"
 )
 
-var methodName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+var methodName = lazyRegexp(`^[a-z0-9_-]{1,64}$`)
 
 // MethodView is an external-method registration as the admin API shows
 // it; Secret is set only at creation.
@@ -32,7 +31,7 @@ func viewMethod(m *store.ExternalMethod) MethodView {
 // CreateMethod registers an external method for a project and returns it
 // with its secret (64 hex characters), shown only here.
 func (s *Service) CreateMethod(ctx context.Context, projectID, method, pattern string) (MethodView, error) {
-	if !methodName.MatchString(method) {
+	if !methodName().MatchString(method) {
 		return MethodView{}, Invalid("method must match [a-z0-9_-]{1,64}.")
 	}
 	if pattern != "direct" && pattern != "webhook" {

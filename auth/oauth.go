@@ -154,7 +154,7 @@ func (s *Service) client(ctx context.Context, projectID string, pr *store.Provid
 		conf.Endpoint = oauth2.Endpoint{AuthURL: gh.AuthURL, TokenURL: gh.TokenURL, AuthStyle: oauth2.AuthStyleInParams}
 		return &oauthClient{pr: pr, conf: conf}, nil
 	}
-	multi := pr.Type == "microsoft" && !microsoftIssuer.MatchString(pr.Issuer)
+	multi := pr.Type == "microsoft" && !microsoftIssuer().MatchString(pr.Issuer)
 	d, err := s.oidc.get(s.oauthHTTP(ctx, pr), s.oauthHTTP(context.Background(), pr), projectID, pr, multi, s.now())
 	if err != nil {
 		return nil, s.providerFailed(pr, err)
@@ -433,8 +433,8 @@ func (s *Service) identify(ctx context.Context, c *oauthClient, code string, pen
 	if err := checkAZP(idt.Audience, claims.AZP, c.pr.ClientID); err != nil {
 		return nil, ErrInvalidIDToken.Because(err)
 	}
-	if c.pr.Type == "microsoft" && !microsoftIssuer.MatchString(c.pr.Issuer) {
-		if sub := microsoftIssuer.FindStringSubmatch(claims.Issuer); sub == nil || sub[1] != claims.TenantID {
+	if c.pr.Type == "microsoft" && !microsoftIssuer().MatchString(c.pr.Issuer) {
+		if sub := microsoftIssuer().FindStringSubmatch(claims.Issuer); sub == nil || sub[1] != claims.TenantID {
 			return nil, ErrInvalidIDToken.Because(fmt.Errorf("issuer %q is not the token's tenant", claims.Issuer))
 		}
 	}

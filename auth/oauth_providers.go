@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"latchkey/auth/social"
@@ -20,10 +19,10 @@ var (
 		"apple":     "https://appleid.apple.com",
 		"microsoft": "https://login.microsoftonline.com/common/v2.0",
 	}
-	providerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	providerName = lazyRegexp(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	// microsoftIssuer is the issuer of an ID token from Microsoft's
 	// multi-tenant endpoints: the user's own tenant.
-	microsoftIssuer = regexp.MustCompile(`^https://login\.microsoftonline\.com/([0-9a-f-]{36})/v2\.0$`)
+	microsoftIssuer = lazyRegexp(`^https://login\.microsoftonline\.com/([0-9a-f-]{36})/v2\.0$`)
 )
 
 // ProviderInput is the body of POST /admin/projects/:id/providers.
@@ -154,7 +153,7 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 	if in.Name == "" {
 		in.Name = in.Type
 	}
-	if !providerName.MatchString(in.Name) {
+	if !providerName().MatchString(in.Name) {
 		return ProviderView{}, Invalid("name must match [a-z0-9][a-z0-9_-]{0,63}.")
 	}
 	if in.ClientID == "" || len(in.ClientID) > 512 {
@@ -170,7 +169,7 @@ func (s *Service) AddProvider(ctx context.Context, projectID string, in Provider
 		return ProviderView{}, Invalid("issuer is not used for type github.")
 	case in.Type == "microsoft" && in.Issuer != "":
 		// A single-tenant application names its tenant's issuer.
-		if !microsoftIssuer.MatchString(in.Issuer) && in.Issuer != knownIssuers["microsoft"] {
+		if !microsoftIssuer().MatchString(in.Issuer) && in.Issuer != knownIssuers["microsoft"] {
 			return ProviderView{}, Invalid("issuer must be https://login.microsoftonline.com/<tenant id>/v2.0.")
 		}
 	case in.Type == "google" || in.Type == "apple":

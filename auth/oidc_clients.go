@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -61,9 +60,9 @@ var reservedClaims = []string{"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "
 	"name", "given_name", "family_name", "preferred_username", "groups"}
 
 var (
-	claimName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`)
-	scopeToken = regexp.MustCompile(`^[\x21\x23-\x5b\x5d-\x7e]{1,64}$`)
-	uriScheme  = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)
+	claimName  = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`)
+	scopeToken = lazyRegexp(`^[\x21\x23-\x5b\x5d-\x7e]{1,64}$`)
+	uriScheme  = lazyRegexp(`^[a-z][a-z0-9+.-]*$`)
 )
 
 // ClientInput is the body of a client's creation (name, type and, with
@@ -459,7 +458,7 @@ func clientScopes(in []string) ([]string, error) {
 	}
 	out := make([]string, 0, len(in))
 	for _, sc := range in {
-		if !scopeToken.MatchString(sc) {
+		if !scopeToken().MatchString(sc) {
 			return nil, Invalid("scopes: %q is not a scope (1 to 64 printable ASCII characters, no space, quote or backslash).", clip(sc))
 		}
 		if !slices.Contains(out, sc) {
@@ -480,7 +479,7 @@ func clientClaims(in map[string]string) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(in))
 	for name, src := range in {
-		if !claimName.MatchString(name) {
+		if !claimName().MatchString(name) {
 			return nil, Invalid("claims: %q is not a claim name (a letter or _, then up to 63 letters, digits, _ . : -).", clip(name))
 		}
 		if slices.Contains(reservedClaims, name) {
@@ -526,7 +525,7 @@ func checkClientURI(field, raw string, customOK bool) error {
 		return Invalid("%s: %q is not an absolute URI of at most %d characters without spaces.", field, clip(raw), maxClientURILen)
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || !uriScheme.MatchString(u.Scheme) {
+	if err != nil || u.Scheme == "" || !uriScheme().MatchString(u.Scheme) {
 		return Invalid("%s: %q is not an absolute URI.", field, clip(raw))
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {

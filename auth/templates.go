@@ -7,7 +7,6 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	texttemplate "text/template"
@@ -188,13 +187,13 @@ type compiled struct {
 
 // templateErrLine finds the line in a template package's error:
 // "template: text:3: ..." or "template: text:3:7: executing ...".
-var templateErrLine = regexp.MustCompile(`^template: [a-z]+:(\d+)(?::\d+)?: (?:executing "[a-z]+" at <[^>]*>: )?(.*)$`)
+var templateErrLine = lazyRegexp(`^template: [a-z]+:(\d+)(?::\d+)?: (?:executing "[a-z]+" at <[^>]*>: )?(.*)$`)
 
 // templateError is the 400 VALIDATION_ERROR of a template part that does
 // not parse or render: it names the part and the line.
 func templateError(part string, err error) error {
 	msg := err.Error()
-	if m := templateErrLine.FindStringSubmatch(msg); m != nil {
+	if m := templateErrLine().FindStringSubmatch(msg); m != nil {
 		return Invalid("%s: line %s: %s.", part, m[1], strings.TrimSuffix(m[2], "."))
 	}
 	return Invalid("%s: %s.", part, strings.TrimSuffix(strings.TrimPrefix(msg, "template: "), "."))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 )
 
 // count writes n and noun, in the plural (noun+"s") unless n is 1:
@@ -25,16 +26,22 @@ func wasWere[N int | int64](n N) string {
 
 // flagMessages rewrite package flag's parse errors, which name a flag
 // with one dash ("flag provided but not defined: -nope"), with the two
-// dashes every help text and document uses.
-var flagMessages = []struct {
+// dashes every help text and document uses. They are compiled at the
+// first parse error, not at every start of the binary.
+var flagMessages = sync.OnceValue(func() []flagMessage {
+	return []flagMessage{
+		{regexp.MustCompile(`^flag provided but not defined: -+(.*)$`), "unknown flag --$1"},
+		{regexp.MustCompile(`^flag needs an argument: -+(.*)$`), "--$1 needs a value"},
+		{regexp.MustCompile(`(?s)^invalid value (".*") for flag -+([A-Za-z0-9_-]+): (.*)$`), "invalid value $1 for --$2: $3"},
+		{regexp.MustCompile(`(?s)^invalid boolean value (".*") for -+([A-Za-z0-9_-]+): (.*)$`), "invalid value $1 for --$2: $3"},
+		{regexp.MustCompile(`(?s)^invalid boolean flag -*([A-Za-z0-9_-]+): (.*)$`), "invalid value for --$1: $2"},
+	}
+})
+
+// flagMessage rewrites the parse errors that re matches with with.
+type flagMessage struct {
 	re   *regexp.Regexp
 	with string
-}{
-	{regexp.MustCompile(`^flag provided but not defined: -+(.*)$`), "unknown flag --$1"},
-	{regexp.MustCompile(`^flag needs an argument: -+(.*)$`), "--$1 needs a value"},
-	{regexp.MustCompile(`(?s)^invalid value (".*") for flag -+([A-Za-z0-9_-]+): (.*)$`), "invalid value $1 for --$2: $3"},
-	{regexp.MustCompile(`(?s)^invalid boolean value (".*") for -+([A-Za-z0-9_-]+): (.*)$`), "invalid value $1 for --$2: $3"},
-	{regexp.MustCompile(`(?s)^invalid boolean flag -*([A-Za-z0-9_-]+): (.*)$`), "invalid value for --$1: $2"},
 }
 
 // FlagError returns a flag.FlagSet's parse error worded with two dashes
@@ -47,7 +54,7 @@ func FlagError(err error) error {
 		return nil
 	}
 	msg := err.Error()
-	for _, m := range flagMessages {
+	for _, m := range flagMessages() {
 		if m.re.MatchString(msg) {
 			return errors.New(m.re.ReplaceAllString(msg, m.with))
 		}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -92,7 +93,9 @@ type Object struct {
 // names sort as their times do.
 const nameLayout = "20060102T150405Z"
 
-var namePattern = regexp.MustCompile(`^latchkey-(\d{8}T\d{6}Z)\.db$`)
+// namePattern is a backup's name; compiled at its first use, not at
+// every start of the binary.
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^latchkey-(\d{8}T\d{6}Z)\.db$`) })
 
 // ObjectName is the name of the backup taken at t.
 func ObjectName(t time.Time) string { return "latchkey-" + t.UTC().Format(nameLayout) + ".db" }
@@ -100,7 +103,7 @@ func ObjectName(t time.Time) string { return "latchkey-" + t.UTC().Format(nameLa
 // NameTime returns the time in a backup's name; ok is false for any
 // other name (objects latchkey never touches).
 func NameTime(name string) (t time.Time, ok bool) {
-	m := namePattern.FindStringSubmatch(name)
+	m := namePattern().FindStringSubmatch(name)
 	if m == nil {
 		return t, false
 	}

@@ -181,10 +181,13 @@ var (
 
 // Open is the "bolt" driver: it opens or creates the data file at path,
 // creates every bucket and checks the schema version (a file of an
-// older one is upgraded). created reports whether the file was new. A
-// bbolt file of another program is ErrNotLatchkey. Call CheckFile first:
-// bbolt crashes the process on a truncated file. Opening waits at most
-// opt.LockTimeout for the file's lock (store.ErrInUse). ctx is not used.
+// older one is upgraded); a file that needs none of that is only read.
+// created reports whether the file was new. A bbolt file of another
+// program is ErrNotLatchkey, as in CheckFile; it, a newer schema and a
+// damaged page are refused before anything is written. Call CheckHeader
+// (or CheckFile) first: bbolt crashes the process on a truncated file.
+// Opening waits at most opt.LockTimeout for the file's lock
+// (store.ErrInUse). ctx is not used.
 func Open(_ context.Context, path string, opt store.Options) (store.DB, bool, error) {
 	db, created, err := openDB(path, opt)
 	if err != nil {
@@ -230,30 +233,14 @@ func openDB(path string, opt store.Options) (db *DB, created bool, err error) {
 	} else if err != nil {
 		return nil, false, fmt.Errorf("open data file: %w", err)
 	}
-	var version uint64
-	err = b.Update(func(tx *bbolt.Tx) error {
-		// Never turn another program's bbolt file into ours.
-		if err := checkBuckets(tx, path); err != nil {
-			return err
-		}
-		fresh := tx.Bucket(bucketOIDCUserGrants) == nil
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		if err := indexUserGrants(txn{tx}, fresh); err != nil {
-			return err
-		}
-		meta := tx.Bucket(bucketMeta)
-		v := meta.Get(keySchema)
-		if v == nil {
-			version = SchemaVersion
-			return meta.Put(keySchema, u64(SchemaVersion))
-		}
-		version = binary.BigEndian.Uint64(v) // checkBuckets refused a newer one
-		return nil
-	})
+	// A start on a file that needs no change writes nothing: a read
+	// transaction checks the file first, and only a new file or one that
+	// lacks a bucket (an older version's) takes the write transaction,
+	// whose commit costs two fdatasyncs even when it changes nothing.
+	version, ready, err := checkOpened(b, path)
+	if err == nil && !ready {
+		version, err = prepareFile(b, path)
+	}
 	if err == nil && version < 2 {
 		err = migrateEvents(b)
 	}
@@ -282,6 +269,63 @@ func openDB(path string, opt store.Options) (db *DB, created bool, err error) {
 	openFiles.Store(b, db)
 	db.startCommitter()
 	return db, created, nil
+}
+
+// checkOpened reads the opened file without writing: it refuses
+// another program's file, a newer schema and a damaged page, and reports
+// the file's schema version and whether every bucket is there (ready);
+// a file that is not ready needs prepareFile.
+func checkOpened(b *bbolt.DB, path string) (version uint64, ready bool, err error) {
+	err = b.View(func(tx *bbolt.Tx) (err error) {
+		defer func() {
+			if r := recover(); r != nil { // a page that is not what its parent says
+				err = fmt.Errorf("data file %s is damaged (%v): restore it from a backup", path, r)
+			}
+		}()
+		// Never turn another program's bbolt file into ours.
+		if err := checkBuckets(tx, path); err != nil {
+			return err
+		}
+		for _, name := range allBuckets {
+			if tx.Bucket(name) == nil {
+				return nil
+			}
+		}
+		// checkBuckets made sure the schema version is there and not
+		// newer than this binary's.
+		version, ready = binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)), true
+		return nil
+	})
+	return version, ready, err
+}
+
+// prepareFile creates the buckets a new file or an older version's
+// lacks, in one write transaction, and returns the schema version (this
+// binary's for a new file).
+func prepareFile(b *bbolt.DB, path string) (version uint64, err error) {
+	err = b.Update(func(tx *bbolt.Tx) error {
+		if err := checkBuckets(tx, path); err != nil {
+			return err
+		}
+		fresh := tx.Bucket(bucketOIDCUserGrants) == nil
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		if err := indexUserGrants(txn{tx}, fresh); err != nil {
+			return err
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := meta.Get(keySchema)
+		if v == nil {
+			version = SchemaVersion
+			return meta.Put(keySchema, u64(SchemaVersion))
+		}
+		version = binary.BigEndian.Uint64(v) // checkBuckets refused a newer one
+		return nil
+	})
+	return version, err
 }
 
 // mmapReserve is the address space Open maps for the file at path: four

@@ -70,20 +70,8 @@ func parseMeta(b []byte) (m boltMeta, ok bool) {
 // this binary knows; store.ErrInUse when another process holds it for
 // longer than lockTimeout. CheckFile writes nothing.
 func CheckFile(path string, lockTimeout time.Duration) (fresh bool, err error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return true, nil
-	} else if err != nil {
-		return false, fmt.Errorf("data file: %w", err)
-	}
-	if fi.IsDir() {
-		return false, fmt.Errorf("data file %s is a directory", path)
-	}
-	if fi.Size() == 0 {
-		return true, nil
-	}
-	if err := checkHeader(path, fi.Size()); err != nil {
-		return false, err
+	if fresh, err = CheckHeader(path); fresh || err != nil {
+		return fresh, err
 	}
 	if lockTimeout <= 0 {
 		lockTimeout = 2 * time.Second
@@ -104,6 +92,28 @@ func CheckFile(path string, lockTimeout time.Duration) (fresh bool, err error) {
 		return checkBuckets(tx, path)
 	})
 	return false, err
+}
+
+// CheckHeader is the part of CheckFile that reads only the file's first
+// pages, without opening it as a database or taking its lock: fresh for
+// no file or an empty one, else ErrTruncated or ErrNotLatchkey (no bbolt
+// header). Open checks the rest (the buckets, the schema version, the
+// lock) before it writes anything, so a start can call CheckHeader, then
+// Open, and open the file once. CheckHeader writes nothing.
+func CheckHeader(path string) (fresh bool, err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("data file: %w", err)
+	}
+	if fi.IsDir() {
+		return false, fmt.Errorf("data file %s is a directory", path)
+	}
+	if fi.Size() == 0 {
+		return true, nil
+	}
+	return false, checkHeader(path, fi.Size())
 }
 
 // checkHeader reads both meta pages and checks that the file holds every

@@ -105,6 +105,24 @@ func (db *DB) migrate(ctx context.Context) (current int, err error) {
 // first on (migrate passes them all; a test, the first few, to write
 // rows as an older release did).
 func (db *DB) apply(ctx context.Context, ms []migration) (current int, err error) {
+	// A start on a schema that is up to date (its lock's row there too)
+	// reads it and writes nothing: the lock below (SELECT ... FOR UPDATE)
+	// is a write, committed and flushed, at every replica's start
+	// otherwise. Versions only grow, so a schema at this binary's last
+	// needs no lock to stay there.
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('latchkey_lock') IS NOT NULL`).Scan(&exists); err != nil {
+		return current, fmt.Errorf("database schema: %w", unavailable(err))
+	}
+	if exists {
+		var locked bool
+		if err := db.pool.QueryRow(ctx, `SELECT (SELECT coalesce(max(version), 0) FROM schema_migrations), EXISTS (SELECT 1 FROM latchkey_lock)`).Scan(&current, &locked); err != nil {
+			return current, fmt.Errorf("database schema version: %w", unavailable(err))
+		}
+		if current == len(ms) && locked {
+			return current, nil
+		}
+	}
 	if _, err := db.pool.Exec(ctx, `
 		CREATE TABLE IF NOT EXISTS latchkey_lock (id int PRIMARY KEY CHECK (id = 1));
 		INSERT INTO latchkey_lock VALUES (1) ON CONFLICT DO NOTHING;

@@ -90,6 +90,44 @@ func TestOpenMigratesOnce(t *testing.T) {
 	}
 }
 
+// TestOpenUpToDateTakesNoLock: opening a database whose schema is up to
+// date reads the schema's version and writes nothing: the schema lock's
+// row keeps the transaction id of its last locker (xmax), which the first
+// open, which migrated, set.
+func TestOpenUpToDateTakesNoLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := emptyDatabase(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	locker := func() string {
+		t.Helper()
+		var xmax string
+		if err := conn.QueryRow(ctx, `SELECT xmax::text FROM latchkey_lock`).Scan(&xmax); err != nil {
+			t.Fatal(err)
+		}
+		return xmax
+	}
+	var before string
+	for i := range 3 {
+		db, _, err := store.Open(ctx, url, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if i == 0 {
+			if before = locker(); before == "0" {
+				t.Fatal("the migrating open took no lock")
+			}
+		} else if got := locker(); got != before {
+			t.Fatalf("open %d locked the schema again (xmax %s -> %s): it wrote to an up-to-date database", i+1, before, got)
+		}
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
