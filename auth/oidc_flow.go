@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -74,6 +75,9 @@ type oidcScratch struct {
 	// device is the approved device authorization a poll found
 	// (GetDeviceAuthorizatonState), for its tokens and ID token.
 	device *store.OIDCDeviceAuth
+	// outage is set when a store call found the store out of reach or
+	// could not commit (OIDCStoreOutage).
+	outage atomic.Bool
 }
 
 type oidcScratchKey struct{}

@@ -128,6 +128,7 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	r = r.WithContext(auth.OIDCRequestContext(op.ContextWithIssuer(r.Context(), p.issuer)))
 	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
+	w = s.oidcOutageWriter(w, r, sub) // 503 during a store outage
 	switch {
 	case r.Method == http.MethodGet && sub == oidc.DiscoveryEndpoint:
 		p.discovery.ServeHTTP(w, r)
