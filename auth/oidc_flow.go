@@ -78,6 +78,9 @@ type oidcScratch struct {
 	// outage is set when a store call found the store out of reach or
 	// could not commit (OIDCStoreOutage).
 	outage atomic.Bool
+	// refusal is the storage's refusal that op answers in words of its
+	// own (OIDCNotedRefusal).
+	refusal atomic.Pointer[oidc.Error]
 }
 
 type oidcScratchKey struct{}

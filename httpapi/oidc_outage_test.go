@@ -124,6 +124,7 @@ func TestOIDCStoreOutage(t *testing.T) {
 	wantUnavailableJSON(t, "refresh", rp.refresh(tok.RefreshToken))
 	wantUnavailableJSON(t, "userinfo", rp.userinfo(tok.AccessToken))
 	wantUnavailableJSON(t, "introspection", rp.introspect(tok.AccessToken))
+	wantUnavailableJSON(t, "introspection of a refresh token", rp.introspect(tok.RefreshToken))
 	wantUnavailablePage(t, "authorize", rp.authorize(ts.newBrowser(), oauth2.GenerateVerifier(), "st", "n3"))
 	wantUnavailablePage(t, "authorize, signed in", rp.authorize(b, oauth2.GenerateVerifier(), "st", "n4"))
 	wantUnavailablePage(t, "sign-in form", b2.submit(form, map[string]string{"email": "second@example.com"}))

@@ -36,6 +36,9 @@ type project struct {
 	SessionMaxSeconds  int `json:"sessionMaxSeconds"`
 	// ForwardAuth is the forward-auth settings as JSON (null: none).
 	ForwardAuth json.RawMessage `json:"forwardAuth"`
+	// ClientRegistration is whether OpenID Connect clients may register
+	// themselves: open or closed.
+	ClientRegistration string `json:"clientRegistration"`
 }
 
 type apiKey struct {
@@ -183,6 +186,7 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 	sessionRate := fs.Int("session-rate-limit", 0, "calls that write per minute per user session, `N` (1 to 100000; server default 120; reads are never limited)")
 	fs.Var(&deny, "deny-cidr", "refuse logins from `CIDR`; repeat or separate with commas")
 	emailChange := fs.String("email-change", "", "how users change their address, `MODE`: verify (a code to the new address) or direct (server default verify)")
+	registration := fs.String("client-registration", "", "dynamic OpenID Connect client registration, `MODE`: open (apps and agents register their own public clients) or closed (server default closed)")
 	forwardAuth := fs.String("forward-auth", "", "forward-auth settings as `JSON`: {\"cookieDomain\": ..., \"rules\": [{\"host\", \"pathPrefix\", \"policy\", \"groups\"}]}, or null to remove them (docs/forward-auth.md)")
 	return func(c *call) map[string]any {
 		b := map[string]any{}
@@ -204,6 +208,9 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 		}
 		if c.set["email-change"] {
 			b["emailChange"] = *emailChange
+		}
+		if c.set["client-registration"] {
+			b["clientRegistration"] = *registration
 		}
 		if c.set["forward-auth"] {
 			// Sent as given: the server checks it and names what is wrong.
@@ -232,6 +239,7 @@ func printProject(c *call, p project) error {
 		"Deny CIDRs", list(p.DenyCIDRs),
 		"Email change", p.EmailChange,
 		"Forward-auth", forwardAuthText(p.ForwardAuth),
+		"Client registration", p.ClientRegistration,
 		"Created", humanTime(p.CreatedAt),
 	)
 }
