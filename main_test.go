@@ -424,8 +424,15 @@ func (p *proc) kill() {
 // spawn runs `latchkey serve` as a child process and waits until it listens.
 func spawn(t *testing.T, data string) *proc {
 	t.Helper()
+	return spawnAt(t, data, "127.0.0.1:0")
+}
+
+// spawnAt is spawn listening on addr (a restart on the same address
+// keeps the base URL, and so the providers' issuers).
+func spawnAt(t *testing.T, data, listen string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "LATCHKEY_TEST_ARGS=serve --addr 127.0.0.1:0 --data "+data)
+	cmd.Env = append(os.Environ(), "LATCHKEY_TEST_ARGS=serve --addr "+listen+" --data "+data)
 	p := &proc{t: t, cmd: cmd}
 	cmd.Stdout = writerFunc(func(b []byte) (int, error) { p.mu.Lock(); defer p.mu.Unlock(); return p.out.Write(b) })
 	stderr, _ := cmd.StderrPipe()

@@ -18,7 +18,10 @@ import (
 // scope allowed so far), so a later sign-in that asks for no more skips
 // the page; a client asking for a scope not yet allowed, or sending
 // prompt=consent, asks again. Allowing emits oidc.consent_granted in the
-// same transaction. offline_access is a scope like the others: a
+// same transaction. A device's confirmation page (the client, its scopes
+// in plain words, Allow or Deny) is its consent page: allowing a
+// third-party client's device records the consent too. offline_access
+// is a scope like the others: a
 // third-party client gets a refresh token only once the user allowed
 // it. The user (account page) or an operator (admin API) revokes a
 // consent: the client's grants for the user are revoked with it (every
@@ -156,34 +159,41 @@ func (s *Service) OIDCDecideConsent(ctx context.Context, projectID, id string, p
 		if err != nil || !allow {
 			return err
 		}
-		now := s.now().UTC()
-		con, err := tx.OIDCConsent(projectID, r.UserID, c.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			con, err = &store.OIDCConsent{ProjectID: projectID, UserID: r.UserID, ClientID: c.ID, GrantedAt: now}, nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, sc := range r.Scopes {
-			if !slices.Contains(con.Scopes, sc) {
-				con.Scopes = append(con.Scopes, sc)
-			}
-		}
-		con.UpdatedAt = now
-		if err := tx.PutOIDCConsent(con); err != nil {
-			return err
-		}
 		r.Done = true
 		if err := tx.PutOIDCAuthRequest(r); err != nil {
 			return err
 		}
-		return s.emit(tx, projectID, EventConsentGranted, map[string]any{"user_id": r.UserID, "client_id": c.ID,
-			"client_name": c.Name, "scopes": orEmpty(r.Scopes)})
+		return s.grantConsent(tx, projectID, r.UserID, c, r.Scopes)
 	})
 	if err != nil {
 		return false, internal(err)
 	}
 	return allow, nil
+}
+
+// grantConsent records inside tx that user userID allowed client c
+// scopes (added to those allowed before: GrantedAt stays, UpdatedAt is
+// now) and emits oidc.consent_granted.
+func (s *Service) grantConsent(tx store.Tx, projectID, userID string, c *store.OIDCClient, scopes []string) error {
+	now := s.now().UTC()
+	con, err := tx.OIDCConsent(projectID, userID, c.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		con, err = &store.OIDCConsent{ProjectID: projectID, UserID: userID, ClientID: c.ID, GrantedAt: now}, nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(con.Scopes, sc) {
+			con.Scopes = append(con.Scopes, sc)
+		}
+	}
+	con.UpdatedAt = now
+	if err := tx.PutOIDCConsent(con); err != nil {
+		return err
+	}
+	return s.emit(tx, projectID, EventConsentGranted, map[string]any{"user_id": userID, "client_id": c.ID,
+		"client_name": c.Name, "scopes": orEmpty(scopes)})
 }
 
 // ConsentView is a user's consent to a client, as the admin API and the

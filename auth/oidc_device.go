@@ -142,8 +142,10 @@ var errSlowDown = fmt.Errorf("polled sooner than every %s: %w", OIDCDevicePollIn
 // with deviceCode, noting the poll's time (one transaction): slow_down
 // when the last poll was less than OIDCDevicePollInterval ago (by the
 // service's clock); expired_token once the codes expired or their
-// tokens were taken; access_denied when the user denied it, and when
-// the code is unknown or another client's; approved (op then makes the
+// tokens were taken; access_denied when the user denied it;
+// invalid_grant when the code is unknown or another client's (op would
+// say access_denied of any error: the refusal is noted for the HTTP
+// layer, OIDCNotedRefusal); approved (op then makes the
 // tokens, and the record is noted for them in the request's context);
 // or pending.
 func (p *OIDCStorage) GetDeviceAuthorizatonState(ctx context.Context, clientID, deviceCode string) (*op.DeviceAuthorizationState, error) {
@@ -162,12 +164,12 @@ func (p *OIDCStorage) GetDeviceAuthorizatonState(ctx context.Context, clientID, 
 		return tx.PutOIDCDeviceAuth(d)
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errors.New("unknown device code")
+		return nil, noteRefusal(ctx, errDeviceUnknown)
 	} else if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
 	if d.ClientID != clientID {
-		return nil, errors.New("unknown device code")
+		return nil, noteRefusal(ctx, errDeviceUnknown)
 	}
 	st := &op.DeviceAuthorizationState{ClientID: d.ClientID, Scopes: d.Scopes}
 	switch {
@@ -189,6 +191,11 @@ func (p *OIDCStorage) GetDeviceAuthorizatonState(ctx context.Context, clientID, 
 	}
 	return st, nil
 }
+
+// errDeviceUnknown refuses a device code that is not one of the
+// client's (RFC 8628 section 3.5 and RFC 6749 section 5.2: an invalid
+// grant, not the user's denial).
+var errDeviceUnknown = oidc.ErrInvalidGrant().WithDescription("This device code is not known to this client.")
 
 // errDeviceSpent refuses a second exchange of an approved device code
 // (two polls at once).
@@ -409,8 +416,10 @@ func (s *Service) OIDCDeviceReturn(ctx context.Context, projectID, id string) st
 // OIDCDeviceDecide answers the pending device authorization whose user
 // code is typed with the browser's session pr, in one transaction:
 // allowing makes a session for the device, as a hosted sign-in does
-// (method "oidc:<client name>", pr's session's proofs, session.created)
-// and marks the authorization approved with it; denying marks it
+// (method "oidc:<client name>", pr's session's proofs, session.created),
+// records the user's consent to a third-party client (the confirmation
+// page was its consent page: oidc.consent_granted) and marks the
+// authorization approved with it; denying marks it
 // denied. ErrUserCodeInvalid when it is no longer pending; 401
 // INVALID_SESSION when pr may not answer it (OIDCDeviceSessionReady).
 func (s *Service) OIDCDeviceDecide(ctx context.Context, projectID, typed string, pr *Principal, allow bool, m Meta) error {
@@ -468,6 +477,12 @@ func (s *Service) OIDCDeviceDecide(ctx context.Context, projectID, typed string,
 		}
 		if s.obs != nil {
 			tx.OnCommit(func() { s.obs.Login("oidc") })
+		}
+		if !c.FirstParty {
+			// The confirmation page was the consent page.
+			if err := s.grantConsent(tx, projectID, u.ID, c, d.Scopes); err != nil {
+				return err
+			}
 		}
 		d.State, d.SessionID = store.DeviceAuthApproved, ds.ID
 		d.AuthTime, d.AMR, d.ACR = lastProof(ds.Proofs), oidcAMR(ds.Proofs), ACRSingleFactor

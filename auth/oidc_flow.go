@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -84,6 +85,12 @@ type oidcScratch struct {
 	// request exchanged: op's DeleteAuthRequest that follows has nothing
 	// to do.
 	exchanged string
+	// outage is set when a store call found the store out of reach or
+	// could not commit (OIDCStoreOutage).
+	outage atomic.Bool
+	// refusal is the storage's refusal that op answers in words of its
+	// own (OIDCNotedRefusal).
+	refusal atomic.Pointer[oidc.Error]
 }
 
 type oidcScratchKey struct{}
@@ -152,6 +159,19 @@ func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthReque
 	} else if err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
+	r, err := newAuthRequest(p.projectID, req, c, hintSub, p.s.now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.s.db.Batch(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
+		return nil, oidc.ErrServerError().WithParent(err)
+	}
+	return oidcAuthRequest{r}, nil
+}
+
+// newAuthRequest checks request req of client c by latchkey's rules
+// (CreateAuthRequest) and returns the record to store, made at now.
+func newAuthRequest(projectID string, req *oidc.AuthRequest, c *store.OIDCClient, hintSub string, now time.Time) (*store.OIDCAuthRequest, error) {
 	switch {
 	case req.CodeChallenge != "" && req.CodeChallengeMethod != oidc.CodeChallengeMethodS256:
 		return nil, oidc.ErrInvalidRequest().WithDescription("code_challenge_method must be S256.")
@@ -163,6 +183,11 @@ func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthReque
 		return nil, oidc.ErrInvalidRequest().WithDescription("response_mode must be query or form_post.")
 	case !oidcText(req.State) || !oidcText(req.Nonce) || !oidcText(req.LoginHint):
 		return nil, oidc.ErrInvalidRequest().WithDescription("state, nonce and login_hint must be text of at most 512 bytes.")
+	case !oidcText(string(req.ResponseType)) || !oidcText(req.RedirectURI) ||
+		slices.ContainsFunc(req.Prompt, func(v string) bool { return !oidcText(v) }):
+		// Kept as text by both stores (PostgreSQL refuses bytes that are
+		// not UTF-8): refused here rather than failing the write.
+		return nil, oidc.ErrInvalidRequest().WithDescription("The request's parameters must be UTF-8 text.")
 	}
 	scopes := requestScopes(c, req.Scopes)
 	var locales []string
@@ -174,17 +199,12 @@ func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthReque
 		v := int64(*req.MaxAge)
 		maxAge = &v
 	}
-	now := p.s.now().UTC()
-	r := &store.OIDCAuthRequest{ProjectID: p.projectID, ID: newID(), ClientID: c.ID, RedirectURI: req.RedirectURI,
+	return &store.OIDCAuthRequest{ProjectID: projectID, ID: newID(), ClientID: c.ID, RedirectURI: req.RedirectURI,
 		Scopes: scopes, State: req.State, Nonce: req.Nonce, ResponseType: string(req.ResponseType),
 		ResponseMode: string(req.ResponseMode), CodeChallenge: req.CodeChallenge,
 		CodeChallengeMethod: string(req.CodeChallengeMethod), Prompt: req.Prompt, MaxAge: maxAge,
 		LoginHint: req.LoginHint, UILocales: locales, HintUserID: hintSub, CreatedAt: now,
-		ExpiresAt: now.Add(OIDCAuthRequestLifetime)}
-	if err := p.s.db.Batch(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
-		return nil, oidc.ErrServerError().WithParent(err)
-	}
-	return oidcAuthRequest{r}, nil
+		ExpiresAt: now.Add(OIDCAuthRequestLifetime)}, nil
 }
 
 // liveAuthRequest returns projectID's request id inside tx when it may

@@ -148,8 +148,19 @@ var (
 // other changes nothing), live (not rotated, not idle), its grant
 // neither revoked nor expired, its session there. A rotated token is
 // reuse: the grant is revoked (every token of its family) and the
-// token refused.
+// token refused. op answers a refusal invalid_grant without its
+// description: the refusal is noted for the HTTP layer, which gives it
+// back (OIDCNotedRefusal).
 func (p *OIDCStorage) TokenRequestByRefreshToken(ctx context.Context, token string) (op.RefreshTokenRequest, error) {
+	req, err := p.refreshRequest(ctx, token)
+	if e := (*oidc.Error)(nil); errors.As(err, &e) && e.ErrorType == oidc.InvalidGrant {
+		noteRefusal(ctx, e)
+	}
+	return req, err
+}
+
+// refreshRequest is TokenRequestByRefreshToken.
+func (p *OIDCStorage) refreshRequest(ctx context.Context, token string) (op.RefreshTokenRequest, error) {
 	if !isOIDCRefreshToken(token) {
 		return nil, errRefreshTokenUnknown
 	}

@@ -143,7 +143,7 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 		cfg.Wake = func() {}
 	}
 	s := &Service{
-		db: db, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
+		db: outageDB{db}, keys: keys, baseURL: cfg.BaseURL, now: cfg.Now, log: cfg.Logger,
 		wake: cfg.Wake, adminToken: cfg.AdminToken, sms: cfg.SMS, obs: cfg.Observer, builtIn: cfg.BuiltInMail,
 		limiter:  NewLimiter(cfg.Now),
 		risk:     NewRisk(cfg.Now),

@@ -62,6 +62,9 @@ type testServer struct {
 	storeOpts store.Options
 	// api adjusts the server's configuration before it starts.
 	api func(*httpapi.Config)
+	// wrapDB, when set, wraps the store the service is given (a fault
+	// injector: oidc_outage_test.go).
+	wrapDB func(store.DB) store.DB
 	// Metrics are fed by the store, the service, the worker and the
 	// server, as main wires them.
 	Metrics *httpapi.Metrics
@@ -178,7 +181,11 @@ func (ts *testServer) start() {
 	for _, o := range ts.opts {
 		o(&cfg)
 	}
-	svc, err := auth.New(db, keys, cfg)
+	served := db
+	if ts.wrapDB != nil {
+		served = ts.wrapDB(db)
+	}
+	svc, err := auth.New(served, keys, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,6 +128,7 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	r = r.WithContext(auth.OIDCRequestContext(op.ContextWithIssuer(r.Context(), p.issuer)))
 	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
+	w = s.oidcAnswerWriter(w, r, sub) // 503 in a store outage; refusals op rewords
 	switch {
 	case r.Method == http.MethodGet && sub == oidc.DiscoveryEndpoint:
 		p.discovery.ServeHTTP(w, r)
@@ -150,6 +151,9 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		// op hands the storage the token's jti alone; a
 		// client_credentials token's scopes are in the token.
 		if r.ParseForm() == nil {
+			if s.oidcIntrospectRefresh(w, r, p) {
+				return
+			}
 			auth.OIDCNoteToken(r.Context(), r.PostForm.Get("token"))
 		}
 		// op refuses a client it cannot authenticate in text/plain.

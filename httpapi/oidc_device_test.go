@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -147,6 +148,17 @@ func TestOIDCDeviceFlow(t *testing.T) {
 	done := b.submit(confirm, map[string]string{"decision": "allow"})
 	if done.Status != http.StatusOK || !strings.Contains(done.Body, "Device connected") {
 		t.Fatalf("allow: %d %s", done.Status, done.Body)
+	}
+	// The confirmation page was the consent page of this third-party
+	// client: the consent is remembered (listed, revocable) and told.
+	list := ts.admin("GET", "/api/v1/admin/users/"+ts.userByEmail(addr).ID+"/consents", nil)
+	wantOK(t, list)
+	if cs := list.Body["consents"].([]any); len(cs) != 1 || cs[0].(map[string]any)["clientId"] != rp.id ||
+		fmt.Sprint(cs[0].(map[string]any)["scopes"]) != "[openid email offline_access]" {
+		t.Fatalf("consents after allowing the device: %s", list.Raw)
+	}
+	if evs := ts.outbox(); !slices.Contains(evs, auth.EventConsentGranted) {
+		t.Fatalf("outbox %v, want %s", evs, auth.EventConsentGranted)
 	}
 
 	ts.Clock.Advance(5 * time.Second)
@@ -318,7 +330,8 @@ func TestOIDCDeviceWrongCodes(t *testing.T) {
 // TestOIDCDeviceClients: a client without the device grant is refused
 // (unauthorized_client); a confidential client with it must
 // authenticate (invalid_client without, codes with Basic) and polls
-// with Basic; another client's device code is refused (access_denied).
+// with Basic; another client's device code, or an unknown one, is
+// refused as invalid_grant (and stays the first client's).
 func TestOIDCDeviceClients(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -343,6 +356,9 @@ func TestOIDCDeviceClients(t *testing.T) {
 	wantOAuthError(t, conf.poll(da.DeviceCode), http.StatusBadRequest, "authorization_pending")
 	other := ts.deviceRP(map[string]any{"name": "Other"})
 	ts.Clock.Advance(5 * time.Second)
-	wantOAuthError(t, other.poll(da.DeviceCode), http.StatusBadRequest, "access_denied")
-	wantOAuthError(t, other.poll("no-such-code"), http.StatusBadRequest, "access_denied")
+	// RFC 8628 (section 3.5) and RFC 6749 (section 5.2): a device code
+	// the client does not hold is an invalid grant, not a denial.
+	wantOAuthError(t, other.poll(da.DeviceCode), http.StatusBadRequest, "invalid_grant")
+	wantOAuthError(t, other.poll("no-such-code"), http.StatusBadRequest, "invalid_grant")
+	wantOAuthError(t, conf.poll(da.DeviceCode), http.StatusBadRequest, "authorization_pending")
 }

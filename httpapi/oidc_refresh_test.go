@@ -104,13 +104,15 @@ func (rp *oidcRP) signedIn(addr string) (*oauth2.Token, *browser) {
 }
 
 // wantRefused fails unless r is an RFC 6749 error answer (JSON) with
-// status and code. (A refresh token op refuses before latchkey's
-// storage sees the rest of the request has no error_description: op
-// drops the storage's.)
+// status, code and an error_description (a refused refresh token's is
+// the storage's, which op drops and latchkey gives back).
 func wantRefused(t *testing.T, r *response, status int, code string) {
 	t.Helper()
 	if r.Status != status || r.Body["error"] != code || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("status=%d body=%s, want %d error=%s", r.Status, r.Raw, status, code)
+	}
+	if d, _ := r.Body["error_description"].(string); d == "" {
+		t.Fatalf("no error_description: %s", r.Raw)
 	}
 }
 
@@ -356,10 +358,10 @@ func TestOIDCRevocationIntrospection(t *testing.T) {
 		t.Errorf("introspection exp/jti: %s", r.Raw)
 	}
 	for name, resp := range map[string]*response{
-		"another client's token": b.introspect(tok.AccessToken),
-		"a refresh token":        a.introspect(tok.RefreshToken),
-		"garbage":                a.introspect("garbage"),
-		"an ID token":            a.introspect(tok.Extra("id_token").(string)),
+		"another client's token":         b.introspect(tok.AccessToken),
+		"another client's refresh token": b.introspect(tok.RefreshToken),
+		"garbage":                        a.introspect("garbage"),
+		"an ID token":                    a.introspect(tok.Extra("id_token").(string)),
 	} {
 		t.Run(name, func(t *testing.T) { wantActive(t, resp, false) })
 	}

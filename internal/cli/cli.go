@@ -79,6 +79,7 @@ var commands = []*command{
 	clientCreate, clientList, clientGet, clientUpdate, clientDelete, clientRotateSecret,
 	webhookList,
 	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userResetSMS, userSessions, userRevokeSessions,
+	userConsents, userRevokeConsent,
 	userExport, userImport,
 	templateList, templatePut, templateDelete, templatePreview,
 	events,

@@ -36,6 +36,9 @@ type project struct {
 	SessionMaxSeconds  int `json:"sessionMaxSeconds"`
 	// ForwardAuth is the forward-auth settings as JSON (null: none).
 	ForwardAuth json.RawMessage `json:"forwardAuth"`
+	// ClientRegistration is whether OpenID Connect clients may register
+	// themselves: open or closed.
+	ClientRegistration string `json:"clientRegistration"`
 }
 
 type apiKey struct {
@@ -186,6 +189,7 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 	displayName := fs.String("display-name", "", "`NAME` the hosted pages show (at most 100 characters; \"\" removes it: they show --name)")
 	logoURL := fs.String("logo-url", "", "https `URL` of the hosted pages' logo (\"\" removes it)")
 	accent := fs.String("accent-color", "", "the hosted pages' accent `COLOUR`, #rrggbb (\"\" restores the built-in)")
+	registration := fs.String("client-registration", "", "dynamic OpenID Connect client registration, `MODE`: open (apps and agents register their own public clients) or closed (server default closed)")
 	forwardAuth := fs.String("forward-auth", "", "forward-auth settings as `JSON`: {\"cookieDomain\": ..., \"rules\": [{\"host\", \"pathPrefix\", \"policy\", \"groups\"}]}, or null to remove them (docs/forward-auth.md)")
 	return func(c *call) map[string]any {
 		b := map[string]any{}
@@ -210,6 +214,9 @@ func projectFlags(fs *flag.FlagSet) func(c *call) map[string]any {
 		}
 		if c.set["email-change"] {
 			b["emailChange"] = *emailChange
+		}
+		if c.set["client-registration"] {
+			b["clientRegistration"] = *registration
 		}
 		if c.set["forward-auth"] {
 			// Sent as given: the server checks it and names what is wrong.
@@ -238,6 +245,7 @@ func printProject(c *call, p project) error {
 		"Deny CIDRs", list(p.DenyCIDRs),
 		"Email change", p.EmailChange,
 		"Forward-auth", forwardAuthText(p.ForwardAuth),
+		"Client registration", p.ClientRegistration,
 		"Created", humanTime(p.CreatedAt),
 	)
 }
