@@ -19,7 +19,8 @@ import (
 // codes and address. Every change on it goes through the use case the
 // API's equivalent calls (RevokeSession, Logout, BeginPasskeyRegistration
 // and FinishPasskeyRegistration, DeleteSessionPasskey, EnrollTOTP and
-// VerifyTOTP, GenerateBackupCodes, UpdateUser and VerifyAddress), with
+// VerifyTOTP, RemoveTOTP, GenerateBackupCodes, UpdateUser and
+// VerifyAddress; SendSMSCode and VerifySMSCode for a step-up), with
 // their events, webhooks and step-up rules. A browser without a session
 // signs in on forward-auth's sign-in pages (<issuer>/signin), which send
 // it back to the account page.
@@ -205,11 +206,17 @@ func (s *Service) AccountOverview(ctx context.Context, pr *Principal) (*AccountO
 
 // AccountStepUp is how the session pr may prove itself again on the
 // account page for a change that needs recent authentication: by its
-// authenticator app (TOTP), or, on an account without a factor or a
-// passkey, by signing in again (SignInAgain). Passkey is set when the
-// account has one (a passkey sign-in is a fresh session proven by it).
+// authenticator app (TOTP), by a code texted to its enrolled phone
+// (SMS: SendSMSCode then VerifySMSCode, with their throttles and
+// events), or, on an account without a factor or a passkey, by signing
+// in again (SignInAgain). Passkey is set when the account has one (a
+// passkey sign-in is a fresh session proven by it).
 type AccountStepUp struct {
 	TOTP, Passkey, SignInAgain bool
+	SMS                        bool
+	// PhoneEnding is the enrolled phone's last two digits (SMS), to
+	// tell the user where the code goes without showing the number.
+	PhoneEnding string
 }
 
 // AccountStepUpOptions returns how session pr may step up (see
@@ -223,7 +230,17 @@ func (s *Service) AccountStepUpOptions(ctx context.Context, pr *Principal) (Acco
 		} else if err != nil {
 			return err
 		}
-		out = AccountStepUp{TOTP: en.TOTP, Passkey: en.Passkey, SignInAgain: !guarded(en)}
+		out = AccountStepUp{TOTP: en.TOTP, Passkey: en.Passkey, SignInAgain: !guarded(en), SMS: en.SMS}
+		if !en.SMS {
+			return nil
+		}
+		f, err := tx.Factor(pr.UserID, factorSMS)
+		if err != nil {
+			return err
+		}
+		if len(f.Phone) > 2 {
+			out.PhoneEnding = f.Phone[len(f.Phone)-2:]
+		}
 		return nil
 	})
 	return out, internal(err)

@@ -22,8 +22,8 @@ import (
 // is bound to the browser and expires (a stale form answers a page that
 // says so), and each calls the use case of the API's equivalent. A
 // change that needs recent authentication, on a session that has none,
-// answers the page's step-up section: a TOTP code, a passkey, or a new
-// sign-in, depending on the account. The page works without scripts
+// answers the page's step-up section: a TOTP code, a code texted to the
+// enrolled phone, a passkey, or a new sign-in, depending on the account. The page works without scripts
 // except for the passkey ceremonies (its own script, by nonce).
 
 // Actions of the account page (POST /account/<action>).
@@ -54,6 +54,7 @@ var accountNotices = map[string]string{
 	acctTOTPConfirm:   "Your authenticator app is set up.",
 	acctEmailConfirm:  "Your email address was changed. Your other sessions were ended.",
 	acctAppRevoke:     "The app no longer has access: it asks you again next time.",
+	acctTOTPRemove:    "Your authenticator app was removed.",
 	"verified":        "Thank you: you may now make the change.",
 }
 
@@ -89,6 +90,8 @@ type accountView struct {
 	Look   *auth.PageLook
 	T      map[string]string
 	Accent template.CSS
+	// SMSSent: the step-up texted a code to the enrolled phone.
+	SMSSent bool
 }
 
 // accountPasskey is a passkey ceremony on the account page.
@@ -343,7 +346,7 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 		s.clearSSOCookie(w, p)
 		s.accountSignIn(w, r, p)
 	default:
-		s.oidcError(w, http.StatusNotFound, "This page does not exist.")
+		s.accountMoreActions(w, r, p, pr, action)
 	}
 }
 
@@ -360,7 +363,7 @@ func (s *Server) accountFailed(w http.ResponseWriter, r *http.Request, p *projec
 		s.accountSignIn(w, r, p)
 		return
 	case e.Is(auth.ErrStepUpRequired) || v.Panel == "stepup":
-		s.accountShowStepUp(w, r, p, pr, statusOf(e), e.Message)
+		s.accountShowStepUp(w, r, p, pr, statusOf(e), e.Message, v.SMSSent)
 		return
 	}
 	v.Error = e.Message
@@ -368,16 +371,17 @@ func (s *Server) accountFailed(w http.ResponseWriter, r *http.Request, p *projec
 }
 
 // accountShowStepUp shows the step-up section for session pr: what
-// proves it again on this account (a TOTP code, a passkey, or a new
-// sign-in), with text.
-func (s *Server) accountShowStepUp(w http.ResponseWriter, r *http.Request, p *projectOP, pr *auth.Principal, status int, text string) {
+// proves it again on this account (a TOTP code, a code texted to the
+// enrolled phone, a passkey, or a new sign-in), with text; smsSent
+// shows the form for a texted code.
+func (s *Server) accountShowStepUp(w http.ResponseWriter, r *http.Request, p *projectOP, pr *auth.Principal, status int, text string, smsSent bool) {
 	ctx := r.Context()
 	opts, err := s.auth.AccountStepUpOptions(ctx, pr)
 	if err != nil {
 		s.accountFailed(w, r, p, pr, err, accountView{})
 		return
 	}
-	v := accountView{Panel: "stepup", Title: "Confirm it is you", Error: text, StepUp: opts}
+	v := accountView{Panel: "stepup", Title: "Confirm it is you", Error: text, StepUp: opts, SMSSent: smsSent}
 	if opts.Passkey {
 		if c, err := s.auth.AccountBeginPasskeyStepUp(ctx, pr, s.meta(r, false)); err == nil {
 			v.Passkey = &accountPasskey{Mode: "get", Action: acctStepUpPasskey, ChallengeID: c.ChallengeID, Options: string(c.Options)}
@@ -449,11 +453,11 @@ button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent)}bu
 {{if eq .Panel "stale"}}<p><a href="{{.Home}}">Reload the account page</a></p>
 {{else if eq .Panel "signed-out"}}<p>You are signed out.</p><p><a href="{{.SignIn}}">Sign in again</a></p>
 {{else if eq .Panel "stepup"}}<p>This change needs a recent proof that it is you.</p>
-{{if .StepUp.TOTP}}<form method="post" action="{{.Action}}stepup-totp"><input type="hidden" name="csrf" value="{{.CSRF}}">
+{{template "stepup-sms-code" .}}{{if .StepUp.TOTP}}<form method="post" action="{{.Action}}stepup-totp"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <label for="code">Code from your authenticator app</label>
 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
 <button type="submit">Confirm</button></form>{{end}}
-{{with .Passkey}}{{template "passkey" $}}{{end}}
+{{template "stepup-sms-send" .}}{{with .Passkey}}{{template "passkey" $}}{{end}}
 {{if .StepUp.SignInAgain}}<form method="post" action="{{.Action}}stepup-signin"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <p>Sign in again with your email address; you come back here after.</p><button type="submit">Sign in again</button></form>{{end}}
 <p><a href="{{.Home}}">Back to your account</a></p>
@@ -480,7 +484,7 @@ button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent)}bu
 <form method="post" action="{{$.Action}}passkey-remove"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="credentialId" value="{{.CredentialID}}">
 <button type="submit" class="alt">Remove</button></form></li>{{end}}</ul>{{else}}<p>No passkeys yet.</p>{{end}}
 <form method="post" action="{{$.Action}}passkey-add"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Add a passkey</button></form>
-<h2 id="totp">{{$.T.account_totp}}</h2>{{if .TOTP}}<p>Set up: sign-ins ask for its code.</p>{{else}}<p>Not set up.</p>
+<h2 id="totp">{{$.T.account_totp}}</h2>{{if .TOTP}}<p>Set up: sign-ins ask for its code.</p>{{template "totp-remove" $}}{{else}}<p>Not set up.</p>
 <form method="post" action="{{$.Action}}totp-enroll"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Set up an authenticator app</button></form>{{end}}
 <h2 id="backup">{{$.T.account_backup_codes}}</h2><p>{{.BackupCodesLeft}} unused backup codes.</p>
 <form method="post" action="{{$.Action}}backup-codes"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Make new backup codes</button></form>

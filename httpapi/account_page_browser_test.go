@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 
 	"latchkey/auth"
+	"latchkey/auth/sms"
 )
 
 // TestAccountPageInChromium does every action of the account page in a
@@ -17,12 +19,21 @@ import (
 // session ended, TOTP set up from the QR code (the data: image shown:
 // the CSP allows it), backup codes made, a passkey added by Chromium's
 // virtual authenticator through the page's script, a stale session's
-// step-up by that passkey, the passkey removed, a step-up by TOTP, the
-// address changed with the keyboard alone (typed, Enter), and the
-// sign-out. Each panel is captured at 360 and 1280 pixels wide (into
+// step-up by that passkey, the passkey removed, a step-up by TOTP, a
+// step-up by a code texted to the phone (enrolled through the API with
+// the page's session), the authenticator app removed, the address
+// changed with the keyboard alone (typed, Enter), and the sign-out. Each panel is captured at 360 and 1280 pixels wide (into
 // LATCHKEY_SCREENSHOT_DIR when set), and nothing is wider than 360.
 func TestAccountPageInChromium(t *testing.T) {
-	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
+	fake := newFakeTwilio(t)
+	tw, err := sms.NewTwilio("AC123", "secret-token", "+15550001111", fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, func(c *auth.Config) {
+		c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1)
+		c.SMS = tw
+	})
 	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
 	const addr, next = "chrome-account@example.com", "chrome-new@example.com"
 	other := str(t, ts.login(addr).Body, "token")
@@ -117,6 +128,32 @@ func TestAccountPageInChromium(t *testing.T) {
 	setValue(t, ctx, "input[name=code]", ts.totpCode(secret, 0))
 	click("step up with TOTP", `form[action$="/stepup-totp"] button`)
 	want("stepped up", "Your account", "you may now make the change")
+
+	// A phone, enrolled through the API with the page's session (just
+	// proven by TOTP); eleven minutes later removing the authenticator
+	// app asks for a step-up, by a texted code.
+	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{ts.accountURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := ""
+	for _, c := range cookies.Cookies {
+		if c.Name == "lk_sso_"+ts.Project.ID {
+			tok = c.Value
+		}
+	}
+	ts.enrollPhone(fake, tok, "+15551230049")
+	ts.Clock.Advance(auth.StepUpWindow + time.Minute)
+	click("remove the app", `form[action$="/totp-remove"] button`)
+	want("step-up", "Confirm it is you", "phone ending in 49")
+	click("text me a code", `form[action$="/stepup-sms-send"] button`)
+	want("texted", "Confirm it is you", "We texted a code to your phone ending in 49")
+	screenshot("stepup-sms")
+	_, code := fake.last(t)
+	load("type the texted code", chromedp.SendKeys("#sms-code", code+"\r"))
+	want("stepped up by SMS", "Your account", "you may now make the change")
+	click("remove the app", `form[action$="/totp-remove"] button`)
+	want("app removed", "Your account", "Your authenticator app was removed.")
 
 	// The address, with the keyboard alone: type it, press Enter.
 	load("type the new address", chromedp.SendKeys("#email", next+"\r"))

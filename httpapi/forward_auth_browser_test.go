@@ -1,13 +1,11 @@
 package httpapi_test
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -42,55 +40,8 @@ func TestForwardAuthNginxInChromium(t *testing.T) {
 	secret := ts.enrollTOTP(str(t, ts.login(totpAddr).Body, "token"))
 
 	ctx := newBrowser(t)
-	// open runs the actions and returns the response of the document
-	// they load (the last of a chain of redirects).
-	open := func(what string, actions ...chromedp.Action[chromedp.Void]) *network.Response {
-		t.Helper()
-		res, err := chromedp.RunResponse(ctx, actions...)
-		if err != nil {
-			t.Fatalf("%s: %v", what, explain(err))
-		}
-		return res
-	}
-	navigate := func(u string) *network.Response {
-		t.Helper()
-		return open("open "+u, chromedp.Navigate(u))
-	}
-	location := func() string { t.Helper(); return get(t, ctx, "location", chromedp.Location()) }
-	h1 := func() string {
-		t.Helper()
-		return get(t, ctx, "h1", chromedp.Evaluate[string](`(document.querySelector("h1") || {textContent: ""}).textContent`))
-	}
-	submit := func(what, form string) *network.Response {
-		t.Helper()
-		return open(what, chromedp.Click(chromedp.CSS(`form[action*="`+form+`?rd="] button[type=submit]`)))
-	}
-	// signIn goes through the email and code pages the browser is on
-	// as addr and returns the response of the page it lands on.
-	signIn := func(addr string) *network.Response {
-		t.Helper()
-		if h1() != "Sign in" {
-			t.Fatalf("not the sign-in page at %s: %q", location(), pageText(t, ctx))
-		}
-		setValue(t, ctx, "input[name=email]", addr)
-		submit("send the code", "/signin")
-		if h1() != "Enter your code" {
-			t.Fatalf("not the code page for %s: %q", addr, pageText(t, ctx))
-		}
-		setValue(t, ctx, "input[name=code]", ts.lastMail(addr).Code)
-		res := submit("enter the code", "/signin/code")
-		ts.Clock.Advance(31 * time.Second) // past the send throttle
-		return res
-	}
-	// appSays fails unless the browser shows the app's answer for path
-	// with the identity of addr (groups).
-	appSays := func(res *network.Response, path, addr, groups string) {
-		t.Helper()
-		want := fmt.Sprintf("app %s user=%s email=%s groups=%s name=", path, ts.userByEmail(addr).ID, addr, groups)
-		if got := pageText(t, ctx); res.Status != http.StatusOK || got != want {
-			t.Fatalf("at %s: %d %q, want the app's %q", location(), res.Status, got, want)
-		}
-	}
+	c := &fwdChrome{t: t, ts: ts, ctx: ctx}
+	navigate, location, h1, submit, signIn, appSays := c.navigate, c.location, c.h1, c.submit, c.signIn, c.appSays
 
 	// The browser forges the headers a proxy would send, with every
 	// request.

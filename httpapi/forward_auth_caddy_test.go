@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"latchkey/internal/testkit"
 )
 
 // Forward-auth behind a real Caddy, built from the Go module proxy
@@ -128,12 +124,7 @@ func startCaddy(t *testing.T, ts *testServer, pid, upstream string) string {
 	t.Helper()
 	bin := findCaddy(t)
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freeLoopbackPort(t)
 	conf := filepath.Join(dir, "Caddyfile")
 	lk := strings.TrimPrefix(ts.URL, "http://")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(caddyfile, dir, port, lk, pid, upstream)), 0o600); err != nil {
@@ -142,38 +133,7 @@ func startCaddy(t *testing.T, ts *testServer, pid, upstream string) string {
 	cmd := exec.Command(bin, "run", "--config", conf, "--adapter", "caddyfile")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	var logs testkit.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("caddy's log:\n%s", logs.String())
-		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("caddy did not listen on %s within 15 s: %v\n%s", addr, err, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return runProxy(t, "caddy", cmd, port)
 }
 
 // TestForwardAuthCaddy: Caddy's forward_auth in front of an app. A
@@ -196,76 +156,5 @@ func TestForwardAuthCaddy(t *testing.T) {
 	cd := startCaddy(t, ts, pid, echoUpstream(t))
 	_, port, _ := net.SplitHostPort(cd)
 	app := "http://app." + faDomain + ":" + port
-	b := &fwdBrowser{ts: ts, client: loopbackClient(t, true)}
-	// forgedGet opens u sending the headers a proxy would, and identity
-	// headers, as the browser's own (headers: name, value, ...).
-	forgedGet := func(u string, headers ...string) *webPage {
-		t.Helper()
-		req, _ := http.NewRequest("GET", u, nil)
-		for i := 0; i < len(headers); i += 2 {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-		return (&browser{ts: ts, client: b.client}).do(req)
-	}
-	forgedFwd := []string{"X-Forwarded-Host", "app." + faDomain, "X-Forwarded-Uri", "/public/", "X-Forwarded-Proto", "http",
-		"Remote-User", "forged", "Remote-Email", "forged@example.com"}
-
-	// Bypass, signed out: no identity, the browser's own Remote-* dropped.
-	if pg := forgedGet(app+"/public/x.css", forgedFwd...); pg.Status != http.StatusOK || pg.Body != "app /public/x.css user= email= groups= name=" {
-		t.Fatalf("bypass path: %d %s", pg.Status, pg.Body)
-	}
-	// Signed out: Caddy passes latchkey's 302 to the sign-in page with
-	// the original URL.
-	orig := app + "/page?x=1&y=2"
-	pg := b.get(orig)
-	signin := ts.faBase() + "/oidc/" + pid + "/signin?rd=" + url.QueryEscape(orig)
-	if pg.Status != http.StatusFound || pg.Location != signin {
-		t.Fatalf("signed out, Caddy answered %d %q, want 302 to %s\n%s", pg.Status, pg.Location, signin, pg.Body)
-	}
-	// Forged headers from the browser do not open a protected path:
-	// Caddy replaces X-Forwarded-*, and passes X-Original-URL on, which
-	// latchkey finds naming another request than Caddy's headers (400,
-	// which Caddy passes to the browser).
-	if forged := forgedGet(app+"/page", forgedFwd...); forged.Status != http.StatusFound || forged.Location != ts.faBase()+"/oidc/"+pid+"/signin?rd="+url.QueryEscape(app+"/page") {
-		t.Fatalf("forged X-Forwarded-* through Caddy: %d %s %s", forged.Status, forged.Location, forged.Body)
-	}
-	if forged := forgedGet(app+"/page", "X-Original-URL", "http://app."+faDomain+":"+port+"/public/"); forged.Status != http.StatusBadRequest ||
-		!strings.Contains(forged.Body, "FORWARDED_HEADERS_MISSING") || strings.Contains(forged.Body, "app /page") {
-		t.Fatalf("forged X-Original-URL through Caddy: %d %s %s", forged.Status, forged.Location, forged.Body)
-	}
-
-	// Sign in, then back through Caddy to the app, with the identity.
-	back := b.signIn(b.get(pg.Location), "ada@example.com")
-	if back.Status != http.StatusSeeOther || back.Location != orig {
-		t.Fatalf("after the code: %d %s, want 303 to %s", back.Status, back.Location, orig)
-	}
-	u := ts.userByEmail("ada@example.com")
-	want := fmt.Sprintf("app /page user=%s email=ada@example.com groups= name=", u.ID)
-	if pg := b.get(back.Location); pg.Status != http.StatusOK || pg.Body != want {
-		t.Fatalf("signed in: %d %q, want %q", pg.Status, pg.Body, want)
-	}
-	// The browser's own identity headers are replaced by latchkey's.
-	if pg := forgedGet(app+"/page", forgedFwd...); pg.Status != http.StatusOK || pg.Body != want {
-		t.Fatalf("signed in, forged Remote-*: %d %q, want %q", pg.Status, pg.Body, want)
-	}
-	// A group rule: ada is in no group (403); in sre, she passes.
-	if pg := b.get(app + "/ops/"); pg.Status != http.StatusForbidden {
-		t.Fatalf("group rule, user in no group: %d %s", pg.Status, pg.Body)
-	}
-	wantOK(t, ts.admin("PATCH", "/api/v1/admin/users/"+u.ID, map[string]any{"groups": []string{"sre"}}))
-	wantOK(t, ts.do("PATCH", "/api/v1/user", b.sso(pid), map[string]any{"firstName": "Ada"}))
-	if pg := b.get(app + "/ops/"); pg.Status != http.StatusOK || pg.Body != fmt.Sprintf("app /ops/ user=%s email=ada@example.com groups=sre name=Ada", u.ID) {
-		t.Fatalf("group rule, user in sre: %d %s", pg.Status, pg.Body)
-	}
-
-	// mfa: a user with TOTP is asked for it, then served.
-	ts.wantMFAPath(app + "/admin/")
-
-	// Sign-out ends the session: Caddy sends the browser to sign in.
-	if out := b.get(ts.faBase() + "/oidc/" + pid + "/logout?rd=" + url.QueryEscape(app+"/")); out.Status != http.StatusSeeOther {
-		t.Fatalf("sign-out: %d %s", out.Status, out.Body)
-	}
-	if pg := b.get(app + "/page"); pg.Status != http.StatusFound {
-		t.Fatalf("after sign-out: %d %s", pg.Status, pg.Body)
-	}
+	ts.wantProxyWalk("Caddy", app)
 }

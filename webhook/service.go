@@ -21,7 +21,7 @@ import (
 var EventTypes = []string{
 	"user.registered", "user.updated", "user.deleted",
 	"session.created", "session.revoked",
-	"totp.enrolled", "sms.enrolled", "backup_codes.generated",
+	"totp.enrolled", "totp.removed", "sms.enrolled", "backup_codes.generated",
 	"passkey.registered", "passkey.removed",
 	"oidc.consent_granted",
 }
