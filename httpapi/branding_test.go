@@ -222,7 +222,7 @@ func TestForwardAuthAndAccountPagesBranded(t *testing.T) {
 	ts := newTestServer(t)
 	pid := ts.Project.ID
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+pid, map[string]any{"displayName": "Acme",
-		"logoUrl": "https://cdn.acme.example/logo.png",
+		"logoUrl":     "https://cdn.acme.example/logo.png",
 		"forwardAuth": map[string]any{"cookieDomain": "fa.localhost", "rules": []map[string]any{{"host": "app.fa.localhost", "policy": "signed_in"}}}}))
 	wantOK(t, ts.admin("PUT", "/api/v1/admin/projects/"+pid+"/page-texts/fr", map[string]any{
 		"sign_in_title": "Connexion", "account_title": "Votre compte"}))
