@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -115,41 +113,9 @@ func (m *Main) writeAddrFile(addr net.Addr) {
 // host) to the address file beside the data file.
 func (m *Main) writeAddrURL(u string) {
 	file := cli.AddrFile(m.Config.Data)
-	if err := replaceUnsynced(file, u+"\n"); err != nil {
+	if err := store.ReplaceFileUnsynced(file, u+"\n"); err != nil {
 		m.Logger.Warn("could not write the address file for the CLI; pass it --server", "file", file, "err", err)
 		return
 	}
 	m.addrFile = file
-}
-
-// replaceUnsynced writes content to file with mode 0600, replacing any
-// file already there atomically (a temporary file beside it, renamed
-// over it), as store.ReplaceSecretFile does but without its fsync: the
-// address file only says where this process listens, so it need not
-// outlive a crash of the machine (after one it is at worst empty, which
-// the CLI reports naming the file, until the next start rewrites it),
-// and the sync cost every start milliseconds on a slow disk.
-func replaceUnsynced(file, content string) error {
-	dir, base := filepath.Split(file)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
 }

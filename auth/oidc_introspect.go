@@ -31,19 +31,7 @@ func OIDCIsRefreshToken(token string) bool { return isOIDCRefreshToken(token) }
 // revokes nothing (only a refresh that presents it does).
 func (p *OIDCStorage) IntrospectRefreshToken(ctx context.Context, clientID, token string) (*oidc.IntrospectionResponse, error) {
 	inactive := &oidc.IntrospectionResponse{}
-	if !isOIDCRefreshToken(token) {
-		return inactive, nil
-	}
-	h := p.s.keys.HashString(oidcRefreshDomain, token)
-	var rt *store.OIDCRefreshToken
-	var g *store.OIDCGrant
-	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
-		if rt, err = tx.OIDCRefreshToken(p.projectID, h[:]); err != nil {
-			return err
-		}
-		g, err = tx.OIDCGrant(p.projectID, rt.GrantID)
-		return err
-	})
+	rt, g, err := p.refreshTokenAndGrant(ctx, token)
 	if errors.Is(err, store.ErrNotFound) {
 		return inactive, nil
 	} else if err != nil {

@@ -159,21 +159,27 @@ func (p *OIDCStorage) TokenRequestByRefreshToken(ctx context.Context, token stri
 	return req, err
 }
 
-// refreshRequest is TokenRequestByRefreshToken.
-func (p *OIDCStorage) refreshRequest(ctx context.Context, token string) (op.RefreshTokenRequest, error) {
+// refreshTokenAndGrant reads refresh token token and its grant in one
+// read transaction; store.ErrNotFound when token is not one of this
+// project's refresh tokens (or not shaped as one).
+func (p *OIDCStorage) refreshTokenAndGrant(ctx context.Context, token string) (rt *store.OIDCRefreshToken, g *store.OIDCGrant, err error) {
 	if !isOIDCRefreshToken(token) {
-		return nil, errRefreshTokenUnknown
+		return nil, nil, store.ErrNotFound
 	}
 	h := p.s.keys.HashString(oidcRefreshDomain, token)
-	var rt *store.OIDCRefreshToken
-	var g *store.OIDCGrant
-	err := p.s.db.View(ctx, func(tx store.Tx) (err error) {
+	err = p.s.db.View(ctx, func(tx store.Tx) (err error) {
 		if rt, err = tx.OIDCRefreshToken(p.projectID, h[:]); err != nil {
 			return err
 		}
 		g, err = tx.OIDCGrant(p.projectID, rt.GrantID)
 		return err
 	})
+	return rt, g, err
+}
+
+// refreshRequest is TokenRequestByRefreshToken.
+func (p *OIDCStorage) refreshRequest(ctx context.Context, token string) (op.RefreshTokenRequest, error) {
+	rt, g, err := p.refreshTokenAndGrant(ctx, token)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errRefreshTokenUnknown
 	} else if err != nil {

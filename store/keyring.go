@@ -149,7 +149,17 @@ func LoadMasterKey(b64, file string) (key []byte, created bool, err error) {
 // ReplaceSecretFile writes content to file with mode 0600, replacing any
 // file already there atomically (a temporary file beside it, synced, then
 // renamed over it).
-func ReplaceSecretFile(file, content string) error {
+func ReplaceSecretFile(file, content string) error { return replaceFile(file, content, true) }
+
+// ReplaceFileUnsynced is ReplaceSecretFile without the sync, for a file
+// that need not outlive a crash of the machine (the server's address
+// file: after one it is at worst empty until the next start rewrites
+// it), where the sync would cost every start milliseconds on a slow disk.
+func ReplaceFileUnsynced(file, content string) error { return replaceFile(file, content, false) }
+
+// replaceFile writes content to file with mode 0600 through a temporary
+// file beside it, synced first when sync is set, renamed over file.
+func replaceFile(file, content string, sync bool) error {
 	dir, base := filepath.Split(file)
 	if dir == "" {
 		dir = "."
@@ -168,9 +178,11 @@ func ReplaceSecretFile(file, content string) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
