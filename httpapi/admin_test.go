@@ -278,8 +278,8 @@ func TestAdminBackupHoldsEveryRecord(t *testing.T) {
 	got := storetest.Records(t, backup)
 	storetest.SameRecords(t, "the backup", got, storetest.Records(t, ts.DB))
 	storetest.SameRecords(t, "the backup", got, want)
-	if n := len(got["Template"]); n != 3 {
-		t.Errorf("the backup holds %d templates, want the fixture's 3", n)
+	if n := len(got["Template"]); n != 4 {
+		t.Errorf("the backup holds %d templates, want the fixture's 4 (three mail templates, one locale's page texts)", n)
 	}
 }
 

@@ -95,10 +95,19 @@ func (o *answerWriter) WriteHeader(status int) {
 		o.s.oidcError(o.ResponseWriter, http.StatusServiceUnavailable, auth.ErrUnavailable.Message)
 		return
 	}
+	writeOIDCUnavailable(o.ResponseWriter)
+}
+
+// writeOIDCUnavailable answers a protocol endpoint's request the store
+// could not serve: 503 with Retry-After and RFC 6749's JSON error
+// temporarily_unavailable.
+func writeOIDCUnavailable(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Retry-After", retryAfter)
 	h.Set("Content-Type", "application/json")
-	noStore(o.ResponseWriter)
-	o.ResponseWriter.WriteHeader(http.StatusServiceUnavailable)
-	o.ResponseWriter.Write(oidcUnavailableJSON)
+	noStore(w)
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write(oidcUnavailableJSON)
 }
 
 // refuse answers e (RFC 6749, section 5.2) instead of op's refusal.

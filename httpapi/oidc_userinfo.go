@@ -29,7 +29,7 @@ func (s *Server) oidcUserinfo(w http.ResponseWriter, r *http.Request, p *project
 	ctx := r.Context()
 	body, ok, err := p.storage.Userinfo(ctx, userinfoToken(r), func() *op.AccessTokenVerifier { return p.provider.AccessTokenVerifier(ctx) })
 	if err != nil {
-		s.writeError(w, err) // the store's failure: 503 with Retry-After
+		writeOIDCUnavailable(w) // the store's failure
 		return
 	}
 	if !ok {

@@ -84,6 +84,7 @@ var statusTable = []struct {
 	{"ErrUserNotFound", auth.ErrUserNotFound, 404},
 	{"ErrMethodNotFound", auth.ErrMethodNotFound, 404},
 	{"ErrTemplateNotFound", auth.ErrTemplateNotFound, 404},
+	{"ErrPageTextsNotFound", auth.ErrPageTextsNotFound, 404},
 	{"ErrClientNotFound", auth.ErrClientNotFound, 404},
 	{"ErrMethodExists", auth.ErrMethodExists, 409},
 	{"ErrProviderNotFound", auth.ErrProviderNotFound, 404},
