@@ -81,7 +81,7 @@ var (
 
 // errNoForwardSecondFactor: a rule requires a second factor the user
 // has not enrolled (enrolling on the pages comes later).
-var errNoForwardSecondFactor = ErrStepUpRequired.With("This address requires a second factor (an authenticator app), and this account has none. Add one in your account settings, then sign in again.")
+var errNoForwardSecondFactor = ErrStepUpRequired.With("This address requires a second factor (an authenticator app or a phone), and this account has none. Add one in your account settings, then sign in again.")
 
 // parseForwardAuth checks a forwardAuth value as a request sends it
 // (raw is not nil: the field was given): an object with cookieDomain
@@ -479,7 +479,7 @@ func (s *Service) ForwardAuthContinue(ctx context.Context, t *ForwardAuthTarget,
 	}
 	mfa := t.rule != nil && t.rule.Policy == ForwardAuthMFA
 	if secondFactorPending(st.Proofs, store.Enrolled{TOTP: st.TOTP, SMS: st.SMS}) || (mfa && !secondFactorProven(st.Proofs)) {
-		if !st.TOTP {
+		if !st.TOTP && !st.SMS {
 			return OIDCStepSignIn, errNoForwardSecondFactor
 		}
 		return OIDCStepSecondFactor, nil

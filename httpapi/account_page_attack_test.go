@@ -58,3 +58,33 @@ func TestAccountPageSecondFactorPending(t *testing.T) {
 		t.Fatalf("after the TOTP code, not the account page: %d %s %s", pg.Status, pg.URL, pg.Body)
 	}
 }
+
+// TestAccountPageSecondFactorBySMS: an account whose only second factor
+// is a phone signs in to the account page with the emailed code and then
+// a code texted to that phone (the forward-auth sign-in's second factor:
+// sent through the API's use case); a wrong code keeps the form, and the
+// account page opens only after the texted one.
+func TestAccountPageSecondFactorBySMS(t *testing.T) {
+	t.Parallel()
+	ts, fake := newSMSServer(t)
+	const addr, phone = "sms-only@example.com", "+15551230048"
+	ts.enrollPhone(fake, str(t, ts.login(addr).Body, "token"), phone)
+
+	b := ts.newBrowser()
+	n := fake.texts()
+	mfa := b.signIn(b.get(ts.accountURL()), addr)
+	wantPanel(t, "after the emailed code", mfa, http.StatusOK, "Second factor", `name="code"`, "We texted a code to your phone")
+	to, code := fake.last(t)
+	if fake.texts() != n+1 || to != phone {
+		t.Fatalf("%d texts to %s, want one to %s", fake.texts()-n, to, phone)
+	}
+	if direct := b.get(ts.accountURL()); strings.Contains(direct.Body, `id="account-email"`) {
+		t.Fatalf("the account page opened before the texted code: %s", direct.Body)
+	}
+	wrong := b.submit(mfa, map[string]string{"code": wrongDigits(code)})
+	wantPanel(t, "a wrong texted code", wrong, http.StatusUnauthorized, "Second factor", `name="code"`)
+	pg := b.submit(wrong, map[string]string{"code": code})
+	if pg.Status != http.StatusOK || pg.URL.String() != ts.accountURL() || !strings.Contains(pg.Body, `id="account-email">`+addr+`<`) {
+		t.Fatalf("after the texted code, not the account page: %d %s %s", pg.Status, pg.URL, pg.Body)
+	}
+}

@@ -190,7 +190,7 @@ func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *proj
 		noStore(w)
 		http.Redirect(w, r, t.RD, http.StatusSeeOther)
 	case auth.OIDCStepSecondFactor:
-		s.forwardAuthForm(w, r, p, t, http.StatusOK, "mfa", "", "")
+		s.forwardAuthFactor(w, r, p, t, pr)
 	default:
 		s.forwardAuthForm(w, r, p, t, http.StatusOK, "email", email, "")
 	}
@@ -236,16 +236,53 @@ func (s *Server) forwardAuthCode(w http.ResponseWriter, r *http.Request, p *proj
 	s.forwardAuthNext(w, r, p, t, pr, l.Token, email)
 }
 
-// forwardAuthSecondFactor checks a TOTP code on the browser's session.
+// forwardAuthFactor asks session pr for its second factor: the
+// authenticator app's code when the user has one enrolled, else a code
+// texted to the enrolled phone (sent now, through the API's use case and
+// its throttle; a refused send shows why on the same form).
+func (s *Server) forwardAuthFactor(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, pr *auth.Principal) {
+	opts, err := s.auth.AccountStepUpOptions(r.Context(), pr)
+	if err != nil {
+		s.oidcFail(w, err)
+		return
+	}
+	if opts.TOTP || !opts.SMS {
+		s.forwardAuthForm(w, r, p, t, http.StatusOK, "mfa", "", "")
+		return
+	}
+	if err := s.auth.SendSMSCode(r.Context(), pr, "", s.meta(r, false)); err != nil {
+		e := auth.AsError(err)
+		s.forwardAuthForm(w, r, p, t, statusOf(e), "mfa-sms", "", e.Message)
+		return
+	}
+	s.forwardAuthForm(w, r, p, t, http.StatusOK, "mfa-sms", "", "")
+}
+
+// forwardAuthSecondFactor checks the second factor's code on the
+// browser's session: the authenticator app's when the user has one,
+// else the code texted to the enrolled phone.
 func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) {
 	pr, tok := s.forwardAuthSession(r, p)
 	if pr == nil {
 		s.forwardAuthForm(w, r, p, t, http.StatusUnauthorized, "email", "", "Your sign-in has ended: sign in again.")
 		return
 	}
-	if err := s.auth.VerifyTOTP(r.Context(), pr, r.PostForm.Get("code"), s.meta(r, false)); err != nil {
+	ctx, code, m := r.Context(), r.PostForm.Get("code"), s.meta(r, false)
+	opts, err := s.auth.AccountStepUpOptions(ctx, pr)
+	if err != nil {
+		s.oidcFail(w, err)
+		return
+	}
+	form := "mfa"
+	if opts.TOTP || !opts.SMS {
+		err = s.auth.VerifyTOTP(ctx, pr, code, m)
+	} else {
+		form = "mfa-sms"
+		err = s.auth.VerifySMSCode(ctx, pr, code, m)
+	}
+	if err != nil {
 		e := auth.AsError(err)
-		s.forwardAuthForm(w, r, p, t, statusOf(e), "mfa", "", e.Message)
+		s.forwardAuthForm(w, r, p, t, statusOf(e), form, "", e.Message)
 		return
 	}
 	s.forwardAuthNext(w, r, p, t, pr, tok, "")
@@ -270,7 +307,7 @@ func (s *Server) setForwardAuthCookie(w http.ResponseWriter, p *projectOP, t *au
 		MaxAge: max(1, int(pr.ExpiresAt-s.auth.Now().Unix())), HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 }
 
-// forwardAuthForm shows form ("email", "code" or "mfa") for target t
+// forwardAuthForm shows form ("email", "code", "mfa" or "mfa-sms") for target t
 // with the hosted pages' template, email filled in and an error, if
 // any.
 func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, status int, form, email, errText string) {
@@ -283,6 +320,8 @@ func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *proj
 		d.Title, d.Text, d.Action = "code_title", "code_text", p.issuer+auth.ForwardAuthCodePath+q
 	case "mfa":
 		d.Title, d.Text, d.Action = "mfa_title", "mfa_totp_text", p.issuer+auth.ForwardAuthSecondFactorPath+q
+	case "mfa-sms": // the same form, for the code texted to the phone
+		d.Form, d.Title, d.Text, d.Action = "mfa", "mfa_title", "mfa_sms_sent_text", p.issuer+auth.ForwardAuthSecondFactorPath+q
 	}
 	s.oidcRender(w, status, d)
 }
