@@ -27,6 +27,19 @@ func (s *Service) SessionUser(ctx context.Context, pr *Principal) (*store.User, 
 	return u, internal(err)
 }
 
+// sessionUserProject returns SessionUser's user with its project.
+func (s *Service) sessionUserProject(ctx context.Context, pr *Principal) (*store.User, *store.Project, error) {
+	u, err := s.SessionUser(ctx, pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.project(ctx, u.ProjectID)
+	if err != nil {
+		return nil, nil, internal(err)
+	}
+	return u, p, nil
+}
+
 // checkFirstName trims a first name and checks it is 1 to 100
 // characters without line breaks (400 VALIDATION_ERROR).
 func checkFirstName(raw string) (string, error) {

@@ -250,13 +250,9 @@ func (s *Service) AccountStepUpOptions(ctx context.Context, pr *Principal) (Acco
 // for session pr: a passkey sign-in of its user (BeginPasskeyLogin for
 // their address: its risk checks and events). 401 INVALID_SESSION.
 func (s *Service) AccountBeginPasskeyStepUp(ctx context.Context, pr *Principal, m Meta) (*Ceremony, error) {
-	u, err := s.SessionUser(ctx, pr)
+	u, p, err := s.sessionUserProject(ctx, pr)
 	if err != nil {
 		return nil, err
-	}
-	p, err := s.project(ctx, u.ProjectID)
-	if err != nil {
-		return nil, internal(err)
 	}
 	return s.BeginPasskeyLogin(ctx, p, u.Email, m)
 }
@@ -268,13 +264,9 @@ func (s *Service) AccountBeginPasskeyStepUp(ctx context.Context, pr *Principal, 
 // (session.revoked). A passkey of another user is refused as
 // INVALID_CREDENTIAL and its session ended at once.
 func (s *Service) AccountFinishPasskeyStepUp(ctx context.Context, pr *Principal, challengeID string, credential json.RawMessage, m Meta) (*Login, error) {
-	u, err := s.SessionUser(ctx, pr)
+	_, p, err := s.sessionUserProject(ctx, pr)
 	if err != nil {
 		return nil, err
-	}
-	p, err := s.project(ctx, u.ProjectID)
-	if err != nil {
-		return nil, internal(err)
 	}
 	l, err := s.finishPasskeyLogin(ctx, p, challengeID, credential, loginAs{method: accountMethod, proof: amrPasskey, noRefresh: true}, m)
 	if err != nil {

@@ -73,13 +73,9 @@ func totpAAD(userID string) []byte { return []byte("totp:" + userID) }
 // authentication (requireRecentAuth), checked first; then 409
 // ALREADY_ENROLLED once the factor is enrolled.
 func (s *Service) EnrollTOTP(ctx context.Context, pr *Principal, m Meta) (*TOTPEnrollment, error) {
-	u, err := s.SessionUser(ctx, pr)
+	u, p, err := s.sessionUserProject(ctx, pr)
 	if err != nil {
 		return nil, err
-	}
-	p, err := s.project(ctx, u.ProjectID)
-	if err != nil {
-		return nil, internal(err)
 	}
 	key, err := totp.Generate(p.Name, u.Email)
 	if err != nil {

@@ -206,15 +206,10 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 		return
 	}
 	w = pageWriterOf(w, r, p.id)
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if err := r.ParseForm(); err != nil {
-		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+	if !s.readPageForm(w, r) {
 		return
 	}
-	browser := ""
-	if c, err := r.Cookie(csrfCookie + p.id); err == nil {
-		browser = c.Value
-	}
+	browser := csrfSecret(r, p)
 	if err := s.auth.CheckAccountForm(browser, r.PostForm.Get("csrf")); err != nil {
 		s.accountRender(w, r, p, http.StatusForbidden, accountView{Title: "This form is out of date", Panel: "stale",
 			Error: auth.AsError(err).Message})

@@ -314,6 +314,32 @@ func BenchmarkSessionRatios(b *testing.B) {
 	}
 }
 
+// ratiosAgainst runs the experiment of a "floor, GET /session, X"
+// benchmark: rounds of ratioRound over kinds (the floor, GET /session and
+// the kind measured, in that order), reporting the median round's shares
+// of X against each (rate, and CPU per request) as name-%floor,
+// name-%session, name-cpu-%floor and name-cpu-%session. It returns X's
+// shares of GET /session's rate, sorted.
+func (e *benchEnv) ratiosAgainst(b *testing.B, name string, kinds []ratioKind) []float64 {
+	const rounds = 7
+	var ofFloor, ofSession, cpuOfFloor, cpuOfSession []float64
+	for round := range rounds {
+		rate, cpu := e.ratioRound(b, round, kinds)
+		ofFloor = append(ofFloor, rate[2]/rate[0])
+		ofSession = append(ofSession, rate[2]/rate[1])
+		cpuOfFloor = append(cpuOfFloor, float64(cpu[0])/float64(cpu[2]))
+		cpuOfSession = append(cpuOfSession, float64(cpu[1])/float64(cpu[2]))
+	}
+	for _, m := range []struct {
+		name string
+		v    []float64
+	}{{"-%floor", ofFloor}, {"-%session", ofSession}, {"-cpu-%floor", cpuOfFloor}, {"-cpu-%session", cpuOfSession}} {
+		slices.Sort(m.v)
+		b.ReportMetric(100*m.v[rounds/2], name+m.name)
+	}
+	return ofSession
+}
+
 // ratioKind is one kind of request a ratio benchmark compares.
 type ratioKind struct {
 	name string

@@ -105,9 +105,7 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 		return
 	}
 	w = pageWriterOf(w, r, p.id)
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if err := r.ParseForm(); err != nil {
-		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+	if !s.readPageForm(w, r) {
 		return
 	}
 	switch strings.TrimPrefix(r.URL.Path, oidcPrefix+p.id) {
@@ -122,10 +120,7 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 		return
 	}
 	if r.Method == http.MethodPost {
-		browser := ""
-		if c, err := r.Cookie(csrfCookie + p.id); err == nil {
-			browser = c.Value
-		}
+		browser := csrfSecret(r, p)
 		if !s.auth.ForwardAuthFormTokenValid(browser, t.RD, r.PostForm.Get("csrf")) {
 			s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Open the application again and sign in.")
 			return

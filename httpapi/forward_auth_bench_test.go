@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"slices"
 	"testing"
 
 	"latchkey/auth"
@@ -23,17 +22,43 @@ import (
 //
 //	go test -run XXX -bench ForwardAuthRatios -benchtime 1x ./httpapi/
 func BenchmarkForwardAuthRatios(b *testing.B) {
-	e := newBenchEnv(b)
+	e, tokens, check := newForwardAuthBench(b)
+	kinds := []ratioKind{
+		{name: "floor", do: func(int) error { return e.get("/bench/floor", "") }},
+		{name: "session", do: func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
+		{name: "forward-auth", do: func(w int) error { return check(tokens[w]) }},
+	}
+	for range b.N {
+		ofSession := e.ratiosAgainst(b, "fwd", kinds)
+		b.ReportMetric(100*ofSession[0], "fwd-min-%session")
+	}
+}
+
+// BenchmarkForwardAuth is the forward-auth check with a valid cookie
+// (a signed_in rule) from 32 clients, each with its own session (for
+// profiles: BenchmarkForwardAuthRatios gives the ratios).
+func BenchmarkForwardAuth(b *testing.B) {
+	e, tokens, check := newForwardAuthBench(b)
+	e.load(b, benchConc, func(w, _ int) error { return check(tokens[w]) })
+}
+
+// newForwardAuthBench returns a bench server whose project protects
+// app.example.com (a signed_in rule) for proxies on loopback, a session
+// token per client, and check, which asks the forward-auth check about
+// https://app.example.com/page with a token as the cookie and wants 200
+// with Remote-User.
+func newForwardAuthBench(b *testing.B) (e *benchEnv, tokens []string, check func(tok string) error) {
+	e = newBenchEnv(b)
 	e.server.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	fa := []byte(`{"cookieDomain":"example.com","rules":[{"host":"app.example.com","policy":"signed_in"}]}`)
 	if _, err := e.svc.UpdateProject(ctx, e.project.ID, auth.ProjectInput{ForwardAuth: fa}); err != nil {
 		b.Fatal(err)
 	}
-	tokens := make([]string, benchConc)
+	tokens = make([]string, benchConc)
 	for i := range tokens {
 		tokens[i] = e.loginDirect(b, fmt.Sprintf("fwd%d@example.com", i))
 	}
-	check := func(tok string) error {
+	check = func(tok string) error {
 		req, _ := http.NewRequest("GET", e.url+"/api/v1/forward-auth/"+e.project.ID, nil)
 		req.Header.Set("X-Original-URL", "https://app.example.com/page")
 		req.AddCookie(&http.Cookie{Name: fwdCookie + e.project.ID, Value: tok})
@@ -48,60 +73,5 @@ func BenchmarkForwardAuthRatios(b *testing.B) {
 		}
 		return nil
 	}
-	kinds := []ratioKind{
-		{name: "floor", do: func(int) error { return e.get("/bench/floor", "") }},
-		{name: "session", do: func(w int) error { return e.get("/api/v1/session", tokens[w]) }},
-		{name: "forward-auth", do: func(w int) error { return check(tokens[w]) }},
-	}
-	const rounds = 7
-	for range b.N {
-		var ofFloor, ofSession, cpuOfSession, cpuOfFloor []float64
-		for round := range rounds {
-			rate, cpu := e.ratioRound(b, round, kinds)
-			ofFloor = append(ofFloor, rate[2]/rate[0])
-			ofSession = append(ofSession, rate[2]/rate[1])
-			cpuOfSession = append(cpuOfSession, float64(cpu[1])/float64(cpu[2]))
-			cpuOfFloor = append(cpuOfFloor, float64(cpu[0])/float64(cpu[2]))
-		}
-		for _, m := range []struct {
-			name string
-			v    []float64
-		}{{"fwd-%floor", ofFloor}, {"fwd-%session", ofSession}, {"fwd-cpu-%session", cpuOfSession}, {"fwd-cpu-%floor", cpuOfFloor}} {
-			slices.Sort(m.v)
-			b.ReportMetric(100*m.v[rounds/2], m.name)
-		}
-		slices.Sort(ofSession)
-		b.ReportMetric(100*ofSession[0], "fwd-min-%session")
-	}
-}
-
-// BenchmarkForwardAuth is the forward-auth check with a valid cookie
-// (a signed_in rule) from 32 clients, each with its own session (for
-// profiles: BenchmarkForwardAuthRatios gives the ratios).
-func BenchmarkForwardAuth(b *testing.B) {
-	e := newBenchEnv(b)
-	e.server.proxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-	fa := []byte(`{"cookieDomain":"example.com","rules":[{"host":"app.example.com","policy":"signed_in"}]}`)
-	if _, err := e.svc.UpdateProject(ctx, e.project.ID, auth.ProjectInput{ForwardAuth: fa}); err != nil {
-		b.Fatal(err)
-	}
-	tokens := make([]string, benchConc)
-	for i := range tokens {
-		tokens[i] = e.loginDirect(b, fmt.Sprintf("fwd%d@example.com", i))
-	}
-	e.load(b, benchConc, func(w, _ int) error {
-		req, _ := http.NewRequest("GET", e.url+"/api/v1/forward-auth/"+e.project.ID, nil)
-		req.Header.Set("X-Original-URL", "https://app.example.com/page")
-		req.AddCookie(&http.Cookie{Name: fwdCookie + e.project.ID, Value: tokens[w]})
-		res, err := e.client.Do(req)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			return fmt.Errorf("forward-auth: status %d", res.StatusCode)
-		}
-		return nil
-	})
+	return e, tokens, check
 }

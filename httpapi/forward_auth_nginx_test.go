@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Forward-auth behind a real nginx (Debian's nginx package, with its
@@ -111,12 +109,7 @@ func startNginx(t *testing.T, ts *testServer, pid, upstream, from string) string
 		t.Skip("!!!!! " + msg + " !!!!!")
 	}
 	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freeLoopbackPort(t)
 	userLine := ""
 	if os.Geteuid() == 0 {
 		userLine = "user root;"
@@ -130,41 +123,16 @@ func startNginx(t *testing.T, ts *testServer, pid, upstream, from string) string
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(nginxConf, dir, port, lk, pid, upstream, userLine, bind)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// nginx logs to error.log (the configuration's error_log, and -e
+	// for what comes before it), shown when the test fails.
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt) // fast shutdown (SIGINT)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
 		if t.Failed() {
 			if b, err := os.ReadFile(filepath.Join(dir, "error.log")); err == nil {
 				t.Logf("nginx error.log:\n%s", b)
 			}
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx did not listen on %s within 15 s: %v\n%s", addr, err, b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return runProxy(t, "nginx", exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")), port)
 }
 
 // echoUpstream is the protected app: it answers with the identity

@@ -73,9 +73,7 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 		s.oidcDeviceForm(w, r, p, http.StatusOK, r.URL.Query().Get("user_code"), "")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if err := r.ParseForm(); err != nil {
-		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+	if !s.readPageForm(w, r) {
 		return
 	}
 	ctx := r.Context()
@@ -85,10 +83,7 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 		code, _ := auth.OIDCDeviceUserCode(typed)
 		bound += code
 	}
-	browser := ""
-	if c, err := r.Cookie(csrfCookie + p.id); err == nil {
-		browser = c.Value
-	}
+	browser := csrfSecret(r, p)
 	if !s.auth.OIDCFormTokenValid(browser, bound, r.PostForm.Get("csrf")) {
 		s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Open the device page again.")
 		return

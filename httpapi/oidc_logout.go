@@ -41,10 +41,7 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request, p *projectOP
 	browser := s.browserSessions(r, p)
 	confirmed := false
 	if r.Method == http.MethodPost && r.PostForm.Get("confirm") != "" {
-		secret := ""
-		if c, err := r.Cookie(csrfCookie + p.id); err == nil {
-			secret = c.Value
-		}
+		secret := csrfSecret(r, p)
 		if !s.auth.OIDCLogoutFormTokenValid(secret, in, rd, r.PostForm.Get("csrf")) {
 			s.oidcRender(w, http.StatusForbidden, oidcPage{Title: "sign_out_error_title",
 				Text: "This form was not sent from its page in this browser. Go back to the application and sign out again."})

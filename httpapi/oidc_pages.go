@@ -268,16 +268,11 @@ func (s *Server) oidcAnswerError(w http.ResponseWriter, r *http.Request, p *proj
 // oidcForm reads a page's POST and checks its CSRF token; it returns
 // the form's request id, or false once it has answered.
 func (s *Server) oidcForm(w http.ResponseWriter, r *http.Request, p *projectOP) (string, bool) {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if err := r.ParseForm(); err != nil {
-		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+	if !s.readPageForm(w, r) {
 		return "", false
 	}
 	id := r.PostForm.Get("authRequestID")
-	browser := ""
-	if c, err := r.Cookie(csrfCookie + p.id); err == nil {
-		browser = c.Value
-	}
+	browser := csrfSecret(r, p)
 	if !s.auth.OIDCFormTokenValid(browser, id, r.PostForm.Get("csrf")) {
 		s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Go back to the application and sign in again.")
 		return "", false
@@ -338,14 +333,35 @@ func (s *Server) setSSOCookie(w http.ResponseWriter, p *projectOP, tok string) {
 // browserSecret returns the browser's CSRF secret, giving it one when
 // it has none (SameSite=Strict: only the pages' own forms send it).
 func browserSecret(w http.ResponseWriter, r *http.Request, p *projectOP) string {
-	if c, err := r.Cookie(csrfCookie + p.id); err == nil && len(c.Value) >= 32 {
-		return c.Value
+	if v := csrfSecret(r, p); len(v) >= 32 {
+		return v
 	}
 	v := randomToken()
 	c := oidcCookie(p, csrfCookie, v)
 	c.SameSite = http.SameSiteStrictMode
 	http.SetCookie(w, c)
 	return v
+}
+
+// csrfSecret returns the browser's CSRF secret for project p as its
+// cookie holds it ("" without one): a posted form's token is checked
+// against it (browserSecret gives a browser without one a new one).
+func csrfSecret(r *http.Request, p *projectOP) string {
+	if c, err := r.Cookie(csrfCookie + p.id); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// readPageForm reads a page's posted form (at most MaxBodyBytes); false
+// once it has answered a body that cannot be read with the error page.
+func (s *Server) readPageForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := r.ParseForm(); err != nil {
+		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+		return false
+	}
+	return true
 }
 
 // randomToken returns 32 random bytes, base64url.

@@ -1,9 +1,6 @@
 package httpapi
 
-import (
-	"slices"
-	"testing"
-)
+import "testing"
 
 // BenchmarkUserinfoRatios measures the provider's userinfo with an
 // access token against the floor and GET /session, in the same run:
@@ -24,22 +21,7 @@ func BenchmarkUserinfoRatios(b *testing.B) {
 		{name: "session", do: func(w int) error { return e.get("/api/v1/session", e.tokens[w]) }},
 		{name: "userinfo", do: func(w int) error { return e.userinfo(ats[w]) }},
 	}
-	const rounds = 7
 	for range b.N {
-		var ofFloor, ofSession, cpuOfFloor, cpuOfSession []float64
-		for round := range rounds {
-			rate, cpu := e.ratioRound(b, round, kinds)
-			ofFloor = append(ofFloor, rate[2]/rate[0])
-			ofSession = append(ofSession, rate[2]/rate[1])
-			cpuOfFloor = append(cpuOfFloor, float64(cpu[0])/float64(cpu[2]))
-			cpuOfSession = append(cpuOfSession, float64(cpu[1])/float64(cpu[2]))
-		}
-		for _, m := range []struct {
-			name string
-			v    []float64
-		}{{"userinfo-%floor", ofFloor}, {"userinfo-%session", ofSession}, {"userinfo-cpu-%floor", cpuOfFloor}, {"userinfo-cpu-%session", cpuOfSession}} {
-			slices.Sort(m.v)
-			b.ReportMetric(100*m.v[rounds/2], m.name)
-		}
+		e.ratiosAgainst(b, "userinfo", kinds)
 	}
 }
