@@ -337,14 +337,34 @@ func forwardedHost(host string) (string, bool) {
 
 // forwardedPath returns the clean, percent-decoded path of uri (no
 // query), or false when it cannot be decoded: rules see the path the
-// app will, so /public/../admin is /admin.
-func forwardedPath(uri string) (string, bool) {
-	p, _, _ := strings.Cut(uri, "?")
+// app will, so /public/../admin is /admin. When servers may read the
+// path differently, alt is the other reading (servletPath), else "".
+func forwardedPath(uri string) (p, alt string, ok bool) {
+	p, _, _ = strings.Cut(uri, "?")
 	dec, err := url.PathUnescape(p)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	return cleanPath(dec), true
+	p = cleanPath(dec)
+	if strings.ContainsAny(dec, ";\\") {
+		if a := servletPath(dec); a != p {
+			alt = a
+		}
+	}
+	return p, alt, true
+}
+
+// servletPath is how Java servlet containers (Tomcat, Jetty) and
+// servers that take a backslash for a slash read a decoded path: each
+// segment's ";parameters" dropped and a backslash a separator, then . and ..
+// resolved. /public/..;/admin is /admin to them, while nginx or a file
+// server reads a directory named "..;" under /public.
+func servletPath(dec string) string {
+	segs := strings.Split(strings.ReplaceAll(dec, "\\", "/"), "/")
+	for i, s := range segs {
+		segs[i], _, _ = strings.Cut(s, ";")
+	}
+	return cleanPath(strings.Join(segs, "/"))
 }
 
 // ForwardIdentity is who a forward-auth check let through, for the
@@ -370,13 +390,18 @@ func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f Forw
 		return nil, err
 	}
 	host, ok := forwardedHost(f.Host)
-	pth, ok2 := forwardedPath(f.URI)
+	pth, alt, ok2 := forwardedPath(f.URI)
 	if !ok || !ok2 {
 		return nil, ErrForwardedHeaders.With("X-Forwarded-Host or X-Forwarded-Uri could not be read.")
 	}
 	rule := forwardRule(p.ForwardAuth, host, pth)
 	if rule == nil {
 		return nil, ErrAccessDenied
+	}
+	if alt != "" && forwardRule(p.ForwardAuth, host, alt) != rule {
+		// The app behind may read the path another way, under another
+		// rule (a bypass path opening an admin one): neither is believed.
+		return nil, ErrAccessDenied.With("This address's path reads differently to different servers (a ; or \\ beside a . or .. segment), under different access rules.")
 	}
 	if rule.Policy == ForwardAuthBypass {
 		return nil, nil
@@ -453,7 +478,7 @@ func (s *Service) ForwardAuthSignInTarget(ctx context.Context, projectID, rd str
 	if !ok || !hostUnder(host, p.ForwardAuth.CookieDomain) {
 		return nil, refused
 	}
-	pth, _ := forwardedPath(u.EscapedPath())
+	pth, _, _ := forwardedPath(u.EscapedPath())
 	return &ForwardAuthTarget{Project: p, RD: u.String(), CookieDomain: p.ForwardAuth.CookieDomain,
 		rule: forwardRule(p.ForwardAuth, host, pth), method: forwardAuthMethod}, nil
 }

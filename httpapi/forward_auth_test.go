@@ -166,6 +166,18 @@ func TestForwardAuthCheck(t *testing.T) {
 	// .. out of the bypass prefix is the path it resolves to.
 	wantError(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/public/..%2fadmin/"), ""), http.StatusFound, "SIGN_IN_REQUIRED")
 	wantError(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/public/../admin/x"), plain), http.StatusFound, "SIGN_IN_REQUIRED")
+	// A path a servlet container reads under another rule than nginx
+	// does (/public/..;/admin/ is /admin/ to Tomcat) is refused, signed
+	// in or not; one read alike by both passes.
+	for _, u := range []string{"/public/..;/admin/", "/public/..;x/admin/", "/public/.%2e;/admin/", "/public\\..\\admin/", "/public/..%5cadmin/"} {
+		r := ts.fwdCheck(ip, pid, fwdHeaders(app+u), mfaTok)
+		wantError(t, r, http.StatusForbidden, "ACCESS_DENIED")
+		if !strings.Contains(r.Body["error"].(string), "reads differently") {
+			t.Errorf("%s: refusal %q, want it to say why", u, r.Body["error"])
+		}
+	}
+	wantOK(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/public/a;v=1/style.css"), ""))
+	wantIdentity(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/page;jsessionid=1"), plain), ts.userByEmail("plain@example.com"), "")
 
 	// Signed in: the identity headers.
 	wantIdentity(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/page"), plain), ts.userByEmail("plain@example.com"), "")

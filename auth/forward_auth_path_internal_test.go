@@ -1,0 +1,30 @@
+package auth
+
+import "testing"
+
+// TestForwardedPath: the path rules see, and the servlet containers'
+// reading of it when that differs (";parameters" dropped, a backslash a
+// separator, before . and .. are resolved).
+func TestForwardedPath(t *testing.T) {
+	for _, c := range []struct {
+		uri, path, alt string
+	}{
+		{"/page?x=1", "/page", ""},
+		{"/public/../admin/", "/admin/", ""},
+		{"/public/..%2fadmin/", "/admin/", ""},
+		{"/public/..;/admin/", "/public/..;/admin/", "/admin/"},
+		{"/public/.%2e;x=1/admin", "/public/..;x=1/admin", "/admin"},
+		{"/public/..%5cadmin/", "/public/..\\admin/", "/admin/"},
+		{"/public;v=1/style.css", "/public;v=1/style.css", "/public/style.css"},
+		{"/page;jsessionid=1", "/page;jsessionid=1", "/page"},
+		{"/a;b/../c", "/c", ""},
+	} {
+		p, alt, ok := forwardedPath(c.uri)
+		if !ok || p != c.path || alt != c.alt {
+			t.Errorf("forwardedPath(%q) = %q, %q, %v; want %q, %q", c.uri, p, alt, ok, c.path, c.alt)
+		}
+	}
+	if _, _, ok := forwardedPath("/bad%zz"); ok {
+		t.Error("forwardedPath read a path that is not percent-encoded")
+	}
+}
