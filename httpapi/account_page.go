@@ -428,9 +428,9 @@ func accountTime(t string) string {
 	return strings.Replace(t[:16], "T", " ", 1) + " UTC"
 }
 
-var accountTmpl = template.Must(template.New("account").Funcs(template.FuncMap{"when": accountTime,
+var accountTmpl = newPageTemplate("account", template.FuncMap{"when": accountTime,
 	"since": func(t time.Time) string { return accountTime(t.UTC().Format(time.RFC3339)) },
-	"join":  func(s []string) string { return strings.Join(s, " ") }}).Parse(`<!doctype html>
+	"join":  func(s []string) string { return strings.Join(s, " ") }}).from(`<!doctype html>
 <html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
 <style nonce="{{.Nonce}}">:root{--accent:{{.Accent}}}body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1d1d1f;overflow-wrap:anywhere}
@@ -498,7 +498,7 @@ button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent)}bu
 {{define "passkey"}}{{with .Passkey}}<form method="post" action="{{$.Action}}{{.Action}}" id="passkey" data-mode="{{.Mode}}" data-options="{{.Options}}">
 <input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="challengeId" value="{{.ChallengeID}}"><input type="hidden" name="credential" value="">
 <p id="passkey-status" role="status"></p>
-<button type="button" id="passkey-button" hidden>{{if eq .Mode "create"}}Create the passkey{{else}}Confirm with a passkey{{end}}</button></form>{{end}}{{end}}`))
+<button type="button" id="passkey-button" hidden>{{if eq .Mode "create"}}Create the passkey{{else}}Confirm with a passkey{{end}}</button></form>{{end}}{{end}}`)
 
 // accountPasskeyScript runs the page's passkey ceremony when its button
 // is pressed: create (adding a passkey) or get (the step-up), the

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"html/template"
 	"net/http"
 	"net/url"
 
@@ -56,7 +55,7 @@ func (s *Server) accountMoreActions(w http.ResponseWriter, r *http.Request, p *p
 // step-up's SMS code form (once a code was texted; first, so that it
 // has the focus) and its send button, and the authenticator app's
 // removal on the overview.
-var _ = template.Must(accountTmpl.New("account-factors").Parse(`
+var _ = accountTmpl.add("account-factors", `
 {{define "stepup-sms-code"}}{{if and .StepUp.SMS .SMSSent}}<p class="notice" role="status">We texted a code to your phone ending in {{.StepUp.PhoneEnding}}.</p>
 <form method="post" action="{{.Action}}stepup-sms"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <label for="sms-code">Code from the text message</label>
@@ -66,4 +65,4 @@ var _ = template.Must(accountTmpl.New("account-factors").Parse(`
 {{if .SMSSent}}<button type="submit" class="alt">Text me a new code</button>{{else}}<p>Or get a code by text message to your phone ending in {{.StepUp.PhoneEnding}}.</p>
 <button type="submit"{{if or .StepUp.TOTP .Passkey}} class="alt"{{end}}>Text me a code</button>{{end}}</form>{{end}}{{end}}
 {{define "totp-remove"}}<form method="post" action="{{.Action}}totp-remove"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<button type="submit" class="alt">Remove the authenticator app</button></form>{{end}}`))
+<button type="submit" class="alt">Remove the authenticator app</button></form>{{end}}`)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"html/template"
 	"net/http"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -31,13 +30,13 @@ type oidcConsentAsk struct {
 }
 
 // oidcConsentTmpl is the consent form, a block of the pages' template.
-var _ = template.Must(oidcTmpl.New("consent").Parse(`<form method="post" action="{{.Action}}">
+var _ = oidcTmpl.add("consent", `<form method="post" action="{{.Action}}">
 <input type="hidden" name="authRequestID" value="{{.AuthRequestID}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <p>{{fillStrong .T.consent_asks "client" .Consent.ClientName}}</p>
 <ul>{{range .Consent.Scopes}}<li>{{.Text}}</li>{{end}}</ul>
 <button type="submit" name="decision" value="allow">{{.T.allow_button}}</button>
 <button type="submit" name="decision" value="deny" class="alt">{{.T.deny_button}}</button>
-</form>`))
+</form>`)
 
 // oidcConsent is the consent page.
 func (s *Server) oidcConsent(w http.ResponseWriter, r *http.Request, p *projectOP) {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -27,7 +26,7 @@ const oidcDeviceAuthorizationPath = "/device_authorization"
 
 func init() {
 	oidcPages[auth.OIDCDevicePath] = (*Server).oidcDevice
-	template.Must(oidcTmpl.New("device").Parse(oidcDeviceTmpl))
+	oidcTmpl.add("device", oidcDeviceTmpl)
 }
 
 // oidcDeviceAuthorization is the device authorization endpoint: a

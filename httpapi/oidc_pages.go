@@ -476,7 +476,7 @@ func noStore(w http.ResponseWriter) {
 	w.Header().Set("Pragma", "no-cache")
 }
 
-var oidcTmpl = template.Must(template.New("oidc").Funcs(pageFuncs).Parse(`<!doctype html>
+var oidcTmpl = newPageTemplate("oidc", pageFuncs).from(`<!doctype html>
 <html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
 <style nonce="{{.Nonce}}">:root{--accent:{{.Accent}}}body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
@@ -522,7 +522,7 @@ button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent);wi
 <button type="submit" class="alt">{{$.T.sms_button}}</button></form>{{end}}
 {{with .Others}}<ul>{{range .}}<li><a href="{{.URL}}">{{.Label}}</a></li>{{end}}</ul>{{end}}
 </div>{{end}}
-</main>{{if .Passkey}}<script nonce="{{.Nonce}}">` + passkeyScript + `</script>{{end}}</body></html>`))
+</main>{{if .Passkey}}<script nonce="{{.Nonce}}">` + passkeyScript + `</script>{{end}}</body></html>`)
 
 // bearerErrorWriter answers op's refusals of a userinfo token (a bare
 // 401 for a token it cannot verify, 403 for one the storage refuses)
