@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"latchkey/internal/testkit"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 // the oldest counted one leaves the minute.
 func TestActivityRollingMinute(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in-memory session activity")
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for i := 0; i < 60; i++ { // 60 at t0, 60 at t0+30
@@ -66,6 +68,7 @@ func TestActivityRollingMinute(t *testing.T) {
 // nothing new; sessions idle for a minute are dropped.
 func TestActivityTakeOncePerSession(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in-memory session activity")
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for i := 0; i < 100; i++ {
@@ -102,6 +105,7 @@ func TestActivityTakeOncePerSession(t *testing.T) {
 // unknown, is taken.
 func TestActivityTakeSkipsFirstMinute(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in-memory session activity")
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	a.hit("fresh", t0, t0, 1<<20)
@@ -127,6 +131,7 @@ func TestActivityTakeSkipsFirstMinute(t *testing.T) {
 // read (the commonest) or also made limited calls (a window of counts
 // each).
 func TestActivityMemoryBounded(t *testing.T) {
+	testkit.EngineFree(t, "counts in-memory session activity")
 	if testing.Short() {
 		t.Skip("allocates 400,000 session ids")
 	}
@@ -176,6 +181,7 @@ func TestActivityMemoryBounded(t *testing.T) {
 // limit, and nothing of it is published to the other replicas.
 func TestActivityReadsNotCounted(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in-memory session activity")
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	for range 1000 {
@@ -207,6 +213,7 @@ func TestActivityReadsNotCounted(t *testing.T) {
 // for the next, never lost with a dropped entry.
 func TestActivityNoSeenLost(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in-memory session activity")
 	a := newActivity(1024)
 	const t0 = int64(1_800_000_000)
 	ids := []string{"a", "b", "c", "d"}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"latchkey/internal/testkit"
 	"slices"
 	"sync"
 	"testing"
@@ -115,6 +116,7 @@ func TestKeyRevokeNotLostToStaleFill(t *testing.T) {
 // under a lock here, so only the cache's own protocol is tested.
 func TestCacheStress(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "stresses an in-memory cache")
 	var c cache[int]
 	var mu sync.Mutex
 	stored := map[string]int{}

@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"latchkey/internal/testkit"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 // headers on: a forged X-Original-URL behind Caddy, or forged
 // X-Forwarded-* behind nginx, are refused (400), never believed.
 func TestParseForwardedHeaders(t *testing.T) {
+	testkit.EngineFree(t, "parses a proxy's headers")
 	const app = "https://app.example.com/page?x=1"
 	for _, c := range []struct {
 		name             string

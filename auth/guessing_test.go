@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"latchkey/internal/testkit"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 // failure counts start no lockout.
 func TestTOTPLockoutDurations(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "computes lockout durations")
 	for _, c := range []struct {
 		failures int
 		want     time.Duration

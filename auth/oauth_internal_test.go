@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"errors"
+	"latchkey/internal/testkit"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 func TestCheckAZP(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "checks ID token claims in memory")
 	tests := []struct {
 		aud []string
 		azp string
@@ -39,6 +41,7 @@ func TestCheckAZP(t *testing.T) {
 
 func TestEmailVerified(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "reads ID token claims in memory")
 	tests := []struct {
 		typ      string
 		verified any
@@ -69,6 +72,7 @@ func TestEmailVerified(t *testing.T) {
 
 func TestUsableSubject(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "checks ID token subjects in memory")
 	for sub, want := range map[string]bool{
 		"248289761001": true, "a1b2-c3d4": true, "ünïcödé": true, strings.Repeat("s", 255): true,
 		"": false, strings.Repeat("s", 256): false, "a\x00b": false, "a\nb": false, "\xff": false, "a\u0085b": false,
@@ -81,6 +85,7 @@ func TestUsableSubject(t *testing.T) {
 
 func TestCheckIssuer(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "checks issuers in memory")
 	tests := []struct {
 		issuer         string
 		public, anyone bool // accepted without and with allowPrivate

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"latchkey/internal/testkit"
 	"slices"
 	"strings"
 	"testing"
@@ -93,6 +94,7 @@ func TestOIDCMustSignInAgain(t *testing.T) {
 
 func TestOIDCMinter(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "encrypts codes in memory")
 	var m OIDCMinter
 	code, err := m.Encrypt("0195f3a0-0000-7000-8000-000000000001")
 	if err != nil || !strings.HasPrefix(code, "0195f3a0-0000-7000-8000-000000000001.") || len(code) != 36+1+43 {

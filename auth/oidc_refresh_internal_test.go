@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"latchkey/internal/testkit"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,6 +34,7 @@ func FuzzParseJTI(f *testing.F) {
 
 // TestParseJTI: the jti mintAccessToken makes is read back.
 func TestParseJTI(t *testing.T) {
+	testkit.EngineFree(t, "parses token ids")
 	exp := time.Unix(1790000000, 0)
 	gid, got, ok := parseJTI("0195f3a0-0000-7000-8000-000000000091." + strconv.FormatInt(exp.Unix(), 10) + ".abcdefghijkl")
 	if !ok || gid != "0195f3a0-0000-7000-8000-000000000091" || !got.Equal(exp) {
@@ -68,6 +70,7 @@ func FuzzIsOIDCRefreshToken(f *testing.F) {
 // grant, always for a first-party one with it; openid always; the
 // client's scopes only; each once, in order.
 func TestRequestScopes(t *testing.T) {
+	testkit.EngineFree(t, "parses scopes")
 	for _, c := range []struct {
 		name   string
 		grants []string

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"latchkey/internal/testkit"
 	"os"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 // TestPageTextKeysDocumented: docs/oidc.md lists every text key of the
 // hosted pages with its built-in English.
 func TestPageTextKeysDocumented(t *testing.T) {
+	testkit.EngineFree(t, "compares the page texts with the docs")
 	doc, err := os.ReadFile("../docs/oidc.md")
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +26,7 @@ func TestPageTextKeysDocumented(t *testing.T) {
 // TestPageLocaleChain: ui_locales first, then Accept-Language, each tag
 // with its parents, then en; bad tags are skipped.
 func TestPageLocaleChain(t *testing.T) {
+	testkit.EngineFree(t, "computes locale chains")
 	for _, c := range []struct {
 		ui     []string
 		accept string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"latchkey/internal/testkit"
 	"reflect"
 	"testing"
 	"time"
@@ -286,6 +287,7 @@ func TestTakeChallenge(t *testing.T) {
 // object; anything else is a validation error before anything is spent.
 func TestCheckFinish(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "checks a ceremony body in memory")
 	for _, tc := range []struct {
 		id   string
 		cred string

@@ -13,6 +13,7 @@ import (
 
 func TestRiskVelocity(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in the in-memory risk engine")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	ip := netip.MustParseAddr("203.0.113.9")
@@ -38,6 +39,7 @@ func TestRiskVelocity(t *testing.T) {
 
 func TestRiskWindowSlides(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in the in-memory risk engine")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	ip := netip.MustParseAddr("2001:db8::1")
@@ -140,6 +142,7 @@ func TestRiskBoundWithBlockedAddresses(t *testing.T) {
 // check-then-count let 94 to 148 through.
 func TestRiskReserveIsAtomic(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in the in-memory risk engine")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	k := ipKey("p", netip.MustParseAddr("203.0.113.9"))
@@ -173,6 +176,7 @@ func TestRiskReserveIsAtomic(t *testing.T) {
 // slot only while in flight; they never count and never block.
 func TestRiskReserveSuccessFreesSlot(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in the in-memory risk engine")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	k := riskKey{project: "p", kind: riskByEmail, account: "a@example.com"}
@@ -201,6 +205,7 @@ func TestRiskReserveSuccessFreesSlot(t *testing.T) {
 // their /64 is one key; the next /64 is another.
 func TestRiskIPv6CountsPerSlash64(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "counts in the in-memory risk engine")
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	r := NewRisk(func() time.Time { return now })
 	for i := 0; i <= RiskMaxFailures; i++ {

@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"latchkey/internal/testkit"
 	"strconv"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func (ts *testService) deviceClient(name string, requireMFA bool) auth.ClientVie
 // spaces and dashes; anything else is not a code.
 func TestOIDCDeviceUserCodeForms(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "normalizes device user codes")
 	for typed, want := range map[string]string{
 		"BCDF-GHJK": "BCDF-GHJK", "bcdfghjk": "BCDF-GHJK", " bc df-gh jk ": "BCDF-GHJK", "BCDFGHJ-K": "BCDF-GHJK",
 		"": "", "BCDF-GHJ": "", "BCDF-GHJKL": "", "ABCD-EFGH": "", "BCDF-GHJ1": "", "BCDF_GHJK": "", "ВCDF-GHJK": "",

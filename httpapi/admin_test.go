@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"latchkey/internal/testkit"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -300,6 +301,7 @@ func TestAdminBackupNotSupported(t *testing.T) {
 
 func TestRoutingErrors(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "checks the router and the body limit")
 	ts := newTestServer(t)
 	for _, path := range []string{"/api/v1/nope", "/nope", "/", "/api/v1", "/api/v1/health/", "/api/v2/health", "/api/v1/admin/nope"} {
 		r := ts.do("GET", path, "", nil)

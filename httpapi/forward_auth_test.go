@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"latchkey/internal/testkit"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -234,6 +235,7 @@ func TestForwardAuthCheck(t *testing.T) {
 // passed on), 400 FORWARDED_HEADERS_MISSING naming them.
 func TestForwardAuthProxyHeaders(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "refuses a proxy's headers before any store call")
 	ts := newFwdServer(t)
 	pid := ts.Project.ID
 	app := "http://app." + faDomain

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"latchkey/internal/testkit"
 	"math"
 	"net/http"
 	"strings"
@@ -175,6 +176,7 @@ func TestMetrics(t *testing.T) {
 // UNAUTHORIZED without the admin token.
 func TestMetricsNeedAdminToken(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "refuses requests without the admin token")
 	ts := newTestServer(t)
 	for _, tok := range []string{"", ts.Key, "adm_wrongwrongwrongwrongwrong"} {
 		r := ts.do("GET", "/metrics", tok, nil)

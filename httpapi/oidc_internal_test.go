@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"latchkey/internal/testkit"
 	"testing"
 )
 
@@ -10,6 +11,7 @@ import (
 // first, and keeps nothing for a failed build.
 func TestProvidersCacheBounded(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "fills an in-memory cache")
 	c := &oidcProviders{max: 2}
 	built := map[string]int{}
 	get := func(id string) *projectOP {

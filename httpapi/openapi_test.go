@@ -26,6 +26,7 @@ import (
 // every reference and validates it against the OpenAPI 3.1 schema.
 func TestOpenAPIDocumentValid(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "validates the OpenAPI document")
 	raw, err := os.ReadFile("openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +95,7 @@ var routeParam = regexp.MustCompile(`:([A-Za-z]+)`)
 // the demo page are not API (specSkipped).
 func TestOpenAPIRoutes(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "compares the route table with the document")
 	ts := newTestServer(t)
 	srv := httpapi.New(ts.Svc, httpapi.Config{Webhooks: ts.Hooks})
 	routed := map[string]bool{}
@@ -147,6 +149,7 @@ func sortedKeys(m map[string]bool) []string {
 // and a 500 answer.
 func TestOpenAPIOperationsComplete(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "reads the OpenAPI document")
 	ids := map[string]string{}
 	for path, ops := range readSpecDoc(t).Paths {
 		for method, op := range ops {
@@ -178,6 +181,7 @@ var errorCode = regexp.MustCompile(`newErr\((?:http\.Status\w+, )?"([A-Z_]+)"`)
 // declared code is mentioned by the document.
 func TestOpenAPIErrorCodes(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "compares the OpenAPI document with the sources")
 	raw, err := os.ReadFile("openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +255,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 // authentication, the embedded file as JSON, an ETag that answers 304.
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "serves the embedded OpenAPI document")
 	ts := newTestServer(t)
 	r := ts.do("GET", "/api/v1/openapi.json", "", nil)
 	if r.Status != http.StatusOK {
@@ -358,6 +363,7 @@ func TestOpenAPIErrorPaths(t *testing.T) {
 // openapi.json. With LATCHKEY_UPDATE_OPENAPI=1 (go generate) it writes
 // openapi.json.gz from openapi.json instead.
 func TestOpenAPICompressed(t *testing.T) {
+	testkit.EngineFree(t, "compares a file with its gzipped copy")
 	raw, err := os.ReadFile("openapi.json")
 	if err != nil {
 		t.Fatal(err)

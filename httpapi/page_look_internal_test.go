@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"latchkey/internal/testkit"
 	"regexp"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 // ({{.T.key}}, {{$.T.key}}, fill of a key) is a key of the built-in
 // texts, so none renders empty; and the templates do look texts up.
 func TestPageTemplatesUseKnownKeys(t *testing.T) {
+	testkit.EngineFree(t, "parses the page templates")
 	used := regexp.MustCompile(`\.T\.([A-Za-z0-9_]+)`)
 	n := 0
 	for _, tmpl := range append(oidcTmpl.Templates(), accountTmpl.Templates()...) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"latchkey/internal/testkit"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 func TestPanicIsInternalError(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "serves a panicking route without a store")
 	var logs bytes.Buffer
 	s := New(nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.router.GET("/boom", func(http.ResponseWriter, *http.Request, httprouter.Params) {
@@ -44,6 +46,7 @@ func TestPanicIsInternalError(t *testing.T) {
 
 func TestClientIP(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "parses client addresses")
 	s := &Server{proxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
 	cases := []struct {
 		name, peer, xff, endUser string

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"latchkey/internal/testkit"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -110,6 +111,7 @@ var statusTable = []struct {
 // (INTERNAL_ERROR, INVALID_CREDENTIAL, API_KEY_NOT_FOUND) are told apart.
 func TestStatusOf(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "maps errors to statuses")
 	for _, tc := range statusTable {
 		for _, e := range []*auth.Error{tc.err, tc.err.With("other text"), tc.err.Because(errors.New("cause")), tc.err.WithRetry(time.Second)} {
 			if got := statusOf(e); got != tc.status {
@@ -129,6 +131,7 @@ func TestStatusOf(t *testing.T) {
 // is in statusTable, so a new one cannot fall to 500 unnoticed.
 func TestStatusTableComplete(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "parses auth/errors.go")
 	f, err := parser.ParseFile(token.NewFileSet(), "../auth/errors.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +168,7 @@ func TestStatusTableComplete(t *testing.T) {
 // and Retry-After.
 func TestRouteStatus(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "writes an error envelope")
 	s := &Server{log: slog.New(slog.DiscardHandler)}
 	rec := httptest.NewRecorder()
 	s.writeError(rec, withStatus(http.StatusUnauthorized, auth.ErrRateLimitExceeded.WithRetry(1500*time.Millisecond)))

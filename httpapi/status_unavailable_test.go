@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"latchkey/internal/testkit"
 	"testing"
 
 	"latchkey/auth"
@@ -15,6 +16,7 @@ import (
 // stay 401.
 func TestStatusOfUnavailable(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "maps errors to statuses")
 	down := fmt.Errorf("%w: the database system is starting up", store.ErrUnavailable)
 	for _, tc := range []struct {
 		name   string
