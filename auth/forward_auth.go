@@ -51,7 +51,8 @@ const (
 	ForwardAuthSignInPath = "/signin"
 	// ForwardAuthCodePath takes the emailed code.
 	ForwardAuthCodePath = "/signin/code"
-	// ForwardAuthSecondFactorPath takes a TOTP code.
+	// ForwardAuthSecondFactorPath takes the second factor's code: the
+	// authenticator app's, one texted to the phone, or a backup code.
 	ForwardAuthSecondFactorPath = "/signin/mfa"
 	// ForwardAuthLogoutPath ends the browser's session (?rd= where to
 	// go next, under the cookie domain); it is the providers'
@@ -189,6 +190,9 @@ func cleanPath(p string) string {
 	if p == "" {
 		return "/"
 	}
+	if isCleanPath(p) {
+		return p
+	}
 	c := path.Clean("/" + p)
 	if strings.HasSuffix(p, "/") && c != "/" {
 		c += "/"
@@ -274,6 +278,9 @@ func ParseForwardedRequest(proto, host, uri string) (ForwardedRequest, error) {
 // ParseOriginalURL reads nginx's X-Original-URL (scheme://host/uri) as
 // a ForwardedRequest.
 func ParseOriginalURL(raw string) (ForwardedRequest, error) {
+	if scheme, host, uri, ok := originalURLPlain(raw); ok {
+		return ParseForwardedRequest(scheme, host, uri)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil {
 		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Original-URL must be the original request's absolute URL (http or https).")
@@ -377,26 +384,27 @@ type ForwardIdentity struct {
 // ForwardAuthCheck answers a proxy about request f for projectID's
 // forward-auth, with cookie the value of the project's forward-auth
 // cookie ("" without): the identity of the signed-in user when a rule
-// lets the request through (nil for a bypass rule), 401
+// lets the request through (the zero identity, UserID "", for a bypass
+// rule; a value, so that the check allocates none), 401
 // SIGN_IN_REQUIRED when it needs a sign-in or a second factor the
 // cookie does not give, 403 ACCESS_DENIED when no rule covers it or
 // the user is in none of its groups, 404 PROJECT_NOT_FOUND. The
 // project comes from the project cache; the session is checked as
 // every session token is (GET /session's check), whose state names the
 // user: no transaction for a session the store knows.
-func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f ForwardedRequest, cookie string) (*ForwardIdentity, error) {
+func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f ForwardedRequest, cookie string) (ForwardIdentity, error) {
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
-		return nil, err
+		return ForwardIdentity{}, err
 	}
 	host, ok := forwardedHost(f.Host)
 	pth, alt, ok2 := forwardedPath(f.URI)
 	if !ok || !ok2 {
-		return nil, ErrForwardedHeaders.With("X-Forwarded-Host or X-Forwarded-Uri could not be read.")
+		return ForwardIdentity{}, ErrForwardedHeaders.With("X-Forwarded-Host or X-Forwarded-Uri could not be read.")
 	}
 	rule := forwardRule(p.ForwardAuth, host, pth)
 	if rule == nil {
-		return nil, ErrAccessDenied
+		return ForwardIdentity{}, ErrAccessDenied
 	}
 	if alt != "" && forwardRule(p.ForwardAuth, host, alt) != rule {
 		// The app behind may read the path another way, under another
@@ -404,34 +412,34 @@ func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f Forw
 		return nil, ErrAccessDenied.With("This address's path reads differently to different servers (a ; or \\ beside a . or .. segment), under different access rules.")
 	}
 	if rule.Policy == ForwardAuthBypass {
-		return nil, nil
+		return ForwardIdentity{}, nil
 	}
 	tok := strings.TrimSpace(cookie) // as a bearer header's token is read
 	if tok == "" {
-		return nil, ErrSignInRequired
+		return ForwardIdentity{}, ErrSignInRequired
 	}
 	pr, _, st, now, err := s.authenticateToken(ctx, tok)
 	if err != nil {
 		if e := AsError(err); e.Is(ErrUnavailable) || e.Code == ErrInternal.Code {
-			return nil, err
+			return ForwardIdentity{}, err
 		}
-		return nil, ErrSignInRequired
+		return ForwardIdentity{}, ErrSignInRequired
 	}
 	if pr.ProjectID != p.ID {
-		return nil, ErrSignInRequired
+		return ForwardIdentity{}, ErrSignInRequired
 	}
 	s.activity.seen(pr.SessionID, pr.IssuedAt, now)
 	if secondFactorPending(st.Proofs, store.Enrolled{TOTP: st.TOTP, SMS: st.SMS}) ||
 		(rule.Policy == ForwardAuthMFA && !secondFactorProven(st.Proofs)) {
-		return nil, ErrSignInRequired.With("This address requires a second factor: sign in with it.")
+		return ForwardIdentity{}, ErrSignInRequired.With("This address requires a second factor: sign in with it.")
 	}
 	// Who the user is comes with the session's state, from the store's
 	// memory (a user's change drops it there; disabling or deleting a
 	// user deletes the sessions).
 	if len(rule.Groups) > 0 && !slices.ContainsFunc(st.Groups, func(g string) bool { return slices.Contains(rule.Groups, g) }) {
-		return nil, ErrAccessDenied.With("This account is not in a group this address admits.")
+		return ForwardIdentity{}, ErrAccessDenied.With("This account is not in a group this address admits.")
 	}
-	return &ForwardIdentity{UserID: pr.UserID, Email: st.Email, Name: st.Name, Groups: st.Groups}, nil
+	return ForwardIdentity{UserID: pr.UserID, Email: st.Email, Name: st.Name, Groups: st.Groups}, nil
 }
 
 // ForwardAuthTarget is a sign-in for a proxied app: the project and

@@ -39,6 +39,9 @@ type benchEnv struct {
 	project *store.Project
 	client  *http.Client
 	mailed  *mailtest.Codes // with newMailedBenchEnv: the codes, as mailed
+	// fwdFloor answers GET /bench/floor-forward-auth/:projectId, the
+	// floor of a forward-auth request.
+	fwdFloor *forwardAuthFloor
 }
 
 // file returns the bbolt file under e, skipping the benchmark on other
@@ -117,12 +120,16 @@ func newBenchEnvWith(b *testing.B, db store.DB, mailed bool) *benchEnv {
 			Value   string `json:"value"`
 		}{true, "floor"})
 	}))
+	// The floor of a forward-auth request (forward_auth_bench_test.go).
+	fwdFloor := &forwardAuthFloor{}
+	s.router.GET("/bench/floor-forward-auth/:projectId", fwdFloor.serve)
 	hs.Config.Handler = s
 	hs.Start()
 	b.Cleanup(hs.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}
 	b.Cleanup(tr.CloseIdleConnections)
-	return &benchEnv{url: url, svc: svc, server: s, db: db, keys: keys, key: boot.APIKey, project: boot.Project, client: &http.Client{Transport: tr}, mailed: box}
+	return &benchEnv{url: url, svc: svc, server: s, db: db, keys: keys, key: boot.APIKey, project: boot.Project, client: &http.Client{Transport: tr}, mailed: box,
+		fwdFloor: fwdFloor}
 }
 
 // load runs b.N requests from conc goroutines and reports req/s, p99,
@@ -316,28 +323,42 @@ func BenchmarkSessionRatios(b *testing.B) {
 
 // ratiosAgainst runs the experiment of a "floor, GET /session, X"
 // benchmark: rounds of ratioRound over kinds (the floor, GET /session and
-// the kind measured, in that order), reporting the median round's shares
-// of X against each (rate, and CPU per request) as name-%floor,
-// name-%session, name-cpu-%floor and name-cpu-%session. It returns X's
-// shares of GET /session's rate, sorted.
+// the kind measured, in that order, then any other floors), reporting the
+// median round's shares of X against each (rate, and CPU per request) as
+// name-%floor, name-%session, name-cpu-%floor and name-cpu-%session, and
+// for another floor F name-%F and name-cpu-%F, with F's own shares of the
+// floor as F-%floor and F-cpu-%floor. It returns X's shares of GET
+// /session's rate, sorted.
 func (e *benchEnv) ratiosAgainst(b *testing.B, name string, kinds []ratioKind) []float64 {
 	const rounds = 7
-	var ofFloor, ofSession, cpuOfFloor, cpuOfSession []float64
+	type metric struct {
+		name     string
+		num, den int  // rate[num]/rate[den], or cpu[den]/cpu[num]
+		cpu      bool // by CPU time per request
+		v        []float64
+	}
+	ms := []*metric{{name: name + "-%floor", num: 2, den: 0}, {name: name + "-%session", num: 2, den: 1},
+		{name: name + "-cpu-%floor", num: 2, den: 0, cpu: true}, {name: name + "-cpu-%session", num: 2, den: 1, cpu: true}}
+	for k := 3; k < len(kinds); k++ {
+		f := kinds[k].name
+		ms = append(ms, &metric{name: name + "-%" + f, num: 2, den: k}, &metric{name: name + "-cpu-%" + f, num: 2, den: k, cpu: true},
+			&metric{name: f + "-%floor", num: k, den: 0}, &metric{name: f + "-cpu-%floor", num: k, den: 0, cpu: true})
+	}
 	for round := range rounds {
 		rate, cpu := e.ratioRound(b, round, kinds)
-		ofFloor = append(ofFloor, rate[2]/rate[0])
-		ofSession = append(ofSession, rate[2]/rate[1])
-		cpuOfFloor = append(cpuOfFloor, float64(cpu[0])/float64(cpu[2]))
-		cpuOfSession = append(cpuOfSession, float64(cpu[1])/float64(cpu[2]))
+		for _, m := range ms {
+			if m.cpu {
+				m.v = append(m.v, float64(cpu[m.den])/float64(cpu[m.num]))
+			} else {
+				m.v = append(m.v, rate[m.num]/rate[m.den])
+			}
+		}
 	}
-	for _, m := range []struct {
-		name string
-		v    []float64
-	}{{"-%floor", ofFloor}, {"-%session", ofSession}, {"-cpu-%floor", cpuOfFloor}, {"-cpu-%session", cpuOfSession}} {
+	for _, m := range ms {
 		slices.Sort(m.v)
-		b.ReportMetric(100*m.v[rounds/2], name+m.name)
+		b.ReportMetric(100*m.v[rounds/2], m.name)
 	}
-	return ofSession
+	return ms[1].v
 }
 
 // ratioKind is one kind of request a ratio benchmark compares.

@@ -52,10 +52,7 @@ func (s *Server) forwardAuth(w http.ResponseWriter, r *http.Request, ps httprout
 		s.writeError(w, err)
 		return
 	}
-	cookie := ""
-	if c, err := r.Cookie(fwdCookie + projectID); err == nil {
-		cookie = c.Value
-	}
+	cookie, _ := cookieValue(r.Header, fwdCookie, projectID)
 	id, err := s.auth.ForwardAuthCheck(r.Context(), projectID, f, cookie)
 	if err != nil {
 		if auth.AsError(err).Is(auth.ErrSignInRequired) {
@@ -69,12 +66,11 @@ func (s *Server) forwardAuth(w http.ResponseWriter, r *http.Request, ps httprout
 		s.writeError(w, err)
 		return
 	}
-	h := w.Header()
-	if id != nil {
-		h[hdrRemoteUser] = []string{id.UserID}
-		h[hdrRemoteEmail] = []string{id.Email}
-		h[hdrRemoteGroups] = []string{strings.Join(id.Groups, ",")}
-		h[hdrRemoteName] = []string{id.Name}
+	if id.UserID != "" { // none for a bypass rule
+		// Canonical keys, assigned: one slice holds the four values.
+		v := []string{id.UserID, id.Email, strings.Join(id.Groups, ","), id.Name}
+		h := w.Header()
+		h[hdrRemoteUser], h[hdrRemoteEmail], h[hdrRemoteGroups], h[hdrRemoteName] = v[0:1:1], v[1:2:2], v[2:3:3], v[3:4:4]
 	}
 	ok(w, nil)
 }
@@ -93,7 +89,7 @@ func (s *Server) forwardedRequest(r *http.Request) (auth.ForwardedRequest, bool,
 		return auth.ForwardedRequest{}, false, auth.ErrUntrustedProxy
 	}
 	h := r.Header
-	return auth.ParseForwardedHeaders(h.Get("X-Original-URL"), h.Get("X-Forwarded-Proto"), h.Get("X-Forwarded-Host"), h.Get("X-Forwarded-Uri"))
+	return auth.ParseForwardedHeaders(headerValue(h, hdrOriginalURL), headerValue(h, hdrForwardedProto), headerValue(h, hdrForwardedHost), headerValue(h, hdrForwardedURI))
 }
 
 // forwardAuthPage serves the sign-in pages of proxied apps and the
@@ -221,66 +217,7 @@ func (s *Server) forwardAuthCode(w http.ResponseWriter, r *http.Request, p *proj
 		s.forwardAuthForm(w, r, p, t, statusOf(e), "code", email, e.Message)
 		return
 	}
-	pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, l.Token)
-	if err != nil {
-		s.oidcFail(w, err)
-		return
-	}
-	s.setSSOCookie(w, p, l.Token)
-	s.setForwardAuthCookie(w, p, t, pr, l.Token)
-	s.forwardAuthNext(w, r, p, t, pr, l.Token, email)
-}
-
-// forwardAuthFactor asks session pr for its second factor: the
-// authenticator app's code when the user has one enrolled, else a code
-// texted to the enrolled phone (sent now, through the API's use case and
-// its throttle; a refused send shows why on the same form).
-func (s *Server) forwardAuthFactor(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, pr *auth.Principal) {
-	opts, err := s.auth.AccountStepUpOptions(r.Context(), pr)
-	if err != nil {
-		s.oidcFail(w, err)
-		return
-	}
-	if opts.TOTP || !opts.SMS {
-		s.forwardAuthForm(w, r, p, t, http.StatusOK, "mfa", "", "")
-		return
-	}
-	if err := s.auth.SendSMSCode(r.Context(), pr, "", s.meta(r, false)); err != nil {
-		e := auth.AsError(err)
-		s.forwardAuthForm(w, r, p, t, statusOf(e), "mfa-sms", "", e.Message)
-		return
-	}
-	s.forwardAuthForm(w, r, p, t, http.StatusOK, "mfa-sms", "", "")
-}
-
-// forwardAuthSecondFactor checks the second factor's code on the
-// browser's session: the authenticator app's when the user has one,
-// else the code texted to the enrolled phone.
-func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) {
-	pr, tok := s.forwardAuthSession(r, p)
-	if pr == nil {
-		s.forwardAuthForm(w, r, p, t, http.StatusUnauthorized, "email", "", "Your sign-in has ended: sign in again.")
-		return
-	}
-	ctx, code, m := r.Context(), r.PostForm.Get("code"), s.meta(r, false)
-	opts, err := s.auth.AccountStepUpOptions(ctx, pr)
-	if err != nil {
-		s.oidcFail(w, err)
-		return
-	}
-	form := "mfa"
-	if opts.TOTP || !opts.SMS {
-		err = s.auth.VerifyTOTP(ctx, pr, code, m)
-	} else {
-		form = "mfa-sms"
-		err = s.auth.VerifySMSCode(ctx, pr, code, m)
-	}
-	if err != nil {
-		e := auth.AsError(err)
-		s.forwardAuthForm(w, r, p, t, statusOf(e), form, "", e.Message)
-		return
-	}
-	s.forwardAuthNext(w, r, p, t, pr, tok, "")
+	s.forwardAuthSignedIn(w, r, p, t, l, email)
 }
 
 // setForwardAuthCookie gives the browser tok, pr's session token, as the
@@ -302,7 +239,8 @@ func (s *Server) setForwardAuthCookie(w http.ResponseWriter, p *projectOP, t *au
 		MaxAge: max(1, int(pr.ExpiresAt-s.auth.Now().Unix())), HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 }
 
-// forwardAuthForm shows form ("email", "code", "mfa" or "mfa-sms") for target t
+// forwardAuthForm shows form ("email" or "code"; the second factor's:
+// forwardAuthFactorForm) for target t
 // with the hosted pages' template, email filled in and an error, if
 // any.
 func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, status int, form, email, errText string) {
@@ -313,10 +251,6 @@ func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *proj
 		d.Title, d.Text, d.Action = "sign_in_title", "sign_in_text", p.issuer+auth.ForwardAuthSignInPath+q
 	case "code":
 		d.Title, d.Text, d.Action = "code_title", "code_text", p.issuer+auth.ForwardAuthCodePath+q
-	case "mfa":
-		d.Title, d.Text, d.Action = "mfa_title", "mfa_totp_text", p.issuer+auth.ForwardAuthSecondFactorPath+q
-	case "mfa-sms": // the same form, for the code texted to the phone
-		d.Form, d.Title, d.Text, d.Action = "mfa", "mfa_title", "mfa_sms_sent_text", p.issuer+auth.ForwardAuthSecondFactorPath+q
 	}
 	s.oidcRender(w, status, d)
 }
