@@ -409,7 +409,7 @@ func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f Forw
 	if alt != "" && forwardRule(p.ForwardAuth, host, alt) != rule {
 		// The app behind may read the path another way, under another
 		// rule (a bypass path opening an admin one): neither is believed.
-		return nil, ErrAccessDenied.With("This address's path reads differently to different servers (a ; or \\ beside a . or .. segment), under different access rules.")
+		return ForwardIdentity{}, ErrAccessDenied.With("This address's path reads differently to different servers (a ; or \\ beside a . or .. segment), under different access rules.")
 	}
 	if rule.Policy == ForwardAuthBypass {
 		return ForwardIdentity{}, nil
