@@ -40,6 +40,10 @@ const AccountFormLifetime = time.Hour
 // missing, from another browser, or older than AccountFormLifetime.
 var ErrStaleForm = ErrForbidden.With("This form is out of date: it was opened too long ago or in another browser. Reload the account page and try again.")
 
+// errPasskeyOtherAccount refuses a step-up by a passkey of another
+// account than the session's.
+var errPasskeyOtherAccount = ErrInvalidCredential.With("This passkey belongs to another account.")
+
 // accountFormDomain is the keyed-hash domain of the account page's
 // CSRF tokens.
 const accountFormDomain = "account-form"
@@ -277,7 +281,7 @@ func (s *Service) AccountFinishPasskeyStepUp(ctx context.Context, pr *Principal,
 		if err := s.Logout(ctx, other, LogoutThis); err != nil && !errors.Is(err, ErrInvalidSession) {
 			return nil, err
 		}
-		return nil, ErrInvalidCredential.With("This passkey belongs to another account.")
+		return nil, errPasskeyOtherAccount
 	}
 	if err := s.Logout(ctx, pr, LogoutThis); err != nil && !errors.Is(err, ErrInvalidSession) {
 		return nil, err

@@ -80,6 +80,13 @@ var (
 	ErrAccessDenied = newErr("ACCESS_DENIED", "", "No access rule of this project allows this address.")
 )
 
+// Refusals of a forward-auth sign-in page's target: a project without
+// forward-auth, and an address to return to outside its cookie domain.
+var (
+	errNoForwardAuth        = ErrAccessDenied.With("This project does not protect apps behind a proxy.")
+	errReturnNotUnderDomain = ErrInvalidRedirect.With("The address to return to is not under this project's forward-auth cookie domain, so this page does not send you there. Open the application you want to use again.")
+)
+
 // errNoForwardSecondFactor: a rule requires a second factor the user
 // has not enrolled (enrolling on the pages comes later).
 var errNoForwardSecondFactor = ErrStepUpRequired.With("This address requires a second factor (an authenticator app or a phone), and this account has none. Add one in your account settings, then sign in again.")
@@ -472,9 +479,9 @@ func (s *Service) ForwardAuthSignInTarget(ctx context.Context, projectID, rd str
 		return nil, err
 	}
 	if p.ForwardAuth == nil {
-		return nil, ErrAccessDenied.With("This project does not protect apps behind a proxy.")
+		return nil, errNoForwardAuth
 	}
-	refused := ErrInvalidRedirect.With("The address to return to is not under this project's forward-auth cookie domain, so this page does not send you there. Open the application you want to use again.")
+	refused := errReturnNotUnderDomain
 	if rd == "" || len(rd) > 4096 {
 		return nil, refused
 	}

@@ -222,7 +222,7 @@ func (s *Service) OIDCEndSessionRequest(ctx context.Context, projectID string, v
 			return err
 		})
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, Invalid("The application that sent you here is not known to this sign-in service.")
+			return nil, ErrUnknownClient
 		} else if err != nil {
 			return nil, internal(err)
 		}
@@ -232,11 +232,11 @@ func (s *Service) OIDCEndSessionRequest(ctx context.Context, projectID string, v
 			return nil, Invalid("The sign-out request asks to return to an address without saying which application it is from.")
 		}
 		if !slices.Contains(c.PostLogoutRedirectURIs, in.PostLogoutRedirectURI) {
-			return nil, Invalid("The application that sent you here asked to return to an address it has not registered.")
+			return nil, ErrUnregisteredReturn
 		}
 		u, err := url.Parse(in.PostLogoutRedirectURI)
 		if err != nil {
-			return nil, Invalid("The application that sent you here asked to return to an address it has not registered.")
+			return nil, ErrUnregisteredReturn
 		}
 		if in.State != "" {
 			q := u.Query()

@@ -219,7 +219,7 @@ func (s *Service) verifyOTP(ctx context.Context, p *store.Project, in OTPInput, 
 		}
 		c, err := tx.Code(codeKindOTP, p.ID, email)
 		if errors.Is(err, store.ErrNotFound) {
-			return a.fail(tx, ErrInvalidCode.With("No code is pending for this address. Request a new code."))
+			return a.fail(tx, errNoPendingCode)
 		} else if err != nil {
 			return err
 		}
@@ -279,18 +279,25 @@ func (s *Service) Rejected(ctx context.Context, p *store.Project, method, action
 	return s.attempt(ctx, projectID, method, action, m).reject(err)
 }
 
+// The refusals of a code's shape and of a code when none is pending.
+var (
+	errCodeRequired  = Invalid("code is required.")
+	errCodeNotDigits = Invalid("code must be a string of digits.")
+	errNoPendingCode = ErrInvalidCode.With("No code is pending for this address. Request a new code.")
+)
+
 // checkCodeShape rejects an empty or non-digit code (400); the length is
 // not checked here, a wrong length is simply a wrong code.
 func checkCodeShape(code string) error {
 	if code == "" {
-		return Invalid("code is required.")
+		return errCodeRequired
 	}
 	if len(code) > 16 {
-		return Invalid("code must be a string of digits.")
+		return errCodeNotDigits
 	}
 	for i := 0; i < len(code); i++ {
 		if code[i] < '0' || code[i] > '9' {
-			return Invalid("code must be a string of digits.")
+			return errCodeNotDigits
 		}
 	}
 	return nil

@@ -12,6 +12,9 @@ import (
 	"latchkey/store"
 )
 
+// errPasskeyRegistered refuses a passkey the user already has.
+var errPasskeyRegistered = ErrInvalidCredential.With("This passkey is already registered.")
+
 // BeginPasskeyRegistration starts adding a passkey. With pr (a session)
 // it is for that user, excluding the credentials they already have,
 // needs recent authentication (requireRecentAuth; else 403
@@ -185,7 +188,7 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 		}
 		credID := base64.RawURLEncoding.EncodeToString(cred.ID)
 		if _, err := tx.Passkey(p.ID, credID); err == nil {
-			return a.fail(tx, ErrInvalidCredential.With("This passkey is already registered."))
+			return a.fail(tx, errPasskeyRegistered)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}

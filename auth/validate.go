@@ -13,56 +13,64 @@ import (
 // MaxEmailLength is the longest address accepted (RFC 5321 path limit).
 const MaxEmailLength = 254
 
+// The refusals of an address NormalizeEmail makes.
+var (
+	errEmailRequired = Invalid("email is required.")
+	errEmailNotASCII = Invalid("email must be an ASCII address.")
+	errEmailTooLong  = Invalid("email is too long.")
+	errEmailInvalid  = Invalid("email is not a valid address.")
+)
+
 // NormalizeEmail trims and lowercases an address and checks it is a plain
 // ASCII addr-spec (local@domain, the domain with a dot), as sign-in codes
 // must reach a mailbox. Errors are 400 VALIDATION_ERROR.
 func NormalizeEmail(raw string) (string, error) {
 	e := strings.TrimSpace(raw)
 	if e == "" {
-		return "", Invalid("email is required.")
+		return "", errEmailRequired
 	}
 	// Check for ASCII before lowercasing: strings.ToLower folds some
 	// non-ASCII letters (U+0130 İ) to ASCII ones.
 	for i := 0; i < len(e); i++ {
 		if e[i] >= 0x80 {
-			return "", Invalid("email must be an ASCII address.")
+			return "", errEmailNotASCII
 		}
 	}
 	e = strings.ToLower(e)
 	if len(e) > MaxEmailLength {
-		return "", Invalid("email is too long.")
+		return "", errEmailTooLong
 	}
 	for i := 0; i < len(e); i++ {
 		c := e[i]
 		if c < 0x21 || c > 0x7e || c == '"' || c == '(' || c == ')' || c == ',' || c == ':' || c == ';' || c == '<' || c == '>' || c == '[' || c == ']' || c == '\\' {
-			return "", Invalid("email is not a valid address.")
+			return "", errEmailInvalid
 		}
 	}
 	at := strings.LastIndexByte(e, '@')
 	if at <= 0 || at == len(e)-1 || strings.Count(e, "@") != 1 || at > 64 {
-		return "", Invalid("email is not a valid address.")
+		return "", errEmailInvalid
 	}
 	domain := e[at+1:]
 	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
-		return "", Invalid("email is not a valid address.")
+		return "", errEmailInvalid
 	}
 	for _, label := range strings.Split(domain, ".") {
 		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
-			return "", Invalid("email is not a valid address.")
+			return "", errEmailInvalid
 		}
 		for i := 0; i < len(label); i++ {
 			c := label[i]
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return "", Invalid("email is not a valid address.")
+				return "", errEmailInvalid
 			}
 		}
 	}
 	local := e[:at]
 	if strings.HasPrefix(local, ".") || strings.HasSuffix(local, ".") || strings.Contains(local, "..") {
-		return "", Invalid("email is not a valid address.")
+		return "", errEmailInvalid
 	}
 	if a, err := mail.ParseAddress(e); err != nil || a.Address != e {
-		return "", Invalid("email is not a valid address.")
+		return "", errEmailInvalid
 	}
 	return e, nil
 }

@@ -44,18 +44,18 @@ const (
 	acctAppRevoke     = "app-revoke"
 )
 
-// accountNotices are the page's notices after a change (?done=), by
-// key: only these texts are ever shown.
+// accountNotices are the text keys of the page's notices after a
+// change (?done=), by action: only these texts are ever shown.
 var accountNotices = map[string]string{
-	acctEndSession:    "The session was ended.",
-	acctEndOthers:     "Your other sessions were ended.",
-	acctPasskeyFinish: "The passkey was added.",
-	acctPasskeyRemove: "The passkey was removed.",
-	acctTOTPConfirm:   "Your authenticator app is set up.",
-	acctEmailConfirm:  "Your email address was changed. Your other sessions were ended.",
-	acctAppRevoke:     "The app no longer has access: it asks you again next time.",
-	acctTOTPRemove:    "Your authenticator app was removed.",
-	"verified":        "Thank you: you may now make the change.",
+	acctEndSession:    "account_notice_session_ended",
+	acctEndOthers:     "account_notice_others_ended",
+	acctPasskeyFinish: "account_notice_passkey_added",
+	acctPasskeyRemove: "account_notice_passkey_removed",
+	acctTOTPConfirm:   "account_notice_totp_set_up",
+	acctEmailConfirm:  "account_notice_email_changed",
+	acctAppRevoke:     "account_notice_app_revoked",
+	acctTOTPRemove:    "account_notice_totp_removed",
+	"verified":        "account_notice_verified",
 }
 
 // accountRoutes registers the account page and its actions.
@@ -67,8 +67,11 @@ func (s *Server) accountRoutes() {
 
 // accountView is what the account page's template shows.
 type accountView struct {
+	// Title and Notice are text keys, worded by the render; Error is
+	// set by it from Fail, the failure the page shows.
 	Nonce, Title, Action, CSRF string
 	Notice, Error              string
+	Fail                       error
 	// Panel is "" (the whole page), "stepup", "passkey", "totp",
 	// "totp-confirm", "backup", "email-confirm" or "signed-out".
 	Panel    string
@@ -178,7 +181,10 @@ func (s *Server) accountRender(w http.ResponseWriter, r *http.Request, p *projec
 		s.log.Error("hosted page look", "err", err)
 	}
 	v.Look, v.T, v.Accent = look, look.Texts, accentCSS(look)
-	v.Title = pageText(v.T, v.Title)
+	v.Title, v.Notice = pageText(v.T, v.Title), pageText(v.T, v.Notice)
+	if v.Fail != nil {
+		v.Error = failText(look, v.Fail)
+	}
 	var b bytes.Buffer
 	if err := accountTmpl.Execute(&b, v); err != nil {
 		s.log.Error("account page", "err", err)
@@ -211,8 +217,7 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 	}
 	browser := csrfSecret(r, p)
 	if err := s.auth.CheckAccountForm(browser, r.PostForm.Get("csrf")); err != nil {
-		s.accountRender(w, r, p, http.StatusForbidden, accountView{Title: "This form is out of date", Panel: "stale",
-			Error: auth.AsError(err).Message})
+		s.accountRender(w, r, p, http.StatusForbidden, accountView{Title: "account_stale_title", Panel: "stale", Fail: err})
 		return
 	}
 	pr, err := s.accountSession(r, p, true)
@@ -265,7 +270,7 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 			fail(err, accountView{})
 			return
 		}
-		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "passkey", Title: "Add a passkey",
+		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "passkey", Title: "account_passkey_add",
 			Passkey: &accountPasskey{Mode: "create", Action: acctPasskeyFinish, ChallengeID: c.ChallengeID, Options: string(c.Options)}})
 	case acctPasskeyFinish:
 		proj, err := s.auth.Project(ctx, p.id)
@@ -290,11 +295,11 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 			fail(err, accountView{})
 			return
 		}
-		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "totp", Title: "Set up an authenticator app",
+		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "totp", Title: "account_totp_setup",
 			TOTP: e, QR: template.URL(e.QRCodeDataURL)})
 	case acctTOTPConfirm:
 		if err := s.auth.VerifyTOTP(ctx, pr, f.Get("code"), m); err != nil {
-			fail(err, accountView{Panel: "totp-confirm", Title: "Set up an authenticator app"})
+			fail(err, accountView{Panel: "totp-confirm", Title: "account_totp_setup"})
 			return
 		}
 		done(action)
@@ -304,7 +309,7 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 			fail(err, accountView{})
 			return
 		}
-		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "backup", Title: "Your new backup codes", Codes: codes})
+		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "backup", Title: "account_backup_title", Codes: codes})
 	case acctEmail:
 		email := f.Get("email")
 		up, err := s.auth.UpdateUser(ctx, pr, auth.UserPatch{Email: &email}, m)
@@ -316,10 +321,10 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 			done(acctEmailConfirm)
 			return
 		}
-		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "email-confirm", Title: "Confirm your new address", Email: up.PendingEmail})
+		s.accountShow(w, r, p, pr, http.StatusOK, accountView{Panel: "email-confirm", Title: "account_email_confirm_title", Email: up.PendingEmail})
 	case acctEmailConfirm:
 		if _, err := s.auth.VerifyAddress(ctx, pr, f.Get("code"), m); err != nil {
-			fail(err, accountView{Panel: "email-confirm", Title: "Confirm your new address", Email: f.Get("email")})
+			fail(err, accountView{Panel: "email-confirm", Title: "account_email_confirm_title", Email: f.Get("email")})
 			return
 		}
 		done(action)
@@ -358,25 +363,25 @@ func (s *Server) accountFailed(w http.ResponseWriter, r *http.Request, p *projec
 		s.accountSignIn(w, r, p)
 		return
 	case e.Is(auth.ErrStepUpRequired) || v.Panel == "stepup":
-		s.accountShowStepUp(w, r, p, pr, statusOf(e), e.Message, v.SMSSent)
+		s.accountShowStepUp(w, r, p, pr, statusOf(e), err, v.SMSSent)
 		return
 	}
-	v.Error = e.Message
+	v.Fail = err
 	s.accountShow(w, r, p, pr, statusOf(e), v)
 }
 
 // accountShowStepUp shows the step-up section for session pr: what
 // proves it again on this account (a TOTP code, a code texted to the
-// enrolled phone, a passkey, or a new sign-in), with text; smsSent
-// shows the form for a texted code.
-func (s *Server) accountShowStepUp(w http.ResponseWriter, r *http.Request, p *projectOP, pr *auth.Principal, status int, text string, smsSent bool) {
+// enrolled phone, a passkey, or a new sign-in), with the failure that
+// asks for it, if any; smsSent shows the form for a texted code.
+func (s *Server) accountShowStepUp(w http.ResponseWriter, r *http.Request, p *projectOP, pr *auth.Principal, status int, fail error, smsSent bool) {
 	ctx := r.Context()
 	opts, err := s.auth.AccountStepUpOptions(ctx, pr)
 	if err != nil {
 		s.accountFailed(w, r, p, pr, err, accountView{})
 		return
 	}
-	v := accountView{Panel: "stepup", Title: "Confirm it is you", Error: text, StepUp: opts, SMSSent: smsSent}
+	v := accountView{Panel: "stepup", Title: "account_stepup_title", Fail: fail, StepUp: opts, SMSSent: smsSent}
 	if opts.Passkey {
 		if c, err := s.auth.AccountBeginPasskeyStepUp(ctx, pr, s.meta(r, false)); err == nil {
 			v.Passkey = &accountPasskey{Mode: "get", Action: acctStepUpPasskey, ChallengeID: c.ChallengeID, Options: string(c.Options)}
@@ -445,60 +450,61 @@ button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent)}bu
 <body>{{with .Look.Name}}<header class="brand" id="brand">{{with $.Look.LogoURL}}<img src="{{.}}" alt="">{{end}}<span>{{.}}</span></header>{{end}}<main><h1>{{.Title}}</h1>
 {{with .Notice}}<p class="notice" role="status">{{.}}</p>{{end}}
 {{with .Error}}<p class="error" role="alert">{{.}}</p>{{end}}
-{{if eq .Panel "stale"}}<p><a href="{{.Home}}">Reload the account page</a></p>
-{{else if eq .Panel "signed-out"}}<p>You are signed out.</p><p><a href="{{.SignIn}}">Sign in again</a></p>
-{{else if eq .Panel "stepup"}}<p>This change needs a recent proof that it is you.</p>
+{{if eq .Panel "stale"}}<p><a href="{{.Home}}">{{.T.account_reload_link}}</a></p>
+{{else if eq .Panel "signed-out"}}<p>{{.T.signed_out_text}}</p><p><a href="{{.SignIn}}">{{.T.account_sign_in_again}}</a></p>
+{{else if eq .Panel "stepup"}}<p>{{.T.account_stepup_text}}</p>
 {{template "stepup-sms-code" .}}{{if .StepUp.TOTP}}<form method="post" action="{{.Action}}stepup-totp"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<label for="code">Code from your authenticator app</label>
+<label for="code">{{.T.account_stepup_totp_label}}</label>
 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
-<button type="submit">Confirm</button></form>{{end}}
+<button type="submit">{{.T.account_confirm_button}}</button></form>{{end}}
 {{template "stepup-sms-send" .}}{{with .Passkey}}{{template "passkey" $}}{{end}}
 {{if .StepUp.SignInAgain}}<form method="post" action="{{.Action}}stepup-signin"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<p>Sign in again with your email address; you come back here after.</p><button type="submit">Sign in again</button></form>{{end}}
-<p><a href="{{.Home}}">Back to your account</a></p>
-{{else if eq .Panel "passkey"}}<p>Your browser or device will ask you to create a passkey for this account.</p>
-{{template "passkey" .}}<p><a href="{{.Home}}">Cancel</a></p>
-{{else if eq .Panel "totp"}}<p>Scan this code with your authenticator app, or enter the key by hand. Then enter the code the app shows.</p>
-<p><img src="{{.QR}}" width="256" height="256" alt="QR code for your authenticator app"></p>
-<p>Key: <code id="totp-secret">{{.TOTP.Secret}}</code></p>{{template "totp-confirm" .}}
-{{else if eq .Panel "totp-confirm"}}<p>Enter the current code from the authenticator app you just set up.</p>{{template "totp-confirm" .}}
-{{else if eq .Panel "backup"}}<p>Keep these codes somewhere safe: each signs you in once if you lose your other factors. They are shown only now; your older codes no longer work.</p>
-<ul class="codes" id="backup-codes">{{range .Codes}}<li>{{.}}</li>{{end}}</ul><p><a href="{{.Home}}">Done</a></p>
-{{else if eq .Panel "email-confirm"}}<p>We sent a code to {{.Email}}. Enter it to make it your address.</p>
+<p>{{.T.account_stepup_sign_in_text}}</p><button type="submit">{{.T.account_sign_in_again}}</button></form>{{end}}
+<p><a href="{{.Home}}">{{.T.account_back_link}}</a></p>
+{{else if eq .Panel "passkey"}}<p>{{.T.account_passkey_text}}</p>
+{{template "passkey" .}}<p><a href="{{.Home}}">{{.T.account_cancel_link}}</a></p>
+{{else if eq .Panel "totp"}}<p>{{.T.account_totp_scan_text}}</p>
+<p><img src="{{.QR}}" width="256" height="256" alt="{{.T.account_totp_qr_alt}}"></p>
+<p>{{.T.account_totp_key_label}} <code id="totp-secret">{{.TOTP.Secret}}</code></p>{{template "totp-confirm" .}}
+{{else if eq .Panel "totp-confirm"}}<p>{{.T.account_totp_confirm_text}}</p>{{template "totp-confirm" .}}
+{{else if eq .Panel "backup"}}<p>{{.T.account_backup_text}}</p>
+<ul class="codes" id="backup-codes">{{range .Codes}}<li>{{.}}</li>{{end}}</ul><p><a href="{{.Home}}">{{.T.account_done_link}}</a></p>
+{{else if eq .Panel "email-confirm"}}<p>{{fill .T.account_email_code_text "email" .Email}}</p>
 <form method="post" action="{{.Action}}email-confirm"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="email" value="{{.Email}}">
-<label for="code">Code</label><input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
-<button type="submit">Confirm</button></form><p><a href="{{.Home}}">Cancel</a></p>
-{{else}}{{with .Overview}}<p>{{$.T.account_signed_in_as}} <strong id="account-email">{{.User.Email}}</strong>{{if not .User.EmailVerified}} (not verified){{end}}.</p>
-<h2 id="sessions">{{$.T.account_sessions}}</h2><ul>{{range .Sessions}}<li><div>{{.Method}}{{if eq .ID $.Current}} <span class="tag">This browser</span>{{end}}</div>
-<div class="meta">Signed in {{when .CreatedAt}} · last seen {{when .LastSeenAt}}{{with .IP}} · {{.}}{{end}}</div>{{with .UserAgent}}<div class="meta">{{.}}</div>{{end}}
+<label for="code">{{.T.code_label}}</label><input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
+<button type="submit">{{.T.account_confirm_button}}</button></form><p><a href="{{.Home}}">{{.T.account_cancel_link}}</a></p>
+{{else}}{{with .Overview}}<p>{{$.T.account_signed_in_as}} <strong id="account-email">{{.User.Email}}</strong>{{if not .User.EmailVerified}} {{$.T.account_not_verified}}{{end}}.</p>
+<h2 id="sessions">{{$.T.account_sessions}}</h2><ul>{{range .Sessions}}<li><div>{{.Method}}{{if eq .ID $.Current}} <span class="tag">{{$.T.account_this_browser}}</span>{{end}}</div>
+<div class="meta">{{fill (fill $.T.account_session_meta "created" (when .CreatedAt)) "seen" (when .LastSeenAt)}}{{with .IP}} · {{.}}{{end}}</div>{{with .UserAgent}}<div class="meta">{{.}}</div>{{end}}
 <form method="post" action="{{$.Action}}session-end"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="sessionId" value="{{.ID}}">
-<button type="submit" class="alt">{{if eq .ID $.Current}}Sign out{{else}}End this session{{end}}</button></form></li>{{end}}</ul>
+<button type="submit" class="alt">{{if eq .ID $.Current}}{{$.T.sign_out_button}}{{else}}{{$.T.account_end_session_button}}{{end}}</button></form></li>{{end}}</ul>
 {{if gt (len .Sessions) 1}}<form method="post" action="{{$.Action}}sessions-end-others"><input type="hidden" name="csrf" value="{{$.CSRF}}">
-<button type="submit" class="alt">End all other sessions</button></form>{{end}}
-<h2 id="passkeys">{{$.T.account_passkeys}}</h2>{{if .Passkeys}}<ul>{{range .Passkeys}}<li><div>Passkey added {{when .CreatedAt}}</div>
+<button type="submit" class="alt">{{$.T.account_end_others_button}}</button></form>{{end}}
+<h2 id="passkeys">{{$.T.account_passkeys}}</h2>{{if .Passkeys}}<ul>{{range .Passkeys}}<li><div>{{fill $.T.account_passkey_added "date" (when .CreatedAt)}}</div>
 <form method="post" action="{{$.Action}}passkey-remove"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="credentialId" value="{{.CredentialID}}">
-<button type="submit" class="alt">Remove</button></form></li>{{end}}</ul>{{else}}<p>No passkeys yet.</p>{{end}}
-<form method="post" action="{{$.Action}}passkey-add"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Add a passkey</button></form>
-<h2 id="totp">{{$.T.account_totp}}</h2>{{if .TOTP}}<p>Set up: sign-ins ask for its code.</p>{{template "totp-remove" $}}{{else}}<p>Not set up.</p>
-<form method="post" action="{{$.Action}}totp-enroll"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Set up an authenticator app</button></form>{{end}}
-<h2 id="backup">{{$.T.account_backup_codes}}</h2><p>{{.BackupCodesLeft}} unused backup codes.</p>
-<form method="post" action="{{$.Action}}backup-codes"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">Make new backup codes</button></form>
+<button type="submit" class="alt">{{$.T.account_remove_button}}</button></form></li>{{end}}</ul>{{else}}<p>{{$.T.account_no_passkeys}}</p>{{end}}
+<form method="post" action="{{$.Action}}passkey-add"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">{{$.T.account_passkey_add}}</button></form>
+<h2 id="totp">{{$.T.account_totp}}</h2>{{if .TOTP}}<p>{{$.T.account_totp_on_text}}</p>{{template "totp-remove" $}}{{else}}<p>{{$.T.account_totp_off_text}}</p>
+<form method="post" action="{{$.Action}}totp-enroll"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">{{$.T.account_totp_setup}}</button></form>{{end}}
+<h2 id="backup">{{$.T.account_backup_codes}}</h2><p>{{fill $.T.account_backup_left "count" (printf "%d" .BackupCodesLeft)}}</p>
+<form method="post" action="{{$.Action}}backup-codes"><input type="hidden" name="csrf" value="{{$.CSRF}}"><button type="submit">{{$.T.account_backup_button}}</button></form>
 <h2 id="apps">{{$.T.account_apps}}</h2>{{if .Apps}}<ul>{{range .Apps}}<li><div>{{or .ClientName .ClientID}}</div>
-<div class="meta">Allowed {{since .GrantedAt}}: {{join .Scopes}}</div>
+<div class="meta">{{fill (fill $.T.account_app_allowed "date" (since .GrantedAt)) "scopes" (join .Scopes)}}</div>
 <form method="post" action="{{$.Action}}app-revoke"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="clientId" value="{{.ClientID}}">
-<button type="submit" class="alt">Remove access</button></form></li>{{end}}</ul>{{else}}<p>No apps have access to your account.</p>{{end}}
+<button type="submit" class="alt">{{$.T.account_app_revoke_button}}</button></form></li>{{end}}</ul>{{else}}<p>{{$.T.account_no_apps}}</p>{{end}}
 <h2 id="address">{{$.T.account_email}}</h2>
 <form method="post" action="{{$.Action}}email"><input type="hidden" name="csrf" value="{{$.CSRF}}">
-<label for="email">New email address</label><input id="email" name="email" type="email" autocomplete="email" required>
-<button type="submit">Change address</button></form>{{end}}{{end}}
+<label for="email">{{$.T.account_email_label}}</label><input id="email" name="email" type="email" autocomplete="email" required>
+<button type="submit">{{$.T.account_email_button}}</button></form>{{end}}{{end}}
 </main>{{if .Passkey}}<script nonce="{{.Nonce}}">` + accountPasskeyScript + `</script>{{end}}</body></html>
 {{define "totp-confirm"}}<form method="post" action="{{.Action}}totp-confirm"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<label for="code">Code from the app</label><input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
-<button type="submit">Confirm</button></form><p><a href="{{.Home}}">Cancel</a></p>{{end}}
-{{define "passkey"}}{{with .Passkey}}<form method="post" action="{{$.Action}}{{.Action}}" id="passkey" data-mode="{{.Mode}}" data-options="{{.Options}}">
+<label for="code">{{.T.account_totp_app_code_label}}</label><input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
+<button type="submit">{{.T.account_confirm_button}}</button></form><p><a href="{{.Home}}">{{.T.account_cancel_link}}</a></p>{{end}}
+{{define "passkey"}}{{with .Passkey}}<form method="post" action="{{$.Action}}{{.Action}}" id="passkey" data-mode="{{.Mode}}" data-options="{{.Options}}"
+data-unsupported="{{$.T.passkey_unsupported}}" data-waiting="{{$.T.passkey_waiting}}" data-failed="{{$.T.passkey_failed}}">
 <input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="challengeId" value="{{.ChallengeID}}"><input type="hidden" name="credential" value="">
 <p id="passkey-status" role="status"></p>
-<button type="button" id="passkey-button" hidden>{{if eq .Mode "create"}}Create the passkey{{else}}Confirm with a passkey{{end}}</button></form>{{end}}{{end}}`)
+<button type="button" id="passkey-button" hidden>{{if eq .Mode "create"}}{{$.T.account_passkey_create}}{{else}}{{$.T.account_passkey_confirm}}{{end}}</button></form>{{end}}{{end}}`)
 
 // accountPasskeyScript runs the page's passkey ceremony when its button
 // is pressed: create (adding a passkey) or get (the step-up), the
@@ -508,7 +514,7 @@ const accountPasskeyScript = `(function () {
   var f = document.getElementById("passkey");
   if (!f) return;
   var st = document.getElementById("passkey-status"), b = document.getElementById("passkey-button");
-  if (!window.PublicKeyCredential || !navigator.credentials) { st.textContent = "This browser cannot use passkeys."; return; }
+  if (!window.PublicKeyCredential || !navigator.credentials) { st.textContent = f.getAttribute("data-unsupported"); return; }
   var o = JSON.parse(f.getAttribute("data-options")).publicKey, create = f.getAttribute("data-mode") === "create";
   function bin(s) {
     var r = atob(s.replace(/-/g, "+").replace(/_/g, "/")), a = new Uint8Array(r.length);
@@ -538,7 +544,7 @@ const accountPasskeyScript = `(function () {
   }
   b.hidden = false;
   b.addEventListener("click", function () {
-    st.textContent = "Waiting for your passkey…";
+    st.textContent = f.getAttribute("data-waiting");
     var p;
     if (create) {
       var pk = {challenge: bin(o.challenge), rp: o.rp, user: {id: bin(o.user.id), name: o.user.name, displayName: o.user.displayName},
@@ -549,6 +555,6 @@ const accountPasskeyScript = `(function () {
       p = navigator.credentials.get({publicKey: {challenge: bin(o.challenge), timeout: o.timeout, rpId: o.rpId,
         userVerification: o.userVerification, allowCredentials: ids(o.allowCredentials)}});
     }
-    p.then(function (c) { if (c) send(c); }).catch(function (e) { st.textContent = "The passkey did not work (" + e.name + "). Try again."; });
+    p.then(function (c) { if (c) send(c); }).catch(function (e) { st.textContent = f.getAttribute("data-failed").replace("{error}", e.name); });
   });
 })();`

@@ -31,7 +31,7 @@ func (s *Server) accountMoreActions(w http.ResponseWriter, r *http.Request, p *p
 			s.accountFailed(w, r, p, pr, err, accountView{Panel: "stepup"})
 			return
 		}
-		s.accountShowStepUp(w, r, p, pr, http.StatusOK, "", true)
+		s.accountShowStepUp(w, r, p, pr, http.StatusOK, nil, true)
 	case acctStepUpSMS:
 		if err := s.auth.VerifySMSCode(ctx, pr, f.Get("code"), m); err != nil {
 			s.accountFailed(w, r, p, pr, err, accountView{Panel: "stepup", SMSSent: true})
@@ -47,7 +47,7 @@ func (s *Server) accountMoreActions(w http.ResponseWriter, r *http.Request, p *p
 		noStore(w)
 		http.Redirect(w, r, p.issuer+auth.AccountPath+"?done="+url.QueryEscape(action), http.StatusSeeOther)
 	default:
-		s.oidcError(w, http.StatusNotFound, "This page does not exist.")
+		s.oidcError(w, http.StatusNotFound, "error_no_such_page")
 	}
 }
 
@@ -56,13 +56,13 @@ func (s *Server) accountMoreActions(w http.ResponseWriter, r *http.Request, p *p
 // has the focus) and its send button, and the authenticator app's
 // removal on the overview.
 var _ = accountTmpl.add("account-factors", `
-{{define "stepup-sms-code"}}{{if and .StepUp.SMS .SMSSent}}<p class="notice" role="status">We texted a code to your phone ending in {{.StepUp.PhoneEnding}}.</p>
+{{define "stepup-sms-code"}}{{if and .StepUp.SMS .SMSSent}}<p class="notice" role="status">{{fill .T.account_sms_sent_text "digits" .StepUp.PhoneEnding}}</p>
 <form method="post" action="{{.Action}}stepup-sms"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<label for="sms-code">Code from the text message</label>
+<label for="sms-code">{{.T.account_sms_code_label}}</label>
 <input id="sms-code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
-<button type="submit">Confirm</button></form>{{end}}{{end}}
+<button type="submit">{{.T.account_confirm_button}}</button></form>{{end}}{{end}}
 {{define "stepup-sms-send"}}{{if .StepUp.SMS}}<form method="post" action="{{.Action}}stepup-sms-send"><input type="hidden" name="csrf" value="{{.CSRF}}">
-{{if .SMSSent}}<button type="submit" class="alt">Text me a new code</button>{{else}}<p>Or get a code by text message to your phone ending in {{.StepUp.PhoneEnding}}.</p>
-<button type="submit"{{if or .StepUp.TOTP .Passkey}} class="alt"{{end}}>Text me a code</button>{{end}}</form>{{end}}{{end}}
+{{if .SMSSent}}<button type="submit" class="alt">{{.T.account_sms_again_button}}</button>{{else}}<p>{{fill .T.account_sms_offer_text "digits" .StepUp.PhoneEnding}}</p>
+<button type="submit"{{if or .StepUp.TOTP .Passkey}} class="alt"{{end}}>{{.T.sms_button}}</button>{{end}}</form>{{end}}{{end}}
 {{define "totp-remove"}}<form method="post" action="{{.Action}}totp-remove"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<button type="submit" class="alt">Remove the authenticator app</button></form>{{end}}`)
+<button type="submit" class="alt">{{.T.account_totp_remove_button}}</button></form>{{end}}`)

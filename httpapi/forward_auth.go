@@ -118,7 +118,7 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 	if r.Method == http.MethodPost {
 		browser := csrfSecret(r, p)
 		if !s.auth.ForwardAuthFormTokenValid(browser, t.RD, r.PostForm.Get("csrf")) {
-			s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Open the application again and sign in.")
+			s.oidcError(w, http.StatusForbidden, "error_forward_form_not_from_page")
 			return
 		}
 	}
@@ -172,7 +172,7 @@ func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *proj
 		// No form, so no CSRF cookie: the favicon the browser asks the
 		// app for is sent here too, at the same time as the page, and
 		// its cookie would replace the page's.
-		s.oidcError(w, http.StatusUnauthorized, "Sign in first: open the application's page.")
+		s.oidcError(w, http.StatusUnauthorized, "error_sign_in_first")
 		return
 	}
 	switch step {
@@ -183,7 +183,7 @@ func (s *Server) forwardAuthNext(w http.ResponseWriter, r *http.Request, p *proj
 	case auth.OIDCStepSecondFactor:
 		s.forwardAuthFactor(w, r, p, t, pr)
 	default:
-		s.forwardAuthForm(w, r, p, t, http.StatusOK, "email", email, "")
+		s.forwardAuthForm(w, r, p, t, http.StatusOK, "email", email, nil)
 	}
 }
 
@@ -201,10 +201,10 @@ func (s *Server) forwardAuthSendCode(w http.ResponseWriter, r *http.Request, p *
 	email := r.PostForm.Get("email")
 	if err := s.auth.ForwardAuthSendCode(r.Context(), t, email, s.meta(r, false)); err != nil {
 		e := auth.AsError(err)
-		s.forwardAuthForm(w, r, p, t, statusOf(e), "email", email, e.Message)
+		s.forwardAuthForm(w, r, p, t, statusOf(e), "email", email, err)
 		return
 	}
-	s.forwardAuthForm(w, r, p, t, http.StatusOK, "code", email, "")
+	s.forwardAuthForm(w, r, p, t, http.StatusOK, "code", email, nil)
 }
 
 // forwardAuthCode checks the code: a session, its cookies, then the
@@ -214,7 +214,7 @@ func (s *Server) forwardAuthCode(w http.ResponseWriter, r *http.Request, p *proj
 	l, err := s.auth.ForwardAuthVerifyCode(r.Context(), t, email, r.PostForm.Get("code"), s.meta(r, false))
 	if err != nil {
 		e := auth.AsError(err)
-		s.forwardAuthForm(w, r, p, t, statusOf(e), "code", email, e.Message)
+		s.forwardAuthForm(w, r, p, t, statusOf(e), "code", email, err)
 		return
 	}
 	s.forwardAuthSignedIn(w, r, p, t, l, email)
@@ -243,9 +243,9 @@ func (s *Server) setForwardAuthCookie(w http.ResponseWriter, p *projectOP, t *au
 // forwardAuthFactorForm) for target t
 // with the hosted pages' template, email filled in and an error, if
 // any.
-func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, status int, form, email, errText string) {
+func (s *Server) forwardAuthForm(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, status int, form, email string, fail error) {
 	q := "?rd=" + url.QueryEscape(t.RD)
-	d := oidcPage{Form: form, Email: email, Error: errText, CSRF: s.auth.ForwardAuthFormToken(browserSecret(w, r, p), t.RD)}
+	d := oidcPage{Form: form, Email: email, Fail: fail, CSRF: s.auth.ForwardAuthFormToken(browserSecret(w, r, p), t.RD)}
 	switch form {
 	case "email":
 		d.Title, d.Text, d.Action = "sign_in_title", "sign_in_text", p.issuer+auth.ForwardAuthSignInPath+q

@@ -41,12 +41,11 @@ func (s *Server) forwardAuthFactor(w http.ResponseWriter, r *http.Request, p *pr
 	method := forwardAuthMethod(f, r.Form.Get("method"))
 	if method == auth.OIDCFactorSMS {
 		if err := s.auth.SendSMSCode(r.Context(), pr, "", s.meta(r, false)); err != nil {
-			e := auth.AsError(err)
-			s.forwardAuthFactorForm(w, r, p, t, f, method, statusOf(e), e.Message)
+			s.forwardAuthFactorForm(w, r, p, t, f, method, statusOf(auth.AsError(err)), err)
 			return
 		}
 	}
-	s.forwardAuthFactorForm(w, r, p, t, f, method, http.StatusOK, "")
+	s.forwardAuthFactorForm(w, r, p, t, f, method, http.StatusOK, nil)
 }
 
 // forwardAuthSecondFactor checks the second factor's code (the form's
@@ -55,7 +54,7 @@ func (s *Server) forwardAuthFactor(w http.ResponseWriter, r *http.Request, p *pr
 func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) {
 	pr, tok := s.forwardAuthSession(r, p)
 	if pr == nil {
-		s.forwardAuthForm(w, r, p, t, http.StatusUnauthorized, "email", "", "Your sign-in has ended: sign in again.")
+		s.forwardAuthForm(w, r, p, t, http.StatusUnauthorized, "email", "", textKey("error_forward_sign_in_ended"))
 		return
 	}
 	ctx, code, m := r.Context(), r.PostForm.Get("code"), s.meta(r, false)
@@ -80,8 +79,7 @@ func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request,
 		err = s.auth.VerifyTOTP(ctx, pr, code, m)
 	}
 	if err != nil {
-		e := auth.AsError(err)
-		s.forwardAuthFactorForm(w, r, p, t, f, method, statusOf(e), e.Message)
+		s.forwardAuthFactorForm(w, r, p, t, f, method, statusOf(auth.AsError(err)), err)
 		return
 	}
 	s.forwardAuthNext(w, r, p, t, pr, tok, "")
@@ -102,11 +100,11 @@ func (s *Server) forwardAuthSignedIn(w http.ResponseWriter, r *http.Request, p *
 }
 
 // forwardAuthFactorForm shows the second-factor form of method for
-// sign-in t, with links to the user's other factors (f) and an error,
-// if any.
-func (s *Server) forwardAuthFactorForm(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, f auth.OIDCFactors, method string, status int, errText string) {
+// sign-in t, with links to the user's other factors (f) and its
+// failure, if any.
+func (s *Server) forwardAuthFactorForm(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, f auth.OIDCFactors, method string, status int, fail error) {
 	action := p.issuer + auth.ForwardAuthSecondFactorPath + "?rd=" + url.QueryEscape(t.RD)
-	d := oidcPage{Form: "mfa", Title: "mfa_title", Action: action, Method: method, Error: errText,
+	d := oidcPage{Form: "mfa", Title: "mfa_title", Action: action, Method: method, Fail: fail,
 		CSRF: s.auth.ForwardAuthFormToken(browserSecret(w, r, p), t.RD)}
 	switch method {
 	case auth.OIDCFactorSMS: // texted as the page opened

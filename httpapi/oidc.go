@@ -133,9 +133,9 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 	case r.Method == http.MethodGet && sub == oidc.DiscoveryEndpoint:
 		p.discovery.ServeHTTP(w, r)
 	case sub == "/authorize":
-		s.oidcAuthorize(w, r, p)
+		s.oidcAuthorize(pageWriterOf(w, r, p.id), r, p)
 	case sub == "/authorize/callback":
-		s.oidcCallback(w, r, p)
+		s.oidcCallback(pageWriterOf(w, r, p.id), r, p)
 	case sub == oidcRegisterPath:
 		s.oidcRegister(w, r, p)
 	case sub == "/userinfo" && r.Method != http.MethodOptions:

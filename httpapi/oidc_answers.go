@@ -92,7 +92,7 @@ func (o *answerWriter) WriteHeader(status int) {
 	}
 	h.Set("Retry-After", retryAfter)
 	if o.page {
-		o.s.oidcError(o.ResponseWriter, http.StatusServiceUnavailable, auth.ErrUnavailable.Message)
+		o.s.oidcRender(o.ResponseWriter, http.StatusServiceUnavailable, oidcPage{Title: "error_title", Fail: auth.ErrUnavailable})
 		return
 	}
 	writeOIDCUnavailable(o.ResponseWriter)

@@ -49,7 +49,7 @@ func (s *Server) oidcConsent(w http.ResponseWriter, r *http.Request, p *projectO
 			s.oidcFail(w, err)
 			return
 		}
-		s.oidcShowConsent(w, r, p, http.StatusOK, id, ask, "")
+		s.oidcShowConsent(w, r, p, http.StatusOK, id, ask, nil)
 		return
 	}
 	id, ok := s.oidcForm(w, r, p)
@@ -63,7 +63,7 @@ func (s *Server) oidcConsent(w http.ResponseWriter, r *http.Request, p *projectO
 			s.oidcFail(w, err)
 			return
 		}
-		s.oidcShowConsent(w, r, p, http.StatusBadRequest, id, ask, "choose_allow_deny")
+		s.oidcShowConsent(w, r, p, http.StatusBadRequest, id, ask, textKey("choose_allow_deny"))
 		return
 	}
 	allowed, err := s.auth.OIDCDecideConsent(ctx, p.id, id, pr, decision == "allow")
@@ -79,9 +79,9 @@ func (s *Server) oidcConsent(w http.ResponseWriter, r *http.Request, p *projectO
 }
 
 // oidcShowConsent shows the consent form of request id.
-func (s *Server) oidcShowConsent(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, ask *auth.OIDCConsentAsk, errText string) {
+func (s *Server) oidcShowConsent(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, ask *auth.OIDCConsentAsk, fail error) {
 	d := oidcPage{Title: "consent_title", Action: p.issuer + auth.OIDCConsentPath, AuthRequestID: id,
-		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id), Error: errText,
+		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id), Fail: fail,
 		Text:    "consent_text",
 		Consent: &oidcConsentAsk{ClientName: ask.ClientName, Scopes: ask.Scopes}}
 	s.oidcRender(w, status, d)

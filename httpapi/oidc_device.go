@@ -54,8 +54,9 @@ func (s *Server) oidcDeviceAuthorization(w http.ResponseWriter, r *http.Request,
 // oidcDevicePage is what the device page shows (oidcPage.Device).
 type oidcDevicePage struct {
 	Action, CSRF, UserCode string
-	// Confirm: the allow/deny form for ClientName and the scopes'
-	// descriptions, instead of the code form.
+	// Confirm: the allow/deny form for ClientName and its scopes
+	// (worded by the render, as the consent page's), instead of the
+	// code form.
 	Confirm    bool
 	ClientName string
 	Scopes     []string
@@ -69,7 +70,7 @@ type oidcDevicePage struct {
 // a decision answers the device.
 func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP) {
 	if r.Method != http.MethodPost {
-		s.oidcDeviceForm(w, r, p, http.StatusOK, r.URL.Query().Get("user_code"), "")
+		s.oidcDeviceForm(w, r, p, http.StatusOK, r.URL.Query().Get("user_code"), nil)
 		return
 	}
 	if !s.readPageForm(w, r) {
@@ -84,7 +85,7 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 	}
 	browser := csrfSecret(r, p)
 	if !s.auth.OIDCFormTokenValid(browser, bound, r.PostForm.Get("csrf")) {
-		s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Open the device page again.")
+		s.oidcError(w, http.StatusForbidden, "error_device_form_not_from_page")
 		return
 	}
 	pr := s.oidcSession(r, p)
@@ -113,7 +114,7 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 		if e.Code == auth.ErrInternal.Code {
 			s.log.Error("oidc device page", "err", err)
 		}
-		s.oidcDeviceForm(w, r, p, statusOf(e), typed, e.Message)
+		s.oidcDeviceForm(w, r, p, statusOf(e), typed, err)
 		return
 	}
 	ready, err := s.auth.OIDCDeviceSessionReady(ctx, p.id, d, pr)
@@ -134,42 +135,25 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 	dp := &oidcDevicePage{Action: p.issuer + auth.OIDCDevicePath, Confirm: true, UserCode: d.UserCode,
 		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), "device:"+d.UserCode), ClientName: d.ClientName}
 	for _, sc := range d.Scopes {
-		dp.Scopes = append(dp.Scopes, scopeWords(sc))
+		dp.Scopes = append(dp.Scopes, sc) // worded by the render
 	}
 	s.oidcRender(w, http.StatusOK, oidcPage{Title: "device_title", Device: dp,
 		Text: "device_confirm_text"})
 }
 
 // oidcDeviceForm shows the device page's code form, typed filled in and
-// an error, if any.
-func (s *Server) oidcDeviceForm(w http.ResponseWriter, r *http.Request, p *projectOP, status int, typed, errText string) {
+// its failure, if any.
+func (s *Server) oidcDeviceForm(w http.ResponseWriter, r *http.Request, p *projectOP, status int, typed string, fail error) {
 	if code, ok := auth.OIDCDeviceUserCode(typed); ok {
 		typed = code
 	}
 	if len(typed) > 32 {
 		typed = ""
 	}
-	s.oidcRender(w, status, oidcPage{Title: "device_title", Error: errText,
+	s.oidcRender(w, status, oidcPage{Title: "device_title", Fail: fail,
 		Text: "device_text",
 		Device: &oidcDevicePage{Action: p.issuer + auth.OIDCDevicePath, UserCode: typed,
 			CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), "device:")}})
-}
-
-// scopeWords says what a scope lets a client do, in plain words.
-func scopeWords(scope string) string {
-	switch scope {
-	case oidc.ScopeOpenID:
-		return "Know who you are"
-	case oidc.ScopeEmail:
-		return "See your email address"
-	case oidc.ScopeProfile:
-		return "See your name"
-	case "groups":
-		return "See the groups you belong to"
-	case oidc.ScopeOfflineAccess:
-		return "Stay signed in until you sign it out"
-	}
-	return "Use " + scope
 }
 
 // oidcDeviceTmpl is the device page's part of the pages' template.

@@ -43,8 +43,7 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request, p *projectOP
 	if r.Method == http.MethodPost && r.PostForm.Get("confirm") != "" {
 		secret := csrfSecret(r, p)
 		if !s.auth.OIDCLogoutFormTokenValid(secret, in, rd, r.PostForm.Get("csrf")) {
-			s.oidcRender(w, http.StatusForbidden, oidcPage{Title: "sign_out_error_title",
-				Text: "This form was not sent from its page in this browser. Go back to the application and sign out again."})
+			s.oidcRender(w, http.StatusForbidden, oidcPage{Title: "sign_out_error_title", Text: "error_sign_out_form_not_from_page"})
 			return
 		}
 		confirmed = true
@@ -157,5 +156,5 @@ func (s *Server) oidcLogoutFail(w http.ResponseWriter, err error) {
 	if e.Code == auth.ErrInternal.Code {
 		s.log.Error("oidc sign-out", "err", err)
 	}
-	s.oidcRender(w, statusOf(e), oidcPage{Title: "sign_out_error_title", Text: e.Message})
+	s.oidcRender(w, statusOf(e), oidcPage{Title: "sign_out_error_title", Fail: err})
 }

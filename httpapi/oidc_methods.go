@@ -142,17 +142,16 @@ func (s *Server) oidcProvider(w http.ResponseWriter, r *http.Request, p *project
 	gone.MaxAge = -1
 	http.SetCookie(w, gone)
 	if q.Get("error") != "" || q.Get("code") == "" {
-		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", "", "The sign-in with the provider did not complete. Try again, or sign in another way.")
+		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", "", textKey("error_provider_incomplete"))
 		return
 	}
 	if verifier == "" {
-		s.oidcShowForm(w, r, p, http.StatusForbidden, id, "email", "", "This sign-in was started in another browser. Sign in again here.")
+		s.oidcShowForm(w, r, p, http.StatusForbidden, id, "email", "", textKey("error_provider_other_browser"))
 		return
 	}
 	l, err := s.auth.OIDCFinishProvider(ctx, p.id, id, q.Get("code"), verifier, s.meta(r, false))
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcShowForm(w, r, p, statusOf(e), id, "email", "", e.Message)
+		s.oidcShowForm(w, r, p, statusOf(auth.AsError(err)), id, "email", "", err)
 		return
 	}
 	s.oidcSignedIn(w, r, p, id, l)
@@ -167,21 +166,21 @@ func (s *Server) oidcSendSMS(w http.ResponseWriter, r *http.Request, p *projectO
 	}
 	pr := s.oidcSession(r, p)
 	if pr == nil {
-		s.oidcError(w, http.StatusUnauthorized, "Your sign-in has ended. Go back to the application and sign in again.")
+		s.oidcError(w, http.StatusUnauthorized, "error_sign_in_ended")
 		return
 	}
 	if err := s.auth.OIDCSendSMS(r.Context(), p.id, id, pr, s.meta(r, false)); err != nil {
-		e := auth.AsError(err)
-		s.oidcShowFactor(w, r, p, statusOf(e), id, pr, auth.OIDCFactorSMS, "", e.Message)
+		s.oidcShowFactor(w, r, p, statusOf(auth.AsError(err)), id, pr, auth.OIDCFactorSMS, "", err)
 		return
 	}
-	s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, auth.OIDCFactorSMS, "mfa_sms_sent_text", "")
+	s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, auth.OIDCFactorSMS, "mfa_sms_sent_text", nil)
 }
 
 // oidcShowFactor shows the second-factor form of method (totp, sms or
 // backup; the first the user has when it has not that one) for the
-// browser's session pr, with links to the others it has.
-func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, pr *auth.Principal, method, text, errText string) {
+// browser's session pr, with links to the others it has, text (a key)
+// instead of the method's and its failure, if any.
+func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, pr *auth.Principal, method, text string, fail error) {
 	f, err := s.auth.OIDCSecondFactors(r.Context(), p.id, id, pr)
 	if err != nil {
 		s.oidcStepError(w, r, p, id, err)
@@ -195,7 +194,7 @@ func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *proje
 		}
 	}
 	d := oidcPage{Form: "mfa", Title: "mfa_title", Action: p.issuer + auth.OIDCSecondFactorPath, AuthRequestID: id,
-		Method: method, Error: errText, CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
+		Method: method, Fail: fail, CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
 	switch method {
 	case auth.OIDCFactorTOTP:
 		d.Text = "mfa_totp_text"

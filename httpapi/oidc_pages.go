@@ -51,17 +51,17 @@ const (
 func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projectOP) {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
-		s.oidcError(w, http.StatusBadRequest, "The sign-in request could not be read.")
+		s.oidcError(w, http.StatusBadRequest, "error_request_unreadable")
 		return
 	}
 	clientID, redirect := r.Form.Get("client_id"), r.Form.Get("redirect_uri")
 	c, err := p.storage.GetClientByClientID(r.Context(), clientID)
 	if clientID == "" || err != nil {
-		s.oidcError(w, http.StatusBadRequest, "The application that sent you here is not known to this sign-in service.")
+		s.oidcFail(w, auth.ErrUnknownClient)
 		return
 	}
 	if redirect == "" || op.ValidateAuthReqRedirectURI(c, redirect, oidc.ResponseType(r.Form.Get("response_type"))) != nil {
-		s.oidcError(w, http.StatusBadRequest, "The application that sent you here asked to return to an address it has not registered.")
+		s.oidcFail(w, auth.ErrUnregisteredReturn)
 		return
 	}
 	p.handler.ServeHTTP(w, r)
@@ -71,7 +71,7 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projec
 // browser whose session answered the request.
 func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, p *projectOP) {
 	if !s.auth.OIDCCallbackAllowed(r.Context(), p.id, r.URL.Query().Get("id"), s.oidcSession(r, p)) {
-		s.oidcError(w, http.StatusBadRequest, "This sign-in cannot be completed in this browser. Go back to the application and sign in again.")
+		s.oidcError(w, http.StatusBadRequest, "error_other_browser")
 		return
 	}
 	p.handler.ServeHTTP(w, r)
@@ -92,7 +92,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 			s.oidcRetry(w, r, p, err, id, "email", email)
 			return
 		}
-		s.oidcShowForm(w, r, p, http.StatusOK, id, "code", email, "")
+		s.oidcShowForm(w, r, p, http.StatusOK, id, "code", email, nil)
 		return
 	}
 	id := r.URL.Query().Get("authRequestID")
@@ -121,7 +121,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 	case step == auth.OIDCStepSecondFactor, step == auth.OIDCStepConsent:
 		s.oidcNext(w, r, p, id, step)
 	default:
-		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", sr.LoginHint, "")
+		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", sr.LoginHint, nil)
 	}
 }
 
@@ -177,7 +177,7 @@ func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *pro
 			http.Redirect(w, r, p.issuer+auth.OIDCLoginPath+"?authRequestID="+url.QueryEscape(id), http.StatusSeeOther)
 			return
 		}
-		s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, r.URL.Query().Get("method"), "", "")
+		s.oidcShowFactor(w, r, p, http.StatusOK, id, pr, r.URL.Query().Get("method"), "", nil)
 		return
 	}
 	id, ok := s.oidcForm(w, r, p)
@@ -185,14 +185,13 @@ func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *pro
 		return
 	}
 	if pr == nil {
-		s.oidcError(w, http.StatusUnauthorized, "Your sign-in has ended. Go back to the application and sign in again.")
+		s.oidcError(w, http.StatusUnauthorized, "error_sign_in_ended")
 		return
 	}
 	method := r.PostForm.Get("method")
 	l, err := s.auth.OIDCSecondFactor(ctx, p.id, id, pr, method, r.PostForm.Get("code"), s.meta(r, false))
 	if err != nil {
-		e := auth.AsError(err)
-		s.oidcShowFactor(w, r, p, statusOf(e), id, pr, method, "", e.Message)
+		s.oidcShowFactor(w, r, p, statusOf(auth.AsError(err)), id, pr, method, "", err)
 		return
 	}
 	if l != nil { // a backup code: a sign-in of its own
@@ -239,7 +238,7 @@ func (s *Server) oidcFail(w http.ResponseWriter, err error) {
 	if e.Code == auth.ErrInternal.Code {
 		s.log.Error("oidc sign-in", "err", err)
 	}
-	s.oidcError(w, statusOf(e), e.Message)
+	s.oidcRender(w, statusOf(e), oidcPage{Title: "error_title", Fail: err})
 }
 
 // oidcRetry shows form again with err's message, or the error page when
@@ -250,7 +249,7 @@ func (s *Server) oidcRetry(w http.ResponseWriter, r *http.Request, p *projectOP,
 		s.oidcFail(w, err)
 		return
 	}
-	s.oidcShowForm(w, r, p, statusOf(e), id, form, email, e.Message)
+	s.oidcShowForm(w, r, p, statusOf(e), id, form, email, err)
 }
 
 // oidcAnswerError redirects request id's refusal to its client (with
@@ -258,7 +257,7 @@ func (s *Server) oidcRetry(w http.ResponseWriter, r *http.Request, p *projectOP,
 func (s *Server) oidcAnswerError(w http.ResponseWriter, r *http.Request, p *projectOP, id string, e *oidc.Error) {
 	t := s.auth.OIDCAnswerError(r.Context(), p.id, id)
 	if t == nil {
-		s.oidcError(w, http.StatusNotFound, auth.ErrAuthRequestGone.Message)
+		s.oidcFail(w, auth.ErrAuthRequestGone)
 		return
 	}
 	noStore(w)
@@ -274,7 +273,7 @@ func (s *Server) oidcForm(w http.ResponseWriter, r *http.Request, p *projectOP) 
 	id := r.PostForm.Get("authRequestID")
 	browser := csrfSecret(r, p)
 	if !s.auth.OIDCFormTokenValid(browser, id, r.PostForm.Get("csrf")) {
-		s.oidcError(w, http.StatusForbidden, "This form was not sent from its page in this browser. Go back to the application and sign in again.")
+		s.oidcError(w, http.StatusForbidden, "error_form_not_from_page")
 		return "", false
 	}
 	return id, true
@@ -284,7 +283,7 @@ func (s *Server) oidcForm(w http.ResponseWriter, r *http.Request, p *projectOP) 
 // other method is refused with a page.
 func (s *Server) oidcPostForm(w http.ResponseWriter, r *http.Request, p *projectOP) (string, bool) {
 	if r.Method != http.MethodPost {
-		s.oidcError(w, http.StatusMethodNotAllowed, "Open the sign-in page from the application.")
+		s.oidcError(w, http.StatusMethodNotAllowed, "error_open_from_app")
 		return "", false
 	}
 	return s.oidcForm(w, r, p)
@@ -358,7 +357,7 @@ func csrfSecret(r *http.Request, p *projectOP) string {
 func (s *Server) readPageForm(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
-		s.oidcError(w, http.StatusBadRequest, "The form could not be read.")
+		s.oidcError(w, http.StatusBadRequest, "error_form_unreadable")
 		return false
 	}
 	return true
@@ -373,7 +372,11 @@ func randomToken() string {
 
 // oidcPage is what the pages' template shows.
 type oidcPage struct {
+	// Title and Text are text keys; Error is set by the render from
+	// Fail, the failure the page shows (a form's error, or the error
+	// page's text): a failure of auth, or a textKey.
 	Nonce, Title, Text, Error string
+	Fail                      error
 	// Form is "email", "code", "mfa", "link" (a magic link's confirm),
 	// "logout" (the sign-out confirmation) or "" (no form).
 	Form, Action, AuthRequestID, CSRF, Email string
@@ -415,12 +418,12 @@ type oidcPasskeyOffer struct {
 type oidcLink struct{ Label, URL string }
 
 // oidcShowForm shows form ("email", "code" or "mfa") of request id with
-// email filled in and an error, if any. The sign-in page ("email")
+// email filled in and its failure, if any. The sign-in page ("email")
 // offers, besides the email code, a passkey (when the project's pages
 // can: auth.OIDCPasskeys) and the project's providers; the code page
 // offers a magic link instead of the code.
-func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id, form, email, errText string) {
-	d := oidcPage{Form: form, AuthRequestID: id, Email: email, Error: errText,
+func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id, form, email string, fail error) {
+	d := oidcPage{Form: form, AuthRequestID: id, Email: email, Fail: fail,
 		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
 	switch form {
 	case "email":
@@ -436,9 +439,10 @@ func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *project
 	s.oidcRender(w, status, d)
 }
 
-// oidcError shows the error page.
-func (s *Server) oidcError(w http.ResponseWriter, status int, text string) {
-	s.oidcRender(w, status, oidcPage{Title: "error_title", Text: text})
+// oidcError shows the error page with text, a text key of the pages'
+// own refusals (oidcFail shows a failure).
+func (s *Server) oidcError(w http.ResponseWriter, status int, key string) {
+	s.oidcRender(w, status, oidcPage{Title: "error_title", Text: key})
 }
 
 // oidcRender writes a page with the pages' headers: a CSP whose only
@@ -476,7 +480,7 @@ func noStore(w http.ResponseWriter) {
 	w.Header().Set("Pragma", "no-cache")
 }
 
-var oidcTmpl = newPageTemplate("oidc", pageFuncs).from(`<!doctype html>
+var oidcTmpl = newPageTemplate("oidc", nil).from(`<!doctype html>
 <html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
 <style nonce="{{.Nonce}}">:root{--accent:{{.Accent}}}body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}

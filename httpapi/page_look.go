@@ -61,12 +61,28 @@ func (s *Server) lookOf(w http.ResponseWriter) *auth.PageLook {
 }
 
 // pageText returns key's text in t, or s itself when it is no key (a
-// message already worded, such as an error's).
+// value of the page's, such as a name).
 func pageText(t map[string]string, s string) string {
 	if v, ok := t[s]; ok {
 		return v
 	}
 	return s
+}
+
+// textKey is a message of the pages' own, by its text key, where a page
+// shows a failure (a form's error): a page words it as any key.
+type textKey string
+
+// Error returns the key.
+func (k textKey) Error() string { return string(k) }
+
+// failText returns what a page in look shows for err: a textKey's text,
+// or a failure in the words of its code (auth.PageLook.ErrorText).
+func failText(look *auth.PageLook, err error) string {
+	if k, ok := err.(textKey); ok {
+		return pageText(look.Texts, string(k))
+	}
+	return look.ErrorText(err)
 }
 
 // fill replaces {name} in text with value (html/template escapes the
@@ -108,9 +124,18 @@ func pageCSP(base, imgSrc string, look *auth.PageLook) string {
 	return base
 }
 
-// localize words d in look's texts: its title, text, error and links
-// given as keys, the scopes of its consent, with {email} and {client}
-// filled in.
+// scopeText says in t's words what scope gives a client: its scope_
+// key, or scope_other with the scope's name.
+func scopeText(t map[string]string, scope string) string {
+	if v, ok := t["scope_"+scope]; ok && scope != "other" {
+		return v
+	}
+	return fill(t["scope_other"], "scope", scope)
+}
+
+// localize words d in look's texts: its title, text and links given as
+// keys, its failure, the scopes of its consent and of its device, with
+// {email} and {client} filled in.
 func (d *oidcPage) localize(look *auth.PageLook) {
 	t := look.Texts
 	d.Look, d.T, d.Accent = look, t, accentCSS(look)
@@ -124,7 +149,16 @@ func (d *oidcPage) localize(look *auth.PageLook) {
 	word := func(s string) string {
 		return fill(fill(pageText(t, s), "email", d.Email), "client", client)
 	}
-	d.Title, d.Text, d.Error = word(d.Title), word(d.Text), word(d.Error)
+	d.Title, d.Text = word(d.Title), word(d.Text)
+	if d.Fail != nil {
+		// A form shows its failure as its error; the error page, which
+		// has none, as its text.
+		if d.Form == "" && d.Consent == nil && d.Device == nil {
+			d.Text = failText(look, d.Fail)
+		} else {
+			d.Error = failText(look, d.Fail)
+		}
+	}
 	for i := range d.Others {
 		d.Others[i].Label = pageText(t, d.Others[i].Label)
 	}
@@ -132,13 +166,14 @@ func (d *oidcPage) localize(look *auth.PageLook) {
 		scopes := make([]auth.ScopeText, len(d.Consent.Scopes))
 		for i, sc := range d.Consent.Scopes {
 			scopes[i] = sc
-			if v, ok := t["scope_"+sc.Scope]; ok {
-				scopes[i].Text = v
-			}
+			scopes[i].Text = scopeText(t, sc.Scope)
 		}
 		d.Consent.Scopes = scopes
 	}
 	if d.Device != nil {
 		d.Device.T = t
+		for i, sc := range d.Device.Scopes {
+			d.Device.Scopes[i] = scopeText(t, sc)
+		}
 	}
 }

@@ -22,12 +22,12 @@ type pageTemplate struct {
 // pageBlock is one named template of a page's set and its source.
 type pageBlock struct{ name, src string }
 
-// newPageTemplate is the page template name with funcs; from gives its
-// source.
+// newPageTemplate is the page template name with pageFuncs and funcs;
+// from gives its source.
 func newPageTemplate(name string, funcs template.FuncMap) *pageTemplate {
 	p := &pageTemplate{}
 	p.parsed = sync.OnceValue(func() *template.Template {
-		t := template.Must(template.New(name).Funcs(funcs).Parse(p.src))
+		t := template.Must(template.New(name).Funcs(pageFuncs).Funcs(funcs).Parse(p.src))
 		for _, b := range p.blocks {
 			template.Must(t.New(b.name).Parse(b.src))
 		}
