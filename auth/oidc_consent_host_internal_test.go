@@ -1,6 +1,10 @@
 package auth
 
-import "testing"
+import (
+	"testing"
+
+	"latchkey/internal/testkit"
+)
 
 // TestReturnHost: what the consent page of a self-registered client
 // names as where its answer goes: the redirect URI's host name without
@@ -8,6 +12,7 @@ import "testing"
 // with its colon, whatever follows it.
 func TestReturnHost(t *testing.T) {
 	t.Parallel()
+	testkit.EngineFree(t, "parses URIs")
 	for _, c := range []struct{ uri, want string }{
 		{"https://app.example.net/cb", "app.example.net"},
 		{"https://app.example.net:8443/cb?x=1", "app.example.net"},
