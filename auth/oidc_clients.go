@@ -253,13 +253,20 @@ func (s *Service) UpdateClient(ctx context.Context, projectID, id string, in Cli
 	return s.viewClient(c), nil
 }
 
-// DeleteClient removes projectID's client id.
+// DeleteClient removes projectID's client id and, in the same
+// transaction, everything issued to it: the users' consents go and
+// every grant is revoked (revokeClientGrants), so none of its access or
+// refresh tokens is accepted again, even by a client stored later with
+// the same id.
 func (s *Service) DeleteClient(ctx context.Context, projectID, id string) error {
 	err := s.db.Update(ctx, func(tx store.Tx) error {
 		if _, err := clientTx(tx, projectID, id); err != nil {
 			return err
 		}
 		s.oidcTokensChanged(tx)
+		if err := s.revokeClientGrants(tx, projectID, id); err != nil {
+			return err
+		}
 		return tx.DeleteOIDCClient(projectID, id)
 	})
 	return internal(err)

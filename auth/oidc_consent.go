@@ -104,6 +104,10 @@ type OIDCConsentAsk struct {
 	ClientName string
 	Scopes     []ScopeText
 	PromptNone bool
+	// ReturnTo is, for a client that registered itself (dynamic
+	// registration), where the answer sends the browser: its redirect
+	// URI's host (returnHost); "" for a client the operator created.
+	ReturnTo string
 }
 
 // consentRequest returns request id and its client inside tx when the
@@ -139,6 +143,9 @@ func (s *Service) OIDCConsentRequest(ctx context.Context, projectID, id string, 
 		}
 		out = &OIDCConsentAsk{ID: r.ID, ClientName: c.Name, Scopes: scopeTexts(r.Scopes),
 			PromptNone: slices.Contains(r.Prompt, oidc.PromptNone)}
+		if c.Registered {
+			out.ReturnTo = returnHost(r.RedirectURI)
+		}
 		return nil
 	})
 	if err != nil {

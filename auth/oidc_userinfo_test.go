@@ -313,7 +313,9 @@ func TestUserinfoRecheck(t *testing.T) {
 // TestReplicasUserinfo: on PostgreSQL, a token remembered by one
 // replica stops there within a second of its session's revocation, its
 // own revocation (RFC 7009) or its client's deletion on another
-// replica, and a change of its user shows there as soon.
+// replica (also when a client with the same id is stored again: the
+// deletion revoked the grant), and a change of its user shows there as
+// soon.
 func TestReplicasUserinfo(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -333,6 +335,20 @@ func TestReplicasUserinfo(t *testing.T) {
 		}},
 		{name: "client deleted", change: func(t *testing.T, f *userinfoFixture) {
 			if err := f.other.DeleteClient(ctx, f.p.ID, f.client.ID); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "client deleted and stored again", change: func(t *testing.T, f *userinfoFixture) {
+			// A row with the deleted client's id (put back): its grant
+			// stays revoked.
+			var row *store.OIDCClient
+			if err := f.other.db.View(ctx, func(tx store.Tx) (err error) { row, err = tx.OIDCClient(f.p.ID, f.client.ID); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.other.DeleteClient(ctx, f.p.ID, f.client.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.other.db.Update(ctx, func(tx store.Tx) error { return tx.PutOIDCClient(row) }); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -34,7 +34,8 @@ import (
 // BuiltInPageTexts is the built-in English of every text key of the
 // hosted pages. A text may name a value the page fills in: {email} (the
 // address typed), {client} (the application's name), {provider} (a
-// sign-in provider's name), and a few others where the key says. The
+// sign-in provider's name), {host} (where a self-registered application
+// sends the browser back), and a few others where the key says. The
 // keys of failures are added from pageErrors (page_errors.go). Read
 // only.
 var BuiltInPageTexts = map[string]string{
@@ -68,6 +69,7 @@ var BuiltInPageTexts = map[string]string{
 	"consent_title":          "Allow {client}?",
 	"consent_text":           "You are signed in. {client} is not run by this service: allow it only if you trust it. You can revoke this later.",
 	"consent_asks":           "{client} would like to:",
+	"consent_returns_to":     "This application registered itself: after you answer, you go back to {host}. Continue only if you know that address.",
 	"allow_button":           "Allow",
 	"deny_button":            "Deny",
 	"choose_allow_deny":      "Choose Allow or Deny.",

@@ -27,6 +27,7 @@ var errConsentRequired = &oidc.Error{ErrorType: "consent_required", Description:
 type oidcConsentAsk struct {
 	ClientName string
 	Scopes     []auth.ScopeText
+	ReturnTo   string // a self-registered client's redirect host
 }
 
 // oidcConsentTmpl is the consent form, a block of the pages' template.
@@ -34,6 +35,7 @@ var _ = oidcTmpl.add("consent", `<form method="post" action="{{.Action}}">
 <input type="hidden" name="authRequestID" value="{{.AuthRequestID}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <p>{{fillStrong .T.consent_asks "client" .Consent.ClientName}}</p>
 <ul>{{range .Consent.Scopes}}<li>{{.Text}}</li>{{end}}</ul>
+{{if .Consent.ReturnTo}}<p id="consent-return">{{fillStrong .T.consent_returns_to "host" .Consent.ReturnTo}}</p>{{end}}
 <button type="submit" name="decision" value="allow">{{.T.allow_button}}</button>
 <button type="submit" name="decision" value="deny" class="alt">{{.T.deny_button}}</button>
 </form>`)
@@ -83,6 +85,6 @@ func (s *Server) oidcShowConsent(w http.ResponseWriter, r *http.Request, p *proj
 	d := oidcPage{Title: "consent_title", Action: p.issuer + auth.OIDCConsentPath, AuthRequestID: id,
 		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id), Fail: fail,
 		Text:    "consent_text",
-		Consent: &oidcConsentAsk{ClientName: ask.ClientName, Scopes: ask.Scopes}}
+		Consent: &oidcConsentAsk{ClientName: ask.ClientName, Scopes: ask.Scopes, ReturnTo: ask.ReturnTo}}
 	s.oidcRender(w, status, d)
 }

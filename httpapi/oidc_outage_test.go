@@ -106,9 +106,11 @@ func wantUnavailablePage(t *testing.T, what string, pg *webPage) {
 // sign-in answers 503 with Retry-After (the pages and the authorization
 // endpoint the error page, the token endpoint, user info and
 // introspection RFC 6749's JSON temporarily_unavailable), never op's
-// invalid_grant or an error redirect; once the store is back, the code
-// and the refresh token acknowledged before the outage are redeemed and
-// the sign-in form left open goes on.
+// invalid_grant or an error redirect, nor, for a request with
+// response_mode=form_post, a form posted to the client; once the store
+// is back, the code and the refresh token acknowledged before the
+// outage are redeemed and the sign-in forms left open go on (the
+// form_post one to the form that posts its code).
 func TestOIDCStoreOutage(t *testing.T) {
 	t.Parallel()
 	ts, down := newOutageServer(t)
@@ -118,6 +120,11 @@ func TestOIDCStoreOutage(t *testing.T) {
 	code := rp.code(b, verifier) // acknowledged: the client holds it
 	b2 := ts.newBrowser()
 	form := rp.authorize(b2, oauth2.GenerateVerifier(), "st", "n2")
+	// A request answered by a form posted to the client
+	// (response_mode=form_post), its sign-in form left open.
+	formPost := oauth2.SetAuthURLParam("response_mode", "form_post")
+	b3 := ts.newBrowser()
+	postForm := rp.authorize(b3, oauth2.GenerateVerifier(), "st-post", "n5", formPost)
 
 	down.Store(true)
 	wantUnavailableJSON(t, "code exchange", rp.exchange(code, verifier))
@@ -128,6 +135,9 @@ func TestOIDCStoreOutage(t *testing.T) {
 	wantUnavailablePage(t, "authorize", rp.authorize(ts.newBrowser(), oauth2.GenerateVerifier(), "st", "n3"))
 	wantUnavailablePage(t, "authorize, signed in", rp.authorize(b, oauth2.GenerateVerifier(), "st", "n4"))
 	wantUnavailablePage(t, "sign-in form", b2.submit(form, map[string]string{"email": "second@example.com"}))
+	wantUnavailablePage(t, "authorize, form_post", rp.authorize(ts.newBrowser(), oauth2.GenerateVerifier(), "st", "n6", formPost))
+	wantUnavailablePage(t, "authorize, signed in, form_post", rp.authorize(b, oauth2.GenerateVerifier(), "st", "n7", formPost))
+	wantUnavailablePage(t, "sign-in form, form_post", b3.submit(postForm, map[string]string{"email": "third@example.com"}))
 
 	down.Store(false)
 	r := rp.exchange(code, verifier)
@@ -139,4 +149,11 @@ func TestOIDCStoreOutage(t *testing.T) {
 		t.Fatalf("the refresh token after the outage: %d %s", r.Status, r.Raw)
 	}
 	rp.answer(b2.signIn(form, "second@example.com"))
+	// The form_post request goes on: its answer is the form that posts
+	// the code to the client.
+	pg := b3.signIn(postForm, "third@example.com")
+	if pg.Status != http.StatusOK || !strings.Contains(pg.Body, `<form method="post" action="`+rpRedirect+`">`) ||
+		!strings.Contains(pg.Body, `name="code" value="`) || !strings.Contains(pg.Body, `name="state" value="st-post"`) {
+		t.Fatalf("the form_post request after the outage: %d %s", pg.Status, pg.Body)
+	}
 }

@@ -658,6 +658,11 @@ type OIDCFlows interface {
 	// It costs the session's grants, whatever the project's number
 	// (back-channel logout reads it when a session ends).
 	OIDCSessionGrants(projectID, sessionID string) ([]*OIDCGrant, error)
+	// OIDCClientGrants returns projectID's grants to client clientID,
+	// expired or revoked or not, in ID byte order; never nil. It costs
+	// the client's grants, whatever the project's number (deleting a
+	// client revokes them).
+	OIDCClientGrants(projectID, clientID string) ([]*OIDCGrant, error)
 }
 
 // OIDCTokens is the tokens of the projects' OpenID providers beyond the

@@ -113,6 +113,8 @@ var (
 	// hash of the device code), and the index of their user codes.
 	bucketOIDCDevices     = []byte("oidc_device_auths")
 	bucketOIDCDeviceCodes = []byte("oidc_device_auths_by_user_code")
+	// The grants by client (oidcflow.go): (project, client, grant id).
+	bucketOIDCClientGrants = []byte("oidc_grants_by_client")
 	// Authentication events: their index, hourly counters and suppressed
 	// failures (authevent.go, eventcount.go).
 	bucketEventIndex      = []byte("events_by_scope")
@@ -145,7 +147,7 @@ var (
 		bucketIdentities, bucketUserIdentities, bucketOAuthFlows, bucketOIDCKeys, bucketOIDCClients, bucketRefresh,
 		bucketOIDCAuthRequests, bucketOIDCGrants, bucketOIDCSessionGrants, bucketOIDCRefresh, bucketOIDCRevoked, bucketTLSCache,
 		bucketOIDCUserGrants, bucketOIDCConsents, bucketOIDCClientConsents,
-		bucketOIDCDevices, bucketOIDCDeviceCodes,
+		bucketOIDCDevices, bucketOIDCDeviceCodes, bucketOIDCClientGrants,
 		bucketEventIndex, bucketEventCounts, bucketEventSuppressed,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
@@ -307,13 +309,16 @@ func prepareFile(b *bbolt.DB, path string) (version uint64, err error) {
 		if err := checkBuckets(tx, path); err != nil {
 			return err
 		}
-		fresh := tx.Bucket(bucketOIDCUserGrants) == nil
+		freshUser, freshClient := tx.Bucket(bucketOIDCUserGrants) == nil, tx.Bucket(bucketOIDCClientGrants) == nil
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
-		if err := indexUserGrants(txn{tx}, fresh); err != nil {
+		if err := indexGrants(txn{tx}, freshUser, bucketOIDCUserGrants, userGrantKey); err != nil {
+			return err
+		}
+		if err := indexGrants(txn{tx}, freshClient, bucketOIDCClientGrants, clientGrantKey); err != nil {
 			return err
 		}
 		meta := tx.Bucket(bucketMeta)

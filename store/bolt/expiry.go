@@ -127,6 +127,9 @@ var expiries = [...]expiry{
 			if err := tx.del(bucketOIDCUserGrants, compound(g.ProjectID, g.UserID, g.ID)); err != nil {
 				return err
 			}
+			if err := tx.del(bucketOIDCClientGrants, clientGrantKeyOf(&g)); err != nil {
+				return err
+			}
 			return tx.del(bucketOIDCSessionGrants, sessionGrantKey(&g))
 		}},
 	store.ExpiringOIDCRefreshTokens: {rows: bucketOIDCRefresh, index: bucketOIDCRefreshExpiry,

@@ -164,6 +164,7 @@ var notExported = map[string]string{
 	string(bucketOIDCUserGrants):     "index of OpenID grants by user (PutOIDCGrant)",
 	string(bucketOIDCClientConsents): "index of consents by client (PutOIDCConsent)",
 	string(bucketOIDCSessionGrants):  "index of OpenID grants by session (PutOIDCGrant)",
+	string(bucketOIDCClientGrants):   "index of OpenID grants by client (PutOIDCGrant)",
 	// Expiry indexes (expiry.go), written with their rows.
 	string(bucketSessionsExpiry):    "expiry index of sessions (PutSession)",
 	string(bucketCodesExpiry):       "expiry index of codes and send histories (PutCode, PutThrottle)",

@@ -96,9 +96,10 @@ func (tx txn) deleteClientConsents(projectID, clientID string) error {
 	return nil
 }
 
-// checkOIDCIndexes verifies that every grant has its entry under its
-// user and every consent its entry under its client, and that no entry
-// is left without its row (for tests, through Check).
+// checkOIDCIndexes verifies that every grant has its entries under its
+// user and its client and every consent its entry under its client,
+// and that no entry is left without its row (for tests, through
+// Check).
 func (tx txn) checkOIDCIndexes() error {
 	for _, ix := range []struct {
 		name        string
@@ -106,6 +107,7 @@ func (tx txn) checkOIDCIndexes() error {
 		entry       func(v []byte) ([]byte, error)
 	}{
 		{"grant by user", bucketOIDCGrants, bucketOIDCUserGrants, userGrantKey},
+		{"grant by client", bucketOIDCGrants, bucketOIDCClientGrants, clientGrantKey},
 		{"consent by client", bucketOIDCConsents, bucketOIDCClientConsents, func(v []byte) ([]byte, error) {
 			var c store.OIDCConsent
 			if err := jsonDecode(v, &c); err != nil {

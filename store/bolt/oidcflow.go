@@ -15,7 +15,9 @@ import (
 // [store.ExpiringOIDCGrants]); grants have an entry under their user in
 // bucketOIDCUserGrants too, keyed by (project, user, grant id), and one
 // under their session in bucketOIDCSessionGrants, keyed by (project,
-// session, grant id), which go with the grant (the expiry's remove).
+// session, grant id), and one under their client in
+// bucketOIDCClientGrants, keyed by (project, client, grant id), which go
+// with the grant (the expiry's remove).
 
 // OIDCAuthRequest returns projectID's authorization request id.
 func (tx txn) OIDCAuthRequest(projectID, id string) (*store.OIDCAuthRequest, error) {
@@ -58,8 +60,8 @@ func (tx txn) OIDCGrant(projectID, id string) (*store.OIDCGrant, error) {
 	return &g, nil
 }
 
-// PutOIDCGrant stores g and its entries under its user and its
-// session; the sweep deletes them at its ExpiresAt.
+// PutOIDCGrant stores g and its entries under its user, its session
+// and its client; the sweep deletes them at its ExpiresAt.
 func (tx txn) PutOIDCGrant(g *store.OIDCGrant) error {
 	v, err := json.Marshal(g)
 	if err != nil {
@@ -79,8 +81,16 @@ func (tx txn) PutOIDCGrant(g *store.OIDCGrant) error {
 				return err
 			}
 		}
+		if was.ClientID != g.ClientID {
+			if err := tx.del(bucketOIDCClientGrants, clientGrantKeyOf(&was)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := tx.bucket(bucketOIDCSessionGrants).Put(sessionGrantKey(g), nil); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketOIDCClientGrants).Put(clientGrantKeyOf(g), nil); err != nil {
 		return err
 	}
 	return tx.putExpiring(&expiries[store.ExpiringOIDCGrants], key, v, g.ExpiresAt)
@@ -91,15 +101,35 @@ func sessionGrantKey(g *store.OIDCGrant) []byte {
 	return compound(g.ProjectID, g.SessionID, g.ID)
 }
 
-// OIDCSessionGrants returns projectID's grants under session sessionID:
-// a seek in bucketOIDCSessionGrants, then each grant.
-func (tx txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGrant, error) {
-	out := []*store.OIDCGrant{}
-	if !isText(projectID) || !isText(sessionID) {
-		return out, nil
+// clientGrantKeyOf is g's key in bucketOIDCClientGrants.
+func clientGrantKeyOf(g *store.OIDCGrant) []byte {
+	return compound(g.ProjectID, g.ClientID, g.ID)
+}
+
+// clientGrantKey returns the entry under its client of the grant row v.
+func clientGrantKey(v []byte) ([]byte, error) {
+	var g store.OIDCGrant
+	if err := jsonDecode(v, &g); err != nil {
+		return nil, err
 	}
-	prefix := compound(projectID, sessionID, "")
-	c := tx.bucket(bucketOIDCSessionGrants).Cursor()
+	return clientGrantKeyOf(&g), nil
+}
+
+// OIDCClientGrants returns projectID's grants to client clientID: a
+// seek in bucketOIDCClientGrants, then each grant.
+func (tx txn) OIDCClientGrants(projectID, clientID string) ([]*store.OIDCGrant, error) {
+	if !isText(projectID) || !isText(clientID) {
+		return []*store.OIDCGrant{}, nil
+	}
+	return tx.indexedGrants(bucketOIDCClientGrants, projectID, compound(projectID, clientID, ""))
+}
+
+// indexedGrants returns projectID's grants whose entries in the index
+// bucket start with prefix (the grant id follows it), in ID byte order;
+// an entry whose grant is gone is skipped.
+func (tx txn) indexedGrants(index []byte, projectID string, prefix []byte) ([]*store.OIDCGrant, error) {
+	out := []*store.OIDCGrant{}
+	c := tx.bucket(index).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		g, err := tx.OIDCGrant(projectID, string(k[len(prefix):]))
 		if errors.Is(err, store.ErrNotFound) {
@@ -110,6 +140,15 @@ func (tx txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGrant
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+// OIDCSessionGrants returns projectID's grants under session sessionID:
+// a seek in bucketOIDCSessionGrants, then each grant.
+func (tx txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGrant, error) {
+	if !isText(projectID) || !isText(sessionID) {
+		return []*store.OIDCGrant{}, nil
+	}
+	return tx.indexedGrants(bucketOIDCSessionGrants, projectID, compound(projectID, sessionID, ""))
 }
 
 // OIDCUserGrants returns projectID's grants of userID in ID byte order;
@@ -140,17 +179,18 @@ func userGrantKey(v []byte) ([]byte, error) {
 	return compound(g.ProjectID, g.UserID, g.ID), nil
 }
 
-// indexUserGrants fills bucketOIDCUserGrants from the grants stored
-// when the bucket was just made (fresh): a file written before the
-// index had grants without their entries. Grants live at most a
+// indexGrants fills the grants' index bucket (bucketOIDCUserGrants,
+// bucketOIDCClientGrants) with each stored grant's entry (entry of its
+// row) when the bucket was just made (fresh): a file written before
+// the index had grants without their entries. Grants live at most a
 // client's refresh token lifetime, so they are few.
-func indexUserGrants(tx txn, fresh bool) error {
+func indexGrants(tx txn, fresh bool, bucket []byte, entry func(v []byte) ([]byte, error)) error {
 	if !fresh {
 		return nil
 	}
-	index := tx.bucket(bucketOIDCUserGrants)
+	index := tx.bucket(bucket)
 	return tx.bucket(bucketOIDCGrants).ForEach(func(_, v []byte) error {
-		k, err := userGrantKey(v)
+		k, err := entry(v)
 		if err != nil {
 			return err
 		}

@@ -32,8 +32,9 @@ func TestMigrateOIDCSessionGrants(t *testing.T) {
 	}
 	err = b.Update(func(btx *bbolt.Tx) error {
 		for _, name := range allBuckets {
-			if bytes.Equal(name, bucketOIDCSessionGrants) || bytes.Equal(name, bucketOIDCUserGrants) {
-				continue // version 5 had neither index
+			if bytes.Equal(name, bucketOIDCSessionGrants) || bytes.Equal(name, bucketOIDCUserGrants) ||
+				bytes.Equal(name, bucketOIDCClientGrants) {
+				continue // version 5 had none of these indexes
 			}
 			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 				return err

@@ -53,6 +53,7 @@ const (
 	sqlDeleteOIDCAuthRequest = `DELETE FROM oidc_auth_requests WHERE project_id = $1 AND id = $2`
 	sqlOIDCGrant             = `SELECT ` + oidcGrantCols + ` FROM oidc_grants WHERE project_id = $1 AND id = $2`
 	sqlOIDCSessionGrants     = `SELECT ` + oidcGrantCols + ` FROM oidc_grants WHERE project_id = $1 AND session_id = $2 ORDER BY id`
+	sqlOIDCClientGrants      = `SELECT ` + oidcGrantCols + ` FROM oidc_grants WHERE project_id = $1 AND client_id = $2 ORDER BY id`
 	sqlPutOIDCGrant          = `INSERT INTO oidc_grants (` + oidcGrantCols + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (project_id, id) DO UPDATE SET client_id = excluded.client_id, user_id = excluded.user_id,
@@ -131,6 +132,19 @@ func (tx *txn) OIDCSessionGrants(projectID, sessionID string) ([]*store.OIDCGran
 		return []*store.OIDCGrant{}, nil
 	}
 	out, err := scanAll(tx, sqlOIDCSessionGrants, []any{projectID, sessionID}, oidcGrantDest)
+	if out == nil {
+		out = []*store.OIDCGrant{}
+	}
+	return out, err
+}
+
+// OIDCClientGrants returns projectID's grants to client clientID
+// (index oidc_grants_client), in id order.
+func (tx *txn) OIDCClientGrants(projectID, clientID string) ([]*store.OIDCGrant, error) {
+	if !validText(projectID) || !validText(clientID) {
+		return []*store.OIDCGrant{}, nil
+	}
+	out, err := scanAll(tx, sqlOIDCClientGrants, []any{projectID, clientID}, oidcGrantDest)
 	if out == nil {
 		out = []*store.OIDCGrant{}
 	}

@@ -12,7 +12,8 @@ import (
 // grants (store.OIDCFlows). (Their sweep is in Expiry's kinds, their
 // deletion with the project in Projects'.)
 func (s Suite) OIDCFlows(t *testing.T) {
-	parallel(t, []subtest{{"RoundTrip", s.oidcFlowsRoundTrip}, {"BySession", s.oidcGrantsBySession}})
+	parallel(t, []subtest{{"RoundTrip", s.oidcFlowsRoundTrip}, {"BySession", s.oidcGrantsBySession},
+		{"ByClient", s.oidcGrantsByClient}})
 }
 
 // oidcFlowsRoundTrip: requests and grants round-trip exactly (one with
