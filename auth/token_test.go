@@ -166,17 +166,26 @@ func TestSessionCheckTakesNoTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	views, updates := db.views.Load(), db.updates.Load()
-	for range 100 {
-		if _, err := s.AuthenticateSession(ctx, header); err != nil {
-			t.Fatal(err)
+	// On PostgreSQL the session cache is not read while the invalidation
+	// feed is stale (a reader starved on a loaded machine), so a round
+	// may read once; a check that always reads fails every round.
+	for round := 1; ; round++ {
+		views, updates := db.views.Load(), db.updates.Load()
+		for range 100 {
+			if _, err := s.AuthenticateSession(ctx, header); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AuthenticateSessionWrite(ctx, header); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := s.AuthenticateSessionWrite(ctx, header); err != nil {
-			t.Fatal(err)
+		v, w := db.views.Load()-views, db.updates.Load()-updates
+		if v == 0 && w == 0 {
+			break
 		}
-	}
-	if v, w := db.views.Load()-views, db.updates.Load()-updates; v != 0 || w != 0 {
-		t.Fatalf("200 checks of a known session began %d read and %d write transactions, want none", v, w)
+		if round == 3 {
+			t.Fatalf("200 checks of a known session began %d read and %d write transactions, want none (three rounds)", v, w)
+		}
 	}
 	if err := s.Logout(ctx, pr, LogoutThis); err != nil {
 		t.Fatal(err)
