@@ -60,8 +60,11 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projec
 		s.oidcError(w, http.StatusBadRequest, "The application that sent you here is not known to this sign-in service.")
 		return
 	}
-	if redirect == "" || op.ValidateAuthReqRedirectURI(c, redirect, oidc.ResponseType(r.Form.Get("response_type"))) != nil {
+	if redirect == "" || op.ValidateAuthReqRedirectURI(c, redirect, oidc.ResponseTypeCode) != nil {
 		s.oidcError(w, http.StatusBadRequest, "The application that sent you here asked to return to an address it has not registered.")
+		return
+	}
+	if s.oidcResponseTypeRefused(w, r, p, redirect) {
 		return
 	}
 	p.handler.ServeHTTP(s.formPostAnswers(w, r, p.id, r.Form.Get("response_mode"), redirect), r)
