@@ -74,6 +74,7 @@ func (s *Server) oidcRoutes() {
 		s.router.GET("/oidc/:project"+p, s.serveOIDC)
 		s.router.POST("/oidc/:project"+p, s.serveOIDC)
 	}
+	s.oauthMetadataRoutes() // RFC 8414, oidc_metadata.go
 }
 
 // projectOP is one project's provider.
