@@ -113,3 +113,23 @@ func TestOIDCFormPost(t *testing.T) {
 		t.Errorf("denied consent in form_post mode: %v", q)
 	}
 }
+
+// TestOIDCFormPostStoreOutage: in form_post mode too, a store outage is
+// the 503 error page with Retry-After, never a page posting a refusal
+// to the client: for a browser with a session (single sign-on) and for
+// one without (prompt=none, which would post login_required).
+func TestOIDCFormPostStoreOutage(t *testing.T) {
+	t.Parallel()
+	ts, down := newOutageServer(t)
+	rp := ts.newRP(ts.Project.ID, map[string]any{"firstParty": true})
+	_, b := rp.signedIn("fp-outage@example.com")
+	formPost := oauth2.SetAuthURLParam("response_mode", "form_post")
+	down.Store(true)
+	wantUnavailablePage(t, "authorize in form_post mode, signed in", rp.authorize(b, oauth2.GenerateVerifier(), "st", "n", formPost))
+	wantUnavailablePage(t, "authorize in form_post mode, prompt=none",
+		rp.authorize(ts.newBrowser(), oauth2.GenerateVerifier(), "st", "n", formPost, oauth2.SetAuthURLParam("prompt", "none")))
+	down.Store(false)
+	if q := rp.formPostAnswer(rp.authorize(b, oauth2.GenerateVerifier(), "st-after", "n", formPost)); q.Get("code") == "" {
+		t.Fatalf("form_post after the outage: %v", q)
+	}
+}
