@@ -688,10 +688,17 @@ func (p *OIDCStorage) GetClientByClientID(ctx context.Context, id string) (op.Cl
 func (p *OIDCStorage) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
 	c, err := p.clientOf(ctx, id)
 	if err != nil || !p.s.CheckClientSecret(c, secret) {
+		// op answers some of these (the device endpoints')
+		// unauthorized_client 400; RFC 6749 (section 5.2) says
+		// invalid_client, 401 for HTTP Basic.
+		noteRefusal(ctx, errClientAuth)
 		return errors.New("invalid client credentials")
 	}
 	return nil
 }
+
+// errClientAuth is the refusal of a client whose id or secret is wrong.
+var errClientAuth = oidc.ErrInvalidClient().WithDescription("The client's id or secret is wrong.")
 
 // accessTokenKey is the key that signs client c's access tokens: the
 // one of its idTokenAlg. RS256 is every resource server's (RFC 9068);

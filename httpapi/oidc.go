@@ -74,6 +74,7 @@ func (s *Server) oidcRoutes() {
 		s.router.GET("/oidc/:project"+p, s.serveOIDC)
 		s.router.POST("/oidc/:project"+p, s.serveOIDC)
 	}
+	s.oauthMetadataRoutes() // RFC 8414, oidc_metadata.go
 }
 
 // projectOP is one project's provider.
@@ -129,6 +130,7 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 	r = r.WithContext(auth.OIDCRequestContext(op.ContextWithIssuer(r.Context(), p.issuer)))
 	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
 	w = s.oidcAnswerWriter(w, r, sub) // 503 in a store outage; refusals op rewords
+	clientSecretPost(w, r, sub)       // client_secret_post where op reads only Basic
 	switch {
 	case r.Method == http.MethodGet && sub == oidc.DiscoveryEndpoint:
 		p.discovery.ServeHTTP(w, r)
@@ -240,10 +242,10 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 	cfg.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}
 	cfg.TokenEndpointAuthSigningAlgValuesSupported = nil
-	// Introspection is for confidential clients, by Basic only (op
-	// takes no other there); revocation for every client, as the token
-	// endpoint.
-	cfg.IntrospectionEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodBasic}
+	// Introspection is for confidential clients, by Basic or in the
+	// form (oidc_client_auth.go); revocation for every client, as the
+	// token endpoint.
+	cfg.IntrospectionEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodBasic, oidc.AuthMethodPost}
 	cfg.IntrospectionEndpointAuthSigningAlgValuesSupported = nil
 	cfg.RevocationEndpointAuthMethodsSupported = cfg.TokenEndpointAuthMethodsSupported
 	cfg.RevocationEndpointAuthSigningAlgValuesSupported = nil

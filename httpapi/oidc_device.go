@@ -40,7 +40,7 @@ func (s *Server) oidcDeviceAuthorization(w http.ResponseWriter, r *http.Request,
 		if err == nil && !authenticated {
 			c, cerr := p.storage.GetClientByClientID(r.Context(), id)
 			if cerr == nil && op.IsConfidentialType(c) && op.ValidateGrantType(c, oidc.GrantTypeDeviceCode) {
-				err = oidc.ErrInvalidClient().WithDescription("A confidential client must authenticate (HTTP Basic).")
+				err = oidc.ErrInvalidClient().WithDescription("A confidential client must authenticate (HTTP Basic or client_secret_post).")
 			}
 		}
 		if err != nil {

@@ -60,21 +60,25 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projec
 		s.oidcFail(w, auth.ErrUnknownClient)
 		return
 	}
-	if redirect == "" || op.ValidateAuthReqRedirectURI(c, redirect, oidc.ResponseType(r.Form.Get("response_type"))) != nil {
+	if redirect == "" || op.ValidateAuthReqRedirectURI(c, redirect, oidc.ResponseTypeCode) != nil {
 		s.oidcFail(w, auth.ErrUnregisteredReturn)
 		return
 	}
-	p.handler.ServeHTTP(w, r)
+	if s.oidcResponseTypeRefused(w, r, p, redirect) {
+		return
+	}
+	p.handler.ServeHTTP(s.formPostAnswers(w, r, p.id, r.Form.Get("response_mode"), redirect), r)
 }
 
 // oidcCallback is op's callback, which issues the code: only for the
-// browser whose session answered the request.
+// browser whose session answered the request (a form_post request gets
+// latchkey's page, oidc_formpost.go).
 func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, p *projectOP) {
 	if !s.auth.OIDCCallbackAllowed(r.Context(), p.id, r.URL.Query().Get("id"), s.oidcSession(r, p)) {
 		s.oidcError(w, http.StatusBadRequest, "error_other_browser")
 		return
 	}
-	p.handler.ServeHTTP(w, r)
+	s.oidcAuthorizeCallback(w, r, p)
 }
 
 // oidcLogin is the sign-in page: GET takes the request as far as the
@@ -261,7 +265,7 @@ func (s *Server) oidcAnswerError(w http.ResponseWriter, r *http.Request, p *proj
 		return
 	}
 	noStore(w)
-	op.AuthRequestError(w, r, t, e, p.lk)
+	op.AuthRequestError(s.formPostAnswers(w, r, p.id, string(t.GetResponseMode()), t.GetRedirectURI()), r, t, e, p.lk)
 }
 
 // oidcForm reads a page's POST and checks its CSRF token; it returns

@@ -84,8 +84,8 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 			"subject_types_supported":               "public",
 			"scopes_supported":                      "openid profile email groups offline_access",
 			"token_endpoint_auth_methods_supported": "none client_secret_basic client_secret_post",
-			// Introspection by Basic only (op takes no other there).
-			"introspection_endpoint_auth_methods_supported": "client_secret_basic",
+			// Introspection by Basic or in the form, for confidential clients.
+			"introspection_endpoint_auth_methods_supported": "client_secret_basic client_secret_post",
 			"revocation_endpoint_auth_methods_supported":    "none client_secret_basic client_secret_post",
 		} {
 			if got := joined(t, d[k]); got != want {

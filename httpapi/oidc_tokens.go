@@ -32,7 +32,7 @@ func (c *clientErrorWriter) WriteHeader(status int) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	c.ResponseWriter.WriteHeader(http.StatusUnauthorized)
-	c.ResponseWriter.Write([]byte(`{"error":"invalid_client","error_description":"Introspection is for confidential clients, authenticated with their secret (HTTP Basic)."}`))
+	c.ResponseWriter.Write([]byte(`{"error":"invalid_client","error_description":"Introspection is for confidential clients, authenticated with their secret (HTTP Basic or client_secret_post)."}`))
 }
 
 // Write drops op's own body of a refusal.

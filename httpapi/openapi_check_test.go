@@ -206,12 +206,13 @@ func opaqueMembers(v any, top bool) any {
 
 // specSkipped reports the paths that are not API: the dashboard's HTML
 // pages and the passkey demo page with its forwarding calls, and the
-// projects' OpenID providers under /oidc/, whose wire the OpenID Connect
-// and OAuth specifications fix and whose discovery document describes
-// them (their tests check them with relying-party libraries).
+// projects' OpenID providers under /oidc/ (and their RFC 8414 metadata
+// under /.well-known/), whose wire the OpenID Connect and OAuth
+// specifications fix and whose discovery document describes them (their
+// tests check them with relying-party libraries).
 func specSkipped(path string) bool {
 	return path == "/admin" || strings.HasPrefix(path, "/admin/") || strings.HasPrefix(path, "/demo/") ||
-		strings.HasPrefix(path, "/oidc/")
+		strings.HasPrefix(path, "/oidc/") || strings.HasPrefix(path, "/.well-known/oauth-authorization-server/oidc/")
 }
 
 // specChecked wraps an API handler so that every exchange through it is

@@ -1,0 +1,42 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+)
+
+// clientSecretPost lets a confidential client authenticate with its
+// secret in the form (client_secret_post) where op reads only HTTP
+// Basic: the device authorization endpoint, the token endpoint's device
+// code grant and introspection. Discovery names client_secret_post for
+// the token endpoint, and a relying party that uses it there uses it at
+// every endpoint (openid-client's one client authentication per
+// configuration): without this, its device flow and its introspection
+// were refused as unauthenticated. A request that carries both an
+// Authorization header and a secret in the form keeps the header (op
+// checks it); a request without a secret in the form is left alone.
+func clientSecretPost(w http.ResponseWriter, r *http.Request, sub string) {
+	if r.Method != http.MethodPost || r.Header.Get("Authorization") != "" {
+		return
+	}
+	switch sub {
+	case "/oauth/introspect", oidcDeviceAuthorizationPath, "/oauth/token":
+	default:
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if r.ParseForm() != nil {
+		return // op refuses the body as it would have
+	}
+	if sub == "/oauth/token" && r.PostForm.Get("grant_type") != string(oidc.GrantTypeDeviceCode) {
+		return // op reads the form's secret for its other grants
+	}
+	id, secret := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	if id == "" || secret == "" {
+		return
+	}
+	// op unescapes Basic credentials (RFC 6749, section 2.3.1).
+	r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+}
