@@ -95,6 +95,22 @@ type BackupInput struct {
 // maxBackupCodeInput bounds the code field; longer input is malformed.
 const maxBackupCodeInput = 64
 
+// hasBackupCode reports whether user has a backup code left to use.
+func hasBackupCode(tx store.Tx, user string) (bool, error) {
+	b, err := tx.BackupCodes(user)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	if b != nil {
+		for _, used := range b.Used {
+			if !used {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // checkBackupCodeShape rejects a code that is empty, longer than 64
 // characters, or holds anything but ASCII letters, digits and hyphens
 // (whitespace, Unicode): 400 VALIDATION_ERROR, nothing counted.

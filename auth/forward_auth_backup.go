@@ -36,16 +36,8 @@ func (s *Service) ForwardAuthFactors(ctx context.Context, t *ForwardAuthTarget, 
 		if t.rule != nil && t.rule.Policy == ForwardAuthMFA {
 			return nil
 		}
-		b, err := tx.BackupCodes(pr.UserID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if b != nil {
-			for _, used := range b.Used {
-				f.Backup = f.Backup || !used
-			}
-		}
-		return nil
+		f.Backup, err = hasBackupCode(tx, pr.UserID)
+		return err
 	})
 	return f, internal(err)
 }

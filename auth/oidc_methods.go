@@ -230,17 +230,9 @@ func (s *Service) OIDCSecondFactors(ctx context.Context, projectID, id string, p
 		}
 		f.TOTP, f.SMS = en.TOTP, en.SMS
 		if !c.RequireMFA {
-			b, err := tx.BackupCodes(pr.UserID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			if b != nil {
-				for _, used := range b.Used {
-					f.Backup = f.Backup || !used
-				}
-			}
+			f.Backup, err = hasBackupCode(tx, pr.UserID)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return f, internal(err)
