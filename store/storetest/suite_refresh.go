@@ -199,8 +199,9 @@ func (s Suite) refreshGoWithSession(t *testing.T) {
 // then the session's first token; the token is stored, whether its
 // session is the last one the transaction stored or not. A session the
 // transaction stored and then deleted (DeleteSession, DeleteUserSessions,
-// the sweep) keeps no token put after, nor does a session stored by a
-// transaction that was rolled back, in the next one.
+// the sweep, DeleteProject, which takes the token put before too) keeps
+// no token put after, nor does a session stored by a transaction that
+// was rolled back, in the next one.
 func (s Suite) refreshWithNewSession(t *testing.T) {
 	db := s.open(t, store.Options{})
 	far := t0.Add(365 * 24 * time.Hour)
@@ -267,13 +268,34 @@ func (s Suite) refreshWithNewSession(t *testing.T) {
 		t.Fatalf("rolled back: %v", err)
 	}
 	update(t, db, func(tx store.Tx) error { return putToken(tx, "s-rolled-back") })
+	// A project's deletion takes its users' sessions' tokens along, in
+	// the transaction that stored them too.
+	update(t, db, func(tx store.Tx) error {
+		if err := tx.PutProject(&store.Project{ID: "p-gone", Name: "p-gone", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.PutUser(&store.User{ID: "u-s-gone", ProjectID: "p-gone", Email: "gone@example.com", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := putSession(tx, "s-gone", far); err != nil {
+			return err
+		}
+		if err := putToken(tx, "s-gone"); err != nil {
+			return err
+		}
+		_, err := tx.DeleteProject("p-gone")
+		if err != nil {
+			return err
+		}
+		return putToken(tx, "s-gone")
+	})
 	view(t, db, func(tx store.Tx) error {
 		for _, id := range []string{"s-login", "s-first", "s-second"} {
 			if _, err := tx.RefreshToken(id, []byte("h")); err != nil {
 				t.Errorf("token of %s: %v, want it stored", id, err)
 			}
 		}
-		for _, id := range []string{"s-deleted", "s-user", "s-swept", "s-rolled-back"} {
+		for _, id := range []string{"s-deleted", "s-user", "s-swept", "s-rolled-back", "s-gone"} {
 			if err := wantNotFound(tx.RefreshToken(id, []byte("h"))); err != nil {
 				t.Errorf("token of %s: %v", id, err)
 			}
