@@ -3,6 +3,8 @@ package postgres
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"latchkey/store"
@@ -35,6 +37,24 @@ func dueNanos(t time.Time) int64 {
 		return math.MaxInt64
 	}
 	return t.UnixNano()
+}
+
+// goesWith maps a table whose rows expire to the rows of other tables
+// that the sweep deletes with each of its rows, in the same statement:
+// what a foreign key's ON DELETE CASCADE would do, without the key's
+// reads (refresh.go).
+var goesWith = map[string][]dependent{}
+
+// dependent is table's rows whose column holds the key of the row they
+// go with.
+type dependent struct {
+	key, table, column string
+}
+
+// goWith registers that table's rows whose column is the key of a row of
+// parent go with that row when the sweep deletes it.
+func goWith(parent, key, table, column string) {
+	goesWith[parent] = append(goesWith[parent], dependent{key, table, column})
 }
 
 // tables returns kind's tables, or an error for a kind no file
@@ -99,15 +119,37 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		// ctid = ANY (ARRAY(...)): a TID scan of the rows the index
 		// found; ctid IN (SELECT ...) may get a generic plan that joins
 		// with a scan of the whole table.
-		tag, err := tx.exec(`DELETE FROM `+d.table+` WHERE ctid = ANY (ARRAY(
-			SELECT ctid FROM `+d.table+` WHERE `+d.column+` <= $1
-			ORDER BY `+d.column+` LIMIT $2))`, dueNanos(now), max-deleted)
-		if err != nil {
+		del := `DELETE FROM ` + d.table + ` WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM ` + d.table + ` WHERE ` + d.column + ` <= $1
+			ORDER BY ` + d.column + ` LIMIT $2))`
+		deps := goesWith[d.table]
+		if len(deps) == 0 {
+			tag, err := tx.exec(del, dueNanos(now), max-deleted)
+			if err != nil {
+				return deleted, err
+			}
+			deleted += int(tag.RowsAffected())
+			continue
+		}
+		// The rows that go with them, found by index from the keys the
+		// deletion returns (= ANY (ARRAY(...)), as above).
+		var keys []string
+		with := ""
+		for i, dep := range deps {
+			if !slices.Contains(keys, dep.key) {
+				keys = append(keys, dep.key)
+			}
+			with += fmt.Sprintf(`, d%d AS (DELETE FROM %s WHERE %s = ANY (ARRAY(SELECT %s FROM x)))`, i, dep.table, dep.column, dep.key)
+		}
+		var n int
+		sql := `WITH x AS (` + del + ` RETURNING ` + strings.Join(keys, ", ") + `)` + with + ` SELECT count(*) FROM x`
+		if err := tx.one(sql, []any{dueNanos(now), max - deleted}, &n); err != nil {
 			return deleted, err
 		}
-		deleted += int(tag.RowsAffected())
+		deleted += n
 	}
 	if kind == store.ExpiringSessions && deleted > 0 {
+		tx.putSession = "" // perhaps among them
 		// Replicas (rep-sync): session caches drop what the sweep
 		// deleted (sessioncache.go).
 		return deleted, tx.sweptSessions(now)

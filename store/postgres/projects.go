@@ -161,7 +161,11 @@ func (tx *txn) DeleteProject(id string) (detached []string, err error) {
 		return nil, err
 	}
 	detached = []string{}
-	err = tx.one(`WITH s AS (DELETE FROM sessions WHERE user_id = ANY($2)),
+	// The sessions' refresh tokens go with them (refresh.go: no foreign
+	// key).
+	tx.putSession = ""
+	err = tx.one(`WITH s AS (DELETE FROM sessions WHERE user_id = ANY($2) RETURNING id),
+			st AS (DELETE FROM refresh_tokens WHERE session_id = ANY (ARRAY(SELECT id FROM s))),
 			u AS (DELETE FROM users WHERE project_id = $1),
 			d AS (DELETE FROM devices WHERE project_id = $1),
 			t AS (DELETE FROM mail_templates WHERE project_id = $1),

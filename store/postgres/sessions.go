@@ -144,6 +144,7 @@ func (tx *txn) PutSession(s *store.Session) error {
 		timeArg(s.LastSeenAt), []byte(s.IP), []byte(s.UserAgent), methods, times, dueNanos(s.ExpiresAt),
 		string(store.ChangeSession), synced)
 	tx.dropOnCommit(s.ID, false)
+	tx.putSession = s.ID
 	return nil
 }
 
@@ -196,7 +197,12 @@ func (tx *txn) DeleteSession(s *store.Session) error {
 	if !validText(s.ID) {
 		return nil
 	}
-	tag, err := tx.exec(`DELETE FROM sessions WHERE id = $1`, s.ID)
+	if s.ID == tx.putSession {
+		tx.putSession = ""
+	}
+	// Its refresh tokens go with it (refresh.go: no foreign key).
+	tag, err := tx.exec(`WITH r AS (DELETE FROM refresh_tokens WHERE session_id = $1)
+		DELETE FROM sessions WHERE id = $1`, s.ID)
 	if err != nil || tag.RowsAffected() == 0 {
 		return err
 	}
@@ -274,8 +280,13 @@ func (tx *txn) DeleteUserSessions(userID string) error {
 	if !validText(userID) {
 		return nil
 	}
-	tag, err := tx.exec(`DELETE FROM sessions WHERE user_id = $1`, userID)
-	if err != nil || tag.RowsAffected() == 0 {
+	tx.putSession = ""
+	// Their refresh tokens go with them (refresh.go: no foreign key).
+	var n int
+	err := tx.one(`WITH s AS (DELETE FROM sessions WHERE user_id = $1 RETURNING id),
+			r AS (DELETE FROM refresh_tokens WHERE session_id = ANY (ARRAY(SELECT id FROM s)))
+		SELECT count(*) FROM s`, []any{userID}, &n)
+	if err != nil || n == 0 {
 		return err
 	}
 	// Replicas (rep-sync): every replica's session cache drops them

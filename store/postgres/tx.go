@@ -57,6 +57,12 @@ type txn struct {
 	// wroteTemplates: this transaction changed mail templates, so its
 	// Template reads bypass the replica's cache (templates.go).
 	wroteTemplates bool
+	// putSession is the id of the session this transaction stored last
+	// (PutSession) and has not deleted since: its refresh tokens are
+	// stored without reading sessions (refresh.go). One id, not a set:
+	// a sign-in or a refresh stores its token right after its session,
+	// and an import stores millions of sessions.
+	putSession string
 }
 
 var _ store.Tx = (*txn)(nil)

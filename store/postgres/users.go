@@ -244,7 +244,11 @@ func (tx *txn) DeleteUser(u *store.User) error {
 	if err := tx.deleteUserFactors(u.ID); err != nil {
 		return err
 	}
-	_, err := tx.exec(`WITH s AS (DELETE FROM sessions WHERE user_id = $1),
+	// The sessions' refresh tokens go with them (refresh.go: no foreign
+	// key).
+	tx.putSession = ""
+	_, err := tx.exec(`WITH s AS (DELETE FROM sessions WHERE user_id = $1 RETURNING id),
+			st AS (DELETE FROM refresh_tokens WHERE session_id = ANY (ARRAY(SELECT id FROM s))),
 			i AS (DELETE FROM identities WHERE user_id = $1),
 			c AS (DELETE FROM oidc_consents WHERE project_id = $2 AND user_id = $1)
 		DELETE FROM users WHERE id = $1`, u.ID, u.ProjectID)

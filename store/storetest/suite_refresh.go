@@ -12,12 +12,15 @@ import (
 // RefreshTokens tests the sessions' refresh tokens (store.RefreshTokens):
 // exact round trips, keyed by session and hash; what is not there; a
 // token of a session not stored is not stored; and every way a session
-// goes takes its tokens along, leaving the other sessions'. (Their own
+// goes takes its tokens along, leaving the other sessions'; a token put
+// in the transaction that stores its session (a sign-in's) is stored,
+// and one of a session that transaction stored and then deleted is not. (Their own
 // sweep is in Expiry's kinds.)
 func (s Suite) RefreshTokens(t *testing.T) {
 	parallel(t, []subtest{
 		{"RoundTrip", s.refreshRoundTrip},
 		{"GoWithTheirSession", s.refreshGoWithSession},
+		{"WithTheirNewSession", s.refreshWithNewSession},
 	})
 }
 
@@ -190,4 +193,117 @@ func (s Suite) refreshGoWithSession(t *testing.T) {
 		return tx.PutSession(&store.Session{ID: "s-deleted", UserID: "u1", ProjectID: "p", IssuedAt: t0, ExpiresAt: far})
 	})
 	left("the session stored again", "s-kept")
+}
+
+// refreshWithNewSession: a sign-in's transaction stores its session and
+// then the session's first token; the token is stored, whether its
+// session is the last one the transaction stored or not. A session the
+// transaction stored and then deleted (DeleteSession, DeleteUserSessions,
+// the sweep, DeleteProject, which takes the token put before too) keeps
+// no token put after, nor does a session stored by a transaction that
+// was rolled back, in the next one.
+func (s Suite) refreshWithNewSession(t *testing.T) {
+	db := s.open(t, store.Options{})
+	far := t0.Add(365 * 24 * time.Hour)
+	putSession := func(tx store.Tx, id string, exp time.Time) error {
+		return tx.PutSession(&store.Session{ID: id, UserID: "u-" + id, ProjectID: "p", IssuedAt: t0, ExpiresAt: exp})
+	}
+	putToken := func(tx store.Tx, id string) error {
+		return tx.PutRefreshToken(&store.RefreshToken{SessionID: id, Hash: []byte("h"), ProjectID: "p", CreatedAt: t0, ExpiresAt: far})
+	}
+	update(t, db, func(tx store.Tx) error {
+		// The sign-in's order: its session, then its token.
+		if err := putSession(tx, "s-login", far); err != nil {
+			return err
+		}
+		if err := putToken(tx, "s-login"); err != nil {
+			return err
+		}
+		// Not the last session stored.
+		for _, id := range []string{"s-first", "s-second"} {
+			if err := putSession(tx, id, far); err != nil {
+				return err
+			}
+		}
+		if err := putToken(tx, "s-first"); err != nil {
+			return err
+		}
+		if err := putToken(tx, "s-second"); err != nil {
+			return err
+		}
+		// Stored, then deleted each way, then a token.
+		if err := putSession(tx, "s-deleted", far); err != nil {
+			return err
+		}
+		if err := tx.DeleteSession(&store.Session{ID: "s-deleted", UserID: "u-s-deleted"}); err != nil {
+			return err
+		}
+		if err := putToken(tx, "s-deleted"); err != nil {
+			return err
+		}
+		if err := putSession(tx, "s-user", far); err != nil {
+			return err
+		}
+		if err := tx.DeleteUserSessions("u-s-user"); err != nil {
+			return err
+		}
+		if err := putToken(tx, "s-user"); err != nil {
+			return err
+		}
+		if err := putSession(tx, "s-swept", t0.Add(time.Hour)); err != nil {
+			return err
+		}
+		if n, err := tx.SweepExpired(store.ExpiringSessions, t0.Add(time.Hour), 1000); err != nil || n != 1 {
+			return fmt.Errorf("swept %d sessions (%v), want 1", n, err)
+		}
+		return putToken(tx, "s-swept")
+	})
+	errRolledBack := errors.New("rolled back")
+	if err := db.Update(ctx, func(tx store.Tx) error {
+		if err := putSession(tx, "s-rolled-back", far); err != nil {
+			return err
+		}
+		return errRolledBack
+	}); !errors.Is(err, errRolledBack) {
+		t.Fatalf("rolled back: %v", err)
+	}
+	update(t, db, func(tx store.Tx) error { return putToken(tx, "s-rolled-back") })
+	// A project's deletion takes its users' sessions' tokens along, in
+	// the transaction that stored them too.
+	update(t, db, func(tx store.Tx) error {
+		if err := tx.PutProject(&store.Project{ID: "p-gone", Name: "p-gone", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.PutUser(&store.User{ID: "u-s-gone", ProjectID: "p-gone", Email: "gone@example.com", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := putSession(tx, "s-gone", far); err != nil {
+			return err
+		}
+		if err := putToken(tx, "s-gone"); err != nil {
+			return err
+		}
+		_, err := tx.DeleteProject("p-gone")
+		if err != nil {
+			return err
+		}
+		return putToken(tx, "s-gone")
+	})
+	view(t, db, func(tx store.Tx) error {
+		for _, id := range []string{"s-login", "s-first", "s-second"} {
+			if _, err := tx.RefreshToken(id, []byte("h")); err != nil {
+				t.Errorf("token of %s: %v, want it stored", id, err)
+			}
+		}
+		for _, id := range []string{"s-deleted", "s-user", "s-swept", "s-rolled-back", "s-gone"} {
+			if err := wantNotFound(tx.RefreshToken(id, []byte("h"))); err != nil {
+				t.Errorf("token of %s: %v", id, err)
+			}
+		}
+		return nil
+	})
+	if n := expiring(t, db, store.ExpiringRefreshTokens); n != 3 {
+		t.Fatalf("%d tokens in the sweep's count, want 3", n)
+	}
+	check(t, db)
 }

@@ -1,0 +1,13 @@
+-- Refresh tokens without a foreign key to their session (refresh.go).
+--
+-- The key's check read sessions on every insert of a token: under
+-- SERIALIZABLE that read took predicate locks on the pages of sessions'
+-- index that concurrent sign-ins insert their sessions into, and every
+-- sign-in writes a token, so concurrent sign-ins failed to serialize and
+-- ran again. The store deletes a session's tokens in the statement that
+-- deletes the session instead (DeleteSession, DeleteUserSessions,
+-- DeleteUser, DeleteProject and the sweep of expired sessions), and
+-- inserts a token only when its session is stored, as the key made sure:
+-- without a read when the same transaction stored the session (a
+-- sign-in), else with one.
+ALTER TABLE refresh_tokens DROP CONSTRAINT refresh_tokens_session_id_fkey;
