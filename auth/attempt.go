@@ -54,6 +54,24 @@ func (a *attempt) fail(tx store.Tx, failure error) error {
 	return a.record(tx, failure)
 }
 
+// steppedUp reads the user of session pr into a (sessionUserTx) and
+// checks that pr proved itself recently enough to change a factor
+// (requireRecentAuth). When it did not, refused is true, the refusal is
+// recorded on a, and err is what the transaction function returns so
+// that the record commits (nil, from a.fail).
+func (s *Service) steppedUp(tx store.Tx, a *attempt, pr *Principal) (u *store.User, refused bool, err error) {
+	if u, err = s.sessionUserTx(tx, pr); err != nil {
+		return nil, false, err
+	}
+	a.of(u)
+	if _, err := requireRecentAuth(tx, pr, s.now().UTC()); isAuthError(err) {
+		return u, true, a.fail(tx, err)
+	} else if err != nil {
+		return u, false, err
+	}
+	return u, false, nil
+}
+
 // update runs fn in a write transaction, batch in one shared with other
 // callers (group commit). The store may run fn more than once: each run
 // starts from the attempt as it was before the first (its names, no

@@ -42,15 +42,9 @@ func (s *Service) GenerateBackupCodes(ctx context.Context, pr *Principal, m Meta
 	}
 	a := s.attempt(ctx, pr.ProjectID, "backup_code", "generate", m)
 	err := a.update(func(tx store.Tx) error {
-		u, err := s.sessionUserTx(tx, pr)
-		if err != nil {
-			return err
-		}
-		a.of(u)
-		if _, err := requireRecentAuth(tx, pr, s.now().UTC()); isAuthError(err) {
-			return a.fail(tx, err)
-		} else if err != nil {
-			return err
+		u, refused, err := s.steppedUp(tx, a, pr)
+		if refused || err != nil {
+			return err // a refusal is recorded: nil, so that it commits
 		}
 		b := &store.BackupCodes{UserID: u.ID, ProjectID: u.ProjectID, Hashes: hashes, Used: make([]bool, BackupBatchSize), CreatedAt: s.now().UTC()}
 		if err := tx.PutBackupCodes(b); err != nil {

@@ -88,15 +88,8 @@ func (s *Service) deletePasskey(ctx context.Context, projectID, userID, credenti
 	a.userID = userID
 	err := a.update(func(tx store.Tx) error {
 		if pr != nil {
-			u, err := s.sessionUserTx(tx, pr)
-			if err != nil {
-				return err
-			}
-			a.of(u)
-			if _, err := requireRecentAuth(tx, pr, s.now().UTC()); isAuthError(err) {
-				return a.fail(tx, err)
-			} else if err != nil {
-				return err
+			if _, refused, err := s.steppedUp(tx, a, pr); refused || err != nil {
+				return err // a refusal is recorded: nil, so that it commits
 			}
 		}
 		pk, err := tx.Passkey(projectID, credentialID)

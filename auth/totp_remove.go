@@ -21,15 +21,9 @@ import (
 func (s *Service) RemoveTOTP(ctx context.Context, pr *Principal, m Meta) error {
 	a := s.attempt(ctx, pr.ProjectID, "totp", "remove", m)
 	err := a.update(func(tx store.Tx) error {
-		u, err := s.sessionUserTx(tx, pr)
-		if err != nil {
-			return err
-		}
-		a.of(u)
-		if _, err := requireRecentAuth(tx, pr, s.now().UTC()); isAuthError(err) {
-			return a.fail(tx, err)
-		} else if err != nil {
-			return err
+		u, refused, err := s.steppedUp(tx, a, pr)
+		if refused || err != nil {
+			return err // a refusal is recorded: nil, so that it commits
 		}
 		f, err := tx.Factor(u.ID, factorTOTP)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && f.Status != factorEnrolled) {
