@@ -115,14 +115,6 @@ func (s *Server) forwardAuthFactorForm(w http.ResponseWriter, r *http.Request, p
 		d.Text = "mfa_totp_text"
 	}
 	has := map[string]bool{auth.OIDCFactorTOTP: f.TOTP, auth.OIDCFactorSMS: f.SMS, auth.OIDCFactorBackup: f.Backup}
-	for _, l := range []struct{ method, label string }{
-		{auth.OIDCFactorTOTP, "use_totp_link"},
-		{auth.OIDCFactorSMS, "use_sms_link"},
-		{auth.OIDCFactorBackup, "use_backup_link"},
-	} {
-		if has[l.method] && l.method != method {
-			d.Others = append(d.Others, oidcLink{Label: l.label, URL: action + "&method=" + l.method})
-		}
-	}
+	d.Others = otherFactors(has, method, action+"&")
 	s.oidcRender(w, status, d)
 }

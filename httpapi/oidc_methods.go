@@ -206,18 +206,25 @@ func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *proje
 	if text != "" {
 		d.Text = text
 	}
-	labels := []struct{ method, label string }{
+	d.Others = otherFactors(has, method, p.issuer+auth.OIDCSecondFactorPath+"?authRequestID="+url.QueryEscape(id)+"&")
+	s.oidcRender(w, status, d)
+}
+
+// otherFactors are the second-factor form's links to the factors the
+// user has (has) besides method, each to base followed by
+// method=<factor> (base ends in ? or &).
+func otherFactors(has map[string]bool, method, base string) []oidcLink {
+	var links []oidcLink
+	for _, l := range []struct{ method, label string }{
 		{auth.OIDCFactorTOTP, "use_totp_link"},
 		{auth.OIDCFactorSMS, "use_sms_link"},
 		{auth.OIDCFactorBackup, "use_backup_link"},
-	}
-	for _, l := range labels {
+	} {
 		if has[l.method] && l.method != method {
-			d.Others = append(d.Others, oidcLink{Label: l.label, URL: p.issuer + auth.OIDCSecondFactorPath +
-				"?authRequestID=" + url.QueryEscape(id) + "&method=" + l.method})
+			links = append(links, oidcLink{Label: l.label, URL: base + "method=" + l.method})
 		}
 	}
-	s.oidcRender(w, status, d)
+	return links
 }
 
 // passkeyScript is the sign-in page's passkey ceremony: autofill
