@@ -22,16 +22,19 @@ import (
 // TestOIDCDeviceSignOutErrorPagesInChromium goes through the hosted
 // pages TestOIDCPagesInChromium does not reach, in a real browser, for
 // a project with its own name, logo (served over https) and accent
-// colour: the device page (the code form; a wrong code; the right one,
-// which sends the browser through the sign-in and back; the confirm
-// step with the client's scopes; connected; a second device denied; an
-// expired code), the sign-out (an RP-initiated logout's confirmation,
-// which then sends the browser to the client's post-logout address,
-// and the signed-out page), and the error pages (an unknown client and
-// an unregistered redirect URI at /authorize, a form posted after the
-// browser's cookies were cleared, the store out of reach). Each page's
-// content is asserted, its branding applied, and it is captured at 360
-// and 1280 pixels wide (screenshots: nothing wider than 360), into
+// colour: the device page (the code form; a wrong code, typed and
+// entered with the keyboard; the right one, which sends the browser
+// through the sign-in, whose code page shows an address longer than a
+// phone's screen is wide, and back; the confirm step with the client's
+// scopes, allowed with the keyboard; connected; a second device denied;
+// an expired code), the sign-out (an RP-initiated logout's
+// confirmation, which then sends the browser to the client's
+// post-logout address, and the signed-out page), and the error pages
+// (an unknown client and an unregistered redirect URI at /authorize, a
+// form posted after the browser's cookies were cleared, the store out
+// of reach). Each page's content is asserted, its branding applied, a
+// form's error tied to its field, and each is captured at 360 and 1280
+// pixels wide (screenshots: nothing wider than 360), into
 // LATCHKEY_SCREENSHOT_DIR when set.
 func TestOIDCDeviceSignOutErrorPagesInChromium(t *testing.T) {
 	ts, down := newOutageServer(t)
@@ -104,8 +107,8 @@ func TestOIDCDeviceSignOutErrorPagesInChromium(t *testing.T) {
 		t.Errorf("the device page's focus is on %q, want the code field", f)
 	}
 	screenshot("device-code")
-	setValue(t, ctx, "#user_code", "BBBB-BBBB")
-	submit("a wrong code", `form[action$="/device"]`)
+	// With the keyboard alone: typed, Enter.
+	load("type a wrong code", chromedp.SendKeys("#user_code", "BBBB-BBBB\r"))
 	want("wrong code", texts["device_title"], auth.ErrUserCodeInvalid.Message)
 	wantFieldError(t, ctx, "#user_code", auth.ErrUserCodeInvalid.Message)
 	screenshot("device-wrong-code")
@@ -132,7 +135,7 @@ func TestOIDCDeviceSignOutErrorPagesInChromium(t *testing.T) {
 	want("confirm", texts["device_title"], texts["device_confirm_text"], da.UserCode, "TV App",
 		texts["scope_openid"], texts["scope_email"], texts["scope_offline_access"], texts["allow_button"], texts["deny_button"])
 	screenshot("device-confirm")
-	load("allow", chromedp.Click(chromedp.CSS(`button[name=decision][value=allow]`)))
+	load("allow with the keyboard", chromedp.SendKeys(`button[name=decision][value=allow]`, "\r"))
 	want("connected", texts["device_connected_title"], texts["device_connected_text"])
 	screenshot("device-connected")
 	ts.Clock.Advance(5 * time.Second)

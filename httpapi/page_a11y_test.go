@@ -122,8 +122,9 @@ func TestHostedPagesAccessible(t *testing.T) {
 // described by the error (aria-invalid, aria-describedby); every
 // aria-describedby naming an element of the page; every button a
 // <button> with a type and text, no element made clickable by a script
-// attribute or role=button, every link with an address, every image
-// with alt.
+// attribute or role=button, no tabindex that changes the focus order
+// (the page's order is its reading order), every link with an address,
+// every image with alt.
 func wantAccessible(t *testing.T, what, page, lang string) {
 	t.Helper()
 	doc, err := html.Parse(strings.NewReader(page))
@@ -225,6 +226,9 @@ func wantAccessible(t *testing.T, what, page, lang string) {
 		}
 		if ref, ok := attr(n, "aria-describedby"); ok && !ids[ref] {
 			failf("aria-describedby=%q names no element", ref)
+		}
+		if ti, ok := attr(n, "tabindex"); ok && ti != "0" && ti != "-1" {
+			failf("<%s tabindex=%q>: the focus leaves the page's order", n.Data, ti)
 		}
 		if role, _ := attr(n, "role"); role == "button" {
 			failf("a <%s role=button>: a button that is no button", n.Data)
