@@ -236,11 +236,14 @@ func (s *Server) oidcStepError(w http.ResponseWriter, _ *http.Request, _ *projec
 }
 
 // oidcFail shows err on the error page (and logs it when it is an
-// internal failure).
+// internal failure); the store out of reach is 503 with Retry-After.
 func (s *Server) oidcFail(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
 	if e.Code == auth.ErrInternal.Code {
 		s.log.Error("oidc sign-in", "err", err)
+	}
+	if e.Is(auth.ErrUnavailable) {
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	s.oidcRender(w, statusOf(e), oidcPage{Title: "error_title", Fail: err})
 }
