@@ -120,15 +120,24 @@ func (e issEncoder) Encode(src any, dst map[string][]string) error {
 // cached, is never reached).
 func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id := ps.ByName("project")
+	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
 	p, err := s.projectOP(r, id)
 	if err != nil {
 		// Readable from any origin, as the answers of op's endpoints.
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		s.writeError(w, err)
+		switch {
+		case !auth.AsError(err).Is(auth.ErrUnavailable):
+			s.writeError(w, err)
+		case oidcPagePath(sub):
+			// The store out of reach before the project is known (its
+			// record not cached): the error page, as later in a sign-in.
+			s.oidcFail(w, err)
+		default:
+			writeOIDCUnavailable(w)
+		}
 		return
 	}
 	r = r.WithContext(auth.OIDCRequestContext(op.ContextWithIssuer(r.Context(), p.issuer)))
-	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
 	w = s.oidcAnswerWriter(w, r, sub) // 503 in a store outage; refusals op rewords
 	clientSecretPost(w, r, sub)       // client_secret_post where op reads only Basic
 	switch {

@@ -54,8 +54,14 @@ type answerWriter struct {
 // oidcAnswerWriter wraps w for the provider request r to path sub (of
 // the issuer).
 func (s *Server) oidcAnswerWriter(w http.ResponseWriter, r *http.Request, sub string) http.ResponseWriter {
-	page := sub == "/authorize" || sub == "/authorize/callback" || oidcPages[sub] != nil
-	return &answerWriter{ResponseWriter: w, r: r, s: s, page: page}
+	return &answerWriter{ResponseWriter: w, r: r, s: s, page: oidcPagePath(sub)}
+}
+
+// oidcPagePath reports whether path sub of an issuer answers a browser
+// with a page (the authorization endpoint, its callback, the hosted
+// pages) rather than JSON.
+func oidcPagePath(sub string) bool {
+	return sub == "/authorize" || sub == "/authorize/callback" || oidcPages[sub] != nil
 }
 
 // retryAfter is the Retry-After of a 503, in seconds.

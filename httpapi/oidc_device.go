@@ -60,8 +60,10 @@ type oidcDevicePage struct {
 	Confirm    bool
 	ClientName string
 	Scopes     []string
-	// T: the page's texts by key (set by the render).
-	T map[string]string
+	// T and Error: the page's texts by key and the code form's error
+	// (set by the render).
+	T     map[string]string
+	Error string
 }
 
 // oidcDevice is the device page: GET shows the code form (filled in
@@ -165,5 +167,5 @@ const oidcDeviceTmpl = `{{if .Confirm}}<p>{{.T.code_label}} <strong>{{.UserCode}
 <button type="submit" name="decision" value="deny" class="alt">{{.T.deny_button}}</button></form>
 {{else}}<form method="post" action="{{.Action}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <label for="user_code">{{.T.code_label}}</label>
-<input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus value="{{.UserCode}}">
+<input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus value="{{.UserCode}}"{{if .Error}} aria-invalid="true" aria-describedby="error"{{end}}>
 <button type="submit">{{.T.continue_button}}</button></form>{{end}}`

@@ -100,13 +100,14 @@ func responseParams(location, redirectURI string) (url.Values, bool) {
 
 // formPostPage is the form_post page's data.
 type formPostPage struct {
-	Nonce, Action, Button string
-	Fields                []oidcField
+	Nonce, Action, Button, Lang string
+	Fields                      []oidcField
 }
 
 // formPostTmpl is parsed at its first use, as the other pages are.
 var formPostTmpl = newPageTemplate("formpost", nil).from(`<!doctype html>
-<html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer"><title>…</title></head>
+<html lang="{{.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>…</title></head>
 <body><form method="post" action="{{.Action}}">
 {{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">
 {{end}}<noscript><button type="submit">{{.Button}}</button></noscript>
@@ -118,7 +119,8 @@ var formPostTmpl = newPageTemplate("formpost", nil).from(`<!doctype html>
 // that runs only its own script (by nonce), no framing, no caching, no
 // referrer.
 func (s *Server) writeFormPost(w http.ResponseWriter, action string, values url.Values) {
-	d := formPostPage{Nonce: randomToken(), Action: action, Button: pageText(s.lookOf(w).Texts, "continue_button")}
+	look := s.lookOf(w)
+	d := formPostPage{Nonce: randomToken(), Action: action, Button: pageText(look.Texts, "continue_button"), Lang: look.Lang}
 	for _, k := range []string{"code", "error", "error_description", "error_uri", "state", "session_state", "iss"} {
 		if v := values.Get(k); v != "" {
 			d.Fields = append(d.Fields, oidcField{Name: k, Value: v})

@@ -157,3 +157,32 @@ func TestOIDCStoreOutage(t *testing.T) {
 		t.Fatalf("the form_post request after the outage: %d %s", pg.Status, pg.Body)
 	}
 }
+
+// TestOIDCStoreOutageProjectNotCached: an outage that finds the
+// project's record out of the cache (just changed, or the cache frozen
+// while a replica's invalidation feed is not trusted) fails before the
+// provider is known: still the error page for the authorization
+// endpoint and the sign-in pages, and RFC 6749's JSON for the token
+// endpoint, each 503 with Retry-After, never the API's envelope.
+func TestOIDCStoreOutageProjectNotCached(t *testing.T) {
+	t.Parallel()
+	ts, down := newOutageServer(t)
+	pid := ts.Project.ID
+	rp := ts.newRP(pid, map[string]any{"firstParty": true})
+	b := ts.newBrowser()
+	form := rp.authorize(b, oauth2.GenerateVerifier(), "st", "n")
+	verifier := oauth2.GenerateVerifier()
+	_, signedIn := rp.signedIn("warm@example.com")
+	code := rp.code(signedIn, verifier)
+	// A change to the project drops its cached record.
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+pid, map[string]any{"displayName": "Changed"}))
+	down.Store(true)
+	wantUnavailablePage(t, "authorize", rp.authorize(ts.newBrowser(), oauth2.GenerateVerifier(), "st", "n"))
+	wantUnavailablePage(t, "sign-in form", b.submit(form, map[string]string{"email": "cold@example.com"}))
+	wantUnavailablePage(t, "device page", b.get(ts.issuer(pid)+"/device"))
+	wantUnavailableJSON(t, "code exchange", rp.exchange(code, verifier))
+	down.Store(false)
+	if r := rp.exchange(code, verifier); r.Status != http.StatusOK {
+		t.Fatalf("the code after the outage: %d %s", r.Status, r.Raw)
+	}
+}

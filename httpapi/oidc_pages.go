@@ -236,11 +236,14 @@ func (s *Server) oidcStepError(w http.ResponseWriter, _ *http.Request, _ *projec
 }
 
 // oidcFail shows err on the error page (and logs it when it is an
-// internal failure).
+// internal failure); the store out of reach is 503 with Retry-After.
 func (s *Server) oidcFail(w http.ResponseWriter, err error) {
 	e := auth.AsError(err)
 	if e.Code == auth.ErrInternal.Code {
 		s.log.Error("oidc sign-in", "err", err)
+	}
+	if e.Is(auth.ErrUnavailable) {
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	s.oidcRender(w, statusOf(e), oidcPage{Title: "error_title", Fail: err})
 }
@@ -487,29 +490,30 @@ func noStore(w http.ResponseWriter) {
 var oidcTmpl = newPageTemplate("oidc", nil).from(`<!doctype html>
 <html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title>
-<style nonce="{{.Nonce}}">:root{--accent:{{.Accent}}}body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}
+<style nonce="{{.Nonce}}">:root{--accent:{{.Accent}}}body{font-family:system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f;overflow-wrap:anywhere}
 label{display:block;margin:1rem 0 .3rem}input{font-size:1.1rem;padding:.6rem;width:100%;box-sizing:border-box}
 button{margin-top:1rem;font-size:1.1rem;padding:.7rem 1.6rem;border:0;border-radius:.4rem;background:var(--accent);color:#fff;cursor:pointer}
-button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent);width:100%}.other{margin-top:2rem;border-top:1px solid #ddd;padding-top:.5rem}
+button.alt{background:#fff;color:var(--accent);border:1px solid var(--accent);width:100%}button[name=decision]{width:100%}
+button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #f0b400;outline-offset:2px}.other{margin-top:2rem;border-top:1px solid #ddd;padding-top:.5rem}
 .error{color:#b00020}a{color:var(--accent)}ul{padding-left:1.2rem}li{margin:.5rem 0}[hidden]{display:none}
 .brand{display:flex;align-items:center;gap:.6rem;font-weight:600}.brand img{max-height:2.5rem;max-width:10rem}</style></head>
 <body>{{with .Look.Name}}<header class="brand" id="brand">{{with $.Look.LogoURL}}<img src="{{.}}" alt="">{{end}}<span>{{.}}</span></header>{{end}}<main><h1>{{.Title}}</h1>
 {{with .Text}}<p>{{.}}</p>{{end}}
-{{with .Error}}<p class="error" role="alert">{{.}}</p>{{end}}
+{{with .Error}}<p class="error" role="alert" id="error">{{.}}</p>{{end}}
 {{if .Form}}<form method="post" action="{{.Action}}">
 <input type="hidden" name="authRequestID" value="{{.AuthRequestID}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
 {{if eq .Form "email"}}<label for="email">{{.T.email_label}}</label>
-<input id="email" name="email" type="email" autocomplete="username webauthn" required autofocus value="{{.Email}}">
+<input id="email" name="email" type="email" autocomplete="username webauthn" required autofocus value="{{.Email}}"{{if .Error}} aria-invalid="true" aria-describedby="error"{{end}}>
 <button type="submit">{{.T.continue_button}}</button>
 {{else if eq .Form "code"}}<input type="hidden" name="email" value="{{.Email}}"><label for="code">{{.T.code_label}}</label>
-<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus{{if .Error}} aria-invalid="true" aria-describedby="error"{{end}}>
 <button type="submit">{{.T.sign_in_button}}</button>
 {{else if eq .Form "link"}}<input type="hidden" name="token" value="{{.Token}}">
 <button type="submit">{{.T.sign_in_button}}</button>
 {{else if eq .Form "logout"}}{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}
 <input type="hidden" name="confirm" value="yes"><button type="submit">{{.T.sign_out_button}}</button>
 {{else}}<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}{{.T.backup_code_label}}{{else}}{{.T.code_label}}{{end}}</label>
-<input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus>
+<input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus{{if .Error}} aria-invalid="true" aria-describedby="error"{{end}}>
 <button type="submit">{{.T.continue_button}}</button>{{end}}
 </form>{{end}}
 {{with .Consent}}{{template "consent" $}}{{end}}

@@ -171,7 +171,7 @@ func (d *oidcPage) localize(look *auth.PageLook) {
 		d.Consent.Scopes = scopes
 	}
 	if d.Device != nil {
-		d.Device.T = t
+		d.Device.T, d.Device.Error = t, d.Error
 		for i, sc := range d.Device.Scopes {
 			d.Device.Scopes[i] = scopeText(t, sc)
 		}

@@ -18,7 +18,7 @@ import (
 // hiddenAttrs are the attributes whose values a page does not show
 // (value is shown on a submit input only, which the pages do not use).
 var hiddenAttrs = map[string]bool{
-	"action": true, "autocapitalize": true, "autocomplete": true, "charset": true, "class": true, "content": true,
+	"action": true, "aria-describedby": true, "aria-invalid": true, "autocapitalize": true, "autocomplete": true, "charset": true, "class": true, "content": true,
 	"data-mode": true, "data-options": true, "for": true, "height": true, "href": true, "id": true, "inputmode": true,
 	"lang": true, "method": true, "name": true, "nonce": true, "role": true, "spellcheck": true, "src": true,
 	"type": true, "value": true, "width": true,
