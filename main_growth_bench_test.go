@@ -306,6 +306,12 @@ func (l *latencies) add(d time.Duration) {
 	l.mu.Unlock()
 }
 
+func (l *latencies) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.d)
+}
+
 func (l *latencies) reset() {
 	l.mu.Lock()
 	l.d = l.d[:0]
@@ -575,11 +581,12 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 	report("  store writes while none ran: %s", outside.summary())
 	report("  file growth per login (not compacted): %.0f bytes of file, %.0f bytes of pages in use",
 		float64(after.FileSize-before.FileSize)/float64(n), float64(after.InUse()-before.InUse())/float64(n))
+	reportPages(before, after, n, commits.len())
 	slow.stalled(&writes)
 	pages(b, call, base, meta, "after the load")
 	commits.reset()
 	slow.reset()
-	serviceLoad(b, m, box, meta, d, &batch, &answered, &writes, &logs)
+	serviceLoad(b, m, box, meta, d, &batch, &answered, &commits, &writes, &logs)
 	report("  commits (pages and fsync): %s; over 20 ms: %s", commits.summary(), slow.String())
 	slow.stalled(&writes)
 }
@@ -589,7 +596,7 @@ func growthRun(b *testing.B, path string, meta growthMeta, d time.Duration) {
 // session), so that the CPU left to the store is not taken by HTTP, JSON
 // and the load's own clients, while the scheduler's sweep and last-seen
 // flush run at their real period. It reports every store write.
-func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d time.Duration, batch, answered *latencies, writes *timedWrites, logs *testkit.Buffer) {
+func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d time.Duration, batch, answered, commits *latencies, writes *timedWrites, logs *testkit.Buffer) {
 	b.Helper()
 	p, err := m.Service.Project(ctx, meta.ProjectID)
 	if err != nil {
@@ -602,6 +609,7 @@ func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d 
 	writes.mu.Unlock()
 	mark := len(logs.String())
 	load := loadAverage()
+	before := m.DB.(store.File).Space()
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	var logins atomic.Int64
@@ -643,6 +651,7 @@ func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d 
 	n := logins.Load()
 	report("login writes without HTTP: 64 goroutines calling the sign-in use cases for %v (%s at start, %s at end): %d logins, %.0f logins/s",
 		elapsed.Round(time.Second), load, loadAverage(), n, float64(n)/elapsed.Seconds())
+	reportPages(before, m.DB.(store.File).Space(), n, commits.len())
 	report("  store writes (Batch, from the call until durable): %s", batch.summary())
 	report("  store writes (Batch, from the call until the caller ran again): %s", answered.summary())
 	var busy []interval
@@ -661,6 +670,16 @@ func serviceLoad(b *testing.B, m *Main, box *mailtest.Codes, meta growthMeta, d 
 	during, outside := writes.split(busy)
 	report("  store writes while a sweep or flush ran: %s", during.summary())
 	report("  store writes while none ran: %s", outside.summary())
+}
+
+// reportPages reports the pages the commits between two readings of the
+// file wrote, per login and per commit: what the writes cost whatever
+// the disk's speed, so that a slower write p99.9 can be told apart from
+// a slower disk.
+func reportPages(before, after store.Space, logins int64, commits int) {
+	w := float64(after.PagesWritten - before.PagesWritten)
+	report("  pages written: %.1f per login, %.1f per commit (%d commits, %.1f logins each)",
+		w/float64(max(logins, 1)), w/float64(max(commits, 1)), commits, float64(logins)/float64(max(commits, 1)))
 }
 
 // pages times the admin pages at this size, one request at a time.

@@ -20,7 +20,9 @@ import (
 // as the mail queue and the webhook worker do. It reports the growth of
 // the pages that hold data (in-use-B/login) and of the file
 // (file-B/login) between the end of a first warm-up round and the end,
-// not compacted. Run it with a fixed count:
+// not compacted, and the pages the commits wrote (page-writes/login,
+// which the batching of concurrent logins into one commit lowers). Run
+// it with a fixed count:
 //
 //	go test -run XXX -bench LoginBytes -benchtime 20000x ./httpapi/
 func BenchmarkLoginBytes(b *testing.B) {
@@ -52,6 +54,7 @@ func BenchmarkLoginBytes(b *testing.B) {
 	if n := b.N - min(round, b.N); n > 0 {
 		b.ReportMetric(float64(end.InUse()-start.InUse())/float64(n), "in-use-B/login")
 		b.ReportMetric(float64(end.FileSize-start.FileSize)/float64(n), "file-B/login")
+		b.ReportMetric(float64(end.PagesWritten-start.PagesWritten)/float64(n), "page-writes/login")
 	}
 	b.ReportMetric(float64(end.FileSize)/float64(b.N), "total-file-B/login")
 	keepBench(e)

@@ -11,6 +11,12 @@ type Space struct {
 	// FreePages counts pages inside FileSize that hold no data (free, or
 	// freed by a transaction that readers may still see).
 	FreePages int
+	// PagesWritten counts the page writes of the commits since the file
+	// was opened (a record that spans several pages is one write, each
+	// commit's meta page another); the difference between two readings
+	// is what the commits between them wrote: the cost of a write that
+	// the disk's speed does not change.
+	PagesWritten int64
 }
 
 // InUse returns the bytes of the file's pages that hold data.

@@ -12,5 +12,6 @@ func (db *DB) Space() store.Space {
 	st := db.bolt.Stats()
 	var size int64
 	db.bolt.View(func(tx *bbolt.Tx) error { size = tx.Size(); return nil })
-	return store.Space{FileSize: size, PageSize: db.bolt.Info().PageSize, FreePages: st.FreePageN + st.PendingPageN}
+	return store.Space{FileSize: size, PageSize: db.bolt.Info().PageSize, FreePages: st.FreePageN + st.PendingPageN,
+		PagesWritten: st.TxStats.GetWrite()}
 }
