@@ -14,8 +14,10 @@ import (
 // to the client with code, state and iss, in query mode, or the
 // form_post page; the code exchanges once, for the session's user and
 // sid. The same browser goes to the sign-in page when the request asks
-// for a new sign-in (prompt=login), and so does every browser once the
-// session is revoked: a revoked session is refused at once.
+// for a new sign-in (prompt=login), to the consent page of a third-party
+// client, to the error page of a client that requires a second factor
+// it has none of, and to the sign-in page once the session is revoked:
+// a revoked session is refused at once.
 func TestOIDCSingleSignOnAtAuthorize(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -61,6 +63,17 @@ func TestOIDCSingleSignOnAtAuthorize(t *testing.T) {
 	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login") || pg.Location != "" {
 		t.Fatalf("prompt=login with a session: %d %s %q, want the sign-in page", pg.Status, pg.URL, pg.Location)
 	}
+
+	// What the session cannot give at once goes on to its page: the
+	// consent of a third-party client, and a client that requires a
+	// second factor the user has none of.
+	third := ts.newRP(ts.Project.ID, map[string]any{"name": "Third", "firstParty": false})
+	pg = third.authorize(b, verifier, "st-6", "no-6")
+	if pg.Status != http.StatusOK || !strings.Contains(pg.Body, `name="decision" value="allow"`) {
+		t.Fatalf("a third-party client with a session: %d %s %q, want the consent page", pg.Status, pg.URL, pg.Location)
+	}
+	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "requireMfa": true})
+	wantErrorPage(t, strict.authorize(b, verifier, "st-7", "no-7"), http.StatusForbidden, "requires a second factor")
 
 	// The session revoked: the sign-in page at once.
 	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+u.ID+"/sessions/revoke", nil))
