@@ -120,15 +120,21 @@ func (e issEncoder) Encode(src any, dst map[string][]string) error {
 // cached, is never reached).
 func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	id := ps.ByName("project")
+	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
 	p, err := s.projectOP(r, id)
 	if err != nil {
 		// Readable from any origin, as the answers of op's endpoints.
 		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if auth.AsError(err).Is(auth.ErrUnavailable) {
+			// The project unread in a store outage: the provider's
+			// answer in one (oidc_answers.go), not the envelope.
+			s.oidcUnavailable(w, r, id, sub)
+			return
+		}
 		s.writeError(w, err)
 		return
 	}
 	r = r.WithContext(auth.OIDCRequestContext(op.ContextWithIssuer(r.Context(), p.issuer)))
-	sub := strings.TrimPrefix(r.URL.Path, oidcPrefix+id)
 	w = s.oidcAnswerWriter(w, r, sub) // 503 in a store outage; refusals op rewords
 	clientSecretPost(w, r, sub)       // client_secret_post where op reads only Basic
 	switch {

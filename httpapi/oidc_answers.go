@@ -54,8 +54,26 @@ type answerWriter struct {
 // oidcAnswerWriter wraps w for the provider request r to path sub (of
 // the issuer).
 func (s *Server) oidcAnswerWriter(w http.ResponseWriter, r *http.Request, sub string) http.ResponseWriter {
-	page := sub == "/authorize" || sub == "/authorize/callback" || oidcPages[sub] != nil
-	return &answerWriter{ResponseWriter: w, r: r, s: s, page: page}
+	return &answerWriter{ResponseWriter: w, r: r, s: s, page: oidcBrowserPath(sub)}
+}
+
+// oidcBrowserPath reports whether path sub (of an issuer) is a
+// browser's: the authorization endpoint, its callback, the pages.
+func oidcBrowserPath(sub string) bool {
+	return sub == "/authorize" || sub == "/authorize/callback" || oidcPages[sub] != nil
+}
+
+// oidcUnavailable answers a request to path sub of project projectID's
+// provider that the store could not serve before it began (the
+// project's read): 503 with Retry-After, the error page on a browser's
+// path, RFC 6749's JSON error temporarily_unavailable on the others.
+func (s *Server) oidcUnavailable(w http.ResponseWriter, r *http.Request, projectID, sub string) {
+	if !oidcBrowserPath(sub) {
+		writeOIDCUnavailable(w)
+		return
+	}
+	w.Header().Set("Retry-After", retryAfter)
+	s.oidcRender(pageWriterOf(w, r, projectID), http.StatusServiceUnavailable, oidcPage{Title: "error_title", Fail: auth.ErrUnavailable})
 }
 
 // retryAfter is the Retry-After of a 503, in seconds.
