@@ -19,6 +19,9 @@ import (
 type oidcClient struct {
 	c      *store.OIDCClient
 	issuer string
+	// sc is the notes of the request that asked for the client
+	// (LoginURL).
+	sc *oidcScratch
 }
 
 var _ op.Client = (*oidcClient)(nil)
@@ -59,8 +62,14 @@ func (c *oidcClient) GrantTypes() []oidc.GrantType {
 	return out
 }
 
-// LoginURL is the hosted sign-in page of request id.
+// LoginURL is where op sends the browser once request id is stored:
+// the hosted sign-in page, or, when the browser's session answered the
+// request as it was stored (createAnswered), the client's redirect URI
+// with the code.
 func (c *oidcClient) LoginURL(id string) string {
+	if c.sc != nil && c.sc.answered != nil && c.sc.answered.id == id {
+		return c.sc.answered.location
+	}
 	return c.issuer + OIDCLoginPath + "?authRequestID=" + id
 }
 

@@ -81,6 +81,12 @@ type oidcScratch struct {
 	client  *store.OIDCClient
 	user    *store.User
 	request *store.OIDCAuthRequest
+	// browser is the session of the browser's cookie at the
+	// authorization endpoint (OIDCNoteBrowser), and answered the
+	// request that session answered as it was stored, with its code
+	// (single sign-on: CreateAuthRequest, oidcClient.LoginURL).
+	browser  *Principal
+	answered *ssoAnswer
 	// exchanged is the id of the authorization request whose code the
 	// request exchanged: op's DeleteAuthRequest that follows has nothing
 	// to do.
@@ -163,10 +169,99 @@ func (p *OIDCStorage) CreateAuthRequest(ctx context.Context, req *oidc.AuthReque
 	if err != nil {
 		return nil, err
 	}
+	sc := scratchOf(ctx)
+	if sc != nil && sc.browser != nil && sc.browser.ProjectID == p.projectID {
+		return p.createAnswered(ctx, sc, r)
+	}
 	if err := p.s.db.Batch(ctx, func(tx store.Tx) error { return tx.PutOIDCAuthRequest(r) }); err != nil {
 		return nil, oidc.ErrServerError().WithParent(err)
 	}
 	return oidcAuthRequest{r}, nil
+}
+
+// ssoAnswer is an authorization request answered by the browser's
+// session as it was stored: its id, and the client's redirect with its
+// code.
+type ssoAnswer struct{ id, location string }
+
+// createAnswered stores request r of a browser with a session
+// (sc.browser) in one transaction: answered by that session, with its
+// code, when the session may serve it at once (OIDCContinue's rules:
+// no new sign-in asked, no second factor or consent to give); as it
+// came otherwise, and the sign-in page takes it from there, as for any
+// request. An answered request is the one the sign-in page's single
+// sign-on and the callback would have written (user, session, proofs;
+// the code's keyed hash, exchangeable OIDCCodeLifetime), with no hop
+// through either: the browser that holds the session is the one asking,
+// which the callback's check (OIDCCallbackAllowed) makes sure of. Its
+// redirect is noted for op's (oidcClient.LoginURL).
+func (p *OIDCStorage) createAnswered(ctx context.Context, sc *oidcScratch, r *store.OIDCAuthRequest) (op.AuthRequest, error) {
+	code, err := OIDCMinter{}.Encrypt(r.ID)
+	if err != nil {
+		return nil, oidc.ErrServerError().WithParent(err)
+	}
+	h := p.s.keys.HashString(oidcCodeDomain, code)
+	var stored *store.OIDCAuthRequest
+	err = p.s.db.Batch(ctx, func(tx store.Tx) error {
+		a := *r
+		stored = r
+		step, _, err := p.s.answerWithSession(tx, &a, sc.browser, false)
+		var refused *Error
+		if errors.As(err, &refused) {
+			// The sign-in page shows it (a second factor the
+			// client requires and the user has none of).
+			step, err = OIDCStepSignIn, nil
+		}
+		if err != nil {
+			return err
+		}
+		if step == OIDCStepDone {
+			now := p.s.now().UTC()
+			a.CodeHash = h[:]
+			a.CodeExpiresAt = now.Add(OIDCCodeLifetime)
+			a.ExpiresAt = a.CodeExpiresAt.Add(oidcTombstone)
+			stored = &a
+		}
+		return tx.PutOIDCAuthRequest(stored)
+	})
+	if err != nil {
+		return nil, oidc.ErrServerError().WithParent(err)
+	}
+	if stored.Done {
+		location, err := op.AuthResponseURL(stored.RedirectURI, oidc.ResponseType(stored.ResponseType), oidc.ResponseModeQuery,
+			nil, codeAnswer{code: code, state: stored.State, issuer: p.s.OIDCIssuer(p.projectID)})
+		if err != nil {
+			return nil, err
+		}
+		sc.answered = &ssoAnswer{id: stored.ID, location: location}
+	}
+	return oidcAuthRequest{stored}, nil
+}
+
+// codeAnswer encodes the parameters of an authorization response with
+// a code, as op's callback with the issuer's encoder does: code, state
+// (when the request had one) and iss (RFC 9207).
+type codeAnswer struct{ code, state, issuer string }
+
+// Encode sets the answer's parameters in dst (src is unused).
+func (a codeAnswer) Encode(_ any, dst map[string][]string) error {
+	dst["code"] = []string{a.code}
+	if a.state != "" {
+		dst["state"] = []string{a.state}
+	}
+	dst["iss"] = []string{a.issuer}
+	return nil
+}
+
+// OIDCNoteBrowser notes, for the authorization request ctx's request
+// makes, the session pr of the browser's cookie (nil: none): a request
+// that session may answer at once is answered as it is stored, and op's
+// redirect goes to the client with the code rather than to the sign-in
+// page (createAnswered).
+func OIDCNoteBrowser(ctx context.Context, pr *Principal) {
+	if sc := scratchOf(ctx); sc != nil {
+		sc.browser = pr
+	}
 }
 
 // newAuthRequest checks request req of client c by latchkey's rules
@@ -496,20 +591,33 @@ func (p *OIDCStorage) mintAccessToken(ctx context.Context, g *store.OIDCGrant, c
 	}
 	wall := time.Now()
 	exp := wall.Add(ttl)
-	claims := map[string]any{
-		"iss": p.s.OIDCIssuer(p.projectID), "sub": g.UserID, "aud": []string{c.ID}, "client_id": c.ID,
-		"iat": wall.Unix(), "exp": exp.Unix(),
-		"jti":   g.ID + "." + strconv.FormatInt(p.s.now().Add(ttl).Unix(), 10) + "." + randomString(base62, 12),
-		"scope": strings.Join(scopes, " "), "auth_time": g.AuthTime.Unix(), "sid": g.SessionID, "acr": g.ACR,
-	}
-	if len(g.AMR) > 0 {
-		claims["amr"] = g.AMR
-	}
+	claims := &accessTokenClaims{Issuer: p.s.OIDCIssuer(p.projectID), Subject: g.UserID, Audience: []string{c.ID},
+		ClientID: c.ID, IssuedAt: wall.Unix(), Expiry: exp.Unix(),
+		JTI:   g.ID + "." + strconv.FormatInt(p.s.now().Add(ttl).Unix(), 10) + "." + randomString(base62, 12),
+		Scope: strings.Join(scopes, " "), AuthTime: g.AuthTime.Unix(), SessionID: g.SessionID, ACR: g.ACR, AMR: g.AMR}
 	tok, err := signOIDC(accessTokenKey(set, c), "at+jwt", claims)
 	if err != nil {
 		return "", time.Time{}, oidc.ErrServerError().WithParent(err)
 	}
 	return tok, exp, nil
+}
+
+// accessTokenClaims are the claims of a grant's access token (RFC
+// 9068), as mintAccessToken signs them: a struct rather than a map, which
+// encoding/json writes without sorting keys or boxing values.
+type accessTokenClaims struct {
+	Issuer    string   `json:"iss"`
+	Subject   string   `json:"sub"`
+	Audience  []string `json:"aud"`
+	ClientID  string   `json:"client_id"`
+	IssuedAt  int64    `json:"iat"`
+	Expiry    int64    `json:"exp"`
+	JTI       string   `json:"jti"`
+	Scope     string   `json:"scope"`
+	AuthTime  int64    `json:"auth_time"`
+	SessionID string   `json:"sid"`
+	ACR       string   `json:"acr"`
+	AMR       []string `json:"amr,omitempty"`
 }
 
 // parseJTI splits an access token's jti, "<grant id>.<exp>.<random>",
@@ -680,7 +788,7 @@ func (p *OIDCStorage) GetClientByClientID(ctx context.Context, id string) (op.Cl
 	if sc := scratchOf(ctx); sc != nil {
 		sc.idTokenAlg, sc.clientID = c.IDTokenAlg, c.ID
 	}
-	return &oidcClient{c: c, issuer: p.s.OIDCIssuer(p.projectID)}, nil
+	return &oidcClient{c: c, issuer: p.s.OIDCIssuer(p.projectID), sc: scratchOf(ctx)}, nil
 }
 
 // AuthorizeClientIDSecret checks a confidential client's secret (keyed

@@ -161,64 +161,9 @@ func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Pr
 		} else if err != nil {
 			return err
 		}
-		sess, en, err := tx.SessionEnrolled(pr.SessionID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		} else if err != nil {
+		var write bool
+		if step, write, err = s.answerWithSession(tx, r, pr, fresh); err != nil || !write {
 			return err
-		}
-		now := s.now()
-		if sess.UserID != pr.UserID || sess.ProjectID != projectID || !now.Before(sess.ExpiresAt) {
-			return nil
-		}
-		u, err := tx.User(sess.UserID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		// A session this request's own page signed in (now, or before
-		// its second factor) is fresh.
-		fresh = fresh || r.SessionID == sess.ID
-		if !fresh && mustSignInAgain(r, sess, u, now) {
-			return nil
-		}
-		c, err := tx.OIDCClient(projectID, r.ClientID)
-		if errors.Is(err, store.ErrNotFound) {
-			return ErrAuthRequestGone
-		} else if err != nil {
-			return err
-		}
-		mfa := secondFactorProven(sess.Proofs)
-		if secondFactorPending(sess.Proofs, en) || (c.RequireMFA && !mfa) {
-			if !en.TOTP && !en.SMS {
-				// Enrolling on the pages comes later.
-				return errNoSecondFactor
-			}
-			step = OIDCStepSecondFactor
-			if fresh && r.SessionID != sess.ID {
-				r.SessionID = sess.ID
-				return tx.PutOIDCAuthRequest(r)
-			}
-			return nil
-		}
-		// A request this session already answered (its consent given)
-		// stays answered.
-		answered := r.Done && r.SessionID == sess.ID
-		r.UserID, r.SessionID, r.AuthTime = sess.UserID, sess.ID, lastProof(sess.Proofs)
-		r.AMR, r.ACR, r.Done = oidcAMR(sess.Proofs), ACRSingleFactor, true
-		if mfa {
-			r.ACR = ACRMultiFactor
-		}
-		step = OIDCStepDone
-		if !answered {
-			ask, err := needsConsent(tx, r, c, sess.UserID)
-			if err != nil {
-				return err
-			}
-			if ask {
-				r.Done, step = false, OIDCStepConsent
-			}
 		}
 		return tx.PutOIDCAuthRequest(r)
 	})
@@ -226,6 +171,74 @@ func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Pr
 		return OIDCStepSignIn, internal(err)
 	}
 	return step, nil
+}
+
+// answerWithSession takes request r, read or made inside tx, as far as
+// the browser's session pr allows (OIDCContinue's rules) and returns the
+// step and whether r changed and must be written: answered (user,
+// session, auth_time, amr, acr, Done) for OIDCStepDone, answered but not
+// Done for OIDCStepConsent, or, for OIDCStepSecondFactor, given the
+// session that signed in fresh. OIDCStepSignIn leaves r as it was.
+func (s *Service) answerWithSession(tx store.Tx, r *store.OIDCAuthRequest, pr *Principal, fresh bool) (OIDCStep, bool, error) {
+	sess, en, err := tx.SessionEnrolled(pr.SessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return OIDCStepSignIn, false, nil
+	} else if err != nil {
+		return OIDCStepSignIn, false, err
+	}
+	now := s.now()
+	if sess.UserID != pr.UserID || sess.ProjectID != r.ProjectID || !now.Before(sess.ExpiresAt) {
+		return OIDCStepSignIn, false, nil
+	}
+	u, err := tx.User(sess.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return OIDCStepSignIn, false, nil
+	} else if err != nil {
+		return OIDCStepSignIn, false, err
+	}
+	// A session this request's own page signed in (now, or before its
+	// second factor) is fresh.
+	fresh = fresh || r.SessionID == sess.ID
+	if !fresh && mustSignInAgain(r, sess, u, now) {
+		return OIDCStepSignIn, false, nil
+	}
+	c, err := tx.OIDCClient(r.ProjectID, r.ClientID)
+	if errors.Is(err, store.ErrNotFound) {
+		return OIDCStepSignIn, false, ErrAuthRequestGone
+	} else if err != nil {
+		return OIDCStepSignIn, false, err
+	}
+	mfa := secondFactorProven(sess.Proofs)
+	if secondFactorPending(sess.Proofs, en) || (c.RequireMFA && !mfa) {
+		if !en.TOTP && !en.SMS {
+			// Enrolling on the pages comes later.
+			return OIDCStepSignIn, false, errNoSecondFactor
+		}
+		if fresh && r.SessionID != sess.ID {
+			r.SessionID = sess.ID
+			return OIDCStepSecondFactor, true, nil
+		}
+		return OIDCStepSecondFactor, false, nil
+	}
+	// A request this session already answered (its consent given) stays
+	// answered.
+	answered := r.Done && r.SessionID == sess.ID
+	r.UserID, r.SessionID, r.AuthTime = sess.UserID, sess.ID, lastProof(sess.Proofs)
+	r.AMR, r.ACR, r.Done = oidcAMR(sess.Proofs), ACRSingleFactor, true
+	if mfa {
+		r.ACR = ACRMultiFactor
+	}
+	if !answered {
+		ask, err := needsConsent(tx, r, c, sess.UserID)
+		if err != nil {
+			return OIDCStepSignIn, false, err
+		}
+		if ask {
+			r.Done = false
+			return OIDCStepConsent, true, nil
+		}
+	}
+	return OIDCStepDone, true, nil
 }
 
 // OIDCSecondFactor checks a second factor of the browser's session pr

@@ -186,3 +186,28 @@ func TestOIDCStoreOutageProjectNotCached(t *testing.T) {
 		t.Fatalf("the code after the outage: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestOIDCStoreOutageProjectUnread: a store outage that finds the
+// project unread (its cached copy dropped, as a change or another
+// replica's does) answers as the provider does in one, before anything
+// of the request is read: the error page with Retry-After on a browser's
+// path, RFC 6749's JSON temporarily_unavailable on the others, never
+// latchkey's envelope.
+func TestOIDCStoreOutageProjectUnread(t *testing.T) {
+	t.Parallel()
+	ts, down := newOutageServer(t)
+	rp := ts.newRP(ts.Project.ID, map[string]any{"firstParty": true})
+	_, b := rp.signedIn("unread@example.com")
+	verifier := oauth2.GenerateVerifier()
+	code := rp.code(b, verifier)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 100000}))
+	down.Store(true)
+	wantUnavailablePage(t, "authorize, signed in", rp.authorize(b, oauth2.GenerateVerifier(), "st", "n"))
+	wantUnavailablePage(t, "authorize, form_post", rp.authorize(b, oauth2.GenerateVerifier(), "st", "n",
+		oauth2.SetAuthURLParam("response_mode", "form_post")))
+	wantUnavailableJSON(t, "code exchange", rp.exchange(code, verifier))
+	down.Store(false)
+	if r := rp.exchange(code, verifier); r.Status != http.StatusOK {
+		t.Fatalf("the code after the outage: %d %s", r.Status, r.Raw)
+	}
+}

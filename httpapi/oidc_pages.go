@@ -67,6 +67,10 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projec
 	if s.oidcResponseTypeRefused(w, r, p, redirect) {
 		return
 	}
+	// A browser with a session the request may use gets its code at
+	// once (single sign-on: no hop through the sign-in page and the
+	// callback).
+	auth.OIDCNoteBrowser(r.Context(), s.oidcSession(r, p))
 	p.handler.ServeHTTP(s.formPostAnswers(w, r, p.id, r.Form.Get("response_mode"), redirect), r)
 }
 

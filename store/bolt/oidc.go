@@ -76,11 +76,11 @@ func (tx txn) OIDCClient(projectID, id string) (*store.OIDCClient, error) {
 	if !isText(projectID) || !isText(id) {
 		return nil, store.ErrNotFound
 	}
-	var c store.OIDCClient
-	if err := tx.get(bucketOIDCClients, compound(projectID, id), &c); err != nil {
-		return nil, err
+	v := tx.bucket(bucketOIDCClients).Get(compound(projectID, id))
+	if v == nil {
+		return nil, store.ErrNotFound
 	}
-	return &c, nil
+	return oidcClientMemo.decode(v)
 }
 
 // OIDCClients returns projectID's clients in ID byte order; never nil.

@@ -24,11 +24,11 @@ func (tx txn) OIDCAuthRequest(projectID, id string) (*store.OIDCAuthRequest, err
 	if !isText(projectID) || !isText(id) {
 		return nil, store.ErrNotFound
 	}
-	var r store.OIDCAuthRequest
-	if err := tx.get(bucketOIDCAuthRequests, compound(projectID, id), &r); err != nil {
-		return nil, err
+	v := tx.bucket(bucketOIDCAuthRequests).Get(compound(projectID, id))
+	if v == nil {
+		return nil, store.ErrNotFound
 	}
-	return &r, nil
+	return oidcAuthRequestMemo.decode(v)
 }
 
 // PutOIDCAuthRequest stores r; the sweep deletes it at its ExpiresAt.
