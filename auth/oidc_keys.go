@@ -213,10 +213,12 @@ func missingOIDCAlgs(keys []*store.OIDCKey) []string {
 func (s *Service) newOIDCKey(projectID, alg string) (*store.OIDCKey, error) {
 	var priv crypto.Signer
 	var err error
-	switch alg {
-	case AlgRS256:
+	switch {
+	case s.signingKey != nil:
+		priv, err = s.signingKey(alg)
+	case alg == AlgRS256:
 		priv, err = rsa.GenerateKey(rand.Reader, rsaKeyBits)
-	case AlgES256:
+	case alg == AlgES256:
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	default:
 		err = fmt.Errorf("unknown signing algorithm %q", alg)

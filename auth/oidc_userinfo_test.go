@@ -10,6 +10,7 @@ import (
 
 	"github.com/zitadel/oidc/v3/pkg/op"
 
+	"latchkey/internal/testkit"
 	"latchkey/store"
 	"latchkey/store/storetest"
 )
@@ -44,7 +45,7 @@ func newUserinfoFixture(t *testing.T, replicated bool) *userinfoFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := New(storetest.Open(t), keys, Config{BaseURL: "https://auth.example.com", Now: now})
+		s, err := New(storetest.Open(t), keys, Config{BaseURL: "https://auth.example.com", Now: now, SigningKey: testkit.SigningKey})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"errors"
 	"io"
@@ -42,6 +43,12 @@ type Config struct {
 	// Render), which template previews show when a project has no
 	// template of its own; nil makes such a preview fail.
 	BuiltInMail BuiltInMail
+	// SigningKey makes a new private key for a provider's signing
+	// algorithm (AlgRS256: RSA-2048, AlgES256: P-256); nil generates it
+	// from crypto/rand. Tests hand out keys generated beforehand
+	// (testkit.SigningKey): an RSA key costs a quarter of a CPU-second
+	// under the race detector.
+	SigningKey func(alg string) (crypto.Signer, error)
 }
 
 // BuiltInMail renders the built-in wording of a mail of kind (a queued
@@ -77,6 +84,9 @@ type Service struct {
 	sms     SMSSender
 	obs     Observer    // nil: none
 	builtIn BuiltInMail // nil: none
+	// signingKey makes the providers' keys (Config.SigningKey); nil:
+	// generated.
+	signingKey func(alg string) (crypto.Signer, error)
 
 	adminToken string // configured admin token, or empty
 	adminHash  []byte // stored hash of a generated admin token
@@ -153,6 +163,7 @@ func New(db store.DB, keys *store.Keyring, cfg Config) (*Service, error) {
 
 		activity:   newActivity(ActivityMaxTracked),
 		adminFails: NewLimiter(cfg.Now),
+		signingKey: cfg.SigningKey,
 	}
 	s.social = cfg.OAuth
 	if s.shared = newShared(db); s.shared != nil {

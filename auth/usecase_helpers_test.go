@@ -66,7 +66,7 @@ func newTestServiceOver(t testing.TB, db store.DB, configure ...func(*auth.Confi
 	ts := &testService{t: t, db: db, keys: keys, clock: testkit.NewClock(start), sms: &smsOutbox{},
 		meta: auth.Meta{IP: "198.51.100.7", UserAgent: "usecase-test"}}
 	cfg := auth.Config{BaseURL: "https://auth.example.com", AdminToken: "adm_usecase_test_token_0123", Now: ts.clock.Now, SMS: ts.sms,
-		BuiltInMail: builtInMail}
+		BuiltInMail: builtInMail, SigningKey: testkit.SigningKey}
 	for _, f := range configure {
 		f(&cfg)
 	}

@@ -25,6 +25,7 @@ func suppressedCount(t *testing.T, r *response) int {
 // such failures a minute per action; the rest are counted in memory, with
 // no write at all, and shown as suppressed.
 func TestUnauthenticatedFailuresDoNotFillTheDisk(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 100000}))
 	_, secret := ts.method("bank_id", "direct")

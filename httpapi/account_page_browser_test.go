@@ -25,6 +25,7 @@ import (
 // changed with the keyboard alone (typed, Enter), and the sign-out. Each panel is captured at 360 and 1280 pixels wide (into
 // LATCHKEY_SCREENSHOT_DIR when set), and nothing is wider than 360.
 func TestAccountPageInChromium(t *testing.T) {
+	t.Parallel()
 	fake := newFakeTwilio(t)
 	tw, err := sms.NewTwilio("AC123", "secret-token", "+15550001111", fake.URL)
 	if err != nil {

@@ -20,6 +20,13 @@ import (
 // takes a few seconds.
 const browserTimeout = 60 * time.Second
 
+// browserSlot lets one Chromium run at a time in the test binary: the
+// browser tests call t.Parallel and run beside the other tests, but
+// several browsers at once on two busy cores made one outlast
+// browserTimeout (the dashboard's, on a machine at load 20). A test
+// waits for the slot before its bound starts.
+var browserSlot = make(chan struct{}, 1)
+
 // findChromium returns the path of Debian's Chromium, or "" when it is
 // not installed.
 func findChromium() string {
@@ -71,6 +78,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Flag("password-store", "basic"),
 		chromedp.Flag("use-mock-keychain", true),
 	}
+	browserSlot <- struct{}{}
 	var mu sync.Mutex
 	done := false
 	logf := func(format string, args ...any) {
@@ -112,6 +120,7 @@ func newBrowser(t *testing.T) context.Context {
 		mu.Lock()
 		done = true
 		mu.Unlock()
+		<-browserSlot
 	})
 	start := time.Now()
 	if err := chromedp.Do(tab); err != nil {

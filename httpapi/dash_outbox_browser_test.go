@@ -20,6 +20,7 @@ import (
 // HTML part renders in its frame, and a script in a message (a crafted
 // file) does not run.
 func TestOutboxInChromium(t *testing.T) {
+	t.Parallel()
 	ts, dir := newOutboxServer(t)
 	crafted := &mail.Message{ID: "crafted", From: "x@example.com", To: "mallory@example.com", Subject: "Crafted",
 		Text: "text", HTML: `<p id="x">untouched</p><script>document.getElementById("x").textContent = "script ran"</script>` +

@@ -28,6 +28,7 @@ var apiKeyPattern = regexp.MustCompile(`sk_test_[A-Za-z0-9]{8}_[A-Za-z0-9]{32}`)
 // list the webhooks and one's deliveries, revoke the key after
 // confirming, take screenshots and sign out.
 func TestDashboardInChromium(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	ts := newTestServer(t)
 	ctx := newBrowser(t)

@@ -146,6 +146,7 @@ var credInStatus = regexp.MustCompile(`passkey ([A-Za-z0-9_-]{16,})\.`)
 // headless Chromium with a CDP virtual authenticator, against the real
 // server, checking the page and the server's state at each step.
 func TestDemoPasskeysInChromium(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	// http://localhost is a secure context, so WebAuthn works without TLS;
 	// the relying party must then be "localhost" with that origin. The

@@ -30,6 +30,7 @@ import (
 // before the app; an rd to another domain gets an error page, never a
 // redirect; sign-out ends the session nginx let through.
 func TestForwardAuthNginxInChromium(t *testing.T) {
+	t.Parallel()
 	ts := newFwdServerTrusting(t, "127.0.0.2/32")
 	pid := ts.Project.ID
 	ng := startNginx(t, ts, pid, echoUpstream(t), "127.0.0.2")

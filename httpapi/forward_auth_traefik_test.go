@@ -143,6 +143,7 @@ func startTraefik(t *testing.T, ts *testServer, pid, upstream string) string {
 // called with a forged X-Forwarded-Host from an address that is not a
 // trusted proxy (127.0.0.3), is refused (400 UNTRUSTED_PROXY).
 func TestForwardAuthTraefik(t *testing.T) {
+	t.Parallel()
 	findTraefik(t) // skips before the server starts
 	ts := newFwdServer(t)
 	pid := ts.Project.ID

@@ -177,7 +177,8 @@ func (ts *testServer) start() {
 	ts.DB, ts.Keys = db, keys
 	ts.http = httptest.NewUnstartedServer(nil)
 	ts.URL = "http://" + ts.http.Listener.Addr().String()
-	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now, Observer: ts.Metrics, BuiltInMail: httpapi.BuiltInMail}
+	cfg := auth.Config{BaseURL: ts.URL, AdminToken: testAdminToken, Now: ts.Clock.Now, Observer: ts.Metrics, BuiltInMail: httpapi.BuiltInMail,
+		SigningKey: testkit.SigningKey}
 	for _, o := range ts.opts {
 		o(&cfg)
 	}

@@ -38,6 +38,7 @@ import (
 // LATCHKEY_SCREENSHOT_DIR when set (to keep them), else the test's
 // temp dir; the files are logged.
 func TestOIDCPagesInChromium(t *testing.T) {
+	t.Parallel()
 	// Passkeys need a domain: the server's base URL is on localhost.
 	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
 	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)

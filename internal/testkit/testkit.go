@@ -1,5 +1,6 @@
 // Package testkit holds what tests of every package share: a clock the
-// test moves, a buffer several goroutines write to, and the marker of
+// test moves, a buffer several goroutines write to, the providers'
+// signing keys made beforehand (SigningKey), and the marker of
 // tests and packages whose outcome no store engine changes (EngineFree,
 // MainEngineFree), which run on the first pass of the test command
 // only. It imports only the standard library, so any package's tests may
