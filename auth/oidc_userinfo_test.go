@@ -302,7 +302,12 @@ func TestUserinfoRecheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Add(int64(userinfoRecheck / 2))
-	if _, err := f.userinfo(f.at); err != nil {
+	// Within the interval the remembered answer stands while the store
+	// answers the same session state: always on a data file; on
+	// PostgreSQL only while its change feed is trusted, which a busy
+	// machine can delay past its bound. Then the state is read again and
+	// the revoked grant refused at once, which is stricter, not wrong.
+	if _, err := f.userinfo(f.at); err != nil && (storetest.Backend(t) != storetest.Postgres || !errors.Is(err, errUserinfoRefused)) {
 		t.Fatalf("within the recheck interval: %v", err)
 	}
 	f.clock.Add(int64(userinfoRecheck / 2))

@@ -37,6 +37,7 @@ import (
 // pixels wide (screenshots: nothing wider than 360), into
 // LATCHKEY_SCREENSHOT_DIR when set.
 func TestOIDCDeviceSignOutErrorPagesInChromium(t *testing.T) {
+	t.Parallel()
 	ts, down := newOutageServer(t)
 	pid := ts.Project.ID
 	logo := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
