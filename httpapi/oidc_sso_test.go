@@ -2,9 +2,11 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 )
 
@@ -80,5 +82,58 @@ func TestOIDCSingleSignOnAtAuthorize(t *testing.T) {
 	pg = rp.authorize(b, verifier, "st-5", "no-5")
 	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login") || pg.Location != "" {
 		t.Fatalf("a revoked session: %d %s %q, want the sign-in page", pg.Status, pg.URL, pg.Location)
+	}
+}
+
+// TestOIDCSingleSignOnRepeatedParameters: an authorization request that
+// repeats a parameter is answered as op reads it (the last value), the
+// answer of a browser with a session included: a request whose last
+// response_mode is form_post, or whose last redirect_uri is the one it is
+// answered to, gets the form_post page for that redirect URI, as its
+// stored request says and as the callback answers it, never a redirect
+// with the code in the address. The direct answer, and the callback's,
+// are not to be cached.
+func TestOIDCSingleSignOnRepeatedParameters(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	b := ts.newBrowser()
+	verifier := oauth2.GenerateVerifier()
+	const other = "http://127.0.0.1:9/other"
+	rp := ts.newRP(ts.Project.ID, map[string]any{"firstParty": true, "redirectUris": []string{rpRedirect, other}})
+	rp.answer(b.signIn(rp.authorize(b, verifier, "st", "no"), "repeat@example.com"))
+
+	// The request's parameters with extra ones appended as given (the
+	// first of a repeated one before the relying party's own).
+	with := func(before, after string) string {
+		u, err := url.Parse(rp.config.AuthCodeURL("st-r", gooidc.Nonce("no-r"), oauth2.S256ChallengeOption(verifier)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.RawQuery = strings.Trim(before+"&"+u.RawQuery+"&"+after, "&")
+		return u.String()
+	}
+	for _, c := range []struct{ name, url string }{
+		{"response_mode query then form_post", with("", "response_mode=query&response_mode=form_post")},
+		{"redirect_uri another then this one", with("redirect_uri="+url.QueryEscape(other), "response_mode=form_post")},
+	} {
+		pg := b.get(c.url)
+		if pg.URL.Path != "/oidc/"+ts.Project.ID+"/authorize" {
+			t.Fatalf("%s: answered from %s, want the authorization endpoint", c.name, pg.URL)
+		}
+		if f := rp.formPostAnswer(pg); f.Get("code") == "" || f.Get("state") != "st-r" {
+			t.Fatalf("%s: form_post answer %v", c.name, f)
+		} else if r := rp.exchange(f.Get("code"), verifier); r.Status != http.StatusOK {
+			t.Fatalf("%s: exchange %d %s", c.name, r.Status, r.Raw)
+		}
+	}
+
+	pg := rp.authorize(b, verifier, "st-c", "no-c")
+	if q := rp.answer(pg); q.Get("code") == "" || pg.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("the direct answer's headers %v, want Cache-Control no-store", pg.Header)
+	}
+	id, _, _ := strings.Cut(rp.answer(pg).Get("code"), ".")
+	cb := b.get(rp.issuer + "/authorize/callback?id=" + id)
+	if q := rp.answer(cb); q.Get("code") == "" || cb.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("the callback's answer's headers %v, want Cache-Control no-store", cb.Header)
 	}
 }
