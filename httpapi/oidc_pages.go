@@ -54,7 +54,7 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projec
 		s.oidcError(w, http.StatusBadRequest, "error_request_unreadable")
 		return
 	}
-	clientID, redirect := r.Form.Get("client_id"), r.Form.Get("redirect_uri")
+	clientID, redirect := authorizeParam(r, "client_id"), authorizeParam(r, "redirect_uri")
 	c, err := p.storage.GetClientByClientID(r.Context(), clientID)
 	if clientID == "" || err != nil {
 		s.oidcFail(w, auth.ErrUnknownClient)
@@ -69,9 +69,23 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projec
 	}
 	// A browser with a session the request may use gets its code at
 	// once (single sign-on: no hop through the sign-in page and the
-	// callback).
+	// callback), in an answer not to be cached.
 	auth.OIDCNoteBrowser(r.Context(), s.oidcSession(r, p))
-	p.handler.ServeHTTP(s.formPostAnswers(w, r, p.id, r.Form.Get("response_mode"), redirect), r)
+	noStore(w)
+	p.handler.ServeHTTP(s.formPostAnswers(w, r, p.id, authorizeParam(r, "response_mode"), redirect), r)
+}
+
+// authorizeParam returns parameter key of authorization request r as op
+// reads it: the last value of a repeated one ("" when absent). The
+// checks in front of op and the answer's form_post page read the
+// parameters op stores the request with, so that a request that repeats
+// one (RFC 6749 forbids it) cannot be checked by one value and answered
+// by another.
+func authorizeParam(r *http.Request, key string) string {
+	if v := r.Form[key]; len(v) > 0 {
+		return v[len(v)-1]
+	}
+	return ""
 }
 
 // oidcCallback is op's callback, which issues the code: only for the
@@ -82,6 +96,7 @@ func (s *Server) oidcCallback(w http.ResponseWriter, r *http.Request, p *project
 		s.oidcError(w, http.StatusBadRequest, "error_other_browser")
 		return
 	}
+	noStore(w) // the redirect carries the code
 	s.oidcAuthorizeCallback(w, r, p)
 }
 

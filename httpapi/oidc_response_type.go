@@ -19,17 +19,17 @@ import (
 // returns false, having answered nothing, for response_type code or
 // none given (op's invalid_request).
 func (s *Server) oidcResponseTypeRefused(w http.ResponseWriter, r *http.Request, p *projectOP, redirect string) bool {
-	rt := r.Form.Get("response_type")
+	rt := authorizeParam(r, "response_type")
 	if rt == "" || rt == string(oidc.ResponseTypeCode) {
 		return false
 	}
-	mode := oidc.ResponseMode(r.Form.Get("response_mode"))
-	req := &oidc.AuthRequest{RedirectURI: redirect, State: r.Form.Get("state"), ResponseType: oidc.ResponseType(rt), ResponseMode: mode}
+	mode := oidc.ResponseMode(authorizeParam(r, "response_mode"))
+	req := &oidc.AuthRequest{RedirectURI: redirect, State: authorizeParam(r, "state"), ResponseType: oidc.ResponseType(rt), ResponseMode: mode}
 	if mode == oidc.ResponseModeFormPost {
 		req.ResponseMode = oidc.ResponseModeQuery // the query formPostWriter posts
 	}
 	noStore(w)
-	op.AuthRequestError(s.formPostAnswers(w, r, p.id, r.Form.Get("response_mode"), redirect), r, req, errUnsupportedResponseType(), p.lk)
+	op.AuthRequestError(s.formPostAnswers(w, r, p.id, string(mode), redirect), r, req, errUnsupportedResponseType(), p.lk)
 	return true
 }
 
