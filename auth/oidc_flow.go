@@ -216,10 +216,7 @@ func (p *OIDCStorage) createAnswered(ctx context.Context, sc *oidcScratch, r *st
 			return err
 		}
 		if step == OIDCStepDone {
-			now := p.s.now().UTC()
-			a.CodeHash = h[:]
-			a.CodeExpiresAt = now.Add(OIDCCodeLifetime)
-			a.ExpiresAt = a.CodeExpiresAt.Add(oidcTombstone)
+			withCode(&a, h, p.s.now())
 			stored = &a
 		}
 		return tx.PutOIDCAuthRequest(stored)
@@ -342,12 +339,18 @@ func (p *OIDCStorage) SaveAuthCode(ctx context.Context, id, code string) error {
 		if err != nil {
 			return oidc.ErrServerError().WithDescription("The authorization request has expired.").WithParent(err)
 		}
-		now := p.s.now().UTC()
-		r.CodeHash = h[:]
-		r.CodeExpiresAt = now.Add(OIDCCodeLifetime)
-		r.ExpiresAt = r.CodeExpiresAt.Add(oidcTombstone)
+		withCode(r, h, p.s.now())
 		return tx.PutOIDCAuthRequest(r)
 	})
+}
+
+// withCode gives request r the code whose keyed hash is h, issued at
+// now: exchangeable for OIDCCodeLifetime, the request kept oidcTombstone
+// longer to tell a replay.
+func withCode(r *store.OIDCAuthRequest, h [store.HashSize]byte, now time.Time) {
+	r.CodeHash = h[:]
+	r.CodeExpiresAt = now.UTC().Add(OIDCCodeLifetime)
+	r.ExpiresAt = r.CodeExpiresAt.Add(oidcTombstone)
 }
 
 // errCodeReplayed refuses a code exchanged before; the grant it gave is

@@ -96,9 +96,8 @@ func (o *answerWriter) WriteHeader(status int) {
 	for _, k := range []string{"Location", "Content-Type", "Content-Length", "WWW-Authenticate"} {
 		h.Del(k)
 	}
-	h.Set("Retry-After", retryAfter)
 	if o.page {
-		o.s.oidcRender(o.ResponseWriter, http.StatusServiceUnavailable, oidcPage{Title: "error_title", Fail: auth.ErrUnavailable})
+		o.s.oidcFail(o.ResponseWriter, auth.ErrUnavailable)
 		return
 	}
 	writeOIDCUnavailable(o.ResponseWriter)

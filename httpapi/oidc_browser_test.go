@@ -58,11 +58,7 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	// A user with TOTP, another with a passkey.
 	const mfaAddr, pkAddr = "browser-mfa@example.com", "browser-pk@example.com"
 	tok := str(t, ts.login(mfaAddr).Body, "token")
-	r := ts.do("POST", "/api/v1/totp/enroll", tok, map[string]any{})
-	wantOK(t, r)
-	secret := str(t, r.Body, "secret")
-	wantOK(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.totpCode(secret, 0)}))
-	ts.Clock.Advance(31 * time.Second)
+	secret := ts.enrollTOTP(tok)
 	key := passkeytest.New(ts.URL)
 	ts.passkeySignUp(key, pkAddr)
 	cred := key.Credentials()[0]

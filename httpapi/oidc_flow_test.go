@@ -608,11 +608,7 @@ func TestOIDCSecondFactor(t *testing.T) {
 	ts := newTestServer(t)
 	const addr = "mfa@example.com"
 	tok := str(t, ts.login(addr).Body, "token")
-	r := ts.do("POST", "/api/v1/totp/enroll", tok, map[string]any{})
-	wantOK(t, r)
-	secret := str(t, r.Body, "secret")
-	wantOK(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.totpCode(secret, 0)}))
-	ts.Clock.Advance(31 * time.Second)
+	secret := ts.enrollTOTP(tok)
 
 	rp := ts.newRP(ts.Project.ID, nil)
 	b := ts.newBrowser()

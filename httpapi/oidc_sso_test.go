@@ -265,10 +265,7 @@ func TestOIDCSingleSignOnAtAuthorizeRules(t *testing.T) {
 	// A session whose second factor is pending.
 	const addr = "pending@example.com"
 	tok := str(t, ts.login(addr).Body, "token")
-	r := ts.do("POST", "/api/v1/totp/enroll", tok, map[string]any{})
-	wantOK(t, r)
-	wantOK(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.totpCode(str(t, r.Body, "secret"), 0)}))
-	ts.Clock.Advance(31 * time.Second)
+	ts.enrollTOTP(tok)
 	b3 := ts.newBrowser()
 	if got := ssoOutcome(rp, b3.signIn(rp.authorize(b3, verifier, "st", "no"), addr)); got != "second factor" {
 		t.Fatalf("after the email code: %s, want second factor", got)

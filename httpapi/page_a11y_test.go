@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
@@ -38,11 +37,7 @@ func TestHostedPagesAccessible(t *testing.T) {
 
 	// A user with TOTP.
 	tok := str(t, ts.login(mfaAddr).Body, "token")
-	r := ts.do("POST", "/api/v1/totp/enroll", tok, map[string]any{})
-	wantOK(t, r)
-	secret := str(t, r.Body, "secret")
-	wantOK(t, ts.do("POST", "/api/v1/totp/verify", tok, map[string]any{"code": ts.totpCode(secret, 0)}))
-	ts.Clock.Advance(31 * time.Second)
+	secret := ts.enrollTOTP(tok)
 	m := ts.newBrowser()
 
 	var signIn, code, mfa, consent, device, confirm, signOut, acct *webPage
