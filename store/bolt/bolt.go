@@ -49,8 +49,10 @@ func init() { store.Register("bolt", Open) }
 // from the send histories (codeKey); version 5 keeps sign-ins with
 // providers in flight apart from the WebAuthn challenges
 // (bucketOAuthFlows); version 6 indexes the OpenID grants by session
-// (bucketOIDCSessionGrants).
-const SchemaVersion = 6
+// (bucketOIDCSessionGrants); version 7 writes refresh tokens in the
+// compact encoding (encodeRefresh), which a version 6 binary cannot read,
+// so it must refuse the file.
+const SchemaVersion = 7
 
 // Bucket names. Open creates them all in one transaction.
 var (
@@ -257,6 +259,9 @@ func openDB(path string, opt store.Options) (db *DB, created bool, err error) {
 	}
 	if err == nil && version < 6 {
 		err = migrateOIDCSessionGrants(b, log)
+	}
+	if err == nil && version < 7 {
+		err = migrateRefreshEncoding(b, log)
 	}
 	if err != nil {
 		b.Close()
@@ -563,7 +568,7 @@ func (tx txn) bucket(name []byte) *bbolt.Bucket {
 // their end stay half empty for good, so buckets whose keys grow at the
 // end (of the bucket, or of each of a few prefixes) split nearly full
 // (appendFill): time-ordered UUIDs (users, sessions and their user
-// index, devices), sequence numbers (outbox, mail, events, delivery
+// index and refresh tokens, devices), sequence numbers (outbox, mail, events, delivery
 // records) and times (the event and expiry indexes, queued deliveries).
 // Buckets keyed by address take new keys anywhere; they split at
 // randomFill, which leaves room for a page's next inserts, but less than
@@ -575,7 +580,7 @@ const randomFill = 0.75
 
 func init() {
 	for _, b := range [][]byte{
-		bucketUsers, bucketSessions, bucketUserSessions, bucketDevices, bucketOutbox, bucketMail,
+		bucketUsers, bucketSessions, bucketUserSessions, bucketRefresh, bucketDevices, bucketOutbox, bucketMail,
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,

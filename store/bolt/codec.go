@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// The hot records (users, sessions, codes, send histories, devices,
-// outbox events and queued mail) are stored in a compact binary encoding:
+// The hot records (users, sessions and their refresh tokens, codes, send
+// histories, devices, outbox events and queued mail) are stored in a compact binary encoding:
 // a format byte, then the fields in a fixed order, without names. Ids
 // that are canonical UUIDs take 16 bytes, times 8 (Unix nanoseconds; 0
 // for the zero time), strings and byte strings a uvarint length and their

@@ -102,9 +102,8 @@ var expiries = [...]expiry{
 			return expiryRow{f.ExpiresAt, f.ProjectID}, err
 		}},
 	store.ExpiringRefreshTokens: {rows: bucketRefresh, index: bucketRefreshExpiry,
-		head: func(_, v []byte) (expiryRow, error) {
-			var r store.RefreshToken
-			err := jsonDecode(v, &r)
+		head: func(k, v []byte) (expiryRow, error) {
+			r, err := decodeRefresh(k, v)
 			return expiryRow{r.ExpiresAt, r.ProjectID}, err
 		}},
 	store.ExpiringOIDCAuthRequests: {rows: bucketOIDCAuthRequests, index: bucketOIDCAuthExpiry,

@@ -227,6 +227,9 @@ func TestRecordEncodings(t *testing.T) {
 	ev := &store.Event{Seq: 7, ID: "evt_x", ProjectID: u.ProjectID, Type: "user.registered", CreatedAt: t0, Data: json.RawMessage(`{"a":1}`)}
 	m := &store.Mail{ID: 9, ProjectID: u.ProjectID, To: "ada@example.com", Kind: "otp", Body: []byte("sealed"), Attempts: 1, LastError: "boom",
 		CreatedAt: t0, NextAttemptAt: t0.Add(5 * time.Second)}
+	usedAt, zero := t0.Add(time.Hour), time.Time{}
+	live := &store.RefreshToken{SessionID: s.ID, Hash: []byte{0, 1, 0, 2}, ProjectID: u.ProjectID, CreatedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}
+	used := &store.RefreshToken{SessionID: s.ID, Hash: []byte("hash"), ProjectID: "not-a-uuid", CreatedAt: t0, UsedAt: &usedAt, ExpiresAt: t0.Add(24 * time.Hour)}
 	check := func(name string, want, got any, err error) {
 		t.Helper()
 		if err != nil {
@@ -268,6 +271,17 @@ func TestRecordEncodings(t *testing.T) {
 		check("event", ev, ge, err)
 		gm, err := decodeMail(u64(m.ID), enc(m, encodeMail(m)))
 		check("mail", m, gm, err)
+		usedZero := *used
+		usedZero.UsedAt = &zero
+		for _, r := range []*store.RefreshToken{live, used, &usedZero} {
+			gr, err := decodeRefresh(refreshKey(r.SessionID, r.Hash), enc(r, encodeRefresh(r)))
+			check("refresh token", r, gr, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {}, {9}, {recordFormat}, {recordFormat, tagUUID, 1}} {
+		if _, err := decodeRefresh(refreshKey(live.SessionID, live.Hash), bad); err == nil {
+			t.Fatalf("decodeRefresh(%v) took a malformed record", bad)
+		}
 	}
 	if len(encodeSession(s)) > 110 {
 		t.Fatalf("a session takes %d bytes, want at most 110", len(encodeSession(s)))

@@ -293,3 +293,17 @@ func migrateOIDCSessionGrants(b *bbolt.DB, log *slog.Logger) error {
 	log.Info("data file upgraded to version 6", "oidc_grants_indexed", indexed, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// migrateRefreshEncoding upgrades a file to version 7: refresh tokens
+// are written in the compact encoding from now on. The rows already
+// stored as JSON stay readable (decodeRefresh), so nothing is rewritten;
+// the version alone makes an older binary refuse the file.
+func migrateRefreshEncoding(b *bbolt.DB, log *slog.Logger) error {
+	err := b.Update(func(btx *bbolt.Tx) error {
+		return btx.Bucket(bucketMeta).Put(keySchema, u64(7))
+	})
+	if err == nil {
+		log.Info("data file upgraded to version 7")
+	}
+	return err
+}

@@ -69,7 +69,7 @@ var exportBuckets = []struct {
 	{bucketKeys, jsonRow(func() any { return &store.APIKey{} })},
 	{bucketUsers, func(k, v []byte) (any, error) { return decodeUser(k, v) }},
 	{bucketSessions, func(k, v []byte) (any, error) { return decodeSession(k, v) }},
-	{bucketRefresh, jsonRow(func() any { return &store.RefreshToken{} })},
+	{bucketRefresh, func(k, v []byte) (any, error) { return decodeRefresh(k, v) }},
 	{bucketCodes, func(k, v []byte) (any, error) {
 		if !isThrottleKey(k) {
 			return decodeCode(v)

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"time"
@@ -396,4 +397,42 @@ func decodeMail(k, v []byte) (*store.Mail, error) {
 	m.CreatedAt = d.time()
 	m.NextAttemptAt = d.time()
 	return m, d.done()
+}
+
+// encodeRefresh encodes a refresh token's row: its session id and hash
+// are its key (refreshKey), so the row holds the rest, its use time
+// last and only once used.
+func encodeRefresh(t *store.RefreshToken) []byte {
+	b := make([]byte, 0, 42)
+	b = append(b, recordFormat)
+	b = appendID(b, t.ProjectID)
+	b = appendTime(b, t.CreatedAt)
+	b = appendTime(b, t.ExpiresAt)
+	if t.UsedAt == nil { // live: nothing follows
+		return b
+	}
+	return appendTime(b, *t.UsedAt)
+}
+
+// decodeRefresh decodes a refresh token's row at key k, in either
+// encoding.
+func decodeRefresh(k, v []byte) (*store.RefreshToken, error) {
+	t := &store.RefreshToken{}
+	done, d, err := decodeRecord(v, t)
+	if err != nil || done {
+		return t, err
+	}
+	id, hash, ok := bytes.Cut(k, []byte{0})
+	if !ok {
+		return t, errBadRecord
+	}
+	t.SessionID, t.Hash = string(id), clone(hash)
+	t.ProjectID = d.id()
+	t.CreatedAt = d.time()
+	t.ExpiresAt = d.time()
+	if len(d.b) > 0 { // a used token: when it was exchanged
+		used := d.time()
+		t.UsedAt = &used
+	}
+	return t, d.done()
 }

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -20,11 +19,12 @@ func refreshKey(sessionID string, hash []byte) []byte { return compound(sessionI
 
 // RefreshToken returns session sessionID's token whose hash is hash.
 func (tx txn) RefreshToken(sessionID string, hash []byte) (*store.RefreshToken, error) {
-	var r store.RefreshToken
-	if err := tx.get(bucketRefresh, refreshKey(sessionID, hash), &r); err != nil {
-		return nil, err
+	k := refreshKey(sessionID, hash)
+	v := tx.bucket(bucketRefresh).Get(k)
+	if v == nil {
+		return nil, store.ErrNotFound
 	}
-	return &r, nil
+	return decodeRefresh(k, v)
 }
 
 // PutRefreshToken stores t, due for the sweep at its ExpiresAt, when its
@@ -36,11 +36,7 @@ func (tx txn) PutRefreshToken(t *store.RefreshToken) error {
 	if tx.bucket(bucketSessions).Get([]byte(t.SessionID)) == nil {
 		return nil
 	}
-	v, err := json.Marshal(t)
-	if err != nil {
-		return err
-	}
-	return tx.putExpiring(&expiries[store.ExpiringRefreshTokens], refreshKey(t.SessionID, t.Hash), v, t.ExpiresAt)
+	return tx.putExpiring(&expiries[store.ExpiringRefreshTokens], refreshKey(t.SessionID, t.Hash), encodeRefresh(t), t.ExpiresAt)
 }
 
 // deleteSessionRefresh deletes session id's tokens with their expiry
@@ -53,8 +49,8 @@ func (tx txn) deleteSessionRefresh(id string) error {
 	var found []row
 	c := rows.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r store.RefreshToken
-		if err := jsonDecode(v, &r); err != nil {
+		r, err := decodeRefresh(k, v)
+		if err != nil {
 			return err
 		}
 		found = append(found, row{clone(k), dueKey(r.ExpiresAt, k)})
