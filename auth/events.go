@@ -42,6 +42,22 @@ func (s *Service) emit(tx store.Tx, projectID, typ string, data any) error {
 	return nil
 }
 
+// sessionCreated and userRegistered are the data of the two events
+// every first sign-in emits, as structs because they are written inside
+// the sign-in's transaction (a map is sorted and reflected on each
+// time); fields in name order, as a map's keys would be encoded.
+type (
+	sessionCreated struct {
+		Method    string `json:"method"`
+		SessionID string `json:"session_id"`
+		UserID    string `json:"user_id"`
+	}
+	userRegistered struct {
+		Email  string `json:"email"`
+		UserID string `json:"user_id"`
+	}
+)
+
 // observe tells the Observer of an authentication event (recorded or
 // suppressed); callers run it once the event's transaction commits.
 func (s *Service) observe(e *store.AuthEvent) {

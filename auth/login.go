@@ -55,12 +55,14 @@ func (s *Service) startLogin(tx store.Tx, p *store.Project, u *store.User, metho
 // refresh token (the API's sessions do; a hosted sign-in's session is
 // held by its cookie and slides by the pages). synced says, for a
 // passkey sign-in, whether the passkey is a synced one (backup
-// eligible: amr swk).
+// eligible: amr swk). newUser says the user was created in the same
+// transaction, so has nothing enrolled to read.
 type loginAs struct {
 	method    string
 	proof     string
 	noRefresh bool
 	synced    bool
+	newUser   bool
 }
 
 // startLoginAs is startLogin for a session as says.
@@ -91,7 +93,7 @@ func (s *Service) startLoginAs(tx store.Tx, p *store.Project, u *store.User, as 
 			return nil, err
 		}
 	}
-	if err := s.emit(tx, p.ID, "session.created", map[string]string{"user_id": u.ID, "session_id": sess.ID, "method": method}); err != nil {
+	if err := s.emit(tx, p.ID, "session.created", sessionCreated{Method: method, SessionID: sess.ID, UserID: u.ID}); err != nil {
 		return nil, err
 	}
 	if s.obs != nil {
@@ -108,7 +110,10 @@ func (s *Service) startLoginAs(tx store.Tx, p *store.Project, u *store.User, as 
 	}
 	l := &Login{User: u, Session: sess, RefreshToken: refresh, DeviceToken: dt, project: p}
 	// For the login result only: read with the commit, no round trip of
-	// its own.
+	// its own; a user created in this transaction has nothing enrolled.
+	if as.newUser {
+		return l, nil
+	}
 	if err := tx.ReadEnrolled(p.ID, u.ID, &l.enrolled); err != nil {
 		return nil, err
 	}

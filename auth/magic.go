@@ -161,6 +161,7 @@ func (s *Service) verifyMagicLink(ctx context.Context, token, redirectURI, proje
 		if err := tx.PutMagicLink(ml); err != nil {
 			return err
 		}
+		as.newUser = isNew
 		login, err = s.startLoginAs(tx, p, u, as, a.m)
 		if err != nil {
 			return err

@@ -472,7 +472,7 @@ func (s *Service) OIDCDeviceDecide(ctx context.Context, projectID, typed string,
 		if err := tx.PutSession(ds); err != nil {
 			return err
 		}
-		if err := s.emit(tx, p.ID, "session.created", map[string]string{"user_id": u.ID, "session_id": ds.ID, "method": method}); err != nil {
+		if err := s.emit(tx, p.ID, "session.created", sessionCreated{Method: method, SessionID: ds.ID, UserID: u.ID}); err != nil {
 			return err
 		}
 		if s.obs != nil {

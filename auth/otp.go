@@ -209,8 +209,9 @@ func (s *Service) verifyOTP(ctx context.Context, p *store.Project, in OTPInput, 
 		// The code and the address's guesses are read with the user.
 		tx.PrefetchCode(codeKindOTP, p.ID, email)
 		tx.PrefetchThrottle(throttleAddressFail, p.ID, email)
-		if u, err := tx.UserByEmail(p.ID, email); err == nil {
-			a.userID, disabled = u.ID, u.Disabled
+		known, knownErr := tx.UserByEmail(p.ID, email)
+		if knownErr == nil {
+			a.userID, disabled = known.ID, known.Disabled
 		}
 		// A disabled account answers 403 whatever the code (otp/send
 		// already says so); a pending code is left as it is.
@@ -228,7 +229,7 @@ func (s *Service) verifyOTP(ctx context.Context, p *store.Project, in OTPInput, 
 		} else if failure != nil {
 			return a.fail(tx, failure)
 		}
-		u, isNew, err := s.provenUser(tx, p, email)
+		u, isNew, err := s.provenUserRead(tx, p, email, known, knownErr)
 		if err != nil {
 			return err
 		}
@@ -247,6 +248,7 @@ func (s *Service) verifyOTP(ctx context.Context, p *store.Project, in OTPInput, 
 		if err := tx.DeleteCode(c); err != nil {
 			return err
 		}
+		as.newUser = isNew
 		login, err = s.startLoginAs(tx, p, u, as, a.m)
 		if err != nil {
 			return err

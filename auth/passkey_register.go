@@ -196,7 +196,7 @@ func (s *Service) FinishPasskeyRegistration(ctx context.Context, p *store.Projec
 			if err := tx.PutUser(u); err != nil {
 				return err
 			}
-			if err := s.emit(tx, p.ID, "user.registered", map[string]string{"email": u.Email, "user_id": u.ID}); err != nil {
+			if err := s.emit(tx, p.ID, "user.registered", userRegistered{Email: u.Email, UserID: u.ID}); err != nil {
 				return err
 			}
 		}

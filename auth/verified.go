@@ -69,6 +69,12 @@ func (s *Service) setVerified(tx store.Tx, u *store.User) error {
 // it is, for the caller's 403. isNew is true for a created user.
 func (s *Service) provenUser(tx store.Tx, p *store.Project, email string) (u *store.User, isNew bool, err error) {
 	u, err = tx.UserByEmail(p.ID, email)
+	return s.provenUserRead(tx, p, email, u, err)
+}
+
+// provenUserRead is provenUser for a caller that already read the
+// address's user in tx: u and err are what tx.UserByEmail returned.
+func (s *Service) provenUserRead(tx store.Tx, p *store.Project, email string, u *store.User, err error) (*store.User, bool, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		u, err = s.newUser(tx, p, email, true)
 		return u, err == nil, err
@@ -160,7 +166,7 @@ func (s *Service) newUser(tx store.Tx, p *store.Project, email string, verified 
 	if err := tx.PutUser(u); err != nil {
 		return nil, err
 	}
-	if err := s.emit(tx, p.ID, "user.registered", map[string]string{"email": email, "user_id": u.ID}); err != nil {
+	if err := s.emit(tx, p.ID, "user.registered", userRegistered{Email: email, UserID: u.ID}); err != nil {
 		return nil, err
 	}
 	return u, nil
