@@ -131,7 +131,20 @@ func (a *activity) entry(id string, issued, now int64) *sessionActivity {
 // seen notes a request of session id, signed in at unix second issued
 // (0 if unknown), at unix second now. It is the whole bookkeeping of a
 // call the per-session limit does not count.
+//
+// A session not tracked and seen within lastSeenLag of its sign-in is
+// not tracked for it: take would mark such a request flushed without
+// returning it, and a read counts nothing, so the entry would hold
+// nothing. The commonest use, a sign-in and then the app's check, then
+// adds nothing to the tracked sessions; under a million-user sign-in
+// load those entries (several heap objects each, in maps read without a
+// lock) were what the garbage collector spent most of its marking on.
 func (a *activity) seen(id string, issued, now int64) {
+	if issued != 0 && now-issued < int64(lastSeenLag/time.Second) {
+		if st := a.shard(id).lookup(id); st == nil || st.gone.Load() {
+			return
+		}
+	}
 	for {
 		st := a.entry(id, issued, now)
 		st.note(issued, now)

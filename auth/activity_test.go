@@ -256,3 +256,35 @@ func TestActivityNoSeenLost(t *testing.T) {
 		}
 	}
 }
+
+// TestActivityFirstMinuteReadsUntracked: reads of a session within
+// lastSeenLag of its sign-in add no entry (take would write nothing of
+// them); a read after it, a read of a session whose sign-in is unknown
+// and a counted call do; a session already tracked notes its reads in
+// the first minute as before.
+func TestActivityFirstMinuteReadsUntracked(t *testing.T) {
+	t.Parallel()
+	testkit.EngineFree(t, "counts in-memory session activity")
+	a := newActivity(1024)
+	const t0 = int64(1_800_000_000)
+	a.seen("fresh", t0, t0)
+	a.seen("fresh", t0, t0+59)
+	if n := a.tracked(); n != 0 {
+		t.Fatalf("%d sessions tracked after reads in the first minute, want 0", n)
+	}
+	a.seen("fresh", t0, t0+60)
+	a.seen("unknown", 0, t0+1)
+	a.hit("counted", t0, t0+1, 1<<20)
+	a.seen("counted", t0, t0+2)
+	if n := a.tracked(); n != 3 {
+		t.Fatalf("%d sessions tracked, want 3 (fresh after a minute, unknown, counted)", n)
+	}
+	if s := a.lastSeen("counted"); s != t0+2 {
+		t.Fatalf("a tracked session's read in the first minute: last seen %d, want %d", s, t0+2)
+	}
+	got := a.take(t0 + 60)
+	slices.SortFunc(got, func(x, y seenEntry) int { return strings.Compare(x.id, y.id) })
+	if want := []seenEntry{{"fresh", t0 + 60}, {"unknown", t0 + 1}}; !slices.Equal(got, want) {
+		t.Fatalf("took %v, want %v", got, want)
+	}
+}
