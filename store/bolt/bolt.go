@@ -568,9 +568,10 @@ func (tx txn) bucket(name []byte) *bbolt.Bucket {
 // their end stay half empty for good, so buckets whose keys grow at the
 // end (of the bucket, or of each of a few prefixes) split nearly full
 // (appendFill): time-ordered UUIDs (users, sessions and their user
-// index and refresh tokens, devices), sequence numbers (outbox, mail, events, delivery
+// index, devices), sequence numbers (outbox, mail, events, delivery
 // records) and times (the event and expiry indexes, queued deliveries).
-// Buckets keyed by address take new keys anywhere; they split at
+// Buckets keyed by address (and refresh tokens, below) take new keys
+// anywhere; they split at
 // randomFill, which leaves room for a page's next inserts, but less than
 // half (their pages were 47-53% full, now about 68%).
 var fillPercent = map[string]float64{}
@@ -580,7 +581,7 @@ const randomFill = 0.75
 
 func init() {
 	for _, b := range [][]byte{
-		bucketUsers, bucketSessions, bucketUserSessions, bucketRefresh, bucketDevices, bucketOutbox, bucketMail,
+		bucketUsers, bucketSessions, bucketUserSessions, bucketDevices, bucketOutbox, bucketMail,
 		bucketEvents, bucketEventIndex, bucketDeliveries, bucketJobs,
 		bucketSessionsExpiry, bucketCodesExpiry, bucketMagicExpiry, bucketChallengesExpiry,
 		bucketGrantsExpiry, bucketDevicesExpiry, bucketDeliveriesExpiry, bucketOAuthFlowsExpiry, bucketRefreshExpiry,
@@ -588,7 +589,10 @@ func init() {
 	} {
 		fillPercent[string(b)] = appendFill
 	}
-	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketCodes} {
+	// Refresh tokens: a new session's token lands at the end (its id is
+	// time-ordered), but each rotation inserts its next token under the
+	// session's older id, anywhere in the bucket.
+	for _, b := range [][]byte{bucketUsersByEmail, bucketUsersByExt, bucketCodes, bucketRefresh} {
 		fillPercent[string(b)] = randomFill
 	}
 }

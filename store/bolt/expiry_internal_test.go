@@ -278,10 +278,18 @@ func TestRecordEncodings(t *testing.T) {
 			check("refresh token", r, gr, err)
 		}
 	}
-	for _, bad := range [][]byte{nil, {}, {9}, {recordFormat}, {recordFormat, tagUUID, 1}} {
+	wrongFlag := encodeRefresh(live)
+	wrongFlag[len(wrongFlag)-9] = 2
+	for _, bad := range [][]byte{nil, {}, {9}, {recordFormat}, {recordFormat, tagUUID, 1}, encodeRefresh(live)[:30], wrongFlag} {
 		if _, err := decodeRefresh(refreshKey(live.SessionID, live.Hash), bad); err == nil {
 			t.Fatalf("decodeRefresh(%v) took a malformed record", bad)
 		}
+	}
+	// Marking a token used does not grow its row.
+	rotated := *live
+	rotated.UsedAt = &usedAt
+	if a, b := len(encodeRefresh(live)), len(encodeRefresh(&rotated)); a != b {
+		t.Fatalf("a live token takes %d bytes, a used one %d", a, b)
 	}
 	if len(encodeSession(s)) > 110 {
 		t.Fatalf("a session takes %d bytes, want at most 110", len(encodeSession(s)))

@@ -400,18 +400,24 @@ func decodeMail(k, v []byte) (*store.Mail, error) {
 }
 
 // encodeRefresh encodes a refresh token's row: its session id and hash
-// are its key (refreshKey), so the row holds the rest, its use time
-// last and only once used.
+// are its key (refreshKey), so the row holds the rest. Whether it was
+// used is a byte of its own and its use time has a fixed place (0 while
+// live), so the rotation that marks a token used rewrites its row
+// without growing it, and a field added later can follow.
 func encodeRefresh(t *store.RefreshToken) []byte {
-	b := make([]byte, 0, 42)
+	b := make([]byte, 0, 44)
 	b = append(b, recordFormat)
 	b = appendID(b, t.ProjectID)
 	b = appendTime(b, t.CreatedAt)
 	b = appendTime(b, t.ExpiresAt)
-	if t.UsedAt == nil { // live: nothing follows
-		return b
+	var used time.Time
+	if t.UsedAt == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		used = *t.UsedAt
 	}
-	return appendTime(b, *t.UsedAt)
+	return appendTime(b, used)
 }
 
 // decodeRefresh decodes a refresh token's row at key k, in either
@@ -430,9 +436,12 @@ func decodeRefresh(k, v []byte) (*store.RefreshToken, error) {
 	t.ProjectID = d.id()
 	t.CreatedAt = d.time()
 	t.ExpiresAt = d.time()
-	if len(d.b) > 0 { // a used token: when it was exchanged
-		used := d.time()
+	switch flag, used := d.byte(), d.time(); flag {
+	case 0:
+	case 1:
 		t.UsedAt = &used
+	default:
+		d.bad = true
 	}
 	return t, d.done()
 }
