@@ -11,10 +11,9 @@ import (
 // requests keep missing and filling the project and key caches, every
 // deny-list change answers the very next request accordingly, and a
 // revoked key is refused at once. (The race itself is widened
-// deterministically in auth's TestProjectChangeNotLostToStaleFill; here
-// three clients keep the caches busy through 60 changes, which kept the
-// test's 17 CPU-seconds a pass, with six clients and 150 changes, down
-// without losing what it shows.)
+// deterministically in auth's TestProjectChangeNotLostToStaleFill. Three
+// clients through 60 changes keep the caches missing and filling; six
+// through 150 cost about 17 CPU-seconds a pass under the race detector.)
 func TestSettingsTakeEffectUnderLoad(t *testing.T) {
 	ts := newTestServer(t)
 	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"rateLimitPerMinute": 1_000_000}))
