@@ -809,8 +809,14 @@ func TestSMTPConfigErrorKeepsMail(t *testing.T) {
 	if queued != 1 || len(srv.Messages()) != 0 {
 		t.Fatalf("queued %d, delivered %d: want the message kept", queued, len(srv.Messages()))
 	}
+	// The failure is recorded (ConfigError) just before its line is
+	// written: wait for the line.
+	const errLine = `level=ERROR msg="mail server configuration error`
+	for !strings.Contains(logs.String(), errLine) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	l := logs.String()
-	if strings.Count(l, `level=ERROR msg="mail server configuration error`) != 1 || strings.Contains(l, "wrong-password") {
+	if strings.Count(l, errLine) != 1 || strings.Contains(l, "wrong-password") {
 		t.Fatalf("want one configuration error line without the password:\n%s", l)
 	}
 	m.Close()
