@@ -185,3 +185,43 @@ func TestImportCreatedAtRange(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacedAccountNotPending: a sign-in by code or link that replaces
+// a self-registered, unverified account holding TOTP lands in a new
+// user, which has nothing enrolled: the login is not waiting for a second
+// factor (the factors are not read for a user the sign-in created), and
+// a second sign-in of the same address, after it enrolls TOTP, is.
+func TestReplacedAccountNotPending(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"otp", "magic"} {
+		t.Run(how, func(t *testing.T) {
+			ts := newTestService(t)
+			addr := how + "-taken@example.com"
+			old := ts.putSelfRegistered(addr)
+			err := ts.db.Update(ctx, func(tx store.Tx) error {
+				return tx.PutFactor(&store.Factor{UserID: old.ID, ProjectID: old.ProjectID, Kind: "totp", Status: "enrolled", Secret: []byte("sealed")})
+			})
+			ok(t, err)
+			var l *auth.Login
+			if how == "otp" {
+				l, _ = ts.signIn(addr)
+			} else {
+				ok(t, ts.SendMagicLink(ctx, ts.project, addr, "", ts.meta))
+				l, err = ts.VerifyMagicLink(ctx, ts.linkToken(addr), "", ts.meta)
+				ok(t, err)
+				ts.clock.Advance(auth.SendInterval)
+			}
+			if !l.IsNewUser || l.User.ID == old.ID || l.SecondFactorPending() {
+				t.Fatalf("sign-in over a self-registered account: new %v, same id %v, pending %v; want a new user, not pending",
+					l.IsNewUser, l.User.ID == old.ID, l.SecondFactorPending())
+			}
+			pr := ts.principal(l)
+			en, err := ts.EnrollTOTP(ctx, pr, ts.meta)
+			ok(t, err)
+			ok(t, ts.VerifyTOTP(ctx, pr, totpCode(t, en.Secret, ts.clock.Now()), ts.meta))
+			if again, _ := ts.signIn(addr); again.IsNewUser || !again.SecondFactorPending() {
+				t.Fatalf("a second sign-in after TOTP: new %v, pending %v; want the same user, pending", again.IsNewUser, again.SecondFactorPending())
+			}
+		})
+	}
+}
