@@ -40,8 +40,9 @@ const oidcMethodPrefix = "oidc:"
 var (
 	// ErrAuthRequestGone: the request is unknown, expired or answered.
 	ErrAuthRequestGone = ErrNotFound.With("This sign-in request has expired or was already used. Go back to the application and sign in again.")
-	// errNoSecondFactor: the client requires a second factor the user
-	// has not enrolled (enrolling here comes later).
+	// errNoSecondFactor: a TOTP set-up asked of the second-factor page
+	// when it does not offer one (OIDCEnrollTOTP): the client requires
+	// no second factor, or the user has one.
 	errNoSecondFactor = ErrStepUpRequired.With("This application requires a second factor (an authenticator app or a phone), and this account has none. Add one in the application's account settings, then sign in again.")
 )
 
@@ -144,8 +145,8 @@ const (
 // proof, an id_token_hint or login_hint of someone else): the browser
 // signs in again. A second factor is needed first when the user has
 // TOTP or SMS enrolled and the session proved neither, or the client
-// requires one; errNoSecondFactor when the client requires one the user
-// cannot give here. A third-party client then needs the user's consent
+// requires one (a user who has none is offered to enrol TOTP there). A
+// third-party client then needs the user's consent
 // (needsConsent): the request is signed in but not answered
 // (OIDCStepConsent) until the user allows it (OIDCDecideConsent).
 func (s *Service) OIDCContinue(ctx context.Context, projectID, id string, pr *Principal, fresh bool) (OIDCStep, error) {
@@ -210,9 +211,12 @@ func (s *Service) answerWithSession(tx store.Tx, r *store.OIDCAuthRequest, pr *P
 	}
 	mfa := secondFactorProven(sess.Proofs)
 	if secondFactorPending(sess.Proofs, en) || (c.RequireMFA && !mfa) {
-		if !en.TOTP && !en.SMS {
-			// Enrolling on the pages comes later.
-			return OIDCStepSignIn, false, errNoSecondFactor
+		// A user without TOTP or SMS is offered to enrol TOTP on the
+		// second-factor page (OIDCSecondFactors' Enroll), which, as the
+		// API's enrolment, needs a recent sign-in: an older session signs
+		// in again first.
+		if !en.TOTP && !en.SMS && !fresh && !recentlyProven(sess.Proofs, now) {
+			return OIDCStepSignIn, false, nil
 		}
 		if fresh && r.SessionID != sess.ID {
 			r.SessionID = sess.ID

@@ -42,6 +42,10 @@ const (
 	OIDCFactorTOTP   = "totp"
 	OIDCFactorSMS    = "sms"
 	OIDCFactorBackup = "backup"
+	// OIDCFactorEnroll: TOTP set up on the page, for a client that
+	// requires a second factor and a user who has none; its code is
+	// checked as TOTP's (VerifyTOTP confirms the enrolment).
+	OIDCFactorEnroll = "enroll"
 )
 
 // OIDCSendLink emails a magic link for request id to email: SendMagicLink's
@@ -203,6 +207,10 @@ type OIDCFactors struct {
 	// a second factor (a backup-code sign-in is the factors' recovery,
 	// not a second factor).
 	Backup bool
+	// Enroll: the client requires a second factor and the user has
+	// neither TOTP nor SMS: the page offers to set up TOTP
+	// (OIDCEnrollTOTP).
+	Enroll bool
 }
 
 // OIDCSecondFactors returns what the second-factor page of request id
@@ -229,6 +237,7 @@ func (s *Service) OIDCSecondFactors(ctx context.Context, projectID, id string, p
 			return err
 		}
 		f.TOTP, f.SMS = en.TOTP, en.SMS
+		f.Enroll = c.RequireMFA && !en.TOTP && !en.SMS
 		if !c.RequireMFA {
 			f.Backup, err = hasBackupCode(tx, pr.UserID)
 		}
@@ -238,6 +247,21 @@ func (s *Service) OIDCSecondFactors(ctx context.Context, projectID, id string, p
 		return f, internal(err)
 	}
 	return f, nil
+}
+
+// OIDCEnrollTOTP starts setting up TOTP for the session pr on request
+// id's second-factor page, when the page offers it (OIDCFactors.Enroll):
+// EnrollTOTP's rules, events and answer (a new pending secret each time;
+// the page's code confirms it through OIDCSecondFactor).
+func (s *Service) OIDCEnrollTOTP(ctx context.Context, projectID, id string, pr *Principal, m Meta) (*TOTPEnrollment, error) {
+	f, err := s.OIDCSecondFactors(ctx, projectID, id, pr)
+	if err != nil {
+		return nil, err
+	}
+	if !f.Enroll {
+		return nil, errNoSecondFactor
+	}
+	return s.EnrollTOTP(ctx, pr, m)
 }
 
 // OIDCSendSMS texts a code to the enrolled phone of the session pr, for

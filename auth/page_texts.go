@@ -57,6 +57,7 @@ var BuiltInPageTexts = map[string]string{
 	// Second factor.
 	"mfa_title":         "Second factor",
 	"mfa_totp_text":     "Enter the code from your authenticator app.",
+	"mfa_enroll_text":   "This application requires a second factor, and your account has none yet: set up an authenticator app to continue.",
 	"mfa_sms_text":      "Enter the code we text to your phone. Press “Text me a code” to get one.",
 	"mfa_sms_sent_text": "We texted a code to your phone. Enter it to continue.",
 	"mfa_backup_text":   "Enter one of your backup codes. Each works once.",

@@ -252,6 +252,17 @@ func within(t, now time.Time) bool {
 	return !t.IsZero() && now.Sub(t) <= StepUpWindow
 }
 
+// recentlyProven reports whether any of proofs is within StepUpWindow
+// of now: what requireRecentAuth asks of an account with no factor.
+func recentlyProven(proofs []store.Proof, now time.Time) bool {
+	for _, p := range proofs {
+		if within(p.At, now) {
+			return true
+		}
+	}
+	return false
+}
+
 // SessionProofs is how a session was proven, as GET /session shows it
 // (AuthenticateSessionProofs): AMR its methods in the order first proven,
 // SecondFactorPending whether the account has TOTP or SMS enrolled and

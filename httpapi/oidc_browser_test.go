@@ -161,6 +161,42 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	if h1() != "Back at the app" {
 		t.Errorf("after the passkey: %q", pageText(t, ctx))
 	}
+
+	// A client that requires a second factor, a user who has none: the
+	// second-factor page sets up TOTP (its QR code loads: the page's CSP
+	// allows the data: image), and the app's code answers the request.
+	if _, err := chromedp.Call(ctx, webauthn.RemoveVirtualAuthenticator, webauthn.RemoveVirtualAuthenticatorParams{AuthenticatorID: va.AuthenticatorID}); err != nil {
+		t.Fatalf("remove the virtual authenticator: %v", err)
+	}
+	strict := ts.newRP(ts.Project.ID, map[string]any{"redirectUris": []string{app.URL + "/callback"}, "firstParty": true, "requireMfa": true})
+	const setupAddr = "browser-setup@example.com"
+	verifier = oauth2.GenerateVerifier()
+	load("authorize for a client requiring a second factor", chromedp.Navigate(strict.config.AuthCodeURL("st3", oauth2.S256ChallengeOption(verifier),
+		oauth2.SetAuthURLParam("prompt", "login"))))
+	setValue(t, ctx, "input[name=email]", setupAddr)
+	load("send the code", chromedp.Click(chromedp.CSS(`form[action$="/login"] button[type=submit]`)))
+	setValue(t, ctx, "input[name=code]", ts.lastMail(setupAddr).Code)
+	load("enter the code", chromedp.Click(chromedp.CSS(`form[action$="/login/code"] button[type=submit]`)))
+	if h1() != "Set up an authenticator app" {
+		t.Fatalf("not the set-up page: %q", pageText(t, ctx))
+	}
+	if !get(t, ctx, "QR code", chromedp.Evaluate[bool](`(function(i){return i.complete && i.naturalWidth > 0})(document.querySelector("main img"))`)) {
+		t.Errorf("the set-up's QR code did not load")
+	}
+	screenshot("mfa-setup")
+	ts.Clock.Advance(30 * time.Second)
+	setValue(t, ctx, "input[name=code]", ts.totpCode(get(t, ctx, "key", chromedp.Text(chromedp.CSS("#totp-secret"))), 0))
+	load("confirm the set-up", chromedp.Click(chromedp.CSS(`form[action$="/login/mfa"] button[type=submit]`)))
+	select {
+	case q := <-answers:
+		if q.Get("state") != "st3" {
+			t.Fatalf("authorization response %v", q)
+		}
+		wantAMR(t, strict.finish(&webPage{Status: http.StatusFound, Location: strict.config.RedirectURL + "?" + q.Encode()}, verifier),
+			[]string{"otp", "mfa"}, auth.ACRMultiFactor)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the browser did not come back to the app after the set-up: %q", pageText(t, ctx))
+	}
 }
 
 // screenshots returns a function that captures the page in ctx at 360

@@ -601,8 +601,11 @@ func TestOIDCRefusals(t *testing.T) {
 // email code, then the second-factor page (its form field "code"); a
 // wrong code shows the page again with the reason, the right one
 // answers the request: the ID token says amr otp and mfa, acr level 2.
-// A client that requires a second factor refuses, with a page saying
-// so, a user who has none.
+// A client that requires a second factor offers a user who has none to
+// set up TOTP on that page (a QR code and the key); a wrong code asks
+// again for the code of the same set-up, the right one enrols TOTP and
+// answers the request with amr otp and mfa, and the next sign-in asks for
+// the enrolled TOTP.
 func TestOIDCSecondFactor(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -646,5 +649,36 @@ func TestOIDCSecondFactor(t *testing.T) {
 	// A client that requires a second factor, a user without one.
 	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "requireMfa": true})
 	b2 := ts.newBrowser()
-	wantErrorPage(t, b2.signIn(strict.authorize(b2, verifier, "s", "n"), "plain@example.com"), http.StatusForbidden, "requires a second factor")
+	setup := b2.signIn(strict.authorize(b2, verifier, "s", "n"), "plain@example.com")
+	key := regexp.MustCompile(`<code id="totp-secret">([A-Z2-7]+)</code>`).FindStringSubmatch(setup.Body)
+	if setup.Status != http.StatusOK || key == nil || !strings.Contains(setup.Body, `<img src="data:image/png;base64,`) ||
+		!strings.Contains(setup.Body, `name="method" value="enroll"`) || !strings.Contains(setup.Header.Get("Content-Security-Policy"), "img-src data:") {
+		t.Fatalf("a requireMfa client, a user without a second factor: %d %s %s", setup.Status, setup.Header, setup.Body)
+	}
+	again := b2.submit(setup, map[string]string{"code": "000000"})
+	if again.Status != http.StatusUnauthorized || !strings.Contains(again.Body, `class="error"`) || strings.Contains(again.Body, "totp-secret") ||
+		!strings.Contains(again.Body, `name="method" value="enroll"`) {
+		t.Fatalf("a wrong code for the set-up: %d %s", again.Status, again.Body)
+	}
+	ts.Clock.Advance(30 * time.Second)
+	q = strict.answer(b2.submit(again, map[string]string{"code": ts.totpCode(key[1], 0)}))
+	tk, err = strict.config.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err = strict.provider.Verifier(&gooidc.Config{ClientID: strict.id}).Verify(ctx, tk.Extra("id_token").(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idt.Claims(&claims); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(claims.AMR, []string{"otp", "mfa"}) || claims.ACR != auth.ACRMultiFactor {
+		t.Errorf("after setting up TOTP: amr %v acr %q, want [otp mfa] and %s", claims.AMR, claims.ACR, auth.ACRMultiFactor)
+	}
+	b3 := ts.newBrowser()
+	next := b3.signIn(strict.authorize(b3, verifier, "s", "n"), "plain@example.com")
+	if next.Status != http.StatusOK || strings.Contains(next.Body, "totp-secret") || !strings.Contains(next.Body, `name="method" value="totp"`) {
+		t.Fatalf("the next sign-in after the set-up: %d %s", next.Status, next.Body)
+	}
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"net/url"
 
@@ -186,6 +187,10 @@ func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *proje
 		s.oidcStepError(w, r, p, id, err)
 		return
 	}
+	if f.Enroll {
+		s.oidcShowEnroll(w, r, p, status, id, pr, method == auth.OIDCFactorEnroll && fail != nil, fail)
+		return
+	}
 	has := map[string]bool{auth.OIDCFactorTOTP: f.TOTP, auth.OIDCFactorSMS: f.SMS, auth.OIDCFactorBackup: f.Backup}
 	if !has[method] {
 		method = auth.OIDCFactorTOTP
@@ -207,6 +212,27 @@ func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *proje
 		d.Text = text
 	}
 	d.Others = otherFactors(has, method, p.issuer+auth.OIDCSecondFactorPath+"?authRequestID="+url.QueryEscape(id)+"&")
+	s.oidcRender(w, status, d)
+}
+
+// oidcShowEnroll is the second-factor page of a client that requires a
+// second factor, for a user who has none: it sets up TOTP (a new secret,
+// its QR code and key) and asks for the app's code, which
+// OIDCSecondFactor checks as TOTP's, confirming the set-up. After a
+// wrong code (again) it asks for the code of the secret already shown.
+func (s *Server) oidcShowEnroll(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, pr *auth.Principal, again bool, fail error) {
+	d := oidcPage{Form: "mfa", Title: "account_totp_setup", Text: "mfa_enroll_text", Action: p.issuer + auth.OIDCSecondFactorPath,
+		AuthRequestID: id, Method: auth.OIDCFactorEnroll, Fail: fail, CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
+	if again {
+		d.Text = "account_totp_confirm_text"
+	} else {
+		e, err := s.auth.OIDCEnrollTOTP(r.Context(), p.id, id, pr, s.meta(r, false))
+		if err != nil {
+			s.oidcStepError(w, r, p, id, err)
+			return
+		}
+		d.Enroll = &oidcEnroll{QR: template.URL(e.QRCodeDataURL), Secret: e.Secret}
+	}
 	s.oidcRender(w, status, d)
 }
 

@@ -421,6 +421,8 @@ type oidcPage struct {
 	Method    string
 	SMSAction string
 	Others    []oidcLink
+	// Enroll: the TOTP set-up the mfa form confirms (Method "enroll").
+	Enroll *oidcEnroll
 	// Consent: the consent page's question (oidc_consent.go).
 	Consent *oidcConsentAsk
 	// Hidden: the sign-out confirmation's fields (Form "logout").
@@ -438,6 +440,13 @@ type oidcPage struct {
 type oidcPasskeyOffer struct {
 	Action, ChallengeID string
 	Options             string // go-webauthn's request options, JSON
+}
+
+// oidcEnroll is a TOTP set-up shown on the second-factor page: its QR
+// code (a data: URL) and its key.
+type oidcEnroll struct {
+	QR     template.URL
+	Secret string
 }
 
 // oidcLink is a link on a page.
@@ -491,7 +500,11 @@ func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
 	if d.Passkey != nil {
 		csp += "; script-src 'nonce-" + d.Nonce + "'"
 	}
-	h.Set("Content-Security-Policy", pageCSP(csp, "", d.Look))
+	imgSrc := ""
+	if d.Enroll != nil {
+		imgSrc = "data:" // the TOTP set-up's QR code
+	}
+	h.Set("Content-Security-Policy", pageCSP(csp, imgSrc, d.Look))
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -531,7 +544,10 @@ button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #f0b4
 <button type="submit">{{.T.sign_in_button}}</button>
 {{else if eq .Form "logout"}}{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}
 <input type="hidden" name="confirm" value="yes"><button type="submit">{{.T.sign_out_button}}</button>
-{{else}}<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}{{.T.backup_code_label}}{{else}}{{.T.code_label}}{{end}}</label>
+{{else}}{{with .Enroll}}<p>{{$.T.account_totp_scan_text}}</p>
+<p><img src="{{.QR}}" width="256" height="256" alt="{{$.T.account_totp_qr_alt}}"></p>
+<p>{{$.T.account_totp_key_label}} <code id="totp-secret">{{.Secret}}</code></p>{{end}}
+<input type="hidden" name="method" value="{{.Method}}"><label for="code">{{if eq .Method "backup"}}{{.T.backup_code_label}}{{else}}{{.T.code_label}}{{end}}</label>
 <input id="code" name="code" {{if ne .Method "backup"}}inputmode="numeric" {{end}}autocomplete="one-time-code" required autofocus{{if .Error}} aria-invalid="true" aria-describedby="error"{{end}}>
 <button type="submit">{{.T.continue_button}}</button>{{end}}
 </form>{{end}}

@@ -10,6 +10,8 @@ import (
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"latchkey/auth"
 )
 
 // TestOIDCSingleSignOnAtAuthorize: a browser whose session may serve an
@@ -70,14 +72,24 @@ func TestOIDCSingleSignOnAtAuthorize(t *testing.T) {
 
 	// What the session cannot give at once goes on to its page: the
 	// consent of a third-party client, and a client that requires a
-	// second factor the user has none of.
+	// second factor the user has none of (its page sets up TOTP; a
+	// session older than the step-up window signs in again first, as
+	// setting up a factor needs a recent sign-in).
 	third := ts.newRP(ts.Project.ID, map[string]any{"name": "Third", "firstParty": false})
 	pg = third.authorize(b, verifier, "st-6", "no-6")
 	if pg.Status != http.StatusOK || !strings.Contains(pg.Body, `name="decision" value="allow"`) {
 		t.Fatalf("a third-party client with a session: %d %s %q, want the consent page", pg.Status, pg.URL, pg.Location)
 	}
 	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "requireMfa": true})
-	wantErrorPage(t, strict.authorize(b, verifier, "st-7", "no-7"), http.StatusForbidden, "requires a second factor")
+	pg = strict.authorize(b, verifier, "st-7", "no-7")
+	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login/mfa") || !strings.Contains(pg.Body, `id="totp-secret"`) {
+		t.Fatalf("a requireMfa client, a session without a second factor: %d %s, want the TOTP set-up", pg.Status, pg.URL)
+	}
+	ts.Clock.Advance(auth.StepUpWindow + time.Second)
+	pg = strict.authorize(b, verifier, "st-8", "no-8")
+	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login") || strings.Contains(pg.Body, "totp-secret") {
+		t.Fatalf("a requireMfa client, an older session without a second factor: %d %s, want the sign-in page", pg.Status, pg.URL)
+	}
 
 	// The session revoked: the sign-in page at once.
 	wantOK(t, ts.admin("POST", "/api/v1/admin/users/"+u.ID+"/sessions/revoke", nil))

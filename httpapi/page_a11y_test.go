@@ -30,6 +30,7 @@ func TestHostedPagesAccessible(t *testing.T) {
 	wantOK(t, ts.admin("PUT", "/api/v1/admin/projects/"+pid+"/page-texts/fr", map[string]any{"sign_in_title": "Connexion"}))
 	rp := ts.newRP(pid, map[string]any{"postLogoutRedirectUris": []string{rpLogoutBye}}) // third-party: the consent page
 	first := ts.newRP(pid, map[string]any{"firstParty": true})
+	strict := ts.newRP(pid, map[string]any{"firstParty": true, "requireMfa": true})
 	dev := ts.deviceRP(nil)
 	b := ts.newBrowser()
 	verifier := oauth2.GenerateVerifier()
@@ -39,8 +40,9 @@ func TestHostedPagesAccessible(t *testing.T) {
 	tok := str(t, ts.login(mfaAddr).Body, "token")
 	secret := ts.enrollTOTP(tok)
 	m := ts.newBrowser()
+	s := ts.newBrowser() // a user without a second factor, a client requiring one
 
-	var signIn, code, mfa, consent, device, confirm, signOut, acct *webPage
+	var signIn, code, mfa, setup, consent, device, confirm, signOut, acct *webPage
 	var mailed string // the code's, before a link is mailed
 	a := ts.newBrowser()
 	fr := ts.newBrowser()
@@ -68,6 +70,13 @@ func TestHostedPagesAccessible(t *testing.T) {
 		{"second factor", "en", http.StatusOK, func() *webPage { mfa = m.signIn(first.authorize(m, verifier, "st", "n"), mfaAddr); return mfa }},
 		{"second factor, wrong code", "en", http.StatusUnauthorized, func() *webPage {
 			return m.submit(mfa, map[string]string{"code": wrongCode(ts.totpCode(secret, 0))})
+		}},
+		{"second factor set-up", "en", http.StatusOK, func() *webPage {
+			setup = s.signIn(strict.authorize(s, verifier, "st", "n"), "a11y-setup@example.com")
+			return setup
+		}},
+		{"second factor set-up, wrong code", "en", http.StatusUnauthorized, func() *webPage {
+			return s.submit(setup, map[string]string{"code": "000000"})
 		}},
 		{"form_post", "en", http.StatusOK, func() *webPage {
 			return first.authorize(b, verifier, "st", "n", oauth2.SetAuthURLParam("response_mode", "form_post"))
