@@ -213,9 +213,11 @@ func (s *Service) answerWithSession(tx store.Tx, r *store.OIDCAuthRequest, pr *P
 	if secondFactorPending(sess.Proofs, en) || (c.RequireMFA && !mfa) {
 		// A user without TOTP or SMS is offered to enrol TOTP on the
 		// second-factor page (OIDCSecondFactors' Enroll), which, as the
-		// API's enrolment, needs a recent sign-in: an older session signs
-		// in again first.
-		if !en.TOTP && !en.SMS && !fresh && !recentlyProven(sess.Proofs, now) {
+		// API's enrolment, needs a recent sign-in (recentAuth: of a
+		// passkey, for an account that has one): a session without one,
+		// this request's own after ten minutes included, signs in again
+		// first.
+		if !en.TOTP && !en.SMS && !recentAuth(sess.Proofs, en, now) {
 			return OIDCStepSignIn, false, nil
 		}
 		if fresh && r.SessionID != sess.ID {

@@ -252,7 +252,9 @@ func (s *Service) OIDCSecondFactors(ctx context.Context, projectID, id string, p
 // OIDCEnrollTOTP starts setting up TOTP for the session pr on request
 // id's second-factor page, when the page offers it (OIDCFactors.Enroll):
 // EnrollTOTP's rules, events and answer (a new pending secret each time;
-// the page's code confirms it through OIDCSecondFactor).
+// the page's code confirms it through OIDCSecondFactor). Each start is a
+// write counted against the session's limit, as the API's and the
+// account page's are.
 func (s *Service) OIDCEnrollTOTP(ctx context.Context, projectID, id string, pr *Principal, m Meta) (*TOTPEnrollment, error) {
 	f, err := s.OIDCSecondFactors(ctx, projectID, id, pr)
 	if err != nil {
@@ -260,6 +262,13 @@ func (s *Service) OIDCEnrollTOTP(ctx context.Context, projectID, id string, pr *
 	}
 	if !f.Enroll {
 		return nil, errNoSecondFactor
+	}
+	p, err := s.Project(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, s.now().Unix(), sessionRateLimit(p)); !ok {
+		return nil, sessionLimitRetry(retry)
 	}
 	return s.EnrollTOTP(ctx, pr, m)
 }

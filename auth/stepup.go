@@ -203,16 +203,26 @@ func requireRecentAuth(tx store.Tx, pr *Principal, now time.Time) (store.Enrolle
 	} else if err != nil {
 		return en, err
 	}
-	strict := guarded(en)
-	for _, p := range sess.Proofs {
-		if within(p.At, now) && (!strict || provesFactor(p.Method, en)) {
-			return en, nil
-		}
+	if recentAuth(sess.Proofs, en, now) {
+		return en, nil
 	}
-	if strict {
+	if guarded(en) {
 		return en, errStepUpFactor
 	}
 	return en, errStepUpStale
+}
+
+// recentAuth reports whether proofs hold a recent authentication as
+// requireRecentAuth asks it of an account that has enrolled en: a proof
+// within StepUpWindow of now, of one of its factors when it has any.
+func recentAuth(proofs []store.Proof, en store.Enrolled, now time.Time) bool {
+	strict := guarded(en)
+	for _, p := range proofs {
+		if within(p.At, now) && (!strict || provesFactor(p.Method, en)) {
+			return true
+		}
+	}
+	return false
 }
 
 // factorAdded does, inside tx, what follows enrolling a factor of kind
@@ -250,17 +260,6 @@ func dropPendingTOTP(tx store.Tx, userID string) error {
 // within reports whether t is set and at most StepUpWindow before now.
 func within(t, now time.Time) bool {
 	return !t.IsZero() && now.Sub(t) <= StepUpWindow
-}
-
-// recentlyProven reports whether any of proofs is within StepUpWindow
-// of now: what requireRecentAuth asks of an account with no factor.
-func recentlyProven(proofs []store.Proof, now time.Time) bool {
-	for _, p := range proofs {
-		if within(p.At, now) {
-			return true
-		}
-	}
-	return false
 }
 
 // SessionProofs is how a session was proven, as GET /session shows it

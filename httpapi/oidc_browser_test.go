@@ -180,6 +180,8 @@ func TestOIDCPagesInChromium(t *testing.T) {
 	if h1() != "Set up an authenticator app" {
 		t.Fatalf("not the set-up page: %q", pageText(t, ctx))
 	}
+	screenshot("mfa-setup-intro")
+	load("start the set-up", chromedp.Click(chromedp.CSS(`form[action$="/login/mfa"] button[type=submit]`)))
 	if !get(t, ctx, "QR code", chromedp.Evaluate[bool](`(function(i){return i.complete && i.naturalWidth > 0})(document.querySelector("main img"))`)) {
 		t.Errorf("the set-up's QR code did not load")
 	}

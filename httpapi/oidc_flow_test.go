@@ -649,7 +649,21 @@ func TestOIDCSecondFactor(t *testing.T) {
 	// A client that requires a second factor, a user without one.
 	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "requireMfa": true})
 	b2 := ts.newBrowser()
-	setup := b2.signIn(strict.authorize(b2, verifier, "s", "n"), "plain@example.com")
+	intro := b2.signIn(strict.authorize(b2, verifier, "s", "n"), "plain@example.com")
+	if intro.Status != http.StatusOK || strings.Contains(intro.Body, "totp-secret") || !strings.Contains(intro.Body, `name="method" value="enroll-start"`) {
+		t.Fatalf("a requireMfa client, a user without a second factor: %d %s, want the set-up's intro", intro.Status, intro.Body)
+	}
+	// Loading the intro again changes nothing (the set-up starts with a
+	// POST): no pending set-up is made by a GET.
+	if again := b2.get(intro.URL.String()); again.Status != http.StatusOK || strings.Contains(again.Body, "totp-secret") {
+		t.Fatalf("the intro loaded again: %d %s", again.Status, again.Body)
+	}
+	for _, e := range ts.events("") {
+		if e["method"] == "totp" && e["email"] == "plain@example.com" {
+			t.Fatalf("a TOTP event before the set-up was started: %v", e)
+		}
+	}
+	setup := b2.submit(intro, nil)
 	key := regexp.MustCompile(`<code id="totp-secret">([A-Z2-7]+)</code>`).FindStringSubmatch(setup.Body)
 	if setup.Status != http.StatusOK || key == nil || !strings.Contains(setup.Body, `<img src="data:image/png;base64,`) ||
 		!strings.Contains(setup.Body, `name="method" value="enroll"`) || !strings.Contains(setup.Header.Get("Content-Security-Policy"), "img-src data:") {
@@ -676,9 +690,49 @@ func TestOIDCSecondFactor(t *testing.T) {
 	if !slices.Equal(claims.AMR, []string{"otp", "mfa"}) || claims.ACR != auth.ACRMultiFactor {
 		t.Errorf("after setting up TOTP: amr %v acr %q, want [otp mfa] and %s", claims.AMR, claims.ACR, auth.ACRMultiFactor)
 	}
+
+	// A set-up left open past the step-up window: its code sends the
+	// browser to sign in again, then the set-up starts anew.
+	b4 := ts.newBrowser()
+	late := b4.submit(b4.signIn(strict.authorize(b4, verifier, "s", "n"), "late@example.com"), nil)
+	lateKey := regexp.MustCompile(`<code id="totp-secret">([A-Z2-7]+)</code>`).FindStringSubmatch(late.Body)
+	if lateKey == nil {
+		t.Fatalf("the late set-up: %d %s", late.Status, late.Body)
+	}
+	ts.Clock.Advance(auth.StepUpWindow + time.Minute)
+	relogin := b4.submit(late, map[string]string{"code": ts.totpCode(lateKey[1], 0)})
+	if relogin.Status != http.StatusOK || !strings.HasSuffix(relogin.URL.Path, "/login") || !strings.Contains(relogin.Body, `name="email"`) {
+		t.Fatalf("a set-up's code past the step-up window: %d %s %s, want the sign-in page", relogin.Status, relogin.URL, relogin.Body)
+	}
+	ts.Clock.Advance(auth.SendInterval)
+	if fresh := b4.signIn(relogin, "late@example.com"); fresh.Status != http.StatusOK || !strings.Contains(fresh.Body, `value="enroll-start"`) {
+		t.Fatalf("signed in again: %d %s, want the set-up's intro", fresh.Status, fresh.Body)
+	}
+
 	b3 := ts.newBrowser()
 	next := b3.signIn(strict.authorize(b3, verifier, "s", "n"), "plain@example.com")
 	if next.Status != http.StatusOK || strings.Contains(next.Body, "totp-secret") || !strings.Contains(next.Body, `name="method" value="totp"`) {
 		t.Fatalf("the next sign-in after the set-up: %d %s", next.Status, next.Body)
+	}
+}
+
+// TestOIDCSetUpLimited: starting the second-factor page's TOTP set-up
+// writes a new secret, so each start counts against the session's limit
+// of the calls that write (sessionRateLimitPerMinute), as the API's
+// enrolment does: past it the page answers 429 and makes no secret.
+func TestOIDCSetUpLimited(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"sessionRateLimitPerMinute": 2}))
+	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "firstParty": true, "requireMfa": true})
+	b := ts.newBrowser()
+	intro := b.signIn(strict.authorize(b, oauth2.GenerateVerifier(), "s", "n"), "limited@example.com")
+	for i := range 2 {
+		if pg := b.submit(intro, nil); pg.Status != http.StatusOK || !strings.Contains(pg.Body, "totp-secret") {
+			t.Fatalf("set-up %d: %d %s", i+1, pg.Status, pg.Body)
+		}
+	}
+	if pg := b.submit(intro, nil); pg.Status != http.StatusTooManyRequests || strings.Contains(pg.Body, "totp-secret") {
+		t.Fatalf("a third set-up in the minute: %d %s, want 429 and no secret", pg.Status, pg.Body)
 	}
 }

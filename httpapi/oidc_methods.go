@@ -188,7 +188,11 @@ func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *proje
 		return
 	}
 	if f.Enroll {
-		s.oidcShowEnroll(w, r, p, status, id, pr, method == auth.OIDCFactorEnroll && fail != nil, fail)
+		step := enrollIntro
+		if method == auth.OIDCFactorEnroll && fail != nil {
+			step = enrollAgain
+		}
+		s.oidcShowEnroll(w, r, p, status, id, pr, step, fail)
 		return
 	}
 	has := map[string]bool{auth.OIDCFactorTOTP: f.TOTP, auth.OIDCFactorSMS: f.SMS, auth.OIDCFactorBackup: f.Backup}
@@ -215,23 +219,45 @@ func (s *Server) oidcShowFactor(w http.ResponseWriter, r *http.Request, p *proje
 	s.oidcRender(w, status, d)
 }
 
+// The steps of the TOTP set-up on the second-factor page.
+type enrollStep int
+
+const (
+	enrollIntro enrollStep = iota // why, and a button that starts it (a POST: GET changes nothing)
+	enrollShow                    // a new secret: its QR code and key, and the code's field
+	enrollAgain                   // a wrong code: the field again, for the secret already shown
+)
+
+// enrollStart is the set-up's start, posted from its intro with the
+// page's CSRF token.
+const enrollStart = "enroll-start"
+
 // oidcShowEnroll is the second-factor page of a client that requires a
-// second factor, for a user who has none: it sets up TOTP (a new secret,
-// its QR code and key) and asks for the app's code, which
-// OIDCSecondFactor checks as TOTP's, confirming the set-up. After a
-// wrong code (again) it asks for the code of the secret already shown.
-func (s *Server) oidcShowEnroll(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, pr *auth.Principal, again bool, fail error) {
+// second factor, for a user who has none: it sets up TOTP. Its intro's
+// button posts enrollStart, which makes a new secret (OIDCEnrollTOTP:
+// counted against the session's limit) and shows its QR code and key;
+// the app's code then goes to OIDCSecondFactor, checked as TOTP's,
+// which confirms the set-up. A set-up that needs a newer sign-in (the
+// session is older than the step-up window) sends the browser to sign in
+// again.
+func (s *Server) oidcShowEnroll(w http.ResponseWriter, r *http.Request, p *projectOP, status int, id string, pr *auth.Principal, step enrollStep, fail error) {
 	d := oidcPage{Form: "mfa", Title: "account_totp_setup", Text: "mfa_enroll_text", Action: p.issuer + auth.OIDCSecondFactorPath,
 		AuthRequestID: id, Method: auth.OIDCFactorEnroll, Fail: fail, CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
-	if again {
+	switch step {
+	case enrollIntro:
+		d.Method = enrollStart
+	case enrollAgain:
 		d.Text = "account_totp_confirm_text"
-	} else {
+	case enrollShow:
 		e, err := s.auth.OIDCEnrollTOTP(r.Context(), p.id, id, pr, s.meta(r, false))
-		if err != nil {
+		if auth.AsError(err).Is(auth.ErrStepUpRequired) {
+			s.oidcNext(w, r, p, id, auth.OIDCStepSignIn)
+			return
+		} else if err != nil {
 			s.oidcStepError(w, r, p, id, err)
 			return
 		}
-		d.Enroll = &oidcEnroll{QR: template.URL(e.QRCodeDataURL), Secret: e.Secret}
+		d.Text, d.Enroll = "", &oidcEnroll{QR: template.URL(e.QRCodeDataURL), Secret: e.Secret}
 	}
 	s.oidcRender(w, status, d)
 }

@@ -212,9 +212,20 @@ func (s *Server) oidcSecondFactor(w http.ResponseWriter, r *http.Request, p *pro
 		return
 	}
 	method := r.PostForm.Get("method")
+	if method == enrollStart {
+		s.oidcShowEnroll(w, r, p, http.StatusOK, id, pr, enrollShow, nil)
+		return
+	}
 	l, err := s.auth.OIDCSecondFactor(ctx, p.id, id, pr, method, r.PostForm.Get("code"), s.meta(r, false))
-	if err != nil {
-		s.oidcShowFactor(w, r, p, statusOf(auth.AsError(err)), id, pr, method, "", err)
+	if e := auth.AsError(err); method == auth.OIDCFactorEnroll && (e.Is(auth.ErrStepUpRequired) || e.Is(auth.ErrTOTPNotEnrolled)) {
+		// The set-up expired, or the sign-in is too old to set up a
+		// factor: the request's sign-in page takes it from there (a
+		// session still recent starts the set-up again, another signs
+		// in again: OIDCContinue).
+		s.oidcNext(w, r, p, id, auth.OIDCStepSignIn)
+		return
+	} else if err != nil {
+		s.oidcShowFactor(w, r, p, statusOf(e), id, pr, method, "", err)
 		return
 	}
 	if l != nil { // a backup code: a sign-in of its own
@@ -544,6 +555,8 @@ button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #f0b4
 <button type="submit">{{.T.sign_in_button}}</button>
 {{else if eq .Form "logout"}}{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}
 <input type="hidden" name="confirm" value="yes"><button type="submit">{{.T.sign_out_button}}</button>
+{{else if eq .Method "enroll-start"}}<input type="hidden" name="method" value="{{.Method}}">
+<button type="submit">{{.T.continue_button}}</button>
 {{else}}{{with .Enroll}}<p>{{$.T.account_totp_scan_text}}</p>
 <p><img src="{{.QR}}" width="256" height="256" alt="{{$.T.account_totp_qr_alt}}"></p>
 <p>{{$.T.account_totp_key_label}} <code id="totp-secret">{{.Secret}}</code></p>{{end}}

@@ -82,12 +82,12 @@ func TestOIDCSingleSignOnAtAuthorize(t *testing.T) {
 	}
 	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "requireMfa": true})
 	pg = strict.authorize(b, verifier, "st-7", "no-7")
-	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login/mfa") || !strings.Contains(pg.Body, `id="totp-secret"`) {
+	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login/mfa") || !strings.Contains(pg.Body, `value="enroll-start"`) {
 		t.Fatalf("a requireMfa client, a session without a second factor: %d %s, want the TOTP set-up", pg.Status, pg.URL)
 	}
 	ts.Clock.Advance(auth.StepUpWindow + time.Second)
 	pg = strict.authorize(b, verifier, "st-8", "no-8")
-	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login") || strings.Contains(pg.Body, "totp-secret") {
+	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, "/login") || strings.Contains(pg.Body, "enroll-start") {
 		t.Fatalf("a requireMfa client, an older session without a second factor: %d %s, want the sign-in page", pg.Status, pg.URL)
 	}
 

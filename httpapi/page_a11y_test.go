@@ -71,10 +71,11 @@ func TestHostedPagesAccessible(t *testing.T) {
 		{"second factor, wrong code", "en", http.StatusUnauthorized, func() *webPage {
 			return m.submit(mfa, map[string]string{"code": wrongCode(ts.totpCode(secret, 0))})
 		}},
-		{"second factor set-up", "en", http.StatusOK, func() *webPage {
+		{"second factor set-up, intro", "en", http.StatusOK, func() *webPage {
 			setup = s.signIn(strict.authorize(s, verifier, "st", "n"), "a11y-setup@example.com")
 			return setup
 		}},
+		{"second factor set-up", "en", http.StatusOK, func() *webPage { setup = s.submit(setup, nil); return setup }},
 		{"second factor set-up, wrong code", "en", http.StatusUnauthorized, func() *webPage {
 			return s.submit(setup, map[string]string{"code": "000000"})
 		}},
