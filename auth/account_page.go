@@ -78,8 +78,8 @@ func (s *Service) AccountSession(ctx context.Context, projectID, cookie string, 
 	}
 	if !write {
 		s.activity.seen(pr.SessionID, pr.IssuedAt, now)
-	} else if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, sessionRateLimit(p)); !ok {
-		return nil, sessionLimitRetry(retry)
+	} else if err := s.countWrite(pr, p, now); err != nil {
+		return nil, err
 	}
 	return pr, nil
 }

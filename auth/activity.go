@@ -141,7 +141,14 @@ func (a *activity) entry(id string, issued, now int64) *sessionActivity {
 // lock) were what the garbage collector spent most of its marking on.
 func (a *activity) seen(id string, issued, now int64) {
 	if issued != 0 && now-issued < int64(lastSeenLag/time.Second) {
-		if st := a.shard(id).lookup(id); st == nil || st.gone.Load() {
+		st := a.shard(id).lookup(id)
+		if st == nil || st.gone.Load() {
+			return
+		}
+		// Tracked: note it on the entry just found, unless it was
+		// dropped meanwhile (then as below).
+		st.note(issued, now)
+		if !st.gone.Load() {
 			return
 		}
 	}

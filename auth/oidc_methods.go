@@ -267,8 +267,8 @@ func (s *Service) OIDCEnrollTOTP(ctx context.Context, projectID, id string, pr *
 	if err != nil {
 		return nil, err
 	}
-	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, s.now().Unix(), sessionRateLimit(p)); !ok {
-		return nil, sessionLimitRetry(retry)
+	if err := s.countWrite(pr, p, s.now().Unix()); err != nil {
+		return nil, err
 	}
 	return s.EnrollTOTP(ctx, pr, m)
 }

@@ -247,9 +247,14 @@ func (s *Service) FlushLastSeen(ctx context.Context) error {
 	return nil
 }
 
-// sessionLimitRetry is the Retry-After of a session over its rate.
-func sessionLimitRetry(sec int) *Error {
-	return ErrSessionRateLimit.WithRetry(time.Duration(sec) * time.Second)
+// countWrite counts a call of session pr that writes (or starts a
+// ceremony) against its project p's per-session limit at unix second
+// now: ErrSessionRateLimit, with the wait, past it.
+func (s *Service) countWrite(pr *Principal, p *store.Project, now int64) error {
+	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, sessionRateLimit(p)); !ok {
+		return ErrSessionRateLimit.WithRetry(time.Duration(retry) * time.Second)
+	}
+	return nil
 }
 
 // clipIP bounds the IP text a session row keeps.

@@ -178,8 +178,8 @@ func (s *Service) AuthenticateSessionWrite(ctx context.Context, header string) (
 	if pr.ForwardAuth {
 		return nil, ErrInvalidSession
 	}
-	if ok, retry := s.activity.hit(pr.SessionID, pr.IssuedAt, now, sessionRateLimit(p)); !ok {
-		return nil, sessionLimitRetry(retry)
+	if err := s.countWrite(pr, p, now); err != nil {
+		return nil, err
 	}
 	return pr, nil
 }

@@ -1,12 +1,18 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"latchkey/store"
+
+	"go.etcd.io/bbolt"
 )
 
 // viewTx, updateTx and batchTx are View, Update and Batch for the
@@ -41,4 +47,44 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// upgraded writes a data file as a binary of schema version left it:
+// every bucket but those in missing (which that version did not have),
+// its schema version, then the rows fill puts. It opens the file with
+// this binary, which upgrades it, checks it, and closes it with the test.
+func upgraded(t *testing.T, version uint64, missing [][]byte, fill func(btx *bbolt.Tx) error) *DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", version))
+	b, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(btx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			if slices.ContainsFunc(missing, func(m []byte) bool { return bytes.Equal(m, name) }) {
+				continue
+			}
+			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		if err := btx.Bucket(bucketMeta).Put(keySchema, u64(version)); err != nil {
+			return err
+		}
+		return fill(btx)
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _, err := openDB(path, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

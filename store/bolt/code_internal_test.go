@@ -3,8 +3,6 @@ package bolt
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,11 +18,6 @@ import (
 // project deletion find both afterwards.
 func TestMigrateCodes(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v3.db")
-	b, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := func(kind, project, subject string) []byte { return compound(kind, project, subject) }
 	codes := []store.Code{
 		{Kind: "otp", ProjectID: "p", Subject: "a@example.com", Hash: []byte{1}, ExpiresAt: t0.Add(time.Minute)},
@@ -32,13 +25,7 @@ func TestMigrateCodes(t *testing.T) {
 		{Kind: "replay", ProjectID: "p", Subject: "r1", ExpiresAt: t0.Add(3 * time.Minute)},
 	}
 	history := store.Throttle{Sends: []time.Time{t0}}
-	err = b.Update(func(btx *bbolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		btx.Bucket(bucketMeta).Put(keySchema, u64(3))
+	db := upgraded(t, 3, nil, func(btx *bbolt.Tx) error {
 		raw, _ := json.Marshal(store.Project{ID: "q", Name: "q"})
 		btx.Bucket(bucketProjects).Put([]byte("q"), raw)
 		for _, c := range codes {
@@ -50,19 +37,6 @@ func TestMigrateCodes(t *testing.T) {
 		btx.Bucket(bucketCodes).Put(k, encodeThrottle(&history))
 		return btx.Bucket(bucketCodesExpiry).Put(dueKey(throttleDue(&history), k), nil)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-
-	db, _, err := openDB(path, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Check(); err != nil {
-		t.Fatal(err)
-	}
 	db.viewTx(func(tx txn) error {
 		if v := getU64(tx.bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
 			t.Fatalf("schema %d after the upgrade, want %d", v, SchemaVersion)

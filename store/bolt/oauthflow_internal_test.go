@@ -3,8 +3,6 @@ package bolt
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -23,27 +21,14 @@ import (
 // and project deletion find the flows afterwards.
 func TestMigrateOAuthFlows(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v4.db")
-	b, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	state := &store.Challenge{ID: "3f9a", ProjectID: "q", Kind: "oauth_state", ExpiresAt: t0.Add(10 * time.Minute),
 		Session: json.RawMessage("{\"providerId\":\"g1\", \"provider\":\"google\",\n \"redirectUrl\":\"https://app.example.com/in\",\"verifier\":\"v\"}")}
 	code := &store.Challenge{ID: "b21c", ProjectID: "p", Kind: "oauth_code", Email: "a@example.com", ExpiresAt: t0.Add(5 * time.Minute),
 		Session: json.RawMessage(`{"provider":"google","subject":"108","email":"a@example.com","emailVerified":true}`)}
 	ceremony := &store.Challenge{ID: "c0de", ProjectID: "p", Kind: "login", Session: json.RawMessage(`{"challenge":"x"}`),
 		ExpiresAt: t0.Add(5 * time.Minute)}
-	err = b.Update(func(btx *bbolt.Tx) error {
-		for _, name := range allBuckets {
-			if bytes.Equal(name, bucketOAuthFlows) || bytes.Equal(name, bucketOAuthFlowsExpiry) {
-				continue // version 4 had neither
-			}
-			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		btx.Bucket(bucketMeta).Put(keySchema, u64(4))
+	// Version 4 had neither.
+	db := upgraded(t, 4, [][]byte{bucketOAuthFlows, bucketOAuthFlowsExpiry}, func(btx *bbolt.Tx) error {
 		raw, _ := json.Marshal(store.Project{ID: "q", Name: "q"})
 		btx.Bucket(bucketProjects).Put([]byte("q"), raw)
 		for _, c := range []*store.Challenge{code, ceremony} {
@@ -59,19 +44,6 @@ func TestMigrateOAuthFlows(t *testing.T) {
 		btx.Bucket(bucketChallenges).Put([]byte(state.ID), v)
 		return btx.Bucket(bucketChallengesExpiry).Put(dueKey(state.ExpiresAt, []byte(state.ID)), nil)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-
-	db, _, err := openDB(path, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Check(); err != nil {
-		t.Fatal(err)
-	}
 	// The old row's session was JSON: it comes back compacted, as
 	// challengeRow always read it.
 	var stateSession bytes.Buffer

@@ -1,11 +1,8 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,27 +17,13 @@ import (
 // of the index afterwards.
 func TestMigrateOIDCSessionGrants(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v5.db")
-	b, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	grants := []*store.OIDCGrant{
 		{ProjectID: "p", ID: "g1", ClientID: "c1", UserID: "u1", SessionID: "s1", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
 		{ProjectID: "p", ID: "g2", ClientID: "c2", UserID: "u1", SessionID: "s1", CreatedAt: t0, ExpiresAt: t0.Add(2 * time.Hour)},
 		{ProjectID: "p", ID: "g3", ClientID: "c1", UserID: "u2", SessionID: "s2", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
 	}
-	err = b.Update(func(btx *bbolt.Tx) error {
-		for _, name := range allBuckets {
-			if bytes.Equal(name, bucketOIDCSessionGrants) || bytes.Equal(name, bucketOIDCUserGrants) ||
-				bytes.Equal(name, bucketOIDCClientGrants) {
-				continue // version 5 had none of these indexes
-			}
-			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		btx.Bucket(bucketMeta).Put(keySchema, u64(5))
+	// Version 5 had none of these indexes.
+	db := upgraded(t, 5, [][]byte{bucketOIDCSessionGrants, bucketOIDCUserGrants, bucketOIDCClientGrants}, func(btx *bbolt.Tx) error {
 		for _, g := range grants {
 			v, _ := json.Marshal(g)
 			key := compound(g.ProjectID, g.ID)
@@ -49,19 +32,6 @@ func TestMigrateOIDCSessionGrants(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-
-	db, _, err := openDB(path, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Check(); err != nil {
-		t.Fatal(err)
-	}
 	ids := func(sid string) []string {
 		var out []string
 		db.viewTx(func(tx txn) error {
@@ -85,7 +55,7 @@ func TestMigrateOIDCSessionGrants(t *testing.T) {
 	if got := ids("s2"); len(got) != 1 || got[0] != "g3" {
 		t.Errorf("grants of s2 after the upgrade: %v, want [g3]", got)
 	}
-	err = db.Update(context.Background(), func(tx store.Tx) error {
+	err := db.Update(context.Background(), func(tx store.Tx) error {
 		_, err := tx.SweepExpired(store.ExpiringOIDCGrants, t0.Add(time.Hour), 10)
 		return err
 	})

@@ -3,8 +3,6 @@ package bolt
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,21 +16,10 @@ import (
 // their index, and a token written after it is compact.
 func TestMigrateRefreshEncoding(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "v6.db")
-	b, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sess := &store.Session{ID: "0195f3a0-0000-7000-8000-000000000021", UserID: "u", ProjectID: "p", Method: "email_otp",
 		IssuedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 	old := &store.RefreshToken{SessionID: sess.ID, Hash: []byte("old-hash"), ProjectID: "p", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
-	err = b.Update(func(btx *bbolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		btx.Bucket(bucketMeta).Put(keySchema, u64(6))
+	db := upgraded(t, 6, nil, func(btx *bbolt.Tx) error {
 		btx.Bucket(bucketSessions).Put([]byte(sess.ID), encodeSession(sess))
 		btx.Bucket(bucketSessionsExpiry).Put(dueKey(sess.ExpiresAt, []byte(sess.ID)), nil)
 		btx.Bucket(bucketUserSessions).Put(compound(sess.UserID, sess.ID), nil)
@@ -41,21 +28,8 @@ func TestMigrateRefreshEncoding(t *testing.T) {
 		btx.Bucket(bucketRefresh).Put(key, v)
 		return btx.Bucket(bucketRefreshExpiry).Put(dueKey(old.ExpiresAt, key), nil)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-
-	db, _, err := openDB(path, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Check(); err != nil {
-		t.Fatal(err)
-	}
 	next := &store.RefreshToken{SessionID: sess.ID, Hash: []byte("new-hash"), ProjectID: "p", CreatedAt: t0, ExpiresAt: t0.Add(2 * time.Hour)}
-	err = db.Update(context.Background(), func(tx store.Tx) error {
+	err := db.Update(context.Background(), func(tx store.Tx) error {
 		if v := getU64(tx.(txn).bucket(bucketMeta).Get(keySchema)); v != SchemaVersion {
 			t.Fatalf("schema %d after the upgrade, want %d", v, SchemaVersion)
 		}
