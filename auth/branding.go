@@ -2,7 +2,6 @@ package auth
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -23,7 +22,7 @@ const (
 )
 
 // accentColor is the form of accentColor: "#rrggbb".
-var accentColor = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+var accentColor = lazyRegexp(`^#[0-9a-fA-F]{6}$`)
 
 // applyBranding validates in's branding fields and copies them onto p:
 // displayName 1 to 100 characters on one line, logoUrl an https URL of
@@ -49,7 +48,7 @@ func (in *ProjectInput) applyBranding(p *store.Project) error {
 	}
 	if in.AccentColor != nil {
 		c := *in.AccentColor
-		if c != "" && !accentColor.MatchString(c) {
+		if c != "" && !accentColor().MatchString(c) {
 			return Invalid(`accentColor must be a colour "#rrggbb", such as "#2456d6".`)
 		}
 		p.AccentColor = strings.ToLower(c)

@@ -43,9 +43,14 @@ type discovery struct {
 	fetched   time.Time
 }
 
-// signingAlgs are the ID-token signing algorithms go-oidc verifies.
-var signingAlgs = map[string]bool{oidc.RS256: true, oidc.RS384: true, oidc.RS512: true, oidc.ES256: true, oidc.ES384: true,
-	oidc.ES512: true, oidc.PS256: true, oidc.PS384: true, oidc.PS512: true, oidc.EdDSA: true}
+// signingAlg reports whether go-oidc verifies ID tokens signed with alg.
+func signingAlg(alg string) bool {
+	switch alg {
+	case oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA:
+		return true
+	}
+	return false
+}
 
 // get returns the discovery of provider pr of project projectID,
 // reading its issuer's discovery document when there is no entry, or
@@ -77,7 +82,7 @@ func (d *discovered) get(ctx, keysCtx context.Context, projectID string, pr *sto
 	}
 	e = discovery{op: op, keys: oidc.NewRemoteKeySet(keysCtx, doc.JWKS), projectID: projectID, issuer: pr.Issuer, fetched: now}
 	for _, a := range doc.Algs {
-		if signingAlgs[a] {
+		if signingAlg(a) {
 			e.algs = append(e.algs, a)
 		}
 	}

@@ -1,6 +1,9 @@
 package auth
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // The words of the failures the hosted pages show (docs/oidc.md,
 // "Branding and languages"). Each failure a page can show has a text
@@ -112,26 +115,25 @@ var pageErrors = []struct {
 
 // pageErrorByMessage is the key of each failure of pageErrors, by its
 // message.
-var pageErrorByMessage = map[string]int{}
-
-func init() {
+var pageErrorByMessage = sync.OnceValue(func() map[string]int {
+	byMessage := make(map[string]int, len(pageErrors))
 	for i, pe := range pageErrors {
-		BuiltInPageTexts[pe.key] = pe.err.Message
-		if _, dup := pageErrorByMessage[pe.err.Message]; !dup {
-			pageErrorByMessage[pe.err.Message] = i
+		if _, dup := byMessage[pe.err.Message]; !dup {
+			byMessage[pe.err.Message] = i
 		}
 	}
-}
+	return byMessage
+})
 
 // PageErrorKey returns the text key of failure e on a page: the key of
 // its own meaning when its message is one (pageErrors), else its wire
 // code's, else "" (a failure no page words: its message is shown).
 func PageErrorKey(e *Error) string {
-	if i, ok := pageErrorByMessage[e.Message]; ok && pageErrors[i].err.Code == e.Code {
+	if i, ok := pageErrorByMessage()[e.Message]; ok && pageErrors[i].err.Code == e.Code {
 		return pageErrors[i].key
 	}
 	if k := "error_" + strings.ToLower(e.Code); e.Code != "" {
-		if _, ok := BuiltInPageTexts[k]; ok {
+		if _, ok := BuiltInPageTexts()[k]; ok {
 			return k
 		}
 	}
@@ -145,7 +147,7 @@ func PageErrorKey(e *Error) string {
 func (l *PageLook) ErrorText(err error) string {
 	e := AsError(err)
 	k := PageErrorKey(e)
-	if v, ok := l.Texts[k]; ok && k != "" && v != BuiltInPageTexts[k] {
+	if v, ok := l.Texts[k]; ok && k != "" && v != BuiltInPageTexts()[k] {
 		return v
 	}
 	return e.Message

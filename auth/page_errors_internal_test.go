@@ -18,8 +18,8 @@ func TestPageErrorKeys(t *testing.T) {
 			t.Errorf("key %s listed twice", pe.key)
 		}
 		keys[pe.key] = true
-		if BuiltInPageTexts[pe.key] != pe.err.Message {
-			t.Errorf("%s: built-in %q, want its failure's message %q", pe.key, BuiltInPageTexts[pe.key], pe.err.Message)
+		if BuiltInPageTexts()[pe.key] != pe.err.Message {
+			t.Errorf("%s: built-in %q, want its failure's message %q", pe.key, BuiltInPageTexts()[pe.key], pe.err.Message)
 		}
 		if k, dup := msgs[pe.err.Message]; dup {
 			t.Errorf("%s and %s have the same message", k, pe.key)
@@ -58,7 +58,7 @@ func TestPageErrorKeys(t *testing.T) {
 // than the code's key, when it has one).
 func TestPageLookErrorText(t *testing.T) {
 	builtin := BuiltInPageLook()
-	texts := maps.Clone(BuiltInPageTexts)
+	texts := maps.Clone(BuiltInPageTexts())
 	texts["error_code_expired"] = "Code expiré."
 	texts["error_validation_error"] = "Saisie invalide."
 	fr := &PageLook{Lang: "fr", Texts: texts}

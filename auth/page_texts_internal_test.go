@@ -16,7 +16,7 @@ func TestPageTextKeysDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range BuiltInPageTexts {
+	for k, v := range BuiltInPageTexts() {
 		if !strings.Contains(string(doc), "| `"+k+"` | "+v+" |") {
 			t.Errorf("docs/oidc.md lacks the row of %s: | `%s` | %s |", k, k, v)
 		}

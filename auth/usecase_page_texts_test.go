@@ -33,7 +33,7 @@ func TestPageLookFallsBackKeyByKey(t *testing.T) {
 		ok(t, err)
 		return l
 	}
-	if l := look("", "pt-BR"); l.Lang != "en" || l.Texts["sign_in_title"] != auth.BuiltInPageTexts["sign_in_title"] || l.Name != ts.project.Name {
+	if l := look("", "pt-BR"); l.Lang != "en" || l.Texts["sign_in_title"] != auth.BuiltInPageTexts()["sign_in_title"] || l.Name != ts.project.Name {
 		t.Fatalf("before any upload: %+v", l)
 	}
 	put("pt", map[string]string{"sign_in_title": "Entrar", "continue_button": "Continuar"})
@@ -41,7 +41,7 @@ func TestPageLookFallsBackKeyByKey(t *testing.T) {
 	put("en", map[string]string{"code_label": "One-time code"})
 	l := look("", "pt-BR, de;q=0.5")
 	for k, want := range map[string]string{"sign_in_title": "Acessar", "continue_button": "Continuar", "code_label": "One-time code",
-		"email_label": auth.BuiltInPageTexts["email_label"]} {
+		"email_label": auth.BuiltInPageTexts()["email_label"]} {
 		if got := l.Texts[k]; got != want {
 			t.Errorf("pt-BR %s=%q, want %q", k, got, want)
 		}
@@ -49,7 +49,7 @@ func TestPageLookFallsBackKeyByKey(t *testing.T) {
 	if l.Lang != "pt-BR" {
 		t.Errorf("lang=%q, want pt-BR", l.Lang)
 	}
-	if l := look("", "fr"); l.Lang != "en" || l.Texts["code_label"] != "One-time code" || l.Texts["sign_in_title"] != auth.BuiltInPageTexts["sign_in_title"] {
+	if l := look("", "fr"); l.Lang != "en" || l.Texts["code_label"] != "One-time code" || l.Texts["sign_in_title"] != auth.BuiltInPageTexts()["sign_in_title"] {
 		t.Errorf("fr: lang %q, texts %v", l.Lang, l.Texts["sign_in_title"])
 	}
 	ok(t, ts.DeletePageTexts(ctx, pid, "pt-BR"))

@@ -170,7 +170,7 @@ func TestPagesBrandedAndLocalized(t *testing.T) {
 
 	pg := signIn("pt-BR")
 	if strings.Contains(pg.Header.Get("Content-Security-Policy"), "img-src") || !strings.Contains(pg.Body, `<html lang="en">`) ||
-		!strings.Contains(pg.Body, ">"+auth.BuiltInPageTexts["sign_in_title"]+"</h1>") {
+		!strings.Contains(pg.Body, ">"+auth.BuiltInPageTexts()["sign_in_title"]+"</h1>") {
 		t.Fatalf("unbranded page: CSP %q body %s", pg.Header.Get("Content-Security-Policy"), pg.Body)
 	}
 
@@ -189,7 +189,7 @@ func TestPagesBrandedAndLocalized(t *testing.T) {
 		"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", "Acme &lt;Cloud&gt;",
 		`<img src="https://cdn.acme.example:8443/brand/logo.svg" alt="">`, ":root{--accent:#0a7f3e}",
 		// A key pt does not word: the built-in English.
-		auth.BuiltInPageTexts["sign_in_text"]} {
+		auth.BuiltInPageTexts()["sign_in_text"]} {
 		if !strings.Contains(pg.Body, want) {
 			t.Errorf("pt-BR sign-in page lacks %q: %s", want, pg.Body)
 		}
@@ -210,7 +210,7 @@ func TestPagesBrandedAndLocalized(t *testing.T) {
 
 	wantOK(t, ts.admin("DELETE", "/api/v1/admin/projects/"+pid+"/page-texts/pt", nil))
 	pg = signIn("pt-BR")
-	if !strings.Contains(pg.Body, `<html lang="en">`) || !strings.Contains(pg.Body, ">"+auth.BuiltInPageTexts["sign_in_title"]+"</h1>") {
+	if !strings.Contains(pg.Body, `<html lang="en">`) || !strings.Contains(pg.Body, ">"+auth.BuiltInPageTexts()["sign_in_title"]+"</h1>") {
 		t.Errorf("after DELETE pt, want English at once: %s", pg.Body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -34,10 +35,13 @@ import (
 // error_description (an invalid_scope at a refresh, an
 // unauthorized_client) gets one that says what its code means.
 
-// oidcUnavailableJSON is the JSON body of a 503.
-var oidcUnavailableJSON, _ = json.Marshal(map[string]string{
-	"error":             "temporarily_unavailable",
-	"error_description": auth.ErrUnavailable.Message,
+// oidcUnavailableJSON is the JSON body of a 503, made at first use.
+var oidcUnavailableJSON = sync.OnceValue(func() []byte {
+	body, _ := json.Marshal(map[string]string{
+		"error":             "temporarily_unavailable",
+		"error_description": auth.ErrUnavailable.Message,
+	})
+	return body
 })
 
 // answerWriter replaces a provider's refusal made during a store
@@ -112,7 +116,7 @@ func writeOIDCUnavailable(w http.ResponseWriter) {
 	h.Set("Content-Type", "application/json")
 	noStore(w)
 	w.WriteHeader(http.StatusServiceUnavailable)
-	w.Write(oidcUnavailableJSON)
+	w.Write(oidcUnavailableJSON())
 }
 
 // refuse answers e (RFC 6749, section 5.2) instead of op's refusal.

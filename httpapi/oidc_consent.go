@@ -15,10 +15,6 @@ import (
 // client error=access_denied (with iss). Only the browser whose session
 // signed in for the request sees the page.
 
-func init() {
-	oidcPages[auth.OIDCConsentPath] = (*Server).oidcConsent
-}
-
 // errConsentRequired answers prompt=none when the user has not allowed
 // the client (OpenID Connect Core, section 3.1.2.6).
 var errConsentRequired = &oidc.Error{ErrorType: "consent_required", Description: "The user has not allowed this application."}

@@ -24,10 +24,7 @@ import (
 // under an issuer.
 const oidcDeviceAuthorizationPath = "/device_authorization"
 
-func init() {
-	oidcPages[auth.OIDCDevicePath] = (*Server).oidcDevice
-	oidcTmpl.add("device", oidcDeviceTmpl)
-}
+var _ = oidcTmpl.add("device", oidcDeviceTmpl)
 
 // oidcDeviceAuthorization is the device authorization endpoint: a
 // confidential client with the device grant must authenticate (HTTP

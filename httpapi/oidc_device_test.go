@@ -138,8 +138,8 @@ func TestOIDCDeviceFlow(t *testing.T) {
 		t.Fatalf("signed in, the browser is at %s, want the device page with the code", back.URL)
 	}
 	confirm := b.submit(back, map[string]string{"user_code": filledCode(t, back)})
-	for _, want := range []string{"<strong>TV App</strong>", auth.BuiltInPageTexts["scope_openid"], auth.BuiltInPageTexts["scope_email"],
-		auth.BuiltInPageTexts["scope_offline_access"],
+	for _, want := range []string{"<strong>TV App</strong>", auth.BuiltInPageTexts()["scope_openid"], auth.BuiltInPageTexts()["scope_email"],
+		auth.BuiltInPageTexts()["scope_offline_access"],
 		`name="decision" value="allow"`, `name="decision" value="deny"`, da.UserCode} {
 		if !strings.Contains(confirm.Body, want) {
 			t.Fatalf("confirm page lacks %q: %d %s", want, confirm.Status, confirm.Body)

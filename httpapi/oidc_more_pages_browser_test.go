@@ -98,7 +98,7 @@ func TestOIDCDeviceSignOutErrorPagesInChromium(t *testing.T) {
 		}
 	}
 	screenshot := screenshots(t, ctx, "oidc")
-	texts := auth.BuiltInPageTexts
+	texts := auth.BuiltInPageTexts()
 
 	// The device page: the code form, a wrong code.
 	da := rp.deviceCodes()

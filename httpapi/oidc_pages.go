@@ -35,6 +35,8 @@ var oidcPages = map[string]func(*Server, http.ResponseWriter, *http.Request, *pr
 	auth.OIDCPasskeyPath:      (*Server).oidcPasskey,
 	auth.OIDCProviderPath:     (*Server).oidcProvider,
 	auth.OIDCSendSMSPath:      (*Server).oidcSendSMS,
+	auth.OIDCConsentPath:      (*Server).oidcConsent, // oidc_consent.go
+	auth.OIDCDevicePath:       (*Server).oidcDevice,  // oidc_device.go
 }
 
 // Cookie names of the hosted pages, per project (Path: the issuer's).

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rs/cors"
-
 	"latchkey/auth"
 )
 
@@ -33,13 +31,9 @@ var registrationStatus = map[string]int{
 	auth.RegTooMany:               http.StatusTooManyRequests,
 }
 
-// oidcRegisterCORS lets a script of any origin register (without
-// credentials), as the token endpoint does.
-var oidcRegisterCORS = cors.New(oidcCORS)
-
 // oidcRegister answers a registration for project p's provider.
 func (s *Server) oidcRegister(w http.ResponseWriter, r *http.Request, p *projectOP) {
-	oidcRegisterCORS.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	oidcCORSPolicy().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusNoContent) // a preflight the CORS handler did not take
 			return

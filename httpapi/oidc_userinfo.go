@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/rs/cors"
 	"github.com/zitadel/oidc/v3/pkg/op"
@@ -16,16 +17,31 @@ import (
 // time with op's own verifier and remembers it (docs/performance.md).
 // Its preflight (OPTIONS) stays with op.
 
-// userinfoCORS is the CORS policy of the providers' endpoints, applied
-// to userinfo's answers as op's router applies it to the others.
-var userinfoCORS = cors.New(oidcCORS)
+// oidcCORSOnce holds the handler of oidcCORS, the providers' CORS
+// policy, applied to userinfo's answers as op's router applies it to the
+// others, and to registration (a script of any origin registers without
+// credentials, as the token endpoint does). It is made at first use,
+// with a sync.Once rather than sync.OnceValue: a generic's type
+// dictionary would make the linker keep every exported method of
+// cors.Cors (text/template's method calls keep every exported method of
+// a type an interface may hold).
+var oidcCORSOnce struct {
+	sync.Once
+	c *cors.Cors
+}
+
+// oidcCORSPolicy returns the providers' CORS handler.
+func oidcCORSPolicy() *cors.Cors {
+	oidcCORSOnce.Do(func() { oidcCORSOnce.c = cors.New(oidcCORS) })
+	return oidcCORSOnce.c
+}
 
 // oidcUserinfo answers GET and POST <issuer>/userinfo: the claims of the
 // access token sent as a Bearer Authorization header, or else as the
 // form's (or query's) access_token, as op reads it; any refusal is 401
 // with WWW-Authenticate: Bearer error="invalid_token" (RFC 6750).
 func (s *Server) oidcUserinfo(w http.ResponseWriter, r *http.Request, p *projectOP) {
-	userinfoCORS.HandlerFunc(w, r)
+	oidcCORSPolicy().HandlerFunc(w, r)
 	ctx := r.Context()
 	body, ok, err := p.storage.Userinfo(ctx, userinfoToken(r), func() *op.AccessTokenVerifier { return p.provider.AccessTokenVerifier(ctx) })
 	if err != nil {

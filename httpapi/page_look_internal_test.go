@@ -21,7 +21,7 @@ func TestPageTemplatesUseKnownKeys(t *testing.T) {
 		}
 		for _, m := range used.FindAllStringSubmatch(tmpl.Tree.Root.String(), -1) {
 			n++
-			if _, ok := auth.BuiltInPageTexts[m[1]]; !ok {
+			if _, ok := auth.BuiltInPageTexts()[m[1]]; !ok {
 				t.Errorf("template %q looks up %q, which is no text key", tmpl.Name(), m[1])
 			}
 		}

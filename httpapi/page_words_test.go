@@ -26,7 +26,7 @@ var pageMarker = regexp.MustCompile(`«[a-z0-9_]+»`)
 // with its marker «key».
 func (ts *testServer) markAllTexts(pid, locale string) {
 	texts := map[string]any{}
-	for k := range auth.BuiltInPageTexts {
+	for k := range auth.BuiltInPageTexts() {
 		texts[k] = "«" + k + "»"
 	}
 	wantOK(ts.t, ts.admin("PUT", "/api/v1/admin/projects/"+pid+"/page-texts/"+locale, texts))
@@ -183,7 +183,7 @@ func TestPageWordsInLocale(t *testing.T) {
 	}
 	acct := b.submit(pg, map[string]string{"code": mail})
 	wantPanel(t, "account page in French", acct, http.StatusOK, ">Fermer cette session</button>", ">Ajouter une clé d’accès</button>")
-	for _, en := range []string{auth.BuiltInPageTexts["account_end_session_button"], auth.BuiltInPageTexts["account_passkey_add"]} {
+	for _, en := range []string{auth.BuiltInPageTexts()["account_end_session_button"], auth.BuiltInPageTexts()["account_passkey_add"]} {
 		if strings.Contains(acct.Body, ">"+en+"<") {
 			t.Errorf("the French account page still shows %q", en)
 		}

@@ -70,20 +70,26 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
-// commands is every subcommand in the order Usage lists them.
-var commands = []*command{
-	projectCreate, projectList, projectUpdate, projectDelete,
-	keyCreate, keyList, keyRevoke,
-	methodCreate, methodList, methodDisable, methodEnable,
-	providerAdd, providerList, providerSet, providerRemove,
-	clientCreate, clientList, clientGet, clientUpdate, clientDelete, clientRotateSecret,
-	webhookList,
-	userList, userUpdate, userDelete, userDisable, userEnable, userResetTOTP, userResetSMS, userSessions, userRevokeSessions,
-	userConsents, userRevokeConsent,
-	userExport, userImport,
-	templateList, templatePut, templateDelete, templatePreview,
-	events,
-	backup,
+// commands returns every subcommand in the order Usage lists them. It is
+// a function, not a variable, so that a server, which never lists them,
+// does not build the list at start.
+func commands() []*command {
+	return []*command{
+		projectCreate, projectList, projectUpdate, projectDelete,
+		keyCreate, keyList, keyRevoke,
+		methodCreate, methodList, methodStatus("disable", "inactive"), methodStatus("enable", "active"),
+		providerAdd, providerList, providerSet, providerRemove,
+		clientCreate, clientList, clientGet, clientUpdate, clientDelete, clientRotateSecret,
+		webhookList,
+		userList, userUpdate, userDelete,
+		userState("disable", "Disabled user %s; their sessions are revoked.\n"), userState("enable", "Enabled user %s.\n"),
+		userResetTOTP, userResetSMS, userSessions, userRevokeSessions,
+		userConsents, userRevokeConsent,
+		userExport, userImport,
+		templateList, templatePut, templateDelete, templatePreview,
+		events,
+		backup,
+	}
 }
 
 // Usage prints every command (serve and version, which main runs, then
@@ -96,7 +102,7 @@ func Usage(w io.Writer) {
 	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey migrate --database-url URL", "bring a PostgreSQL database's schema up to date")
 	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey copy --from FILE_OR_URL --to FILE_OR_URL", "copy every record into an empty data file or database")
 	fmt.Fprintf(w, "  %-26s  %s\n", "latchkey restore --from s3://... --data NEW_FILE", "fetch an off-site backup into a new data file (--list lists them)")
-	for _, c := range commands {
+	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-26s  %s\n", c.short(), c.summary) // two spaces at least
 	}
 	fmt.Fprint(w, `
@@ -187,7 +193,7 @@ func lookup(args []string) (*command, []string) {
 }
 
 func find(name string) *command {
-	for _, c := range commands {
+	for _, c := range commands() {
 		if c.name == name {
 			return c
 		}
@@ -229,7 +235,7 @@ func isHelp(a string) bool {
 // nil when group is not a command group.
 func groupCommands(group string) []*command {
 	var out []*command
-	for _, c := range commands {
+	for _, c := range commands() {
 		if first, _, ok := strings.Cut(c.name, " "); ok && first == group {
 			out = append(out, c)
 		}

@@ -28,9 +28,15 @@ type commonFlags struct {
 	getenv func(string) string
 }
 
-var commonNames = map[string]bool{"server": true, "admin-token": true, "data": true, "json": true}
-
-func isCommonFlag(name string) bool { return commonNames[name] }
+// isCommonFlag reports whether name is one of the flags every command
+// takes.
+func isCommonFlag(name string) bool {
+	switch name {
+	case "server", "admin-token", "data", "json":
+		return true
+	}
+	return false
+}
 
 // register declares the common flags on fs. The admin token's default is
 // deliberately not taken from the environment, so help never shows it.

@@ -414,9 +414,6 @@ var methodList = &command{
 	},
 }
 
-var methodDisable = methodStatus("disable", "inactive")
-var methodEnable = methodStatus("enable", "active")
-
 // methodStatus is `method disable|enable ID`: PATCH the registration's status.
 func methodStatus(verb, status string) *command {
 	return &command{
@@ -600,9 +597,6 @@ var userDelete = &command{
 		}
 	},
 }
-
-var userDisable = userState("disable", "Disabled user %s; their sessions are revoked.\n")
-var userEnable = userState("enable", "Enabled user %s.\n")
 
 // userState is `user disable|enable ID`.
 func userState(verb, done string) *command {

@@ -13,10 +13,6 @@ import (
 // in throttles: both keyed by (project_id, kind, subject), so that a
 // project's rows are a prefix of the primary key (DeleteProject).
 
-func init() {
-	expires(store.ExpiringCodes, due{"codes", "due"}, due{"throttles", "due"})
-}
-
 const (
 	sqlCode = `SELECT phone, email, hash, attempts, created_at, expires_at
 		FROM codes WHERE project_id = $1 AND kind = $2 AND subject = $3`

@@ -8,10 +8,6 @@ import (
 // id, due for the sweep DeviceLifetime after the last use (devices_due)
 // and deleted with their project (devices_project).
 
-func init() {
-	expires(store.ExpiringDevices, due{"devices", "due"})
-}
-
 // Device returns the remembered device whose Key is key, expired or not.
 func (tx *txn) Device(key []byte) (*store.Device, error) {
 	d := &store.Device{}

@@ -17,13 +17,27 @@ type due struct {
 	table, column string
 }
 
-// expiring maps each kind of expiring row to its tables. The file that
-// owns a table registers it in an init function.
-var expiring = map[store.Expiring][]due{}
-
-// expires registers the tables of kind.
-func expires(kind store.Expiring, tables ...due) {
-	expiring[kind] = append(expiring[kind], tables...)
+// expiring is each kind of expiring row's tables. It is a table the
+// compiler lays out, not a map an initialiser fills, so that a process
+// on bbolt runs none of this package's code at start.
+var expiring = [...]struct {
+	kind   store.Expiring
+	tables []due
+}{
+	{store.ExpiringSessions, []due{{"sessions", "due"}}},
+	{store.ExpiringCodes, []due{{"codes", "due"}, {"throttles", "due"}}},
+	{store.ExpiringMagicLinks, []due{{"magic_links", "due"}}},
+	{store.ExpiringChallenges, []due{{"challenges", "due"}}},
+	{store.ExpiringGrants, []due{{"grants", "due"}}},
+	{store.ExpiringDevices, []due{{"devices", "due"}}},
+	{store.ExpiringDeliveries, []due{{"deliveries", "expires_at"}}},
+	{store.ExpiringOAuthFlows, []due{{"oauth_flows", "due"}}},
+	{store.ExpiringRefreshTokens, []due{{"refresh_tokens", "due"}}},
+	{store.ExpiringOIDCAuthRequests, []due{{"oidc_auth_requests", "due"}}},
+	{store.ExpiringOIDCGrants, []due{{"oidc_grants", "due"}}},
+	{store.ExpiringOIDCRefreshTokens, []due{{"oidc_refresh_tokens", "due"}}},
+	{store.ExpiringOIDCRevokedTokens, []due{{"oidc_revoked_tokens", "due"}}},
+	{store.ExpiringOIDCDeviceAuths, []due{{"oidc_device_auths", "due"}}},
 }
 
 // dueNanos is the value of a due column for a row due at t: its Unix
@@ -39,11 +53,16 @@ func dueNanos(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// goesWith maps a table whose rows expire to the rows of other tables
+// goesWith is, for a table whose rows expire, the rows of other tables
 // that the sweep deletes with each of its rows, in the same statement:
 // what a foreign key's ON DELETE CASCADE would do, without the key's
-// reads (refresh.go).
-var goesWith = map[string][]dependent{}
+// reads (refresh.go): a session's refresh tokens.
+var goesWith = [...]struct {
+	parent string
+	deps   []dependent
+}{
+	{"sessions", []dependent{{"id", "refresh_tokens", "session_id"}}},
+}
 
 // dependent is table's rows whose column holds the key of the row they
 // go with.
@@ -51,20 +70,25 @@ type dependent struct {
 	key, table, column string
 }
 
-// goWith registers that table's rows whose column is the key of a row of
-// parent go with that row when the sweep deletes it.
-func goWith(parent, key, table, column string) {
-	goesWith[parent] = append(goesWith[parent], dependent{key, table, column})
+// dependents returns the rows that go with each row of table.
+func dependents(table string) []dependent {
+	for _, g := range goesWith {
+		if g.parent == table {
+			return g.deps
+		}
+	}
+	return nil
 }
 
-// tables returns kind's tables, or an error for a kind no file
-// registered.
+// tables returns kind's tables, or an error for a kind expiring does
+// not list.
 func tables(kind store.Expiring) ([]due, error) {
-	ts, ok := expiring[kind]
-	if !ok {
-		return nil, fmt.Errorf("postgres: no table for expiring kind %v", kind)
+	for _, e := range expiring {
+		if e.kind == kind {
+			return e.tables, nil
+		}
 	}
-	return ts, nil
+	return nil, fmt.Errorf("postgres: no table for expiring kind %v", kind)
 }
 
 // ExpiryDue reports whether a row of kind is due at now.
@@ -122,7 +146,7 @@ func (tx *txn) SweepExpired(kind store.Expiring, now time.Time, max int) (int, e
 		del := `DELETE FROM ` + d.table + ` WHERE ctid = ANY (ARRAY(
 			SELECT ctid FROM ` + d.table + ` WHERE ` + d.column + ` <= $1
 			ORDER BY ` + d.column + ` LIMIT $2))`
-		deps := goesWith[d.table]
+		deps := dependents(d.table)
 		if len(deps) == 0 {
 			tag, err := tx.exec(del, dueNanos(now), max-deleted)
 			if err != nil {

@@ -9,10 +9,6 @@ import (
 // Step-up factors (factors), backup codes (backup_codes) and Pattern B
 // external-method grants (grants).
 
-func init() {
-	expires(store.ExpiringGrants, due{"grants", "due"})
-}
-
 const (
 	sqlFactor = `SELECT project_id, status, secret, phone, last_step, failures, locked_until, created_at, enrolled_at
 		FROM factors WHERE user_id = $1 AND kind = $2`

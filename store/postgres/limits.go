@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,16 +18,16 @@ var _ store.Shared = (*DB)(nil)
 
 // velocityTotal is the failures a velocity row v holds in the window
 // ending in minute $min (a parameter of the statement it is part of).
-const velocityTotal = `(SELECT coalesce(sum(b & 65535), 0) FROM unnest(v.buckets) AS u(b) WHERE b >> 16 > %s - 10)`
+const velocityTotal = `(SELECT coalesce(sum(b & 65535), 0) FROM unnest(v.buckets) AS u(b) WHERE b >> 16 > $5 - 10)`
 
 // emptyBuckets is the buckets of a row that counts no failure.
-var emptyBuckets = make([]int64, store.VelocityBuckets)
+var emptyBuckets [store.VelocityBuckets]int64
 
 // reserveSQL takes a slot: $1 key, $2 empty buckets, $3 now (ns), $4 the
 // oldest reservation still held (ns), $5 now's minute, $6 Max. The row is
 // locked by the conflict, and the WHERE reads its newest version, so the
 // check and the count are atomic across connections.
-var reserveSQL = `
+const reserveSQL = `
 	INSERT INTO velocity AS v (key, buckets, inflight, inflight_at, blocked_until, last)
 	VALUES ($1, $2, 1, $3, 0, $3)
 	ON CONFLICT (key) DO UPDATE SET
@@ -36,7 +35,7 @@ var reserveSQL = `
 		inflight_at = $3,
 		last = $3
 	WHERE v.blocked_until <= $3
-		AND ` + fmt.Sprintf(velocityTotal, "$5") + `
+		AND ` + velocityTotal + `
 			+ CASE WHEN v.inflight_at < $4 THEN 0 ELSE v.inflight END <= $6
 	RETURNING 1`
 
@@ -47,7 +46,7 @@ var reserveSQL = `
 // blocked_until of a new row. A stale bucket (an older minute's) restarts
 // at 1; the window's total after the count is the total before plus one,
 // since now's bucket is either counted already or outside the window.
-var failSQL = `
+const failSQL = `
 	INSERT INTO velocity AS v (key, buckets, inflight, inflight_at, blocked_until, last)
 	VALUES ($1, $2, 0, 0, $10, $3)
 	ON CONFLICT (key) DO UPDATE SET
@@ -57,7 +56,7 @@ var failSQL = `
 				ELSE ($5 << 16) + 1 END
 			FROM unnest(v.buckets) WITH ORDINALITY AS u(b, p) ORDER BY p),
 		inflight = CASE WHEN v.inflight_at < $4 THEN 0 ELSE greatest(v.inflight - $7, 0) END,
-		blocked_until = CASE WHEN ` + fmt.Sprintf(velocityTotal, "$5") + ` + 1 > $6 THEN $8 ELSE v.blocked_until END,
+		blocked_until = CASE WHEN ` + velocityTotal + ` + 1 > $6 THEN $8 ELSE v.blocked_until END,
 		last = $3`
 
 // releaseSQL releases a slot without counting: $1 key, $2 the oldest
@@ -72,7 +71,7 @@ func (db *DB) ReserveVelocity(ctx context.Context, key []byte, now time.Time, r 
 		return false, store.ErrClosed
 	}
 	var one int
-	err := db.one(ctx, key, reserveSQL, []any{key, emptyBuckets, now.UnixNano(), now.Add(-r.Hold).UnixNano(), now.Unix() / 60, r.Max},
+	err := db.one(ctx, key, reserveSQL, []any{key, emptyBuckets[:], now.UnixNano(), now.Add(-r.Hold).UnixNano(), now.Unix() / 60, r.Max},
 		func(row pgx.Row) error { return row.Scan(&one) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil

@@ -8,10 +8,6 @@ import (
 
 // Magic links in magic_links, by the keyed hash of their token.
 
-func init() {
-	expires(store.ExpiringMagicLinks, due{"magic_links", "due"})
-}
-
 const (
 	sqlMagicLink = `SELECT project_id, email, redirect_url, created_at, expires_at, used_at
 		FROM magic_links WHERE hash = $1`

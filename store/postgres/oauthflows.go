@@ -7,10 +7,6 @@ import (
 // Sign-ins with providers in flight (oauth_flows, migration 0013;
 // store.OAuthFlow). The payload is bytea, kept byte for byte.
 
-func init() {
-	expires(store.ExpiringOAuthFlows, due{"oauth_flows", "due"})
-}
-
 const (
 	sqlOAuthFlow    = `SELECT project_id, kind, payload, expires_at FROM oauth_flows WHERE id = $1`
 	sqlPutOAuthFlow = `INSERT INTO oauth_flows (id, project_id, kind, payload, expires_at)

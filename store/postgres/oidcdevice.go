@@ -11,10 +11,6 @@ import (
 // hash of the device code), unique by (project, user code), swept at
 // their expiry (due, a generated column).
 
-func init() {
-	expires(store.ExpiringOIDCDeviceAuths, due{"oidc_device_auths", "due"})
-}
-
 const oidcDeviceCols = `project_id, hash, user_code, client_id, scopes, state, user_id, session_id, auth_time, amr, acr,
 	grant_id, created_at, last_poll_at, expires_at`
 

@@ -9,11 +9,6 @@ import (
 // grants in oidc_grants, one row per (project, id), swept at their
 // expiry (due, a generated column).
 
-func init() {
-	expires(store.ExpiringOIDCAuthRequests, due{"oidc_auth_requests", "due"})
-	expires(store.ExpiringOIDCGrants, due{"oidc_grants", "due"})
-}
-
 const oidcAuthRequestCols = `project_id, id, client_id, redirect_uri, scopes, state, nonce, response_type, response_mode,
 	code_challenge, code_challenge_method, prompt, max_age, login_hint, ui_locales, hint_user_id, created_at,
 	user_id, session_id, auth_time, amr, acr, done, code_hash, code_expires_at, grant_id, expires_at`

@@ -9,11 +9,6 @@ import (
 // hash), and revoked access tokens in oidc_revoked_tokens, one row per
 // (project, jti), swept at their expiry (due, a generated column).
 
-func init() {
-	expires(store.ExpiringOIDCRefreshTokens, due{"oidc_refresh_tokens", "due"})
-	expires(store.ExpiringOIDCRevokedTokens, due{"oidc_revoked_tokens", "due"})
-}
-
 const oidcRefreshCols = `project_id, hash, grant_id, client_id, scopes, created_at, rotated_at, expires_at`
 
 // oidcRefreshDest returns the scan destinations of oidcRefreshCols in t.

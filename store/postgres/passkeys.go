@@ -9,10 +9,6 @@ import (
 // WebAuthn credentials (passkeys) and pending ceremonies (challenges).
 // json.RawMessage fields are stored as bytea, byte for byte.
 
-func init() {
-	expires(store.ExpiringChallenges, due{"challenges", "due"})
-}
-
 const (
 	sqlPasskey = `SELECT user_id, credential, created_at, last_used_at
 		FROM passkeys WHERE project_id = $1 AND id = $2`

@@ -15,11 +15,6 @@ import (
 // tokens in the same statement, and PutRefreshToken stores a token only
 // for a stored session.
 
-func init() {
-	expires(store.ExpiringRefreshTokens, due{"refresh_tokens", "due"})
-	goWith("sessions", "id", "refresh_tokens", "session_id")
-}
-
 const (
 	sqlRefreshToken = `SELECT project_id, created_at, used_at, expires_at
 		FROM refresh_tokens WHERE session_id = $1 AND hash = $2`

@@ -377,11 +377,13 @@ func (db *DB) SessionState(ctx context.Context, id string) (*store.SessionState,
 // sqlSessionState is session $1's row, when the sweep deletes it,
 // whether its user has TOTP or SMS enrolled, and the user's address,
 // name and groups.
-var sqlSessionState = `SELECT ` + sessionCols + `, s.due, ` +
-	strings.ReplaceAll(sqlSecondFactors, "$1", "s.user_id") + `,
+var sqlSessionState = sync.OnceValue(func() string {
+	return `SELECT ` + sessionCols + `, s.due, ` +
+		strings.ReplaceAll(sqlSecondFactors, "$1", "s.user_id") + `,
 		COALESCE(u.email, ''), COALESCE(u.first_name, ''), u.groups
 	FROM sessions s LEFT JOIN LATERAL (SELECT email, first_name, groups FROM users WHERE users.id = s.user_id) u ON true
 	WHERE s.id = $1`
+})
 
 // sessionState reads what the cache keeps of session id (valid text) and
 // of its user's factors, in one statement; ErrNotFound without the row.
@@ -389,7 +391,7 @@ func (tx *txn) sessionState(id string) (sessionEntry, error) {
 	var r sessionRow
 	var e sessionEntry
 	st := &store.SessionState{}
-	if err := tx.one(sqlSessionState, []any{id}, append(r.dest(), &e.due, &st.TOTP, &st.SMS, &st.Email, &st.Name, &st.Groups)...); err != nil {
+	if err := tx.one(sqlSessionState(), []any{id}, append(r.dest(), &e.due, &st.TOTP, &st.SMS, &st.Email, &st.Name, &st.Groups)...); err != nil {
 		return sessionEntry{}, err
 	}
 	s := r.session()

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,10 +13,6 @@ import (
 // Sessions: one row each in sessions, indexed by user (sessions_user:
 // user_id, id) and by expiry (sessions_due). A user's sessions need no
 // entries of their own: the index is the list.
-
-func init() {
-	expires(store.ExpiringSessions, due{"sessions", "due"})
-}
 
 const sessionCols = `id, user_id, project_id, method, issued_at, expires_at, stepped_up_at, last_seen_at, ip, user_agent, proof_methods, proof_times, proof_synced`
 
@@ -159,9 +156,11 @@ const sqlEnrolled = sqlSecondFactors + `,
 		EXISTS (SELECT 1 FROM passkeys p WHERE p.user_id = $1 AND p.project_id = $2)`
 
 // sqlSessionEnrolled is session $1 and what its user has enrolled.
-var sqlSessionEnrolled = `SELECT ` + sessionCols + `, ` +
-	strings.NewReplacer("$1", "s.user_id", "$2", "s.project_id").Replace(sqlEnrolled) + `
+var sqlSessionEnrolled = sync.OnceValue(func() string {
+	return `SELECT ` + sessionCols + `, ` +
+		strings.NewReplacer("$1", "s.user_id", "$2", "s.project_id").Replace(sqlEnrolled) + `
 	FROM sessions s WHERE s.id = $1`
+})
 
 // SessionEnrolled returns the session with id and what its user has
 // enrolled, in one statement.
@@ -171,7 +170,7 @@ func (tx *txn) SessionEnrolled(id string) (*store.Session, store.Enrolled, error
 		return nil, en, store.ErrNotFound
 	}
 	var r sessionRow
-	err := tx.one(sqlSessionEnrolled, []any{id}, append(r.dest(), &en.TOTP, &en.SMS, &en.Passkey)...)
+	err := tx.one(sqlSessionEnrolled(), []any{id}, append(r.dest(), &en.TOTP, &en.SMS, &en.Passkey)...)
 	if err != nil {
 		return nil, en, err
 	}

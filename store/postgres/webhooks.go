@@ -12,10 +12,6 @@ import (
 // Webhooks (table webhooks) and their delivery records (deliveries);
 // their queued jobs are in jobs.go.
 
-func init() {
-	expires(store.ExpiringDeliveries, due{"deliveries", "expires_at"})
-}
-
 const webhookColumns = `project_id, id, url, secret, event_types, mode, created_at`
 
 // scanWebhook reads a row of webhookColumns.
