@@ -133,6 +133,11 @@ const (
 	// OIDCStepConsent: the user signed in, and must allow the
 	// (third-party) client first (oidc_consent.go).
 	OIDCStepConsent
+	// OIDCStepPasskeyFirst: the client requires a second factor, the
+	// user's only factor is a passkey, and the session did not prove it
+	// recently: setting up a second factor needs a passkey sign-in
+	// first (recentAuth), which the sign-in page asks for in words.
+	OIDCStepPasskeyFirst
 )
 
 // OIDCContinue takes request id as far as the browser's session pr
@@ -218,6 +223,9 @@ func (s *Service) answerWithSession(tx store.Tx, r *store.OIDCAuthRequest, pr *P
 		// this request's own after ten minutes included, signs in again
 		// first.
 		if !en.TOTP && !en.SMS && !recentAuth(sess.Proofs, en, now) {
+			if en.Passkey {
+				return OIDCStepPasskeyFirst, false, nil
+			}
 			return OIDCStepSignIn, false, nil
 		}
 		if fresh && r.SessionID != sess.ID {

@@ -145,6 +145,8 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 		s.oidcAnswerError(w, r, p, id, oidc.ErrLoginRequired().WithDescription("The user is not signed in."))
 	case step == auth.OIDCStepSecondFactor, step == auth.OIDCStepConsent:
 		s.oidcNext(w, r, p, id, step)
+	case step == auth.OIDCStepPasskeyFirst:
+		s.oidcShowForm(w, r, p, http.StatusOK, id, formPasskeyFirst, sr.LoginHint, nil)
 	default:
 		s.oidcShowForm(w, r, p, http.StatusOK, id, "email", sr.LoginHint, nil)
 	}
@@ -465,6 +467,11 @@ type oidcEnroll struct {
 // oidcLink is a link on a page.
 type oidcLink struct{ Label, URL string }
 
+// formPasskeyFirst is the sign-in form that says why a signed-in user
+// signs in again: the client requires a second factor and setting one
+// up needs their passkey first (auth.OIDCStepPasskeyFirst).
+const formPasskeyFirst = "passkey-first"
+
 // oidcShowForm shows form ("email", "code" or "mfa") of request id with
 // email filled in and its failure, if any. The sign-in page ("email")
 // offers, besides the email code, a passkey (when the project's pages
@@ -474,8 +481,11 @@ func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *project
 	d := oidcPage{Form: form, AuthRequestID: id, Email: email, Fail: fail,
 		CSRF: s.auth.OIDCFormToken(browserSecret(w, r, p), id)}
 	switch form {
-	case "email":
-		d.Title, d.Text, d.Action = "sign_in_title", "sign_in_text", p.issuer+auth.OIDCLoginPath
+	case "email", formPasskeyFirst:
+		d.Form, d.Title, d.Text, d.Action = "email", "sign_in_title", "sign_in_text", p.issuer+auth.OIDCLoginPath
+		if form == formPasskeyFirst {
+			d.Text = "mfa_passkey_first_text"
+		}
 		s.oidcOtherWays(r, p, id, &d)
 	case "code":
 		d.Title, d.Text, d.Action = "code_title", "code_text", p.issuer+auth.OIDCLoginCodePath

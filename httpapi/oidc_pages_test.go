@@ -202,6 +202,51 @@ func TestOIDCPasskeyPage(t *testing.T) {
 	}
 }
 
+// TestOIDCPasskeyFirst: for a client that requires a second factor, a
+// user whose only factor is a passkey and who signs in by email code
+// gets the sign-in page again, saying to sign in with the passkey first
+// (setting up a factor needs a recent passkey sign-in on such an
+// account), with the passkey offered; the passkey's sign-in goes on to
+// the authenticator app's set-up.
+func TestOIDCPasskeyFirst(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
+	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
+	a := passkeytest.New(ts.URL)
+	const addr = "pk-first@example.com"
+	// A verified account (an email code's sign-in) that adds a passkey: a
+	// self-registered passkey account would be replaced by the email
+	// code's sign-in.
+	ts.addPasskey(a, str(t, ts.login(addr).Body, "token"))
+	ts.Clock.Advance(time.Minute) // past the address's send throttle
+
+	strict := ts.newRP(ts.Project.ID, map[string]any{"name": "Strict", "requireMfa": true})
+	b := ts.newBrowser()
+	verifier := oauth2.GenerateVerifier()
+	pg := b.signIn(strict.authorize(b, verifier, "s", "n"), addr)
+	m := pageOptions.FindStringSubmatch(pg.Body)
+	if pg.Status != http.StatusOK || !strings.HasSuffix(pg.URL.Path, auth.OIDCLoginPath) || m == nil ||
+		!strings.Contains(pg.Body, auth.BuiltInPageTexts()["mfa_passkey_first_text"]) || !strings.Contains(pg.Body, `name="email"`) {
+		t.Fatalf("a passkey holder signed in by email code for a requireMfa client: %d %s %s, want the sign-in page asking for the passkey",
+			pg.Status, pg.URL, pg.Body)
+	}
+	cred, _, err := a.Get([]byte(unescape(m[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	intro := b.submitTo(pg, auth.OIDCPasskeyPath, map[string]string{"credential": string(cred)})
+	if intro.Status != http.StatusOK || !strings.Contains(intro.Body, `name="method" value="enroll-start"`) {
+		t.Fatalf("after the passkey: %d %s %s, want the set-up's intro", intro.Status, intro.URL, intro.Body)
+	}
+
+	// A client that does not require a second factor takes the email
+	// code alone.
+	plain := ts.newRP(ts.Project.ID, nil)
+	b2 := ts.newBrowser()
+	ts.Clock.Advance(time.Minute)
+	wantAMR(t, plain.finish(b2.signIn(plain.authorize(b2, verifier, "s", "n"), addr), verifier), []string{"otp"}, auth.ACRSingleFactor)
+}
+
 // TestOIDCProviderButton: the sign-in page has a button per provider of
 // the project; it sends the browser to the provider, whose sign-in
 // comes back to the request's page and answers it (amr fed, the
