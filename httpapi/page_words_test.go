@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -45,6 +46,10 @@ func wantWorded(t *testing.T, what string, pg *webPage, status int, keys []strin
 			t.Errorf("%s: no «%s» on the page: %s", what, k, pg.Body)
 		}
 	}
+	// Longest first: a shorter value inside a longer one (a backup code
+	// "4WACD-FUTCY" holds "UTC") would otherwise break it.
+	data = slices.Clone(data)
+	slices.SortFunc(data, func(a, b string) int { return len(b) - len(a) })
 	for _, s := range httpapi.VisibleTexts(pg.Body) {
 		rest := pageMarker.ReplaceAllString(s, "")
 		for _, d := range data {
