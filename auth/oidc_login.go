@@ -223,10 +223,19 @@ func (s *Service) answerWithSession(tx store.Tx, r *store.OIDCAuthRequest, pr *P
 		// this request's own after ten minutes included, signs in again
 		// first.
 		if !en.TOTP && !en.SMS && !recentAuth(sess.Proofs, en, now) {
-			if en.Passkey {
-				return OIDCStepPasskeyFirst, false, nil
+			if !en.Passkey {
+				return OIDCStepSignIn, false, nil
 			}
-			return OIDCStepSignIn, false, nil
+			// The session is noted as the request's own, as for the
+			// second factor, so that the sign-in page it goes back to
+			// still says why when the client asked for a new sign-in
+			// (prompt=login, max_age): nothing is answered until the
+			// passkey signs in.
+			if fresh && r.SessionID != sess.ID {
+				r.SessionID = sess.ID
+				return OIDCStepPasskeyFirst, true, nil
+			}
+			return OIDCStepPasskeyFirst, false, nil
 		}
 		if fresh && r.SessionID != sess.ID {
 			r.SessionID = sess.ID

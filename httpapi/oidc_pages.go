@@ -137,7 +137,7 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 		return
 	}
 	switch {
-	case sr.PromptNone && step == auth.OIDCStepSecondFactor:
+	case sr.PromptNone && (step == auth.OIDCStepSecondFactor || step == auth.OIDCStepPasskeyFirst):
 		s.oidcAnswerError(w, r, p, id, oidc.ErrInteractionRequired().WithDescription("A second factor is needed."))
 	case sr.PromptNone && step == auth.OIDCStepConsent:
 		s.oidcAnswerError(w, r, p, id, errConsentRequired)
@@ -483,10 +483,16 @@ func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *project
 	switch form {
 	case "email", formPasskeyFirst:
 		d.Form, d.Title, d.Text, d.Action = "email", "sign_in_title", "sign_in_text", p.issuer+auth.OIDCLoginPath
+		s.oidcOtherWays(r, p, id, &d)
 		if form == formPasskeyFirst {
 			d.Text = "mfa_passkey_first_text"
+			if d.Passkey == nil {
+				// The project's pages cannot use passkeys here (its
+				// relying party does not cover this address, say):
+				// no sign-in on this page can set up the factor.
+				d.Text = "mfa_passkey_unavailable_text"
+			}
 		}
-		s.oidcOtherWays(r, p, id, &d)
 	case "code":
 		d.Title, d.Text, d.Action = "code_title", "code_text", p.issuer+auth.OIDCLoginCodePath
 		d.LinkAction = p.issuer + auth.OIDCSendLinkPath

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -245,6 +246,30 @@ func TestOIDCPasskeyFirst(t *testing.T) {
 	b2 := ts.newBrowser()
 	ts.Clock.Advance(time.Minute)
 	wantAMR(t, plain.finish(b2.signIn(plain.authorize(b2, verifier, "s", "n"), addr), verifier), []string{"otp"}, auth.ACRSingleFactor)
+
+	// A request that asks for a new sign-in (prompt=login) still says
+	// why after the email code; prompt=none is answered
+	// interaction_required.
+	b3 := ts.newBrowser()
+	ts.Clock.Advance(time.Minute)
+	again := b3.signIn(strict.authorize(b3, verifier, "s", "n", oauth2.SetAuthURLParam("prompt", "login")), addr)
+	if !strings.Contains(again.Body, auth.BuiltInPageTexts()["mfa_passkey_first_text"]) || pageOptions.FindStringSubmatch(again.Body) == nil {
+		t.Fatalf("prompt=login: %d %s %s, want the sign-in page asking for the passkey", again.Status, again.URL, again.Body)
+	}
+	if q := strict.answer(strict.authorize(b3, verifier, "s", "n", oauth2.SetAuthURLParam("prompt", "none"))); q.Get("error") != "interaction_required" || q.Get("code") != "" {
+		t.Fatalf("prompt=none: %v, want interaction_required", q)
+	}
+
+	// Where the pages cannot offer passkeys (the project's origins do not
+	// cover the base URL), the page says so rather than asking for one.
+	wantOK(t, ts.admin("PATCH", "/api/v1/admin/projects/"+ts.Project.ID, map[string]any{"allowedOrigins": []string{"https://elsewhere.example"}}))
+	b4 := ts.newBrowser()
+	ts.Clock.Advance(time.Minute)
+	none := b4.signIn(strict.authorize(b4, verifier, "s", "n"), addr)
+	if none.Status != http.StatusOK || !strings.Contains(none.Body, html.EscapeString(auth.BuiltInPageTexts()["mfa_passkey_unavailable_text"])) ||
+		pageOptions.FindStringSubmatch(none.Body) != nil {
+		t.Fatalf("passkeys unavailable: %d %s", none.Status, none.Body)
+	}
 }
 
 // TestOIDCProviderButton: the sign-in page has a button per provider of
