@@ -40,7 +40,7 @@ func (m *Main) checkBackups() (*backupConfig, error) {
 	if c.BackupEvery == "" {
 		return nil, errors.New("--backup-to needs --backup-every (how often to upload, e.g. 6h)")
 	}
-	every, err := positiveDuration("--backup-every", c.BackupEvery, time.Minute)
+	every, err := positiveDuration("--backup-every", c.BackupEvery, time.Minute, "6h")
 	if err != nil {
 		return nil, err
 	}

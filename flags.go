@@ -289,14 +289,14 @@ func printServeHelp(w io.Writer, flags []serveFlag) {
 }
 
 // positiveDuration parses a duration setting of at least least; empty
-// is 0 (the default).
-func positiveDuration(name, v string, least time.Duration) (time.Duration, error) {
+// is 0 (the default). Its error gives example, a good value.
+func positiveDuration(name, v string, least time.Duration, example string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < least {
-		return 0, fmt.Errorf("%s %q must be a duration of at least %v, e.g. 15s", name, v, least)
+		return 0, fmt.Errorf("%s %q must be a duration of at least %v, e.g. %s", name, v, least, example)
 	}
 	return d, nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"latchkey/internal/cli"
@@ -62,17 +63,38 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := m.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "latchkey:", err)
+		fmt.Fprintln(os.Stderr, "latchkey:", oneLine(err))
 		m.Close()
 		return 1
 	}
 	<-ctx.Done()
 	m.Logger.Info("shutting down")
 	if err := m.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "latchkey:", err)
+		fmt.Fprintln(os.Stderr, "latchkey:", oneLine(err))
 		return 1
 	}
 	return 0
+}
+
+// oneLine is err's text on one line: a driver's error of several lines
+// (pgx lists each address it tried on a line of its own) has them joined
+// by "; ", so that a failure stays one line of the log.
+func oneLine(err error) string {
+	var b strings.Builder
+	for l := range strings.Lines(err.Error()) {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }
 
 func usage(w io.Writer) {

@@ -390,7 +390,8 @@ func TestRestoreRefusals(t *testing.T) {
 		{"cut short", []string{"--name", "latchkey-20200101T000002Z.db"}, "s3://latchkey/latchkey-20200101T000002Z.db: the backup is truncated: "},
 		{"empty", []string{"--name", "latchkey-20200101T000003Z.db"}, "s3://latchkey/latchkey-20200101T000003Z.db is not a latchkey data file (it is empty): nothing restored"},
 		{"wrong master key", []string{"--name", good, "--master-key", otherKey}, "s3://latchkey/" + good + " was written under another master key than --master-key's: nothing restored"},
-		{"no such backup", []string{"--name", "latchkey-20990101T000000Z.db"}, "(NoSuchKey)"},
+		{"no such backup", []string{"--name", "latchkey-20990101T000000Z.db"}, "no backup named latchkey-20990101T000000Z.db under s3://latchkey/ (--list lists them)"},
+		{"not a backup's name", []string{"--name", "../etc/passwd"}, `--name "../etc/passwd" is not a backup's name (latchkey-YYYYMMDDTHHMMSSZ.db; --list lists them)`},
 		{"target exists", []string{"--data", exists}, exists + " exists: restore into a new file (restore never overwrites one)"},
 		{"no master key", []string{"--master-key", ""}, "the master key the server used is needed to check the backup"},
 		{"unreachable", []string{"--from", downURL}, "s3://latchkey/: "},
@@ -420,6 +421,18 @@ func TestRestoreRefusals(t *testing.T) {
 	if b, _ := os.ReadFile(exists); string(b) != "mine" {
 		t.Fatal("the existing file changed")
 	}
+	// A wrong key from the environment is named as the environment's.
+	env := func(k string) string {
+		if k == "LATCHKEY_MASTER_KEY" {
+			return otherKey
+		}
+		return offsitetest.Env(k)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runRestore(ctx, []string{"--from", url, "--name", good, "--data", filepath.Join(dir, "new.db")}, env, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "another master key than LATCHKEY_MASTER_KEY's") {
+		t.Fatalf("wrong key from the environment: exit %d, %q", code, stderr.String())
+	}
 	// Usage errors: exit 2.
 	for _, args := range [][]string{{"--data", "x.db"}, {"--from", url}, {"--from", url, "--list", "--data", "x.db"}, {"--from", url, "--data", "x.db", "extra"}} {
 		var stdout, stderr bytes.Buffer
@@ -448,7 +461,7 @@ func TestBackupSettingsRefused(t *testing.T) {
 			"--backup-to backs up a data file (--data), not a PostgreSQL database: back the database up with its own tools (pg_dump, or your provider's backups)"},
 		{"every without to", []string{"--backup-every", "6h"}, offsitetest.Env, "--backup-every needs --backup-to s3://bucket/prefix (where to upload)"},
 		{"to without every", []string{"--backup-to", good}, offsitetest.Env, "--backup-to needs --backup-every (how often to upload, e.g. 6h)"},
-		{"every too short", []string{"--backup-to", good, "--backup-every", "30s"}, offsitetest.Env, `--backup-every "30s" must be a duration of at least 1m0s`},
+		{"every too short", []string{"--backup-to", good, "--backup-every", "30s"}, offsitetest.Env, `--backup-every "30s" must be a duration of at least 1m0s, e.g. 6h`},
 		{"keep not a number", []string{"--backup-to", good, "--backup-every", "6h", "--backup-keep", "-1"}, offsitetest.Env, `--backup-keep "-1" must be a whole number`},
 		{"bad URL", []string{"--backup-to", "s3://Backups", "--backup-every", "6h"}, offsitetest.Env, `--backup-to: s3:// URL: "Backups" is not a bucket name`},
 		{"no credentials", []string{"--backup-to", good, "--backup-every", "6h"}, func(string) string { return "" }, "--backup-to: the bucket's credentials are missing: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -277,5 +278,19 @@ func TestSecondStartWritesNothing(t *testing.T) {
 	}
 	if st, body := (client{t, "http://" + second.Addr()}).do("GET", "/api/v1/ready", "", nil); st != 200 || body["status"] != "ready" {
 		t.Fatalf("ready: %d %v", st, body)
+	}
+}
+
+// TestOneLine: a failure of several lines (pgx's, one per address
+// tried) is printed on one.
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"failed to connect to `user=u`:\n\t127.0.0.1:1: refused\n\t[::1]:1: refused", "failed to connect to `user=u`: 127.0.0.1:1: refused; [::1]:1: refused"},
+		{"a\n\nb\n", "a; b"},
+	} {
+		if got := oneLine(errors.New(tc.in)); got != tc.want {
+			t.Errorf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -56,7 +56,7 @@ Flags:
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	before, after, err := postgres.Migrate(ctx, *url, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "latchkey migrate: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey migrate: %s\n", oneLine(err))
 		return 1
 	}
 	if before == after {
@@ -115,7 +115,7 @@ Flags:
 		return 2
 	}
 	if err := copyStore(ctx, *from, *to, *masterKey, stdout); err != nil {
-		fmt.Fprintf(stderr, "latchkey copy: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey copy: %s\n", oneLine(err))
 		return 1
 	}
 	return 0
@@ -311,7 +311,7 @@ Flags:
 		fmt.Fprintf(stderr, "latchkey compact: %s: %v: stop the server first\n", *data, err)
 		return 1
 	} else if err != nil {
-		fmt.Fprintf(stderr, "latchkey compact: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey compact: %s\n", oneLine(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "Compacted %s (%s) into %s (%s, %.1f%% of it) in %v.\n", *data, sizeText(before), *out, sizeText(after),

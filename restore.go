@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"latchkey/internal/cli"
 	"latchkey/internal/offsite"
@@ -73,10 +74,14 @@ Flags:
 	if *list {
 		err = listBackups(ctx, *from, getenv, stdout)
 	} else {
-		err = restore(ctx, *from, *name, *data, *masterKey, getenv, stdout)
+		keyFrom := "--master-key"
+		if !flagSet(fs, "master-key") && *masterKey != "" {
+			keyFrom = "LATCHKEY_MASTER_KEY"
+		}
+		err = restore(ctx, *from, *name, *data, *masterKey, keyFrom, getenv, stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "latchkey restore: %v\n", err)
+		fmt.Fprintf(stderr, "latchkey restore: %s\n", oneLine(err))
 		return 1
 	}
 	return 0
@@ -122,10 +127,13 @@ func listBackups(ctx context.Context, from string, getenv func(string) string, s
 
 // restore fetches the backup name (default: the newest) under from into
 // the new data file target (see runRestore).
-func restore(ctx context.Context, from, name, target, masterKey string, getenv func(string) string, stdout io.Writer) (err error) {
+func restore(ctx context.Context, from, name, target, masterKey, masterKeyFrom string, getenv func(string) string, stdout io.Writer) (err error) {
 	start := time.Now()
 	if store.IsURL(target) {
 		return errors.New("--data must name a file: a backup restores into a data file (latchkey copy moves it into a database afterwards)")
+	}
+	if _, ok := offsite.NameTime(name); name != "" && !ok {
+		return fmt.Errorf("--name %q is not a backup's name (latchkey-YYYYMMDDTHHMMSSZ.db; --list lists them)", clipName(name))
 	}
 	if _, err := os.Lstat(target); err == nil {
 		return fmt.Errorf("%s exists: restore into a new file (restore never overwrites one)", target)
@@ -133,7 +141,7 @@ func restore(ctx context.Context, from, name, target, masterKey string, getenv f
 		return fmt.Errorf("--data: %w", err)
 	}
 	// The key first: without it the download could not be checked.
-	keyFile, keyFrom := "", "--master-key"
+	keyFile, keyFrom := "", masterKeyFrom
 	if masterKey == "" {
 		keyFile, keyFrom = target+".key", target+".key"
 		if _, err := os.Stat(keyFile); err != nil {
@@ -182,7 +190,9 @@ func restore(ctx context.Context, from, name, target, masterKey string, getenv f
 		}
 	}()
 	obj, size, err := b.Open(ctx, name)
-	if err != nil {
+	if errors.Is(err, offsite.ErrNoBackup) {
+		return fmt.Errorf("no backup named %s under %s (--list lists them)", name, b.Target())
+	} else if err != nil {
 		return err
 	}
 	n, err := io.Copy(tmp, obj)
@@ -308,4 +318,24 @@ func moveNew(from, to string) error {
 		d.Close()
 	}
 	return nil
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// clipName is a name typed on the command line, cut to 64 bytes (at a
+// character's start) for an error line.
+func clipName(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

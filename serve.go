@@ -462,10 +462,10 @@ func (m *Main) checkConfig() (*checked, error) {
 			return nil, fmt.Errorf("--master-key: %w", err)
 		}
 	}
-	if out.leaseTTL, err = positiveDuration("--lease-ttl", c.LeaseTTL, 10*time.Millisecond); err != nil {
+	if out.leaseTTL, err = positiveDuration("--lease-ttl", c.LeaseTTL, 10*time.Millisecond, "15s"); err != nil {
 		return nil, err
 	}
-	if out.feedInterval, err = positiveDuration("--feed-interval", c.FeedInterval, time.Millisecond); err != nil {
+	if out.feedInterval, err = positiveDuration("--feed-interval", c.FeedInterval, time.Millisecond, "250ms"); err != nil {
 		return nil, err
 	}
 	if out.backups, err = m.checkBackups(); err != nil {

@@ -58,12 +58,20 @@ type Bucket struct {
 
 // Dial returns the bucket of t; it sends nothing until it is used.
 func Dial(t Target, cred Credentials, o Options) (*Bucket, error) {
+	base := o.Transport
+	if base == nil {
+		tr, err := minio.DefaultTransport(t.Secure)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", t, err)
+		}
+		base = tr
+	}
 	c, err := minio.New(t.Endpoint, &minio.Options{
 		Creds:      credentials.NewStaticV4(cred.AccessKeyID, cred.SecretAccessKey, cred.SessionToken),
 		Secure:     t.Secure,
 		Region:     t.Region,
 		MaxRetries: o.MaxRetries,
-		Transport:  o.Transport,
+		Transport:  progressTransport{base},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", t, err)
@@ -149,19 +157,24 @@ func (b *Bucket) List(ctx context.Context) ([]Object, error) {
 	return out, nil
 }
 
+// ErrNoBackup is a backup the bucket does not hold (Open).
+var ErrNoBackup = errors.New("no such backup")
+
 // Open returns the backup name (under the prefix) for reading, and its
-// size.
+// size; ErrNoBackup (wrapped) when the bucket has no such object.
 func (b *Bucket) Open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
 	o, err := b.c.GetObject(ctx, b.t.Bucket, b.t.Prefix+name, minio.GetObjectOptions{})
-	if err != nil {
-		return nil, 0, b.describe(err)
-	}
-	st, err := o.Stat()
-	if err != nil {
+	if err == nil {
+		var st minio.ObjectInfo
+		if st, err = o.Stat(); err == nil {
+			return o, st.Size, nil
+		}
 		o.Close()
-		return nil, 0, b.describe(err)
 	}
-	return o, st.Size, nil
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return nil, 0, fmt.Errorf("%s%s: %w", b.t, name, ErrNoBackup)
+	}
+	return nil, 0, b.describe(err)
 }
 
 // remove deletes the backup name.
@@ -187,4 +200,51 @@ func (b *Bucket) describe(err error) error {
 		return fmt.Errorf("%s: %s (%s)", b.t, msg, r.Code)
 	}
 	return fmt.Errorf("%s: %v", b.t, err)
+}
+
+// progressKey is the context key of the function a request calls as its
+// transfer moves (withProgress).
+type progressKey struct{}
+
+// withProgress returns ctx whose requests to the bucket call moved each
+// time their transfer moves: a read of the body to send, the answer's
+// headers, a read of the answer's body. The scheduler's stall watchdog
+// counts on it.
+func withProgress(ctx context.Context, moved func()) context.Context {
+	return context.WithValue(ctx, progressKey{}, moved)
+}
+
+// progressTransport calls a request's progress function (withProgress)
+// as its transfer moves; requests without one pass through.
+type progressTransport struct{ base http.RoundTripper }
+
+func (t progressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	moved, _ := req.Context().Value(progressKey{}).(func())
+	if moved == nil {
+		return t.base.RoundTrip(req)
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		req = req.Clone(req.Context())
+		req.Body = &movingBody{ReadCloser: req.Body, moved: moved}
+	}
+	res, err := t.base.RoundTrip(req)
+	if err == nil {
+		moved()
+		res.Body = &movingBody{ReadCloser: res.Body, moved: moved}
+	}
+	return res, err
+}
+
+// movingBody calls moved after each read that returned data.
+type movingBody struct {
+	io.ReadCloser
+	moved func()
+}
+
+func (b *movingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.moved()
+	}
+	return n, err
 }

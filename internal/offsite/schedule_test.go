@@ -255,6 +255,44 @@ func TestBackupsRefused(t *testing.T) {
 	}
 }
 
+// TestBackupsStalled: an upload on a connection that takes nothing and
+// never answers fails once it made no progress for Stall, releasing the
+// copy (the store's read transaction), and counts as a failed round; the
+// next round, on a server that answers again, uploads.
+func TestBackupsStalled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "p", 2)
+	f.b.Stall = 300 * time.Millisecond
+	f.srv.StallWrites(true)
+	released := make(chan struct{})
+	copyData := f.b.Backup
+	f.b.Backup = func(ctx context.Context, w io.Writer, before func(int64)) (int64, error) {
+		defer close(released)
+		return copyData(ctx, w, before)
+	}
+	err := f.b.RunOnce(ctx)
+	if err == nil || !strings.Contains(err.Error(), "made no progress for 300ms") || !strings.Contains(err.Error(), "s3://latchkey-backups/p/") {
+		t.Fatalf("err = %v, want the stalled upload named", err)
+	}
+	select {
+	case <-released:
+	default:
+		t.Fatal("RunOnce returned with the copy still running")
+	}
+	if st := f.b.Status(); st.Failing != 1 || st.Uploads != 0 || f.b.Degraded() == nil {
+		t.Fatalf("status %+v after a stalled upload, want one failure and degraded", st)
+	}
+	f.srv.StallWrites(false)
+	f.b.Backup = copyData
+	f.clock.Advance(time.Minute)
+	if err := f.b.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, f.b); len(got) != 1 || f.b.Degraded() != nil {
+		t.Fatalf("backups %v after the retry, want one and not degraded", got)
+	}
+}
+
 // TestBackupsBadCopyOrCredentials: a copy that fails before it starts,
 // or one cut short, and credentials the server does not know, fail the
 // round with one line and upload nothing.

@@ -144,6 +144,11 @@ func cleanPrefix(p string) (string, error) {
 // followed by one (then the scheme says whether it is secure).
 func parseEndpoint(v string) (host string, schemeSet, isSecure bool, err error) {
 	isSecure = true
+	if strings.Contains(v, "@") {
+		// user:password@host: refused without repeating it, since the
+		// line goes to logs.
+		return "", false, false, errors.New("s3:// URL: the endpoint holds credentials (user:password@): they go in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, never in the URL")
+	}
 	bad := fmt.Errorf("s3:// URL: endpoint %q must be host[:port], http://host[:port] or https://host[:port]", clip(v))
 	if scheme, rest, ok := strings.Cut(v, "://"); ok {
 		switch strings.ToLower(scheme) {

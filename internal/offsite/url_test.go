@@ -57,7 +57,7 @@ func TestParseURL(t *testing.T) {
 		{"s3://bucket?endpoint=host:0", "must be host[:port]"},
 		{"s3://bucket?endpoint=host:99999", "must be host[:port]"},
 		{"s3://bucket?endpoint=::1", "must be host[:port]"},
-		{"s3://bucket?endpoint=user@host", "must be host[:port]"},
+		{"s3://bucket?endpoint=user@host", "the endpoint holds credentials"},
 		{"s3://bucket?endpoint=", "must be host[:port]"},
 		{"s3://bucket?endpoint=http://h&secure=true", "contradicts the endpoint's scheme"},
 		{"s3://bucket?secure=maybe", "secure=\"maybe\" must be true or false"},
@@ -71,8 +71,10 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) err = %v, want one line containing %q", tc.in, err, tc.want)
 		}
 	}
-	if _, err := ParseURL("s3://key:hunter2@bucket"); err == nil || strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("err = %v: it must refuse without repeating the secret", err)
+	for _, in := range []string{"s3://key:hunter2@bucket", "s3://bucket?endpoint=https://AKIA:hunter2@minio.lan:9000", "s3://bucket?endpoint=AKIA:hunter2@minio.lan"} {
+		if _, err := ParseURL(in); err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseURL(%q) err = %v: it must refuse without repeating the secret", in, err)
+		}
 	}
 }
 

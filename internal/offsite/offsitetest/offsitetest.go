@@ -41,6 +41,8 @@ type Server struct {
 	backend  *s3mem.Backend
 	srv      *httptest.Server
 	down     atomic.Bool
+	stall    atomic.Bool
+	closing  chan struct{} // closed as the test ends, before the server closes
 	refuse   atomic.Pointer[[]string]
 	// Requests counts the requests that reached the S3 handler.
 	Requests atomic.Int64
@@ -50,7 +52,7 @@ type Server struct {
 // test's end.
 func Start(t testing.TB, buckets ...string) *Server {
 	t.Helper()
-	s := &Server{backend: s3mem.New()}
+	s := &Server{backend: s3mem.New(), closing: make(chan struct{})}
 	for _, b := range buckets {
 		if err := s.backend.CreateBucket(b); err != nil {
 			t.Fatal(err)
@@ -74,6 +76,17 @@ func Start(t testing.TB, buckets ...string) *Server {
 			s3Error(w, http.StatusForbidden, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
 			return
 		}
+		if s.stall.Load() && r.Method == http.MethodPut {
+			// A connection that takes nothing: the body is not read
+			// and no answer comes until the client gives up (the
+			// server notices that only once the body is read, so the
+			// test's end also lets go).
+			select {
+			case <-r.Context().Done():
+			case <-s.closing:
+			}
+			return
+		}
 		if p := s.refuse.Load(); p != nil && slices.Contains(*p, r.Method) {
 			s3Error(w, http.StatusForbidden, "AccessDenied", "Access Denied")
 			return
@@ -90,6 +103,7 @@ func Start(t testing.TB, buckets ...string) *Server {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() { close(s.closing) }) // runs first
 	u, _ := url.Parse(s.srv.URL)
 	s.Endpoint = u.Host
 	return s
@@ -164,6 +178,10 @@ func Env(k string) string {
 // SetDown makes the server unreachable (every connection closed without
 // an answer) or reachable again.
 func (s *Server) SetDown(down bool) { s.down.Store(down) }
+
+// StallWrites makes the server take the uploads (PUT) it gets and never
+// read them or answer, until the client gives up; or answer again.
+func (s *Server) StallWrites(stall bool) { s.stall.Store(stall) }
 
 // Refuse makes the server refuse the requests of the methods named (403
 // AccessDenied): PUT and POST are writes, DELETE deletions. Without
