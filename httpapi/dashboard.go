@@ -90,6 +90,9 @@ func (s *Server) dashboardRoutes() {
 	})
 	r.GET("/admin/", s.dash(s.dashProjects))
 	r.POST("/admin/login", s.dashLogin)
+	r.GET("/admin/login", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		http.Redirect(w, r, "/admin/", http.StatusSeeOther) // the sign-in form is on every page
+	})
 	r.POST("/admin/logout", s.dash(s.dashLogout))
 	r.POST("/admin/projects", s.dash(s.dashCreateProject))
 	r.GET("/admin/projects/:id", s.dash(s.dashProject))
@@ -135,6 +138,9 @@ type dashPage struct {
 	// Outbox: mail goes to the outbox directory, not to an SMTP server
 	// (the Outbox page is in the navigation).
 	Outbox bool
+	// Next is the dashboard page the sign-in page was shown for, where
+	// signing in goes (dashNext).
+	Next   string
 	failed *formError
 	sid    string // the dashboard session's id
 }
@@ -186,7 +192,11 @@ func (s *Server) dash(h dashHandler) httprouter.Handle {
 			if r.Method != http.MethodGet {
 				status = http.StatusUnauthorized
 			}
-			s.render(w, status, "login.html", dashPage{Title: "Sign in"})
+			page := dashPage{Title: "Sign in"}
+			if r.Method == http.MethodGet {
+				page.Next = dashNext(r.URL.RequestURI())
+			}
+			s.render(w, status, "login.html", page)
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -298,7 +308,18 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 	}
 	http.SetCookie(w, &http.Cookie{Name: dashCookie, Value: id, Path: "/admin", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.auth.BaseURL(), "https://"), MaxAge: int(auth.DashSessionTTL / time.Second)})
-	http.Redirect(w, r, "/admin/", http.StatusSeeOther)
+	http.Redirect(w, r, dashNext(r.PostForm.Get("next")), http.StatusSeeOther)
+}
+
+// dashNext is where signing in to the dashboard goes: next when it is a
+// dashboard page of this server (a path under /admin/, no host, no
+// scheme, no backslash), else the overview.
+func dashNext(next string) string {
+	if !strings.HasPrefix(next, "/admin/") || strings.ContainsAny(next, "\\\r\n") || strings.Contains(next, "//") ||
+		strings.HasPrefix(next, "/admin/login") || strings.HasPrefix(next, "/admin/logout") {
+		return "/admin/"
+	}
+	return next
 }
 
 func (s *Server) dashLogout(w http.ResponseWriter, r *http.Request, _ httprouter.Params, _ dashPage) error {

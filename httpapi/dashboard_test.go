@@ -264,3 +264,45 @@ func TestDashboardEmailChange(t *testing.T) {
 		t.Fatalf("a bad value: status %d, want 400", code)
 	}
 }
+
+// TestDashboardSignInReturns: the sign-in form shown for a dashboard
+// page carries it, and signing in goes back there; a next that is not a
+// dashboard page of this server goes to the overview, and GET
+// /admin/login (a bookmark) to the overview's sign-in.
+func TestDashboardSignInReturns(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	c := newDashClient(t, ts)
+	if _, body := c.get("/admin/outbox?project=x"); !strings.Contains(body, `<input type="hidden" name="next" value="/admin/outbox?project=x">`) {
+		t.Fatalf("the sign-in form for /admin/outbox does not carry it: %s", body)
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ next, want string }{
+		{"/admin/outbox?project=x", "/admin/outbox?project=x"},
+		{"/admin/projects/abc", "/admin/projects/abc"},
+		{"", "/admin/"},
+		{"//evil.example/admin/", "/admin/"},
+		{"https://evil.example/admin/", "/admin/"},
+		{"/admin/\\evil.example", "/admin/"},
+		{"/admin//evil.example", "/admin/"},
+		{"/admin/login", "/admin/"},
+		{"/other", "/admin/"},
+	} {
+		res, err := noFollow.PostForm(ts.URL+"/admin/login", url.Values{"token": {testAdminToken}, "next": {tc.next}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != tc.want {
+			t.Errorf("next %q: %d to %q, want 303 to %q", tc.next, res.StatusCode, res.Header.Get("Location"), tc.want)
+		}
+	}
+	res, err := noFollow.Get(ts.URL + "/admin/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/admin/" {
+		t.Fatalf("GET /admin/login: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+}

@@ -207,7 +207,11 @@ func (q *Queue) send(ctx context.Context, sm *store.Mail) outcome {
 	switch {
 	case err == nil:
 		q.noteSent()
-		log.Info("mail sent", "subject", msg.Subject)
+		if _, local := q.Transport.(*Outbox); local {
+			log.Info("mail written to the outbox", "subject", msg.Subject)
+		} else {
+			log.Info("mail sent", "subject", msg.Subject)
+		}
 		return outcome{m: sm, drop: true}
 	case ctx.Err() != nil:
 		return outcome{m: sm, err: err}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -252,6 +253,12 @@ func (c *client) networkError(err error) error {
 			return fmt.Errorf("cannot reach %s: timed out", where)
 		}
 		err = ue.Err
+	}
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) {
+		// The server answered: its certificate is one this machine
+		// does not trust (self-signed, a private CA).
+		return fmt.Errorf("%s: the server's certificate is signed by an authority this machine does not trust: set SSL_CERT_FILE to its CA's (or the certificate's) PEM file", c.base)
 	}
 	return fmt.Errorf("cannot reach %s: %v", where, err)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +74,12 @@ func TestServerAddress(t *testing.T) {
 		"the server address in "+cli.AddrFile(bad)+" is not an http:// or https:// URL", "pass --server")
 	wantFail(t, run(t, with(map[string]string{"LATCHKEY_SERVER": "ftp://x.example"}), "project", "list"), 2,
 		"LATCHKEY_SERVER must be an http:// or https:// URL")
+	// A server over HTTPS whose certificate this machine does not trust
+	// (self-signed): the line says what to set, not "cannot reach".
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	wantFail(t, run(t, with(map[string]string{"LATCHKEY_SERVER": tlsSrv.URL}), "project", "list"), 1,
+		tlsSrv.URL+": the server's certificate is signed by an authority this machine does not trust: set SSL_CERT_FILE")
 
 	// No flag, no variable, no file: the default address (asked of a
 	// transport that answers nothing, so no real server on the port is
