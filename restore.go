@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"latchkey/internal/cli"
 	"latchkey/internal/offsite"
@@ -133,7 +132,7 @@ func restore(ctx context.Context, from, name, target, masterKey, masterKeyFrom s
 		return errors.New("--data must name a file: a backup restores into a data file (latchkey copy moves it into a database afterwards)")
 	}
 	if _, ok := offsite.NameTime(name); name != "" && !ok {
-		return fmt.Errorf("--name %q is not a backup's name (latchkey-YYYYMMDDTHHMMSSZ.db; --list lists them)", clipName(name))
+		return fmt.Errorf("--name %.64q is not a backup's name (latchkey-YYYYMMDDTHHMMSSZ.db; --list lists them)", name)
 	}
 	if _, err := os.Lstat(target); err == nil {
 		return fmt.Errorf("%s exists: restore into a new file (restore never overwrites one)", target)
@@ -325,17 +324,4 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-// clipName is a name typed on the command line, cut to 64 bytes (at a
-// character's start) for an error line.
-func clipName(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	cut := 64
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

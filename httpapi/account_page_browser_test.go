@@ -31,11 +31,7 @@ func TestAccountPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newTestServer(t, func(c *auth.Config) {
-		c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1)
-		c.SMS = tw
-	})
-	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
+	ts := newLocalhostServer(t, func(c *auth.Config) { c.SMS = tw })
 	const addr, next = "chrome-account@example.com", "chrome-new@example.com"
 	other := str(t, ts.login(addr).Body, "token")
 

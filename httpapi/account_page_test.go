@@ -246,8 +246,7 @@ func TestAccountPageAddress(t *testing.T) {
 // passkey sign-in that replaces the browser's session.
 func TestAccountPagePasskeys(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
-	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
+	ts := newLocalhostServer(t)
 	a := passkeytest.New(ts.URL)
 	const addr = "keys@example.com"
 	b := ts.newBrowser()

@@ -129,6 +129,18 @@ func newTestServer(t testing.TB, opts ...func(*auth.Config)) *testServer {
 	return newTestServerWith(t, store.Options{}, nil, opts...)
 }
 
+// newLocalhostServer is newTestServer whose base URL and ts.URL name
+// localhost rather than 127.0.0.1: browsers keep passkeys for a domain
+// name, so the pages offer them only there.
+func newLocalhostServer(t testing.TB, opts ...func(*auth.Config)) *testServer {
+	t.Helper()
+	ts := newTestServer(t, append([]func(*auth.Config){func(c *auth.Config) {
+		c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1)
+	}}, opts...)...)
+	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
+	return ts
+}
+
 // newTestServerStore is newTestServer with store options (a lowered
 // event cap, say).
 func newTestServerStore(t testing.TB, so store.Options, opts ...func(*auth.Config)) *testServer {

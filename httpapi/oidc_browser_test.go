@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,8 +39,7 @@ import (
 func TestOIDCPagesInChromium(t *testing.T) {
 	t.Parallel()
 	// Passkeys need a domain: the server's base URL is on localhost.
-	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
-	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
+	ts := newLocalhostServer(t)
 	answers := make(chan url.Values, 4)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/callback" { // the browser asks for a favicon too

@@ -139,9 +139,8 @@ var (
 // no ceremony and no script.
 func TestOIDCPasskeyPage(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
-	origin := strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
-	ts.URL = origin
+	ts := newLocalhostServer(t)
+	origin := ts.URL
 	a := passkeytest.New(origin)
 	const addr = "pk@example.com"
 	ts.passkeySignUp(a, addr)
@@ -211,8 +210,7 @@ func TestOIDCPasskeyPage(t *testing.T) {
 // the authenticator app's set-up.
 func TestOIDCPasskeyFirst(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, func(c *auth.Config) { c.BaseURL = strings.Replace(c.BaseURL, "127.0.0.1", "localhost", 1) })
-	ts.URL = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
+	ts := newLocalhostServer(t)
 	a := passkeytest.New(ts.URL)
 	const addr = "pk-first@example.com"
 	// A verified account (an email code's sign-in) that adds a passkey: a
