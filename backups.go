@@ -47,7 +47,7 @@ func (m *Main) checkBackups() (*backupConfig, error) {
 	keep := 14
 	if c.BackupKeep != "" {
 		if keep, err = strconv.Atoi(c.BackupKeep); err != nil || keep < 0 {
-			return nil, fmt.Errorf("--backup-keep %q must be a whole number: how many backups to keep (0 keeps every one)", c.BackupKeep)
+			return nil, fmt.Errorf("--backup-keep %q must be a whole number, 0 or more: how many backups to keep (0 keeps every one)", c.BackupKeep)
 		}
 	}
 	cred, err := offsite.CredentialsFromEnv(m.Getenv)

@@ -433,6 +433,20 @@ func TestRestoreRefusals(t *testing.T) {
 		!strings.Contains(stderr.String(), "another master key than LATCHKEY_MASTER_KEY's") {
 		t.Fatalf("wrong key from the environment: exit %d, %q", code, stderr.String())
 	}
+	// A key file beside the target that holds another key than the one
+	// given is refused, and left as it was.
+	keyBeside := filepath.Join(dir, "keyed.db.key")
+	os.WriteFile(keyBeside, []byte(otherKey+"\n"), 0o600)
+	stdout.Reset()
+	stderr.Reset()
+	if code := runRestore(ctx, []string{"--from", url, "--name", good, "--data", filepath.Join(dir, "keyed.db"), "--master-key", masterKey}, offsitetest.Env, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "key file "+keyBeside+" holds another master key than the one given: remove that file, or choose another target file") {
+		t.Fatalf("a key file of another key beside the target: exit %d, %q", code, stderr.String())
+	}
+	if b, _ := os.ReadFile(keyBeside); string(b) != otherKey+"\n" {
+		t.Fatal("the key file beside the target changed")
+	}
+	os.Remove(keyBeside)
 	// Usage errors: exit 2.
 	for _, args := range [][]string{{"--data", "x.db"}, {"--from", url}, {"--from", url, "--list", "--data", "x.db"}, {"--from", url, "--data", "x.db", "extra"}} {
 		var stdout, stderr bytes.Buffer
@@ -462,7 +476,7 @@ func TestBackupSettingsRefused(t *testing.T) {
 		{"every without to", []string{"--backup-every", "6h"}, offsitetest.Env, "--backup-every needs --backup-to s3://bucket/prefix (where to upload)"},
 		{"to without every", []string{"--backup-to", good}, offsitetest.Env, "--backup-to needs --backup-every (how often to upload, e.g. 6h)"},
 		{"every too short", []string{"--backup-to", good, "--backup-every", "30s"}, offsitetest.Env, `--backup-every "30s" must be a duration of at least 1m0s, e.g. 6h`},
-		{"keep not a number", []string{"--backup-to", good, "--backup-every", "6h", "--backup-keep", "-1"}, offsitetest.Env, `--backup-keep "-1" must be a whole number`},
+		{"keep not a number", []string{"--backup-to", good, "--backup-every", "6h", "--backup-keep", "-1"}, offsitetest.Env, `--backup-keep "-1" must be a whole number, 0 or more`},
 		{"bad URL", []string{"--backup-to", "s3://Backups", "--backup-every", "6h"}, offsitetest.Env, `--backup-to: s3:// URL: "Backups" is not a bucket name`},
 		{"no credentials", []string{"--backup-to", good, "--backup-every", "6h"}, func(string) string { return "" }, "--backup-to: the bucket's credentials are missing: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
 	} {

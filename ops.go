@@ -235,7 +235,7 @@ func checkKeyFile(file string, key []byte) error {
 		return fmt.Errorf("key file %s: %w", file, err)
 	}
 	if string(other) != string(key) {
-		return fmt.Errorf("key file %s holds another master key: remove it or copy to another file", file)
+		return fmt.Errorf("key file %s holds another master key than the one given: remove that file, or choose another target file", file)
 	}
 	return nil
 }
