@@ -188,19 +188,11 @@ func restore(ctx context.Context, from, name, target, masterKey, masterKeyFrom s
 			os.Remove(tmpName)
 		}
 	}()
-	obj, size, err := b.Open(ctx, name)
+	n, err := b.Download(ctx, name, tmp, 0)
 	if errors.Is(err, offsite.ErrNoBackup) {
 		return fmt.Errorf("no backup named %s under %s (--list lists them)", name, b.Target())
 	} else if err != nil {
 		return err
-	}
-	n, err := io.Copy(tmp, obj)
-	obj.Close()
-	if err != nil {
-		return fmt.Errorf("download of %s: %v", src, err)
-	}
-	if n != size {
-		return fmt.Errorf("download of %s: got %d of %d bytes", src, n, size)
 	}
 	if err := tmp.Sync(); err != nil {
 		return err

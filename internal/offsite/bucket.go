@@ -177,6 +177,37 @@ func (b *Bucket) Open(ctx context.Context, name string) (io.ReadCloser, int64, e
 	return nil, 0, b.describe(err)
 }
 
+// Download writes the backup name (under the prefix) into w and returns
+// its size; ErrNoBackup (wrapped) when the bucket has no such object. It
+// fails when the transfer makes no progress for stall (0: StallAfter),
+// and when fewer bytes come than the object holds.
+func (b *Bucket) Download(ctx context.Context, name string, w io.Writer, stall time.Duration) (int64, error) {
+	after := cmp.Or(stall, StallAfter)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stalled := fmt.Errorf("%s%s: the download made no progress for %v; stopped", b.t, name, after)
+	watchdog := time.AfterFunc(after, func() { cancel(stalled) })
+	defer watchdog.Stop()
+	obj, size, err := b.Open(withProgress(ctx, func() { watchdog.Reset(after) }), name)
+	if err != nil {
+		if context.Cause(ctx) == stalled {
+			return 0, stalled
+		}
+		return 0, err
+	}
+	defer obj.Close()
+	n, err := io.Copy(w, obj)
+	switch {
+	case err != nil && context.Cause(ctx) == stalled:
+		return n, stalled
+	case err != nil:
+		return n, fmt.Errorf("download of %s%s: %v", b.t, name, err)
+	case n != size:
+		return n, fmt.Errorf("download of %s%s: got %d of %d bytes", b.t, name, n, size)
+	}
+	return n, nil
+}
+
 // remove deletes the backup name.
 func (b *Bucket) remove(ctx context.Context, name string) error {
 	if err := b.c.RemoveObject(ctx, b.t.Bucket, b.t.Prefix+name, minio.RemoveObjectOptions{}); err != nil {

@@ -263,7 +263,7 @@ func TestBackupsStalled(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "p", 2)
 	f.b.Stall = 300 * time.Millisecond
-	f.srv.StallWrites(true)
+	f.srv.Stall("PUT")
 	released := make(chan struct{})
 	copyData := f.b.Backup
 	f.b.Backup = func(ctx context.Context, w io.Writer, before func(int64)) (int64, error) {
@@ -282,7 +282,7 @@ func TestBackupsStalled(t *testing.T) {
 	if st := f.b.Status(); st.Failing != 1 || st.Uploads != 0 || f.b.Degraded() == nil {
 		t.Fatalf("status %+v after a stalled upload, want one failure and degraded", st)
 	}
-	f.srv.StallWrites(false)
+	f.srv.Stall()
 	f.b.Backup = copyData
 	f.clock.Advance(time.Minute)
 	if err := f.b.RunOnce(ctx); err != nil {

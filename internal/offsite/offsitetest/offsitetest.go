@@ -41,7 +41,7 @@ type Server struct {
 	backend  *s3mem.Backend
 	srv      *httptest.Server
 	down     atomic.Bool
-	stall    atomic.Bool
+	stall    atomic.Pointer[[]string]
 	closing  chan struct{} // closed as the test ends, before the server closes
 	refuse   atomic.Pointer[[]string]
 	// Requests counts the requests that reached the S3 handler.
@@ -76,7 +76,7 @@ func Start(t testing.TB, buckets ...string) *Server {
 			s3Error(w, http.StatusForbidden, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
 			return
 		}
-		if s.stall.Load() && r.Method == http.MethodPut {
+		if p := s.stall.Load(); p != nil && slices.Contains(*p, r.Method) {
 			// A connection that takes nothing: the body is not read
 			// and no answer comes until the client gives up (the
 			// server notices that only once the body is read, so the
@@ -179,9 +179,10 @@ func Env(k string) string {
 // an answer) or reachable again.
 func (s *Server) SetDown(down bool) { s.down.Store(down) }
 
-// StallWrites makes the server take the uploads (PUT) it gets and never
-// read them or answer, until the client gives up; or answer again.
-func (s *Server) StallWrites(stall bool) { s.stall.Store(stall) }
+// Stall makes the server take the requests of the methods named (PUT:
+// uploads, GET: downloads) and never read them or answer, until the
+// client gives up. Without methods it answers every request again.
+func (s *Server) Stall(methods ...string) { s.stall.Store(&methods) }
 
 // Refuse makes the server refuse the requests of the methods named (403
 // AccessDenied): PUT and POST are writes, DELETE deletions. Without
