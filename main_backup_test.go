@@ -392,6 +392,7 @@ func TestRestoreRefusals(t *testing.T) {
 		{"wrong master key", []string{"--name", good, "--master-key", otherKey}, "s3://latchkey/" + good + " was written under another master key than --master-key's: nothing restored"},
 		{"no such backup", []string{"--name", "latchkey-20990101T000000Z.db"}, "no backup named latchkey-20990101T000000Z.db under s3://latchkey/ (--list lists them)"},
 		{"not a backup's name", []string{"--name", "../etc/passwd"}, `--name "../etc/passwd" is not a backup's name (latchkey-YYYYMMDDTHHMMSSZ.db; --list lists them)`},
+		{"a long name", []string{"--name", strings.Repeat("a", 100)}, `--name "` + strings.Repeat("a", 64) + `"… is not a backup's name`},
 		{"target exists", []string{"--data", exists}, exists + " exists: restore into a new file (restore never overwrites one)"},
 		{"no master key", []string{"--master-key", ""}, "the master key the server used is needed to check the backup"},
 		{"unreachable", []string{"--from", downURL}, "s3://latchkey/: "},

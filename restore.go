@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"latchkey/internal/cli"
 	"latchkey/internal/offsite"
@@ -132,7 +133,11 @@ func restore(ctx context.Context, from, name, target, masterKey, masterKeyFrom s
 		return errors.New("--data must name a file: a backup restores into a data file (latchkey copy moves it into a database afterwards)")
 	}
 	if _, ok := offsite.NameTime(name); name != "" && !ok {
-		return fmt.Errorf("--name %.64q is not a backup's name (latchkey-YYYYMMDDTHHMMSSZ.db; --list lists them)", name)
+		shown := fmt.Sprintf("%.64q", name)
+		if utf8.RuneCountInString(name) > 64 {
+			shown += "…"
+		}
+		return fmt.Errorf("--name %s is not a backup's name (latchkey-YYYYMMDDTHHMMSSZ.db; --list lists them)", shown)
 	}
 	if _, err := os.Lstat(target); err == nil {
 		return fmt.Errorf("%s exists: restore into a new file (restore never overwrites one)", target)
@@ -188,7 +193,7 @@ func restore(ctx context.Context, from, name, target, masterKey, masterKeyFrom s
 			os.Remove(tmpName)
 		}
 	}()
-	n, err := b.Download(ctx, name, tmp, 0)
+	n, err := b.Download(ctx, name, tmp)
 	if errors.Is(err, offsite.ErrNoBackup) {
 		return fmt.Errorf("no backup named %s under %s (--list lists them)", name, b.Target())
 	} else if err != nil {

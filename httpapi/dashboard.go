@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -297,13 +298,13 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 			msg = fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs)
 		}
-		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: msg})
+		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: msg, Next: dashNext(r.PostForm.Get("next"))})
 		return
 	}
 	id, err := s.auth.StartDashSession(r.Context())
 	if err != nil {
 		e := auth.AsError(err)
-		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: e.Message})
+		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: e.Message, Next: dashNext(r.PostForm.Get("next"))})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: dashCookie, Value: id, Path: "/admin", HttpOnly: true,
@@ -312,11 +313,15 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 }
 
 // dashNext is where signing in to the dashboard goes: next when it is a
-// dashboard page of this server (a path under /admin/, no host, no
-// scheme, no backslash), else the overview.
+// dashboard page of this server (a path under /admin/ once cleaned as
+// the redirect cleans it, no host, no scheme, no backslash, at most 2048
+// bytes), else the overview.
 func dashNext(next string) string {
-	if !strings.HasPrefix(next, "/admin/") || strings.ContainsAny(next, "\\\r\n") || strings.Contains(next, "//") ||
-		strings.HasPrefix(next, "/admin/login") || strings.HasPrefix(next, "/admin/logout") {
+	p, _, _ := strings.Cut(next, "?")
+	clean := path.Clean(p)
+	if len(next) > 2048 || !strings.HasPrefix(p, "/admin/") || !strings.HasPrefix(clean+"/", "/admin/") ||
+		strings.ContainsAny(next, "\\\r\n") || strings.Contains(next, "//") ||
+		strings.HasPrefix(clean, "/admin/login") || strings.HasPrefix(clean, "/admin/logout") {
 		return "/admin/"
 	}
 	return next

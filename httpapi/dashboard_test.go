@@ -287,6 +287,10 @@ func TestDashboardSignInReturns(t *testing.T) {
 		{"/admin//evil.example", "/admin/"},
 		{"/admin/login", "/admin/"},
 		{"/other", "/admin/"},
+		{"/admin/../x", "/admin/"},
+		{"/admin/projects/../../x", "/admin/"},
+		{"/admin/projects/../outbox", "/admin/outbox"}, // a dashboard page once cleaned, as the redirect cleans it
+		{"/admin/outbox?x=" + strings.Repeat("a", 2100), "/admin/"},
 	} {
 		res, err := noFollow.PostForm(ts.URL+"/admin/login", url.Values{"token": {testAdminToken}, "next": {tc.next}})
 		if err != nil {
@@ -296,6 +300,10 @@ func TestDashboardSignInReturns(t *testing.T) {
 		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != tc.want {
 			t.Errorf("next %q: %d to %q, want 303 to %q", tc.next, res.StatusCode, res.Header.Get("Location"), tc.want)
 		}
+	}
+	// A wrong token shows the form again, still carrying next.
+	if _, body := c.post("/admin/login", url.Values{"token": {"adm_wrongwrongwrongwrong"}, "next": {"/admin/outbox"}}); !strings.Contains(body, `<input type="hidden" name="next" value="/admin/outbox">`) {
+		t.Fatalf("the form after a wrong token does not carry next: %s", body)
 	}
 	res, err := noFollow.Get(ts.URL + "/admin/login")
 	if err != nil {

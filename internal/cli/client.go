@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 )
@@ -258,9 +259,22 @@ func (c *client) networkError(err error) error {
 	if errors.As(err, &unknown) {
 		// The server answered: its certificate is one this machine
 		// does not trust (self-signed, a private CA).
-		return fmt.Errorf("%s: the server's certificate is signed by an authority this machine does not trust: set SSL_CERT_FILE to its CA's (or the certificate's) PEM file", c.base)
+		return fmt.Errorf("%s: the server's certificate is signed by an authority this machine does not trust: %s", c.base, trustAdvice(runtime.GOOS))
 	}
 	return fmt.Errorf("cannot reach %s: %v", where, err)
+}
+
+// trustAdvice says how to make a machine running goos trust a
+// certificate authority: Go reads SSL_CERT_FILE on Linux and the other
+// Unix systems only; macOS and Windows verify with the system's store.
+func trustAdvice(goos string) string {
+	switch goos {
+	case "darwin":
+		return "add its CA's (or the certificate's) PEM file to the System keychain as trusted (Keychain Access, or security add-trusted-cert)"
+	case "windows":
+		return "add its CA's (or the certificate's) file to the Trusted Root Certification Authorities store (certutil -addstore Root FILE)"
+	}
+	return "set SSL_CERT_FILE to its CA's (or the certificate's) PEM file"
 }
 
 // readAPIError decodes the error envelope of a non-2xx answer.

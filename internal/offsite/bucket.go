@@ -46,7 +46,19 @@ type Options struct {
 	// time, and the largest upload sent in one request (0: 16 MiB; at
 	// least 5 MiB, S3's smallest part).
 	PartSize int
+	// Stall fails an operation on the bucket (a listing, an upload, a
+	// download, a deletion) that made no progress for this long: no byte
+	// sent or received, no answer (0: StallAfter).
+	Stall time.Duration
 }
+
+// StallAfter is how long an operation on the bucket may make no
+// progress before it fails (Options.Stall's default): as long as the S3
+// client waits for an answer's headers. An upload's copy holds the
+// store's read transaction open, which keeps the data file from reusing
+// its free pages, so an upload stuck on a connection that takes nothing
+// must end; a listing stuck mid-answer must not hold the scheduler.
+const StallAfter = time.Minute
 
 // Bucket is the target's bucket, through an S3 client. Safe for
 // concurrent use.
@@ -54,6 +66,7 @@ type Bucket struct {
 	t        Target
 	c        *minio.Client
 	partSize uint64
+	stall    time.Duration
 }
 
 // Dial returns the bucket of t; it sends nothing until it is used.
@@ -80,7 +93,7 @@ func Dial(t Target, cred Credentials, o Options) (*Bucket, error) {
 	if o.PartSize > 0 {
 		part = uint64(max(o.PartSize, 5<<20))
 	}
-	return &Bucket{t: t, c: c, partSize: part}, nil
+	return &Bucket{t: t, c: c, partSize: part, stall: cmp.Or(o.Stall, StallAfter)}, nil
 }
 
 // Target returns where the bucket is.
@@ -122,8 +135,10 @@ func NameTime(name string) (t time.Time, ok bool) {
 // put uploads size bytes from r as name. The body streams: the client
 // sends it in one request up to the part size, else in parts, holding
 // one part in memory at a time.
-func (b *Bucket) put(ctx context.Context, name string, r io.Reader, size int64) error {
-	info, err := b.c.PutObject(ctx, b.t.Bucket, b.t.Prefix+name, r, size, minio.PutObjectOptions{
+func (b *Bucket) put(ctx context.Context, name string, r io.Reader, size int64) (err error) {
+	ctx, moved, done := b.watch(ctx, "the upload of "+name)
+	defer func() { err = done(err) }()
+	info, err := b.c.PutObject(ctx, b.t.Bucket, b.t.Prefix+name, &movingBody{r: r, moved: moved}, size, minio.PutObjectOptions{
 		ContentType: "application/octet-stream",
 		PartSize:    b.partSize,
 	})
@@ -142,8 +157,13 @@ const defaultPartSize = 16 << 20
 
 // List returns the backups directly under the target's prefix, newest
 // first. Other objects there are left out (and never deleted).
-func (b *Bucket) List(ctx context.Context) ([]Object, error) {
-	var out []Object
+func (b *Bucket) List(ctx context.Context) (out []Object, err error) {
+	ctx, _, done := b.watch(ctx, "the listing")
+	defer func() {
+		if err = done(err); err != nil {
+			out = nil
+		}
+	}()
 	for o := range b.c.ListObjectsIter(ctx, b.t.Bucket, minio.ListObjectsOptions{Prefix: b.t.Prefix + "latchkey-"}) {
 		if o.Err != nil {
 			return nil, b.describe(o.Err)
@@ -179,27 +199,18 @@ func (b *Bucket) Open(ctx context.Context, name string) (io.ReadCloser, int64, e
 
 // Download writes the backup name (under the prefix) into w and returns
 // its size; ErrNoBackup (wrapped) when the bucket has no such object. It
-// fails when the transfer makes no progress for stall (0: StallAfter),
-// and when fewer bytes come than the object holds.
-func (b *Bucket) Download(ctx context.Context, name string, w io.Writer, stall time.Duration) (int64, error) {
-	after := cmp.Or(stall, StallAfter)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stalled := fmt.Errorf("%s%s: the download made no progress for %v; stopped", b.t, name, after)
-	watchdog := time.AfterFunc(after, func() { cancel(stalled) })
-	defer watchdog.Stop()
-	obj, size, err := b.Open(withProgress(ctx, func() { watchdog.Reset(after) }), name)
+// fails when the transfer makes no progress for the stall time, and
+// when fewer bytes come than the object holds.
+func (b *Bucket) Download(ctx context.Context, name string, w io.Writer) (n int64, err error) {
+	ctx, _, done := b.watch(ctx, "the download of "+name)
+	defer func() { err = done(err) }()
+	obj, size, err := b.Open(ctx, name)
 	if err != nil {
-		if context.Cause(ctx) == stalled {
-			return 0, stalled
-		}
 		return 0, err
 	}
 	defer obj.Close()
-	n, err := io.Copy(w, obj)
+	n, err = io.Copy(w, obj)
 	switch {
-	case err != nil && context.Cause(ctx) == stalled:
-		return n, stalled
 	case err != nil:
 		return n, fmt.Errorf("download of %s%s: %v", b.t, name, err)
 	case n != size:
@@ -209,7 +220,9 @@ func (b *Bucket) Download(ctx context.Context, name string, w io.Writer, stall t
 }
 
 // remove deletes the backup name.
-func (b *Bucket) remove(ctx context.Context, name string) error {
+func (b *Bucket) remove(ctx context.Context, name string) (err error) {
+	ctx, _, done := b.watch(ctx, "the deletion of "+name)
+	defer func() { err = done(err) }()
 	if err := b.c.RemoveObject(ctx, b.t.Bucket, b.t.Prefix+name, minio.RemoveObjectOptions{}); err != nil {
 		return b.describe(err)
 	}
@@ -231,6 +244,27 @@ func (b *Bucket) describe(err error) error {
 		return fmt.Errorf("%s: %s (%s)", b.t, msg, r.Code)
 	}
 	return fmt.Errorf("%s: %v", b.t, err)
+}
+
+// watch returns ctx for one operation on the bucket (what names it in
+// the error), cancelled once its transfer made no progress for the
+// stall time; moved notes progress the requests' transport does not see
+// (reading an upload's source). done stops the watchdog and returns the
+// operation's err, or the stall's error when the watchdog ended it.
+func (b *Bucket) watch(ctx context.Context, what string) (_ context.Context, moved func(), done func(error) error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stalled := fmt.Errorf("%s: %s made no progress for %v; stopped", b.t, what, b.stall)
+	watchdog := time.AfterFunc(b.stall, func() { cancel(stalled) })
+	moved = func() { watchdog.Reset(b.stall) }
+	done = func(err error) error {
+		watchdog.Stop()
+		if err != nil && context.Cause(ctx) == stalled {
+			err = stalled
+		}
+		cancel(nil)
+		return err
+	}
+	return withProgress(ctx, moved), moved, done
 }
 
 // progressKey is the context key of the function a request calls as its
@@ -256,26 +290,43 @@ func (t progressTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	if req.Body != nil && req.Body != http.NoBody {
 		req = req.Clone(req.Context())
-		req.Body = &movingBody{ReadCloser: req.Body, moved: moved}
+		req.Body = &movingBody{r: req.Body, moved: moved}
+		if get := req.GetBody; get != nil {
+			req.GetBody = func() (io.ReadCloser, error) {
+				body, err := get()
+				if err != nil {
+					return nil, err
+				}
+				return &movingBody{r: body, moved: moved}, nil
+			}
+		}
 	}
 	res, err := t.base.RoundTrip(req)
 	if err == nil {
 		moved()
-		res.Body = &movingBody{ReadCloser: res.Body, moved: moved}
+		res.Body = &movingBody{r: res.Body, moved: moved}
 	}
 	return res, err
 }
 
-// movingBody calls moved after each read that returned data.
+// movingBody calls moved after each read that returned data; Close
+// closes r when it is an io.Closer.
 type movingBody struct {
-	io.ReadCloser
+	r     io.Reader
 	moved func()
 }
 
 func (b *movingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
+	n, err := b.r.Read(p)
 	if n > 0 {
 		b.moved()
 	}
 	return n, err
+}
+
+func (b *movingBody) Close() error {
+	if c, ok := b.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

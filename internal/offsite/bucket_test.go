@@ -19,17 +19,18 @@ func TestDownloadStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := f.b.Status().LastName
+	bucket := f.dial(t, "p", offsite.Options{MaxRetries: 1, Stall: 300 * time.Millisecond})
 	f.srv.Stall("GET")
 	var buf bytes.Buffer
-	if _, err := f.b.Bucket.Download(ctx, name, &buf, 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "s3://latchkey-backups/p/"+name+": the download made no progress for 300ms") {
+	if _, err := bucket.Download(ctx, name, &buf); err == nil || !strings.Contains(err.Error(), "s3://latchkey-backups/p/: the download of "+name+" made no progress for 300ms") {
 		t.Fatalf("err = %v, want the stalled download named", err)
 	}
 	f.srv.Stall()
 	buf.Reset()
-	if n, err := f.b.Bucket.Download(ctx, name, &buf, 0); err != nil || n != int64(buf.Len()) || buf.String() != string(f.data(1)) {
+	if n, err := bucket.Download(ctx, name, &buf); err != nil || n != int64(buf.Len()) || buf.String() != string(f.data(1)) {
 		t.Fatalf("download: %d bytes %q, %v", n, buf.String(), err)
 	}
-	if _, err := f.b.Bucket.Download(ctx, "latchkey-20990101T000000Z.db", &buf, 0); !errors.Is(err, offsite.ErrNoBackup) {
+	if _, err := bucket.Download(ctx, "latchkey-20990101T000000Z.db", &buf); !errors.Is(err, offsite.ErrNoBackup) {
 		t.Fatalf("err = %v, want ErrNoBackup", err)
 	}
 }

@@ -1,7 +1,6 @@
 package offsite
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,12 +34,6 @@ type Backups struct {
 	Now func() time.Time
 	// Logger receives each success (info) and failure (warning).
 	Logger *slog.Logger
-	// Stall fails an upload that made no progress for this long: no
-	// byte of the copy read, none sent to the bucket, no answer from it
-	// (0: StallAfter). The round's copy holds a read transaction open,
-	// which keeps the data file from reusing its free pages, so an
-	// upload stuck on a connection that takes nothing must end.
-	Stall time.Duration
 
 	run sync.Mutex // one round at a time
 	// Under run: st.LastSuccess holds the bucket's newest backup
@@ -190,18 +183,13 @@ func (b *Backups) round(ctx context.Context) error {
 	return nil
 }
 
-// StallAfter is how long an upload may make no progress before it
-// fails (Backups.Stall's default): as long as the S3 client waits for an
-// answer's headers.
-const StallAfter = time.Minute
-
 // upload streams a backup into the bucket as name: the store writes its
 // copy into a pipe the client reads from, so no more than one part of
-// it is in memory. It fails when the transfer makes no progress for
-// Stall.
+// it is in memory. It fails when the transfer makes no progress for the
+// bucket's stall time (Options.Stall).
 func (b *Backups) upload(ctx context.Context, name string) (int64, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	pr, pw := io.Pipe()
 	sized := make(chan int64, 1)
 	done := make(chan error, 1)
@@ -217,19 +205,13 @@ func (b *Backups) upload(ctx context.Context, name string) (int64, error) {
 		// The copy failed before it started.
 		return 0, fmt.Errorf("backup of the data file: %w", cmpErr(err, errors.New("it wrote nothing")))
 	}
-	after := cmp.Or(b.Stall, StallAfter)
-	stalled := fmt.Errorf("%s: the upload of %s made no progress for %v; stopped", b.Bucket.Target(), name, after)
-	watchdog := time.AfterFunc(after, func() { cancel(stalled) })
-	defer watchdog.Stop()
-	moved := func() { watchdog.Reset(after) }
-	err := b.Bucket.put(withProgress(ctx, moved), name, &movingBody{ReadCloser: pr, moved: moved}, size)
-	if err != nil && context.Cause(ctx) == stalled {
-		err = stalled
-	}
+	err := b.Bucket.put(ctx, name, pr, size)
 	pr.CloseWithError(cmpErr(err, io.ErrClosedPipe)) // unblocks the copy if the upload stopped early
+	cancel()                                         // and ends a copy that waits on ctx
 	werr := <-done
 	switch {
-	case werr != nil && !errors.Is(werr, io.ErrClosedPipe) && context.Cause(ctx) != stalled:
+	case werr != nil && !errors.Is(werr, io.ErrClosedPipe) && (err == nil || !errors.Is(werr, err)):
+		// The copy failed (not merely stopped by the upload's end).
 		return 0, fmt.Errorf("backup of the data file: %w", werr)
 	case err != nil:
 		return 0, err

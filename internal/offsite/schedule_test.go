@@ -43,6 +43,20 @@ func newFixture(t *testing.T, prefix string, keep int) *fixture {
 // backups returns another Backups on the fixture's bucket (a restart).
 func (f *fixture) backups(t *testing.T, prefix string, keep int) *offsite.Backups {
 	t.Helper()
+	return &offsite.Backups{Bucket: f.dial(t, prefix, offsite.Options{MaxRetries: 1}), Every: 6 * time.Hour, Keep: keep,
+		Now: f.clock.Now, Logger: slog.New(slog.DiscardHandler),
+		Backup: func(_ context.Context, w io.Writer, before func(int64)) (int64, error) {
+			f.copies++
+			b := f.data(f.copies)
+			before(int64(len(b)))
+			n, err := w.Write(b)
+			return int64(n), err
+		}}
+}
+
+// dial returns the fixture's bucket under prefix, with options o.
+func (f *fixture) dial(t *testing.T, prefix string, o offsite.Options) *offsite.Bucket {
+	t.Helper()
 	tg, err := offsite.ParseURL(f.srv.URL("latchkey-backups", prefix))
 	if err != nil {
 		t.Fatal(err)
@@ -51,18 +65,11 @@ func (f *fixture) backups(t *testing.T, prefix string, keep int) *offsite.Backup
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket, err := offsite.Dial(tg, cred, offsite.Options{MaxRetries: 1})
+	bucket, err := offsite.Dial(tg, cred, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &offsite.Backups{Bucket: bucket, Every: 6 * time.Hour, Keep: keep, Now: f.clock.Now, Logger: slog.New(slog.DiscardHandler),
-		Backup: func(_ context.Context, w io.Writer, before func(int64)) (int64, error) {
-			f.copies++
-			b := f.data(f.copies)
-			before(int64(len(b)))
-			n, err := w.Write(b)
-			return int64(n), err
-		}}
+	return bucket
 }
 
 // names lists the backups' names in the bucket (through the S3 API),
@@ -256,13 +263,14 @@ func TestBackupsRefused(t *testing.T) {
 }
 
 // TestBackupsStalled: an upload on a connection that takes nothing and
-// never answers fails once it made no progress for Stall, releasing the
-// copy (the store's read transaction), and counts as a failed round; the
-// next round, on a server that answers again, uploads.
+// never answers fails once it made no progress for the bucket's stall
+// time, releasing the copy (the store's read transaction), and counts as
+// a failed round; the next round, on a server that answers again,
+// uploads. A listing the server never answers fails the same way.
 func TestBackupsStalled(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "p", 2)
-	f.b.Stall = 300 * time.Millisecond
+	f.b.Bucket = f.dial(t, "p", offsite.Options{MaxRetries: 1, Stall: 300 * time.Millisecond})
 	f.srv.Stall("PUT")
 	released := make(chan struct{})
 	copyData := f.b.Backup
@@ -291,6 +299,16 @@ func TestBackupsStalled(t *testing.T) {
 	if got := names(t, f.b); len(got) != 1 || f.b.Degraded() != nil {
 		t.Fatalf("backups %v after the retry, want one and not degraded", got)
 	}
+
+	// A listing the server never answers (a restart's first round
+	// lists) fails the same way, instead of holding the scheduler.
+	again := f.backups(t, "p", 2)
+	again.Bucket = f.dial(t, "p", offsite.Options{MaxRetries: 1, Stall: 300 * time.Millisecond})
+	f.srv.Stall("GET")
+	if err := again.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "s3://latchkey-backups/p/: the listing made no progress for 300ms") {
+		t.Fatalf("err = %v, want the stalled listing named", err)
+	}
+	f.srv.Stall()
 }
 
 // TestBackupsBadCopyOrCredentials: a copy that fails before it starts,
