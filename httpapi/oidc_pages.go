@@ -114,7 +114,11 @@ func (s *Server) oidcLogin(w http.ResponseWriter, r *http.Request, p *projectOP)
 		}
 		email := r.PostForm.Get("email")
 		if err := s.auth.OIDCSendCode(ctx, p.id, id, email, s.meta(r, false)); err != nil {
-			s.oidcRetry(w, r, p, err, id, "email", email)
+			form := "email"
+			if r.PostForm.Get("why") == formPasskeyFirst {
+				form = formPasskeyFirst // the page keeps saying why
+			}
+			s.oidcRetry(w, r, p, err, id, form, email)
 			return
 		}
 		s.oidcShowForm(w, r, p, http.StatusOK, id, "code", email, nil)
@@ -440,7 +444,8 @@ type oidcPage struct {
 	Enroll *oidcEnroll
 	// Consent: the consent page's question (oidc_consent.go).
 	Consent *oidcConsentAsk
-	// Hidden: the sign-out confirmation's fields (Form "logout").
+	// Hidden: the sign-out confirmation's fields (Form "logout"), or
+	// the passkey-first sign-in's reason (Form "email").
 	Hidden []oidcField
 	// Device: the device page's form (oidc_device.go).
 	Device *oidcDevicePage
@@ -485,6 +490,7 @@ func (s *Server) oidcShowForm(w http.ResponseWriter, r *http.Request, p *project
 		d.Form, d.Title, d.Text, d.Action = "email", "sign_in_title", "sign_in_text", p.issuer+auth.OIDCLoginPath
 		s.oidcOtherWays(r, p, id, &d)
 		if form == formPasskeyFirst {
+			d.Hidden = []oidcField{{"why", formPasskeyFirst}} // kept when the send fails
 			d.Text = "mfa_passkey_first_text"
 			if d.Passkey == nil {
 				// The project's pages cannot use passkeys here (its
@@ -563,7 +569,7 @@ button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #f0b4
 {{with .Error}}<p class="error" role="alert" id="error">{{.}}</p>{{end}}
 {{if .Form}}<form method="post" action="{{.Action}}">
 <input type="hidden" name="authRequestID" value="{{.AuthRequestID}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
-{{if eq .Form "email"}}<label for="email">{{.T.email_label}}</label>
+{{if eq .Form "email"}}{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">{{end}}<label for="email">{{.T.email_label}}</label>
 <input id="email" name="email" type="email" autocomplete="username webauthn" required autofocus value="{{.Email}}"{{if .Error}} aria-invalid="true" aria-describedby="error"{{end}}>
 <button type="submit">{{.T.continue_button}}</button>
 {{else if eq .Form "code"}}<input type="hidden" name="email" value="{{.Email}}"><label for="code">{{.T.code_label}}</label>

@@ -229,6 +229,12 @@ func TestOIDCPasskeyFirst(t *testing.T) {
 		t.Fatalf("a passkey holder signed in by email code for a requireMfa client: %d %s %s, want the sign-in page asking for the passkey",
 			pg.Status, pg.URL, pg.Body)
 	}
+	// A send that fails there (a bad address) keeps saying why.
+	pg = b.submit(pg, map[string]string{"email": "not an address"})
+	if m = pageOptions.FindStringSubmatch(pg.Body); pg.Status != http.StatusBadRequest || m == nil ||
+		!strings.Contains(pg.Body, auth.BuiltInPageTexts()["mfa_passkey_first_text"]) || !strings.Contains(pg.Body, `class="error"`) {
+		t.Fatalf("a failed send on the passkey-first page: %d %s", pg.Status, pg.Body)
+	}
 	cred, _, err := a.Get([]byte(unescape(m[1])))
 	if err != nil {
 		t.Fatal(err)
