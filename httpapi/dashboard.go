@@ -284,9 +284,9 @@ func (s *Server) show(w http.ResponseWriter, page dashPage, name string, data an
 func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	dashHeaders(w)
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	token := ""
+	token, next := "", "/admin/"
 	if r.ParseForm() == nil {
-		token = r.PostForm.Get("token")
+		token, next = r.PostForm.Get("token"), dashNext(r.PostForm.Get("next"))
 	}
 	// The admin API's throttle: 10 failures a minute per address.
 	ip, _ := s.clientIP(r, false)
@@ -298,18 +298,18 @@ func (s *Server) dashLogin(w http.ResponseWriter, r *http.Request, _ httprouter.
 			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 			msg = fmt.Sprintf("Too many failed sign-ins from this address; try again in %d seconds.", secs)
 		}
-		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: msg, Next: dashNext(r.PostForm.Get("next"))})
+		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: msg, Next: next})
 		return
 	}
 	id, err := s.auth.StartDashSession(r.Context())
 	if err != nil {
 		e := auth.AsError(err)
-		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: e.Message, Next: dashNext(r.PostForm.Get("next"))})
+		s.render(w, statusOf(e), "login.html", dashPage{Title: "Sign in", Error: e.Message, Next: next})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: dashCookie, Value: id, Path: "/admin", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(s.auth.BaseURL(), "https://"), MaxAge: int(auth.DashSessionTTL / time.Second)})
-	http.Redirect(w, r, dashNext(r.PostForm.Get("next")), http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // dashNext is where signing in to the dashboard goes: next when it is a

@@ -177,12 +177,12 @@ func (b *Bucket) List(ctx context.Context) (out []Object, err error) {
 	return out, nil
 }
 
-// ErrNoBackup is a backup the bucket does not hold (Open).
+// ErrNoBackup is a backup the bucket does not hold (Download).
 var ErrNoBackup = errors.New("no such backup")
 
-// Open returns the backup name (under the prefix) for reading, and its
+// open returns the backup name (under the prefix) for reading, and its
 // size; ErrNoBackup (wrapped) when the bucket has no such object.
-func (b *Bucket) Open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+func (b *Bucket) open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
 	o, err := b.c.GetObject(ctx, b.t.Bucket, b.t.Prefix+name, minio.GetObjectOptions{})
 	if err == nil {
 		var st minio.ObjectInfo
@@ -204,7 +204,7 @@ func (b *Bucket) Open(ctx context.Context, name string) (io.ReadCloser, int64, e
 func (b *Bucket) Download(ctx context.Context, name string, w io.Writer) (n int64, err error) {
 	ctx, _, done := b.watch(ctx, "the download of "+name)
 	defer func() { err = done(err) }()
-	obj, size, err := b.Open(ctx, name)
+	obj, size, err := b.open(ctx, name)
 	if err != nil {
 		return 0, err
 	}
