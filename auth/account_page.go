@@ -59,6 +59,11 @@ func (s *Service) AccountSignInTarget(ctx context.Context, projectID string) (*F
 	return &ForwardAuthTarget{Project: p, RD: s.OIDCIssuer(projectID) + AccountPath, method: accountMethod}, nil
 }
 
+// AccountPage reports whether t is the account page's sign-in, which
+// reads and sets only the single sign-on cookie (the account page reads
+// no other).
+func (t *ForwardAuthTarget) AccountPage() bool { return t.method == accountMethod }
+
 // AccountSession checks the account page's cookie (a session token of
 // projectID), counting a write against the session's limit as the API's
 // writes are counted (AuthenticateSessionWrite): 401 INVALID_SESSION

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
 	"latchkey/store"
 )
@@ -283,20 +284,35 @@ func ParseForwardedRequest(proto, host, uri string) (ForwardedRequest, error) {
 }
 
 // ParseOriginalURL reads nginx's X-Original-URL (scheme://host/uri) as
-// a ForwardedRequest.
+// a ForwardedRequest. What follows the host is the request's target as
+// the browser sent it (nginx's $request_uri), taken as it is: a '#' in
+// it is no fragment but a character of the path the app is asked for
+// (Go's servers and others read it so), and so is everything after it.
 func ParseOriginalURL(raw string) (ForwardedRequest, error) {
 	if scheme, host, uri, ok := originalURLPlain(raw); ok {
 		return ParseForwardedRequest(scheme, host, uri)
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.User != nil {
+	if err != nil || u.Host == "" || u.User != nil || u.Opaque != "" {
 		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Original-URL must be the original request's absolute URL (http or https).")
 	}
-	uri := u.RequestURI()
-	if u.Opaque != "" {
-		uri = "/"
+	return ParseForwardedRequest(u.Scheme, u.Host, originalTarget(raw))
+}
+
+// originalTarget returns the request target of raw, an absolute URL
+// with an authority: all that follows the authority, as it is ("/"
+// when nothing does; "/" before a target that starts with '?' or '#').
+func originalTarget(raw string) string {
+	_, rest, _ := strings.Cut(raw, "://")
+	i := strings.IndexAny(rest, "/?#")
+	switch {
+	case i < 0:
+		return "/"
+	case rest[i] == '/':
+		return rest[i:]
+	default:
+		return "/" + rest[i:]
 	}
-	return ParseForwardedRequest(u.Scheme, u.Host, uri)
 }
 
 // ParseForwardedHeaders reads which request a trusted proxy asks
@@ -381,6 +397,27 @@ func servletPath(dec string) string {
 	return cleanPath(strings.Join(segs, "/"))
 }
 
+// headerText returns name as a header's value may carry it: each
+// control character or line separator (a tab, a vertical tab, U+0085,
+// U+2028, U+2029, which a user's name may hold) a space. A name without
+// one is returned as it is, with no allocation.
+func headerText(name string) string {
+	if strings.IndexFunc(name, notHeaderText) < 0 {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		if notHeaderText(r) {
+			return ' '
+		}
+		return r
+	}, name)
+}
+
+// notHeaderText reports whether r has no place in a header's value.
+func notHeaderText(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+}
+
 // ForwardIdentity is who a forward-auth check let through, for the
 // Remote-* headers.
 type ForwardIdentity struct {
@@ -403,6 +440,12 @@ func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f Forw
 	p, err := s.Project(ctx, projectID)
 	if err != nil {
 		return ForwardIdentity{}, err
+	}
+	if raw, _, _ := strings.Cut(f.URI, "?"); strings.IndexByte(raw, '#') >= 0 {
+		// Browsers never send a fragment. Some servers read a '#' in
+		// the path as a character, so /public/#/../admin is /admin to
+		// them, others as the fragment's start: neither is believed.
+		return ForwardIdentity{}, ErrAccessDenied.With("This address's path holds a '#', which browsers never send, and which servers read differently.")
 	}
 	host, ok := forwardedHost(f.Host)
 	pth, alt, ok2 := forwardedPath(f.URI)
@@ -446,7 +489,7 @@ func (s *Service) ForwardAuthCheck(ctx context.Context, projectID string, f Forw
 	if len(rule.Groups) > 0 && !slices.ContainsFunc(st.Groups, func(g string) bool { return slices.Contains(rule.Groups, g) }) {
 		return ForwardIdentity{}, ErrAccessDenied.With("This account is not in a group this address admits.")
 	}
-	return ForwardIdentity{UserID: pr.UserID, Email: st.Email, Name: st.Name, Groups: st.Groups}, nil
+	return ForwardIdentity{UserID: pr.UserID, Email: st.Email, Name: headerText(st.Name), Groups: st.Groups}, nil
 }
 
 // ForwardAuthTarget is a sign-in for a proxied app: the project and

@@ -28,3 +28,24 @@ func TestForwardedPath(t *testing.T) {
 		t.Error("forwardedPath read a path that is not percent-encoded")
 	}
 }
+
+// TestHeaderText: a user's name reaches Remote-Name with each control
+// character or line separator a space, and a plain name as it is,
+// without allocating.
+func TestHeaderText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"Ada", "Ada"},
+		{"Zoë Lovelace", "Zoë Lovelace"},
+		{"a\tb\vc", "a b c"},
+		{"a\u0085b\u2028c\u2029d", "a b c d"},
+		{"\x00\x1f\x7f", "   "},
+		{"", ""},
+	} {
+		if got := headerText(c.in); got != c.want {
+			t.Errorf("headerText(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { headerText("Zoë Lovelace") }); n != 0 {
+		t.Errorf("a plain name allocates %v times", n)
+	}
+}

@@ -61,6 +61,9 @@ func TestForwardAuthParsePlain(t *testing.T) {
 		{"https://[::1]/", false},
 		{"HTTPS://app.example.com/", false},
 		{"https://app.example.com/#frag", false},
+		{"https://app.example.com/public/#/../../admin", false},
+		{"https://app.example.com?x#y", false},
+		{"https://app.example.com#x/y", false},
 		{"https://app.example.com:/", false},
 		{"https://app.example.com:123456/", false},
 		{"ftp://app.example.com/", false},
@@ -69,9 +72,17 @@ func TestForwardAuthParsePlain(t *testing.T) {
 		if ok != c.plain {
 			t.Errorf("%q: plain %v, want %v", c.raw, ok, c.plain)
 		}
+		// The request URI is url.Parse's, and a '#' and all after it
+		// are kept: no fragment, but the path the app is asked for.
 		f, err := ParseOriginalURL(c.raw)
-		if u, uerr := url.Parse(c.raw); uerr == nil && err == nil && (f.URI != u.RequestURI() || f.Host != strings.ToLower(u.Host)) {
-			t.Errorf("%q: read as %+v, url.Parse as %s %s", c.raw, f, u.Host, u.RequestURI())
+		if u, uerr := url.Parse(c.raw); uerr == nil && err == nil {
+			want := u.RequestURI()
+			if i := strings.IndexByte(c.raw, '#'); i >= 0 {
+				want += c.raw[i:]
+			}
+			if f.URI != want || f.Host != strings.ToLower(u.Host) {
+				t.Errorf("%q: read as %+v, want host %s, URI %s", c.raw, f, u.Host, want)
+			}
 		}
 	}
 	for _, c := range []struct {

@@ -106,7 +106,7 @@ type accountPasskey struct {
 // nil without a live one (write: a change, counted against the
 // session's limit; err then says why, a 429 among them).
 func (s *Server) accountSession(r *http.Request, p *projectOP, write bool) (*auth.Principal, error) {
-	c, err := r.Cookie(ssoCookie + p.id)
+	c, err := r.Cookie(p.cookieName(ssoCookie))
 	if err != nil || c.Value == "" {
 		return nil, auth.ErrInvalidSession
 	}
@@ -215,7 +215,7 @@ func (s *Server) accountAction(w http.ResponseWriter, r *http.Request, ps httpro
 	if !s.readPageForm(w, r) {
 		return
 	}
-	browser := csrfSecret(r, p)
+	browser := formSecret(r, p)
 	if err := s.auth.CheckAccountForm(browser, r.PostForm.Get("csrf")); err != nil {
 		s.accountRender(w, r, p, http.StatusForbidden, accountView{Title: "account_stale_title", Panel: "stale", Fail: err})
 		return

@@ -116,7 +116,7 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 		return
 	}
 	if r.Method == http.MethodPost {
-		browser := csrfSecret(r, p)
+		browser := formSecret(r, p)
 		if !s.auth.ForwardAuthFormTokenValid(browser, t.RD, r.PostForm.Get("csrf")) {
 			s.oidcError(w, http.StatusForbidden, "error_forward_form_not_from_page")
 			return
@@ -130,17 +130,23 @@ func (s *Server) forwardAuthPage(w http.ResponseWriter, r *http.Request, ps http
 	case sub == auth.ForwardAuthSecondFactorPath && r.Method == http.MethodPost:
 		s.forwardAuthSecondFactor(w, r, p, t)
 	default:
-		pr, tok := s.forwardAuthSession(r, p)
+		pr, tok := s.forwardAuthSession(r, p, t)
 		s.forwardAuthNext(w, r, p, t, pr, tok, "")
 	}
 }
 
-// forwardAuthSession returns the browser's session for the project:
-// its forward-auth cookie's, else its single sign-on cookie's; nil
-// without a live one. tok is the session's token.
-func (s *Server) forwardAuthSession(r *http.Request, p *projectOP) (pr *auth.Principal, tok string) {
-	for _, name := range []string{fwdCookie, ssoCookie} {
-		if c, err := r.Cookie(name + p.id); err == nil && c.Value != "" {
+// forwardAuthSession returns the browser's session for sign-in t: its
+// forward-auth cookie's, else its single sign-on cookie's (only the
+// latter for the account page, which reads no other: a browser with
+// only the former would be sent back and forth); nil without a live
+// one. tok is the session's token.
+func (s *Server) forwardAuthSession(r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) (pr *auth.Principal, tok string) {
+	names := []string{fwdCookie, ssoCookie}
+	if t.AccountPage() {
+		names = names[1:]
+	}
+	for _, name := range names {
+		if c, err := r.Cookie(p.cookieName(name)); err == nil && c.Value != "" {
 			if pr, err := s.browserSession(r, p, name, c.Value); err == nil {
 				return pr, c.Value
 			}

@@ -52,7 +52,7 @@ func (s *Server) forwardAuthFactor(w http.ResponseWriter, r *http.Request, p *pr
 // method) on the browser's session: the authenticator app's, the code
 // texted to the enrolled phone, or a backup code, which signs in anew.
 func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget) {
-	pr, tok := s.forwardAuthSession(r, p)
+	pr, tok := s.forwardAuthSession(r, p, t)
 	if pr == nil {
 		s.forwardAuthForm(w, r, p, t, http.StatusUnauthorized, "email", "", textKey("error_forward_sign_in_ended"))
 		return
@@ -86,8 +86,8 @@ func (s *Server) forwardAuthSecondFactor(w http.ResponseWriter, r *http.Request,
 }
 
 // forwardAuthSignedIn makes l, a sign-in on the pages, the browser's
-// session (its single sign-on cookie, and its forward-auth cookie for a
-// proxied app), then takes the sign-in on.
+// session (its single sign-on cookie), then takes the sign-in on: to
+// the second factor, or back to the app with the forward-auth cookie.
 func (s *Server) forwardAuthSignedIn(w http.ResponseWriter, r *http.Request, p *projectOP, t *auth.ForwardAuthTarget, l *auth.Login, email string) {
 	pr, err := s.auth.OIDCBrowserSession(r.Context(), p.id, l.Token)
 	if err != nil {
@@ -95,7 +95,9 @@ func (s *Server) forwardAuthSignedIn(w http.ResponseWriter, r *http.Request, p *
 		return
 	}
 	s.setSSOCookie(w, p, l.Token)
-	s.setForwardAuthCookie(w, p, t, pr, l.Token)
+	// The forward-auth cookie, which every app under the domain sees,
+	// only once the sign-in is done (forwardAuthNext), never while its
+	// second factor is pending.
 	s.forwardAuthNext(w, r, p, t, pr, l.Token, email)
 }
 

@@ -177,6 +177,23 @@ func TestForwardAuthCheck(t *testing.T) {
 			t.Errorf("%s: refusal %q, want it to say why", u, r.Body["error"])
 		}
 	}
+	// A '#' in the path, which browsers never send: /public/#/../../admin/x
+	// is /admin/x to servers that read it as a character (Go's), and
+	// /admin#/../public/x is /admin to those that take it for the
+	// fragment's start. Refused, by either header; in the query it is
+	// no path's.
+	for _, h := range []map[string]string{
+		{"X-Original-URL": app + "/public/#/../../admin/x"},
+		{"X-Original-URL": app + "/admin#/../public/x"},
+		{"X-Forwarded-Proto": "http", "X-Forwarded-Host": "app." + faDomain, "X-Forwarded-Uri": "/public/#/../../admin/x"},
+	} {
+		r := ts.fwdCheck(ip, pid, h, "")
+		wantError(t, r, http.StatusForbidden, "ACCESS_DENIED")
+		if !strings.Contains(r.Body["error"].(string), "'#'") {
+			t.Errorf("%v: refusal %q, want it to say why", h, r.Body["error"])
+		}
+	}
+	wantOK(t, ts.fwdCheck(ip, pid, map[string]string{"X-Original-URL": app + "/public/style.css?v=1#x"}, ""))
 	wantOK(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/public/a;v=1/style.css"), ""))
 	wantIdentity(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/page;jsessionid=1"), plain), ts.userByEmail("plain@example.com"), "")
 

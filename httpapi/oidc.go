@@ -86,6 +86,8 @@ type projectOP struct {
 	storage   *auth.OIDCStorage
 	handler   http.Handler // op's router, behind the stripped prefix
 	discovery http.Handler // latchkey's discovery document, with CORS
+	cookies   pageCookies  // how the pages' cookies are named and scoped
+	origin    string       // the issuer's origin, which the pages' forms post from
 }
 
 // lkProvider is a project's op.Provider whose authorization responses
@@ -216,6 +218,7 @@ func (s *Server) newProjectOP(id string) (*projectOP, error) {
 	lk := &lkProvider{Provider: prov, enc: issEncoder{inner: prov.Encoder(), issuer: issuer}}
 	p := &projectOP{id: id, issuer: issuer, provider: prov, lk: lk, storage: storage,
 		handler: http.StripPrefix(oidcPrefix+id, op.CreateRouter(lk))}
+	p.cookies, p.origin = pageCookiesOf(issuer), originOf(issuer)
 	p.discovery = cors.New(corsOpts).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.oidcDiscovery(w, r, p)
 	}))

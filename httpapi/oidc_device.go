@@ -82,7 +82,7 @@ func (s *Server) oidcDevice(w http.ResponseWriter, r *http.Request, p *projectOP
 		code, _ := auth.OIDCDeviceUserCode(typed)
 		bound += code
 	}
-	browser := csrfSecret(r, p)
+	browser := formSecret(r, p)
 	if !s.auth.OIDCFormTokenValid(browser, bound, r.PostForm.Get("csrf")) {
 		s.oidcError(w, http.StatusForbidden, "error_device_form_not_from_page")
 		return

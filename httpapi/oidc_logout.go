@@ -41,7 +41,7 @@ func (s *Server) oidcLogout(w http.ResponseWriter, r *http.Request, p *projectOP
 	browser := s.browserSessions(r, p)
 	confirmed := false
 	if r.Method == http.MethodPost && r.PostForm.Get("confirm") != "" {
-		secret := csrfSecret(r, p)
+		secret := formSecret(r, p)
 		if !s.auth.OIDCLogoutFormTokenValid(secret, in, rd, r.PostForm.Get("csrf")) {
 			s.oidcRender(w, http.StatusForbidden, oidcPage{Title: "sign_out_error_title", Text: "error_sign_out_form_not_from_page"})
 			return
@@ -124,7 +124,7 @@ func logoutNeedsConfirm(r *http.Request, es *auth.EndSession, rd string, browser
 func (s *Server) browserSessions(r *http.Request, p *projectOP) []*auth.Principal {
 	var out []*auth.Principal
 	for _, name := range []string{fwdCookie, ssoCookie} {
-		c, err := r.Cookie(name + p.id)
+		c, err := r.Cookie(p.cookieName(name))
 		if err != nil || c.Value == "" {
 			continue
 		}

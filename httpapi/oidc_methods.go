@@ -136,7 +136,7 @@ func (s *Server) oidcProvider(w http.ResponseWriter, r *http.Request, p *project
 		return
 	}
 	verifier := ""
-	if c, err := r.Cookie(oauthCookie + p.id); err == nil {
+	if c, err := r.Cookie(p.cookieName(oauthCookie)); err == nil {
 		verifier = c.Value
 	}
 	gone := oidcCookie(p, oauthCookie, "")

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"html/template"
 	"net/http"
-	"net/netip"
 	"net/url"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -316,7 +315,7 @@ func (s *Server) oidcForm(w http.ResponseWriter, r *http.Request, p *projectOP) 
 		return "", false
 	}
 	id := r.PostForm.Get("authRequestID")
-	browser := csrfSecret(r, p)
+	browser := formSecret(r, p)
 	if !s.auth.OIDCFormTokenValid(browser, id, r.PostForm.Get("csrf")) {
 		s.oidcError(w, http.StatusForbidden, "error_form_not_from_page")
 		return "", false
@@ -337,7 +336,7 @@ func (s *Server) oidcPostForm(w http.ResponseWriter, r *http.Request, p *project
 // oidcSession returns the browser's session from its cookie, nil
 // without a live one.
 func (s *Server) oidcSession(r *http.Request, p *projectOP) *auth.Principal {
-	c, err := r.Cookie(ssoCookie + p.id)
+	c, err := r.Cookie(p.cookieName(ssoCookie))
 	if err != nil || c.Value == "" {
 		return nil
 	}
@@ -348,20 +347,11 @@ func (s *Server) oidcSession(r *http.Request, p *projectOP) *auth.Principal {
 	return pr
 }
 
-// oidcCookie returns a cookie of the project's pages: Path the issuer's,
-// HttpOnly, Secure unless the base URL is http on loopback.
+// oidcCookie returns the project's page cookie name (ssoCookie,
+// csrfCookie, oauthCookie) with value: named and scoped by
+// p.cookies, HttpOnly.
 func oidcCookie(p *projectOP, name, value string) *http.Cookie {
-	path := "/"
-	secure := true
-	if u, err := url.Parse(p.issuer); err == nil {
-		path = u.Path + "/"
-		if u.Scheme == "http" {
-			host := u.Hostname()
-			a, err := netip.ParseAddr(host)
-			secure = !(err == nil && a.Unmap().IsLoopback())
-		}
-	}
-	return &http.Cookie{Name: name + p.id, Value: value, Path: path, HttpOnly: true, Secure: secure}
+	return &http.Cookie{Name: p.cookieName(name), Value: value, Path: p.cookies.path, HttpOnly: true, Secure: p.cookies.secure}
 }
 
 // setSSOCookie makes tok, a session token, the browser's session for
@@ -388,13 +378,23 @@ func browserSecret(w http.ResponseWriter, r *http.Request, p *projectOP) string 
 }
 
 // csrfSecret returns the browser's CSRF secret for project p as its
-// cookie holds it ("" without one): a posted form's token is checked
-// against it (browserSecret gives a browser without one a new one).
+// cookie holds it ("" without one); browserSecret gives a browser
+// without one a new one.
 func csrfSecret(r *http.Request, p *projectOP) string {
-	if c, err := r.Cookie(csrfCookie + p.id); err == nil {
+	if c, err := r.Cookie(p.cookieName(csrfCookie)); err == nil {
 		return c.Value
 	}
 	return ""
+}
+
+// formSecret returns the CSRF secret a posted form's token is checked
+// against: the browser's, or "" (no token is valid) when the browser
+// says the form was posted from another origin (postedFromOrigin).
+func formSecret(r *http.Request, p *projectOP) string {
+	if !postedFromOrigin(r, p.origin) {
+		return ""
+	}
+	return csrfSecret(r, p)
 }
 
 // readPageForm reads a page's posted form (at most MaxBodyBytes); false
