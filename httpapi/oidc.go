@@ -142,6 +142,9 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 	r = r.WithContext(auth.OIDCRequestContext(op.ContextWithIssuer(r.Context(), p.issuer)))
 	w = s.oidcAnswerWriter(w, r, sub) // 503 in a store outage; refusals op rewords
 	clientSecretPost(w, r, sub)       // client_secret_post where op reads only Basic
+	if noStorePath(sub) {
+		noStore(w)
+	}
 	switch {
 	case r.Method == http.MethodGet && sub == oidc.DiscoveryEndpoint:
 		p.discovery.ServeHTTP(w, r)
@@ -251,6 +254,7 @@ func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request, p *projec
 	cfg.EndSessionEndpoint = p.issuer + auth.OIDCLogoutPath
 	cfg.BackChannelLogoutSupported, cfg.BackChannelLogoutSessionSupported = true, true
 	cfg.SubjectTypesSupported = []string{"public"}
+	cfg.ACRValuesSupported = []string{auth.ACRSingleFactor, auth.ACRMultiFactor}
 	cfg.CodeChallengeMethodsSupported = []oidc.CodeChallengeMethod{oidc.CodeChallengeMethodS256}
 	cfg.TokenEndpointAuthMethodsSupported = []oidc.AuthMethod{oidc.AuthMethodNone, oidc.AuthMethodBasic, oidc.AuthMethodPost}
 	cfg.TokenEndpointAuthSigningAlgValuesSupported = nil

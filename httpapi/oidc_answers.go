@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
 
 	"latchkey/auth"
 )
@@ -34,6 +35,27 @@ import (
 // refuses the request. A JSON refusal of op's own without an
 // error_description (an invalid_scope at a refresh, an
 // unauthorized_client) gets one that says what its code means.
+
+// basicChallenge adds WWW-Authenticate: Basic to a 401 answering r,
+// when r's client authenticated with HTTP Basic (RFC 6749, section 5.2:
+// the challenge of the scheme the client used) and the answer has none.
+func basicChallenge(h http.Header, r *http.Request) {
+	if a := r.Header.Get("Authorization"); len(a) > 6 && strings.EqualFold(a[:6], "Basic ") && h.Get("WWW-Authenticate") == "" {
+		h.Set("WWW-Authenticate", `Basic realm="`+op.IssuerFromContext(r.Context())+`"`)
+	}
+}
+
+// noStorePath reports whether path sub of an issuer answers with tokens
+// or what they give (the token endpoint, device authorization,
+// introspection, user info): never cached (RFC 6749, section 5.1), its
+// refusals included.
+func noStorePath(sub string) bool {
+	switch sub {
+	case "/oauth/token", oidcDeviceAuthorizationPath, "/oauth/introspect", "/userinfo":
+		return true
+	}
+	return false
+}
 
 // oidcUnavailableJSON is the JSON body of a 503, made at first use.
 var oidcUnavailableJSON = sync.OnceValue(func() []byte {
@@ -76,6 +98,9 @@ var retryAfter = strconv.FormatInt(int64((auth.UnavailableRetry+time.Second-1)/t
 func (o *answerWriter) WriteHeader(status int) {
 	if o.replaced {
 		return
+	}
+	if status == http.StatusUnauthorized && !o.page {
+		basicChallenge(o.Header(), o.r)
 	}
 	if !auth.OIDCStoreOutage(o.r.Context()) {
 		if e := auth.OIDCNotedRefusal(o.r.Context()); e != nil && !o.page && status >= 400 {

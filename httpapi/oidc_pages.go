@@ -65,7 +65,7 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request, p *projec
 		s.oidcFail(w, auth.ErrUnregisteredReturn)
 		return
 	}
-	if s.oidcResponseTypeRefused(w, r, p, redirect) {
+	if s.oidcResponseTypeRefused(w, r, p, redirect) || s.oidcParamRefused(w, r, p, redirect) {
 		return
 	}
 	// A browser with a session the request may use gets its code at
@@ -550,9 +550,14 @@ func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
 
 // noStore forbids caching an answer.
 func noStore(w http.ResponseWriter) {
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Pragma", "no-cache")
+	h := w.Header()
+	h["Cache-Control"], h["Pragma"] = noStoreValue[0:1:1], noCacheValue[0:1:1]
 }
+
+// noStoreValue and noCacheValue are noStore's values, shared: assigned
+// with their capacity, an Add copies rather than writes into them, and
+// a hot path (userinfo) allocates nothing for them.
+var noStoreValue, noCacheValue = []string{"no-store"}, []string{"no-cache"}
 
 var oidcTmpl = newPageTemplate("oidc", nil).from(`<!doctype html>
 <html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

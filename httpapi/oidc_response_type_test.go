@@ -13,8 +13,10 @@ import (
 // client and a registered redirect URI whose response_type is not code
 // (implicit, hybrid, none, unknown) is redirected back with
 // unsupported_response_type, state and iss (RFC 6749, section 4.1.2.1),
-// in the fragment for the types with an ID token and in the query for
-// the others, or posted with response_mode=form_post; it was the page
+// in the fragment for the types with token or id_token (OAuth 2.0
+// Multiple Response Type Encoding Practices: an answer of those types
+// goes there) and in the query for the others, or as response_mode
+// asks (query, form_post); it was the page
 // saying the redirect URI is not registered. An unregistered redirect
 // URI still gets that page, whatever the response type.
 func TestOIDCUnsupportedResponseType(t *testing.T) {
@@ -35,11 +37,12 @@ func TestOIDCUnsupportedResponseType(t *testing.T) {
 		responseType string
 		fragment     bool
 	}{
-		{"token", false},
+		{"token", true},
 		{"id_token", true},
 		{"id_token token", true},
-		{"code id_token", false},
-		{"code token", false},
+		{"code id_token", true},
+		{"code token", true},
+		{"code id_token token", true},
 		{"none", false},
 		{"bogus", false},
 	} {
@@ -62,6 +65,9 @@ func TestOIDCUnsupportedResponseType(t *testing.T) {
 			t.Errorf("response_type=%q: answer %v", c.responseType, q)
 		}
 	}
+	if pg := authorize("token", "query", rpRedirect); !strings.HasPrefix(pg.Location, rpRedirect+"?error=") {
+		t.Errorf("response_type=token in query mode: %d %q", pg.Status, pg.Location)
+	}
 	q := rp.formPostAnswer(authorize("id_token", "form_post", rpRedirect))
 	if q.Get("error") != "unsupported_response_type" || q.Get("state") != "st-rt" {
 		t.Errorf("response_type=id_token in form_post mode: %v", q)
@@ -70,5 +76,37 @@ func TestOIDCUnsupportedResponseType(t *testing.T) {
 	// response_type code goes on to the sign-in page, as before.
 	if pg := authorize("code", "", rpRedirect); pg.Status != http.StatusOK || !strings.Contains(pg.Body, `name="email"`) {
 		t.Errorf("response_type=code: %d %s", pg.Status, pg.Body)
+	}
+}
+
+// TestOIDCRequestObjectRefused: a request object by reference
+// (request_uri) or by value (request), or client metadata with the
+// request (registration), none of which the provider takes (discovery
+// says so), is redirected back with OpenID Connect Core's error for it,
+// its description, state and iss, not ignored (a request_uri was, and
+// the request went on to sign in).
+func TestOIDCRequestObjectRefused(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	rp := ts.newRP(ts.Project.ID, nil)
+	b := ts.newBrowser()
+	for _, c := range []struct{ param, value, code string }{
+		{"request_uri", "https://rp.example/request.jwt", "request_uri_not_supported"},
+		{"request", "eyJhbGciOiJub25lIn0.e30.", "request_not_supported"},
+		{"registration", `{"client_name":"x"}`, "registration_not_supported"},
+	} {
+		q := url.Values{"client_id": {rp.id}, "redirect_uri": {rpRedirect}, "response_type": {"code"}, "scope": {"openid"},
+			"state": {"st-ro"}, "nonce": {"n"}, "code_challenge": {oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier())},
+			"code_challenge_method": {"S256"}, c.param: {c.value}}
+		pg := b.get(rp.issuer + "/authorize?" + q.Encode())
+		if pg.Status != http.StatusFound || !strings.HasPrefix(pg.Location, rpRedirect+"?") {
+			t.Errorf("%s: %d %q, want an error redirect", c.param, pg.Status, pg.Location)
+			continue
+		}
+		u, _ := url.Parse(pg.Location)
+		a := u.Query()
+		if a.Get("error") != c.code || a.Get("state") != "st-ro" || a.Get("iss") != rp.issuer || a.Get("error_description") == "" || a.Get("code") != "" {
+			t.Errorf("%s: answer %v", c.param, a)
+		}
 	}
 }

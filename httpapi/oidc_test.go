@@ -82,6 +82,7 @@ func TestOIDCDiscoveryTwoProjects(t *testing.T) {
 			"code_challenge_methods_supported":      "S256",
 			"id_token_signing_alg_values_supported": "RS256 ES256",
 			"subject_types_supported":               "public",
+			"acr_values_supported":                  "urn:latchkey:loa:1 urn:latchkey:loa:2",
 			"scopes_supported":                      "openid profile email groups offline_access",
 			"token_endpoint_auth_methods_supported": "none client_secret_basic client_secret_post",
 			// Introspection by Basic or in the form, for confidential clients.

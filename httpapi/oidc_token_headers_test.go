@@ -1,0 +1,56 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"golang.org/x/oauth2"
+)
+
+// TestOIDCTokenAnswersNotCached: every answer of the token endpoint,
+// those with tokens and the refusals alike, and of user info, device
+// authorization and introspection, says Cache-Control: no-store and
+// Pragma: no-cache (RFC 6749, section 5.1: a success of the code grant
+// had neither); a client refused after authenticating with HTTP Basic
+// gets WWW-Authenticate: Basic (section 5.2), one that sent its secret
+// in the form does not.
+func TestOIDCTokenAnswersNotCached(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	rp := ts.newRP(ts.Project.ID, nil)
+	b := ts.newBrowser()
+	verifier := oauth2.GenerateVerifier()
+	code := rp.answer(b.signIn(rp.authorize(b, verifier, "st", "no"), "cache@example.com")).Get("code")
+	// A live code with a wrong secret is refused for the secret, and
+	// stays good.
+	wrong := &oidcRP{ts: ts, id: rp.id, secret: "lkcs_wrong", issuer: rp.issuer, config: rp.config, provider: rp.provider}
+	basic := wrong.exchange(code, verifier)
+	if basic.Status != http.StatusUnauthorized || !strings.HasPrefix(basic.Header.Get("WWW-Authenticate"), "Basic realm=") {
+		t.Errorf("a wrong secret by Basic: %d %v, WWW-Authenticate %q, want 401 with Basic", basic.Status, basic.Body, basic.Header.Get("WWW-Authenticate"))
+	}
+	post := rp.postForm("/oauth/token", "lkcs_wrong", url.Values{"grant_type": {"authorization_code"}, "code": {code},
+		"redirect_uri": {rp.config.RedirectURL}, "code_verifier": {verifier}})
+	if post.Status != http.StatusUnauthorized || post.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("a wrong secret in the form: %d %v, WWW-Authenticate %q, want 401 without", post.Status, post.Body, post.Header.Get("WWW-Authenticate"))
+	}
+	ok := rp.exchange(code, verifier)
+	if ok.Status != http.StatusOK {
+		t.Fatalf("code exchange: %d %v", ok.Status, ok.Body)
+	}
+	at := str(t, ok.Body, "access_token")
+	answers := map[string]*response{"code exchange": ok}
+	answers["user info"] = rp.userinfo(at)
+	answers["introspection"] = rp.introspect(at)
+	answers["device authorization"] = rp.post("/device_authorization", url.Values{"scope": {"openid"}})
+	answers["an unknown refresh token"] = rp.refresh("lkrt_x")
+	answers["an unknown code"] = rp.exchange("no-such-code", verifier)
+	answers["a spent code"] = rp.exchange(code, verifier)
+	answers["a wrong secret, Basic"], answers["a wrong secret in the form"] = basic, post
+	for name, r := range answers {
+		if r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("Pragma") != "no-cache" {
+			t.Errorf("%s (%d): Cache-Control %q, Pragma %q, want no-store and no-cache", name, r.Status, r.Header.Get("Cache-Control"), r.Header.Get("Pragma"))
+		}
+	}
+}
