@@ -152,6 +152,8 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.oidcAuthorize(pageWriterOf(w, r, p.id), r, p)
 	case sub == "/authorize/callback":
 		s.oidcCallback(pageWriterOf(w, r, p.id), r, p)
+	case sub == "/oauth/token" && s.oidcCodeClientRefused(w, r, p):
+		// Answered: a code exchange's client refused before its code.
 	case sub == oidcRegisterPath:
 		s.oidcRegister(w, r, p)
 	case sub == "/userinfo" && r.Method != http.MethodOptions:

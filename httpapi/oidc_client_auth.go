@@ -40,3 +40,36 @@ func clientSecretPost(w http.ResponseWriter, r *http.Request, sub string) {
 	// op unescapes Basic credentials (RFC 6749, section 2.3.1).
 	r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
 }
+
+// oidcCodeClientRefused answers 401 invalid_client to a code exchange
+// whose client presents a wrong secret (HTTP Basic or in the form),
+// before op looks the code up: RFC 6749 (section 4.1.3) authenticates
+// the client first, and op checks the code first, so a caller without
+// the secret learned whether a code it held was live. A request
+// without a secret (a public client's) or that is no code exchange is
+// left to op (false, nothing answered).
+func (s *Server) oidcCodeClientRefused(w http.ResponseWriter, r *http.Request, p *projectOP) bool {
+	if r.Method != http.MethodPost {
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if r.ParseForm() != nil || r.PostForm.Get("grant_type") != string(oidc.GrantTypeCode) {
+		return false
+	}
+	id, secret, basic := r.BasicAuth()
+	if basic {
+		var err1, err2 error
+		id, err1 = url.QueryUnescape(id)
+		secret, err2 = url.QueryUnescape(secret)
+		if err1 != nil || err2 != nil {
+			return false // op refuses it as it would have
+		}
+	} else {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if secret == "" || p.storage.AuthorizeClientIDSecret(r.Context(), id, secret) == nil {
+		return false
+	}
+	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "The client's id or secret is wrong."})
+	return true
+}

@@ -15,7 +15,8 @@ import (
 // Pragma: no-cache (RFC 6749, section 5.1: a success of the code grant
 // had neither); a client refused after authenticating with HTTP Basic
 // gets WWW-Authenticate: Basic (section 5.2), one that sent its secret
-// in the form does not.
+// in the form does not; a wrong secret is refused before the code is
+// looked at, and leaves a live code good.
 func TestOIDCTokenAnswersNotCached(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -34,6 +35,17 @@ func TestOIDCTokenAnswersNotCached(t *testing.T) {
 		"redirect_uri": {rp.config.RedirectURL}, "code_verifier": {verifier}})
 	if post.Status != http.StatusUnauthorized || post.Header.Get("WWW-Authenticate") != "" {
 		t.Errorf("a wrong secret in the form: %d %v, WWW-Authenticate %q, want 401 without", post.Status, post.Body, post.Header.Get("WWW-Authenticate"))
+	}
+	// The client is authenticated before its code is looked at (RFC
+	// 6749, section 4.1.3): an unknown code with a wrong secret is the
+	// same 401, so the refusal says nothing of the code.
+	for name, r := range map[string]*response{
+		"Basic":    wrong.exchange("no-such-code", verifier),
+		"the form": rp.postForm("/oauth/token", "lkcs_wrong", url.Values{"grant_type": {"authorization_code"}, "code": {"no-such-code"}, "redirect_uri": {rp.config.RedirectURL}, "code_verifier": {verifier}}),
+	} {
+		if r.Status != http.StatusUnauthorized || r.Body["error"] != "invalid_client" {
+			t.Errorf("an unknown code with a wrong secret (%s): %d %v, want 401 invalid_client", name, r.Status, r.Body)
+		}
 	}
 	ok := rp.exchange(code, verifier)
 	if ok.Status != http.StatusOK {
