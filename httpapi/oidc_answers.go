@@ -154,6 +154,7 @@ func (o *answerWriter) refuse(e *oidc.Error) {
 	status := http.StatusBadRequest
 	if e.ErrorType == oidc.InvalidClient {
 		status = http.StatusUnauthorized
+		basicChallenge(h, o.r)
 	}
 	raw, _ := json.Marshal(map[string]string{"error": string(e.ErrorType), "error_description": e.Description})
 	o.ResponseWriter.WriteHeader(status)

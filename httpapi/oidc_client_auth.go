@@ -46,8 +46,8 @@ func clientSecretPost(w http.ResponseWriter, r *http.Request, sub string) {
 // before op looks the code up: RFC 6749 (section 4.1.3) authenticates
 // the client first, and op checks the code first, so a caller without
 // the secret learned whether a code it held was live. A request
-// without a secret (a public client's) or that is no code exchange is
-// left to op (false, nothing answered).
+// without a secret, a public client's (whose secret op ignores) or one
+// that is no code exchange is left to op (false, nothing answered).
 func (s *Server) oidcCodeClientRefused(w http.ResponseWriter, r *http.Request, p *projectOP) bool {
 	if r.Method != http.MethodPost {
 		return false
@@ -67,9 +67,17 @@ func (s *Server) oidcCodeClientRefused(w http.ResponseWriter, r *http.Request, p
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
-	if secret == "" || p.storage.AuthorizeClientIDSecret(r.Context(), id, secret) == nil {
+	if secret == "" {
 		return false
 	}
+	ctx := r.Context()
+	if c, err := p.storage.GetClientByClientID(ctx, id); err == nil && c.AuthMethod() == oidc.AuthMethodNone {
+		return false // a public client's secret is no authentication: op ignores it
+	}
+	if p.storage.AuthorizeClientIDSecret(ctx, id, secret) == nil {
+		return false
+	}
+	oidcCORSPolicy().HandlerFunc(w, r) // readable by a page, as op's answers are
 	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "The client's id or secret is wrong."})
 	return true
 }

@@ -47,6 +47,32 @@ func TestOIDCTokenAnswersNotCached(t *testing.T) {
 			t.Errorf("an unknown code with a wrong secret (%s): %d %v, want 401 invalid_client", name, r.Status, r.Body)
 		}
 	}
+	// Its 401 is readable by a page of another origin, as op's are.
+	req := wrong.request("/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {"no-such-code"},
+		"redirect_uri": {rp.config.RedirectURL}, "code_verifier": {verifier}})
+	req.Header.Set("Origin", "https://spa.example")
+	if r := ts.send(req); r.Status != http.StatusUnauthorized || r.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("a wrong secret from a page: %d, Access-Control-Allow-Origin %q, want 401 and *", r.Status, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// The device endpoints refuse a wrong secret by Basic with the
+	// challenge too.
+	for name, r := range map[string]*response{
+		"device authorization": wrong.post("/device_authorization", url.Values{"scope": {"openid"}}),
+		"device code":          wrong.post("/oauth/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "device_code": {"x"}}),
+	} {
+		if r.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Basic realm=") {
+			t.Errorf("%s with a wrong secret by Basic: %d %v, WWW-Authenticate %q, want 401 with Basic", name, r.Status, r.Body, r.Header.Get("WWW-Authenticate"))
+		}
+	}
+	// A public client's secret is no authentication (op ignores it):
+	// its exchange goes on as before.
+	pub := ts.newRP(ts.Project.ID, map[string]any{"type": "public"})
+	pv := oauth2.GenerateVerifier()
+	pcode := pub.answer(pub.authorize(b, pv, "st", "no")).Get("code")
+	if r := pub.postForm("/oauth/token", "foo", url.Values{"grant_type": {"authorization_code"}, "code": {pcode},
+		"redirect_uri": {pub.config.RedirectURL}, "code_verifier": {pv}}); r.Status != http.StatusOK {
+		t.Errorf("a public client's exchange with a client_secret: %d %v, want 200", r.Status, r.Body)
+	}
 	ok := rp.exchange(code, verifier)
 	if ok.Status != http.StatusOK {
 		t.Fatalf("code exchange: %d %v", ok.Status, ok.Body)
