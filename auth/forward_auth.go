@@ -284,10 +284,14 @@ func ParseForwardedRequest(proto, host, uri string) (ForwardedRequest, error) {
 }
 
 // ParseOriginalURL reads nginx's X-Original-URL (scheme://host/uri) as
-// a ForwardedRequest. What follows the host is the request's target as
-// the browser sent it (nginx's $request_uri), taken as it is: a '#' in
-// it is no fragment but a character of the path the app is asked for
-// (Go's servers and others read it so), and so is everything after it.
+// a ForwardedRequest. nginx writes it from the Host header as the
+// browser sent it ($http_host) and the request's target ($request_uri,
+// which starts with /): the host is all up to the first /, and must be
+// a host name (a Host header that ends with '?' or '#' would otherwise
+// move the whole path into a query or a fragment, under the rule of
+// the path /), and the target is taken as it is: a '#' in it is no
+// fragment but a character of the path the app is asked for (Go's
+// servers and others read it so).
 func ParseOriginalURL(raw string) (ForwardedRequest, error) {
 	if scheme, host, uri, ok := originalURLPlain(raw); ok {
 		return ParseForwardedRequest(scheme, host, uri)
@@ -296,23 +300,15 @@ func ParseOriginalURL(raw string) (ForwardedRequest, error) {
 	if err != nil || u.Host == "" || u.User != nil || u.Opaque != "" {
 		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Original-URL must be the original request's absolute URL (http or https).")
 	}
-	return ParseForwardedRequest(u.Scheme, u.Host, originalTarget(raw))
-}
-
-// originalTarget returns the request target of raw, an absolute URL
-// with an authority: all that follows the authority, as it is ("/"
-// when nothing does; "/" before a target that starts with '?' or '#').
-func originalTarget(raw string) string {
 	_, rest, _ := strings.Cut(raw, "://")
-	i := strings.IndexAny(rest, "/?#")
-	switch {
-	case i < 0:
-		return "/"
-	case rest[i] == '/':
-		return rest[i:]
-	default:
-		return "/" + rest[i:]
+	host, target := rest, "/"
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, target = rest[:i], rest[i:]
 	}
+	if _, ok := forwardedHost(host); !ok {
+		return ForwardedRequest{}, ErrForwardedHeaders.With("X-Original-URL's host must be a host name, with a port or without.")
+	}
+	return ParseForwardedRequest(u.Scheme, host, target)
 }
 
 // ParseForwardedHeaders reads which request a trusted proxy asks
@@ -354,7 +350,10 @@ func ParseForwardedHeaders(originalURL, proto, host, uri string) (f ForwardedReq
 func forwardedHost(host string) (string, bool) {
 	h := host
 	if strings.HasPrefix(h, "[") || strings.Count(h, ":") == 1 {
-		if hh, _, err := net.SplitHostPort(h); err == nil {
+		if hh, port, err := net.SplitHostPort(h); err == nil {
+			if strings.Trim(port, "0123456789") != "" || len(port) > 5 {
+				return "", false // a port of digits, or none
+			}
 			h = hh
 		}
 	}

@@ -45,6 +45,12 @@ func originalURLPlain(raw string) (scheme, host, uri string, ok bool) {
 		return "", "", "", false
 	}
 	host, rest = rest[:i], rest[i:]
+	if rest != "" && rest[0] != '/' {
+		// A '?' right after the host: no request target starts so
+		// (nginx's $request_uri starts with /), but a Host header
+		// may end with one (ParseOriginalURL).
+		return "", "", "", false
+	}
 	// The path, then the query as it comes (url.Parse keeps it as is).
 	j := 0
 	for ; j < len(rest) && rest[j] != '?'; j++ {

@@ -55,7 +55,8 @@ func TestForwardAuthParsePlain(t *testing.T) {
 		{"https://app.example.com/page", true},
 		{"http://app.example.com:8080/a/b?x=1&y=%20", true},
 		{"https://App.Example.COM", true},
-		{"https://app.example.com?x", true},
+		{"https://app.example.com?x", false},
+		{"https://app.example.com?/admin/x", false},
 		{"https://app.example.com/p%20q", false},
 		{"https://user@app.example.com/", false},
 		{"https://[::1]/", false},
@@ -73,8 +74,13 @@ func TestForwardAuthParsePlain(t *testing.T) {
 			t.Errorf("%q: plain %v, want %v", c.raw, ok, c.plain)
 		}
 		// The request URI is url.Parse's, and a '#' and all after it
-		// are kept: no fragment, but the path the app is asked for.
+		// are kept: no fragment, but the path the app is asked for. A
+		// host followed by '?' or '#' (a Host header that ends so) is
+		// refused.
 		f, err := ParseOriginalURL(c.raw)
+		if host, _, _ := strings.Cut(strings.SplitN(c.raw, "://", 2)[1], "/"); strings.ContainsAny(host, "?#") && err == nil {
+			t.Errorf("%q: read as %+v, want it refused", c.raw, f)
+		}
 		if u, uerr := url.Parse(c.raw); uerr == nil && err == nil {
 			want := u.RequestURI()
 			if i := strings.IndexByte(c.raw, '#'); i >= 0 {

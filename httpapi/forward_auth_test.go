@@ -194,6 +194,13 @@ func TestForwardAuthCheck(t *testing.T) {
 		}
 	}
 	wantOK(t, ts.fwdCheck(ip, pid, map[string]string{"X-Original-URL": app + "/public/style.css?v=1#x"}, ""))
+	// A Host header that ends with '?' or '#' (nginx takes it, and
+	// writes X-Original-URL from it) would move the whole path into a
+	// query or a fragment, under the rule of /: refused, signed in or
+	// not.
+	for _, u := range []string{app + "?/admin/x", app + ":80?/admin/x", app + "#/admin/x", app + "?"} {
+		wantError(t, ts.fwdCheck(ip, pid, map[string]string{"X-Original-URL": u}, mfaTok), http.StatusBadRequest, "FORWARDED_HEADERS_MISSING")
+	}
 	wantOK(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/public/a;v=1/style.css"), ""))
 	wantIdentity(t, ts.fwdCheck(ip, pid, fwdHeaders(app+"/page;jsessionid=1"), plain), ts.userByEmail("plain@example.com"), "")
 
