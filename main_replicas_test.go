@@ -418,14 +418,21 @@ func TestThreeReplicas(t *testing.T) {
 	}
 	t.Logf("after kill -9 of %s, the leases were taken over in: sweep %v, mail %v, webhooks %v (TTL 2 s)",
 		holder.name, taken[leaseSweep], taken[leaseMail], taken[leaseWebhooks])
-	for _, name := range []string{leaseSweep, leaseMail, leaseWebhooks} {
-		found := false
+	// The lease's row changes before its taker logs it: the log is
+	// waited for (a few milliseconds; at most 5 s).
+	logged := func(name string) bool {
 		for _, r := range survivors {
 			if strings.Contains(r.logs(), `msg="lease acquired: this replica runs the task" lease=`+name) {
-				found = true
+				return true
 			}
 		}
-		if !found {
+		return false
+	}
+	for _, name := range []string{leaseSweep, leaseMail, leaseWebhooks} {
+		for wait := time.Now().Add(5 * time.Second); !logged(name) && time.Now().Before(wait); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !logged(name) {
 			t.Errorf("no survivor logged taking over the %s lease", name)
 		}
 	}

@@ -152,8 +152,6 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.oidcAuthorize(pageWriterOf(w, r, p.id), r, p)
 	case sub == "/authorize/callback":
 		s.oidcCallback(pageWriterOf(w, r, p.id), r, p)
-	case sub == "/oauth/token" && s.oidcCodeClientRefused(w, r, p):
-		// Answered: a code exchange's client refused before its code.
 	case sub == oidcRegisterPath:
 		s.oidcRegister(w, r, p)
 	case sub == "/userinfo" && r.Method != http.MethodOptions:
@@ -178,6 +176,8 @@ func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, ps httprouter
 		p.handler.ServeHTTP(&clientErrorWriter{ResponseWriter: w}, r)
 	case oidcPages[sub] != nil:
 		oidcPages[sub](s, pageWriterOf(w, r, p.id), r, p)
+	case sub == "/oauth/token":
+		p.handler.ServeHTTP(s.codeClientWriter(w, r, p), r)
 	default:
 		p.handler.ServeHTTP(w, r)
 	}

@@ -41,28 +41,65 @@ func clientSecretPost(w http.ResponseWriter, r *http.Request, sub string) {
 	r.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
 }
 
-// oidcCodeClientRefused answers 401 invalid_client to a code exchange
-// whose client presents a wrong secret (HTTP Basic or in the form),
-// before op looks the code up: RFC 6749 (section 4.1.3) authenticates
-// the client first, and op checks the code first, so a caller without
-// the secret learned whether a code it held was live. A request
-// without a secret, a public client's (whose secret op ignores) or one
-// that is no code exchange is left to op (false, nothing answered).
-func (s *Server) oidcCodeClientRefused(w http.ResponseWriter, r *http.Request, p *projectOP) bool {
+// codeClientWriter makes a code exchange's refusal (a 400: an unknown
+// or spent code, a missing verifier) 401 invalid_client when the client
+// presented a wrong secret (HTTP Basic or in the form), as op answers a
+// live code with a wrong secret: RFC 6749 (section 4.1.3) authenticates
+// the client before its code, and op looks the code up first, so a
+// caller without the secret learned whether a code it held was live.
+// The secret is checked only then: an exchange that succeeds, or that op
+// refuses for the client, costs no read more. A public client's secret
+// (which op ignores) changes nothing.
+type codeClientWriter struct {
+	http.ResponseWriter
+	r       *http.Request
+	p       *projectOP
+	refused bool
+}
+
+// codeClientWriter wraps w for a code exchange r at project p's token
+// endpoint; other requests keep w.
+func (s *Server) codeClientWriter(w http.ResponseWriter, r *http.Request, p *projectOP) http.ResponseWriter {
 	if r.Method != http.MethodPost {
-		return false
+		return w
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if r.ParseForm() != nil || r.PostForm.Get("grant_type") != string(oidc.GrantTypeCode) {
-		return false
+		return w // op refuses a body it cannot read as it would have
 	}
+	return &codeClientWriter{ResponseWriter: w, r: r, p: p}
+}
+
+// WriteHeader answers a 400 of a client whose secret is wrong with 401:
+// the storage's check notes the refusal, which the answer writer
+// beneath writes (invalid_client, with Basic's challenge).
+func (c *codeClientWriter) WriteHeader(status int) {
+	if status == http.StatusBadRequest && c.wrongSecret() {
+		c.refused = true
+		status = http.StatusUnauthorized
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+// Write drops op's own body of a refusal made 401.
+func (c *codeClientWriter) Write(b []byte) (int, error) {
+	if c.refused {
+		return len(b), nil
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// wrongSecret reports whether the request's client, a confidential one,
+// presented a secret that is not its own.
+func (c *codeClientWriter) wrongSecret() bool {
+	r := c.r
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		var err1, err2 error
 		id, err1 = url.QueryUnescape(id)
 		secret, err2 = url.QueryUnescape(secret)
 		if err1 != nil || err2 != nil {
-			return false // op refuses it as it would have
+			return false // op refused it as it would have
 		}
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
@@ -71,13 +108,8 @@ func (s *Server) oidcCodeClientRefused(w http.ResponseWriter, r *http.Request, p
 		return false
 	}
 	ctx := r.Context()
-	if c, err := p.storage.GetClientByClientID(ctx, id); err == nil && c.AuthMethod() == oidc.AuthMethodNone {
-		return false // a public client's secret is no authentication: op ignores it
+	if cl, err := c.p.storage.GetClientByClientID(ctx, id); err != nil || cl.AuthMethod() == oidc.AuthMethodNone {
+		return false // unknown (op said so), or a public client's secret, which op ignores
 	}
-	if p.storage.AuthorizeClientIDSecret(ctx, id, secret) == nil {
-		return false
-	}
-	oidcCORSPolicy().HandlerFunc(w, r) // readable by a page, as op's answers are
-	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "The client's id or secret is wrong."})
-	return true
+	return c.p.storage.AuthorizeClientIDSecret(ctx, id, secret) != nil
 }
