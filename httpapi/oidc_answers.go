@@ -46,12 +46,15 @@ func basicChallenge(h http.Header, r *http.Request) {
 }
 
 // noStorePath reports whether path sub of an issuer answers with tokens
-// or what they give (the token endpoint, device authorization,
-// introspection, user info): never cached (RFC 6749, section 5.1), its
-// refusals included.
+// (the token endpoint, device authorization, introspection): never
+// cached (RFC 6749, section 5.1), its refusals included. User info, an
+// answer to a request with an Authorization header and no validator,
+// is stored by no cache without being told to (RFC 9111, sections 3.5
+// and 4.2.2), and is the hot path apps call on every request: it says
+// nothing.
 func noStorePath(sub string) bool {
 	switch sub {
-	case "/oauth/token", oidcDeviceAuthorizationPath, "/oauth/introspect", "/userinfo":
+	case "/oauth/token", oidcDeviceAuthorizationPath, "/oauth/introspect":
 		return true
 	}
 	return false

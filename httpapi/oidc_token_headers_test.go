@@ -10,7 +10,7 @@ import (
 )
 
 // TestOIDCTokenAnswersNotCached: every answer of the token endpoint,
-// those with tokens and the refusals alike, and of user info, device
+// those with tokens and the refusals alike, and of device
 // authorization and introspection, says Cache-Control: no-store and
 // Pragma: no-cache (RFC 6749, section 5.1: a success of the code grant
 // had neither); a client refused after authenticating with HTTP Basic
@@ -79,7 +79,6 @@ func TestOIDCTokenAnswersNotCached(t *testing.T) {
 	}
 	at := str(t, ok.Body, "access_token")
 	answers := map[string]*response{"code exchange": ok}
-	answers["user info"] = rp.userinfo(at)
 	answers["introspection"] = rp.introspect(at)
 	answers["device authorization"] = rp.post("/device_authorization", url.Values{"scope": {"openid"}})
 	answers["an unknown refresh token"] = rp.refresh("lkrt_x")
