@@ -114,35 +114,6 @@ func TestPageCookiesHostOnly(t *testing.T) {
 	}
 }
 
-// TestForwardAuthCookieAfterSecondFactor: the forward-auth cookie,
-// which every app under the cookie domain receives, is set only once
-// the sign-in is done: not while the second factor is asked for after
-// the emailed code, and then after the TOTP code.
-func TestForwardAuthCookieAfterSecondFactor(t *testing.T) {
-	t.Parallel()
-	ts := newFwdServer(t)
-	pid := ts.Project.ID
-	const addr = "second@example.com"
-	totp := ts.enrollTOTP(str(t, ts.login(addr).Body, "token"))
-	ts.Clock.Advance(2 * time.Minute) // past the email code's send throttle and the enrolment's TOTP step
-	rd := "http://app." + faDomain + "/page"
-	b := &fwdBrowser{ts: ts, client: loopbackClient(t, true)}
-	mfa := b.signIn(b.get(ts.faBase()+"/oidc/"+pid+"/signin?rd="+url.QueryEscape(rd)), addr)
-	if mfa.Status != http.StatusOK || !strings.Contains(mfa.Body, `name="method" value="totp"`) {
-		t.Fatalf("second-factor page: %d %s", mfa.Status, mfa.Body)
-	}
-	if b.sso(pid) == "" {
-		t.Fatal("the emailed code set no single sign-on cookie: this test would prove nothing")
-	}
-	if fa := b.cookie(pid); fa != "" {
-		t.Fatalf("forward-auth cookie %q set while the second factor is pending", fa)
-	}
-	back := b.submit(mfa, map[string]string{"code": ts.totpCode(totp, 0)})
-	if back.Status != http.StatusSeeOther || back.Header.Get("Location") != rd || b.cookie(pid) == "" {
-		t.Fatalf("after the TOTP code: %d to %q, forward-auth cookie %q", back.Status, back.Header.Get("Location"), b.cookie(pid))
-	}
-}
-
 // TestAccountSignInForwardAuthCookieOnly: a browser that has kept its
 // forward-auth cookie (it lasts) but lost its single sign-on cookie
 // (gone with the browser session) is asked to sign in to the account
