@@ -398,8 +398,11 @@ func servletPath(dec string) string {
 
 // headerText returns name as a header's value may carry it: each
 // control character or line separator (a tab, a vertical tab, U+0085,
-// U+2028, U+2029, which a user's name may hold) a space. A name without
-// one is returned as it is, with no allocation.
+// U+2028, U+2029, which a user's name may hold) a space, and each
+// bidirectional embedding, override or isolate (U+202A–U+202E,
+// U+2066–U+2069: a name shown by the app or in its logs could otherwise
+// reorder what follows it) too. A name without one is returned as it
+// is, with no allocation.
 func headerText(name string) string {
 	if strings.IndexFunc(name, notHeaderText) < 0 {
 		return name
@@ -414,7 +417,8 @@ func headerText(name string) string {
 
 // notHeaderText reports whether r has no place in a header's value.
 func notHeaderText(r rune) bool {
-	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' ||
+		'\u202a' <= r && r <= '\u202e' || '\u2066' <= r && r <= '\u2069'
 }
 
 // ForwardIdentity is who a forward-auth check let through, for the

@@ -30,7 +30,8 @@ func TestForwardedPath(t *testing.T) {
 }
 
 // TestHeaderText: a user's name reaches Remote-Name with each control
-// character or line separator a space, and a plain name as it is,
+// character, line separator or bidirectional override a space, and a
+// plain name (a Persian one's zero-width non-joiner included) as it is,
 // without allocating.
 func TestHeaderText(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
@@ -38,6 +39,9 @@ func TestHeaderText(t *testing.T) {
 		{"Zoë Lovelace", "Zoë Lovelace"},
 		{"a\tb\vc", "a b c"},
 		{"a\u0085b\u2028c\u2029d", "a b c d"},
+		{"Eve\u202egnp.exe", "Eve gnp.exe"},
+		{"a\u2066b\u2069c\u202ad", "a b c d"},
+		{"مریم\u200cاحمدی", "مریم\u200cاحمدی"}, // a zero-width non-joiner belongs to the name
 		{"\x00\x1f\x7f", "   "},
 		{"", ""},
 	} {
