@@ -93,23 +93,29 @@ func (c *codeClientWriter) Write(b []byte) (int, error) {
 // presented a secret that is not its own.
 func (c *codeClientWriter) wrongSecret() bool {
 	r := c.r
-	id, secret, basic := r.BasicAuth()
-	if basic {
-		var err1, err2 error
-		id, err1 = url.QueryUnescape(id)
-		secret, err2 = url.QueryUnescape(secret)
-		if err1 != nil || err2 != nil {
-			return false // op refused it as it would have
-		}
-	} else {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	id, secret, ok := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret"), true
+	if _, _, basic := r.BasicAuth(); basic {
+		id, secret, ok = basicClient(r)
 	}
-	if secret == "" {
-		return false
+	if !ok || secret == "" {
+		return false // op refused them as it would have, or no secret came
 	}
 	ctx := r.Context()
 	if cl, err := c.p.storage.GetClientByClientID(ctx, id); err != nil || cl.AuthMethod() == oidc.AuthMethodNone {
 		return false // unknown (op said so), or a public client's secret, which op ignores
 	}
 	return c.p.storage.AuthorizeClientIDSecret(ctx, id, secret) != nil
+}
+
+// basicClient returns the client id and secret of r's HTTP Basic
+// credentials, unescaped as RFC 6749 (section 2.3.1) has them encoded;
+// false without Basic credentials or with ones that do not unescape.
+func basicClient(r *http.Request) (id, secret string, ok bool) {
+	id, secret, ok = r.BasicAuth()
+	if !ok {
+		return "", "", false
+	}
+	id, err1 := url.QueryUnescape(id)
+	secret, err2 := url.QueryUnescape(secret)
+	return id, secret, err1 == nil && err2 == nil
 }

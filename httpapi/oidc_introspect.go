@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"net/url"
 
 	"latchkey/auth"
 )
@@ -19,25 +18,17 @@ func (s *Server) oidcIntrospectRefresh(w http.ResponseWriter, r *http.Request, p
 		return false
 	}
 	ctx := r.Context()
-	id, secret, ok := r.BasicAuth()
-	if ok {
-		var err1, err2 error
-		id, err1 = url.QueryUnescape(id)
-		secret, err2 = url.QueryUnescape(secret)
-		ok = err1 == nil && err2 == nil && id != "" && secret != ""
-	}
-	if !ok || p.storage.AuthorizeClientIDSecret(ctx, id, secret) != nil {
+	id, secret, ok := basicClient(r)
+	if !ok || id == "" || secret == "" || p.storage.AuthorizeClientIDSecret(ctx, id, secret) != nil {
 		(&clientErrorWriter{ResponseWriter: w}).WriteHeader(http.StatusUnauthorized)
 		return true
 	}
 	resp, err := p.storage.IntrospectRefreshToken(ctx, id, token)
-	if err != nil {
-		w.Header().Set("Cache-Control", "no-store")
+	if err != nil { // no-store: serveOIDC's, as for every introspection
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error",
 			"error_description": "The token could not be checked; retry."})
 		return true
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, resp)
 	return true
 }

@@ -550,14 +550,9 @@ func (s *Server) oidcRender(w http.ResponseWriter, status int, d oidcPage) {
 
 // noStore forbids caching an answer.
 func noStore(w http.ResponseWriter) {
-	h := w.Header()
-	h["Cache-Control"], h["Pragma"] = noStoreValue[0:1:1], noCacheValue[0:1:1]
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
 }
-
-// noStoreValue and noCacheValue are noStore's values, shared: assigned
-// with their capacity, an Add copies rather than writes into them, and
-// a hot path (userinfo) allocates nothing for them.
-var noStoreValue, noCacheValue = []string{"no-store"}, []string{"no-cache"}
 
 var oidcTmpl = newPageTemplate("oidc", nil).from(`<!doctype html>
 <html lang="{{.Look.Lang}}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

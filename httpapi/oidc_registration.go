@@ -38,8 +38,7 @@ func (s *Server) oidcRegister(w http.ResponseWriter, r *http.Request, p *project
 			w.WriteHeader(http.StatusNoContent) // a preflight the CORS handler did not take
 			return
 		}
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Pragma", "no-cache")
+		noStore(w)
 		var in auth.Registration
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 			writeRegistrationError(w, &auth.RegistrationError{Code: auth.RegInvalidClientMetadata,

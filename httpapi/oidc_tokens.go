@@ -29,8 +29,7 @@ func (c *clientErrorWriter) WriteHeader(status int) {
 	c.refused = true
 	h.Del("Content-Length")
 	h.Set("WWW-Authenticate", `Basic realm="introspection"`)
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/json") // no-store: serveOIDC's, as for every introspection
 	c.ResponseWriter.WriteHeader(http.StatusUnauthorized)
 	c.ResponseWriter.Write([]byte(`{"error":"invalid_client","error_description":"Introspection is for confidential clients, authenticated with their secret (HTTP Basic or client_secret_post)."}`))
 }
